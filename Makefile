@@ -1,0 +1,58 @@
+# Nexus — the two commands a newcomer needs are `make run` and `make test`.
+GO      ?= go
+BIN     := bin/nexus
+NPM_DIR := tools/npm
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+FUZZTIME ?= 10s
+
+.PHONY: all build run test testdeps bench fuzz lint crossbuild clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/nexus
+
+# The main job on the default config: the built-in test server over stdio.
+run: build
+	PATH="$(CURDIR)/bin:$$PATH" $(BIN) --config examples/configs/testserver.json tools
+	PATH="$(CURDIR)/bin:$$PATH" $(BIN) --config examples/configs/testserver.json call testserver.echo message="hello from nexus"
+
+# Real MCP servers from npm that the integration tests run against.
+testdeps: $(NPM_DIR)/node_modules/.installed
+
+$(NPM_DIR)/node_modules/.installed: $(NPM_DIR)/package.json $(NPM_DIR)/package-lock.json
+	cd $(NPM_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+# Everything: vet, all tests with the race detector, the benchmark module's
+# tests, and cross-compiles so Windows and macOS code keeps building.
+test: testdeps crossbuild
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 20m ./...
+	cd bench && $(GO) vet ./... && $(GO) test -race -count=1 -timeout 10m ./...
+
+crossbuild:
+	GOOS=windows GOARCH=amd64 $(GO) build -o /dev/null ./...
+	GOOS=darwin GOARCH=arm64 $(GO) build -o /dev/null ./...
+
+bench: testdeps
+	$(GO) test -run='^$$' -bench=. -benchmem ./...
+	cd bench && $(GO) test -run='^$$' -bench=. -benchmem ./...
+
+# A short run of every fuzz target in the module.
+fuzz:
+	@set -e; for f in $$(grep -rl --include='*_test.go' '^func Fuzz' .); do \
+		pkg=./$$(dirname $$f); \
+		for t in $$(grep -o '^func Fuzz[A-Za-z0-9_]*' $$f | sed 's/^func //'); do \
+			echo "== $$pkg $$t"; \
+			$(GO) test -run='^$$' -fuzz="^$$t$$" -fuzztime=$(FUZZTIME) $$pkg; \
+		done; \
+	done
+
+lint:
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) run $(STATICCHECK) ./...
+
+clean:
+	rm -rf bin

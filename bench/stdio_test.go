@@ -1,0 +1,337 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	mcpgoclient "github.com/mark3labs/mcp-go/client"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/host/transport/stdio"
+)
+
+var bins struct {
+	dir, pipeecho, echoserver string
+}
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "nexus-bench-")
+	if err != nil {
+		panic(err)
+	}
+	bins.dir = dir
+	bins.pipeecho = filepath.Join(dir, "pipeecho")
+	bins.echoserver = filepath.Join(dir, "echoserver")
+	for out, pkg := range map[string]string{bins.pipeecho: "./cmd/pipeecho", bins.echoserver: "./cmd/echoserver"} {
+		if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "go build %s: %v\n%s", pkg, err, b)
+			os.RemoveAll(dir)
+			os.Exit(2)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// request is what the raw pipe carries: the same bytes as a tools/call.
+const request = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hello"}}}` + "\n"
+
+// A caller makes one round trip; it is what every contender implements.
+type caller interface {
+	call(ctx context.Context) error
+	close()
+}
+
+type rawPipe struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Reader
+}
+
+func newRawPipe(tb testing.TB) *rawPipe {
+	cmd := exec.Command(bins.pipeecho)
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	return &rawPipe{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 64<<10)}
+}
+
+func (r *rawPipe) call(context.Context) error {
+	if _, err := io.WriteString(r.in, request); err != nil {
+		return err
+	}
+	_, err := r.out.ReadSlice('\n')
+	return err
+}
+
+func (r *rawPipe) close() { r.in.Close(); r.cmd.Wait() }
+
+type nexusClient struct{ c *mcp.Client }
+
+func newNexus(tb testing.TB) *nexusClient {
+	ctx := context.Background()
+	conn, err := stdio.Start(ctx, stdio.Config{Server: "echo", Command: []string{bins.echoserver}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c, err := mcp.Connect(ctx, conn, mcp.ClientOptions{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &nexusClient{c}
+}
+
+var echoArgs = map[string]any{"message": "hello"}
+
+func (n *nexusClient) call(ctx context.Context) error {
+	res, err := n.c.CallTool(ctx, "echo", echoArgs, nil)
+	if err != nil {
+		return err
+	}
+	if len(res.Content) != 1 || res.Content[0].Text != "hello" {
+		return fmt.Errorf("unexpected result %+v", res)
+	}
+	return nil
+}
+
+func (n *nexusClient) close() { n.c.Close() }
+
+type sdkClient struct{ s *sdk.ClientSession }
+
+func newSDK(tb testing.TB) *sdkClient {
+	client := sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "1"}, nil)
+	s, err := client.Connect(context.Background(), &sdk.CommandTransport{Command: exec.Command(bins.echoserver)}, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &sdkClient{s}
+}
+
+func (c *sdkClient) call(ctx context.Context) error {
+	res, err := c.s.CallTool(ctx, &sdk.CallToolParams{Name: "echo", Arguments: echoArgs})
+	if err != nil {
+		return err
+	}
+	if len(res.Content) != 1 {
+		return fmt.Errorf("unexpected result %+v", res)
+	}
+	return nil
+}
+
+func (c *sdkClient) close() { c.s.Close() }
+
+type mcpgoClient struct{ c *mcpgoclient.Client }
+
+func newMCPGo(tb testing.TB) *mcpgoClient {
+	c, err := mcpgoclient.NewStdioMCPClient(bins.echoserver, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var init mcpgo.InitializeRequest
+	init.Params.ProtocolVersion = mcpgo.LATEST_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcpgo.Implementation{Name: "bench", Version: "1"}
+	if _, err := c.Initialize(context.Background(), init); err != nil {
+		tb.Fatal(err)
+	}
+	return &mcpgoClient{c}
+}
+
+func (c *mcpgoClient) call(ctx context.Context) error {
+	var req mcpgo.CallToolRequest
+	req.Params.Name = "echo"
+	req.Params.Arguments = echoArgs
+	res, err := c.c.CallTool(ctx, req)
+	if err != nil {
+		return err
+	}
+	if len(res.Content) != 1 {
+		return fmt.Errorf("unexpected result %+v", res)
+	}
+	return nil
+}
+
+func (c *mcpgoClient) close() { c.c.Close() }
+
+// contenders are made fresh for each benchmark.
+var contenders = []struct {
+	name string
+	make func(testing.TB) caller
+}{
+	{"rawpipe", func(tb testing.TB) caller { return newRawPipe(tb) }},
+	{"nexus", func(tb testing.TB) caller { return newNexus(tb) }},
+	{"go-sdk", func(tb testing.TB) caller { return newSDK(tb) }},
+	{"mcp-go", func(tb testing.TB) caller { return newMCPGo(tb) }},
+}
+
+func percentile(d []time.Duration, p float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(float64(len(s))*p))]
+}
+
+func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+
+// BenchmarkStdioRoundTrip measures one sequential tools/call round trip per
+// contender (the raw pipe echoes the same bytes).
+func BenchmarkStdioRoundTrip(b *testing.B) {
+	for _, ct := range contenders {
+		b.Run(ct.name, func(b *testing.B) {
+			c := ct.make(b)
+			defer c.close()
+			ctx := context.Background()
+			for range 100 { // warm up
+				if err := c.call(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+			lat := make([]time.Duration, 0, b.N)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				t0 := time.Now()
+				if err := c.call(ctx); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(t0))
+			}
+			b.StopTimer()
+			b.ReportMetric(us(percentile(lat, 0.5)), "p50-µs")
+			b.ReportMetric(us(percentile(lat, 0.99)), "p99-µs")
+		})
+	}
+}
+
+// BenchmarkStdioRatio interleaves contenders call by call and reports each
+// one's p50 over the baseline's (the raw pipe for nexus; nexus for the SDKs).
+func BenchmarkStdioRatio(b *testing.B) {
+	ctx := context.Background()
+	cs := make([]caller, len(contenders))
+	for i, ct := range contenders {
+		cs[i] = ct.make(b)
+		defer cs[i].close()
+		for range 100 {
+			if err := cs[i].call(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	lat := make([][]time.Duration, len(cs))
+	b.ResetTimer()
+	for range b.N {
+		for i, c := range cs {
+			t0 := time.Now()
+			if err := c.call(ctx); err != nil {
+				b.Fatal(err)
+			}
+			lat[i] = append(lat[i], time.Since(t0))
+		}
+	}
+	b.StopTimer()
+	p50 := make([]float64, len(cs))
+	for i := range cs {
+		p50[i] = us(percentile(lat[i], 0.5))
+		b.ReportMetric(p50[i], contenders[i].name+"-p50-µs")
+	}
+	b.ReportMetric(p50[1]/p50[0], "nexus/rawpipe")
+	b.ReportMetric(p50[2]/p50[1], "go-sdk/nexus")
+	b.ReportMetric(p50[3]/p50[1], "mcp-go/nexus")
+}
+
+// BenchmarkConcurrent32 compares 32 concurrent callers on one session with
+// one sequential caller over the same number of calls, and reports the
+// throughput ratio.
+func BenchmarkConcurrent32(b *testing.B) {
+	n := newNexus(b)
+	defer n.close()
+	ctx := context.Background()
+	const calls = 2000
+	var seq, par time.Duration
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		for range calls {
+			if err := n.call(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		seq += time.Since(t0)
+
+		t0 = time.Now()
+		var wg sync.WaitGroup
+		errs := make(chan error, 32)
+		for w := range 32 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := w; i < calls; i += 32 {
+					if err := n.call(ctx); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		par += time.Since(t0)
+		close(errs)
+		for err := range errs {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(calls*b.N)/par.Seconds(), "calls/s-32")
+	b.ReportMetric(float64(calls*b.N)/seq.Seconds(), "calls/s-1")
+	b.ReportMetric(seq.Seconds()/par.Seconds(), "speedup")
+}
+
+// TestNexusAllocBudget holds the client to at most 8 KB allocated per small
+// echo call (measured in this process; the server runs apart).
+func TestNexusAllocBudget(t *testing.T) {
+	n := newNexus(t)
+	defer n.close()
+	ctx := context.Background()
+	res := testing.Benchmark(func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			if err := n.call(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	perCall := res.AllocedBytesPerOp()
+	t.Logf("nexus client: %d B/call, %d allocs/call", perCall, res.AllocsPerOp())
+	if perCall > 8<<10 {
+		t.Fatalf("client allocates %d bytes per call, over the 8 KB budget", perCall)
+	}
+}
+
+// TestPeersAgree makes sure every contender really completes calls against
+// the shared server, so a benchmark never measures a broken client.
+func TestPeersAgree(t *testing.T) {
+	ctx := context.Background()
+	for _, ct := range contenders {
+		c := ct.make(t)
+		for range 10 {
+			if err := c.call(ctx); err != nil {
+				t.Fatalf("%s: %v", ct.name, err)
+			}
+		}
+		c.close()
+	}
+}

@@ -1,0 +1,10 @@
+// Command nexus is the Nexus MCP host's command line.
+package main
+
+import (
+	"os"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}

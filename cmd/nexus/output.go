@@ -1,0 +1,120 @@
+package main
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/nexus-mcp/nexus/host/diag"
+	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/host/sanitize"
+)
+
+// Everything printed from a server passes through sanitize.ForDisplay: a
+// server must not be able to drive the terminal.
+
+func (a *app) printText(s string) {
+	s = sanitize.ForDisplay(s)
+	if s == "" {
+		return
+	}
+	if !strings.HasSuffix(s, "\n") {
+		s += "\n"
+	}
+	io.WriteString(a.stdout, s)
+}
+
+// printJSON writes v as indented JSON. JSON escapes control characters, so
+// it is safe on a terminal as it is; the size cap still applies.
+func (a *app) printJSON(v any) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		fmt.Fprintf(a.stderr, "encoding output: %v\n", err)
+		return
+	}
+	if len(b) > sanitize.MaxOutput {
+		fmt.Fprintf(a.stderr, "output is %d bytes, over the %d byte cap; not printed\n", len(b), sanitize.MaxOutput)
+		return
+	}
+	a.stdout.Write(append(b, '\n'))
+}
+
+func (a *app) printTable(rows [][2]string) {
+	w := 0
+	for _, r := range rows {
+		w = max(w, utf8.RuneCountInString(sanitize.ForDisplay(r[0])))
+	}
+	var b strings.Builder
+	for _, r := range rows {
+		left := sanitize.ForDisplay(r[0])
+		b.WriteString(left)
+		if r[1] != "" {
+			b.WriteString(strings.Repeat(" ", w-utf8.RuneCountInString(left)+2))
+			b.WriteString(sanitize.ForDisplay(r[1]))
+		}
+		b.WriteByte('\n')
+	}
+	io.WriteString(a.stdout, b.String())
+}
+
+func renderErr(w io.Writer, err error) { diag.Render(w, err) }
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
+}
+
+// renderContent turns content blocks into text for a terminal: text as it
+// is, binary as a one-line summary, never raw bytes.
+func renderContent(content []mcp.Content, structured json.RawMessage) string {
+	var parts []string
+	hasText := false
+	for _, c := range content {
+		switch c.Type {
+		case mcp.ContentText:
+			parts = append(parts, c.Text)
+			hasText = true
+		case mcp.ContentImage, mcp.ContentAudio:
+			parts = append(parts, fmt.Sprintf("[%s: %s, %s]", c.Type, c.MimeType, sizeOf(c.Data)))
+		case mcp.ContentResourceLink:
+			s := "[resource link: " + c.URI
+			if c.Name != "" {
+				s += " (" + c.Name + ")"
+			}
+			parts = append(parts, s+"]")
+		case mcp.ContentResource:
+			if c.Resource != nil {
+				parts = append(parts, renderResource(*c.Resource))
+			}
+		default:
+			parts = append(parts, fmt.Sprintf("[content of unknown type %q, %d bytes; use --output json to see it]", c.Type, len(c.Raw)))
+		}
+	}
+	if !hasText && len(structured) > 0 {
+		var v any
+		if json.Unmarshal(structured, &v) == nil {
+			b, _ := json.MarshalIndent(v, "", "  ")
+			parts = append(parts, string(b))
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func renderResource(rc mcp.ResourceContents) string {
+	if rc.Blob != "" {
+		return fmt.Sprintf("[blob %s: %s, %s]", rc.URI, rc.MimeType, sizeOf(rc.Blob))
+	}
+	return rc.Text
+}
+
+// sizeOf reports the decoded size of base64 data.
+func sizeOf(b64 string) string {
+	n := base64.StdEncoding.DecodedLen(len(b64))
+	if d, err := base64.StdEncoding.DecodeString(b64); err == nil {
+		n = len(d)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}

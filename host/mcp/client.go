@@ -1,0 +1,575 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Handlers for requests a server sends to the client. A client declares a
+// capability only when its handler is set; without one the request is
+// answered with method not found.
+type (
+	SamplingHandler    func(ctx context.Context, p *CreateMessageParams) (*CreateMessageResult, error)
+	ElicitationHandler func(ctx context.Context, p *ElicitParams) (*ElicitResult, error)
+	RootsHandler       func(ctx context.Context) ([]Root, error)
+)
+
+// ClientOptions configure a client session. The zero value is usable.
+type ClientOptions struct {
+	Info   Implementation // default {Name: "nexus", Version: "dev"}
+	Logger hclog.Logger
+
+	// Timeout per request (default 30 s); see PeerOptions.
+	Timeout    time.Duration
+	MaxTimeout time.Duration
+	// MaxHandlers bounds concurrent server-initiated requests (default 32).
+	MaxHandlers int
+
+	Sampling    SamplingHandler
+	Elicitation ElicitationHandler
+	// ElicitationURL declares URL-mode elicitation as well as form mode.
+	ElicitationURL bool
+	Roots          RootsHandler
+	// RootsListChanged declares that the client sends roots list_changed.
+	RootsListChanged bool
+
+	// OnLog receives notifications/message.
+	OnLog func(LogMessage)
+	// OnListChanged is called after a list_changed notification has refreshed
+	// the cached list; kind is "tools", "resources" or "prompts".
+	OnListChanged func(kind string)
+	// OnResourceUpdated receives notifications/resources/updated.
+	OnResourceUpdated func(uri string)
+	// OnNotification receives every other notification.
+	OnNotification func(method string, params json.RawMessage)
+}
+
+// Client is an initialized MCP client session over one Conn.
+type Client struct {
+	peer *Peer
+	opts ClientOptions
+	log  hclog.Logger
+	init InitializeResult
+	// ready closes once init is set; notifications that arrive before (some
+	// servers announce list_changed during initialize) must not read it.
+	ready chan struct{}
+
+	mu        sync.Mutex
+	tools     *cached[Tool]
+	resources *cached[Resource]
+	prompts   *cached[Prompt]
+
+	refreshing map[string]int // list kind -> fetches running or queued
+}
+
+type cached[T any] struct {
+	items []T
+	valid bool
+	gen   uint64
+}
+
+// UnsupportedVersionError is returned when the server answers initialize
+// with a protocol version this client does not speak.
+type UnsupportedVersionError struct {
+	Server string
+}
+
+func (e *UnsupportedVersionError) Error() string {
+	return fmt.Sprintf("server speaks MCP protocol version %q; Nexus supports %v. Upgrade the server or use one that supports a listed version", e.Server, SupportedVersions)
+}
+
+// NotSupportedError is returned for a call the server did not declare a
+// capability for. Nothing is sent.
+type NotSupportedError struct {
+	Capability string
+}
+
+func (e *NotSupportedError) Error() string {
+	return fmt.Sprintf("the server does not offer %s (it did not declare the capability at initialize)", e.Capability)
+}
+
+// Connect starts a peer over conn and performs the initialize handshake.
+// On failure conn is closed.
+func Connect(ctx context.Context, conn Conn, opts ClientOptions) (*Client, error) {
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
+	if opts.Info.Name == "" {
+		opts.Info = Implementation{Name: "nexus", Version: "dev"}
+	}
+	c := &Client{opts: opts, log: opts.Logger, ready: make(chan struct{}), tools: &cached[Tool]{}, resources: &cached[Resource]{}, prompts: &cached[Prompt]{}}
+	c.peer = NewPeer(conn, PeerOptions{
+		Logger:      opts.Logger,
+		Handler:     clientHandler{c},
+		Timeout:     opts.Timeout,
+		MaxTimeout:  opts.MaxTimeout,
+		MaxHandlers: opts.MaxHandlers,
+	})
+	c.peer.Start()
+	if err := c.initialize(ctx); err != nil {
+		c.peer.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Client) capabilities() ClientCapabilities {
+	var caps ClientCapabilities
+	if c.opts.Roots != nil {
+		caps.Roots = &RootsCapability{ListChanged: c.opts.RootsListChanged}
+	}
+	if c.opts.Sampling != nil {
+		caps.Sampling = &SamplingCapability{}
+	}
+	if c.opts.Elicitation != nil {
+		caps.Elicitation = &ElicitationCapability{Form: &struct{}{}}
+		if c.opts.ElicitationURL {
+			caps.Elicitation.URL = &struct{}{}
+		}
+	}
+	return caps
+}
+
+func (c *Client) initialize(ctx context.Context) error {
+	params := InitializeParams{
+		ProtocolVersion: LatestVersion,
+		Capabilities:    c.capabilities(),
+		ClientInfo:      c.opts.Info,
+	}
+	var res InitializeResult
+	if err := c.peer.Call(ctx, MethodInitialize, params, &res); err != nil {
+		return fmt.Errorf("initialize: %w", err)
+	}
+	if !slices.Contains(SupportedVersions, res.ProtocolVersion) {
+		return &UnsupportedVersionError{Server: res.ProtocolVersion}
+	}
+	c.init = res
+	close(c.ready)
+	// notifications/initialized carries no params (seed 1.1).
+	if err := c.peer.Notify(ctx, NotificationInitialized, nil); err != nil {
+		return fmt.Errorf("sending initialized: %w", err)
+	}
+	return nil
+}
+
+// ProtocolVersion is the version both sides agreed on.
+func (c *Client) ProtocolVersion() string { return c.init.ProtocolVersion }
+
+// ServerInfo, Capabilities and Instructions are what the server sent at initialize.
+func (c *Client) ServerInfo() Implementation         { return c.init.ServerInfo }
+func (c *Client) Capabilities() ServerCapabilities   { return c.init.Capabilities }
+func (c *Client) Instructions() string               { return c.init.Instructions }
+func (c *Client) InitializeResult() InitializeResult { return c.init }
+func (c *Client) Peer() *Peer                        { return c.peer }
+func (c *Client) Done() <-chan struct{}              { return c.peer.Done() }
+func (c *Client) Err() error                         { return c.peer.Err() }
+func (c *Client) Close() error                       { return c.peer.Close() }
+func (c *Client) Notify(ctx context.Context, method string, params any) error {
+	return c.peer.Notify(ctx, method, params)
+}
+
+// Ping checks the server answers and returns the round trip time.
+func (c *Client) Ping(ctx context.Context) (time.Duration, error) {
+	start := time.Now()
+	err := c.peer.Call(ctx, MethodPing, nil, nil)
+	return time.Since(start), err
+}
+
+// CallOptions change one tools/call.
+type CallOptions struct {
+	// OnProgress, when set, asks the server for progress notifications.
+	OnProgress func(Progress)
+	// Timeout overrides the session's request timeout.
+	Timeout time.Duration
+	Meta    Meta
+}
+
+// CallTool calls a tool. args is anything that marshals to a JSON object
+// (json.RawMessage is passed through). A tool that ran and failed returns a
+// result with IsError set, not an error.
+func (c *Client) CallTool(ctx context.Context, name string, args any, o *CallOptions) (*CallToolResult, error) {
+	params := CallToolParams{Name: name}
+	switch a := args.(type) {
+	case nil:
+	case json.RawMessage:
+		params.Arguments = a
+	default:
+		b, err := json.Marshal(args)
+		if err != nil {
+			return nil, fmt.Errorf("tools/call %s: encoding arguments: %w", name, err)
+		}
+		params.Arguments = b
+	}
+	var opts []CallOption
+	if o != nil {
+		params.Meta = o.Meta
+		if o.Timeout > 0 {
+			opts = append(opts, WithTimeout(o.Timeout))
+		}
+		if o.OnProgress != nil {
+			tok := c.peer.NewProgressToken()
+			params.Meta = withProgressToken(params.Meta, tok)
+			opts = append(opts, WithProgress(tok, o.OnProgress))
+		}
+	}
+	var res CallToolResult
+	if err := c.peer.Call(ctx, MethodToolsCall, &params, &res, opts...); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func withProgressToken(m Meta, tok json.RawMessage) Meta {
+	out := make(Meta, len(m)+1)
+	for k, v := range m {
+		out[k] = v
+	}
+	out["progressToken"] = tok
+	return out
+}
+
+// maxPages bounds a paginated listing: a server that keeps returning cursors
+// cannot keep the client busy forever.
+const maxPages = 10000
+
+// paginate fetches every page of a list method.
+func paginate[R any, T any](ctx context.Context, c *Client, method string, items func(*R) []T, next func(*R) string) ([]T, error) {
+	var all []T
+	cursor := ""
+	seen := map[string]bool{}
+	for page := 0; ; page++ {
+		if page >= maxPages {
+			return nil, fmt.Errorf("%s: more than %d pages; the server keeps returning a nextCursor", method, maxPages)
+		}
+		var r R
+		var params any
+		if cursor != "" {
+			params = paginatedParams{Cursor: cursor}
+		}
+		if err := c.peer.Call(ctx, method, params, &r); err != nil {
+			return nil, fmt.Errorf("%s: %w", method, err)
+		}
+		all = append(all, items(&r)...)
+		cursor = next(&r)
+		if cursor == "" {
+			return all, nil
+		}
+		if seen[cursor] {
+			return nil, fmt.Errorf("%s: the server returned cursor %q twice; stopping to avoid a loop", method, cursor)
+		}
+		seen[cursor] = true
+	}
+}
+
+// ListTools fetches every page of tools/list and refreshes the cache.
+func (c *Client) ListTools(ctx context.Context) ([]Tool, error) {
+	if c.init.Capabilities.Tools == nil {
+		return nil, &NotSupportedError{"tools"}
+	}
+	return refresh(ctx, c, c.tools, func(ctx context.Context) ([]Tool, error) {
+		return paginate(ctx, c, MethodToolsList,
+			func(r *ListToolsResult) []Tool { return r.Tools },
+			func(r *ListToolsResult) string { return r.NextCursor })
+	})
+}
+
+// ListResources fetches every page of resources/list and refreshes the cache.
+func (c *Client) ListResources(ctx context.Context) ([]Resource, error) {
+	if c.init.Capabilities.Resources == nil {
+		return nil, &NotSupportedError{"resources"}
+	}
+	return refresh(ctx, c, c.resources, func(ctx context.Context) ([]Resource, error) {
+		return paginate(ctx, c, MethodResourcesList,
+			func(r *ListResourcesResult) []Resource { return r.Resources },
+			func(r *ListResourcesResult) string { return r.NextCursor })
+	})
+}
+
+// ListPrompts fetches every page of prompts/list and refreshes the cache.
+func (c *Client) ListPrompts(ctx context.Context) ([]Prompt, error) {
+	if c.init.Capabilities.Prompts == nil {
+		return nil, &NotSupportedError{"prompts"}
+	}
+	return refresh(ctx, c, c.prompts, func(ctx context.Context) ([]Prompt, error) {
+		return paginate(ctx, c, MethodPromptsList,
+			func(r *ListPromptsResult) []Prompt { return r.Prompts },
+			func(r *ListPromptsResult) string { return r.NextCursor })
+	})
+}
+
+// ListResourceTemplates fetches every page of resources/templates/list.
+func (c *Client) ListResourceTemplates(ctx context.Context) ([]ResourceTemplate, error) {
+	if c.init.Capabilities.Resources == nil {
+		return nil, &NotSupportedError{"resources"}
+	}
+	return paginate(ctx, c, MethodResourcesTemplatesList,
+		func(r *ListResourceTemplatesResult) []ResourceTemplate { return r.ResourceTemplates },
+		func(r *ListResourceTemplatesResult) string { return r.NextCursor })
+}
+
+// Tools returns the cached tool list, fetching it when it is stale.
+func (c *Client) Tools(ctx context.Context) ([]Tool, error) {
+	if items, ok := cachedItems(c, c.tools); ok {
+		return items, nil
+	}
+	return c.ListTools(ctx)
+}
+
+// Resources returns the cached resource list, fetching it when stale.
+func (c *Client) Resources(ctx context.Context) ([]Resource, error) {
+	if items, ok := cachedItems(c, c.resources); ok {
+		return items, nil
+	}
+	return c.ListResources(ctx)
+}
+
+// Prompts returns the cached prompt list, fetching it when stale.
+func (c *Client) Prompts(ctx context.Context) ([]Prompt, error) {
+	if items, ok := cachedItems(c, c.prompts); ok {
+		return items, nil
+	}
+	return c.ListPrompts(ctx)
+}
+
+func cachedItems[T any](c *Client, k *cached[T]) ([]T, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return k.items, k.valid
+}
+
+// refresh fetches a list and stores it unless a list_changed arrived while
+// the fetch was running (then the stored list would already be stale).
+func refresh[T any](ctx context.Context, c *Client, k *cached[T], fetch func(context.Context) ([]T, error)) ([]T, error) {
+	c.mu.Lock()
+	gen := k.gen
+	c.mu.Unlock()
+	items, err := fetch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if k.gen == gen {
+		k.items, k.valid = items, true
+	}
+	c.mu.Unlock()
+	return items, nil
+}
+
+func invalidate[T any](c *Client, k *cached[T]) {
+	c.mu.Lock()
+	k.gen++
+	k.valid = false
+	c.mu.Unlock()
+}
+
+// ReadResource reads a resource by URI.
+func (c *Client) ReadResource(ctx context.Context, uri string) (*ReadResourceResult, error) {
+	if c.init.Capabilities.Resources == nil {
+		return nil, &NotSupportedError{"resources"}
+	}
+	var res ReadResourceResult
+	if err := c.peer.Call(ctx, MethodResourcesRead, map[string]string{"uri": uri}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// Subscribe asks for notifications/resources/updated for uri.
+func (c *Client) Subscribe(ctx context.Context, uri string) error {
+	if r := c.init.Capabilities.Resources; r == nil || !r.Subscribe {
+		return &NotSupportedError{"resource subscriptions"}
+	}
+	return c.peer.Call(ctx, MethodResourcesSubscribe, map[string]string{"uri": uri}, nil)
+}
+
+// Unsubscribe cancels a subscription made with Subscribe.
+func (c *Client) Unsubscribe(ctx context.Context, uri string) error {
+	if r := c.init.Capabilities.Resources; r == nil || !r.Subscribe {
+		return &NotSupportedError{"resource subscriptions"}
+	}
+	return c.peer.Call(ctx, MethodResourcesUnsubscribe, map[string]string{"uri": uri}, nil)
+}
+
+// GetPrompt fetches a prompt filled with args.
+func (c *Client) GetPrompt(ctx context.Context, name string, args map[string]string) (*GetPromptResult, error) {
+	if c.init.Capabilities.Prompts == nil {
+		return nil, &NotSupportedError{"prompts"}
+	}
+	params := struct {
+		Name      string            `json:"name"`
+		Arguments map[string]string `json:"arguments,omitempty"`
+	}{name, args}
+	var res GetPromptResult
+	if err := c.peer.Call(ctx, MethodPromptsGet, params, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// Complete asks for completions of a prompt or resource-template argument.
+func (c *Client) Complete(ctx context.Context, p *CompleteParams) (*CompleteResult, error) {
+	if c.init.Capabilities.Completions == nil {
+		return nil, &NotSupportedError{"completions"}
+	}
+	var res CompleteResult
+	if err := c.peer.Call(ctx, MethodComplete, p, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// SetLogLevel asks the server to send log messages at level and above.
+func (c *Client) SetLogLevel(ctx context.Context, level LoggingLevel) error {
+	if c.init.Capabilities.Logging == nil {
+		return &NotSupportedError{"logging"}
+	}
+	if level.Severity() < 0 {
+		return fmt.Errorf("unknown log level %q; use one of %v", level, LoggingLevels)
+	}
+	return c.peer.Call(ctx, MethodLoggingSetLevel, map[string]LoggingLevel{"level": level}, nil)
+}
+
+// RootsChanged tells the server the roots list changed.
+func (c *Client) RootsChanged(ctx context.Context) error {
+	if c.opts.Roots == nil || !c.opts.RootsListChanged {
+		return errors.New("roots list_changed is not declared: set ClientOptions.Roots and RootsListChanged")
+	}
+	return c.peer.Notify(ctx, NotificationRootsListChanged, nil)
+}
+
+// clientHandler serves what the server sends.
+type clientHandler struct{ c *Client }
+
+func (h clientHandler) HandleRequest(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	o := &h.c.opts
+	switch method {
+	case MethodRootsList:
+		if o.Roots == nil {
+			break
+		}
+		roots, err := o.Roots(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if roots == nil {
+			roots = []Root{}
+		}
+		return ListRootsResult{Roots: roots}, nil
+	case MethodSamplingCreateMessage:
+		if o.Sampling == nil {
+			break
+		}
+		var p CreateMessageParams
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, InvalidParams("sampling/createMessage: %v", err)
+		}
+		return o.Sampling(ctx, &p)
+	case MethodElicitationCreate:
+		if o.Elicitation == nil {
+			break
+		}
+		var p ElicitParams
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, InvalidParams("elicitation/create: %v", err)
+		}
+		switch p.Mode {
+		case "", "form":
+		case "url":
+			if !o.ElicitationURL {
+				return nil, InvalidParams("elicitation/create: this client did not declare URL mode")
+			}
+		default:
+			return nil, InvalidParams("elicitation/create: unknown mode %q", p.Mode)
+		}
+		return o.Elicitation(ctx, &p)
+	}
+	return nil, MethodNotFound(method)
+}
+
+func (h clientHandler) HandleNotification(ctx context.Context, method string, params json.RawMessage) {
+	c := h.c
+	select {
+	case <-c.ready:
+	default:
+		// Before initialize completes the lists are not fetched yet, so a
+		// list_changed has nothing to refresh; other notifications still pass.
+		if strings.HasSuffix(method, "/list_changed") {
+			return
+		}
+	}
+	switch method {
+	case NotificationMessage:
+		if c.opts.OnLog != nil {
+			var m LogMessage
+			if json.Unmarshal(params, &m) == nil {
+				c.opts.OnLog(m)
+			}
+		}
+		return
+	case NotificationToolsListChanged:
+		invalidate(c, c.tools)
+		go c.refreshChanged(ctx, "tools", func(ctx context.Context) error { _, err := c.ListTools(ctx); return err })
+		return
+	case NotificationResourcesListChanged:
+		invalidate(c, c.resources)
+		go c.refreshChanged(ctx, "resources", func(ctx context.Context) error { _, err := c.ListResources(ctx); return err })
+		return
+	case NotificationPromptsListChanged:
+		invalidate(c, c.prompts)
+		go c.refreshChanged(ctx, "prompts", func(ctx context.Context) error { _, err := c.ListPrompts(ctx); return err })
+		return
+	case NotificationResourceUpdated:
+		if c.opts.OnResourceUpdated != nil {
+			var n struct {
+				URI string `json:"uri"`
+			}
+			if json.Unmarshal(params, &n) == nil {
+				c.opts.OnResourceUpdated(n.URI)
+			}
+		}
+		return
+	}
+	if c.opts.OnNotification != nil {
+		c.opts.OnNotification(method, params)
+	}
+}
+
+// refreshChanged refetches a list after list_changed, off the read loop
+// (the fetch needs the read loop to deliver its responses).
+// A burst of notifications costs at most one running and one queued fetch.
+func (c *Client) refreshChanged(ctx context.Context, kind string, fetch func(context.Context) error) {
+	c.mu.Lock()
+	if c.refreshing == nil {
+		c.refreshing = map[string]int{}
+	}
+	c.refreshing[kind]++
+	if c.refreshing[kind] > 1 {
+		c.refreshing[kind] = 2 // one more round after the running one
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	for {
+		if err := fetch(ctx); err != nil {
+			c.log.Warn("refreshing list after list_changed failed", "kind", kind, "error", err)
+		}
+		if c.opts.OnListChanged != nil {
+			c.opts.OnListChanged(kind)
+		}
+		c.mu.Lock()
+		c.refreshing[kind]--
+		again := c.refreshing[kind] > 0
+		c.mu.Unlock()
+		if !again {
+			return
+		}
+	}
+}

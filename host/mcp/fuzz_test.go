@@ -1,0 +1,85 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"testing"
+	"time"
+)
+
+// oneFrame yields a single frame and then EOF.
+type oneFrame struct {
+	frame []byte
+	sent  bool
+	done  chan struct{}
+}
+
+func (o *oneFrame) ReadMessage() ([]byte, error) {
+	if !o.sent {
+		o.sent = true
+		return o.frame, nil
+	}
+	<-o.done
+	return nil, io.EOF
+}
+func (o *oneFrame) WriteMessage(context.Context, []byte) error { return nil }
+func (o *oneFrame) Close() error {
+	select {
+	case <-o.done:
+	default:
+		close(o.done)
+	}
+	return nil
+}
+
+// FuzzMessageDecode feeds arbitrary frames to a peer with a request pending
+// and handlers installed: it must never panic or hang.
+func FuzzMessageDecode(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"x"}]}}`,
+		`{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"nope"}}`,
+		`{"jsonrpc":"2.0","id":"a","method":"roots/list"}`,
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":0.5}}`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"a"}}`,
+		`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse"}}`,
+		`{"id":1}`, `[]`, `{}`, `{"jsonrpc":"2.0","id":1e999,"result":1}`, "\xff\xfe", `{"method":5}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		conn := &oneFrame{frame: frame, done: make(chan struct{})}
+		c := &Client{ready: make(chan struct{}), opts: ClientOptions{Roots: func(context.Context) ([]Root, error) { return nil, nil }}, tools: &cached[Tool]{}, resources: &cached[Resource]{}, prompts: &cached[Prompt]{}}
+		p := NewPeer(conn, PeerOptions{Handler: clientHandler{c}, Timeout: 20 * time.Millisecond})
+		c.peer = p
+		p.Start()
+		var res CallToolResult
+		_ = p.Call(context.Background(), "tools/call", nil, &res, WithProgress(json.RawMessage("1"), func(Progress) {}))
+		p.Close()
+		<-p.Done()
+	})
+}
+
+// FuzzContent checks unknown content survives a decode/encode round trip.
+func FuzzContent(f *testing.F) {
+	f.Add([]byte(`{"type":"text","text":"hi"}`))
+	f.Add([]byte(`{"type":"weird","x":[1,{"y":2}]}`))
+	f.Add([]byte(`{"type":"resource","resource":{"uri":"a","blob":"AA=="}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var c Content
+		if json.Unmarshal(b, &c) != nil {
+			return
+		}
+		out, err := json.Marshal(c)
+		if err != nil {
+			t.Fatalf("re-encode: %v", err)
+		}
+		var back Content
+		if err := json.Unmarshal(out, &back); err != nil {
+			t.Fatalf("decode of own output %s: %v", out, err)
+		}
+		if back.Type != c.Type {
+			t.Fatalf("type changed %q -> %q", c.Type, back.Type)
+		}
+	})
+}

@@ -1,0 +1,750 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// JSON-RPC error codes used by MCP.
+const (
+	CodeParseError     = -32700
+	CodeInvalidRequest = -32600
+	CodeMethodNotFound = -32601
+	CodeInvalidParams  = -32602
+	CodeInternalError  = -32603
+	// CodeBusy is returned when the bounded queue of incoming requests is full.
+	CodeBusy = -32000
+	// CodeURLElicitationRequired is the 2025-11-25 error a server returns when a
+	// request needs a URL-mode elicitation first.
+	CodeURLElicitationRequired = -32042
+)
+
+// RPCError is a JSON-RPC error object, as received from or sent to the peer.
+type RPCError struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+func (e *RPCError) Error() string {
+	if len(e.Data) > 0 && len(e.Data) < 512 {
+		return fmt.Sprintf("%s (code %d, data %s)", e.Message, e.Code, e.Data)
+	}
+	return fmt.Sprintf("%s (code %d)", e.Message, e.Code)
+}
+
+// MethodNotFound builds the error for a method this side does not serve.
+func MethodNotFound(method string) *RPCError {
+	return &RPCError{Code: CodeMethodNotFound, Message: "method not found: " + method}
+}
+
+// InvalidParams builds an invalid-params error.
+func InvalidParams(format string, args ...any) *RPCError {
+	return &RPCError{Code: CodeInvalidParams, Message: fmt.Sprintf(format, args...)}
+}
+
+// TimeoutError is returned when a request got no answer in time. The peer
+// has already sent notifications/cancelled for it.
+type TimeoutError struct {
+	Method string
+	After  time.Duration
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("%s: no response within %s (request cancelled)", e.Method, e.After)
+}
+
+// Timeout lets callers treat it like net.Error timeouts.
+func (e *TimeoutError) Timeout() bool { return true }
+
+// InvalidMessageError reports a frame that is not valid JSON-RPC. The peer
+// ends the session on it: the stream can no longer be trusted.
+type InvalidMessageError struct {
+	Frame  []byte // at most 4 KiB of the offending frame
+	Offset int64  // byte offset of the syntax error in Frame, -1 if unknown
+	Err    error
+}
+
+func (e *InvalidMessageError) Error() string {
+	return fmt.Sprintf("invalid JSON-RPC message from the other side: %v", e.Err)
+}
+
+func (e *InvalidMessageError) Unwrap() error { return e.Err }
+
+// Handler serves requests and notifications that the other side sends.
+// HandleRequest returns the result (marshalled to JSON) or an error; an
+// *RPCError is sent as it is, any other error as an internal error.
+// ctx is cancelled when the other side cancels the request or the session ends.
+type Handler interface {
+	HandleRequest(ctx context.Context, method string, params json.RawMessage) (any, error)
+	HandleNotification(ctx context.Context, method string, params json.RawMessage)
+}
+
+// PeerOptions tune a Peer. The zero value is usable.
+type PeerOptions struct {
+	Logger hclog.Logger
+	// Handler serves incoming requests; nil answers every one with method not found.
+	Handler Handler
+	// Timeout applies to each outgoing request whose context has no deadline
+	// (default 30 s). A progress notification for the request restarts it.
+	Timeout time.Duration
+	// MaxTimeout bounds a request whose timeout keeps being restarted by
+	// progress (default 10 minutes).
+	MaxTimeout time.Duration
+	// MaxHandlers bounds the goroutines serving incoming requests (default 32);
+	// up to MaxQueue more wait, beyond that the peer answers CodeBusy.
+	MaxHandlers int
+	MaxQueue    int
+}
+
+// Peer is one side of a JSON-RPC 2.0 connection: it sends requests and
+// notifications, matches responses to requests, and serves what the other
+// side sends. Many requests may be in flight at once; writes are serialized.
+type Peer struct {
+	conn    Conn
+	log     hclog.Logger
+	handler Handler
+	opts    PeerOptions
+
+	nextID    atomic.Int64
+	nextToken atomic.Int64
+
+	mu       sync.Mutex
+	pending  map[int64]*call
+	progress map[string]*call // by progress token, for requests that asked for progress
+	incoming map[string]context.CancelFunc
+
+	wmu  sync.Mutex
+	wbuf []byte
+
+	hmu     sync.Mutex
+	serving sync.WaitGroup // incoming requests accepted and not yet answered
+	active  int
+	queue   []*inbound
+	baseCtx context.Context
+	stop    context.CancelFunc
+
+	done    chan struct{}
+	errOnce sync.Once
+	err     error
+}
+
+type call struct {
+	ch         chan reply
+	onProgress func(Progress)
+	reset      chan struct{}
+	token      string
+}
+
+type reply struct {
+	result json.RawMessage
+	err    *RPCError
+}
+
+type inbound struct {
+	id     json.RawMessage
+	method string
+	params json.RawMessage
+}
+
+var callPool = sync.Pool{New: func() any { return &call{ch: make(chan reply, 1)} }}
+
+// NewPeer wraps conn. Call Start to begin reading.
+func NewPeer(conn Conn, opts PeerOptions) *Peer {
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 30 * time.Second
+	}
+	if opts.MaxTimeout <= 0 {
+		opts.MaxTimeout = 10 * time.Minute
+	}
+	if opts.MaxHandlers <= 0 {
+		opts.MaxHandlers = 32
+	}
+	if opts.MaxQueue <= 0 {
+		opts.MaxQueue = 1024
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Peer{
+		conn:     conn,
+		log:      opts.Logger,
+		handler:  opts.Handler,
+		opts:     opts,
+		pending:  make(map[int64]*call),
+		progress: make(map[string]*call),
+		incoming: make(map[string]context.CancelFunc),
+		baseCtx:  ctx,
+		stop:     cancel,
+		done:     make(chan struct{}),
+	}
+}
+
+// Start begins the read loop. It returns at once.
+func (p *Peer) Start() { go p.readLoop() }
+
+// Done is closed when the connection has ended; Err then says why.
+func (p *Peer) Done() <-chan struct{} { return p.done }
+
+// Err is the reason the connection ended, or nil while it is alive.
+func (p *Peer) Err() error {
+	select {
+	case <-p.done:
+		return p.err
+	default:
+		return nil
+	}
+}
+
+// Close ends the connection; in-flight calls fail with ErrClosed.
+func (p *Peer) Close() error {
+	p.fail(ErrClosed)
+	return p.conn.Close()
+}
+
+// fail records the first terminal error and wakes every waiter.
+func (p *Peer) fail(err error) {
+	p.errOnce.Do(func() {
+		// done closes before waiters wake so that they read the error.
+		p.err = err
+		close(p.done)
+		p.stop()
+		p.mu.Lock()
+		for id, c := range p.pending {
+			delete(p.pending, id)
+			c.ch <- reply{}
+		}
+		p.mu.Unlock()
+	})
+}
+
+// CallOption changes one outgoing request.
+type CallOption func(*callConfig)
+
+type callConfig struct {
+	timeout    time.Duration
+	onProgress func(Progress)
+	token      string
+}
+
+// WithTimeout overrides the peer's request timeout for this call.
+func WithTimeout(d time.Duration) CallOption { return func(c *callConfig) { c.timeout = d } }
+
+// WithProgress routes notifications/progress carrying token to fn, and
+// restarts the request timeout on each (bounded by MaxTimeout). The caller
+// puts the same token into the request's `_meta.progressToken`; NewProgressToken
+// makes one.
+func WithProgress(token json.RawMessage, fn func(Progress)) CallOption {
+	return func(c *callConfig) { c.onProgress = fn; c.token = string(token) }
+}
+
+// NewProgressToken returns a token unique among this peer's requests.
+func (p *Peer) NewProgressToken() json.RawMessage {
+	return strconv.AppendInt(nil, p.nextToken.Add(1), 10)
+}
+
+// Call sends a request and decodes the result into result (if non-nil).
+func (p *Peer) Call(ctx context.Context, method string, params, result any, opts ...CallOption) error {
+	raw, err := p.CallRaw(ctx, method, params, opts...)
+	if err != nil {
+		return err
+	}
+	if result == nil {
+		return nil
+	}
+	if err := json.Unmarshal(raw, result); err != nil {
+		return fmt.Errorf("%s: malformed result: %w", method, err)
+	}
+	return nil
+}
+
+// CallRaw sends a request and returns the raw result.
+func (p *Peer) CallRaw(ctx context.Context, method string, params any, opts ...CallOption) (json.RawMessage, error) {
+	var cfg callConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := p.Err(); err != nil {
+		return nil, err
+	}
+	id := p.nextID.Add(1)
+	c := callPool.Get().(*call)
+	c.onProgress = cfg.onProgress
+	c.token = cfg.token
+	if c.onProgress != nil && c.reset == nil {
+		c.reset = make(chan struct{}, 1)
+	}
+	p.mu.Lock()
+	p.pending[id] = c
+	if c.onProgress != nil {
+		p.progress[c.token] = c
+	}
+	p.mu.Unlock()
+
+	if err := p.send(ctx, id, method, params); err != nil {
+		p.forget(id, c)
+		return nil, err
+	}
+
+	timeout := cfg.timeout
+	if timeout <= 0 {
+		timeout = p.opts.Timeout
+	}
+	var timerC <-chan time.Time
+	var timer *time.Timer
+	if _, has := ctx.Deadline(); !has || cfg.timeout > 0 {
+		timer = time.NewTimer(timeout)
+		defer timer.Stop()
+		timerC = timer.C
+	}
+	var hardC <-chan time.Time
+	if c.onProgress != nil {
+		hard := time.NewTimer(p.opts.MaxTimeout)
+		defer hard.Stop()
+		hardC = hard.C
+	}
+	for {
+		select {
+		case r := <-c.ch:
+			p.forget(id, c)
+			callPool.Put(c)
+			if r.err != nil {
+				return nil, r.err
+			}
+			if r.result == nil {
+				return nil, p.Err()
+			}
+			return r.result, nil
+		case <-c.reset:
+			if timer != nil {
+				timer.Reset(timeout)
+			}
+		case <-timerC:
+			p.abandon(id, c, "timeout")
+			return nil, &TimeoutError{Method: method, After: timeout}
+		case <-hardC:
+			p.abandon(id, c, "timeout")
+			return nil, &TimeoutError{Method: method, After: p.opts.MaxTimeout}
+		case <-ctx.Done():
+			p.abandon(id, c, ctx.Err().Error())
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// forget removes a finished call from the tables.
+func (p *Peer) forget(id int64, c *call) {
+	p.mu.Lock()
+	delete(p.pending, id)
+	if c.onProgress != nil {
+		delete(p.progress, c.token)
+	}
+	p.mu.Unlock()
+	c.onProgress = nil
+	c.token = ""
+	if c.reset != nil {
+		select {
+		case <-c.reset:
+		default:
+		}
+	}
+}
+
+// abandon gives up on a request and tells the other side, so it can stop
+// working on it. The call object is not reused: a late reply may still land
+// in its channel.
+func (p *Peer) abandon(id int64, c *call, reason string) {
+	p.forget(id, c)
+	if p.Err() != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	type cancelled struct {
+		RequestID int64  `json:"requestId"`
+		Reason    string `json:"reason,omitempty"`
+	}
+	if err := p.Notify(ctx, NotificationCancelled, cancelled{id, reason}); err != nil {
+		p.log.Debug("could not send cancellation", "id", id, "error", err)
+	}
+}
+
+// Notify sends a notification.
+func (p *Peer) Notify(ctx context.Context, method string, params any) error {
+	if err := p.Err(); err != nil {
+		return err
+	}
+	return p.send(ctx, 0, method, params)
+}
+
+// send writes a request (id > 0) or notification (id == 0).
+func (p *Peer) send(ctx context.Context, id int64, method string, params any) error {
+	var praw []byte
+	switch v := params.(type) {
+	case nil:
+	case json.RawMessage:
+		praw = v
+	default:
+		b, err := json.Marshal(params)
+		if err != nil {
+			return fmt.Errorf("%s: encoding params: %w", method, err)
+		}
+		praw = b
+	}
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	b := append(p.wbuf[:0], `{"jsonrpc":"2.0",`...)
+	if id > 0 {
+		b = append(b, `"id":`...)
+		b = strconv.AppendInt(b, id, 10)
+		b = append(b, ',')
+	}
+	b = append(b, `"method":`...)
+	b = appendString(b, method)
+	if len(praw) > 0 && !bytes.Equal(praw, []byte("null")) {
+		b = append(b, `,"params":`...)
+		b = append(b, praw...)
+	}
+	b = append(b, '}')
+	p.keepBuf(b)
+	return p.write(ctx, b)
+}
+
+// keepBuf keeps the write buffer for the next message unless one huge
+// message grew it; idle sessions should not pin megabytes.
+func (p *Peer) keepBuf(b []byte) {
+	if cap(b) <= 1<<20 {
+		p.wbuf = b
+	} else {
+		p.wbuf = nil
+	}
+}
+
+// respond writes a response to an incoming request.
+func (p *Peer) respond(id json.RawMessage, result any, rerr *RPCError) {
+	var body []byte
+	if rerr == nil {
+		switch v := result.(type) {
+		case json.RawMessage:
+			body = v
+		default:
+			b, err := json.Marshal(result)
+			if err != nil {
+				rerr = &RPCError{Code: CodeInternalError, Message: "encoding result: " + err.Error()}
+			} else {
+				body = b
+			}
+		}
+		if rerr == nil && (len(body) == 0 || bytes.Equal(body, []byte("null"))) {
+			body = []byte("{}")
+		}
+	}
+	if rerr != nil {
+		b, _ := json.Marshal(rerr)
+		body = b
+	}
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	b := append(p.wbuf[:0], `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	if rerr != nil {
+		b = append(b, `,"error":`...)
+	} else {
+		b = append(b, `,"result":`...)
+	}
+	b = append(b, body...)
+	b = append(b, '}')
+	p.keepBuf(b)
+	ctx, cancel := context.WithTimeout(p.baseCtx, p.opts.Timeout)
+	defer cancel()
+	if err := p.write(ctx, b); err != nil {
+		p.log.Debug("could not send response", "error", err)
+	}
+}
+
+func (p *Peer) write(ctx context.Context, b []byte) error {
+	if err := p.conn.WriteMessage(ctx, b); err != nil {
+		if perr := p.Err(); perr != nil {
+			return perr
+		}
+		return err
+	}
+	return nil
+}
+
+// wire is the envelope of every JSON-RPC message.
+type wire struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  json.RawMessage `json:"params"`
+	Result  json.RawMessage `json:"result"`
+	Error   *RPCError       `json:"error"`
+}
+
+func (p *Peer) readLoop() {
+	defer p.closeIncoming()
+	for {
+		frame, err := p.conn.ReadMessage()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				// A clean close of the input (a client that sent its last
+				// requests and closed stdin) still gets its answers.
+				p.drain()
+			}
+			p.fail(err)
+			return
+		}
+		var m wire
+		if err := json.Unmarshal(frame, &m); err != nil {
+			p.fail(newInvalidMessage(frame, err))
+			return
+		}
+		p.dispatch(&m)
+	}
+}
+
+func newInvalidMessage(frame []byte, err error) *InvalidMessageError {
+	off := int64(-1)
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		off = se.Offset
+	}
+	const keep = 4 << 10
+	f := frame
+	if len(f) > keep {
+		f = f[:keep]
+	}
+	return &InvalidMessageError{Frame: append([]byte(nil), f...), Offset: off, Err: err}
+}
+
+func (p *Peer) dispatch(m *wire) {
+	hasID := len(m.ID) > 0 && !bytes.Equal(m.ID, []byte("null"))
+	switch {
+	case m.Method != "" && hasID:
+		p.onRequest(m)
+	case m.Method != "":
+		p.onNotification(m)
+	case len(m.ID) > 0:
+		p.onResponse(m)
+	default:
+		p.log.Warn("dropping message that is neither request, response nor notification")
+	}
+}
+
+func (p *Peer) onResponse(m *wire) {
+	id, err := strconv.ParseInt(string(m.ID), 10, 64)
+	if err != nil {
+		p.log.Warn("dropping response with an id this client never sends", "id", string(m.ID))
+		return
+	}
+	p.mu.Lock()
+	c, ok := p.pending[id]
+	if ok {
+		delete(p.pending, id)
+	}
+	p.mu.Unlock()
+	if !ok {
+		p.log.Warn("dropping response that matches no pending request", "id", id)
+		return
+	}
+	switch {
+	case m.Error != nil:
+		c.ch <- reply{err: m.Error}
+	case m.Result == nil:
+		c.ch <- reply{err: &RPCError{Code: CodeInvalidRequest, Message: "response has neither result nor error"}}
+	default:
+		c.ch <- reply{result: m.Result}
+	}
+}
+
+func (p *Peer) onNotification(m *wire) {
+	switch m.Method {
+	case NotificationCancelled:
+		var n struct {
+			RequestID json.RawMessage `json:"requestId"`
+		}
+		if json.Unmarshal(m.Params, &n) == nil {
+			p.mu.Lock()
+			cancel := p.incoming[idKey(n.RequestID)]
+			p.mu.Unlock()
+			if cancel != nil {
+				cancel()
+			}
+		}
+		return
+	case NotificationProgress:
+		var pr Progress
+		if err := json.Unmarshal(m.Params, &pr); err != nil {
+			p.log.Debug("malformed progress notification", "error", err)
+			return
+		}
+		p.mu.Lock()
+		c := p.progress[string(pr.ProgressToken)]
+		var fn func(Progress)
+		if c != nil {
+			fn = c.onProgress
+		}
+		p.mu.Unlock()
+		if fn != nil {
+			select {
+			case c.reset <- struct{}{}:
+			default:
+			}
+			fn(pr)
+			return
+		}
+	}
+	if p.handler != nil {
+		p.handler.HandleNotification(p.baseCtx, m.Method, m.Params)
+	}
+}
+
+// idKey normalizes a request id so "1" and 1 do not collide and a
+// re-encoded id still finds its request.
+func idKey(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) > 0 && raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return "s:" + s
+		}
+	}
+	return "n:" + string(raw)
+}
+
+func (p *Peer) onRequest(m *wire) {
+	if m.Method == MethodPing {
+		go p.respond(m.ID, json.RawMessage("{}"), nil)
+		return
+	}
+	in := &inbound{id: m.ID, method: m.Method, params: m.Params}
+	p.hmu.Lock()
+	switch {
+	case p.active < p.opts.MaxHandlers:
+		p.active++
+		p.serving.Add(1)
+		p.hmu.Unlock()
+		go p.worker(in)
+	case len(p.queue) < p.opts.MaxQueue:
+		p.queue = append(p.queue, in)
+		p.serving.Add(1)
+		p.hmu.Unlock()
+	default:
+		p.hmu.Unlock()
+		go p.respond(m.ID, nil, &RPCError{Code: CodeBusy, Message: "too many requests in flight; retry later"})
+	}
+}
+
+func (p *Peer) worker(in *inbound) {
+	for in != nil {
+		p.serve(in)
+		p.serving.Done()
+		p.hmu.Lock()
+		if len(p.queue) > 0 {
+			in = p.queue[0]
+			p.queue[0] = nil
+			p.queue = p.queue[1:]
+		} else {
+			in = nil
+			p.active--
+		}
+		p.hmu.Unlock()
+	}
+}
+
+func (p *Peer) serve(in *inbound) {
+	key := idKey(in.id)
+	ctx, cancel := context.WithCancel(p.baseCtx)
+	defer cancel()
+	p.mu.Lock()
+	p.incoming[key] = cancel
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.incoming, key)
+		p.mu.Unlock()
+	}()
+
+	var result any
+	var err error
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				p.log.Error("handler panicked", "method", in.method, "panic", r)
+				err = &RPCError{Code: CodeInternalError, Message: fmt.Sprintf("internal error in %s handler", in.method)}
+			}
+		}()
+		if p.handler == nil {
+			err = MethodNotFound(in.method)
+			return
+		}
+		result, err = p.handler.HandleRequest(ctx, in.method, in.params)
+	}()
+	if ctx.Err() != nil && p.baseCtx.Err() == nil {
+		// Cancelled by the other side: the spec says not to answer.
+		return
+	}
+	if p.baseCtx.Err() != nil {
+		return
+	}
+	if err != nil {
+		var rerr *RPCError
+		if !errors.As(err, &rerr) {
+			rerr = &RPCError{Code: CodeInternalError, Message: err.Error()}
+		}
+		p.respond(in.id, nil, rerr)
+		return
+	}
+	p.respond(in.id, result, nil)
+}
+
+// drain waits, at most one request timeout, for accepted incoming requests
+// to be answered.
+func (p *Peer) drain() {
+	done := make(chan struct{})
+	go func() { p.serving.Wait(); close(done) }()
+	t := time.NewTimer(p.opts.Timeout)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
+
+func (p *Peer) closeIncoming() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, cancel := range p.incoming {
+		cancel()
+	}
+}
+
+// appendString appends s as a JSON string.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		switch {
+		case ch == '"' || ch == '\\':
+			b = append(b, '\\', ch)
+		case ch < 0x20:
+			b = append(b, `\u00`...)
+			b = append(b, "0123456789abcdef"[ch>>4], "0123456789abcdef"[ch&0xf])
+		default:
+			b = append(b, ch)
+		}
+	}
+	return append(b, '"')
+}

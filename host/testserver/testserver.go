@@ -1,0 +1,115 @@
+package testserver
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/nexus-mcp/nexus/host/mcp"
+)
+
+// Name and Version are the serverInfo the test server introduces itself with.
+const (
+	Name    = "nexus-testserver"
+	Version = "1.0.0"
+)
+
+// Environment variables read by OptionsFromEnv.
+const (
+	EnvToolCount = "MCP_TOOL_COUNT"
+	EnvPageSize  = "MCP_PAGE_SIZE"
+)
+
+// MaxToolCount bounds Options.ToolCount: enough for any pagination test,
+// small enough that a typo cannot make the server build millions of tools.
+const MaxToolCount = 100000
+
+// Instructions is what the server sends at initialize.
+const Instructions = "Nexus built-in MCP test server: echo, time, arithmetic, progress, " +
+	"error, sampling, elicitation, roots and large/binary output tools, plus sample " +
+	"resources, prompts and completions for exercising MCP hosts."
+
+// requestTimeout bounds the requests the server sends to the client from a
+// tool (sampling, elicitation, roots). Elicitation waits for a person, so it
+// is longer than the protocol default.
+const requestTimeout = 5 * time.Minute
+
+// Options configure the test server. The zero value serves the built-in
+// tools on a single page.
+type Options struct {
+	// ToolCount adds generated tools tool_001..tool_NNN (zero-padded to the
+	// width of the count, at least three digits) that echo their own name,
+	// for pagination tests. 0 adds none. Env MCP_TOOL_COUNT.
+	ToolCount int
+	// PageSize is the page size of every list method; 0 puts everything on
+	// one page. Env MCP_PAGE_SIZE.
+	PageSize int
+	// Logger receives the server's own diagnostics (never per-frame); nil
+	// discards them.
+	Logger hclog.Logger
+}
+
+// OptionsFromEnv reads MCP_TOOL_COUNT and MCP_PAGE_SIZE through getenv
+// (os.Getenv when nil). Unset or empty variables mean 0. A value that is not
+// a whole number >= 0 (or a tool count above MaxToolCount) is an error that
+// names the variable.
+func OptionsFromEnv(getenv func(string) string) (Options, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	var o Options
+	var err error
+	if o.ToolCount, err = envInt(getenv, EnvToolCount, MaxToolCount); err != nil {
+		return Options{}, err
+	}
+	if o.PageSize, err = envInt(getenv, EnvPageSize, 0); err != nil {
+		return Options{}, err
+	}
+	return o, nil
+}
+
+// envInt parses a non-negative integer variable; max 0 means unbounded.
+func envInt(getenv func(string) string, name string, max int) (int, error) {
+	v := strings.TrimSpace(getenv(name))
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("environment variable %s=%q: want a whole number >= 0 (0 or unset means the default)", name, v)
+	}
+	if max > 0 && n > max {
+		return 0, fmt.Errorf("environment variable %s=%d: at most %d is allowed", name, n, max)
+	}
+	return n, nil
+}
+
+// New returns the test server with every tool, resource, template and
+// prompt registered. Serve it with (*mcp.Server).Serve, or use ServeStdio.
+func New(o Options) *mcp.Server {
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	o.ToolCount = min(max(o.ToolCount, 0), MaxToolCount)
+	o.PageSize = max(o.PageSize, 0)
+	s := mcp.NewServer(
+		mcp.Implementation{Name: Name, Title: "Nexus test server", Version: Version},
+		mcp.ServerOptions{
+			Instructions: Instructions,
+			PageSize:     o.PageSize,
+			Logger:       o.Logger,
+			Timeout:      requestTimeout,
+			Completion:   complete,
+			Logging:      true,
+		})
+	addTools(s)
+	addGeneratedTools(s, o.ToolCount)
+	addResources(s)
+	addPrompts(s)
+	o.Logger.Debug("test server ready", "generated_tools", o.ToolCount, "page_size", o.PageSize)
+	return s
+}

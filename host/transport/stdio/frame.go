@@ -1,0 +1,186 @@
+package stdio
+
+import (
+	"bufio"
+	"errors"
+	"io"
+)
+
+const (
+	// frameBufSize is the bufio buffer behind stdout. Almost every MCP
+	// message fits, so the common path hands out a slice of this buffer
+	// without copying.
+	frameBufSize = 64 << 10
+
+	// maxKeptLine caps one stored stdout-noise or stderr line, so a server
+	// that prints a megabyte without a newline cannot grow our memory or
+	// flood an error message.
+	maxKeptLine = 1 << 10
+
+	// maxRetainedAcc is the largest accumulation buffer kept between frames.
+	maxRetainedAcc = 1 << 20
+)
+
+// errFrameTooLarge is the frameReader's own signal; Conn turns it into an
+// *mcp.FrameTooLargeError naming the server.
+var errFrameTooLarge = errors.New("frame too large")
+
+// frameReader splits a byte stream into newline-delimited JSON frames. It is
+// separate from Conn so it can be fuzzed and benchmarked without a process.
+//
+// Memory is bounded by limit + the bufio buffer size, however long a line the
+// peer sends: a frame that cannot fit is rejected as soon as that is known,
+// not after the whole line has arrived.
+type frameReader struct {
+	r     *bufio.Reader
+	limit int
+	acc   []byte // reused for frames longer than the bufio buffer
+
+	// noise is called with (at most maxKeptLine bytes of) each non-JSON line;
+	// the slice is only valid during the call.
+	noise    func(line []byte)
+	noiseBuf []byte // reused while skipping a long noise line
+}
+
+func newFrameReader(r io.Reader, bufSize, limit int, noise func([]byte)) *frameReader {
+	return &frameReader{r: bufio.NewReaderSize(r, bufSize), limit: limit, noise: noise}
+}
+
+// isSpace reports JSON insignificant whitespace; trimming it is always safe
+// and removes the '\r' left by CRLF line endings.
+func isSpace(b byte) bool { return b == ' ' || b == '\t' || b == '\r' || b == '\n' }
+
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && isSpace(b[0]) {
+		b = b[1:]
+	}
+	for len(b) > 0 && isSpace(b[len(b)-1]) {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+func trimLeftSpace(b []byte) []byte {
+	for len(b) > 0 && isSpace(b[0]) {
+		b = b[1:]
+	}
+	return b
+}
+
+// isFrameStart: a JSON-RPC message or batch is an object or an array, so any
+// other first byte means the server is logging to stdout.
+func isFrameStart(b byte) bool { return b == '{' || b == '[' }
+
+// next returns the next frame without surrounding whitespace. The slice is
+// valid until the next call. It returns io.EOF at a clean end of stream,
+// errFrameTooLarge when a frame exceeds the limit (the stream is then out of
+// sync and must be abandoned), or the underlying read error.
+func (f *frameReader) next() ([]byte, error) {
+	if cap(f.acc) > maxRetainedAcc {
+		// The previous frame was huge; don't pin its buffer for the session.
+		f.acc = nil
+	}
+	for {
+		chunk, err := f.r.ReadSlice('\n')
+		switch {
+		case err == bufio.ErrBufferFull:
+			head := trimLeftSpace(chunk)
+			switch {
+			case len(head) == 0:
+				// Whitespace before the content is insignificant; the rest
+				// of the line can be read as if it started here.
+				continue
+			case !isFrameStart(head[0]):
+				if err := f.skipNoise(head); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			return f.longFrame(head)
+		case err != nil && (err != io.EOF || len(chunk) == 0):
+			// A partial line before a read error is dropped: the stream is
+			// broken and the caller reports why.
+			return nil, err
+		}
+		// A whole line (or the unterminated last line at EOF, which is
+		// delivered rather than dropped) is in the buffer: zero-copy path.
+		line := trimSpace(chunk)
+		if len(line) == 0 {
+			continue
+		}
+		if !isFrameStart(line[0]) {
+			f.reportNoise(line)
+			continue
+		}
+		if len(line) > f.limit {
+			return nil, errFrameTooLarge
+		}
+		return line, nil
+	}
+}
+
+// longFrame accumulates a frame longer than the bufio buffer, starting with
+// head (already known to be the start of a frame).
+func (f *frameReader) longFrame(head []byte) ([]byte, error) {
+	f.acc = f.appendBounded(f.acc[:0], head)
+	for {
+		chunk, err := f.r.ReadSlice('\n')
+		if err != nil && err != bufio.ErrBufferFull && err != io.EOF {
+			return nil, err
+		}
+		// Trailing whitespace is tolerated up to one buffer beyond the limit,
+		// which keeps the bound at limit+bufsize without tracking where the
+		// whitespace began.
+		if len(f.acc)+len(chunk) > f.limit+f.r.Size() {
+			return nil, errFrameTooLarge
+		}
+		f.acc = f.appendBounded(f.acc, chunk)
+		if err != bufio.ErrBufferFull {
+			break // end of line, or the unterminated last line at EOF
+		}
+	}
+	line := trimSpace(f.acc)
+	if len(line) > f.limit {
+		return nil, errFrameTooLarge
+	}
+	return line, nil
+}
+
+// appendBounded appends like append, but grows the buffer by hand so that
+// its capacity, not just its length, stays within limit+bufsize; append's
+// doubling would otherwise reserve far more than the bound for big frames.
+func (f *frameReader) appendBounded(dst, src []byte) []byte {
+	need := len(dst) + len(src)
+	if need > cap(dst) {
+		grown := make([]byte, len(dst), max(need, min(2*cap(dst), f.limit+f.r.Size())))
+		copy(grown, dst)
+		dst = grown
+	}
+	return append(dst, src...)
+}
+
+// skipNoise drops the rest of a noise line longer than the buffer, keeping
+// only its head for diagnostics.
+func (f *frameReader) skipNoise(head []byte) error {
+	f.noiseBuf = append(f.noiseBuf[:0], head[:min(len(head), maxKeptLine)]...)
+	for {
+		chunk, err := f.r.ReadSlice('\n')
+		if n := maxKeptLine - len(f.noiseBuf); n > 0 {
+			f.noiseBuf = append(f.noiseBuf, chunk[:min(len(chunk), n)]...)
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		f.reportNoise(trimSpace(f.noiseBuf))
+		if err == io.EOF {
+			return nil // the next read reports EOF again
+		}
+		return err
+	}
+}
+
+func (f *frameReader) reportNoise(line []byte) {
+	if f.noise != nil && len(line) > 0 {
+		f.noise(line[:min(len(line), maxKeptLine)])
+	}
+}

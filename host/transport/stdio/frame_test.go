@@ -1,0 +1,211 @@
+package stdio
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+)
+
+// readAll drains a frameReader, copying frames (they alias its buffer).
+func readAll(t testing.TB, in string, bufSize, limit int) (frames, noise []string, err error) {
+	t.Helper()
+	fr := newFrameReader(strings.NewReader(in), bufSize, limit, func(l []byte) { noise = append(noise, string(l)) })
+	for i := 0; ; i++ {
+		if i > len(in)+2 {
+			t.Fatalf("frameReader did not terminate on %q", in)
+		}
+		f, err := fr.next()
+		if err != nil {
+			return frames, noise, err
+		}
+		frames = append(frames, string(f))
+	}
+}
+
+func TestFrameReader(t *testing.T) {
+	long := `{"x":"` + strings.Repeat("a", 200) + `"}`
+	tests := []struct {
+		name   string
+		in     string
+		limit  int
+		frames []string
+		noise  []string
+		err    error
+	}{
+		{name: "plain", in: "{\"a\":1}\n[1]\n", frames: []string{`{"a":1}`, `[1]`}, err: io.EOF},
+		{name: "crlf", in: "{\"a\":1}\r\n\r\n[2]\r\n", frames: []string{`{"a":1}`, `[2]`}, err: io.EOF},
+		{name: "blank and whitespace", in: "\n   \n\t\r\n{}\n  \n", frames: []string{`{}`}, err: io.EOF},
+		{name: "surrounding spaces", in: "  {\"a\":1}  \r\n", frames: []string{`{"a":1}`}, err: io.EOF},
+		{name: "noise", in: "starting up\n{}\n> ready\n", frames: []string{`{}`}, noise: []string{"starting up", "> ready"}, err: io.EOF},
+		{name: "no trailing newline", in: "{}\n{\"b\":2}", frames: []string{`{}`, `{"b":2}`}, err: io.EOF},
+		{name: "long frame", in: long + "\r\n{}\n", frames: []string{long, `{}`}, err: io.EOF},
+		{name: "long frame unterminated", in: "{}\n" + long, frames: []string{`{}`, long}, err: io.EOF},
+		{name: "long noise", in: strings.Repeat("n", 3000) + "\n{}\n", frames: []string{`{}`}, noise: []string{strings.Repeat("n", maxKeptLine)}, err: io.EOF},
+		{name: "long leading whitespace", in: strings.Repeat(" ", 100) + "{}\n" + strings.Repeat(" ", 100) + "\n", frames: []string{`{}`}, err: io.EOF},
+		{name: "frame at limit", in: `{"a":"12"}` + "\r\n", limit: 10, frames: []string{`{"a":"12"}`}, err: io.EOF},
+		{name: "short frame over limit", in: `{"a":"123"}` + "\n", limit: 10, err: errFrameTooLarge},
+		{name: "long frame over limit", in: "{}\n" + long + "\n", limit: 100, frames: []string{`{}`}, err: errFrameTooLarge},
+		{name: "empty", in: "", err: io.EOF},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			limit := tc.limit
+			if limit == 0 {
+				limit = 1 << 20
+			}
+			frames, noise, err := readAll(t, tc.in, 16, limit)
+			if !errors.Is(err, tc.err) {
+				t.Fatalf("err = %v, want %v", err, tc.err)
+			}
+			if strings.Join(frames, "\x00") != strings.Join(tc.frames, "\x00") {
+				t.Errorf("frames = %q, want %q", frames, tc.frames)
+			}
+			if strings.Join(noise, "\x00") != strings.Join(tc.noise, "\x00") {
+				t.Errorf("noise = %q, want %q", noise, tc.noise)
+			}
+		})
+	}
+}
+
+// TestFrameReaderBounded checks the memory bound: an endless line is rejected
+// after about limit+bufsize bytes, not read to the end.
+func TestFrameReaderBounded(t *testing.T) {
+	const limit = 1 << 20
+	r := &countingReader{r: io.MultiReader(strings.NewReader("{"), infinite('a'))}
+	fr := newFrameReader(r, frameBufSize, limit, nil)
+	if _, err := fr.next(); !errors.Is(err, errFrameTooLarge) {
+		t.Fatalf("err = %v, want errFrameTooLarge", err)
+	}
+	if r.n > limit+2*frameBufSize {
+		t.Errorf("read %d bytes before rejecting; want at most %d", r.n, limit+2*frameBufSize)
+	}
+	if cap(fr.acc) > limit+2*frameBufSize {
+		t.Errorf("accumulated %d bytes of capacity", cap(fr.acc))
+	}
+}
+
+type infinite byte
+
+func (b infinite) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = byte(b)
+	}
+	return len(p), nil
+}
+
+type countingReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
+}
+
+func FuzzFrameReader(f *testing.F) {
+	f.Add([]byte("{\"jsonrpc\":\"2.0\",\"id\":1}\n[1,2]\n"), uint16(64))
+	f.Add([]byte("{\"a\":1}\r\n\r\n[2]\r\n"), uint16(64))
+	f.Add([]byte("\n \n\t\r\n{}\n"), uint16(8))
+	f.Add([]byte("npm WARN something\n{}\n> server ready\n"), uint16(64))
+	f.Add([]byte("{\""+strings.Repeat("x", 100)+"\"}\n"), uint16(50))
+	f.Add([]byte("{\""+strings.Repeat("x", 100)+"\"}\r\n{}"), uint16(200))
+	f.Add([]byte("{}\n{\"no\":\"newline\"}"), uint16(64))
+	f.Add([]byte(strings.Repeat(" ", 40)+"{}"+strings.Repeat(" \r", 30)+"\n"), uint16(4))
+	f.Add([]byte("{}\r\r\n[]\r"), uint16(2))
+	f.Fuzz(func(t *testing.T, data []byte, lim uint16) {
+		limit := int(lim%4096) + 1
+		var noise [][]byte
+		fr := newFrameReader(bytes.NewReader(data), 16, limit, func(l []byte) {
+			if len(l) == 0 || len(l) > maxKeptLine {
+				t.Fatalf("noise line of %d bytes", len(l))
+			}
+			noise = append(noise, bytes.Clone(l))
+		})
+		want := referenceFrames(data)
+		for i := 0; ; i++ {
+			if i > len(data)+2 {
+				t.Fatal("frameReader does not terminate")
+			}
+			frame, err := fr.next()
+			if err != nil {
+				if errors.Is(err, errFrameTooLarge) {
+					// Allowed only for a frame over the limit, or (the
+					// documented imprecision) one whose trailing whitespace
+					// takes the raw line over it.
+					if len(want) == 0 || (len(want[0].frame) <= limit && want[0].raw <= limit) {
+						t.Fatalf("spurious errFrameTooLarge (limit %d); next expected %+v", limit, want)
+					}
+					return
+				}
+				if err != io.EOF {
+					t.Fatalf("unexpected error %v", err)
+				}
+				if len(want) != 0 {
+					t.Fatalf("EOF but still expected %d frames", len(want))
+				}
+				return
+			}
+			if len(frame) > limit {
+				t.Fatalf("frame of %d bytes exceeds limit %d", len(frame), limit)
+			}
+			if n := len(frame); n == 0 || frame[n-1] == '\r' || frame[n-1] == '\n' || isSpace(frame[0]) {
+				t.Fatalf("frame %q is empty or not trimmed", frame)
+			}
+			if len(want) == 0 || string(frame) != want[0].frame {
+				t.Fatalf("frame %q, want next of %+v", frame, want)
+			}
+			want = want[1:]
+		}
+	})
+}
+
+type refFrame struct {
+	frame string
+	raw   int // length from the first non-space byte to the end of the line
+}
+
+// referenceFrames is the obvious, unbounded implementation of the framing
+// rules, used to check the streaming one.
+func referenceFrames(data []byte) []refFrame {
+	var out []refFrame
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		l := trimSpace(line)
+		if len(l) > 0 && isFrameStart(l[0]) {
+			out = append(out, refFrame{string(l), len(trimLeftSpace(line))})
+		}
+	}
+	return out
+}
+
+// repeatReader replays one buffer forever without allocating.
+type repeatReader struct {
+	data []byte
+	off  int
+}
+
+func (r *repeatReader) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		c := copy(p[n:], r.data[r.off:])
+		n += c
+		r.off = (r.off + c) % len(r.data)
+	}
+	return n, nil
+}
+
+func BenchmarkFrameReader(b *testing.B) {
+	line := []byte(`{"jsonrpc":"2.0","id":42,"result":{"content":[{"type":"text","text":"hello world"}]}}` + "\n")
+	fr := newFrameReader(&repeatReader{data: bytes.Repeat(line, 100)}, frameBufSize, 1<<20, nil)
+	b.SetBytes(int64(len(line)))
+	b.ReportAllocs()
+	for b.Loop() {
+		f, err := fr.next()
+		if err != nil || len(f) != len(line)-1 {
+			b.Fatalf("frame %q, err %v", f, err)
+		}
+	}
+}

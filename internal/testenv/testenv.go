@@ -1,0 +1,91 @@
+// Package testenv gives tests the real programs they run against: the nexus
+// binary built from this checkout, and MCP servers installed from npm. A
+// test that needs one gets it or fails with the command that fixes it; it
+// never skips, because a skipped integration test hides exactly the bugs it
+// exists for.
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+)
+
+// Root is the repository root (the directory holding go.mod).
+func Root(t testing.TB) string {
+	t.Helper()
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("testenv: cannot locate source")
+	}
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+var (
+	buildOnce sync.Once
+	buildDir  string
+	buildErr  error
+)
+
+// Nexus builds ./cmd/nexus once per test process and returns the binary's
+// path. Its directory also works as a PATH entry so configs can say
+// "command": "nexus".
+func Nexus(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "nexus-testbin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		buildDir = dir
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, exe("nexus")), "./cmd/nexus")
+		cmd.Dir = Root(t)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build ./cmd/nexus: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return filepath.Join(buildDir, exe("nexus"))
+}
+
+// Cleanup removes what Nexus built; call it from TestMain after m.Run.
+func Cleanup() {
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+}
+
+func exe(name string) string {
+	if runtime.GOOS == "windows" {
+		return name + ".exe"
+	}
+	return name
+}
+
+// NPMPackage returns the directory of an npm package from tools/npm, which
+// `make testdeps` installs. Missing packages fail the test with the fix.
+func NPMPackage(t testing.TB, name string) string {
+	t.Helper()
+	dir := filepath.Join(Root(t), "tools", "npm", "node_modules", filepath.FromSlash(name))
+	if _, err := os.Stat(filepath.Join(dir, "package.json")); err != nil {
+		t.Fatalf("npm package %s is not installed (%v); run `make testdeps` (npm ci in tools/npm) first", name, err)
+	}
+	return dir
+}
+
+// Node returns the path of the node binary, failing the test if there is none.
+func Node(t testing.TB) string {
+	t.Helper()
+	p, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node is not on PATH: %v; install Node.js (the README lists the requirements)", err)
+	}
+	return p
+}
