@@ -152,7 +152,7 @@ func (h *Host) connect(ctx context.Context, srv *config.Server) (*conn, error) {
 	sc, err := stdio.Start(ctx, stdio.Config{
 		Server:         srv.Name,
 		Command:        srv.Command,
-		Env:            srv.Env,
+		Env:            srv.Environ(),
 		EnvPassthrough: srv.EnvPassthrough,
 		Dir:            srv.Cwd,
 		Logger:         log,

@@ -1,11 +1,37 @@
 // Package config loads Nexus configuration into the canonical mcpServers
-// model: one Server per configured MCP server, each remembering the file and
-// layer it came from so every error can point at it.
+// model: one Server per MCP server (plus the Plugin, Filter and Agent
+// blocks later packages give behaviour), each remembering its origin (layer,
+// file, line) so that every error and `nexus config show` can point at it.
 //
-// This first version reads the two JSON formats of the mcpServers model
-// (Claude Desktop's "mcpServers" with command and args, and the "servers"
-// format with a command array, as an object or an array). Config files are
-// outside input: size-capped before parsing, UTF-8 checked, and every
-// problem is a diag.Report naming the file, the server, what was expected
-// and how to fix it.
+// Front ends, all producing the same model:
+//
+//   - JSON (json.go): every mcpServers dialect as it is: Claude Desktop,
+//     Claude Code's .mcp.json (type, url, headers, ${VAR}, ${VAR:-default}),
+//     Cursor (${env:NAME}, ${userHome}, ${workspaceFolder}, envFile), VS Code
+//     ({"servers", "inputs"}, ${input:id}), the Nexus array format and the
+//     Nexus fields. Comments and trailing commas are accepted. Unknown
+//     fields warn (with the nearest known name); wrong types are errors.
+//   - HCL (hcl.go): nexus.hcl and nexus.hcl.json, decoded in phases:
+//     variables, locals (in dependency order; a cycle is an error), then the
+//     nexus, server, plugin, filter and agent blocks with dynamic blocks
+//     expanded. Functions: env(), file() and the go-cty standard library.
+//     Relative paths start at the file's directory.
+//
+// Layering (load.go): ~/.nexus/, every ancestor directory's .nexus/, then
+// ./.nexus/ and ./nexus.hcl; in one directory mcp.json, nexus.hcl.json,
+// nexus.hcl. Later wins per name, and the winner lists what it overrode.
+// --config (Options.Files) or NEXUS_CONFIG replace discovery; with nothing
+// found, the built-in default (the repository's nexus.hcl) runs the test
+// server.
+//
+// Secrets: a value from the environment, a sensitive variable or an input
+// keeps a Template ("Bearer ${TOKEN}") beside its value. Compile (and
+// NewView, behind `nexus config show`) write the template, never the value,
+// and Compile lists whatever a target format cannot express as warnings.
+// The nexus-json format loads back to the same model.
+//
+// Config files are outside input: at most 10 MiB (checked before reading),
+// UTF-8, and every problem is a diag.Report with the file, layer, line,
+// column, a snippet with a caret, what was expected and found, and a fix.
+// All the problems of all the files come back at once, as Errors.
 package config

@@ -1,0 +1,119 @@
+# Every block nexus.hcl knows, in one file. `nexus config show --config
+# examples/configs/nexus.hcl` prints what it compiles to; `nexus config
+# compile` turns it into mcpServers JSON for Claude or VS Code.
+
+# Settings for the host itself. Relative paths start at this file's directory.
+nexus {
+  roots = ["../.."]
+}
+
+# A secret: read from $GITHUB_TOKEN (or NEXUS_VAR_github_token), never
+# written into compiled configs; they get ${GITHUB_TOKEN} instead.
+variable "github_token" {
+  sensitive   = true
+  description = "GitHub token for the GitHub MCP server"
+}
+
+# A plain variable with a default; NEXUS_VAR_tool_count=30 overrides it.
+variable "tool_count" {
+  default     = 10
+  description = "How many tools the test server offers"
+}
+
+locals {
+  npx      = ["npx", "-y"]
+  packages = { fetch = "@modelcontextprotocol/server-fetch", memory = "@modelcontextprotocol/server-memory" }
+  bearer   = "Bearer ${var.github_token}"
+}
+
+server "testserver" {
+  timeout          = "30s"
+  fail_if_no_tools = true
+  stdio {
+    command         = "nexus"
+    args            = ["testserver", "--tool-count", tostring(var.tool_count)]
+    env             = { EXAMPLE_HOME = env("HOME", "/") }
+    env_passthrough = ["LANG"]
+    env_file        = "example.env"
+    cwd             = "."
+  }
+}
+
+server "github" {
+  http {
+    url           = "https://api.githubcopilot.com/mcp/"
+    headers       = { Authorization = local.bearer }
+    max_retries   = 3
+    retry_backoff = "500ms"
+  }
+}
+
+server "internal" {
+  enabled = false
+  http {
+    url                    = "http://10.0.0.5:8080/sse"
+    legacy_sse             = true
+    allow_private_networks = true
+  }
+  oauth {
+    client_id = "nexus"
+    scopes    = ["mcp:tools"]
+  }
+}
+
+server "tunnel" {
+  plugin {
+    name   = "ssh"
+    config = { host = "bastion.example.com", user = lower("OPS") }
+  }
+}
+
+# One server per package, from a map.
+dynamic "server" {
+  for_each = local.packages
+  labels   = [server.key]
+  content {
+    stdio {
+      command = local.npx[0]
+      args    = concat(slice(local.npx, 1, length(local.npx)), [server.value])
+    }
+  }
+}
+
+plugin "ssh" {
+  path   = "../../plugins/ssh/ssh"
+  sha256 = "0000000000000000000000000000000000000000000000000000000000000000"
+}
+
+filter "deny-destructive" {
+  kind     = "policy"
+  wasm     = "../../filters/deny-destructive/deny-destructive.wasm"
+  abi      = 1
+  on_error = "deny"
+  config   = jsondecode(file("policy.json"))
+  match {
+    servers = ["github", "testserver"]
+    tools   = ["*"]
+  }
+  match {
+    methods = ["resources/read"]
+  }
+  limits {
+    memory_mb = 64
+    timeout   = "100ms"
+    pool      = 4
+  }
+}
+
+filter "redact" {
+  kind   = "sanitizer"
+  plugin = "ssh"
+  config = { token = var.github_token }
+}
+
+agent "ci" {
+  permission = "sandboxed"
+  servers    = ["testserver", "github"]
+  allow      = ["testserver.*", "github.get_*"]
+  deny       = ["*.delete_*"]
+}

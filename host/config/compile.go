@@ -1,0 +1,432 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Compile targets.
+const (
+	// FormatMCPServers is {"mcpServers": ...} as Claude Desktop and Claude
+	// Code read it: "type" only for HTTP servers, ${NAME} for secrets.
+	FormatMCPServers = "mcpservers"
+	// FormatVSCode is VS Code's .vscode/mcp.json: {"servers", "inputs"}.
+	FormatVSCode = "vscode"
+	// FormatNexusJSON is the mcpServers JSON with every Nexus setting; it
+	// loads back to the same model.
+	FormatNexusJSON = "nexus-json"
+)
+
+// Formats lists the compile targets.
+var Formats = []string{FormatMCPServers, FormatVSCode, FormatNexusJSON}
+
+// Compile writes cfg in a target format. The output is deterministic
+// (sorted keys, filters in run order). Secrets are written as references,
+// never as values, and everything the target cannot express comes back as
+// a warning rather than being dropped silently.
+func Compile(cfg *Config, format string) ([]byte, []Warning, error) {
+	c := &compiler{cfg: cfg, format: format, envs: map[string]bool{}, inputs: map[string]bool{}}
+	var doc map[string]any
+	switch format {
+	case FormatMCPServers:
+		doc = map[string]any{"mcpServers": c.servers()}
+	case FormatVSCode:
+		doc = map[string]any{"servers": c.servers()}
+	case FormatNexusJSON:
+		doc = map[string]any{"mcpServers": c.servers()}
+		c.nexusExtras(doc)
+	default:
+		return nil, nil, fmt.Errorf("unknown format %q; use %s", format, quoteList(Formats))
+	}
+	if ins := c.usedInputs(); len(ins) > 0 {
+		doc["inputs"] = ins
+	}
+	if format != FormatNexusJSON {
+		c.lostGlobals()
+	}
+	c.refWarnings()
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return nil, nil, err
+	}
+	return b.Bytes(), c.warns, nil
+}
+
+type compiler struct {
+	cfg    *Config
+	format string
+	warns  []Warning
+	envs   map[string]bool // environment variables the output refers to
+	inputs map[string]bool // inputs the output refers to
+	dollar bool            // a literal ${ was written where it would be expanded
+}
+
+func (c *compiler) warn(s *Server, format string, args ...any) {
+	w := Warning{Message: fmt.Sprintf(format, args...)}
+	if s != nil {
+		w.Source, w.Subject = s.Source, subject("server", s.Name)
+	}
+	c.warns = append(c.warns, w)
+}
+
+// str writes a value: its template when it came from a secret, else the
+// value itself (with ${ escaped where the target would expand it).
+func (c *compiler) str(refs map[string]Template, ptr, val string) string {
+	t, ok := refs[ptr]
+	if !ok {
+		if strings.Contains(val, "${") {
+			if c.format == FormatNexusJSON {
+				return strings.ReplaceAll(val, "${", "$${")
+			}
+			c.dollar = true
+		}
+		return val
+	}
+	return t.Render(func(r Ref) string {
+		switch {
+		case r.Input != "":
+			c.inputs[r.Input] = true
+			switch c.format {
+			case FormatVSCode, FormatNexusJSON:
+				return "${input:" + r.Input + "}"
+			}
+			// Claude has no inputs; Nexus reads the same variable when it
+			// has no terminal to ask on.
+			name := Input{ID: r.Input}.EnvName()
+			c.envs[name] = true
+			return "${" + name + "}"
+		case c.format == FormatVSCode:
+			c.envs[r.Env] = true
+			if r.HasDefault {
+				c.warns = append(c.warns, Warning{Message: fmt.Sprintf("VS Code has no ${NAME:-default}: ${%s:-%s} is written as ${env:%s}, without its default", r.Env, r.Default, r.Env)})
+			}
+			return "${env:" + r.Env + "}"
+		case r.HasDefault:
+			c.envs[r.Env] = true
+			return "${" + r.Env + ":-" + r.Default + "}"
+		}
+		c.envs[r.Env] = true
+		return "${" + r.Env + "}"
+	})
+}
+
+func (c *compiler) strMap(refs map[string]Template, base string, m map[string]string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = c.str(refs, pointer(base, k), v)
+	}
+	return out
+}
+
+// anyMap writes free-form config, strings through str.
+func (c *compiler) anyValue(refs map[string]Template, ptr string, v any) any {
+	switch v := v.(type) {
+	case string:
+		return c.str(refs, ptr, v)
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[k] = c.anyValue(refs, pointer(ptr, k), e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = c.anyValue(refs, pointer(ptr, i), e)
+		}
+		return out
+	}
+	return v
+}
+
+func (c *compiler) servers() map[string]any {
+	out := map[string]any{}
+	for _, s := range c.cfg.Servers {
+		if e := c.server(s); e != nil {
+			out[s.Name] = e
+		}
+	}
+	return out
+}
+
+func (c *compiler) server(s *Server) map[string]any {
+	nexus := c.format == FormatNexusJSON
+	if !s.Enabled && !nexus {
+		c.warn(s, "is disabled, so it is left out (%s has no way to mark a server disabled)", c.format)
+		return nil
+	}
+	if s.Type == TypePlugin && !nexus {
+		c.warn(s, "uses transport plugin %q, which %s cannot express; it is left out", s.Plugin.Name, c.format)
+		return nil
+	}
+	e := map[string]any{}
+	switch s.Type {
+	case TypeStdio:
+		if c.format == FormatVSCode {
+			e["type"] = "stdio"
+		}
+		e["command"] = c.str(s.Refs, "/command/0", s.Command[0])
+		if len(s.Command) > 1 {
+			args := make([]any, len(s.Command)-1)
+			for i, a := range s.Command[1:] {
+				args[i] = c.str(s.Refs, pointer("/command", i+1), a)
+			}
+			e["args"] = args
+		}
+		if len(s.Env) > 0 {
+			e["env"] = c.strMap(s.Refs, "/env", s.Env)
+		}
+		if s.EnvFile != "" {
+			if c.format == FormatMCPServers {
+				c.warn(s, "envFile %s cannot be expressed for Claude; set its variables in \"env\" (as ${NAME} references) instead", s.EnvFile)
+			} else {
+				e["envFile"] = c.str(s.Refs, "/envFile", s.EnvFile)
+			}
+		}
+		if len(s.EnvPassthrough) > 0 {
+			if nexus {
+				e["env_passthrough"] = s.EnvPassthrough
+			} else {
+				c.warn(s, "env_passthrough %v cannot be expressed; the client decides which of its variables the server sees (add them to \"env\" as ${NAME} references to pass them explicitly)", s.EnvPassthrough)
+			}
+		}
+		if s.Cwd != "" {
+			if nexus {
+				e["cwd"] = c.str(s.Refs, "/cwd", s.Cwd)
+			} else {
+				c.warn(s, "cwd %s cannot be expressed in %s; the server starts in the client's working directory", s.Cwd, c.format)
+			}
+		}
+	case TypeHTTP, TypeSSE:
+		if s.Type == TypeSSE || !nexus {
+			e["type"] = s.Type
+		}
+		e["url"] = c.str(s.Refs, "/url", s.URL)
+		if len(s.Headers) > 0 {
+			e["headers"] = c.strMap(s.Refs, "/headers", s.Headers)
+		}
+		if nexus {
+			if s.MaxRetries != nil {
+				e["http_max_retries"] = *s.MaxRetries
+			}
+			if s.RetryBackoff > 0 {
+				e["http_retry_backoff"] = s.RetryBackoff.String()
+			}
+			if s.AllowPrivateNetworks {
+				e["http_allow_private_networks"] = true
+			}
+			if o := s.OAuth; o != nil {
+				oe := map[string]any{}
+				set := func(k, ptr, v string) {
+					if v != "" {
+						oe[k] = c.str(s.Refs, ptr, v)
+					}
+				}
+				set("client_id", "/oauth/client_id", o.ClientID)
+				set("client_secret", "/oauth/client_secret", o.ClientSecret)
+				set("redirect_uri", "", o.RedirectURI)
+				set("auth_url", "", o.AuthURL)
+				set("token_url", "", o.TokenURL)
+				if len(o.Scopes) > 0 {
+					oe["scopes"] = o.Scopes
+				}
+				e["oauth"] = oe
+			}
+		} else {
+			var lost []string
+			if s.MaxRetries != nil || s.RetryBackoff > 0 {
+				lost = append(lost, "retries")
+			}
+			if s.AllowPrivateNetworks {
+				lost = append(lost, "allow_private_networks")
+			}
+			if s.OAuth != nil {
+				lost = append(lost, "oauth (the client runs its own OAuth flow)")
+			}
+			if len(lost) > 0 {
+				c.warn(s, "%s cannot be expressed in %s", strings.Join(lost, ", "), c.format)
+			}
+		}
+	case TypePlugin:
+		p := map[string]any{"name": s.Plugin.Name}
+		if s.Plugin.Config != nil {
+			p["config"] = c.anyValue(s.Refs, "/plugin/config", s.Plugin.Config)
+		}
+		e["plugin"] = p
+	}
+	if nexus {
+		if !s.Enabled {
+			e["enabled"] = false
+		}
+		if s.Timeout > 0 {
+			e["timeout"] = s.Timeout.String()
+		}
+		if s.FailIfNoTools {
+			e["fail_if_no_tools"] = true
+		}
+	} else {
+		if s.Timeout > 0 {
+			c.warn(s, "timeout %s cannot be expressed in %s", s.Timeout, c.format)
+		}
+		if s.FailIfNoTools {
+			c.warn(s, "fail_if_no_tools cannot be expressed in %s", c.format)
+		}
+	}
+	return e
+}
+
+func (c *compiler) usedInputs() []any {
+	var out []any
+	for _, in := range c.cfg.Inputs {
+		if !c.inputs[in.ID] || c.format == FormatMCPServers {
+			continue
+		}
+		e := map[string]any{"type": in.Type, "id": in.ID}
+		if in.Description != "" {
+			e["description"] = in.Description
+		}
+		if in.Password {
+			e["password"] = true
+		}
+		if in.Default != "" {
+			e["default"] = in.Default
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// nexusExtras writes what only Nexus reads: roots, plugins, filters, agents.
+func (c *compiler) nexusExtras(doc map[string]any) {
+	cfg := c.cfg
+	if len(cfg.Roots) > 0 {
+		doc["nexus"] = map[string]any{"roots": cfg.Roots}
+	}
+	if len(cfg.Plugins) > 0 {
+		ps := map[string]any{}
+		for _, p := range cfg.Plugins {
+			e := map[string]any{"path": p.Path}
+			if p.SHA256 != "" {
+				e["sha256"] = p.SHA256
+			}
+			ps[p.Name] = e
+		}
+		doc["plugins"] = ps
+	}
+	if len(cfg.Filters) > 0 {
+		var fs []any
+		for _, f := range cfg.Filters {
+			e := map[string]any{"name": f.Name, "kind": f.Kind}
+			if f.WASM != "" {
+				e["wasm"] = f.WASM
+			}
+			if f.Plugin != "" {
+				e["plugin"] = f.Plugin
+			}
+			if f.SHA256 != "" {
+				e["sha256"] = f.SHA256
+			}
+			if f.ABI != 1 {
+				e["abi"] = f.ABI
+			}
+			if f.OnError != "deny" {
+				e["on_error"] = f.OnError
+			}
+			if f.Config != nil {
+				e["config"] = c.anyValue(f.Refs, "/config", f.Config)
+			}
+			if len(f.Match) > 0 {
+				var ms []any
+				for _, m := range f.Match {
+					me := map[string]any{}
+					putList(me, "servers", m.Servers)
+					putList(me, "tools", m.Tools)
+					putList(me, "methods", m.Methods)
+					ms = append(ms, me)
+				}
+				e["match"] = ms
+			}
+			if l := f.Limits; l != (Limits{}) {
+				le := map[string]any{}
+				if l.MemoryMB > 0 {
+					le["memory_mb"] = l.MemoryMB
+				}
+				if l.Timeout > 0 {
+					le["timeout"] = l.Timeout.String()
+				}
+				if l.Pool > 0 {
+					le["pool"] = l.Pool
+				}
+				e["limits"] = le
+			}
+			fs = append(fs, e)
+		}
+		doc["filters"] = fs
+	}
+	if len(cfg.Agents) > 0 {
+		as := map[string]any{}
+		for _, a := range cfg.Agents {
+			e := map[string]any{"permission": a.Permission}
+			putList(e, "servers", a.Servers)
+			putList(e, "allow", a.Allow)
+			putList(e, "deny", a.Deny)
+			as[a.Name] = e
+		}
+		doc["agents"] = as
+	}
+}
+
+func putList(m map[string]any, k string, v []string) {
+	if v != nil {
+		m[k] = v
+	}
+}
+
+// lostGlobals warns about what only Nexus has.
+func (c *compiler) lostGlobals() {
+	names := func(n int, name func(int) string) string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = name(i)
+		}
+		return strings.Join(out, ", ")
+	}
+	cfg := c.cfg
+	if n := len(cfg.Filters); n > 0 {
+		c.warns = append(c.warns, Warning{Message: fmt.Sprintf("%d filter(s) (%s) cannot be expressed in %s: the client will call the servers without them",
+			n, names(n, func(i int) string { return cfg.Filters[i].Name }), c.format)})
+	}
+	if n := len(cfg.Agents); n > 0 {
+		c.warns = append(c.warns, Warning{Message: fmt.Sprintf("%d agent(s) (%s) and their permissions cannot be expressed in %s",
+			n, names(n, func(i int) string { return cfg.Agents[i].Name }), c.format)})
+	}
+	if n := len(cfg.Plugins); n > 0 {
+		c.warns = append(c.warns, Warning{Message: fmt.Sprintf("%d plugin(s) (%s) cannot be expressed in %s",
+			n, names(n, func(i int) string { return cfg.Plugins[i].Name }), c.format)})
+	}
+	if len(cfg.Roots) > 0 {
+		c.warns = append(c.warns, Warning{Message: fmt.Sprintf("roots %v cannot be expressed in %s", cfg.Roots, c.format)})
+	}
+}
+
+// refWarnings says which variables the output needs from the client's
+// environment, and where that will not work.
+func (c *compiler) refWarnings() {
+	if c.dollar {
+		c.warns = append(c.warns, Warning{Message: "a value holds a literal ${, which the client may try to expand"})
+	}
+	if len(c.envs) == 0 {
+		return
+	}
+	names := sortedKeys(c.envs)
+	msg := "environment values and secrets are written as references, not copied: set " + strings.Join(names, ", ") + " in the environment the client runs in"
+	if c.format == FormatMCPServers {
+		msg += " (Claude Code expands ${NAME}; Claude Desktop does not expand variables at all)"
+	}
+	c.warns = append(c.warns, Warning{Message: msg})
+}

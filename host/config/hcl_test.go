@@ -1,0 +1,212 @@
+package config
+
+import (
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestHCLServers(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "conf/token.txt", "from-file\n")
+	write(t, dir, "conf/nexus.hcl", `
+variable "region" { default = "eu" }
+variable "api_token" {
+  sensitive = true
+}
+variable "ports" { default = [1, 2] }
+locals {
+  base  = "https://${var.region}.example.com"
+  auth  = "Bearer ${var.api_token}"
+  extra = concat(["--x"], [for p in var.ports : tostring(p)])
+}
+server "web" {
+  timeout = 45
+  http {
+    url           = "${local.base}/mcp"
+    headers       = { Authorization = local.auth, "X-Env" = env("WHO", "nobody"), "X-File" = trimspace(file("token.txt")) }
+    max_retries   = 2
+    retry_backoff = "250ms"
+  }
+}
+server "local" {
+  stdio {
+    command = "./bin/server"
+    args    = concat(local.extra, [upper(var.region)])
+    cwd     = "work"
+    env     = merge({ A = "1" }, { T = var.api_token })
+  }
+}
+`)
+	cfg, err := Load(Options{Files: []string{"conf/nexus.hcl"}, Dir: dir, Home: dir,
+		LookupEnv: env("API_TOKEN", "t0k", "NEXUS_VAR_ports", "[7]")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	web := cfg.Server("web")
+	if web.URL != "https://eu.example.com/mcp" || web.Headers["Authorization"] != "Bearer t0k" ||
+		web.Headers["X-Env"] != "nobody" || web.Headers["X-File"] != "from-file" ||
+		*web.MaxRetries != 2 || web.RetryBackoff != 250*time.Millisecond || web.Timeout != 45*time.Second {
+		t.Errorf("web: %+v", web)
+	}
+	wantRefs := map[string]string{"/headers/Authorization": "Bearer ${API_TOKEN}", "/headers/X-Env": "${WHO:-nobody}"}
+	if got := refStrings(web.Refs); !reflect.DeepEqual(got, wantRefs) {
+		t.Errorf("web refs %v, want %v", got, wantRefs)
+	}
+	local := cfg.Server("local")
+	conf := filepath.Join(dir, "conf")
+	if want := []string{filepath.Join(conf, "bin/server"), "--x", "7", "EU"}; !reflect.DeepEqual(local.Command, want) {
+		t.Errorf("command %q, want %q", local.Command, want)
+	}
+	if local.Cwd != filepath.Join(conf, "work") {
+		t.Errorf("cwd %q", local.Cwd)
+	}
+	if got := refStrings(local.Refs); !reflect.DeepEqual(got, map[string]string{"/env/T": "${API_TOKEN}"}) {
+		t.Errorf("local refs %v", got)
+	}
+	if local.Source.Line != 21 || web.Source.Line != 12 {
+		t.Errorf("origins %v %v", local.Source, web.Source)
+	}
+}
+
+func refStrings(refs map[string]Template) map[string]string {
+	out := map[string]string{}
+	for k, t := range refs {
+		out[k] = t.String()
+	}
+	return out
+}
+
+func TestHCLDynamicAndBlocks(t *testing.T) {
+	cfg := mustLoad(t, "nexus.hcl", `
+locals {
+  tools = { a = ["x"], b = ["y", "z"] }
+}
+dynamic "server" {
+  for_each = local.tools
+  labels   = [server.key]
+  content {
+    stdio {
+      command = "run"
+      args    = server.value
+    }
+  }
+}
+plugin "p" { path = "plug" }
+filter "f" {
+  kind   = "policy"
+  plugin = "p"
+  dynamic "match" {
+    for_each = ["a", "b"]
+    content { servers = [match.value] }
+  }
+  limits { pool = 2 }
+}
+agent "bot" {
+  permission = "trusted"
+  servers    = ["a", "nope"]
+}
+server "t" {
+  plugin {
+    name   = "p"
+    config = { n = 1, list = ["q"] }
+  }
+}
+`, nil)
+	if got := cfg.Names(); !reflect.DeepEqual(got, []string{"a", "b", "t"}) {
+		t.Errorf("servers %v", got)
+	}
+	if !reflect.DeepEqual(cfg.Server("b").Command, []string{"run", "y", "z"}) {
+		t.Errorf("b: %q", cfg.Server("b").Command)
+	}
+	f := cfg.Filters[0]
+	if len(f.Match) != 2 || f.Match[1].Servers[0] != "b" || f.Limits.Pool != 2 || f.OnError != "deny" || f.ABI != 1 {
+		t.Errorf("filter %+v", f)
+	}
+	if a := cfg.Agent("bot"); a == nil || a.Permission != "trusted" {
+		t.Errorf("agent %+v", a)
+	}
+	found := false
+	for _, w := range cfg.Warnings {
+		found = found || strings.Contains(w.Message, `server "nope" is not configured`)
+	}
+	if !found {
+		t.Errorf("an agent naming an unknown server should warn: %v", cfg.Warnings)
+	}
+	if p := cfg.Server("t").Plugin; p.Config["n"] != float64(1) {
+		t.Errorf("plugin config %v", p.Config)
+	}
+}
+
+func TestHCLJSONSyntax(t *testing.T) {
+	cfg := mustLoad(t, "nexus.hcl.json", `{
+  "variable": {"who": {"default": "ada"}},
+  "server": {"t": {"stdio": {"command": "nexus", "args": ["testserver", "${var.who}"]}}}
+}`, nil)
+	if !reflect.DeepEqual(cfg.Server("t").Command, []string{"nexus", "testserver", "ada"}) {
+		t.Errorf("%q", cfg.Server("t").Command)
+	}
+}
+
+// TestHCLErrors pins the text of HCL errors: hcl's diagnostics, with the
+// file, layer, line, column and a snippet.
+func TestHCLErrors(t *testing.T) {
+	cases := []struct{ name, src string }{
+		{"syntax", "server \"a\" {\n  stdio {\n    command = \"x\n  }\n}\n"},
+		{"unknown_block", "sevrer \"a\" {\n}\n"},
+		{"unknown_argument", "server \"a\" {\n  stdio {\n    comand = \"x\"\n  }\n}\n"},
+		{"locals_cycle", "locals {\n  a = local.b\n  b = \"${local.c}-x\"\n  c = local.a\n}\n"},
+		{"missing_file", "server \"a\" {\n  stdio {\n    command = \"x\"\n    env = { K = file(\"nope.txt\") }\n  }\n}\n"},
+		{"two_transports", "server \"a\" {\n  stdio { command = \"x\" }\n  http { url = \"http://x/mcp\" }\n}\n"},
+		{"no_transport", "server \"a\" {\n  timeout = 5\n}\n"},
+		{"duplicate_server", "server \"a\" {\n  stdio { command = \"x\" }\n}\nserver \"a\" {\n  stdio { command = \"y\" }\n}\n"},
+		{"wrong_type", "server \"a\" {\n  stdio {\n    command = \"x\"\n    args    = \"-y\"\n    env     = [\"A=1\"]\n  }\n}\n"},
+		{"undefined_env", "server \"a\" {\n  stdio {\n    command = \"x\"\n    env = { T = env(\"GITHUB_TOKEN\") }\n  }\n}\n"},
+		{"unset_variable", "variable \"token\" {\n  sensitive = true\n}\n"},
+		{"transformed_secret", "variable \"token\" {\n  sensitive = true\n  default   = \"Abc\"\n}\nserver \"a\" {\n  stdio {\n    command = \"x\"\n    env = { T = lower(var.token) }\n  }\n}\n"},
+		{"bad_values", "filter \"f\" {\n  kind = \"polcy\"\n  wasm = \"f.wasm\"\n  on_error = \"ignore\"\n}\nagent \"b\" {\n  permission = \"root\"\n}\n"},
+		{"unknown_variable", "server \"a\" {\n  stdio {\n    command = var.cmd\n  }\n}\n"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := loadOne(t, "nexus.hcl", tc.src, nil)
+			if err == nil {
+				t.Fatal("loaded")
+			}
+			golden(t, "hcl_"+tc.name, errText(err))
+		})
+	}
+}
+
+// An error in a local does not hide the errors after it.
+func TestHCLAllErrorsAtOnce(t *testing.T) {
+	_, err := loadOne(t, "nexus.hcl", `
+locals {
+  a = local.a
+  b = "${local.a}-x"
+}
+variable "v" {
+  sensitive = true
+}
+server "s" {
+  stdio {
+    comand  = "x"
+    command = local.b
+    args    = [var.v]
+  }
+}
+server "t" {
+  http { url = "ftp://x" }
+}
+`, nil)
+	reps := Reports(err)
+	var problems []string
+	for _, r := range reps {
+		problems = append(problems, r.Problem)
+	}
+	if len(reps) != 4 {
+		t.Fatalf("want the cycle, the variable, the unknown argument and the URL, got:\n%s", strings.Join(problems, "\n"))
+	}
+}

@@ -1,0 +1,250 @@
+package config
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// jval is a parsed JSON value that remembers where it was written, which
+// encoding/json forgets; every diagnostic about a field points at it.
+// Objects keep their members in file order, duplicates included, so that a
+// server defined twice is caught rather than silently dropped.
+type jval struct {
+	kind byte // '{', '[', '"', '0' (number), 't', 'f', 'n'
+	off  int  // byte offset of the value's first byte
+	str  string
+	obj  []jmember
+	arr  []*jval
+}
+
+type jmember struct {
+	key string
+	off int // offset of the key's opening quote
+	val *jval
+}
+
+func (v *jval) kindName() string {
+	switch v.kind {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case '0':
+		return "a number"
+	case 't', 'f':
+		return "a boolean"
+	}
+	return "null"
+}
+
+// get returns the last member called key (JSON's usual last-wins rule).
+func (v *jval) get(key string) *jval {
+	for i := len(v.obj) - 1; i >= 0; i-- {
+		if v.obj[i].key == key {
+			return v.obj[i].val
+		}
+	}
+	return nil
+}
+
+// stripJSONC blanks out // and /* */ comments and trailing commas, the
+// JSON-with-comments that VS Code and Cursor accept, keeping every other
+// byte (and so every offset and line number) where it was.
+func stripJSONC(data []byte) []byte {
+	var out []byte // copied on the first change only
+	set := func(i int, b byte) {
+		if out == nil {
+			out = append([]byte(nil), data...)
+		}
+		out[i] = b
+	}
+	inStr := false
+	lastComma := -1 // a comma not yet followed by a value
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		if inStr {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inStr = false
+			}
+			continue
+		}
+		switch {
+		case c == '"':
+			inStr = true
+			lastComma = -1
+		case c == '/' && i+1 < len(data) && data[i+1] == '/':
+			for ; i < len(data) && data[i] != '\n'; i++ {
+				set(i, ' ')
+			}
+		case c == '/' && i+1 < len(data) && data[i+1] == '*':
+			end := strings.Index(string(data[i+2:]), "*/")
+			if end < 0 {
+				return data // unterminated: let the JSON parser report the '/'
+			}
+			for k := i; k < i+2+end+2; k++ {
+				if data[k] != '\n' {
+					set(k, ' ')
+				}
+			}
+			i += 2 + end + 1
+		case c == ',':
+			lastComma = i
+		case c == '}' || c == ']':
+			if lastComma >= 0 {
+				set(lastComma, ' ')
+			}
+			lastComma = -1
+		case c == ' ' || c == '\t' || c == '\r' || c == '\n':
+		default:
+			lastComma = -1
+		}
+	}
+	if out == nil {
+		return data
+	}
+	return out
+}
+
+// parseJSON builds the tree of data, which json.Unmarshal has already
+// accepted: it reports no syntax errors of its own.
+func parseJSON(data []byte) *jval {
+	p := &jparser{data: data}
+	return p.value()
+}
+
+type jparser struct {
+	data []byte
+	i    int
+}
+
+func (p *jparser) ws() {
+	for p.i < len(p.data) {
+		switch p.data[p.i] {
+		case ' ', '\t', '\r', '\n':
+			p.i++
+		default:
+			return
+		}
+	}
+}
+
+func (p *jparser) value() *jval {
+	p.ws()
+	if p.i >= len(p.data) {
+		return &jval{kind: 'n', off: p.i}
+	}
+	v := &jval{off: p.i}
+	switch c := p.data[p.i]; c {
+	case '{':
+		v.kind = '{'
+		p.i++
+		for {
+			p.ws()
+			if p.i >= len(p.data) || p.data[p.i] == '}' {
+				p.i++
+				return v
+			}
+			if p.data[p.i] == ',' {
+				p.i++
+				continue
+			}
+			koff := p.i
+			key := p.string()
+			p.ws()
+			p.i++ // ':'
+			v.obj = append(v.obj, jmember{key: key, off: koff, val: p.value()})
+		}
+	case '[':
+		v.kind = '['
+		p.i++
+		for {
+			p.ws()
+			if p.i >= len(p.data) || p.data[p.i] == ']' {
+				p.i++
+				return v
+			}
+			if p.data[p.i] == ',' {
+				p.i++
+				continue
+			}
+			v.arr = append(v.arr, p.value())
+		}
+	case '"':
+		v.kind = '"'
+		v.str = p.string()
+	case 't', 'f', 'n':
+		v.kind = c
+		for p.i < len(p.data) && p.data[p.i] >= 'a' && p.data[p.i] <= 'z' {
+			p.i++
+		}
+	default:
+		v.kind = '0'
+		start := p.i
+		for p.i < len(p.data) && strings.IndexByte("+-0123456789.eE", p.data[p.i]) >= 0 {
+			p.i++
+		}
+		v.str = string(p.data[start:p.i])
+	}
+	return v
+}
+
+// string reads a string token; escapes are decoded by encoding/json.
+func (p *jparser) string() string {
+	start := p.i
+	p.i++
+	esc := false
+	for p.i < len(p.data) {
+		c := p.data[p.i]
+		p.i++
+		if c == '\\' {
+			esc = true
+			p.i++
+			continue
+		}
+		if c == '"' {
+			break
+		}
+	}
+	raw := p.data[start:min(p.i, len(p.data))]
+	if !esc {
+		return string(raw[1 : len(raw)-1])
+	}
+	var s string
+	json.Unmarshal(raw, &s)
+	return s
+}
+
+// toAny converts v to the values encoding/json produces, for free-form
+// settings such as a plugin's config.
+func (v *jval) toAny() any {
+	switch v.kind {
+	case '{':
+		m := make(map[string]any, len(v.obj))
+		for _, e := range v.obj {
+			m[e.key] = e.val.toAny()
+		}
+		return m
+	case '[':
+		a := make([]any, len(v.arr))
+		for i, e := range v.arr {
+			a[i] = e.toAny()
+		}
+		return a
+	case '"':
+		return v.str
+	case '0':
+		var f float64
+		json.Unmarshal([]byte(v.str), &f)
+		return f
+	case 't':
+		return true
+	case 'f':
+		return false
+	}
+	return nil
+}

@@ -1,0 +1,56 @@
+package config
+
+import "github.com/nexus-mcp/nexus/host/diag"
+
+// View is the merged config as `nexus config show` prints it: every
+// entry's settings in the nexus-json form (so secrets appear as references,
+// never as values) with the entry's origin and what it overrode.
+type View struct {
+	Files    []File
+	Servers  []Entry
+	Plugins  []Entry
+	Filters  []Entry // in run order
+	Agents   []Entry
+	Roots    []string
+	Warnings []Warning
+}
+
+// Entry is one server, plugin, filter or agent.
+type Entry struct {
+	Kind      string // "server", "plugin", "filter", "agent"
+	Name      string
+	Source    diag.Source
+	Overrides []diag.Source
+	Settings  map[string]any
+}
+
+// NewView describes cfg.
+func NewView(cfg *Config) *View {
+	c := &compiler{cfg: cfg, format: FormatNexusJSON, envs: map[string]bool{}, inputs: map[string]bool{}}
+	v := &View{Files: cfg.Files, Roots: cfg.Roots, Warnings: cfg.Warnings}
+	for _, s := range cfg.Servers {
+		v.Servers = append(v.Servers, Entry{"server", s.Name, s.Source, s.Overrides, c.server(s)})
+	}
+	// The extras are built once and split up, so they read exactly as
+	// nexus-json writes them.
+	doc := map[string]any{}
+	c.nexusExtras(doc)
+	if ps, ok := doc["plugins"].(map[string]any); ok {
+		for _, p := range cfg.Plugins {
+			v.Plugins = append(v.Plugins, Entry{"plugin", p.Name, p.Source, p.Overrides, ps[p.Name].(map[string]any)})
+		}
+	}
+	if fs, ok := doc["filters"].([]any); ok {
+		for i, f := range cfg.Filters {
+			e := fs[i].(map[string]any)
+			delete(e, "name")
+			v.Filters = append(v.Filters, Entry{"filter", f.Name, f.Source, f.Overrides, e})
+		}
+	}
+	if as, ok := doc["agents"].(map[string]any); ok {
+		for _, a := range cfg.Agents {
+			v.Agents = append(v.Agents, Entry{"agent", a.Name, a.Source, a.Overrides, as[a.Name].(map[string]any)})
+		}
+	}
+	return v
+}
