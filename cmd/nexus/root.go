@@ -14,8 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nexus-mcp/nexus/host"
-	"github.com/nexus-mcp/nexus/host/config"
-	"github.com/nexus-mcp/nexus/host/diag"
 )
 
 // Exit codes.
@@ -46,10 +44,10 @@ type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 
-	configPath string
-	output     string
-	timeout    time.Duration
-	logLevel   string
+	configPaths []string
+	output      string
+	timeout     time.Duration
+	logLevel    string
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -82,7 +80,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if code == exitToolError {
 		return code // the result is already printed
 	}
-	diag.Render(stderr, err)
+	renderAll(stderr, err)
 	if code == exitUsage && isUsage(err) {
 		fmt.Fprintln(stderr, "Run 'nexus --help' for usage.")
 	}
@@ -109,7 +107,7 @@ func (a *app) rootCmd() *cobra.Command {
 		Version:       host.Version,
 	}
 	f := root.PersistentFlags()
-	f.StringVar(&a.configPath, "config", "", "config file in the mcpServers JSON format (default: $NEXUS_CONFIG)")
+	f.StringArrayVar(&a.configPaths, "config", nil, "config file, mcpServers JSON or nexus.hcl; repeatable, later wins (default: $NEXUS_CONFIG, else the config layers)")
 	f.StringVarP(&a.output, "output", "o", "text", "output format: text or json")
 	f.DurationVar(&a.timeout, "timeout", host.DefaultTimeout, "timeout for each request to a server")
 	f.StringVar(&a.logLevel, "log-level", "warn", "log level: trace, debug, info, warn, error, off")
@@ -125,7 +123,7 @@ func (a *app) rootCmd() *cobra.Command {
 		}
 		return nil
 	}
-	root.AddCommand(a.toolsCmd(), a.callCmd(), a.resourcesCmd(), a.readCmd(), a.promptsCmd(), a.promptCmd(), a.pingCmd(), a.testserverCmd())
+	root.AddCommand(a.toolsCmd(), a.callCmd(), a.resourcesCmd(), a.readCmd(), a.promptsCmd(), a.promptCmd(), a.pingCmd(), a.testserverCmd(), a.configCmd())
 	return root
 }
 
@@ -133,23 +131,13 @@ func (a *app) logger() hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{Name: "nexus", Level: hclog.LevelFromString(a.logLevel), Output: a.stderr})
 }
 
-// openHost loads the config and makes a host; the caller closes it.
+// openHost loads the config (--config, NEXUS_CONFIG, or the discovered
+// layers, else the built-in default) and makes a host; the caller closes it.
 func (a *app) openHost() (*host.Host, error) {
-	path := a.configPath
-	layer := "flag"
-	if path == "" {
-		path = os.Getenv("NEXUS_CONFIG")
-		layer = "env"
-	}
-	if path == "" {
-		return nil, &exitError{exitUsage, &diag.Report{Title: "No Configuration",
-			Problem: "no config file given",
-			Fix: []string{"Pass --config FILE (e.g. --config examples/configs/testserver.json), or set NEXUS_CONFIG.",
-				`A config is the mcpServers JSON your MCP client uses: {"mcpServers": {"name": {"command": "...", "args": [...]}}}`}}}
-	}
-	cfg, err := config.LoadFile(path, layer)
+	cfg, err := a.loadConfig(false)
 	if err != nil {
 		return nil, &exitError{exitUsage, err}
 	}
+	a.printWarnings(cfg.Warnings)
 	return host.New(cfg, host.Options{Logger: a.logger(), Timeout: a.timeout}), nil
 }

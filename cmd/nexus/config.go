@@ -1,0 +1,312 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/nexus-mcp/nexus/host/config"
+	"github.com/nexus-mcp/nexus/host/diag"
+	"github.com/nexus-mcp/nexus/host/sanitize"
+)
+
+// loadConfig discovers and loads the configuration (or the --config
+// files). allowUnset keeps undefined variables as references, for the
+// verbs that never need their values.
+func (a *app) loadConfig(allowUnset bool) (*config.Config, error) {
+	opts := config.Options{Files: a.configPaths, AllowUnset: allowUnset}
+	if !allowUnset {
+		opts.Prompter = a.prompter()
+	}
+	return config.Load(opts)
+}
+
+// printWarnings writes the config's warnings to stderr, one a line.
+func (a *app) printWarnings(ws []config.Warning) {
+	for _, w := range ws {
+		fmt.Fprintln(a.stderr, clean(w.String()))
+	}
+}
+
+// clean makes config text (which may hold anything) safe for a terminal.
+func clean(s string) string { return sanitize.ForDisplay(s) }
+
+// renderAll prints every report in err (a config error lists them all, since
+// fixing one at a time is slow), then how many there were.
+func renderAll(w io.Writer, err error) {
+	reps := config.Reports(err)
+	if len(reps) <= 1 {
+		diag.Render(w, err)
+		return
+	}
+	for i, r := range reps {
+		if i > 0 {
+			io.WriteString(w, "\n")
+		}
+		diag.Render(w, r)
+	}
+	files := map[string]bool{}
+	for _, r := range reps {
+		files[r.Source.File] = true
+	}
+	fmt.Fprintf(w, "\n%d configuration errors in %d file(s).\n", len(reps), len(files))
+}
+
+func (a *app) configCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "config",
+		Short: "Show, check and compile the configuration",
+		Long: `Nexus merges its config layers, later wins per server name:
+  ~/.nexus/ (mcp.json, nexus.hcl.json, nexus.hcl), every parent directory's .nexus/,
+  ./.nexus/ and ./nexus.hcl; --config FILE (repeatable) or NEXUS_CONFIG replace the search.
+With no config at all, the built-in default runs the test server.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return usageErr("config needs a verb: show, validate or compile")
+		},
+	}
+	cmd.AddCommand(a.configShowCmd(), a.configValidateCmd(), a.configCompileCmd())
+	return cmd
+}
+
+func (a *app) configShowCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "show",
+		Short: "Print the merged configuration with each entry's origin (layer, file, line)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := a.loadConfig(true)
+			if err != nil {
+				return &exitError{exitUsage, err}
+			}
+			v := config.NewView(cfg)
+			if a.output == "json" {
+				return a.showJSON(v)
+			}
+			a.printWarnings(v.Warnings)
+			a.showText(v)
+			return nil
+		},
+	}
+}
+
+func (a *app) showText(v *config.View) {
+	w := a.stdout
+	fmt.Fprintln(w, "Files, lowest layer first:")
+	for _, f := range v.Files {
+		fmt.Fprintln(w, "  "+clean(diag.Source{File: f.Path, Layer: f.Layer}.String()))
+	}
+	if len(v.Roots) > 0 {
+		fmt.Fprintln(w, "\nRoots:")
+		for _, r := range v.Roots {
+			fmt.Fprintln(w, "  "+clean(r))
+		}
+	}
+	for _, group := range [][]config.Entry{v.Servers, v.Plugins, v.Filters, v.Agents} {
+		for _, e := range group {
+			fmt.Fprintf(w, "\n%s %q\n", e.Kind, e.Name)
+			rows := [][2]string{{"origin", e.Source.String()}}
+			for _, o := range e.Overrides {
+				rows = append(rows, [2]string{"overrides", o.String()})
+			}
+			for _, k := range sortedKeys(e.Settings) {
+				rows = append(rows, [2]string{k, oneLine(e.Settings[k])})
+			}
+			width := 0
+			for _, r := range rows {
+				width = max(width, len(r[0]))
+			}
+			for _, r := range rows {
+				fmt.Fprintf(w, "  %-*s  %s\n", width+1, r[0]+":", clean(r[1]))
+			}
+		}
+	}
+}
+
+// oneLine writes v as JSON on one line, spaced as people write it:
+// ["-y", "pkg"], {"KEY": "value"}.
+func oneLine(v any) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+	raw := strings.TrimSuffix(b.String(), "\n")
+	var out strings.Builder
+	inStr, esc := false, false
+	for _, c := range raw {
+		out.WriteRune(c)
+		switch {
+		case esc:
+			esc = false
+		case inStr && c == '\\':
+			esc = true
+		case c == '"':
+			inStr = !inStr
+		case !inStr && (c == ',' || c == ':'):
+			out.WriteByte(' ')
+		}
+	}
+	return out.String()
+}
+
+func sortedKeys(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// origin is a Source as JSON.
+type origin struct {
+	Layer  string `json:"layer"`
+	File   string `json:"file,omitempty"`
+	Line   int    `json:"line,omitempty"`
+	Column int    `json:"column,omitempty"`
+}
+
+func toOrigin(s diag.Source) origin { return origin{s.Layer, s.File, s.Line, s.Column} }
+
+func (a *app) showJSON(v *config.View) error {
+	type entry struct {
+		Name      string         `json:"name"`
+		Origin    origin         `json:"origin"`
+		Overrides []origin       `json:"overrides,omitempty"`
+		Settings  map[string]any `json:"settings"`
+	}
+	entries := func(es []config.Entry) []entry {
+		out := []entry{}
+		for _, e := range es {
+			x := entry{Name: e.Name, Origin: toOrigin(e.Source), Settings: e.Settings}
+			for _, o := range e.Overrides {
+				x.Overrides = append(x.Overrides, toOrigin(o))
+			}
+			out = append(out, x)
+		}
+		return out
+	}
+	files := []origin{}
+	for _, f := range v.Files {
+		files = append(files, origin{Layer: f.Layer, File: f.Path})
+	}
+	warnings := []string{}
+	for _, w := range v.Warnings {
+		warnings = append(warnings, w.String())
+	}
+	doc := map[string]any{
+		"files": files, "servers": entries(v.Servers), "plugins": entries(v.Plugins),
+		"filters": entries(v.Filters), "agents": entries(v.Agents), "warnings": warnings,
+	}
+	if v.Roots != nil {
+		doc["roots"] = v.Roots
+	}
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(doc)
+}
+
+func (a *app) configValidateCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "validate",
+		Short: "Check every config layer; exit 2 on any error, listing them all",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := a.loadConfig(false)
+			if cfg != nil {
+				a.printWarnings(cfg.Warnings)
+			}
+			if err != nil {
+				return &exitError{exitUsage, err}
+			}
+			for _, f := range cfg.Files {
+				fmt.Fprintln(a.stdout, "ok  "+clean(diag.Source{File: f.Path, Layer: f.Layer}.String()))
+			}
+			fmt.Fprintf(a.stdout, "The configuration is valid: %s, %s, %s, %s, %s.\n",
+				count(len(cfg.Files), "file"), count(len(cfg.Servers), "server"), count(len(cfg.Plugins), "plugin"),
+				count(len(cfg.Filters), "filter"), count(len(cfg.Agents), "agent"))
+			return nil
+		},
+	}
+}
+
+func count(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+func (a *app) configCompileCmd() *cobra.Command {
+	var format string
+	cmd := &cobra.Command{
+		Use:   "compile",
+		Short: "Write the merged configuration as mcpServers JSON for other MCP clients",
+		Long: `Writes the merged configuration to stdout:
+  mcpservers  {"mcpServers": ...} for Claude Desktop and Claude Code
+  vscode      {"servers", "inputs"} for VS Code's .vscode/mcp.json
+  nexus-json  every Nexus setting, as JSON that loads back to the same config
+Secrets (sensitive variables, env(), ${VAR}) are written as ${NAME} references, never as
+values. What the target cannot express is listed as a warning on stderr.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := a.loadConfig(true)
+			if err != nil {
+				return &exitError{exitUsage, err}
+			}
+			out, warns, err := config.Compile(cfg, format)
+			if err != nil {
+				return usageErr("--format: %v", err)
+			}
+			a.printWarnings(cfg.Warnings)
+			a.printWarnings(warns)
+			_, err = a.stdout.Write(out)
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", config.FormatMCPServers, "output format: "+strings.Join(config.Formats, ", "))
+	return cmd
+}
+
+// termPrompter asks for VS Code inputs on the terminal, without echo for
+// passwords.
+type termPrompter struct {
+	in  *os.File
+	out io.Writer
+}
+
+// prompter returns a terminal prompter when stdin is a terminal; without
+// one, inputs come from NEXUS_INPUT_<ID>.
+func (a *app) prompter() config.Prompter {
+	f, ok := a.stdin.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return nil
+	}
+	return &termPrompter{in: f, out: a.stderr}
+}
+
+func (p *termPrompter) Prompt(in config.Input) (string, error) {
+	label := in.Description
+	if label == "" {
+		label = in.ID
+	}
+	fmt.Fprintf(p.out, "%s (input %q; set %s to skip this question): ", clean(label), in.ID, in.EnvName())
+	if in.Password {
+		b, err := term.ReadPassword(int(p.in.Fd()))
+		fmt.Fprintln(p.out)
+		return string(b), err
+	}
+	line, err := bufio.NewReader(p.in).ReadString('\n')
+	if err != nil && line == "" {
+		return "", err
+	}
+	return strings.TrimRight(line, "\r\n"), nil
+}

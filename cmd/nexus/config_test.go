@@ -1,0 +1,197 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/nexus-mcp/nexus/internal/testenv"
+)
+
+// This file stands alone: it shares the -update flag with the other CLI
+// tests when they define it (package variables are initialized before init
+// runs), and defines it otherwise.
+func init() {
+	if flag.Lookup("update") == nil {
+		flag.Bool("update", false, "rewrite the golden files in testdata/")
+	}
+}
+
+func updating() bool {
+	f := flag.Lookup("update")
+	return f != nil && f.Value.String() == "true"
+}
+
+// configGolden compares got with testdata/name.golden (-update rewrites it).
+func configGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if updating() {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./cmd/nexus -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from %s (go test ./cmd/nexus -update rewrites it):\n--- got\n%s\n--- want\n%s", name, path, got, want)
+	}
+}
+
+// shellArgs shows arguments as a shell would need them.
+func shellArgs(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a == "" || strings.ContainsAny(a, " \"'{}\\$") || strconv.Quote(a) != `"`+a+`"` {
+			a = strconv.Quote(a)
+		}
+		out[i] = a
+	}
+	return strings.Join(out, " ")
+}
+
+// nexusIn runs the real binary in dir/cwd with HOME=dir, so the global
+// layer is dir/.nexus and paths under it print as ~/...; the temp dir
+// itself prints as $DIR.
+func nexusIn(t *testing.T, dir, cwd string, extraEnv []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	bin := testenv.Nexus(t)
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = filepath.Join(dir, cwd)
+	cmd.Env = append([]string{"PATH=" + filepath.Dir(bin) + ":/usr/bin:/bin", "HOME=" + dir}, extraEnv...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return strings.ReplaceAll(out.String(), dir, "$DIR"), strings.ReplaceAll(errb.String(), dir, "$DIR"), code
+}
+
+func files(t *testing.T, dir string, kv ...string) {
+	t.Helper()
+	for i := 0; i+1 < len(kv); i += 2 {
+		p := filepath.Join(dir, filepath.FromSlash(kv[i]))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(kv[i+1]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// layered is a home with a global mcp.json, a parent directory's .nexus and
+// a project with a local nexus.hcl that overrides a global server.
+var layered = []string{
+	".nexus/mcp.json", `{"mcpServers": {
+  "testserver": {"command": "nexus", "args": ["testserver", "--tool-count", "3"]},
+  "notes": {"command": "npx", "args": ["-y", "notes-server"], "env": {"NOTES_TOKEN": "${NOTES_TOKEN}"}}
+}}`,
+	"work/.nexus/nexus.hcl", `agent "ci" {
+  permission = "sandboxed"
+  servers    = ["testserver"]
+  deny       = ["*.delete_*"]
+}
+`,
+	"work/proj/nexus.hcl", `variable "api_token" {
+  sensitive = true
+}
+
+server "testserver" {
+  timeout = "20s"
+  stdio {
+    command = "nexus"
+    args    = ["testserver"]
+  }
+}
+
+server "api" {
+  http {
+    url     = "https://api.example.com/mcp"
+    headers = { Authorization = "Bearer ${var.api_token}" }
+  }
+}
+`,
+}
+
+func TestConfigCLI(t *testing.T) {
+	secrets := []string{"NOTES_TOKEN=notes-SECRET", "API_TOKEN=api-SECRET"}
+	cases := []struct {
+		name  string
+		files []string
+		cwd   string
+		env   []string
+		args  []string
+		code  int
+	}{
+		{"config_show", layered, "work/proj", secrets, []string{"config", "show"}, 0},
+		{"config_show_json", layered, "work/proj", secrets, []string{"config", "show", "-o", "json"}, 0},
+		{"config_show_unset", layered, "work/proj", nil, []string{"config", "show"}, 0},
+		{"config_validate", layered, "work/proj", secrets, []string{"config", "validate"}, 0},
+		{"config_validate_unset", layered, "work/proj", nil, []string{"config", "validate"}, 2},
+		{"config_compile_mcpservers", layered, "work/proj", secrets, []string{"config", "compile"}, 0},
+		{"config_compile_vscode", layered, "work/proj", nil, []string{"config", "compile", "--format", "vscode"}, 0},
+		{"config_compile_nexus_json", layered, "work/proj", nil, []string{"config", "compile", "--format", "nexus-json"}, 0},
+		{"config_compile_bad_format", layered, "work/proj", nil, []string{"config", "compile", "--format", "yaml"}, 2},
+		{"config_validate_errors", []string{
+			"a.json", "{\n  \"mcpServers\": {\n    \"x\": {\"command\": \"a\", \"url\": \"http://h/mcp\"},\n    \"y\": {\"args\": 3}\n  }\n}\n",
+			"b.hcl", "server \"z\" {\n  stdio {\n    comand = \"x\"\n  }\n}\nlocals {\n  a = local.a\n}\n",
+		}, "", nil, []string{"--config", "a.json", "--config", "b.hcl", "config", "validate"}, 2},
+		{"config_flags_replace_discovery", append(append([]string{}, layered...), "one.json", `{"mcpServers": {"only": {"command": "nexus", "args": ["testserver"]}}}`),
+			"work/proj", nil, []string{"--config", "../../one.json", "config", "show"}, 0},
+		{"config_default", nil, "", nil, []string{"config", "show"}, 0},
+		{"config_warnings", []string{"mcp.json", `{"mcpServers": {"t": {"command": "nexus", "args": ["testserver"], "timeuot": 5}}}`},
+			"", nil, []string{"config", "validate", "--config", "mcp.json"}, 0},
+		{"config_no_verb", nil, "", nil, []string{"config"}, 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			files(t, dir, tc.files...)
+			if err := os.MkdirAll(filepath.Join(dir, tc.cwd), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			stdout, stderr, code := nexusIn(t, dir, tc.cwd, tc.env, tc.args...)
+			if code != tc.code {
+				t.Errorf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, stdout, stderr)
+			}
+			for _, s := range []string{"notes-SECRET", "api-SECRET"} {
+				if strings.Contains(stdout+stderr, s) {
+					t.Errorf("a secret value was printed:\n%s%s", stdout, stderr)
+				}
+			}
+			configGolden(t, tc.name, "$ nexus "+shellArgs(tc.args)+"\n--- stdout\n"+stdout+"--- stderr\n"+stderr)
+		})
+	}
+}
+
+// With no config anywhere, the built-in default runs the test server.
+func TestNoConfigUsesDefault(t *testing.T) {
+	dir := t.TempDir()
+	stdout, stderr, code := nexusIn(t, dir, "", nil, "call", "testserver.echo", "message=default config")
+	if code != 0 || !strings.Contains(stdout, "default config") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+}
+
+// A layered config runs: the local nexus.hcl's testserver wins over the
+// global one (which would offer only 3 tools).
+func TestLayeredConfigRuns(t *testing.T) {
+	dir := t.TempDir()
+	files(t, dir, layered...)
+	stdout, stderr, code := nexusIn(t, dir, "work/proj", []string{"NOTES_TOKEN=x", "API_TOKEN=y"}, "tools", "--server", "testserver")
+	if code != 0 || strings.Count(stdout, "testserver.") < 4 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+}
