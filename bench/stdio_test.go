@@ -22,7 +22,7 @@ import (
 )
 
 var bins struct {
-	dir, pipeecho, echoserver string
+	dir, pipeecho, echoserver, canned string
 }
 
 func TestMain(m *testing.M) {
@@ -33,7 +33,8 @@ func TestMain(m *testing.M) {
 	bins.dir = dir
 	bins.pipeecho = filepath.Join(dir, "pipeecho")
 	bins.echoserver = filepath.Join(dir, "echoserver")
-	for out, pkg := range map[string]string{bins.pipeecho: "./cmd/pipeecho", bins.echoserver: "./cmd/echoserver"} {
+	bins.canned = filepath.Join(dir, "cannedserver")
+	for out, pkg := range map[string]string{bins.pipeecho: "./cmd/pipeecho", bins.echoserver: "./cmd/echoserver", bins.canned: "./cmd/cannedserver"} {
 		if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "go build %s: %v\n%s", pkg, err, b)
 			os.RemoveAll(dir)
@@ -82,9 +83,11 @@ func (r *rawPipe) close() { r.in.Close(); r.cmd.Wait() }
 
 type nexusClient struct{ c *mcp.Client }
 
-func newNexus(tb testing.TB) *nexusClient {
+func newNexus(tb testing.TB) *nexusClient { return newNexusTo(tb, bins.echoserver) }
+
+func newNexusTo(tb testing.TB, server string) *nexusClient {
 	ctx := context.Background()
-	conn, err := stdio.Start(ctx, stdio.Config{Server: "echo", Command: []string{bins.echoserver}})
+	conn, err := stdio.Start(ctx, stdio.Config{Server: "echo", Command: []string{server}})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -214,6 +217,57 @@ func BenchmarkStdioRoundTrip(b *testing.B) {
 			b.StopTimer()
 			b.ReportMetric(us(percentile(lat, 0.5)), "p50-µs")
 			b.ReportMetric(us(percentile(lat, 0.99)), "p99-µs")
+		})
+	}
+}
+
+// rawMCP speaks to the echo server with hand-written frames and no client
+// library: the server's share of a round trip.
+type rawMCP struct{ *rawPipe }
+
+func newRawMCP(tb testing.TB) *rawMCP {
+	cmd := exec.Command(bins.echoserver)
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	r := &rawMCP{&rawPipe{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 64<<10)}}
+	io.WriteString(in, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`+"\n")
+	if _, err := r.out.ReadSlice('\n'); err != nil {
+		tb.Fatal(err)
+	}
+	io.WriteString(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+	return r
+}
+
+// BenchmarkSplit separates the two sides of a round trip: the Nexus client
+// against a server that answers with canned bytes (client cost), and
+// hand-written frames against the echo server (server cost).
+func BenchmarkSplit(b *testing.B) {
+	for _, ct := range []struct {
+		name string
+		make func(testing.TB) caller
+	}{
+		{"client-only", func(tb testing.TB) caller { return newNexusTo(tb, bins.canned) }},
+		{"server-only", func(tb testing.TB) caller { return newRawMCP(tb) }},
+	} {
+		b.Run(ct.name, func(b *testing.B) {
+			c := ct.make(b)
+			defer c.close()
+			ctx := context.Background()
+			lat := make([]time.Duration, 0, b.N)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				t0 := time.Now()
+				if err := c.call(ctx); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(t0))
+			}
+			b.StopTimer()
+			b.ReportMetric(us(percentile(lat, 0.5)), "p50-µs")
 		})
 	}
 }

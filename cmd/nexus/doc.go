@@ -4,6 +4,7 @@
 // This package only parses flags and prints: connecting, protocol and error
 // explanation live in package host and below.
 //
-// Exit codes: 0 ok, 1 the tool returned isError, 2 usage or config error,
+// Exit codes: 0 ok, 1 the tool returned isError or the server answered with
+// a JSON-RPC error, 2 usage or config error,
 // 3 connection or transport error, 4 denied by policy, 130 interrupted.
 package main

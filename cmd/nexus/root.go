@@ -14,12 +14,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nexus-mcp/nexus/host"
+	"github.com/nexus-mcp/nexus/host/mcp"
 )
 
 // Exit codes.
 const (
 	exitOK          = 0
 	exitToolError   = 1
+	exitServerError = 1 // a JSON-RPC error answer: the server processed the request and refused it
 	exitUsage       = 2
 	exitConnection  = 3
 	exitDenied      = 4
@@ -69,15 +71,22 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitInterrupted
 	}
 	code := exitConnection
-	var ee *exitError
+	var (
+		ee   *exitError
+		us   *host.UnknownServerError
+		rerr *mcp.RPCError
+	)
 	switch {
 	case errors.As(err, &ee):
 		code = ee.code
 		err = ee.err
-	case isUsage(err):
+	case isUsage(err), errors.As(err, &us):
 		code = exitUsage
+	case errors.As(err, &rerr):
+		// The server answered, and said no: not a connection problem.
+		code = exitServerError
 	}
-	if code == exitToolError {
+	if code == exitToolError && ee != nil {
 		return code // the result is already printed
 	}
 	renderAll(stderr, err)

@@ -86,7 +86,9 @@ func (r *Report) Error() string {
 
 	for _, s := range r.Details {
 		block()
-		b.WriteString(clean(s.Heading) + ":\n")
+		if s.Heading != "" {
+			b.WriteString(clean(s.Heading) + ":\n")
+		}
 		for _, l := range s.Lines {
 			writeItem(&b, "  ", "  ", l)
 		}

@@ -329,15 +329,16 @@ func newScripted(t *testing.T, serve func(in []byte, send func(string))) Conn {
 }
 
 func idOf(m []byte) string {
-	var w wire
-	json.Unmarshal(m, &w)
-	return string(w.ID)
+	var e envelope
+	parseEnvelope(m, &e)
+	return string(e.id)
 }
 
 func methodOf(m []byte) string {
-	var w wire
-	json.Unmarshal(m, &w)
-	return w.Method
+	var e envelope
+	parseEnvelope(m, &e)
+	s, _ := unquote(e.method)
+	return s
 }
 
 func initReply(version string) string {
@@ -569,7 +570,7 @@ func TestTemplateMatching(t *testing.T) {
 func TestAppendString(t *testing.T) {
 	for _, s := range []string{"tools/call", `a"b\c`, "\x00\n\x1f", "ünï"} {
 		var got string
-		if err := json.Unmarshal(appendString(nil, s), &got); err != nil || got != s {
+		if err := json.Unmarshal(appendJSONString(nil, s), &got); err != nil || got != s {
 			t.Fatalf("%q: %v %q", s, err, got)
 		}
 	}

@@ -263,6 +263,12 @@ func (p *Peer) Call(ctx context.Context, method string, params, result any, opts
 	if result == nil {
 		return nil
 	}
+	if d, ok := result.(decoder); ok {
+		if err := d.decodeJSON(raw); err != nil {
+			return fmt.Errorf("%s: malformed result: %w", method, err)
+		}
+		return nil
+	}
 	if err := json.Unmarshal(raw, result); err != nil {
 		return fmt.Errorf("%s: malformed result: %w", method, err)
 	}
@@ -391,11 +397,15 @@ func (p *Peer) Notify(ctx context.Context, method string, params any) error {
 // send writes a request (id > 0) or notification (id == 0).
 func (p *Peer) send(ctx context.Context, id int64, method string, params any) error {
 	var praw []byte
+	app, direct := params.(appender)
 	switch v := params.(type) {
 	case nil:
 	case json.RawMessage:
 		praw = v
 	default:
+		if direct {
+			break
+		}
 		b, err := json.Marshal(params)
 		if err != nil {
 			return fmt.Errorf("%s: encoding params: %w", method, err)
@@ -411,8 +421,15 @@ func (p *Peer) send(ctx context.Context, id int64, method string, params any) er
 		b = append(b, ',')
 	}
 	b = append(b, `"method":`...)
-	b = appendString(b, method)
-	if len(praw) > 0 && !bytes.Equal(praw, []byte("null")) {
+	b = appendJSONString(b, method)
+	switch {
+	case direct:
+		b = append(b, `,"params":`...)
+		var err error
+		if b, err = app.appendJSON(b); err != nil {
+			return fmt.Errorf("%s: encoding params: %w", method, err)
+		}
+	case len(praw) > 0 && !isNull(praw):
 		b = append(b, `,"params":`...)
 		b = append(b, praw...)
 	}
@@ -434,7 +451,10 @@ func (p *Peer) keepBuf(b []byte) {
 // respond writes a response to an incoming request.
 func (p *Peer) respond(id json.RawMessage, result any, rerr *RPCError) {
 	var body []byte
-	if rerr == nil {
+	app, direct := result.(appender)
+	if rerr == nil && direct {
+		// Encode straight into the frame buffer below.
+	} else if rerr == nil {
 		switch v := result.(type) {
 		case json.RawMessage:
 			body = v
@@ -446,7 +466,7 @@ func (p *Peer) respond(id json.RawMessage, result any, rerr *RPCError) {
 				body = b
 			}
 		}
-		if rerr == nil && (len(body) == 0 || bytes.Equal(body, []byte("null"))) {
+		if rerr == nil && (len(body) == 0 || isNull(body)) {
 			body = []byte("{}")
 		}
 	}
@@ -460,10 +480,20 @@ func (p *Peer) respond(id json.RawMessage, result any, rerr *RPCError) {
 	b = append(b, id...)
 	if rerr != nil {
 		b = append(b, `,"error":`...)
+		b = append(b, body...)
 	} else {
 		b = append(b, `,"result":`...)
+		if direct {
+			var err error
+			mark := len(b)
+			if b, err = app.appendJSON(b); err != nil {
+				eb, _ := json.Marshal(&RPCError{Code: CodeInternalError, Message: "encoding result: " + err.Error()})
+				b = append(append(b[:mark-len(`"result":`)], `"error":`...), eb...)
+			}
+		} else {
+			b = append(b, body...)
+		}
 	}
-	b = append(b, body...)
 	b = append(b, '}')
 	p.keepBuf(b)
 	ctx, cancel := context.WithTimeout(p.baseCtx, p.opts.Timeout)
@@ -483,18 +513,43 @@ func (p *Peer) write(ctx context.Context, b []byte) error {
 	return nil
 }
 
-// wire is the envelope of every JSON-RPC message.
-type wire struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  string          `json:"method"`
-	Params  json.RawMessage `json:"params"`
-	Result  json.RawMessage `json:"result"`
-	Error   *RPCError       `json:"error"`
+// envelope holds spans of one frame's top-level members. They point into
+// the frame, which is only valid until the next read: whatever outlives the
+// dispatch is copied.
+type envelope struct {
+	id, method, params, result, err []byte
 }
 
+// parseEnvelope validates the whole frame and finds its members in one pass.
+func parseEnvelope(frame []byte, e *envelope) error {
+	*e = envelope{}
+	return members(frame, func(k, v []byte) error {
+		switch {
+		case keyIs(k, "id"):
+			e.id = v
+		case keyIs(k, "method"):
+			if v[0] != '"' {
+				return &scanError{msg: "\"method\" is not a string", offset: 1}
+			}
+			e.method = v
+		case keyIs(k, "params"):
+			e.params = v
+		case keyIs(k, "result"):
+			e.result = v
+		case keyIs(k, "error"):
+			e.err = v
+		}
+		return nil
+	})
+}
+
+// readLoop reads and dispatches frames. When a request may start at once,
+// this goroutine serves it and a new one takes over reading: the request
+// then runs on the thread that read it, without waking another thread on
+// the critical path (on a loaded or virtualized machine that wake-up costs
+// more than the whole JSON-RPC round trip).
 func (p *Peer) readLoop() {
-	defer p.closeIncoming()
+	var e envelope
 	for {
 		frame, err := p.conn.ReadMessage()
 		if err != nil {
@@ -506,19 +561,31 @@ func (p *Peer) readLoop() {
 			p.fail(err)
 			return
 		}
-		var m wire
-		if err := json.Unmarshal(frame, &m); err != nil {
+		if err := parseEnvelope(frame, &e); err != nil {
 			p.fail(newInvalidMessage(frame, err))
 			return
 		}
-		p.dispatch(&m)
+		in, err := p.dispatch(&e)
+		if err != nil {
+			p.fail(newInvalidMessage(frame, err))
+			return
+		}
+		if in != nil {
+			go p.readLoop()
+			p.worker(in)
+			return
+		}
 	}
 }
 
 func newInvalidMessage(frame []byte, err error) *InvalidMessageError {
 	off := int64(-1)
 	var se *json.SyntaxError
-	if errors.As(err, &se) {
+	var sc *scanError
+	switch {
+	case errors.As(err, &sc):
+		off = sc.offset
+	case errors.As(err, &se):
 		off = se.Offset
 	}
 	const keep = 4 << 10
@@ -529,24 +596,41 @@ func newInvalidMessage(frame []byte, err error) *InvalidMessageError {
 	return &InvalidMessageError{Frame: append([]byte(nil), f...), Offset: off, Err: err}
 }
 
-func (p *Peer) dispatch(m *wire) {
-	hasID := len(m.ID) > 0 && !bytes.Equal(m.ID, []byte("null"))
+func isNull(v []byte) bool { return len(v) == 4 && string(v) == "null" }
+
+// dispatch handles one frame. It returns an incoming request that may start
+// now (already counted as active), for the caller to serve.
+func (p *Peer) dispatch(e *envelope) (*inbound, error) {
+	hasID := len(e.id) > 0 && !isNull(e.id)
 	switch {
-	case m.Method != "" && hasID:
-		p.onRequest(m)
-	case m.Method != "":
-		p.onNotification(m)
-	case len(m.ID) > 0:
-		p.onResponse(m)
+	case e.method != nil:
+		method, err := internMethod(e.method)
+		if err != nil {
+			return nil, err
+		}
+		if hasID {
+			return p.onRequest(clone(e.id), method, clone(e.params)), nil
+		}
+		p.onNotification(method, e.params)
+	case len(e.id) > 0:
+		p.onResponse(e)
 	default:
 		p.log.Warn("dropping message that is neither request, response nor notification")
 	}
+	return nil, nil
 }
 
-func (p *Peer) onResponse(m *wire) {
-	id, err := strconv.ParseInt(string(m.ID), 10, 64)
+func clone(b []byte) json.RawMessage {
+	if b == nil {
+		return nil
+	}
+	return append(json.RawMessage(nil), b...)
+}
+
+func (p *Peer) onResponse(e *envelope) {
+	id, err := strconv.ParseInt(string(e.id), 10, 64)
 	if err != nil {
-		p.log.Warn("dropping response with an id this client never sends", "id", string(m.ID))
+		p.log.Warn("dropping response with an id this client never sends", "id", string(e.id))
 		return
 	}
 	p.mu.Lock()
@@ -560,22 +644,26 @@ func (p *Peer) onResponse(m *wire) {
 		return
 	}
 	switch {
-	case m.Error != nil:
-		c.ch <- reply{err: m.Error}
-	case m.Result == nil:
+	case e.err != nil:
+		rerr := &RPCError{}
+		if err := json.Unmarshal(e.err, rerr); err != nil || isNull(e.err) {
+			rerr = &RPCError{Code: CodeInvalidRequest, Message: "malformed error object in response"}
+		}
+		c.ch <- reply{err: rerr}
+	case e.result == nil:
 		c.ch <- reply{err: &RPCError{Code: CodeInvalidRequest, Message: "response has neither result nor error"}}
 	default:
-		c.ch <- reply{result: m.Result}
+		c.ch <- reply{result: clone(e.result)}
 	}
 }
 
-func (p *Peer) onNotification(m *wire) {
-	switch m.Method {
+func (p *Peer) onNotification(method string, params json.RawMessage) {
+	switch method {
 	case NotificationCancelled:
 		var n struct {
 			RequestID json.RawMessage `json:"requestId"`
 		}
-		if json.Unmarshal(m.Params, &n) == nil {
+		if json.Unmarshal(params, &n) == nil {
 			p.mu.Lock()
 			cancel := p.incoming[idKey(n.RequestID)]
 			p.mu.Unlock()
@@ -586,7 +674,7 @@ func (p *Peer) onNotification(m *wire) {
 		return
 	case NotificationProgress:
 		var pr Progress
-		if err := json.Unmarshal(m.Params, &pr); err != nil {
+		if err := json.Unmarshal(params, &pr); err != nil {
 			p.log.Debug("malformed progress notification", "error", err)
 			return
 		}
@@ -607,7 +695,8 @@ func (p *Peer) onNotification(m *wire) {
 		}
 	}
 	if p.handler != nil {
-		p.handler.HandleNotification(p.baseCtx, m.Method, m.Params)
+		// Handlers may keep params; the frame's bytes are reused.
+		p.handler.HandleNotification(p.baseCtx, method, clone(params))
 	}
 }
 
@@ -624,27 +713,28 @@ func idKey(raw json.RawMessage) string {
 	return "n:" + string(raw)
 }
 
-func (p *Peer) onRequest(m *wire) {
-	if m.Method == MethodPing {
-		go p.respond(m.ID, json.RawMessage("{}"), nil)
-		return
+// onRequest accepts an incoming request. It returns it when it may start
+// now; otherwise it is queued, or refused when the queue is full.
+func (p *Peer) onRequest(id json.RawMessage, method string, params json.RawMessage) *inbound {
+	if method == MethodPing {
+		go p.respond(id, json.RawMessage("{}"), nil)
+		return nil
 	}
-	in := &inbound{id: m.ID, method: m.Method, params: m.Params}
+	in := &inbound{id: id, method: method, params: params}
 	p.hmu.Lock()
+	defer p.hmu.Unlock()
 	switch {
 	case p.active < p.opts.MaxHandlers:
 		p.active++
 		p.serving.Add(1)
-		p.hmu.Unlock()
-		go p.worker(in)
+		return in
 	case len(p.queue) < p.opts.MaxQueue:
 		p.queue = append(p.queue, in)
 		p.serving.Add(1)
-		p.hmu.Unlock()
 	default:
-		p.hmu.Unlock()
-		go p.respond(m.ID, nil, &RPCError{Code: CodeBusy, Message: "too many requests in flight; retry later"})
+		go p.respond(id, nil, &RPCError{Code: CodeBusy, Message: "too many requests in flight; retry later"})
 	}
+	return nil
 }
 
 func (p *Peer) worker(in *inbound) {
@@ -723,28 +813,3 @@ func (p *Peer) drain() {
 	}
 }
 
-func (p *Peer) closeIncoming() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, cancel := range p.incoming {
-		cancel()
-	}
-}
-
-// appendString appends s as a JSON string.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
-		ch := s[i]
-		switch {
-		case ch == '"' || ch == '\\':
-			b = append(b, '\\', ch)
-		case ch < 0x20:
-			b = append(b, `\u00`...)
-			b = append(b, "0123456789abcdef"[ch>>4], "0123456789abcdef"[ch&0xf])
-		default:
-			b = append(b, ch)
-		}
-	}
-	return append(b, '"')
-}

@@ -375,7 +375,7 @@ func (ss *ServerSession) HandleRequest(ctx context.Context, method string, param
 		return ListToolsResult{Tools: page, NextCursor: next}, nil
 	case MethodToolsCall:
 		var p CallToolParams
-		if err := json.Unmarshal(params, &p); err != nil {
+		if err := p.decodeJSON(params); err != nil {
 			return nil, InvalidParams("tools/call: %v", err)
 		}
 		s.mu.RLock()

@@ -160,29 +160,6 @@ const (
 	ContentResource     = "resource"
 )
 
-type contentAlias Content
-
-func (c *Content) UnmarshalJSON(b []byte) error {
-	var a contentAlias
-	if err := json.Unmarshal(b, &a); err != nil {
-		return err
-	}
-	switch a.Type {
-	case ContentText, ContentImage, ContentAudio, ContentResourceLink, ContentResource:
-		*c = Content(a)
-	default:
-		*c = Content{Type: a.Type, Raw: append(json.RawMessage(nil), b...)}
-	}
-	return nil
-}
-
-func (c Content) MarshalJSON() ([]byte, error) {
-	if c.Raw != nil {
-		return c.Raw, nil
-	}
-	return json.Marshal(contentAlias(c))
-}
-
 // TextContent is a convenience constructor for the common case.
 func TextContent(s string) Content { return Content{Type: ContentText, Text: s} }
 

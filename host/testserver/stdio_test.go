@@ -80,7 +80,7 @@ func TestServeStdio(t *testing.T) {
 	big := strings.Repeat("x", 200<<10)
 	r, err = c.CallTool(ctx, "echo", map[string]any{"message": big}, nil)
 	if err != nil || r.Content[0].Text != big {
-		t.Errorf("big echo: %v", err)
+		t.Fatalf("big echo: %v", err)
 	}
 	<-logs
 

@@ -26,7 +26,7 @@ func main() {
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent(a.Message)}}, nil
 	})
-	if err := s.Serve(context.Background(), mcp.NewStreamConn(os.Stdin, os.Stdout, 0)); err != nil && err.Error() != "EOF" {
+	if err := s.Serve(context.Background(), mcp.StdioConn()); err != nil && err.Error() != "EOF" {
 		os.Exit(1)
 	}
 }

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/nexus-mcp/nexus/internal/testenv"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	code := m.Run()
+	testenv.Cleanup()
+	os.Exit(code)
+}
+
+const testConfig = `{"mcpServers": {"testserver": {"command": "nexus", "args": ["testserver"]}}}`
+
+// nexus runs the real binary in a temp dir holding mcp.json, with a fixed
+// PATH so output does not depend on the machine.
+func nexus(t *testing.T, config string, extraEnv []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	bin := testenv.Nexus(t)
+	dir := t.TempDir()
+	if config != "" {
+		if err := os.WriteFile(filepath.Join(dir, "mcp.json"), []byte(config), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	cmd.Env = append([]string{"PATH=" + filepath.Dir(bin) + ":/usr/bin:/bin", "HOME=" + dir}, extraEnv...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code = 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+var binDir = regexp.MustCompile(`/[^\s"]*nexus-testbin-[0-9]+`)
+
+// golden compares got with testdata/name.golden (rewritten with -update).
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	got = binDir.ReplaceAllString(got, "$$BIN")
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./cmd/nexus -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from %s (go test ./cmd/nexus -update rewrites it):\n--- got\n%s\n--- want\n%s", name, path, got, want)
+	}
+}
+
+func TestCLI(t *testing.T) {
+	cases := []struct {
+		name   string
+		config string
+		args   []string
+		code   int
+	}{
+		{"tools", testConfig, []string{"--config", "mcp.json", "tools"}, 0},
+		{"tools_json_one_server", testConfig, []string{"--config", "mcp.json", "tools", "--server", "testserver", "-o", "json"}, 0},
+		{"call_echo", testConfig, []string{"--config", "mcp.json", "call", "testserver.echo", "message=hello world"}, 0},
+		{"call_add", testConfig, []string{"--config", "mcp.json", "call", "testserver.add", "a=2", "b=3.5"}, 0},
+		{"call_args_json", testConfig, []string{"--config", "mcp.json", "call", "testserver.echo", "--args-json", `{"message": "from json"}`}, 0},
+		{"call_escapes_stripped", testConfig, []string{"--config", "mcp.json", "call", "testserver.echo", "message=\x1b[31mred\x1b[0m \u202eevil\x07"}, 0},
+		{"call_binary", testConfig, []string{"--config", "mcp.json", "call", "testserver.emit_binary"}, 0},
+		{"call_is_error", testConfig, []string{"--config", "mcp.json", "call", "testserver.fail", "message=boom"}, 1},
+		{"call_json", testConfig, []string{"--config", "mcp.json", "call", "testserver.add", "a=1", "b=1", "--output", "json"}, 0},
+		{"resources", testConfig, []string{"--config", "mcp.json", "resources"}, 0},
+		{"read", testConfig, []string{"--config", "mcp.json", "read", "testserver", "file:///readme.txt"}, 0},
+		{"read_blob", testConfig, []string{"--config", "mcp.json", "read", "testserver", "file:///logo.png"}, 0},
+		{"prompts", testConfig, []string{"--config", "mcp.json", "prompts"}, 0},
+		{"prompt", testConfig, []string{"--config", "mcp.json", "prompt", "testserver.greeting", "name=Ada", "formal=true"}, 0},
+		{"nexus_format", `{"servers": [{"name": "ts", "command": ["nexus", "testserver"]}]}`, []string{"--config", "mcp.json", "call", "ts.echo", "message=array format"}, 0},
+		{"env_config", testConfig, []string{"tools", "--server", "nope"}, 2},
+		// No config anywhere: the built-in default (nexus.hcl) runs the test server.
+		{"err_no_config", "", []string{"tools"}, 0},
+		{"err_config_missing", "", []string{"--config", "missing.json", "tools"}, 2},
+		{"err_config_syntax", "{\n  \"mcpServers\": {\n    \"a\": { \"command\": \"x\" \"args\": [] }\n  }\n}\n", []string{"--config", "mcp.json", "tools"}, 2},
+		{"err_config_no_transport", `{"mcpServers": {"a": {"args": ["x"]}}}`, []string{"--config", "mcp.json", "tools"}, 2},
+		{"err_command_not_found", `{"mcpServers": {"gone": {"command": "nexus-missing-server"}}}`, []string{"--config", "mcp.json", "tools"}, 3},
+		{"err_bad_pair", testConfig, []string{"--config", "mcp.json", "call", "testserver.echo", "message"}, 2},
+		{"err_bad_target", testConfig, []string{"--config", "mcp.json", "call", "echo"}, 2},
+		{"err_unknown_verb", "", []string{"toolz"}, 2},
+		{"err_unknown_tool", testConfig, []string{"--config", "mcp.json", "call", "testserver.nope"}, 1},
+		{"err_unknown_server", testConfig, []string{"--config", "mcp.json", "call", "other.echo"}, 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			args := tc.args
+			var env []string
+			if tc.name == "env_config" {
+				// NEXUS_CONFIG names the file when --config does not.
+				env = []string{"NEXUS_CONFIG=mcp.json"}
+			}
+			stdout, stderr, code := nexus(t, tc.config, env, args...)
+			if code != tc.code {
+				t.Errorf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, stdout, stderr)
+			}
+			golden(t, tc.name, "$ nexus "+quoteArgs(args)+"\n--- stdout\n"+stdout+"--- stderr\n"+stderr)
+		})
+	}
+}
+
+// quoteArgs shows arguments as a shell would need them, escapes visible.
+func quoteArgs(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if strings.ContainsAny(a, " \"'{}\\") || strconv.Quote(a) != `"`+a+`"` {
+			a = strconv.Quote(a)
+		}
+		out[i] = a
+	}
+	return strings.Join(out, " ")
+}
+
+func TestParseArgs(t *testing.T) {
+	got, err := parseArgs([]string{"n=3", "s=hello", "b=true", "o={\"x\":1}", "e=", "q=\"7\""}, `{"base": 1, "n": 0}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"base": float64(1), "n": float64(3), "s": "hello", "b": true, "o": map[string]any{"x": float64(1)}, "e": "", "q": "7"}
+	for k, v := range want {
+		if !equalJSON(got[k], v) {
+			t.Errorf("%s = %#v, want %#v", k, got[k], v)
+		}
+	}
+	if _, err := parseArgs([]string{"=x"}, ""); err == nil {
+		t.Fatal("empty key accepted")
+	}
+	if _, err := parseArgs(nil, "[1]"); err == nil {
+		t.Fatal("non-object --args-json accepted")
+	}
+}
+
+func equalJSON(a, b any) bool {
+	switch av := a.(type) {
+	case map[string]any:
+		bv, ok := b.(map[string]any)
+		if !ok || len(av) != len(bv) {
+			return false
+		}
+		for k := range av {
+			if !equalJSON(av[k], bv[k]) {
+				return false
+			}
+		}
+		return true
+	default:
+		return a == b
+	}
+}

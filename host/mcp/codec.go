@@ -1,0 +1,364 @@
+package mcp
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+)
+
+// Hand-written codecs for the messages of every tool call: tools/call params
+// and results and their content blocks. They produce and accept exactly what
+// encoding/json does for these types (the tests compare both), without
+// reflection and without the second validation pass encoding/json makes.
+
+// appender is implemented by types that encode themselves straight into a
+// frame buffer.
+type appender interface {
+	appendJSON(b []byte) ([]byte, error)
+}
+
+// decoder is implemented by types that decode themselves from a validated
+// or validating pass over their bytes.
+type decoder interface {
+	decodeJSON(b []byte) error
+}
+
+// appendJSONString appends s as a JSON string, as encoding/json would
+// (minus its HTML escaping, which JSON does not need): quotes, backslashes
+// and control characters escaped, invalid UTF-8 replaced by U+FFFD, and
+// U+2028/U+2029 escaped for the benefit of JavaScript readers.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// appendField appends `,"key":` (or without the comma for the first field).
+func appendKey(b []byte, first *bool, key string) []byte {
+	if !*first {
+		b = append(b, ',')
+	}
+	*first = false
+	b = append(b, '"')
+	b = append(b, key...)
+	return append(b, '"', ':')
+}
+
+func appendMarshal(b []byte, v any) ([]byte, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return b, err
+	}
+	return append(b, raw...), nil
+}
+
+func (p *CallToolParams) appendJSON(b []byte) ([]byte, error) {
+	b = append(b, `{"name":`...)
+	b = appendJSONString(b, p.Name)
+	if len(p.Arguments) > 0 {
+		b = append(b, `,"arguments":`...)
+		b = append(b, p.Arguments...)
+	}
+	if len(p.Meta) > 0 {
+		b = append(b, `,"_meta":`...)
+		var err error
+		if b, err = appendMarshal(b, p.Meta); err != nil {
+			return b, err
+		}
+	}
+	return append(b, '}'), nil
+}
+
+func (p *CallToolParams) decodeJSON(b []byte) error {
+	*p = CallToolParams{}
+	return members(b, func(k, v []byte) error {
+		var err error
+		switch {
+		case keyIs(k, "name"):
+			p.Name, err = stringValue(v, "name")
+		case keyIs(k, "arguments"):
+			if !isNull(v) {
+				p.Arguments = clone(v)
+			}
+		case keyIs(k, "_meta"):
+			err = json.Unmarshal(v, &p.Meta)
+		}
+		return err
+	})
+}
+
+func (r *CallToolResult) appendJSON(b []byte) ([]byte, error) {
+	b = append(b, `{"content":[`...)
+	var err error
+	for i := range r.Content {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if b, err = r.Content[i].appendJSON(b); err != nil {
+			return b, err
+		}
+	}
+	b = append(b, ']')
+	if len(r.StructuredContent) > 0 {
+		b = append(b, `,"structuredContent":`...)
+		b = append(b, r.StructuredContent...)
+	}
+	if r.IsError {
+		b = append(b, `,"isError":true`...)
+	}
+	if len(r.Meta) > 0 {
+		b = append(b, `,"_meta":`...)
+		if b, err = appendMarshal(b, r.Meta); err != nil {
+			return b, err
+		}
+	}
+	return append(b, '}'), nil
+}
+
+func (r *CallToolResult) decodeJSON(b []byte) error {
+	*r = CallToolResult{}
+	return members(b, func(k, v []byte) error {
+		switch {
+		case keyIs(k, "content"):
+			if isNull(v) {
+				return nil
+			}
+			if v[0] != '[' {
+				return typeErr("content", "array", v)
+			}
+			return eachElement(v, func(el []byte) error {
+				r.Content = append(r.Content, Content{})
+				return r.Content[len(r.Content)-1].decodeJSON(el)
+			})
+		case keyIs(k, "structuredContent"):
+			if !isNull(v) {
+				r.StructuredContent = clone(v)
+			}
+		case keyIs(k, "isError"):
+			return boolValue(v, "isError", &r.IsError)
+		case keyIs(k, "_meta"):
+			return json.Unmarshal(v, &r.Meta)
+		}
+		return nil
+	})
+}
+
+// MarshalJSON and UnmarshalJSON route encoding/json through the same codecs.
+func (r CallToolResult) MarshalJSON() ([]byte, error) { return r.appendJSON(nil) }
+func (r *CallToolResult) UnmarshalJSON(b []byte) error { return r.decodeJSON(b) }
+
+func (c *Content) appendJSON(b []byte) ([]byte, error) {
+	if c.Raw != nil {
+		return append(b, c.Raw...), nil
+	}
+	first := true
+	b = append(b, '{')
+	b = appendKey(b, &first, "type")
+	b = appendJSONString(b, c.Type)
+	for _, f := range [...]struct{ k, v string }{
+		{"text", c.Text}, {"data", c.Data}, {"mimeType", c.MimeType}, {"uri", c.URI},
+		{"name", c.Name}, {"title", c.Title}, {"description", c.Description},
+	} {
+		if f.v != "" {
+			b = appendKey(b, &first, f.k)
+			b = appendJSONString(b, f.v)
+		}
+	}
+	// encoding/json would emit "text":"" for a text block with empty text;
+	// the schema requires the field.
+	if c.Type == ContentText && c.Text == "" {
+		b = appendKey(b, &first, "text")
+		b = append(b, `""`...)
+	}
+	var err error
+	if c.Size != nil {
+		b = appendKey(b, &first, "size")
+		b = strconv.AppendInt(b, *c.Size, 10)
+	}
+	for _, f := range [...]struct {
+		k string
+		v any
+		n bool
+	}{
+		{"icons", c.Icons, len(c.Icons) == 0}, {"resource", c.Resource, c.Resource == nil},
+		{"annotations", c.Annotations, c.Annotations == nil}, {"_meta", c.Meta, len(c.Meta) == 0},
+	} {
+		if !f.n {
+			b = appendKey(b, &first, f.k)
+			if b, err = appendMarshal(b, f.v); err != nil {
+				return b, err
+			}
+		}
+	}
+	return append(b, '}'), nil
+}
+
+func (c *Content) decodeJSON(b []byte) error {
+	*c = Content{}
+	if len(b) == 0 || b[0] != '{' {
+		return typeErr("content block", "object", b)
+	}
+	err := members(b, func(k, v []byte) error {
+		var err error
+		switch {
+		case keyIs(k, "type"):
+			c.Type, err = stringValue(v, "type")
+		case keyIs(k, "text"):
+			c.Text, err = stringValue(v, "text")
+		case keyIs(k, "data"):
+			c.Data, err = stringValue(v, "data")
+		case keyIs(k, "mimeType"):
+			c.MimeType, err = stringValue(v, "mimeType")
+		case keyIs(k, "uri"):
+			c.URI, err = stringValue(v, "uri")
+		case keyIs(k, "name"):
+			c.Name, err = stringValue(v, "name")
+		case keyIs(k, "title"):
+			c.Title, err = stringValue(v, "title")
+		case keyIs(k, "description"):
+			c.Description, err = stringValue(v, "description")
+		case keyIs(k, "size"):
+			err = json.Unmarshal(v, &c.Size)
+		case keyIs(k, "icons"):
+			err = json.Unmarshal(v, &c.Icons)
+		case keyIs(k, "resource"):
+			err = json.Unmarshal(v, &c.Resource)
+		case keyIs(k, "annotations"):
+			err = json.Unmarshal(v, &c.Annotations)
+		case keyIs(k, "_meta"):
+			err = json.Unmarshal(v, &c.Meta)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	switch c.Type {
+	case ContentText, ContentImage, ContentAudio, ContentResourceLink, ContentResource:
+	default:
+		// A block this version does not know is kept whole, so a newer
+		// server never fails a call.
+		*c = Content{Type: c.Type, Raw: clone(b)}
+	}
+	return nil
+}
+
+func (c Content) MarshalJSON() ([]byte, error) { return c.appendJSON(nil) }
+func (c *Content) UnmarshalJSON(b []byte) error { return c.decodeJSON(b) }
+
+// eachElement validates the array in b and calls fn with each element.
+func eachElement(b []byte, fn func(el []byte) error) error {
+	j := skipWS(b, 1)
+	if j < len(b) && b[j] == ']' {
+		return nil
+	}
+	for {
+		start := j
+		end, err := skipValue(b, j, 1)
+		if err != nil {
+			return err
+		}
+		if err := fn(b[start:end]); err != nil {
+			return err
+		}
+		j = skipWS(b, end)
+		if j >= len(b) {
+			return syntaxErr(b, j, "")
+		}
+		switch b[j] {
+		case ',':
+			j = skipWS(b, j+1)
+		case ']':
+			return nil
+		default:
+			return syntaxErr(b, j, "after array element")
+		}
+	}
+}
+
+func stringValue(v []byte, field string) (string, error) {
+	if isNull(v) {
+		return "", nil
+	}
+	if v[0] != '"' {
+		return "", typeErr(field, "string", v)
+	}
+	return unquote(v)
+}
+
+func boolValue(v []byte, field string, dst *bool) error {
+	switch string(v) {
+	case "true":
+		*dst = true
+	case "false", "null":
+		*dst = false
+	default:
+		return typeErr(field, "boolean", v)
+	}
+	return nil
+}
+
+func typeErr(field, want string, v []byte) error {
+	got := "value"
+	if len(v) > 0 {
+		switch v[0] {
+		case '"':
+			got = "string"
+		case '{':
+			got = "object"
+		case '[':
+			got = "array"
+		case 't', 'f':
+			got = "boolean"
+		case 'n':
+			got = "null"
+		default:
+			got = "number"
+		}
+	}
+	return fmt.Errorf("field %q: expected %s, found %s", field, want, got)
+}

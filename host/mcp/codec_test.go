@@ -1,0 +1,148 @@
+package mcp
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+	"unicode/utf8"
+)
+
+// Defined types without the hand-written methods: what encoding/json does
+// by reflection, to hold the codecs to.
+type (
+	plainContent    Content
+	plainCallResult struct {
+		Content           []plainContent  `json:"content"`
+		StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
+		IsError           bool            `json:"isError,omitempty"`
+		Meta              Meta            `json:"_meta,omitempty"`
+	}
+)
+
+func sameJSON(t *testing.T, a, b []byte) {
+	t.Helper()
+	var x, y any
+	if err := json.Unmarshal(a, &x); err != nil {
+		t.Fatalf("codec output is not JSON: %v\n%s", err, a)
+	}
+	if err := json.Unmarshal(b, &y); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(x, y) {
+		t.Fatalf("codec: %s\nencoding/json: %s", a, b)
+	}
+}
+
+func FuzzContentCodec(f *testing.F) {
+	f.Add("text", "héllo \"w\"\n\x01 <b>&", "", "", "", false)
+	f.Add("image", "", "AAAA", "image/png", "", true)
+	f.Add("resource_link", "", "", "text/plain", "file:///a\u2028b", false)
+	f.Add("text", "bad \xff utf8", "", "", "", false)
+	f.Fuzz(func(t *testing.T, typ, text, data, mime, uri string, isErr bool) {
+		switch typ {
+		case ContentText, ContentImage, ContentAudio, ContentResourceLink, ContentResource:
+		default:
+			typ = ContentText
+		}
+		size := int64(len(text))
+		c := Content{Type: typ, Text: text, Data: data, MimeType: mime, URI: uri, Name: mime, Size: &size,
+			Annotations: &Annotations{Audience: []string{"user"}}}
+		got, err := c.appendJSON(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(plainContent(c))
+		if typ == ContentText && text == "" {
+			// The schema requires "text"; encoding/json's omitempty drops it.
+			var m map[string]any
+			json.Unmarshal(want, &m)
+			m["text"] = ""
+			want, _ = json.Marshal(m)
+		}
+		sameJSON(t, got, want)
+
+		r := CallToolResult{Content: []Content{c, {Type: "future", Raw: json.RawMessage(`{"type":"future","x":1}`)}}, IsError: isErr,
+			StructuredContent: json.RawMessage(`{"n":1}`)}
+		got, err = r.appendJSON(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back CallToolResult
+		if err := back.decodeJSON(got); err != nil {
+			t.Fatalf("decode own output: %v\n%s", err, got)
+		}
+		if back.IsError != isErr || len(back.Content) != 2 || back.Content[1].Type != "future" || string(back.Content[1].Raw) != `{"type":"future","x":1}` {
+			t.Fatalf("round trip: %+v", back)
+		}
+		if utf8.ValidString(text) && back.Content[0].Text != text {
+			t.Fatalf("text %q came back as %q", text, back.Content[0].Text)
+		}
+		// Decoding agrees with encoding/json on the same bytes.
+		var plain plainCallResult
+		if err := json.Unmarshal(got, &plain); err != nil {
+			t.Fatal(err)
+		}
+		if plain.Content[0].Text != back.Content[0].Text || plain.Content[0].URI != back.Content[0].URI {
+			t.Fatalf("decoders disagree: %q vs %q", plain.Content[0].Text, back.Content[0].Text)
+		}
+	})
+}
+
+func TestCodecRejectsWrongTypes(t *testing.T) {
+	for _, in := range []string{`{"content":"x"}`, `{"content":[1]}`, `{"isError":"yes"}`, `{"content":[{"type":1}]}`, `{"content":[{"type":"text","text":"a"}]`} {
+		var r CallToolResult
+		if err := r.decodeJSON([]byte(in)); err == nil {
+			t.Errorf("%s accepted", in)
+		}
+		var plain plainCallResult
+		if err := json.Unmarshal([]byte(in), &plain); err == nil && in != `{"content":[1]}` {
+			t.Errorf("encoding/json accepts %s; the codec should too", in)
+		}
+	}
+	var p CallToolParams
+	if err := p.decodeJSON([]byte(`{"name":5}`)); err == nil {
+		t.Error("numeric name accepted")
+	}
+	if err := p.decodeJSON([]byte(`{"name":"a","arguments":{"x":[1]},"_meta":{"progressToken":3}}`)); err != nil || p.Name != "a" || string(p.Arguments) != `{"x":[1]}` || string(p.Meta["progressToken"]) != "3" {
+		t.Errorf("%v %+v", err, p)
+	}
+	b, _ := p.appendJSON(nil)
+	sameJSON(t, b, []byte(`{"name":"a","arguments":{"x":[1]},"_meta":{"progressToken":3}}`))
+}
+
+func BenchmarkCallToolResult(b *testing.B) {
+	raw := []byte(`{"content":[{"type":"text","text":"hello"}],"isError":false}`)
+	b.Run("codec-decode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var r CallToolResult
+			if err := r.decodeJSON(raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoding-json-decode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var r plainCallResult
+			if err := json.Unmarshal(raw, &r); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	r := CallToolResult{Content: []Content{TextContent("hello")}}
+	b.Run("codec-encode", func(b *testing.B) {
+		b.ReportAllocs()
+		buf := make([]byte, 0, 256)
+		for b.Loop() {
+			buf, _ = r.appendJSON(buf[:0])
+		}
+	})
+	b.Run("encoding-json-encode", func(b *testing.B) {
+		b.ReportAllocs()
+		p := plainCallResult{Content: []plainContent{plainContent(r.Content[0])}}
+		for b.Loop() {
+			json.Marshal(p)
+		}
+	})
+}

@@ -1,0 +1,309 @@
+package mcp
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+)
+
+// A small validating JSON scanner for the hot path. encoding/json decodes
+// through reflection and validates every message twice (once to check it,
+// once to decode); the envelope of every frame and the content blocks of
+// every tool result go through here instead, in one pass and without
+// allocating. Values that need real decoding are handed to encoding/json as
+// byte spans.
+
+// maxDepth bounds nesting, like encoding/json, so hostile input cannot grow
+// the stack without limit.
+const maxDepth = 10000
+
+// scanError is a syntax error at a byte offset, shaped like json.SyntaxError
+// so callers can point at the offending byte.
+type scanError struct {
+	msg    string
+	offset int64
+}
+
+func (e *scanError) Error() string { return e.msg }
+
+func syntaxErr(b []byte, i int, what string) error {
+	if i >= len(b) {
+		return &scanError{msg: "unexpected end of JSON input", offset: int64(len(b))}
+	}
+	return &scanError{msg: fmt.Sprintf("invalid character %q %s", b[i], what), offset: int64(i + 1)}
+}
+
+func isWS(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && isWS(b[i]) {
+		i++
+	}
+	return i
+}
+
+// skipValue validates the value starting at b[i] (no leading whitespace)
+// and returns the index just past it.
+func skipValue(b []byte, i, depth int) (int, error) {
+	if i >= len(b) {
+		return i, syntaxErr(b, i, "")
+	}
+	switch c := b[i]; {
+	case c == '"':
+		end, _, err := skipString(b, i)
+		return end, err
+	case c == '{':
+		return skipObject(b, i, depth+1)
+	case c == '[':
+		return skipArray(b, i, depth+1)
+	case c == 't':
+		return skipLiteral(b, i, "true")
+	case c == 'f':
+		return skipLiteral(b, i, "false")
+	case c == 'n':
+		return skipLiteral(b, i, "null")
+	case c == '-' || (c >= '0' && c <= '9'):
+		return skipNumber(b, i)
+	}
+	return i, syntaxErr(b, i, "looking for beginning of value")
+}
+
+// skipString validates the string starting at b[i] == '"' and returns the
+// index past the closing quote and whether it holds escapes.
+func skipString(b []byte, i int) (int, bool, error) {
+	escaped := false
+	for j := i + 1; j < len(b); j++ {
+		switch c := b[j]; {
+		case c == '"':
+			return j + 1, escaped, nil
+		case c == '\\':
+			escaped = true
+			j++
+			if j >= len(b) {
+				return j, escaped, syntaxErr(b, j, "")
+			}
+			switch b[j] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if j+4 >= len(b) {
+					return len(b), escaped, syntaxErr(b, len(b), "")
+				}
+				for k := j + 1; k <= j+4; k++ {
+					if !isHex(b[k]) {
+						return k, escaped, syntaxErr(b, k, "in \\u hexadecimal character escape")
+					}
+				}
+				j += 4
+			default:
+				return j, escaped, syntaxErr(b, j, "in string escape code")
+			}
+		case c < 0x20:
+			return j, escaped, syntaxErr(b, j, "in string literal")
+		}
+	}
+	return len(b), escaped, syntaxErr(b, len(b), "")
+}
+
+func isHex(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+
+func skipLiteral(b []byte, i int, lit string) (int, error) {
+	for k := 0; k < len(lit); k++ {
+		if i+k >= len(b) || b[i+k] != lit[k] {
+			return i + k, syntaxErr(b, i+k, "in literal "+lit)
+		}
+	}
+	return i + len(lit), nil
+}
+
+func skipNumber(b []byte, i int) (int, error) {
+	j := i
+	if b[j] == '-' {
+		j++
+	}
+	switch {
+	case j < len(b) && b[j] == '0':
+		j++
+	case j < len(b) && b[j] >= '1' && b[j] <= '9':
+		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+			j++
+		}
+	default:
+		return j, syntaxErr(b, j, "in numeric literal")
+	}
+	if j < len(b) && b[j] == '.' {
+		j++
+		if j >= len(b) || b[j] < '0' || b[j] > '9' {
+			return j, syntaxErr(b, j, "after decimal point in numeric literal")
+		}
+		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+			j++
+		}
+	}
+	if j < len(b) && (b[j] == 'e' || b[j] == 'E') {
+		j++
+		if j < len(b) && (b[j] == '+' || b[j] == '-') {
+			j++
+		}
+		if j >= len(b) || b[j] < '0' || b[j] > '9' {
+			return j, syntaxErr(b, j, "in exponent of numeric literal")
+		}
+		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+			j++
+		}
+	}
+	return j, nil
+}
+
+func skipArray(b []byte, i, depth int) (int, error) {
+	if depth > maxDepth {
+		return i, &scanError{msg: "exceeded max depth", offset: int64(i + 1)}
+	}
+	j := skipWS(b, i+1)
+	if j < len(b) && b[j] == ']' {
+		return j + 1, nil
+	}
+	for {
+		var err error
+		if j, err = skipValue(b, j, depth); err != nil {
+			return j, err
+		}
+		j = skipWS(b, j)
+		if j >= len(b) {
+			return j, syntaxErr(b, j, "")
+		}
+		switch b[j] {
+		case ',':
+			j = skipWS(b, j+1)
+		case ']':
+			return j + 1, nil
+		default:
+			return j, syntaxErr(b, j, "after array element")
+		}
+	}
+}
+
+func skipObject(b []byte, i, depth int) (int, error) {
+	return eachMember(b, i, depth, nil)
+}
+
+// eachMember validates the object at b[i] == '{' and calls fn (if not nil)
+// with each member's raw key (quotes included) and raw value.
+func eachMember(b []byte, i, depth int, fn func(key, val []byte) error) (int, error) {
+	if depth > maxDepth {
+		return i, &scanError{msg: "exceeded max depth", offset: int64(i + 1)}
+	}
+	j := skipWS(b, i+1)
+	if j < len(b) && b[j] == '}' {
+		return j + 1, nil
+	}
+	for {
+		if j >= len(b) || b[j] != '"' {
+			return j, syntaxErr(b, j, "looking for beginning of object key string")
+		}
+		kend, _, err := skipString(b, j)
+		if err != nil {
+			return kend, err
+		}
+		key := b[j:kend]
+		j = skipWS(b, kend)
+		if j >= len(b) || b[j] != ':' {
+			return j, syntaxErr(b, j, "after object key")
+		}
+		j = skipWS(b, j+1)
+		vstart := j
+		if j, err = skipValue(b, j, depth); err != nil {
+			return j, err
+		}
+		if fn != nil {
+			if err := fn(key, b[vstart:j]); err != nil {
+				return j, err
+			}
+		}
+		j = skipWS(b, j)
+		if j >= len(b) {
+			return j, syntaxErr(b, j, "")
+		}
+		switch b[j] {
+		case ',':
+			j = skipWS(b, j+1)
+		case '}':
+			return j + 1, nil
+		default:
+			return j, syntaxErr(b, j, "after object key:value pair")
+		}
+	}
+}
+
+// members iterates the top-level members of a complete JSON object held in
+// b, rejecting anything after it.
+func members(b []byte, fn func(key, val []byte) error) error {
+	i := skipWS(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return syntaxErr(b, i, "looking for beginning of object")
+	}
+	end, err := eachMember(b, i, 0, fn)
+	if err != nil {
+		return err
+	}
+	if end = skipWS(b, end); end != len(b) {
+		return syntaxErr(b, end, "after top-level value")
+	}
+	return nil
+}
+
+// keyIs reports whether the raw key (with quotes) is name. Keys with
+// escapes never match; JSON-RPC and MCP keys have none.
+func keyIs(key []byte, name string) bool {
+	return len(key) == len(name)+2 && string(key[1:len(key)-1]) == name
+}
+
+// unquote returns the string value of a raw JSON string. The common case
+// (no escapes, valid UTF-8) is a plain conversion.
+func unquote(raw []byte) (string, error) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", errors.New("not a JSON string")
+	}
+	inner := raw[1 : len(raw)-1]
+	plain := utf8.Valid(inner)
+	for _, c := range inner {
+		if c == '\\' {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return string(inner), nil
+	}
+	var s string
+	err := json.Unmarshal(raw, &s)
+	return s, err
+}
+
+// internMethod returns the constant for well-known method names so that
+// decoding them allocates nothing.
+func internMethod(raw []byte) (string, error) {
+	if len(raw) >= 2 {
+		switch string(raw[1 : len(raw)-1]) {
+		case MethodToolsCall:
+			return MethodToolsCall, nil
+		case MethodToolsList:
+			return MethodToolsList, nil
+		case MethodPing:
+			return MethodPing, nil
+		case NotificationProgress:
+			return NotificationProgress, nil
+		case NotificationMessage:
+			return NotificationMessage, nil
+		case NotificationCancelled:
+			return NotificationCancelled, nil
+		case MethodInitialize:
+			return MethodInitialize, nil
+		case NotificationInitialized:
+			return NotificationInitialized, nil
+		}
+	}
+	return unquote(raw)
+}

@@ -1,0 +1,88 @@
+package mcp
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func validJSON(b []byte) bool {
+	i := skipWS(b, 0)
+	end, err := skipValue(b, i, 0)
+	return err == nil && skipWS(b, end) == len(b)
+}
+
+var scanSeeds = []string{
+	`{}`, `[]`, `{"a":1}`, `{"a":[1,2,{"b":null}],"c":"\u00e9\n"}`, `-0.5e+10`, `0`, `01`, `1.`, `.5`, `"\x"`,
+	`{"a" 1}`, `{"a":1,}`, `[1,]`, `tru`, `nul`, `"abc`, `{"a":"\ud800"}`, ` {"x" : [ true , false ] } `,
+	`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"x"}]}}`, "\"\x01\"", `[[[[]]]]`,
+	`{"a":1}}`, `1 2`, `"\u12G4"`, `-`, `1e`, `{"\u0061":1}`,
+}
+
+func TestScannerAgreesWithEncodingJSON(t *testing.T) {
+	for _, s := range scanSeeds {
+		if got, want := validJSON([]byte(s)), json.Valid([]byte(s)); got != want {
+			t.Errorf("%q: scanner says %v, encoding/json %v", s, got, want)
+		}
+	}
+	deep := strings.Repeat("[", maxDepth+5) + strings.Repeat("]", maxDepth+5)
+	if validJSON([]byte(deep)) {
+		t.Error("nesting past maxDepth accepted")
+	}
+}
+
+func TestUnquote(t *testing.T) {
+	for _, s := range []string{`"plain"`, `"esc\"aped\n"`, `"\u00e9"`, "\"bad\xffutf8\""} {
+		var want string
+		json.Unmarshal([]byte(s), &want)
+		got, err := unquote([]byte(s))
+		if err != nil || got != want {
+			t.Errorf("%q: got %q %v, want %q", s, got, err, want)
+		}
+	}
+}
+
+// FuzzScanner holds the hand-written scanner to encoding/json's verdict.
+func FuzzScanner(f *testing.F) {
+	for _, s := range scanSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := validJSON(b), json.Valid(b); got != want {
+			t.Fatalf("%q: scanner says %v, encoding/json %v", b, got, want)
+		}
+		var e envelope
+		if parseEnvelope(b, &e) == nil && !json.Valid(b) {
+			t.Fatalf("envelope accepted invalid JSON %q", b)
+		}
+	})
+}
+
+func BenchmarkEnvelope(b *testing.B) {
+	frame := []byte(`{"jsonrpc":"2.0","id":17,"result":{"content":[{"type":"text","text":"hello"}]}}`)
+	b.Run("scanner", func(b *testing.B) {
+		b.ReportAllocs()
+		var e envelope
+		for b.Loop() {
+			if err := parseEnvelope(frame, &e); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var w struct {
+				JSONRPC string          `json:"jsonrpc"`
+				ID      json.RawMessage `json:"id"`
+				Method  string          `json:"method"`
+				Params  json.RawMessage `json:"params"`
+				Result  json.RawMessage `json:"result"`
+				Error   *RPCError       `json:"error"`
+			}
+			if err := json.Unmarshal(frame, &w); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -1,0 +1,17 @@
+package mcp
+
+import (
+	"os"
+)
+
+// StdioConn is the server side of the stdio transport: a StreamConn over
+// this process's stdin and stdout.
+//
+// Stdin is switched to non-blocking mode where the OS allows it, so reads go
+// through Go's network poller. A blocking read would hold its scheduler
+// thread in the kernel, and a handler started for the previous message could
+// then wait for the runtime to notice (tens of microseconds to milliseconds)
+// before it runs; with the poller it runs the moment the reader parks.
+func StdioConn() *StreamConn {
+	return NewStreamConn(pollable(os.Stdin), os.Stdout, 0)
+}
