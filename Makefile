@@ -12,10 +12,11 @@ all: build
 build:
 	$(GO) build -o $(BIN) ./cmd/nexus
 
-# The main job on the default config: the built-in test server over stdio.
+# The main job on the default config (./nexus.hcl, also built in): the
+# built-in test server over stdio. Its command is `nexus`, found in bin/.
 run: build
-	PATH="$(CURDIR)/bin:$$PATH" $(BIN) --config examples/configs/testserver.json tools
-	PATH="$(CURDIR)/bin:$$PATH" $(BIN) --config examples/configs/testserver.json call testserver.echo message="hello from nexus"
+	PATH="$(CURDIR)/bin:$$PATH" $(BIN) tools
+	PATH="$(CURDIR)/bin:$$PATH" $(BIN) call testserver.echo message="hello from nexus"
 
 # Real MCP servers from npm that the integration tests run against.
 testdeps: $(NPM_DIR)/node_modules/.installed
