@@ -308,11 +308,7 @@ func TestListChangedRefreshesCache(t *testing.T) {
 	}
 }
 
-// scripted is a fake server driven by a function that sees each client frame.
-type scripted struct {
-	client, server Conn
-}
-
+// newScripted is a fake server driven by a function that sees each client frame.
 func newScripted(t *testing.T, serve func(in []byte, send func(string))) Conn {
 	a, b := Pipe()
 	go func() {

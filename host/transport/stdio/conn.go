@@ -60,6 +60,7 @@ type Conn struct {
 
 	cmd  *exec.Cmd
 	pid  int
+	//lint:ignore U1000 holds the job object on Windows; empty elsewhere
 	plat platform
 
 	stdin, stdout, stderr *os.File

@@ -119,17 +119,15 @@ func waitExited(t *testing.T, c *Conn, within time.Duration) {
 
 func readExitError(t *testing.T, c *Conn) *ExitError {
 	t.Helper()
-	for {
-		b, err := c.ReadMessage()
-		if err == nil {
-			t.Fatalf("unexpected frame %q while waiting for exit", b)
-		}
-		var ee *ExitError
-		if !errors.As(err, &ee) {
-			t.Fatalf("ReadMessage error %v (%T), want *ExitError", err, err)
-		}
-		return ee
+	b, err := c.ReadMessage()
+	if err == nil {
+		t.Fatalf("unexpected frame %q while waiting for exit", b)
 	}
+	var ee *ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("ReadMessage error %v (%T), want *ExitError", err, err)
+	}
+	return ee
 }
 
 func TestEchoRoundtrip(t *testing.T) {
