@@ -1,0 +1,252 @@
+package policy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+
+	"github.com/nexus-mcp/nexus/sdk/event"
+)
+
+// Link is one step of the chain: a built-in check, a WASM filter or a
+// plugin. Policies get request events, sanitizers response events.
+type Link interface {
+	Name() string
+	Handle(ctx context.Context, e *event.Event) (event.Decision, error)
+}
+
+// Kind says which phase a link acts on.
+type Kind int
+
+const (
+	KindPolicy    Kind = iota // request phase: allow, deny or modify params
+	KindSanitizer             // response phase: allow, deny or modify the result
+)
+
+func (k Kind) String() string {
+	if k == KindSanitizer {
+		return "sanitizer"
+	}
+	return "policy"
+}
+
+// What a link's failure (an error, a trap, a timeout, an invalid decision)
+// does. The defaults fail closed.
+const (
+	OnErrorDeny  = "deny"  // policy default: the request is denied
+	OnErrorAllow = "allow" // policy: the request goes on as if allowed
+	OnErrorError = "error" // sanitizer default: the result is withheld, the call fails
+	OnErrorPass  = "pass"  // sanitizer: the result passes unchanged
+)
+
+// Match selects the events a link sees: each list holds globs (path.Match
+// syntax); an empty list matches everything.
+type Match struct {
+	Servers []string
+	Tools   []string
+	Methods []string
+}
+
+func (m Match) matches(e *event.Event) bool {
+	tool := ""
+	if e.Tool != nil {
+		tool = e.Tool.Name
+	}
+	return anyGlob(m.Servers, e.Server.Name) && anyGlob(m.Tools, tool) && anyGlob(m.Methods, e.Method)
+}
+
+func anyGlob(globs []string, s string) bool {
+	if len(globs) == 0 {
+		return true
+	}
+	for _, g := range globs {
+		if ok, _ := path.Match(g, s); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Entry is a link with its place in the chain.
+type Entry struct {
+	Link    Link
+	Kind    Kind
+	Match   []Match // the link sees an event if any Match selects it; none selects all
+	OnError string  // "" means the kind's fail-closed default
+}
+
+func (en Entry) selects(e *event.Event) bool {
+	if len(en.Match) == 0 {
+		return true
+	}
+	for _, m := range en.Match {
+		if m.matches(e) {
+			return true
+		}
+	}
+	return false
+}
+
+// Chain runs links in config order.
+type Chain struct {
+	entries []Entry
+}
+
+// NewChain makes a chain; entries run in the order given.
+func NewChain(entries ...Entry) *Chain { return &Chain{entries: entries} }
+
+// Len is the number of links.
+func (c *Chain) Len() int {
+	if c == nil {
+		return 0
+	}
+	return len(c.entries)
+}
+
+// DeniedError is a request or response stopped by a link.
+type DeniedError struct {
+	Link   string
+	Kind   Kind
+	Reason string
+	Method string
+	Server string
+	Tool   string
+	// Err is set when the link failed and failed closed.
+	Err error
+}
+
+func (e *DeniedError) Error() string {
+	what := e.Method
+	if e.Tool != "" {
+		what = e.Server + "." + e.Tool
+	} else if e.Server != "" {
+		what = e.Method + " on " + e.Server
+	}
+	if e.Err != nil {
+		return fmt.Sprintf("%s denied: %s %q failed and fails closed: %v", what, e.Kind, e.Link, e.Err)
+	}
+	reason := e.Reason
+	if reason == "" {
+		reason = "no reason given"
+	}
+	return fmt.Sprintf("%s denied by %s %q: %s", what, e.Kind, e.Link, reason)
+}
+
+func (e *DeniedError) Unwrap() error { return e.Err }
+
+// WithheldError is a result a sanitizer failed on: it is not returned,
+// because passing unsanitized output would defeat the sanitizer.
+type WithheldError struct {
+	Link string
+	Err  error
+}
+
+func (e *WithheldError) Error() string {
+	return fmt.Sprintf("result withheld: sanitizer %q failed: %v (set on_error = \"pass\" on the filter to let results through when it fails)", e.Link, e.Err)
+}
+
+func (e *WithheldError) Unwrap() error { return e.Err }
+
+// Request runs the policies for a request event and returns the params to
+// send (changed by any modify decisions), or a *DeniedError.
+func (c *Chain) Request(ctx context.Context, e *event.Event) (json.RawMessage, error) {
+	e.Phase = event.PhaseRequest
+	if c == nil {
+		return e.Params, nil
+	}
+	for _, en := range c.entries {
+		if en.Kind != KindPolicy || !en.selects(e) {
+			continue
+		}
+		d, err := c.decide(ctx, en, e)
+		if err != nil {
+			if en.OnError == OnErrorAllow {
+				continue
+			}
+			return nil, c.denied(en, e, "", err)
+		}
+		switch d.Action {
+		case event.Deny:
+			return nil, c.denied(en, e, d.Reason, nil)
+		case event.Modify:
+			e.Params = d.Params
+		}
+	}
+	return e.Params, nil
+}
+
+// Response runs the sanitizers for a response event and returns the result
+// to hand back (changed by any modify decisions), or an error: a
+// *DeniedError when a sanitizer denies it, a *WithheldError when one fails.
+func (c *Chain) Response(ctx context.Context, e *event.Event) (json.RawMessage, error) {
+	e.Phase = event.PhaseResponse
+	if c == nil {
+		return e.Result, nil
+	}
+	for _, en := range c.entries {
+		if en.Kind != KindSanitizer || !en.selects(e) {
+			continue
+		}
+		d, err := c.decide(ctx, en, e)
+		if err != nil {
+			if en.OnError == OnErrorPass {
+				continue
+			}
+			return nil, &WithheldError{Link: en.Link.Name(), Err: err}
+		}
+		switch d.Action {
+		case event.Deny:
+			return nil, c.denied(en, e, d.Reason, nil)
+		case event.Modify:
+			e.Result = d.Result
+		}
+	}
+	return e.Result, nil
+}
+
+// ErrInvalidDecision wraps a decision a link should never return.
+var ErrInvalidDecision = errors.New("invalid decision")
+
+func (c *Chain) decide(ctx context.Context, en Entry, e *event.Event) (event.Decision, error) {
+	if err := ctx.Err(); err != nil {
+		return event.Decision{}, err
+	}
+	d, err := en.Link.Handle(ctx, e)
+	if err != nil {
+		return d, err
+	}
+	if !d.Valid(e.Phase) {
+		return d, fmt.Errorf("%w: action %q in the %s phase", ErrInvalidDecision, d.Action, e.Phase)
+	}
+	if d.Action == event.Modify {
+		field := d.Params
+		if e.Phase == event.PhaseResponse {
+			field = d.Result
+		}
+		if !json.Valid(field) {
+			return d, fmt.Errorf("%w: modify carries invalid JSON", ErrInvalidDecision)
+		}
+	}
+	return d, nil
+}
+
+func (c *Chain) denied(en Entry, e *event.Event, reason string, err error) error {
+	tool := ""
+	if e.Tool != nil {
+		tool = e.Tool.Name
+	}
+	return &DeniedError{Link: en.Link.Name(), Kind: en.Kind, Reason: reason, Method: e.Method, Server: e.Server.Name, Tool: tool, Err: err}
+}
+
+// Func adapts a function to a Link, for built-in checks and tests.
+type Func struct {
+	N string
+	F func(ctx context.Context, e *event.Event) (event.Decision, error)
+}
+
+func (f Func) Name() string { return f.N }
+func (f Func) Handle(ctx context.Context, e *event.Event) (event.Decision, error) {
+	return f.F(ctx, e)
+}

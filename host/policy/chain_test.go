@@ -1,0 +1,87 @@
+package policy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/nexus-mcp/nexus/sdk/event"
+)
+
+func decide(name string, d event.Decision, err error) Link {
+	return Func{N: name, F: func(context.Context, *event.Event) (event.Decision, error) { return d, err }}
+}
+
+func ev() *event.Event {
+	return &event.Event{ABI: event.ABI, Method: "tools/call", Server: event.Server{Name: "gh"}, Tool: &event.Tool{Name: "delete_repo"},
+		Params: json.RawMessage(`{"name":"delete_repo"}`), Result: json.RawMessage(`{"content":[]}`)}
+}
+
+func TestRequestChain(t *testing.T) {
+	ctx := context.Background()
+	modify := decide("mod", event.Decision{Action: event.Modify, Params: json.RawMessage(`{"name":"x"}`)}, nil)
+	c := NewChain(Entry{Link: decide("ok", event.Decision{Action: event.Allow}, nil)}, Entry{Link: modify})
+	p, err := c.Request(ctx, ev())
+	if err != nil || string(p) != `{"name":"x"}` {
+		t.Fatal(err, string(p))
+	}
+	c = NewChain(Entry{Link: decide("no", event.Decision{Action: event.Deny, Reason: "destructive"}, nil)}, Entry{Link: modify})
+	_, err = c.Request(ctx, ev())
+	var de *DeniedError
+	if !errors.As(err, &de) || de.Link != "no" || !strings.Contains(err.Error(), `gh.delete_repo denied by policy "no": destructive`) {
+		t.Fatal(err)
+	}
+}
+
+func TestFailClosedAndOnError(t *testing.T) {
+	ctx := context.Background()
+	broken := decide("broken", event.Decision{}, errors.New("trap"))
+	_, err := NewChain(Entry{Link: broken}).Request(ctx, ev())
+	var de *DeniedError
+	if !errors.As(err, &de) || de.Err == nil {
+		t.Fatalf("policy error must deny: %v", err)
+	}
+	if _, err := NewChain(Entry{Link: broken, OnError: OnErrorAllow}).Request(ctx, ev()); err != nil {
+		t.Fatal(err)
+	}
+	_, err = NewChain(Entry{Link: broken, Kind: KindSanitizer}).Response(ctx, ev())
+	var we *WithheldError
+	if !errors.As(err, &we) {
+		t.Fatalf("sanitizer error must withhold: %v", err)
+	}
+	if r, err := NewChain(Entry{Link: broken, Kind: KindSanitizer, OnError: OnErrorPass}).Response(ctx, ev()); err != nil || string(r) != `{"content":[]}` {
+		t.Fatal(err)
+	}
+	bad := decide("bad", event.Decision{Action: "perhaps"}, nil)
+	if _, err := NewChain(Entry{Link: bad}).Request(ctx, ev()); !errors.Is(err, ErrInvalidDecision) {
+		t.Fatalf("unknown action: %v", err)
+	}
+	badJSON := decide("badjson", event.Decision{Action: event.Modify, Params: json.RawMessage(`{nope`)}, nil)
+	if _, err := NewChain(Entry{Link: badJSON}).Request(ctx, ev()); !errors.Is(err, ErrInvalidDecision) {
+		t.Fatalf("invalid JSON: %v", err)
+	}
+}
+
+func TestMatch(t *testing.T) {
+	ctx := context.Background()
+	deny := decide("d", event.Decision{Action: event.Deny}, nil)
+	c := NewChain(Entry{Link: deny, Match: []Match{{Servers: []string{"other"}}, {Tools: []string{"read_*"}}}})
+	if _, err := c.Request(ctx, ev()); err != nil {
+		t.Fatalf("unmatched link ran: %v", err)
+	}
+	c = NewChain(Entry{Link: deny, Match: []Match{{Servers: []string{"g*"}, Methods: []string{"tools/*"}}}})
+	if _, err := c.Request(ctx, ev()); err == nil {
+		t.Fatal("matched link did not run")
+	}
+	// Sanitizers do not run on requests, policies not on responses.
+	c = NewChain(Entry{Link: deny, Kind: KindSanitizer})
+	if _, err := c.Request(ctx, ev()); err != nil {
+		t.Fatal(err)
+	}
+	var nilChain *Chain
+	if p, err := nilChain.Request(ctx, ev()); err != nil || p == nil {
+		t.Fatal(err)
+	}
+}
