@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -304,9 +303,22 @@ func (p *termPrompter) Prompt(in config.Input) (string, error) {
 		fmt.Fprintln(p.out)
 		return string(b), err
 	}
-	line, err := bufio.NewReader(p.in).ReadString('\n')
-	if err != nil && line == "" {
+	// One byte at a time: a buffered reader would swallow what was typed
+	// ahead for the next question.
+	var line []byte
+	b := make([]byte, 1)
+	for {
+		n, err := p.in.Read(b)
+		if n == 1 && b[0] != '\n' {
+			line = append(line, b[0])
+			continue
+		}
+		if n == 1 || len(line) > 0 {
+			return strings.TrimRight(string(line), "\r"), nil
+		}
+		if err == nil {
+			err = io.ErrUnexpectedEOF
+		}
 		return "", err
 	}
-	return strings.TrimRight(line, "\r\n"), nil
 }

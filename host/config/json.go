@@ -33,7 +33,7 @@ var (
 		"enabled", "disabled", "timeout", "fail_if_no_tools", "http_max_retries", "http_retry_backoff",
 		"http_allow_private_networks", "oauth", "plugin"}
 	oauthKeys  = []string{"client_id", "client_secret", "scopes", "redirect_uri", "auth_url", "token_url"}
-	inputKeys  = []string{"type", "id", "description", "password", "default"}
+	inputKeys  = []string{"type", "id", "description", "password", "default", "options", "command", "args"}
 	pluginKeys = []string{"path", "sha256"}
 	filterKeys = []string{"name", "kind", "wasm", "plugin", "sha256", "abi", "on_error", "config", "match", "limits"}
 	matchKeys  = []string{"servers", "tools", "methods"}
@@ -158,8 +158,9 @@ func (j *jsonFile) mixedFormats(first, second *jmember) {
 // each problem at the value it is about.
 type dec struct {
 	j    *jsonFile
-	who  string // the server's (or filter's, ...) name
-	what string // "server", "filter", ...
+	x    *expander // nil = the file's
+	who  string    // the server's (or filter's, ...) name
+	what string    // "server", "filter", ...
 	refs map[string]Template
 }
 
@@ -228,8 +229,15 @@ func (d *dec) str(v *jval, field, ptr string) (string, bool) {
 	return d.expand(v, v.str, field, ptr)
 }
 
+func (d *dec) expander() *expander {
+	if d.x != nil {
+		return d.x
+	}
+	return d.j.x
+}
+
 func (d *dec) expand(v *jval, s, field, ptr string) (string, bool) {
-	val, tmpl, err := d.j.x.expand(s)
+	val, tmpl, err := d.expander().expand(s)
 	if err != nil {
 		d.refError(v, field, err)
 		return "", false
@@ -239,7 +247,7 @@ func (d *dec) expand(v *jval, s, field, ptr string) (string, bool) {
 			d.refs = map[string]Template{}
 		}
 		d.refs[ptr] = tmpl
-		if d.j.x.allowUnset {
+		if d.expander().allowUnset {
 			d.warnUnset(v, tmpl)
 		}
 	}
@@ -250,7 +258,7 @@ func (d *dec) expand(v *jval, s, field, ptr string) (string, bool) {
 func (d *dec) warnUnset(v *jval, t Template) {
 	for _, p := range t {
 		if p.Ref != nil && p.Ref.Env != "" && !p.Ref.HasDefault {
-			if _, ok := d.j.x.lookup(p.Ref.Env); !ok {
+			if _, ok := d.expander().lookup(p.Ref.Env); !ok {
 				d.j.warnAt(v.off, d.subject(), "%s is not set in this environment", "${"+p.Ref.Env+"}")
 			}
 		}
@@ -458,6 +466,13 @@ func (j *jsonFile) server(name string, off int, v *jval, array bool) *Server {
 		return nil
 	}
 	s := &Server{Name: name, Enabled: true, Source: j.at(off)}
+	// A disabled server may refer to variables that are not set: people
+	// switch servers off precisely when they cannot run them.
+	if x := v.get("disabled"); x != nil && x.kind == 't' || v.get("enabled") != nil && v.get("enabled").kind == 'f' {
+		lenient := *j.x
+		lenient.allowUnset = true
+		d.x = &lenient
+	}
 	var (
 		cmdV, argsV, urlV, plugV, typeV *jval
 		args                            []string
@@ -713,10 +728,9 @@ func (j *jsonFile) inputs(v *jval) {
 		for _, m := range e.obj {
 			switch m.key {
 			case "type":
+				// Any type loads; only promptString can be asked for on a
+				// terminal, the others come from NEXUS_INPUT_<ID>.
 				in.Type, _ = d.str(m.val, "type", "")
-				if in.Type != "promptString" {
-					d.errAt(m.val, fmt.Sprintf("input type %q cannot be asked for on a terminal; Nexus supports \"promptString\"", in.Type))
-				}
 			case "id":
 				in.ID, _ = d.str(m.val, "id", "")
 			case "description":

@@ -281,3 +281,27 @@ func TestParse(t *testing.T) {
 		t.Fatal("invalid JSON parsed")
 	}
 }
+
+// Inputs Nexus cannot ask for (pickString, command) load, and take their
+// value from the environment.
+func TestOtherInputTypes(t *testing.T) {
+	src := `{"inputs": [{"type": "pickString", "id": "region", "options": ["eu", "us"]}],
+  "servers": {"a": {"command": "x", "args": ["${input:region}"]}}}`
+	cfg := mustLoad(t, "mcp.json", src, env("NEXUS_INPUT_REGION", "eu"))
+	if cfg.Server("a").Command[1] != "eu" {
+		t.Errorf("%q", cfg.Server("a").Command)
+	}
+	dir := t.TempDir()
+	write(t, dir, "mcp.json", src)
+	p := &fakePrompter{}
+	if _, err := Load(Options{Files: []string{"mcp.json"}, Dir: dir, Home: dir, LookupEnv: env(), Prompter: p}); err == nil || len(p.asked) != 0 {
+		t.Errorf("a pickString input must not be prompted for: err %v, asked %v", err, p.asked)
+	}
+}
+
+func TestDisabledServerMayReferToUnsetVariables(t *testing.T) {
+	cfg := mustLoad(t, "mcp.json", `{"mcpServers": {"off": {"command": "x", "env": {"T": "${NOPE}"}, "disabled": true}}}`, nil)
+	if s := cfg.Server("off"); s.Enabled || s.Refs["/env/T"].String() != "${NOPE}" {
+		t.Errorf("%+v", s)
+	}
+}

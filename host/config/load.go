@@ -523,7 +523,7 @@ func (ld *loader) ask(in Input) (string, bool, error) {
 		return v, true, nil
 	}
 	v, ok := ld.lookup(in.EnvName())
-	if !ok && ld.opts.Prompter != nil {
+	if !ok && ld.opts.Prompter != nil && in.Type == "promptString" {
 		var err error
 		if v, err = ld.opts.Prompter.Prompt(in); err != nil {
 			return "", false, fmt.Errorf("asking for input %q: %w", in.ID, err)
