@@ -16,7 +16,7 @@ build:
 # built-in test server over stdio. Its command is `nexus`, found in bin/.
 run: build
 	PATH="$(CURDIR)/bin:$$PATH" $(BIN) tools
-	PATH="$(CURDIR)/bin:$$PATH" $(BIN) call testserver.echo message="hello from nexus"
+	PATH="$(CURDIR)/bin:$$PATH" $(BIN) call --yes testserver.echo message="hello from nexus"
 
 # Real MCP servers from npm that the integration tests run against.
 testdeps: $(NPM_DIR)/node_modules/.installed

@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -12,7 +13,10 @@ import (
 
 	"github.com/nexus-mcp/nexus/host/config"
 	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/host/policy"
+	"github.com/nexus-mcp/nexus/host/registry"
 	"github.com/nexus-mcp/nexus/host/transport/stdio"
+	"github.com/nexus-mcp/nexus/sdk/event"
 )
 
 // Version is the Nexus version sent as clientInfo.
@@ -22,42 +26,61 @@ var Version = "0.1.0-dev"
 // server's config sets one.
 const DefaultTimeout = 30 * time.Second
 
+// CLIAgent is the agent the command line acts as. Without an agent "cli"
+// block it is trusted: a person at a terminal confirms each server once.
+const CLIAgent = "cli"
+
 // Options configure a Host. The zero value is usable.
 type Options struct {
 	Logger hclog.Logger
 	// Timeout per request; a server's own `timeout` wins over it.
 	Timeout time.Duration
 
+	// Confirm asks a person before a trusted agent's first use of a server;
+	// nil denies where it would ask.
+	Confirm policy.Confirmer
+	// Links are the filters (WASM, plugins) that run after the built-in
+	// permission check, in order.
+	Links []policy.Entry
+
 	// Handlers for requests servers send; nil leaves the capability out.
+	// Roots defaults to the config's roots when it has any.
 	Roots       mcp.RootsHandler
 	Sampling    func(server string) mcp.SamplingHandler
 	Elicitation func(server string) mcp.ElicitationHandler
 	// OnLog receives server log notifications.
 	OnLog func(server string, m mcp.LogMessage)
+	// OnChange is told when a server's lists change or it (re)connects or dies.
+	OnChange func(server string)
 
 	// CloseGrace is how long a stdio server gets to exit after its stdin
 	// closes, and again after SIGTERM (default 2 s).
 	CloseGrace time.Duration
+	// Dial replaces the built-in transports, for tests and embedders with
+	// their own; nil uses stdio (and the others as they are configured).
+	Dial registry.Dialer
 }
 
-// Host connects to the configured servers on first use and keeps the
-// sessions until Close.
+// Host connects to the configured servers and runs every call through the
+// chain: permission check, filters, schema validation, the server, output
+// checks, sanitizers.
 type Host struct {
-	cfg  *config.Config
-	opts Options
-	log  hclog.Logger
+	cfg   *config.Config
+	opts  Options
+	log   hclog.Logger
+	reg   *registry.Registry
+	perms *policy.Permissions
+	chain *policy.Chain
+	sch   schemas
 
-	mu     sync.Mutex
-	conns  map[string]*conn
-	closed bool
+	mu      sync.Mutex
+	stdio   map[string]*stdio.Conn // live stdio transports, for stderr in errors
+	catalog *registry.Catalog
+	catGen  uint64 // bumped on every change; the catalog is rebuilt lazily
+	builtAt uint64
 }
 
-type conn struct {
-	client *mcp.Client
-	stdio  *stdio.Conn
-}
-
-// New makes a host for cfg. Nothing connects until a server is used.
+// New makes a host for cfg. Nothing connects until Start or first use.
 func New(cfg *config.Config, opts Options) *Host {
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
@@ -65,22 +88,107 @@ func New(cfg *config.Config, opts Options) *Host {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
-	return &Host{cfg: cfg, opts: opts, log: opts.Logger, conns: map[string]*conn{}}
+	h := &Host{cfg: cfg, opts: opts, log: opts.Logger, stdio: map[string]*stdio.Conn{}}
+	if opts.Roots == nil && len(cfg.Roots) > 0 {
+		h.opts.Roots = configRoots(cfg.Roots)
+	}
+	dial := opts.Dial
+	if dial == nil {
+		dial = h.dial
+	}
+	h.reg = registry.New(dial, registry.Options{
+		Logger:         opts.Logger,
+		ConnectTimeout: opts.Timeout,
+		OnChange:       h.changed,
+	})
+	h.reg.Add(cfg.Servers...)
+	h.perms = policy.NewPermissions(agents(cfg), opts.Confirm)
+	h.chain = policy.NewChain(opts.Links...)
+	return h
+}
+
+// agents converts the config's agent blocks, adding the CLI's default.
+func agents(cfg *config.Config) []policy.Agent {
+	var out []policy.Agent
+	hasCLI := false
+	for _, a := range cfg.Agents {
+		out = append(out, policy.Agent{Name: a.Name, Permission: a.Permission, Servers: a.Servers,
+			Allow: a.Allow, Deny: a.Deny, Source: a.Source.String()})
+		hasCLI = hasCLI || a.Name == CLIAgent
+	}
+	if !hasCLI {
+		out = append(out, policy.Agent{Name: CLIAgent, Permission: event.Trusted})
+	}
+	return out
+}
+
+func (h *Host) changed(server string) {
+	h.mu.Lock()
+	h.catGen++
+	h.mu.Unlock()
+	if h.opts.OnChange != nil {
+		h.opts.OnChange(server)
+	}
 }
 
 // Config is the configuration the host runs.
 func (h *Host) Config() *config.Config { return h.cfg }
 
-// Servers lists the enabled servers, sorted by name.
-func (h *Host) Servers() []*config.Server {
-	var out []*config.Server
-	for _, s := range h.cfg.Servers {
-		if s.Enabled {
-			out = append(out, s)
-		}
+// Start connects every enabled server concurrently and returns when all
+// have connected or failed; failures are kept for Servers.
+func (h *Host) Start(ctx context.Context) { h.reg.Start(ctx) }
+
+// Servers reports every configured server with its connection state.
+func (h *Host) Servers() []registry.Status { return h.reg.Status() }
+
+// Connect connects one server on behalf of agent (the shell's /mcp connect).
+func (h *Host) Connect(ctx context.Context, agent, server string, shared bool) error {
+	_, err := h.reg.Connect(ctx, server, agent, shared)
+	return h.Explain(server, err)
+}
+
+// Disconnect closes one server's session.
+func (h *Host) Disconnect(server string) { h.reg.Disconnect(server) }
+
+// RetryTools lists a server's tools again.
+func (h *Host) RetryTools(ctx context.Context, agent, server string) error {
+	return h.Explain(server, h.reg.RetryTools(ctx, server, agent))
+}
+
+// CheckConnections reconnects dead sessions and returns the servers that
+// stay down.
+func (h *Host) CheckConnections(ctx context.Context) []string { return h.reg.CheckConnections(ctx) }
+
+// Client returns the session to a server for agent, connecting it if
+// needed. It skips the chain: for the host's own use and for tests.
+func (h *Host) Client(ctx context.Context, agent, server string) (*mcp.Client, error) {
+	c, err := h.reg.Client(ctx, server, agent)
+	var nc *registry.NotConfiguredError
+	if errors.As(err, &nc) {
+		return nil, &UnknownServerError{Name: server, Known: nc.Known}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
+	return c, h.Explain(server, err)
+}
+
+// session checks agent may reach server at all and returns the session.
+func (h *Host) session(ctx context.Context, agent, server, method string) (*mcp.Client, error) {
+	if err := h.perms.Check(ctx, policy.ConfirmRequest{Agent: agent, Server: server, Method: method}); err != nil {
+		var de *policy.DeniedError
+		if errors.As(err, &de) && de.Link == "rules" && h.cfg.Server(server) == nil {
+			// An unknown server reads better as such than as a rule.
+			return nil, &UnknownServerError{Name: server, Known: h.visibleNames(agent)}
+		}
+		return nil, err
+	}
+	c, err := h.reg.Client(ctx, server, agent)
+	if err != nil {
+		var nc *registry.NotConfiguredError
+		if errors.As(err, &nc) {
+			return nil, &UnknownServerError{Name: server, Known: h.visibleNames(agent)}
+		}
+		return nil, h.Explain(server, err)
+	}
+	return c, nil
 }
 
 // UnknownServerError names a server that is not configured.
@@ -93,136 +201,310 @@ func (e *UnknownServerError) Error() string {
 	return fmt.Sprintf("no server named %q is configured (configured: %v)", e.Name, e.Known)
 }
 
-// Client returns the session for a server, connecting it on first use. A
-// session that died is replaced by a new connection.
-func (h *Host) Client(ctx context.Context, name string) (*mcp.Client, error) {
-	srv := h.cfg.Server(name)
-	if srv == nil {
-		return nil, &UnknownServerError{Name: name, Known: h.cfg.Names()}
-	}
-	if !srv.Enabled {
-		return nil, explainDisabled(srv)
-	}
-	h.mu.Lock()
-	if h.closed {
-		h.mu.Unlock()
-		return nil, mcp.ErrClosed
-	}
-	if c := h.conns[name]; c != nil {
-		if c.client.Err() == nil {
-			h.mu.Unlock()
-			return c.client, nil
+func (h *Host) visibleNames(agent string) []string {
+	var out []string
+	for _, s := range h.cfg.Servers {
+		if h.perms.ServerVisible(agent, s.Name) {
+			out = append(out, s.Name)
 		}
-		delete(h.conns, name)
-		go c.client.Close()
 	}
-	h.mu.Unlock()
+	return out
+}
 
-	c, err := h.connect(ctx, srv)
-	if err != nil {
+// Tool is a tool as an agent sees it.
+type Tool struct {
+	Name   string // exposed name, mcp_<server>_<tool>
+	Server string
+	mcp.Tool
+}
+
+// ServerError is a server an operation could not reach; the operation
+// still returns what the other servers gave.
+type ServerError struct {
+	Server string
+	Err    error
+}
+
+func (e *ServerError) Error() string { return e.Err.Error() }
+func (e *ServerError) Unwrap() error { return e.Err }
+
+// each runs fn for every enabled server agent may see, concurrently,
+// connecting as needed. Errors come back per server, joined.
+func (h *Host) each(ctx context.Context, agent string, fn func(ctx context.Context, server string, c *mcp.Client) error) error {
+	var names []string
+	for _, s := range h.cfg.Servers {
+		if s.Enabled && h.perms.ServerVisible(agent, s.Name) {
+			names = append(names, s.Name)
+		}
+	}
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := h.reg.Client(ctx, name, agent)
+			if err == nil {
+				err = fn(ctx, name, c)
+			}
+			if err != nil {
+				errs[i] = &ServerError{Server: name, Err: h.Explain(name, err)}
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Tools lists the tools agent may use on every server it can see, under
+// their exposed names. Servers that fail are reported in the error; the
+// others' tools are still returned.
+func (h *Host) Tools(ctx context.Context, agent string) ([]Tool, error) {
+	if err := h.mayList(ctx, agent, mcp.MethodToolsList); err != nil {
 		return nil, err
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed {
-		c.client.Close()
-		return nil, mcp.ErrClosed
-	}
-	if old := h.conns[name]; old != nil && old.client.Err() == nil {
-		// Another caller connected first; keep one session.
-		go c.client.Close()
-		return old.client, nil
-	}
-	h.conns[name] = c
-	return c.client, nil
-}
-
-func (h *Host) timeout(srv *config.Server) time.Duration {
-	if srv.Timeout > 0 {
-		return srv.Timeout
-	}
-	return h.opts.Timeout
-}
-
-func (h *Host) connect(ctx context.Context, srv *config.Server) (*conn, error) {
-	if srv.Type != "stdio" {
-		return nil, explainUnsupportedTransport(srv)
-	}
-	log := h.log.Named(srv.Name)
-	sc, err := stdio.Start(ctx, stdio.Config{
-		Server:         srv.Name,
-		Command:        srv.Command,
-		Env:            srv.Environ(),
-		EnvPassthrough: srv.EnvPassthrough,
-		Dir:            srv.Cwd,
-		Logger:         log,
-		CloseGrace:     h.opts.CloseGrace,
-	})
-	if err != nil {
-		return nil, explain(srv, err, nil)
-	}
-	opts := mcp.ClientOptions{
-		Info:    mcp.Implementation{Name: "nexus", Version: Version},
-		Logger:  log,
-		Timeout: h.timeout(srv),
-		Roots:   h.opts.Roots,
-	}
-	if h.opts.Sampling != nil {
-		opts.Sampling = h.opts.Sampling(srv.Name)
-	}
-	if h.opts.Elicitation != nil {
-		opts.Elicitation = h.opts.Elicitation(srv.Name)
-		opts.ElicitationURL = true
-	}
-	if h.opts.OnLog != nil {
-		name := srv.Name
-		opts.OnLog = func(m mcp.LogMessage) { h.opts.OnLog(name, m) }
-	}
-	hctx, cancel := context.WithTimeout(ctx, h.timeout(srv))
-	defer cancel()
-	client, err := mcp.Connect(hctx, sc, opts)
-	if err != nil {
-		sc.Close()
-		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			err = &mcp.TimeoutError{Method: mcp.MethodInitialize, After: h.timeout(srv)}
+	var mu sync.Mutex
+	lists := map[string][]mcp.Tool{}
+	err := h.each(ctx, agent, func(ctx context.Context, server string, c *mcp.Client) error {
+		if c.Capabilities().Tools == nil {
+			return nil
 		}
-		return nil, explain(srv, err, sc)
+		tools, err := c.Tools(ctx)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		lists[server] = tools
+		mu.Unlock()
+		return nil
+	})
+	cat := h.catalogFor(lists)
+	var out []Tool
+	for _, e := range cat.Entries {
+		if !h.perms.ToolAllowed(agent, e.Server, e.Tool.Name) {
+			continue
+		}
+		if h.chain.Len() > 0 && !h.listAllowed(ctx, agent, e) {
+			continue
+		}
+		out = append(out, Tool{Name: e.Name, Server: e.Server, Tool: e.Tool})
 	}
-	return &conn{client: client, stdio: sc}, nil
+	for _, c := range cat.Collisions {
+		h.log.Warn("tool name collision", "detail", c.String())
+	}
+	return out, err
 }
 
-// Explain turns an error from a call on server's session into one a person
-// can act on (the server's config source, its command, stderr tail, likely
-// causes, a fix). Errors it does not know pass through.
+// mayList refuses listings to agents with no MCP access at all. Listing
+// asks nobody: confirmation is for using a server.
+func (h *Host) mayList(ctx context.Context, agent, method string) error {
+	if a, ok := h.perms.Agent(agent); ok && a.Permission != "" && a.Permission != event.Sandboxed {
+		return nil
+	}
+	return h.perms.Check(ctx, policy.ConfirmRequest{Agent: agent, Method: method})
+}
+
+// listAllowed asks the filters whether a tool may be listed: a policy that
+// denies a tools/list event for a tool hides it.
+func (h *Host) listAllowed(ctx context.Context, agent string, e registry.Entry) bool {
+	ev := h.event(agent, e.Server, mcp.MethodToolsList, &e.Tool)
+	_, err := h.chain.Request(ctx, ev)
+	return err == nil
+}
+
+// catalogFor names the tools; the full catalog (all servers) is kept for
+// name lookups.
+func (h *Host) catalogFor(lists map[string][]mcp.Tool) *registry.Catalog {
+	return registry.NewCatalog(lists)
+}
+
+// resolve finds the server and tool for a name: server.tool, or an exposed
+// name looked up among the servers agent can see (connecting them).
+func (h *Host) resolve(ctx context.Context, agent, name string) (server, tool string, err error) {
+	if s, t, ok := cutDot(name); ok && h.cfg.Server(s) != nil {
+		return s, t, nil
+	}
+	h.mu.Lock()
+	cat, fresh := h.catalog, h.builtAt == h.catGen && h.catalog != nil
+	h.mu.Unlock()
+	if fresh {
+		if e, ok := cat.Lookup(name); ok {
+			return e.Server, e.Tool.Name, nil
+		}
+	}
+	lists := map[string][]mcp.Tool{}
+	var mu sync.Mutex
+	h.mu.Lock()
+	gen := h.catGen
+	h.mu.Unlock()
+	_ = h.each(ctx, agent, func(ctx context.Context, server string, c *mcp.Client) error {
+		if c.Capabilities().Tools == nil {
+			return nil
+		}
+		tools, err := c.Tools(ctx)
+		if err == nil {
+			mu.Lock()
+			lists[server] = tools
+			mu.Unlock()
+		}
+		return err
+	})
+	cat = registry.NewCatalog(lists)
+	h.mu.Lock()
+	h.catalog, h.builtAt = cat, gen
+	h.mu.Unlock()
+	if e, ok := cat.Lookup(name); ok {
+		return e.Server, e.Tool.Name, nil
+	}
+	if s, t, ok := cutDot(name); ok {
+		return "", "", &UnknownServerError{Name: s + " (in " + s + "." + t + ")", Known: h.visibleNames(agent)}
+	}
+	return "", "", &UnknownToolError{Name: name, Suggestions: nearest(name, cat)}
+}
+
+func cutDot(name string) (string, string, bool) {
+	for i := 0; i < len(name); i++ {
+		if name[i] == '.' {
+			if i == 0 || i == len(name)-1 {
+				return "", "", false
+			}
+			return name[:i], name[i+1:], true
+		}
+	}
+	return "", "", false
+}
+
+// UnknownToolError names a tool no server offers, with the nearest names.
+type UnknownToolError struct {
+	Name        string
+	Server      string
+	Suggestions []string
+}
+
+func (e *UnknownToolError) Error() string {
+	where := "any server"
+	if e.Server != "" {
+		where = "server " + fmt.Sprintf("%q", e.Server)
+	}
+	s := fmt.Sprintf("no tool %q on %s", e.Name, where)
+	if len(e.Suggestions) > 0 {
+		s += fmt.Sprintf("; did you mean %v?", e.Suggestions)
+	}
+	return s
+}
+
+// nearest returns up to three catalog names close to name.
+func nearest(name string, cat *registry.Catalog) []string {
+	type cand struct {
+		s string
+		d int
+	}
+	var cs []cand
+	for _, e := range cat.Entries {
+		for _, n := range []string{e.Ref.String(), e.Name} {
+			if d := editDistance(name, n); d <= max(2, len(name)/3) {
+				cs = append(cs, cand{e.Ref.String(), d})
+				break
+			}
+		}
+	}
+	sort.Slice(cs, func(i, j int) bool { return cs[i].d < cs[j].d || cs[i].d == cs[j].d && cs[i].s < cs[j].s })
+	var out []string
+	for _, c := range cs {
+		if len(out) == 3 {
+			break
+		}
+		out = append(out, c.s)
+	}
+	return out
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// event builds the filter event for a call.
+func (h *Host) event(agent, server, method string, tool *mcp.Tool) *event.Event {
+	e := &event.Event{ABI: event.ABI, Method: method, Agent: event.Agent{ID: agent}, Server: event.Server{Name: server}}
+	if a, ok := h.perms.Agent(agent); ok {
+		e.Agent.Permission = a.Permission
+	}
+	if c := h.reg.Live(agent)[server]; c != nil {
+		info := c.ServerInfo()
+		e.Server.Info = &event.Info{Name: info.Name, Version: info.Version}
+	}
+	if tool != nil {
+		e.Tool = &event.Tool{Name: tool.Name}
+		if a := tool.Annotations; a != nil {
+			e.Tool.Annotations = &event.Annotations{Title: a.Title, ReadOnlyHint: a.ReadOnlyHint,
+				DestructiveHint: a.DestructiveHint, IdempotentHint: a.IdempotentHint, OpenWorldHint: a.OpenWorldHint}
+		}
+	}
+	return e
+}
+
+// Explain turns an error from a server into one a person can act on (the
+// server's config source, its command, stderr tail, likely causes, a fix).
+// Errors it does not know pass through.
 func (h *Host) Explain(server string, err error) error {
+	if err == nil {
+		return nil
+	}
 	srv := h.cfg.Server(server)
-	if srv == nil || err == nil {
+	if srv == nil {
 		return err
 	}
-	h.mu.Lock()
-	var sc *stdio.Conn
-	if c := h.conns[server]; c != nil {
-		sc = c.stdio
+	var de *registry.DisabledError
+	if errors.As(err, &de) {
+		return explainDisabled(srv)
 	}
+	h.mu.Lock()
+	sc := h.stdio[server]
 	h.mu.Unlock()
 	return explain(srv, err, sc)
 }
 
 // Close ends every session and stops every server process.
 func (h *Host) Close() error {
-	h.mu.Lock()
-	h.closed = true
-	conns := h.conns
-	h.conns = map[string]*conn{}
-	h.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, c := range conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c.client.Close()
-		}()
-	}
-	wg.Wait()
+	h.reg.Close()
 	return nil
+}
+
+func configRoots(dirs []string) mcp.RootsHandler {
+	roots := make([]mcp.Root, len(dirs))
+	for i, d := range dirs {
+		roots[i] = mcp.Root{URI: "file://" + d, Name: d}
+	}
+	return func(context.Context) ([]mcp.Root, error) { return roots, nil }
+}
+
+// rawArgs encodes call arguments once: a json.RawMessage passes through.
+func rawArgs(args any) (json.RawMessage, error) {
+	switch a := args.(type) {
+	case nil:
+		return json.RawMessage("{}"), nil
+	case json.RawMessage:
+		return a, nil
+	}
+	b, err := json.Marshal(args)
+	if err != nil {
+		return nil, fmt.Errorf("encoding arguments: %w", err)
+	}
+	return b, nil
 }

@@ -160,7 +160,7 @@ func testserverHost(t *testing.T, args ...string) *host.Host {
 func TestTestServerOverStdio(t *testing.T) {
 	h := testserverHost(t, "--tool-count", "25", "--page-size", "7")
 	ctx := context.Background()
-	c, err := h.Client(ctx, "testserver")
+	c, err := h.Client(ctx, host.CLIAgent, "testserver")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func TestServerEverything(t *testing.T) {
 		},
 	})
 	ctx := context.Background()
-	c, err := h.Client(ctx, "everything")
+	c, err := h.Client(ctx, host.CLIAgent, "everything")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,24 +299,24 @@ func TestBadServers(t *testing.T) {
 	ctx := context.Background()
 	t.Run("command not found", func(t *testing.T) {
 		h := newHost(t, `{"mcpServers":{"fake":{"command":"nexus-no-such-binary"}}}`, host.Options{})
-		_, err := h.Client(ctx, "fake")
+		_, err := h.Client(ctx, host.CLIAgent, "fake")
 		wantReport(t, err, "nexus-no-such-binary", "PATH")
 	})
 	t.Run("not executable", func(t *testing.T) {
 		p := filepath.Join(t.TempDir(), "server.sh")
 		os.WriteFile(p, []byte("#!/bin/sh\n"), 0o644)
 		h := newHost(t, fmt.Sprintf(`{"mcpServers":{"fake":{"command":%q}}}`, p), host.Options{})
-		_, err := h.Client(ctx, "fake")
+		_, err := h.Client(ctx, host.CLIAgent, "fake")
 		wantReport(t, err, "chmod +x")
 	})
 	t.Run("exits before initialize", func(t *testing.T) {
-		_, err := fake(t, "exit-before-init").Client(ctx, "fake")
+		_, err := fake(t, "exit-before-init").Client(ctx, host.CLIAgent, "fake")
 		wantReport(t, err, "ECONNREFUSED", "code 1")
 	})
 	t.Run("never answers initialize", func(t *testing.T) {
 		h := fake(t, "hang")
 		start := time.Now()
-		_, err := h.Client(ctx, "fake")
+		_, err := h.Client(ctx, host.CLIAgent, "fake")
 		wantReport(t, err, "handshake")
 		if time.Since(start) > 20*time.Second {
 			t.Fatalf("handshake timeout took %s", time.Since(start))
@@ -324,7 +324,7 @@ func TestBadServers(t *testing.T) {
 	})
 	t.Run("exits mid-call", func(t *testing.T) {
 		h := fake(t, "exit-mid-call")
-		c, err := h.Client(ctx, "fake")
+		c, err := h.Client(ctx, host.CLIAgent, "fake")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -333,7 +333,7 @@ func TestBadServers(t *testing.T) {
 	})
 	t.Run("11 MiB line", func(t *testing.T) {
 		h := fake(t, "huge-line")
-		c, err := h.Client(ctx, "fake")
+		c, err := h.Client(ctx, host.CLIAgent, "fake")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -342,7 +342,7 @@ func TestBadServers(t *testing.T) {
 	})
 	t.Run("invalid JSON", func(t *testing.T) {
 		h := fake(t, "invalid-json")
-		c, err := h.Client(ctx, "fake")
+		c, err := h.Client(ctx, host.CLIAgent, "fake")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -351,7 +351,7 @@ func TestBadServers(t *testing.T) {
 	})
 	t.Run("unknown id, notification flood, stdout noise", func(t *testing.T) {
 		h := fake(t, "noisy")
-		c, err := h.Client(ctx, "fake")
+		c, err := h.Client(ctx, host.CLIAgent, "fake")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -362,7 +362,7 @@ func TestBadServers(t *testing.T) {
 	})
 	t.Run("ignores EOF and SIGTERM", func(t *testing.T) {
 		h := fake(t, "ignore-term")
-		c, err := h.Client(ctx, "fake")
+		c, err := h.Client(ctx, host.CLIAgent, "fake")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -380,7 +380,7 @@ func TestBadServers(t *testing.T) {
 	t.Run("grandchild dies with the group", func(t *testing.T) {
 		pidfile := filepath.Join(t.TempDir(), "pid")
 		h := fake(t, "grandchild", "NEXUS_FAKE_PIDFILE", pidfile)
-		c, err := h.Client(ctx, "fake")
+		c, err := h.Client(ctx, host.CLIAgent, "fake")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -410,12 +410,12 @@ func TestBadServers(t *testing.T) {
 
 func TestDisabledAndUnknownServers(t *testing.T) {
 	h := newHost(t, `{"mcpServers":{"off":{"command":"x","disabled":true}}}`, host.Options{})
-	_, err := h.Client(context.Background(), "off")
+	_, err := h.Client(context.Background(), host.CLIAgent, "off")
 	var r *diag.Report
 	if !errors.As(err, &r) || !strings.Contains(r.Error(), "disabled") {
 		t.Fatal(err)
 	}
-	_, err = h.Client(context.Background(), "nope")
+	_, err = h.Client(context.Background(), host.CLIAgent, "nope")
 	var ue *host.UnknownServerError
 	if !errors.As(err, &ue) {
 		t.Fatal(err)

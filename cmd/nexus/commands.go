@@ -1,11 +1,10 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
-	"sort"
 	"strings"
 	"sync"
 
@@ -49,47 +48,57 @@ func parseArgs(pairs []string, argsJSON string) (map[string]any, error) {
 	return out, nil
 }
 
-// eachServer runs fn for the selected (or every enabled) server concurrently,
-// prints per-server failures, and reports whether any failed.
-func (a *app) eachServer(ctx context.Context, h *host.Host, only string, fn func(ctx context.Context, server string, c *mcp.Client) error) error {
-	var names []string
-	if only != "" {
-		names = []string{only}
-	} else {
-		for _, s := range h.Servers() {
-			names = append(names, s.Name)
+// only keeps the rows of one server when --server is set.
+func only[T any](rows []T, server string, of func(T) string) []T {
+	if server == "" {
+		return rows
+	}
+	var out []T
+	for _, r := range rows {
+		if of(r) == server {
+			out = append(out, r)
 		}
 	}
-	errs := make([]error, len(names))
-	var wg sync.WaitGroup
-	for i, name := range names {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c, err := h.Client(ctx, name)
-			if err == nil {
-				err = fn(ctx, name, c)
-			}
-			errs[i] = h.Explain(name, err)
-		}()
-	}
-	wg.Wait()
-	var failed []error
-	for _, err := range errs {
-		if err != nil {
-			failed = append(failed, err)
-		}
-	}
-	switch {
-	case len(failed) == 0:
+	return out
+}
+
+// checkServer refuses --server naming a server that is not configured.
+func checkServer(h *host.Host, server string) error {
+	if server == "" || h.Config().Server(server) != nil {
 		return nil
-	case len(failed) == 1:
-		return failed[0]
 	}
-	for _, err := range failed[:len(failed)-1] {
-		renderErr(a.stderr, err)
+	return &host.UnknownServerError{Name: server, Known: h.Config().Names()}
+}
+
+// partial prints what succeeded and returns the failures: a listing shows
+// every server that answered even when another did not.
+func (a *app) partial(err error, server string) error {
+	if err == nil {
+		return nil
 	}
-	return failed[len(failed)-1]
+	var mine []error
+	for _, e := range unjoin(err) {
+		var se *host.ServerError
+		if server != "" && errors.As(e, &se) && se.Server != server {
+			continue
+		}
+		mine = append(mine, e)
+	}
+	if len(mine) == 0 {
+		return nil
+	}
+	for _, e := range mine[:len(mine)-1] {
+		renderErr(a.stderr, e)
+		fmt.Fprintln(a.stderr)
+	}
+	return mine[len(mine)-1]
+}
+
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }
 
 func (a *app) toolsCmd() *cobra.Command {
@@ -104,35 +113,21 @@ func (a *app) toolsCmd() *cobra.Command {
 				return err
 			}
 			defer h.Close()
-			type row struct {
-				Server string `json:"server"`
-				mcp.Tool
+			if err := checkServer(h, server); err != nil {
+				return err
 			}
-			var mu sync.Mutex
-			var rows []row
-			err = a.eachServer(cmd.Context(), h, server, func(ctx context.Context, name string, c *mcp.Client) error {
-				tools, err := c.ListTools(ctx)
-				if err != nil {
-					return err
-				}
-				mu.Lock()
-				for _, t := range tools {
-					rows = append(rows, row{name, t})
-				}
-				mu.Unlock()
-				return nil
-			})
-			sort.SliceStable(rows, func(i, j int) bool { return rows[i].Server < rows[j].Server })
+			tools, err := h.Tools(cmd.Context(), a.agent)
+			tools = only(tools, server, func(t host.Tool) string { return t.Server })
 			if a.output == "json" {
-				a.printJSON(rows)
+				a.printJSON(tools)
 			} else {
 				var lines [][2]string
-				for _, r := range rows {
-					lines = append(lines, [2]string{r.Server + "." + r.Name, firstLine(r.Description)})
+				for _, t := range tools {
+					lines = append(lines, [2]string{t.Server + "." + t.Tool.Name, firstLine(t.Description)})
 				}
 				a.printTable(lines)
 			}
-			return err
+			return a.partial(err, server)
 		},
 	}
 	cmd.Flags().StringVar(&server, "server", "", "only this server")
@@ -149,9 +144,11 @@ func (a *app) callCmd() *cobra.Command {
   nexus call testserver.echo --args-json '{"message": "hi"}'`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			server, tool, err := splitTarget(args[0], "tool")
-			if err != nil {
-				return err
+			if strings.HasPrefix(args[0], ".") || strings.HasSuffix(args[0], ".") {
+				return usageErr("%q is not SERVER.TOOL (for example testserver.echo) or an exposed name (mcp_testserver_echo)", args[0])
+			}
+			if !strings.Contains(args[0], ".") && !strings.HasPrefix(args[0], "mcp_") {
+				return usageErr("%q is not SERVER.TOOL (for example testserver.echo) or an exposed name (mcp_testserver_echo)", args[0])
 			}
 			toolArgs, err := parseArgs(args[1:], argsJSON)
 			if err != nil {
@@ -162,14 +159,9 @@ func (a *app) callCmd() *cobra.Command {
 				return err
 			}
 			defer h.Close()
-			ctx := cmd.Context()
-			c, err := h.Client(ctx, server)
+			res, err := h.CallTool(cmd.Context(), a.agent, args[0], toolArgs, nil)
 			if err != nil {
 				return err
-			}
-			res, err := c.CallTool(ctx, tool, toolArgs, nil)
-			if err != nil {
-				return h.Explain(server, err)
 			}
 			if a.output == "json" {
 				a.printJSON(res)
@@ -198,28 +190,11 @@ func (a *app) resourcesCmd() *cobra.Command {
 				return err
 			}
 			defer h.Close()
-			type row struct {
-				Server string `json:"server"`
-				mcp.Resource
+			if err := checkServer(h, server); err != nil {
+				return err
 			}
-			var mu sync.Mutex
-			var rows []row
-			err = a.eachServer(cmd.Context(), h, server, func(ctx context.Context, name string, c *mcp.Client) error {
-				if c.Capabilities().Resources == nil {
-					return nil
-				}
-				list, err := c.ListResources(ctx)
-				if err != nil {
-					return err
-				}
-				mu.Lock()
-				for _, r := range list {
-					rows = append(rows, row{name, r})
-				}
-				mu.Unlock()
-				return nil
-			})
-			sort.SliceStable(rows, func(i, j int) bool { return rows[i].Server < rows[j].Server })
+			rows, err := h.Resources(cmd.Context(), a.agent)
+			rows = only(rows, server, func(r host.Resource) string { return r.Server })
 			if a.output == "json" {
 				a.printJSON(rows)
 			} else {
@@ -233,7 +208,7 @@ func (a *app) resourcesCmd() *cobra.Command {
 				}
 				a.printTable(lines)
 			}
-			return err
+			return a.partial(err, server)
 		},
 	}
 	cmd.Flags().StringVar(&server, "server", "", "only this server")
@@ -252,14 +227,9 @@ func (a *app) readCmd() *cobra.Command {
 				return err
 			}
 			defer h.Close()
-			ctx := cmd.Context()
-			c, err := h.Client(ctx, args[0])
+			res, err := h.ReadResource(cmd.Context(), a.agent, args[0], args[1])
 			if err != nil {
 				return err
-			}
-			res, err := c.ReadResource(ctx, args[1])
-			if err != nil {
-				return h.Explain(args[0], err)
 			}
 			if a.output == "json" {
 				a.printJSON(res)
@@ -287,28 +257,11 @@ func (a *app) promptsCmd() *cobra.Command {
 				return err
 			}
 			defer h.Close()
-			type row struct {
-				Server string `json:"server"`
-				mcp.Prompt
+			if err := checkServer(h, server); err != nil {
+				return err
 			}
-			var mu sync.Mutex
-			var rows []row
-			err = a.eachServer(cmd.Context(), h, server, func(ctx context.Context, name string, c *mcp.Client) error {
-				if c.Capabilities().Prompts == nil {
-					return nil
-				}
-				list, err := c.ListPrompts(ctx)
-				if err != nil {
-					return err
-				}
-				mu.Lock()
-				for _, p := range list {
-					rows = append(rows, row{name, p})
-				}
-				mu.Unlock()
-				return nil
-			})
-			sort.SliceStable(rows, func(i, j int) bool { return rows[i].Server < rows[j].Server })
+			rows, err := h.Prompts(cmd.Context(), a.agent)
+			rows = only(rows, server, func(p host.Prompt) string { return p.Server })
 			if a.output == "json" {
 				a.printJSON(rows)
 			} else {
@@ -326,7 +279,7 @@ func (a *app) promptsCmd() *cobra.Command {
 				}
 				a.printTable(lines)
 			}
-			return err
+			return a.partial(err, server)
 		},
 	}
 	cmd.Flags().StringVar(&server, "server", "", "only this server")
@@ -357,14 +310,9 @@ func (a *app) promptCmd() *cobra.Command {
 				return err
 			}
 			defer h.Close()
-			ctx := cmd.Context()
-			c, err := h.Client(ctx, server)
+			res, err := h.GetPrompt(cmd.Context(), a.agent, server, name, pargs)
 			if err != nil {
 				return err
-			}
-			res, err := c.GetPrompt(ctx, name, pargs)
-			if err != nil {
-				return h.Explain(server, err)
 			}
 			if a.output == "json" {
 				a.printJSON(res)
@@ -394,38 +342,52 @@ func (a *app) pingCmd() *cobra.Command {
 				return err
 			}
 			defer h.Close()
-			only := ""
+			var names []string
 			if len(args) == 1 {
-				only = args[0]
+				names = args
+			} else {
+				for _, s := range h.Config().Servers {
+					if s.Enabled {
+						names = append(names, s.Name)
+					}
+				}
 			}
 			type row struct {
 				Server string  `json:"server"`
 				OK     bool    `json:"ok"`
 				MS     float64 `json:"ms"`
+				Error  string  `json:"error,omitempty"`
 			}
-			var mu sync.Mutex
-			var rows []row
-			err = a.eachServer(cmd.Context(), h, only, func(ctx context.Context, name string, c *mcp.Client) error {
-				d, err := c.Ping(ctx)
-				if err != nil {
-					return err
-				}
-				mu.Lock()
-				rows = append(rows, row{name, true, float64(d.Microseconds()) / 1000})
-				mu.Unlock()
-				return nil
-			})
-			sort.Slice(rows, func(i, j int) bool { return rows[i].Server < rows[j].Server })
+			rows := make([]row, len(names))
+			errs := make([]error, len(names))
+			var wg sync.WaitGroup
+			for i, name := range names {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					d, err := h.Ping(cmd.Context(), a.agent, name)
+					rows[i] = row{Server: name, OK: err == nil, MS: float64(d.Microseconds()) / 1000}
+					if err != nil {
+						rows[i].Error = firstLine(err.Error())
+						errs[i] = err
+					}
+				}()
+			}
+			wg.Wait()
 			if a.output == "json" {
 				a.printJSON(rows)
 			} else {
 				var lines [][2]string
 				for _, r := range rows {
-					lines = append(lines, [2]string{r.Server, fmt.Sprintf("ok %.2f ms", r.MS)})
+					status := fmt.Sprintf("ok %.2f ms", r.MS)
+					if !r.OK {
+						status = "failed"
+					}
+					lines = append(lines, [2]string{r.Server, status})
 				}
 				a.printTable(lines)
 			}
-			return err
+			return a.partial(errors.Join(errs...), "")
 		},
 	}
 }

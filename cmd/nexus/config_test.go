@@ -179,7 +179,7 @@ func TestConfigCLI(t *testing.T) {
 // With no config anywhere, the built-in default runs the test server.
 func TestNoConfigUsesDefault(t *testing.T) {
 	dir := t.TempDir()
-	stdout, stderr, code := nexusIn(t, dir, "", nil, "call", "testserver.echo", "message=default config")
+	stdout, stderr, code := nexusIn(t, dir, "", nil, "--yes", "call", "testserver.echo", "message=default config")
 	if code != 0 || !strings.Contains(stdout, "default config") {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}

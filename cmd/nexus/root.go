@@ -15,6 +15,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/host/policy"
 )
 
 // Exit codes.
@@ -50,6 +51,8 @@ type app struct {
 	output      string
 	timeout     time.Duration
 	logLevel    string
+	agent       string
+	yes         bool
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -74,13 +77,20 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var (
 		ee   *exitError
 		us   *host.UnknownServerError
-		rerr *mcp.RPCError
+		ut   *host.UnknownToolError
+		rerr   *mcp.RPCError
+		denied *policy.DeniedError
+		schema *host.SchemaError
 	)
 	switch {
 	case errors.As(err, &ee):
 		code = ee.code
 		err = ee.err
-	case isUsage(err), errors.As(err, &us):
+	case isUsage(err), errors.As(err, &us), errors.As(err, &ut):
+		code = exitUsage
+	case errors.As(err, &denied):
+		code = exitDenied
+	case errors.As(err, &schema) && schema.What == "arguments":
 		code = exitUsage
 	case errors.As(err, &rerr):
 		// The server answered, and said no: not a connection problem.
@@ -120,6 +130,8 @@ func (a *app) rootCmd() *cobra.Command {
 	f.StringVarP(&a.output, "output", "o", "text", "output format: text or json")
 	f.DurationVar(&a.timeout, "timeout", host.DefaultTimeout, "timeout for each request to a server")
 	f.StringVar(&a.logLevel, "log-level", "warn", "log level: trace, debug, info, warn, error, off")
+	f.StringVar(&a.agent, "agent", host.CLIAgent, "act as this agent (its agent block sets permission, servers, allow and deny)")
+	f.BoolVarP(&a.yes, "yes", "y", false, "approve every server a trusted agent would be asked about")
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
 		if a.output != "text" && a.output != "json" {
 			return usageErr("--output must be text or json, not %q", a.output)
@@ -132,7 +144,7 @@ func (a *app) rootCmd() *cobra.Command {
 		}
 		return nil
 	}
-	root.AddCommand(a.toolsCmd(), a.callCmd(), a.resourcesCmd(), a.readCmd(), a.promptsCmd(), a.promptCmd(), a.pingCmd(), a.testserverCmd(), a.configCmd())
+	root.AddCommand(a.toolsCmd(), a.callCmd(), a.resourcesCmd(), a.readCmd(), a.promptsCmd(), a.promptCmd(), a.pingCmd(), a.testserverCmd(), a.configCmd(), a.serversCmd())
 	return root
 }
 
@@ -148,5 +160,5 @@ func (a *app) openHost() (*host.Host, error) {
 		return nil, &exitError{exitUsage, err}
 	}
 	a.printWarnings(cfg.Warnings)
-	return host.New(cfg, host.Options{Logger: a.logger(), Timeout: a.timeout}), nil
+	return host.New(cfg, host.Options{Logger: a.logger(), Timeout: a.timeout, Confirm: a.confirmer()}), nil
 }

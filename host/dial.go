@@ -1,0 +1,80 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/nexus-mcp/nexus/host/config"
+	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/host/transport/stdio"
+)
+
+// dial opens a session to srv over its configured transport.
+func (h *Host) dial(ctx context.Context, srv *config.Server) (*mcp.Client, error) {
+	conn, err := h.transport(ctx, srv)
+	if err != nil {
+		return nil, explain(srv, err, nil)
+	}
+	c, err := mcp.Connect(ctx, conn, h.clientOptions(srv))
+	if err != nil {
+		conn.Close()
+		sc, _ := conn.(*stdio.Conn)
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = &mcp.TimeoutError{Method: mcp.MethodInitialize, After: h.timeout(srv)}
+		}
+		return nil, explain(srv, err, sc)
+	}
+	if sc, ok := conn.(*stdio.Conn); ok {
+		h.mu.Lock()
+		h.stdio[srv.Name] = sc
+		h.mu.Unlock()
+	}
+	return c, nil
+}
+
+// transport starts the server's transport.
+func (h *Host) transport(ctx context.Context, srv *config.Server) (mcp.Conn, error) {
+	switch srv.Type {
+	case config.TypeStdio:
+		return stdio.Start(ctx, stdio.Config{
+			Server:         srv.Name,
+			Command:        srv.Command,
+			Env:            srv.Environ(),
+			EnvPassthrough: srv.EnvPassthrough,
+			Dir:            srv.Cwd,
+			Logger:         h.log.Named(srv.Name),
+			CloseGrace:     h.opts.CloseGrace,
+		})
+	}
+	return nil, explainUnsupportedTransport(srv)
+}
+
+func (h *Host) timeout(srv *config.Server) time.Duration {
+	if srv.Timeout > 0 {
+		return srv.Timeout
+	}
+	return h.opts.Timeout
+}
+
+func (h *Host) clientOptions(srv *config.Server) mcp.ClientOptions {
+	opts := mcp.ClientOptions{
+		Info:    mcp.Implementation{Name: "nexus", Version: Version},
+		Logger:  h.log.Named(srv.Name),
+		Timeout: h.timeout(srv),
+		Roots:   h.opts.Roots,
+	}
+	name := srv.Name
+	if h.opts.Sampling != nil {
+		opts.Sampling = h.opts.Sampling(name)
+	}
+	if h.opts.Elicitation != nil {
+		opts.Elicitation = h.opts.Elicitation(name)
+		opts.ElicitationURL = true
+	}
+	if h.opts.OnLog != nil {
+		opts.OnLog = func(m mcp.LogMessage) { h.opts.OnLog(name, m) }
+	}
+	opts.OnListChanged = func(string) { h.changed(name) }
+	return opts
+}

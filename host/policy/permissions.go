@@ -1,0 +1,163 @@
+package policy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path"
+	"sync"
+
+	"github.com/nexus-mcp/nexus/sdk/event"
+)
+
+// Agent is what the permission check knows of a caller: its level, the
+// servers it may see and allow/deny globs over "server.tool".
+type Agent struct {
+	Name       string
+	Permission string   // event.Yolo, event.Trusted or event.Sandboxed
+	Servers    []string // globs; empty means every server
+	Allow      []string // "server.tool" globs; empty means every tool
+	Deny       []string // wins over Allow
+	Source     string   // where the agent was configured, for errors
+}
+
+// Answer is a person's reply to a confirmation.
+type Answer int
+
+const (
+	No     Answer = iota // deny this call
+	Yes                  // allow this call
+	Always               // allow this and every later call to the server in this session
+)
+
+// ConfirmRequest is what a person is asked about.
+type ConfirmRequest struct {
+	Agent     string
+	Server    string
+	Tool      string // "" for non-tool methods
+	Method    string
+	Arguments json.RawMessage
+}
+
+// Confirmer asks a person. An error (no terminal, closed input) denies.
+type Confirmer interface {
+	Confirm(ctx context.Context, r ConfirmRequest) (Answer, error)
+}
+
+// Permissions are the built-in policy: permission levels with confirmation
+// and the agent's allow and deny rules. It runs before every other link.
+type Permissions struct {
+	agents  map[string]Agent
+	confirm Confirmer
+
+	mu      sync.Mutex
+	allowed map[[2]string]bool // agent, server: confirmed "always" this session
+}
+
+// NewPermissions makes the check for the configured agents. confirm may be
+// nil: trusted agents are then denied where they would be asked.
+func NewPermissions(agents []Agent, confirm Confirmer) *Permissions {
+	p := &Permissions{agents: map[string]Agent{}, confirm: confirm, allowed: map[[2]string]bool{}}
+	for _, a := range agents {
+		p.agents[a.Name] = a
+	}
+	return p
+}
+
+// Agent returns an agent's configuration.
+func (p *Permissions) Agent(name string) (Agent, bool) {
+	a, ok := p.agents[name]
+	return a, ok
+}
+
+// ServerVisible reports whether agent may see server at all.
+func (p *Permissions) ServerVisible(agent, server string) bool {
+	a, ok := p.agents[agent]
+	if !ok || a.Permission == event.Sandboxed || a.Permission == "" {
+		return false
+	}
+	return len(a.Servers) == 0 || anyGlob(a.Servers, server)
+}
+
+// ToolAllowed applies the agent's rules to server.tool: deny wins, and a
+// non-empty allow list admits only what it names.
+func (p *Permissions) ToolAllowed(agent, server, tool string) bool {
+	a, ok := p.agents[agent]
+	if !ok || !p.ServerVisible(agent, server) {
+		return false
+	}
+	ref := server + "." + tool
+	if matchAny(a.Deny, ref) {
+		return false
+	}
+	return len(a.Allow) == 0 || matchAny(a.Allow, ref)
+}
+
+func matchAny(globs []string, s string) bool {
+	for _, g := range globs {
+		if ok, _ := path.Match(g, s); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Check decides whether agent may make this call, asking for confirmation
+// where the level says so. A refusal is a *DeniedError naming the link
+// ("permission" or "rules") and how to change the outcome.
+func (p *Permissions) Check(ctx context.Context, r ConfirmRequest) error {
+	deny := func(link, reason string) error {
+		return &DeniedError{Link: link, Kind: KindPolicy, Reason: reason, Method: r.Method, Server: r.Server, Tool: r.Tool}
+	}
+	a, ok := p.agents[r.Agent]
+	switch {
+	case !ok || a.Permission == "":
+		return deny("permission", fmt.Sprintf("agent %q has no permission configured, so it has no MCP access; grant it with agent %q { permission = \"trusted\" } (or \"yolo\") in nexus.hcl", r.Agent, r.Agent))
+	case a.Permission == event.Sandboxed:
+		return deny("permission", fmt.Sprintf("agent %q is sandboxed, which allows no MCP access; change its permission to \"trusted\" or \"yolo\"%s", r.Agent, from(a)))
+	case !p.ServerVisible(r.Agent, r.Server):
+		return deny("rules", fmt.Sprintf("agent %q may not use server %q (its servers list: %v)%s", r.Agent, r.Server, a.Servers, from(a)))
+	case r.Tool != "" && !p.ToolAllowed(r.Agent, r.Server, r.Tool):
+		return deny("rules", fmt.Sprintf("%s.%s is not allowed for agent %q by its allow/deny rules%s", r.Server, r.Tool, r.Agent, from(a)))
+	case a.Permission == event.Yolo:
+		return nil
+	case a.Permission != event.Trusted:
+		return deny("permission", fmt.Sprintf("agent %q has unknown permission %q; use \"yolo\", \"trusted\" or \"sandboxed\"%s", r.Agent, a.Permission, from(a)))
+	}
+	key := [2]string{r.Agent, r.Server}
+	p.mu.Lock()
+	ok = p.allowed[key]
+	p.mu.Unlock()
+	if ok {
+		return nil
+	}
+	if p.confirm == nil {
+		return deny("permission", fmt.Sprintf("agent %q is trusted, so its first use of server %q needs a person's confirmation, and nobody can be asked here; pass --yes, or set permission = \"yolo\" for the agent", r.Agent, r.Server))
+	}
+	ans, err := p.confirm.Confirm(ctx, r)
+	if err != nil {
+		return deny("permission", fmt.Sprintf("confirmation for server %q could not be asked (%v); pass --yes to approve non-interactively, or set permission = \"yolo\" for agent %q", r.Server, err, r.Agent))
+	}
+	switch ans {
+	case Always:
+		p.mu.Lock()
+		p.allowed[key] = true
+		p.mu.Unlock()
+		return nil
+	case Yes:
+		return nil
+	}
+	return deny("permission", "declined at the confirmation prompt")
+}
+
+func from(a Agent) string {
+	if a.Source == "" {
+		return ""
+	}
+	return " (agent defined in " + a.Source + ")"
+}
+
+// AllowAll is a Confirmer that says "always": what --yes means.
+type AllowAll struct{}
+
+func (AllowAll) Confirm(context.Context, ConfirmRequest) (Answer, error) { return Always, nil }

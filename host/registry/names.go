@@ -1,0 +1,144 @@
+package registry
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/nexus-mcp/nexus/host/mcp"
+)
+
+// MaxNameLen is the longest tool name LLM providers accept
+// (^[a-zA-Z0-9_-]{1,64}$).
+const MaxNameLen = 64
+
+// ExposedName is the name a tool is offered under: mcp_<server>_<tool>
+// with every character outside [a-zA-Z0-9_-] replaced by '_'. A name over
+// 64 characters keeps its first 55 and gets '_' and 8 hex digits of a hash
+// of the exact server and tool names, so it stays unique and deterministic.
+func ExposedName(server, tool string) string {
+	var b strings.Builder
+	b.Grow(5 + len(server) + len(tool))
+	b.WriteString("mcp_")
+	writeSafe(&b, server)
+	b.WriteByte('_')
+	writeSafe(&b, tool)
+	name := b.String()
+	if len(name) <= MaxNameLen {
+		return name
+	}
+	return name[:MaxNameLen-9] + "_" + shortHash(server, tool, 0)
+}
+
+func writeSafe(b *strings.Builder, s string) {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '_' || c == '-' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') {
+			b.WriteByte(c)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+}
+
+func shortHash(server, tool string, salt int) string {
+	h := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%d", server, tool, salt)))
+	return hex.EncodeToString(h[:4])
+}
+
+// Ref is a tool by its server and its own name.
+type Ref struct {
+	Server string
+	Tool   string
+}
+
+// String is the server.tool form the CLI takes.
+func (r Ref) String() string { return r.Server + "." + r.Tool }
+
+// Entry is one tool in the catalog.
+type Entry struct {
+	Name string // exposed name
+	Ref
+	Tool mcp.Tool
+}
+
+// Collision reports two tools whose names sanitized to the same exposed
+// name; the later one (in server, tool order) got a hashed name.
+type Collision struct {
+	Name        string
+	First, Then Ref
+	Renamed     string
+}
+
+func (c Collision) String() string {
+	return fmt.Sprintf("tools %s and %s both sanitize to %q; %s is exposed as %q", c.First, c.Then, c.Name, c.Then, c.Renamed)
+}
+
+// Catalog maps exposed names to tools and back, exactly.
+type Catalog struct {
+	Entries    []Entry // sorted by server, then tool
+	Collisions []Collision
+	byName     map[string]int
+	byRef      map[Ref]int
+}
+
+// NewCatalog names every tool of every server. It is deterministic: the
+// same lists give the same names in any order.
+func NewCatalog(lists map[string][]mcp.Tool) *Catalog {
+	c := &Catalog{byName: map[string]int{}, byRef: map[Ref]int{}}
+	servers := make([]string, 0, len(lists))
+	for s := range lists {
+		servers = append(servers, s)
+	}
+	sort.Strings(servers)
+	for _, s := range servers {
+		tools := append([]mcp.Tool(nil), lists[s]...)
+		sort.SliceStable(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
+		for _, t := range tools {
+			ref := Ref{s, t.Name}
+			if _, dup := c.byRef[ref]; dup {
+				continue // a server listing one name twice: keep the first
+			}
+			name := ExposedName(s, t.Name)
+			if i, taken := c.byName[name]; taken {
+				renamed := name
+				for salt := 1; ; salt++ {
+					renamed = name[:min(len(name), MaxNameLen-9)] + "_" + shortHash(s, t.Name, salt)
+					if _, again := c.byName[renamed]; !again {
+						break
+					}
+				}
+				c.Collisions = append(c.Collisions, Collision{Name: name, First: c.Entries[i].Ref, Then: ref, Renamed: renamed})
+				name = renamed
+			}
+			c.byName[name] = len(c.Entries)
+			c.byRef[ref] = len(c.Entries)
+			c.Entries = append(c.Entries, Entry{Name: name, Ref: ref, Tool: t})
+		}
+	}
+	return c
+}
+
+// Lookup resolves an exposed name or a server.tool reference.
+func (c *Catalog) Lookup(name string) (Entry, bool) {
+	if i, ok := c.byName[name]; ok {
+		return c.Entries[i], true
+	}
+	if server, tool, ok := strings.Cut(name, "."); ok {
+		if i, ok := c.byRef[Ref{server, tool}]; ok {
+			return c.Entries[i], true
+		}
+	}
+	return Entry{}, false
+}
+
+// Name returns the exposed name of a tool.
+func (c *Catalog) Name(r Ref) (string, bool) {
+	i, ok := c.byRef[r]
+	if !ok {
+		return "", false
+	}
+	return c.Entries[i].Name, true
+}
