@@ -1,0 +1,203 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/nexus-mcp/nexus/host/config"
+	"github.com/nexus-mcp/nexus/host/policy"
+	"github.com/nexus-mcp/nexus/sdk/event"
+	sdk "github.com/nexus-mcp/nexus/sdk/plugin"
+	pb "github.com/nexus-mcp/nexus/sdk/plugin/proto"
+)
+
+// Link is a policy or sanitizer filter served by a plugin: a policy.Link.
+// It survives restarts of the plugin: after one, it configures the new
+// process with the same config on its next call.
+type Link struct {
+	p      *Plugin
+	kind   string // sdk.KindPolicy or sdk.KindSanitizer
+	name   string
+	config json.RawMessage
+
+	mu   sync.Mutex
+	inst *instance
+	id   string
+}
+
+var _ policy.Link = (*Link)(nil)
+
+// Name is the filter's name.
+func (l *Link) Name() string { return l.name }
+
+// Kind is sdk.KindPolicy or sdk.KindSanitizer.
+func (l *Link) Kind() string { return l.kind }
+
+// Filter returns the policy.Link of f, a policy or sanitizer filter that
+// names this plugin. The config is validated against the plugin's schema
+// (a *diag.Report with the filter's source if it fails) and the plugin
+// configures its instance now, so config errors surface at load.
+func (p *Plugin) Filter(ctx context.Context, f *config.Filter) (*Link, error) {
+	kind := sdk.KindPolicy
+	if f.Kind == "sanitizer" {
+		kind = sdk.KindSanitizer
+	}
+	if !p.Info().Has(kind) {
+		return nil, p.kindErr(kind)
+	}
+	raw, err := configJSON(f.Config)
+	if err != nil {
+		return nil, fmt.Errorf("filter %q: config: %v", f.Name, err)
+	}
+	problems, err := p.validate(kind, raw)
+	if err != nil {
+		return nil, err
+	}
+	if len(problems) > 0 {
+		return nil, (&ConfigError{Plugin: p.cfg.Name, Kind: kind, User: "filter " + strconv.Quote(f.Name),
+			Source: f.Source, Pointer: "/config", Problems: problems}).Report()
+	}
+	return p.newLink(ctx, kind, f.Name, raw)
+}
+
+// Policy returns a policy link named name with config (JSON; nil is {}).
+func (p *Plugin) Policy(ctx context.Context, name string, cfg json.RawMessage) (*Link, error) {
+	return p.checkedLink(ctx, sdk.KindPolicy, name, cfg)
+}
+
+// Sanitizer returns a sanitizer link named name with config.
+func (p *Plugin) Sanitizer(ctx context.Context, name string, cfg json.RawMessage) (*Link, error) {
+	return p.checkedLink(ctx, sdk.KindSanitizer, name, cfg)
+}
+
+func (p *Plugin) checkedLink(ctx context.Context, kind, name string, cfg json.RawMessage) (*Link, error) {
+	if !p.Info().Has(kind) {
+		return nil, p.kindErr(kind)
+	}
+	if len(cfg) == 0 {
+		cfg = json.RawMessage("{}")
+	}
+	problems, err := p.validate(kind, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if len(problems) > 0 {
+		return nil, &ConfigError{Plugin: p.cfg.Name, Kind: kind, User: "filter " + strconv.Quote(name), Problems: problems}
+	}
+	return p.newLink(ctx, kind, name, cfg)
+}
+
+func (p *Plugin) newLink(ctx context.Context, kind, name string, cfg json.RawMessage) (*Link, error) {
+	l := &Link{p: p, kind: kind, name: name, config: cfg}
+	if _, _, err := l.instance(ctx, nil); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// FilterError is an error a plugin's filter returned (not a crash).
+type FilterError struct {
+	Plugin string
+	Call   string // "Decide", "Sanitize", "NewPolicy", "NewSanitizer"
+	Msg    string
+}
+
+func (e *FilterError) Error() string {
+	return "plugin " + strconv.Quote(e.Plugin) + " " + e.Call + ": " + e.Msg
+}
+
+// instance returns the process and the instance id of this filter on it,
+// configuring it on a process that has not seen it (the first call, or the
+// first after a restart). stale is an instance id the plugin did not know.
+func (l *Link) instance(ctx context.Context, stale *string) (*instance, string, error) {
+	inst, err := l.p.get(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.inst == inst && (stale == nil || *stale != l.id) {
+		return inst, l.id, nil
+	}
+	req := &pb.ConfigureRequest{Name: l.name, Config: l.config}
+	var resp *pb.ConfigureResponse
+	call := "NewPolicy"
+	if l.kind == sdk.KindSanitizer {
+		call = "NewSanitizer"
+		if inst.sanitizer == nil {
+			return nil, "", l.p.kindErr(l.kind)
+		}
+		resp, err = inst.sanitizer.Configure(ctx, req)
+	} else {
+		if inst.policy == nil {
+			return nil, "", l.p.kindErr(l.kind)
+		}
+		resp, err = inst.policy.Configure(ctx, req)
+	}
+	if err != nil {
+		return nil, "", l.callErr(inst, ctx, call, err)
+	}
+	l.inst, l.id = inst, resp.Instance
+	return inst, l.id, nil
+}
+
+func (l *Link) callErr(inst *instance, ctx context.Context, call string, err error) error {
+	code := status.Code(err)
+	if code == codes.Unavailable || code == codes.Canceled || inst.dead() {
+		if inst.exitedWithin(time.Second) {
+			return inst.crashError(l.kind + " " + call)
+		}
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("plugin %q %s: %w", l.p.cfg.Name, call, ctx.Err())
+	}
+	return &FilterError{Plugin: l.p.cfg.Name, Call: call, Msg: grpcMessage(err)}
+}
+
+// Handle sends the event to the plugin and returns its decision. A crash
+// fails the call at once with a *CrashError.
+func (l *Link) Handle(ctx context.Context, e *event.Event) (event.Decision, error) {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return event.Decision{}, err
+	}
+	var stale *string
+	for attempt := 0; ; attempt++ {
+		inst, id, err := l.instance(ctx, stale)
+		if err != nil {
+			return event.Decision{}, err
+		}
+		// A call in flight ends the moment the process does.
+		cctx, cancel := context.WithCancel(ctx)
+		stop := context.AfterFunc(inst.ctx, cancel)
+		var resp *pb.DecideResponse
+		call := "Decide"
+		if l.kind == sdk.KindSanitizer {
+			call = "Sanitize"
+			resp, err = inst.sanitizer.Sanitize(cctx, &pb.DecideRequest{Instance: id, Event: b})
+		} else {
+			resp, err = inst.policy.Decide(cctx, &pb.DecideRequest{Instance: id, Event: b})
+		}
+		stop()
+		cancel()
+		if err != nil {
+			if status.Code(err) == codes.NotFound && attempt == 0 {
+				stale = &id // a reattached plugin restarted: configure again
+				continue
+			}
+			return event.Decision{}, l.callErr(inst, ctx, call, err)
+		}
+		var d event.Decision
+		if err := json.Unmarshal(resp.Decision, &d); err != nil {
+			return event.Decision{}, &FilterError{Plugin: l.p.cfg.Name, Call: call, Msg: "the decision is not valid JSON: " + err.Error()}
+		}
+		return d, nil
+	}
+}

@@ -1,0 +1,247 @@
+package plugin
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+	goplugin "github.com/hashicorp/go-plugin"
+	"github.com/hashicorp/go-plugin/runner"
+
+	"github.com/nexus-mcp/nexus/host/transport/stdio"
+)
+
+// procRunner runs a plugin binary for go-plugin. go-plugin's own runner
+// hands the child the host's stdin, which in gateway mode carries an MCP
+// stream; this one gives it /dev/null, the sanitized environment, its own
+// process group, and verifies the checksum (go-plugin's SecureConfig)
+// immediately before exec.
+type procRunner struct {
+	name   string
+	path   string
+	secure *goplugin.SecureConfig // nil: not checked (an explicit, logged choice)
+	cmd    *exec.Cmd
+	stdout io.ReadCloser
+	stderr io.ReadCloser
+
+	exited  chan struct{}
+	mu      sync.Mutex
+	waitErr error
+	pid     int
+}
+
+var _ runner.Runner = (*procRunner)(nil)
+
+func newProcRunner(name, path string, secure *goplugin.SecureConfig, env []string, pluginEnv []string) (*procRunner, error) {
+	cmd := exec.Command(path)
+	cmd.Env = append(append([]string{}, env...), pluginEnv...)
+	cmd.Stdin = nil // /dev/null: a plugin never reads the host's stdin
+	setProcAttr(cmd)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	return &procRunner{name: name, path: path, secure: secure, cmd: cmd, stdout: stdout, stderr: stderr, exited: make(chan struct{})}, nil
+}
+
+func (r *procRunner) Start(context.Context) error {
+	if r.secure != nil {
+		ok, err := r.secure.Check(r.path)
+		if err != nil {
+			return fmt.Errorf("error verifying checksum: %w", err)
+		}
+		if !ok {
+			return goplugin.ErrChecksumsDoNotMatch
+		}
+	}
+	if err := r.cmd.Start(); err != nil {
+		close(r.exited)
+		return err
+	}
+	r.pid = r.cmd.Process.Pid
+	return nil
+}
+
+func (r *procRunner) Wait(context.Context) error {
+	err := r.cmd.Wait()
+	r.mu.Lock()
+	r.waitErr = err
+	r.mu.Unlock()
+	select {
+	case <-r.exited:
+	default:
+		close(r.exited)
+	}
+	return err
+}
+
+// exitText says how the process ended ("exit status 2", "signal: killed").
+func (r *procRunner) exitText() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.waitErr != nil {
+		return r.waitErr.Error()
+	}
+	if ps := r.cmd.ProcessState; ps != nil {
+		return ps.String()
+	}
+	return ""
+}
+
+func (r *procRunner) Kill(context.Context) error {
+	if r.cmd.Process == nil {
+		return nil
+	}
+	err := r.cmd.Process.Kill()
+	if errors.Is(err, os.ErrProcessDone) {
+		return nil
+	}
+	return err
+}
+
+func (r *procRunner) Stdout() io.ReadCloser { return r.stdout }
+func (r *procRunner) Stderr() io.ReadCloser { return r.stderr }
+
+// Name tags the plugin's log lines: go-plugin logs them through
+// Logger.Named(Name()).
+func (r *procRunner) Name() string { return r.name }
+
+func (r *procRunner) ID() string {
+	if r.pid == 0 {
+		return ""
+	}
+	return strconv.Itoa(r.pid)
+}
+
+func (r *procRunner) Diagnose(context.Context) string { return "" }
+
+func (r *procRunner) PluginToHost(n, a string) (string, string, error) { return n, a, nil }
+func (r *procRunner) HostToPlugin(n, a string) (string, string, error) { return n, a, nil }
+
+// pluginEnv is the environment a plugin starts with: the SafeEnvKeys the
+// stdio transport also passes, taken from the host, and nothing else. The
+// host's environment routinely holds tokens; a plugin that needs a value
+// gets it through its config.
+func pluginEnv(environ []string) []string {
+	allowed := map[string]bool{}
+	for _, k := range stdio.SafeEnvKeys {
+		allowed[foldKey(k)] = true
+	}
+	env := []string{}
+	for _, kv := range environ {
+		k, _, ok := strings.Cut(kv, "=")
+		if ok && k != "" && allowed[foldKey(k)] {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+func foldKey(k string) string {
+	if runtime.GOOS == "windows" {
+		return strings.ToUpper(k)
+	}
+	return k
+}
+
+// fileSHA256 returns the lower-case hex sha256 of the file at path.
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// checkExecutable classifies a path before anything runs.
+func checkExecutable(path string) (LoadErrorKind, error) {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return LoadNotFound, err
+	case err != nil:
+		return LoadNotExecutable, err
+	case fi.IsDir():
+		return LoadNotExecutable, errors.New("it is a directory")
+	case !fi.Mode().IsRegular():
+		return LoadNotExecutable, errors.New("it is not a regular file")
+	case runtime.GOOS != "windows" && fi.Mode().Perm()&0o111 == 0:
+		return LoadNotExecutable, errors.New("it has no execute permission (mode " + fi.Mode().Perm().String() + ")")
+	}
+	return 0, nil
+}
+
+// classifyStart maps go-plugin's start errors, which are plain strings, to
+// kinds a person can act on.
+func classifyStart(err error, exited bool) LoadErrorKind {
+	msg := err.Error()
+	switch {
+	case errors.Is(err, goplugin.ErrChecksumsDoNotMatch):
+		return LoadChecksumMismatch
+	case errors.Is(err, fs.ErrNotExist):
+		return LoadNotFound
+	case errors.Is(err, fs.ErrPermission):
+		return LoadNotExecutable
+	case strings.Contains(msg, "timeout while waiting for plugin to start"):
+		return LoadTimeout
+	case strings.Contains(msg, "incompatible API version"), strings.Contains(msg, "incompatible core API version"):
+		return LoadVersion
+	case strings.Contains(msg, "Unrecognized remote plugin message"):
+		if strings.Contains(msg, "Failed to read any lines") {
+			return LoadExited
+		}
+		return LoadNotAPlugin
+	case strings.Contains(msg, "unsupported plugin protocol"):
+		return LoadNotAPlugin
+	case strings.Contains(msg, "plugin exited before we could connect"), exited:
+		return LoadExited
+	}
+	return LoadOther
+}
+
+// cleanStartError trims go-plugin's multi-paragraph messages to their first
+// line, which is what a person needs; the rest repeats generic advice.
+func cleanStartError(err error) error {
+	msg := err.Error()
+	if i := strings.Index(msg, "\n"); i >= 0 {
+		first := msg[:i]
+		if strings.HasPrefix(first, "Unrecognized remote plugin message: ") {
+			line := strings.TrimPrefix(first, "Unrecognized remote plugin message: ")
+			return fmt.Errorf("its first line on stdout was %q, not a handshake", line)
+		}
+		return errors.New(first)
+	}
+	if strings.HasPrefix(msg, "Unrecognized remote plugin message: ") {
+		return fmt.Errorf("its first line on stdout was %q, not a handshake", strings.TrimPrefix(msg, "Unrecognized remote plugin message: "))
+	}
+	return err
+}
+
+// quietLogger keeps go-plugin's own chatter at debug level at most: what
+// matters to a person reaches them as an error.
+func pluginLogger(base hclog.Logger, name string) hclog.Logger {
+	if base == nil {
+		base = hclog.NewNullLogger()
+	}
+	return base.Named("plugin").With("plugin", name)
+}

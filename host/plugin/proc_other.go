@@ -1,0 +1,7 @@
+//go:build !unix
+
+package plugin
+
+import "os/exec"
+
+func setProcAttr(*exec.Cmd) {}
