@@ -28,7 +28,9 @@ var HostProtocolVersions = []int{1}
 // clientPlugin is the host side of the one go-plugin plugin a Nexus binary
 // serves: it hands back the gRPC connection, on which the kinds are
 // services.
-type clientPlugin struct{ goplugin.NetRPCUnsupportedPlugin }
+type clientPlugin struct {
+	goplugin.NetRPCUnsupportedPlugin
+}
 
 func (clientPlugin) GRPCServer(*goplugin.GRPCBroker, *grpc.Server) error {
 	return errors.New("the host serves no plugins")

@@ -52,7 +52,9 @@ func (r *lineRing) Write(p []byte) (int, error) {
 
 func (r *lineRing) add(b []byte) {
 	s := renderLogLine(bytes.TrimRight(b, "\r"))
-	if strings.TrimSpace(s) == "" {
+	// Debug and trace lines (go-plugin's own chatter among them) are logged
+	// but not kept: the tail in an error should show what went wrong.
+	if strings.TrimSpace(s) == "" || strings.HasPrefix(s, "[DEBUG] ") || strings.HasPrefix(s, "[TRACE] ") {
 		return
 	}
 	if len(r.lines) == keptLines {

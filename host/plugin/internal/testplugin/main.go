@@ -25,6 +25,10 @@ import (
 	"github.com/nexus-mcp/nexus/sdk/plugin"
 )
 
+// fd2 is the process's real stderr: after the handshake go-plugin points
+// os.Stderr at a pipe it forwards over gRPC.
+var fd2 = os.NewFile(2, "stderr")
+
 func main() {
 	mode := filepath.Base(os.Args[0])
 	mode = strings.TrimSuffix(mode, ".exe")
@@ -81,7 +85,9 @@ func serveVersion(v int) {
 	})
 }
 
-type nothing struct{ goplugin.NetRPCUnsupportedPlugin }
+type nothing struct {
+	goplugin.NetRPCUnsupportedPlugin
+}
 
 func (*nothing) GRPCServer(*goplugin.GRPCBroker, *grpc.Server) error { return nil }
 func (*nothing) GRPCClient(context.Context, *goplugin.GRPCBroker, *grpc.ClientConn) (any, error) {
@@ -165,7 +171,7 @@ type testConn struct {
 func (t *testConn) WriteMessage(ctx context.Context, msg []byte) error {
 	n := t.frames.Add(1)
 	if t.cfg.CrashAfter > 0 && n > int64(t.cfg.CrashAfter) {
-		fmt.Fprintln(os.Stderr, "panic: runtime error: index out of range [3] with length 3 (transport)")
+		fmt.Fprintln(fd2, "panic: runtime error: index out of range [3] with length 3 (transport)")
 		os.Exit(2)
 	}
 	return t.Conn.WriteMessage(ctx, msg)
@@ -227,8 +233,9 @@ func (d *decider) Decide(ctx context.Context, e *event.Event) (event.Decision, e
 	switch tool {
 	case "":
 	case d.c.CrashOn:
-		fmt.Fprintln(os.Stderr, "panic: boom in Decide")
-		fmt.Fprintln(os.Stderr, "goroutine 7 [running]:")
+		// Straight to fd 2, as the Go runtime writes a panic.
+		fmt.Fprintln(fd2, "panic: boom in Decide")
+		fmt.Fprintln(fd2, "goroutine 7 [running]:")
 		os.Exit(2)
 	case d.c.HangOn:
 		<-ctx.Done()
@@ -258,4 +265,3 @@ func (sanitizerKind) NewSanitizer(context.Context, json.RawMessage) (plugin.Deci
 		return plugin.ModifyResult(json.RawMessage(strings.ReplaceAll(s, "secret", "[redacted]")), "redacted"), nil
 	}), nil
 }
-
