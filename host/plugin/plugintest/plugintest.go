@@ -1,0 +1,127 @@
+// Package plugintest helps tests run real plugin binaries through the host:
+// it builds a plugin's main package into a temporary directory, pins its
+// checksum in a plugin block and opens it with a Manager that is closed
+// when the test ends.
+package plugintest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/nexus-mcp/nexus/host/config"
+	"github.com/nexus-mcp/nexus/host/diag"
+	"github.com/nexus-mcp/nexus/host/plugin"
+)
+
+var (
+	mu    sync.Mutex
+	built = map[string]string{}
+	dirs  []string
+)
+
+// Build runs go build on the main package in dir (a path relative to the
+// test's working directory, usually ".") once per test process and
+// returns the binary's path.
+func Build(t testing.TB, dir string) string {
+	t.Helper()
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if p, ok := built[abs]; ok {
+		return p
+	}
+	out, err := os.MkdirTemp("", "nexus-plugin-build-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs = append(dirs, out)
+	bin := filepath.Join(out, filepath.Base(abs))
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Dir = abs
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", dir, err, b)
+	}
+	built[abs] = bin
+	return bin
+}
+
+// Cleanup removes what Build built; call it from TestMain after m.Run.
+func Cleanup() {
+	mu.Lock()
+	defer mu.Unlock()
+	for _, d := range dirs {
+		os.RemoveAll(d)
+	}
+}
+
+// Pinned is a plugin block for the binary at path with its real sha256.
+func Pinned(t testing.TB, name, path string) *config.Plugin {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		t.Fatal(err)
+	}
+	return &config.Plugin{Name: name, Path: path, SHA256: hex.EncodeToString(h.Sum(nil)),
+		Source: diag.Source{File: "nexus.hcl", Layer: "project", Line: 1}}
+}
+
+// Manager returns a Manager for the test, logging to t.Log, closed at the
+// end of the test.
+func Manager(t testing.TB) *plugin.Manager {
+	t.Helper()
+	empty := ""
+	m := plugin.NewManager(plugin.Options{
+		Logger:       hclog.New(&hclog.LoggerOptions{Name: "nexus", Output: testWriter{t}, Level: hclog.Info}),
+		StartTimeout: 20 * time.Second,
+		Reattach:     &empty,
+	})
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+// Open builds the plugin in dir and opens it as a plugin block named name.
+func Open(t testing.TB, dir, name string) (*plugin.Manager, *plugin.Plugin, *config.Plugin) {
+	t.Helper()
+	m := Manager(t)
+	pc := Pinned(t, name, Build(t, dir))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p, err := m.Open(ctx, pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, p, pc
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	defer func() { _ = recover() }() // a log line after the test ended
+	w.t.Log(string(p))
+	return len(p), nil
+}
+
+// Server is a server block that uses a transport plugin.
+func Server(name, pluginName string, cfg map[string]any) *config.Server {
+	return &config.Server{Name: name, Type: config.TypePlugin, Plugin: &config.PluginTransport{Name: pluginName, Config: cfg},
+		Source: diag.Source{File: "nexus.hcl", Layer: "project", Line: 10}, Enabled: true}
+}
+
