@@ -15,9 +15,9 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/nexus-mcp/nexus/host/mcp"
 	hostplugin "github.com/nexus-mcp/nexus/host/plugin"
 	"github.com/nexus-mcp/nexus/host/plugin/plugintest"
-	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/host/testserver"
 )
 

@@ -124,4 +124,3 @@ func Server(name, pluginName string, cfg map[string]any) *config.Server {
 	return &config.Server{Name: name, Type: config.TypePlugin, Plugin: &config.PluginTransport{Name: pluginName, Config: cfg},
 		Source: diag.Source{File: "nexus.hcl", Layer: "project", Line: 10}, Enabled: true}
 }
-
