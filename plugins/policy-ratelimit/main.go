@@ -1,0 +1,298 @@
+// Command policy-ratelimit is a Nexus policy plugin: token-bucket rate
+// limits per agent, per server and per tool, from the filter's config. A
+// call over a limit is denied with the time until the next call would be
+// allowed.
+//
+// It is a plugin rather than a WASM filter because it keeps state (the
+// buckets) across calls for as long as the host runs.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path"
+	"regexp"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nexus-mcp/nexus/sdk/event"
+	"github.com/nexus-mcp/nexus/sdk/plugin"
+)
+
+// Version of the plugin, shown by `nexus plugin inspect`.
+const Version = "1.0.0"
+
+func main() {
+	plugin.Serve(plugin.Options{Name: "policy-ratelimit", Version: Version, Policy: policy{now: time.Now}})
+}
+
+const schema = `{
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "type": "object",
+  "additionalProperties": false,
+  "$defs": {
+    "limit": {
+      "type": "object",
+      "required": ["rate"],
+      "additionalProperties": false,
+      "properties": {
+        "rate": {"type": "string", "pattern": "^[1-9][0-9]*/(s|m|h|d)$", "description": "calls per period: \"10/m\" is ten a minute"},
+        "burst": {"type": "integer", "minimum": 1, "description": "calls allowed at once; default the rate's count"}
+      }
+    }
+  },
+  "properties": {
+    "per_agent": {"$ref": "#/$defs/limit", "description": "a bucket for each agent"},
+    "per_server": {"$ref": "#/$defs/limit", "description": "a bucket for each server"},
+    "per_tool": {"$ref": "#/$defs/limit", "description": "a bucket for each server.tool"},
+    "tools": {
+      "type": "object",
+      "description": "limits for matching server.tool names (globs), instead of per_tool",
+      "additionalProperties": {"$ref": "#/$defs/limit"}
+    }
+  }
+}`
+
+type limitConfig struct {
+	Rate  string `json:"rate"`
+	Burst int    `json:"burst"`
+}
+
+type config struct {
+	PerAgent  *limitConfig            `json:"per_agent"`
+	PerServer *limitConfig            `json:"per_server"`
+	PerTool   *limitConfig            `json:"per_tool"`
+	Tools     map[string]*limitConfig `json:"tools"`
+}
+
+// limit is a parsed rate: burst tokens, refilled at one per every.
+type limit struct {
+	text  string // "10/m", for messages
+	burst float64
+	every time.Duration
+}
+
+var rateRE = regexp.MustCompile(`^([1-9][0-9]*)/(s|m|h|d)$`)
+
+func parseLimit(c *limitConfig) (*limit, error) {
+	if c == nil {
+		return nil, nil
+	}
+	m := rateRE.FindStringSubmatch(c.Rate)
+	if m == nil {
+		return nil, fmt.Errorf("rate %q is not COUNT/PERIOD (for example 10/m)", c.Rate)
+	}
+	n, _ := strconv.Atoi(m[1])
+	period := map[string]time.Duration{"s": time.Second, "m": time.Minute, "h": time.Hour, "d": 24 * time.Hour}[m[2]]
+	burst := c.Burst
+	if burst <= 0 {
+		burst = n
+	}
+	return &limit{text: c.Rate, burst: float64(burst), every: period / time.Duration(n)}, nil
+}
+
+type policy struct{ now func() time.Time }
+
+var (
+	_ plugin.Policy         = policy{}
+	_ plugin.SchemaProvider = policy{}
+)
+
+func (policy) ConfigSchema() json.RawMessage { return json.RawMessage(schema) }
+
+func (p policy) NewPolicy(_ context.Context, raw json.RawMessage) (plugin.Decider, error) {
+	var c config
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return nil, err
+	}
+	l := &limiter{now: p.now, buckets: map[string]*bucket{}}
+	var err error
+	if l.agent, err = parseLimit(c.PerAgent); err != nil {
+		return nil, fmt.Errorf("per_agent: %v", err)
+	}
+	if l.server, err = parseLimit(c.PerServer); err != nil {
+		return nil, fmt.Errorf("per_server: %v", err)
+	}
+	if l.tool, err = parseLimit(c.PerTool); err != nil {
+		return nil, fmt.Errorf("per_tool: %v", err)
+	}
+	for glob, lc := range c.Tools {
+		if _, err := path.Match(glob, ""); err != nil {
+			return nil, fmt.Errorf("tools: %q is not a valid glob: %v", glob, err)
+		}
+		lim, err := parseLimit(lc)
+		if err != nil {
+			return nil, fmt.Errorf("tools[%q]: %v", glob, err)
+		}
+		l.tools = append(l.tools, toolLimit{glob: glob, lim: lim})
+	}
+	sortToolLimits(l.tools)
+	return l, nil
+}
+
+type toolLimit struct {
+	glob string
+	lim  *limit
+}
+
+// sortToolLimits puts exact names before globs, then orders by name, so
+// the most specific limit of a tool is found first.
+func sortToolLimits(t []toolLimit) {
+	less := func(a, b toolLimit) bool {
+		ag, bg := hasMeta(a.glob), hasMeta(b.glob)
+		if ag != bg {
+			return !ag
+		}
+		return a.glob < b.glob
+	}
+	for i := 1; i < len(t); i++ {
+		for j := i; j > 0 && less(t[j], t[j-1]); j-- {
+			t[j], t[j-1] = t[j-1], t[j]
+		}
+	}
+}
+
+func hasMeta(s string) bool {
+	for _, c := range s {
+		if c == '*' || c == '?' || c == '[' || c == '\\' {
+			return true
+		}
+	}
+	return false
+}
+
+// maxBuckets bounds memory: past it, buckets that have refilled (and so
+// hold no state worth keeping) are dropped.
+const maxBuckets = 100000
+
+type bucket struct {
+	tokens float64
+	last   time.Time
+}
+
+type limiter struct {
+	now                 func() time.Time
+	agent, server, tool *limit
+	tools               []toolLimit
+
+	mu      sync.Mutex
+	buckets map[string]*bucket
+}
+
+// check is one bucket a call must pass.
+type check struct {
+	key  string
+	lim  *limit
+	what string // "agent \"cli\"", for the reason
+}
+
+func (l *limiter) toolLimit(name string) *limit {
+	for _, t := range l.tools {
+		if ok, _ := path.Match(t.glob, name); ok {
+			return t.lim
+		}
+	}
+	return l.tool
+}
+
+// Decide takes a token from every bucket the call belongs to, or none and
+// denies the call naming the limit that stopped it and the wait.
+func (l *limiter) Decide(_ context.Context, e *event.Event) (event.Decision, error) {
+	var checks []check
+	if l.agent != nil {
+		checks = append(checks, check{"a\x00" + e.Agent.ID, l.agent, "agent " + strconv.Quote(e.Agent.ID)})
+	}
+	if l.server != nil && e.Server.Name != "" {
+		checks = append(checks, check{"s\x00" + e.Server.Name, l.server, "server " + strconv.Quote(e.Server.Name)})
+	}
+	if e.Tool != nil && e.Tool.Name != "" {
+		name := e.Server.Name + "." + e.Tool.Name
+		if lim := l.toolLimit(name); lim != nil {
+			checks = append(checks, check{"t\x00" + name, lim, "tool " + strconv.Quote(name)})
+		}
+	}
+	if len(checks) == 0 {
+		return plugin.Allow(), nil
+	}
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.buckets) > maxBuckets {
+		l.sweep(now)
+	}
+	var worst time.Duration
+	var blocked *check
+	bs := make([]*bucket, len(checks))
+	for i := range checks {
+		c := &checks[i]
+		b := l.buckets[c.key]
+		if b == nil {
+			b = &bucket{tokens: c.lim.burst, last: now}
+			l.buckets[c.key] = b
+		}
+		refill(b, c.lim, now)
+		bs[i] = b
+		if b.tokens < 1 {
+			wait := time.Duration((1 - b.tokens) * float64(c.lim.every))
+			if wait > worst {
+				worst, blocked = wait, c
+			}
+		}
+	}
+	if blocked != nil {
+		return plugin.Deny(fmt.Sprintf("rate limit for %s is %s (burst %g); next call allowed in %s",
+			blocked.what, blocked.lim.text, blocked.lim.burst, roundWait(worst))), nil
+	}
+	for _, b := range bs {
+		b.tokens--
+	}
+	return plugin.Allow(), nil
+}
+
+func refill(b *bucket, lim *limit, now time.Time) {
+	if el := now.Sub(b.last); el > 0 {
+		b.tokens = min(lim.burst, b.tokens+float64(el)/float64(lim.every))
+		b.last = now
+	}
+}
+
+// roundWait shows a wait to a useful precision: 4.2s, 1m30s, 2h0m0s.
+func roundWait(d time.Duration) time.Duration {
+	switch {
+	case d < time.Second:
+		return d.Round(time.Millisecond)
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond)
+	default:
+		return d.Round(time.Second)
+	}
+}
+
+// sweep drops buckets that are full again.
+func (l *limiter) sweep(now time.Time) {
+	for k, b := range l.buckets {
+		lim := l.limitFor(k)
+		if lim == nil {
+			delete(l.buckets, k)
+			continue
+		}
+		refill(b, lim, now)
+		if b.tokens >= lim.burst {
+			delete(l.buckets, k)
+		}
+	}
+}
+
+func (l *limiter) limitFor(key string) *limit {
+	switch key[0] {
+	case 'a':
+		return l.agent
+	case 's':
+		return l.server
+	case 't':
+		return l.toolLimit(key[2:])
+	}
+	return nil
+}
