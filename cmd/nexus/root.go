@@ -145,6 +145,7 @@ func (a *app) rootCmd() *cobra.Command {
 		return nil
 	}
 	root.AddCommand(a.toolsCmd(), a.callCmd(), a.resourcesCmd(), a.readCmd(), a.promptsCmd(), a.promptCmd(), a.pingCmd(), a.testserverCmd(), a.configCmd(), a.serversCmd())
+	root.AddCommand(a.pluginCmd())
 	return root
 }
 

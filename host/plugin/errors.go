@@ -222,7 +222,8 @@ func loadReport(p *config.Plugin, e *LoadError, sum string) *diag.Report {
 		r.Fix = []string{"Move slow setup out of main, into Open or NewPolicy"}
 	case LoadExited:
 		r.Problem = "Plugin " + name + " exited during start"
-		r.Causes = []string{"The plugin failed before serving; its stderr usually says why"}
+		r.Causes = []string{"The plugin failed before serving; its stderr usually says why",
+			"The binary is not a Nexus plugin: it ran and exited without answering the plugin handshake"}
 		r.Fix = []string{"Run the binary by hand to see its output"}
 	case LoadReattach:
 		r.Problem = "Plugin " + name + " is listed in NEXUS_REATTACH_PLUGINS but cannot be reached"

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"path/filepath"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -25,7 +26,7 @@ func Inspect(ctx context.Context, path string, o InspectOptions) (Info, error) {
 	m := NewManager(Options{Logger: o.Logger, StartTimeout: o.StartTimeout, InsecureSkipChecksum: true, Reattach: &empty})
 	defer m.Close()
 	m.log = hclog.NewNullLogger() // no warning about the checksum: inspecting is the way to learn it
-	p, err := m.Open(ctx, &config.Plugin{Name: "inspect", Path: path, SHA256: o.SHA256})
+	p, err := m.Open(ctx, &config.Plugin{Name: filepath.Base(path), Path: path, SHA256: o.SHA256})
 	if err != nil {
 		return Info{}, err
 	}
