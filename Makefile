@@ -59,3 +59,33 @@ lint:
 
 clean:
 	rm -rf bin
+
+# ---- go-plugin plugins (sdk/plugin, plugins/<name>)
+.PHONY: proto plugins
+PLUGINS            := transport-websocket transport-ssh policy-ratelimit
+PROTOC_GEN_GO      := google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+PROTOC_GEN_GO_GRPC := google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2
+
+# Regenerate sdk/plugin/proto/*.pb.go from plugin.proto. The generated code
+# is committed, so only a change to the .proto needs this. protoc comes from
+# Debian (apt-get install -y protobuf-compiler); its Go generators are pinned
+# and run through the module proxy with go run.
+proto:
+	@command -v protoc >/dev/null || { echo "protoc not found; install it: apt-get install -y protobuf-compiler"; exit 1; }
+	@mkdir -p bin/tools
+	@printf '#!/bin/sh\nexec $(GO) run $(PROTOC_GEN_GO) "$$@"\n' > bin/tools/protoc-gen-go
+	@printf '#!/bin/sh\nexec $(GO) run $(PROTOC_GEN_GO_GRPC) "$$@"\n' > bin/tools/protoc-gen-go-grpc
+	@chmod +x bin/tools/protoc-gen-go bin/tools/protoc-gen-go-grpc
+	cd sdk/plugin/proto && protoc \
+		--plugin=protoc-gen-go=$(CURDIR)/bin/tools/protoc-gen-go \
+		--plugin=protoc-gen-go-grpc=$(CURDIR)/bin/tools/protoc-gen-go-grpc \
+		--go_out=. --go_opt=paths=source_relative \
+		--go-grpc_out=. --go-grpc_opt=paths=source_relative \
+		plugin.proto
+
+# Build the first-party plugins into bin/plugins and print the sha256 each
+# plugin block pins.
+plugins:
+	@mkdir -p bin/plugins
+	@for p in $(PLUGINS); do $(GO) build -o bin/plugins/$$p ./plugins/$$p || exit 1; done
+	@cd bin/plugins && sha256sum $(PLUGINS)
