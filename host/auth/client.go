@@ -68,7 +68,12 @@ type Client struct {
 	rec       *record
 	attempts  map[string]int
 	lastGrant time.Time
+	raced     int // retries granted without a new authorization, in a row
 }
+
+// racedLimit bounds the retries Challenge grants because the rejected
+// request carried an older token than the current one.
+const racedLimit = 16
 
 // New validates cfg and returns a Client with any stored token loaded.
 // It does no network I/O.
@@ -274,8 +279,18 @@ func (c *Client) token() *storedToken {
 	return &t
 }
 
+// expiresSoon: the token expires within refreshSkew, or within a quarter
+// of its lifetime when that is shorter (so that a token issued for less
+// than a minute is not renewed before every request).
 func (c *Client) expiresSoon(t *storedToken) bool {
-	return !t.Expiry.IsZero() && c.now().Add(refreshSkew).After(t.Expiry)
+	if t.Expiry.IsZero() {
+		return false
+	}
+	skew := refreshSkew
+	if life := t.Expiry.Sub(t.ObtainedAt); !t.ObtainedAt.IsZero() && life > 0 && life < 4*refreshSkew {
+		skew = life / 4
+	}
+	return c.now().Add(skew).After(t.Expiry)
 }
 
 func (c *Client) expired(t *storedToken) bool {
@@ -405,12 +420,21 @@ func (c *Client) Challenge(ctx context.Context, resp *http.Response) (bool, erro
 	defer c.unlockFlow()
 
 	cur := c.token()
-	if cur != nil && sent != cur.AccessToken && !c.expired(cur) {
-		// Raced with another re-authorization: try the newer token first.
-		if !stepUp || scopesCover(cur.Scopes, strings.Fields(ch.Param("scope"))) {
+	if cur != nil && sent != cur.AccessToken && !c.expired(cur) && resp.Request != nil && c.sameOrigin(resp.Request.URL) {
+		// Raced with another re-authorization: try the newer token first
+		// (a bounded number of times in a row, should the request somehow
+		// never carry it).
+		c.mu.Lock()
+		c.raced++
+		n := c.raced
+		c.mu.Unlock()
+		if n <= racedLimit && (!stepUp || scopesCover(cur.Scopes, strings.Fields(ch.Param("scope")))) {
 			return true, nil
 		}
 	}
+	c.mu.Lock()
+	c.raced = 0
+	c.mu.Unlock()
 	if err := c.acquire(ctx, ch, stepUp, cur, true); err != nil {
 		return false, err
 	}

@@ -106,6 +106,13 @@ func first(s []string) string {
 func (c *Client) fetchPRM(ctx context.Context, fromHeader string) (*ResourceMetadata, error) {
 	var urls []string
 	if fromHeader != "" {
+		// An absolute URL per RFC 9728; a relative one is resolved against
+		// the server URL rather than dropped.
+		if base, err := url.Parse(c.resource); err == nil {
+			if ref, err := url.Parse(fromHeader); err == nil {
+				fromHeader = base.ResolveReference(ref).String()
+			}
+		}
 		urls = append(urls, fromHeader)
 	}
 	for _, u := range prmURLs(c.resource) {

@@ -283,7 +283,7 @@ func (a *fakeAS) clientAuth(r *http.Request, tr *tokenReq) (clientID string, ok 
 			return "", false
 		}
 		tok, err := jwt.Parse(f.Get("client_assertion"), func(*jwt.Token) (any, error) { return a.clientKey, nil },
-			jwt.WithValidMethods([]string{"ES256", "RS256", "EdDSA"}), jwt.WithAudience(a.issuer()), jwt.WithExpirationRequired(), jwt.WithIssuedAt())
+			jwt.WithValidMethods([]string{"ES256", "RS256", "EdDSA"}), jwt.WithAudience(a.issuer()), jwt.WithExpirationRequired(), jwt.WithIssuedAt(), jwt.WithLeeway(time.Minute))
 		if err != nil {
 			a.fail("client assertion: %v", err)
 			return "", false

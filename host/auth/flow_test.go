@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -336,14 +337,21 @@ func TestScopeSelection(t *testing.T) {
 func TestRefreshBeforeExpiry(t *testing.T) {
 	as := newFakeAS(t)
 	as.alwaysRefresh = true
-	as.expiresIn = 30 // inside the refresh skew: the next Authorize refreshes
 	rs := newFakeRS(t, as)
-	c := newTestClient(t, rs, nil)
+	var later atomic.Int64
+	c := newTestClient(t, rs, func(cfg *Config) {
+		cfg.now = func() time.Time { return time.Now().Add(time.Duration(later.Load())) }
+	})
 	mustCall(t, c, rs.url())
 	first := c.token()
 	if first == nil || first.RefreshToken == "" {
 		t.Fatalf("no refresh token stored: %+v", first)
 	}
+	mustCall(t, c, rs.url()) // an hour left: used as it is
+	if _, toks, _, _ := as.snapshot(); len(toks) != 1 {
+		t.Fatalf("%d token requests before expiry, want 1", len(toks))
+	}
+	later.Store(int64(time.Hour - 30*time.Second)) // inside the refresh skew
 	mustCall(t, c, rs.url())
 	as.checkNoFailures()
 	authz, toks, _, _ := as.snapshot()
@@ -630,4 +638,51 @@ func TestChallengeIgnoresOtherResponses(t *testing.T) {
 			t.Errorf("Challenge(%v) = %v, %v; want false, nil", resp, retry, err)
 		}
 	}
+}
+
+// TestRacedRetryIsBounded: a transport whose requests never carry the
+// current token (here: no Request on the response) cannot loop forever.
+func TestRacedRetryIsBounded(t *testing.T) {
+	as := newFakeAS(t)
+	rs := newFakeRS(t, as)
+	c := newTestClient(t, rs, nil)
+	mustCall(t, c, rs.url())
+	resp := &http.Response{StatusCode: 401, Header: http.Header{"Www-Authenticate": {`Bearer`}}}
+	for i := 0; ; i++ {
+		retry, err := c.Challenge(ctxT(t), resp)
+		if err != nil {
+			break
+		}
+		if !retry || i > 50 {
+			t.Fatalf("round %d: retry=%v", i, retry)
+		}
+	}
+	req, _ := http.NewRequest("POST", "https://elsewhere.example/mcp", nil)
+	resp.Request = req
+	for i := 0; ; i++ {
+		retry, err := c.Challenge(ctxT(t), resp)
+		if err != nil {
+			break
+		}
+		if !retry || i > 50 {
+			t.Fatalf("other origin, round %d: retry=%v", i, retry)
+		}
+	}
+}
+
+func TestRelativeResourceMetadata(t *testing.T) {
+	as := newFakeAS(t)
+	rs := newFakeRS(t, as)
+	rs.prm = "path"
+	inner := rs.srv.Config.Handler
+	rs.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/mcp" && r.Header.Get("Authorization") == "" {
+			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="/.well-known/oauth-protected-resource/mcp"`)
+			w.WriteHeader(401)
+			return
+		}
+		inner.ServeHTTP(w, r)
+	})
+	c := newTestClient(t, rs, nil)
+	mustCall(t, c, rs.url())
 }

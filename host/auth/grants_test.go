@@ -8,7 +8,9 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestClientCredentialsSecret(t *testing.T) {
@@ -72,16 +74,20 @@ func TestClientCredentialsPrivateKeyJWT(t *testing.T) {
 	}
 
 	// The token is renewed without a browser when it expires.
-	as.expiresIn = 1
+	as.expiresIn = 60
+	var skew atomic.Int64
 	c2 := newTestClient(t, rs, func(cfg *Config) {
 		cfg.Grant = GrantClientCredentials
 		cfg.ClientID = "jwt-client"
 		cfg.PrivateKeyPEM = keyPEM
 		cfg.NoStore = true
+		cfg.now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
 	})
 	mustCall(t, c2, rs.url())
+	mustCall(t, c2, rs.url()) // a 60 s token is not renewed at once
 	_, toks, _, _ = as.snapshot()
 	before := len(toks)
+	skew.Store(int64(50 * time.Second))
 	mustCall(t, c2, rs.url()) // expires within the skew: a new grant in Authorize
 	_, toks, _, _ = as.snapshot()
 	if len(toks) != before+1 || toks[before].form.Get("grant_type") != "client_credentials" {
