@@ -1,0 +1,751 @@
+package httptransport
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/nexus-mcp/nexus/host/mcp"
+)
+
+// Conn is an MCP session's transport over streamable HTTP (or legacy
+// HTTP+SSE). It implements mcp.Conn.
+//
+// Writes of requests return as soon as the request is handed to a
+// goroutine; the response (a JSON body or an SSE stream) is read there and
+// its frames come out of ReadMessage, together with those of the standalone
+// GET stream. Writes of notifications and responses wait for the server's
+// 202. A request that fails on the HTTP level without ending the session
+// (a 500, an HTML page, a dropped stream that cannot be resumed) is answered
+// locally with a JSON-RPC error for its id, so that the caller gets the
+// reason at once instead of a timeout; failures that end the session
+// (a refused address, a redirect, an expired session, an oversized message,
+// no connection at all) make ReadMessage return the typed error.
+type Conn struct {
+	cfg    Config
+	url    *url.URL
+	rawURL string // the URL as sent
+	shown  string // the URL for errors and logs
+	log    hclog.Logger
+	client *http.Client
+	tr     *http.Transport
+	hdr    http.Header // configured headers, canonical names
+
+	ctx     context.Context // ends on Close or on a fatal error
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup // jobs run by spawn
+	workers sync.WaitGroup // the goroutines running them
+	jobs    chan func()    // hands a job to an idle worker
+
+	in      chan []byte
+	done    chan struct{}
+	errOnce sync.Once
+	err     error
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+
+	mu        sync.Mutex
+	closing   bool   // no new goroutines
+	session   string // Mcp-Session-Id, "" without sessions
+	version   string // negotiated protocol version, sent after initialize
+	gen       int    // bumped by each re-initialize
+	initMsg   []byte // the initialize request, for Reinitialize
+	initKey   string
+	initedMsg []byte // notifications/initialized, ditto
+	posted    bool   // the first POST was made: the fallback window is closed
+	listening bool   // the standalone GET stream runs
+	reinits   int
+	legacyURL *url.URL // set once speaking legacy HTTP+SSE
+	inflight  map[string]context.CancelFunc
+
+	reinitMu sync.Mutex
+}
+
+var _ mcp.Conn = (*Conn)(nil)
+
+// Dial prepares a transport for cfg. A streamable HTTP server is contacted
+// with the first message (initialize); a legacy SSE server (cfg.LegacySSE)
+// is connected now, and Dial returns once its endpoint event arrived.
+func Dial(ctx context.Context, cfg Config) (*Conn, error) {
+	u, err := cfg.normalize()
+	if err != nil {
+		return nil, err
+	}
+	tlsCfg, err := cfg.tlsConfig()
+	if err != nil {
+		return nil, err
+	}
+	g := &guard{allowPrivate: cfg.AllowPrivateNetworks, resolve: cfg.Resolver, dial: cfg.DialContext}
+	tr := &http.Transport{
+		// No proxy: a proxy would connect to the target for us, past the
+		// guard's address check.
+		Proxy:                 nil,
+		DialContext:           g.DialContext,
+		TLSClientConfig:       tlsCfg,
+		TLSHandshakeTimeout:   cfg.Timeout,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          32,
+		MaxIdleConnsPerHost:   16,
+		IdleConnTimeout:       90 * time.Second,
+		DisableCompression:    true, // SSE must not be buffered by a decompressor
+		ExpectContinueTimeout: time.Second,
+	}
+	var rt http.RoundTripper = tr
+	if cfg.WrapTransport != nil {
+		rt = cfg.WrapTransport(rt)
+	}
+	client := &http.Client{
+		Transport: rt,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse // reported as *RedirectError
+		},
+	}
+	hdr := make(http.Header, len(cfg.Headers))
+	for k, v := range cfg.Headers {
+		hdr[http.CanonicalHeaderKey(k)] = []string{v}
+	}
+	cctx, cancel := context.WithCancel(context.Background())
+	c := &Conn{
+		cfg:      cfg,
+		url:      u,
+		rawURL:   u.String(),
+		shown:    redactURL(u),
+		log:      cfg.Logger.With("server", cfg.Server),
+		client:   client,
+		tr:       tr,
+		hdr:      hdr,
+		ctx:      cctx,
+		cancel:   cancel,
+		in:       make(chan []byte, 16),
+		done:     make(chan struct{}),
+		inflight: make(map[string]context.CancelFunc),
+		jobs:     make(chan func()),
+	}
+	c.log.Debug("http transport ready", "url", c.shown, "headers", headerNames(cfg.Headers), "legacy_sse", cfg.LegacySSE)
+	if u.Scheme == "http" && len(cfg.Headers) > 0 && !isLoopbackHost(u.Hostname()) {
+		c.log.Warn("configured headers are sent over plain http to a remote host; use https", "url", c.shown, "headers", headerNames(cfg.Headers))
+	}
+	if cfg.LegacySSE {
+		if err := c.openLegacy(ctx); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func isLoopbackHost(h string) bool {
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(h)
+	return err == nil && ip.Unmap().IsLoopback()
+}
+
+// SessionID is the server's Mcp-Session-Id, "" before initialize or for a
+// server without sessions.
+func (c *Conn) SessionID() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.session
+}
+
+// ProtocolVersion is the version sent in MCP-Protocol-Version, taken from
+// the initialize response that passed through.
+func (c *Conn) ProtocolVersion() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.version
+}
+
+// Legacy reports whether the Conn speaks the 2024-11-05 HTTP+SSE
+// transport (configured or fallen back to).
+func (c *Conn) Legacy() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.legacyURL != nil
+}
+
+// ReadMessage returns the next message from any of the session's streams.
+// The slice belongs to the caller.
+func (c *Conn) ReadMessage() ([]byte, error) {
+	select {
+	case f := <-c.in:
+		return f, nil
+	case <-c.done:
+		// Frames that arrived before the end still count.
+		select {
+		case f := <-c.in:
+			return f, nil
+		default:
+		}
+		return nil, c.err
+	}
+}
+
+// WriteMessage sends one JSON-RPC message as an HTTP POST.
+func (c *Conn) WriteMessage(ctx context.Context, msg []byte) error {
+	if err := c.stopped(); err != nil {
+		return err
+	}
+	var env envelope
+	if err := json.Unmarshal(msg, &env); err != nil {
+		return fmt.Errorf("httptransport: WriteMessage needs one JSON-RPC message object: %w", err)
+	}
+	if c.Legacy() {
+		return c.legacySend(ctx, msg)
+	}
+	switch {
+	case env.isRequest() && env.Method == mcp.MethodInitialize:
+		return c.sendInitialize(ctx, msg, &env)
+	case env.isRequest():
+		return c.startRequest(msg, &env)
+	default:
+		return c.sendOneWay(ctx, msg, &env)
+	}
+}
+
+// Close cancels every exchange and stream, ends the session on the server
+// (HTTP DELETE, bounded by a short timeout; 405 is fine) and waits for the
+// transport's goroutines. It is safe to call more than once.
+func (c *Conn) Close() error {
+	c.closeOnce.Do(func() {
+		c.closed.Store(true)
+		c.mu.Lock()
+		c.closing = true
+		sid, legacy := c.session, c.legacyURL != nil
+		c.mu.Unlock()
+		c.cancel()
+		c.fail(mcp.ErrClosed)
+		if sid != "" && !legacy {
+			c.deleteSession()
+		}
+		c.wg.Wait()
+		c.workers.Wait()
+		c.tr.CloseIdleConnections()
+	})
+	return nil
+}
+
+func (c *Conn) deleteSession() {
+	ctx, cancel := context.WithTimeout(context.Background(), min(c.cfg.Timeout, 5*time.Second))
+	defer cancel()
+	resp, err := c.do(ctx, &exchange{method: http.MethodDelete, noRetry: true})
+	if err != nil {
+		var se *HTTPStatusError
+		if errors.As(err, &se) && se.Status == http.StatusMethodNotAllowed {
+			return // the server does not let clients end sessions
+		}
+		c.log.Debug("ending the session failed", "error", err)
+		return
+	}
+	discard(resp.Body)
+}
+
+func (c *Conn) stopped() error {
+	if c.closed.Load() {
+		return mcp.ErrClosed
+	}
+	select {
+	case <-c.done:
+		return c.err
+	default:
+		return nil
+	}
+}
+
+// fail ends the Conn with err: ReadMessage returns it, everything stops.
+func (c *Conn) fail(err error) {
+	c.errOnce.Do(func() {
+		c.err = err
+		close(c.done)
+		c.cancel()
+		if err != mcp.ErrClosed {
+			c.log.Debug("http transport ended", "error", err)
+		}
+	})
+}
+
+// spawn runs fn in a tracked goroutine unless the Conn is closing. Idle
+// goroutines are reused: a fresh one would grow its stack again through
+// net/http on every request, which costs more than the request's own work.
+func (c *Conn) spawn(fn func()) bool {
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		return false
+	}
+	c.wg.Add(1)
+	c.mu.Unlock()
+	select {
+	case c.jobs <- fn:
+	default:
+		c.workers.Add(1)
+		go c.worker(fn)
+	}
+	return true
+}
+
+// maxIdle is how long a spare goroutine waits for work before it exits.
+const maxIdle = 30 * time.Second
+
+func (c *Conn) worker(fn func()) {
+	defer c.workers.Done()
+	idle := time.NewTimer(maxIdle)
+	defer idle.Stop()
+	for {
+		fn()
+		c.wg.Done()
+		idle.Reset(maxIdle)
+		select {
+		case fn = <-c.jobs:
+		case <-idle.C:
+			return
+		case <-c.ctx.Done():
+			return
+		}
+	}
+}
+
+// deliver hands a frame to ReadMessage.
+func (c *Conn) deliver(frame []byte) error {
+	select {
+	case c.in <- frame:
+		return nil
+	case <-c.ctx.Done():
+		return mcp.ErrClosed
+	}
+}
+
+// envelope is what the transport reads of a message.
+type envelope struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+}
+
+func (e *envelope) hasID() bool {
+	return len(e.ID) > 0 && !bytes.Equal(e.ID, []byte("null"))
+}
+
+func (e *envelope) isRequest() bool { return e.Method != "" && e.hasID() }
+
+// idKey normalizes a request id so that 1 and "1" stay apart and a
+// re-encoded id still matches.
+func idKey(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) > 0 && raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return "s:" + s
+		}
+	}
+	return "n:" + string(raw)
+}
+
+// sendInitialize posts the initialize request and waits for the response
+// headers, so that a server that cannot be reached, refuses or redirects
+// fails mcp.Connect with the typed error. A 400, 404 or 405 to this first
+// POST switches to the legacy HTTP+SSE transport if the server speaks it.
+func (c *Conn) sendInitialize(ctx context.Context, msg []byte, env *envelope) error {
+	key := idKey(env.ID)
+	c.mu.Lock()
+	c.initMsg = bytes.Clone(msg)
+	c.initKey = key
+	first := !c.posted
+	c.posted = true
+	c.mu.Unlock()
+
+	// The reply may be a stream read after this returns: tie it to the
+	// Conn, and to the caller's ctx only until the headers are in.
+	rctx, rcancel := context.WithCancel(c.ctx)
+	stop := context.AfterFunc(ctx, rcancel)
+	resp, _, err := c.doTracked(rctx, &exchange{method: http.MethodPost, body: msg, timeout: c.cfg.Timeout, noSession: true})
+	stop()
+	if err != nil {
+		rcancel()
+		var se *HTTPStatusError
+		if first && errors.As(err, &se) && (se.Status == 400 || se.Status == 404 || se.Status == 405) {
+			c.log.Debug("initialize POST failed; trying the legacy HTTP+SSE transport", "status", se.Status)
+			lerr := c.openLegacy(ctx)
+			if lerr == nil {
+				c.log.Info("server speaks the legacy HTTP+SSE transport (2024-11-05)", "url", c.shown)
+				return c.legacySend(ctx, msg)
+			}
+			se.Fallback = lerr
+		}
+		if isFatal(err) {
+			c.fail(err)
+		}
+		return err
+	}
+	if err := c.takeSession(resp); err != nil {
+		rcancel()
+		discard(resp.Body)
+		c.fail(err)
+		return err
+	}
+	if isStream(resp) {
+		id := bytes.Clone(env.ID)
+		c.register(key, rcancel)
+		if !c.spawn(func() {
+			defer c.unregister(key)
+			defer rcancel()
+			c.finishRequest(rctx, id, c.follow(rctx, resp, key, true))
+		}) {
+			rcancel()
+			discard(resp.Body)
+			return mcp.ErrClosed
+		}
+		return nil
+	}
+	defer rcancel()
+	frame, err := c.readReply(resp, http.MethodPost)
+	if err != nil || frame == nil {
+		if err == nil {
+			err = &UnexpectedResponseError{Server: c.cfg.Server, Method: http.MethodPost, URL: c.shown,
+				ContentType: resp.Header.Get("Content-Type"), BodyExcerpt: "(empty: the server did not answer initialize)"}
+		}
+		c.fail(err)
+		return err
+	}
+	c.noteVersion(frame)
+	return c.deliver(frame)
+}
+
+// startRequest posts a request from a goroutine: its answer may take as long
+// as the tool runs, and the peer must stay free to write meanwhile.
+func (c *Conn) startRequest(msg []byte, env *envelope) error {
+	body := bytes.Clone(msg)
+	id := bytes.Clone(env.ID)
+	key := idKey(id)
+	rctx, rcancel := context.WithCancel(c.ctx)
+	c.register(key, rcancel)
+	if !c.spawn(func() {
+		defer c.unregister(key)
+		defer rcancel()
+		c.finishRequest(rctx, id, c.request(rctx, body, key))
+	}) {
+		c.unregister(key)
+		rcancel()
+		return mcp.ErrClosed
+	}
+	return nil
+}
+
+func (c *Conn) register(key string, cancel context.CancelFunc) {
+	c.mu.Lock()
+	c.inflight[key] = cancel
+	c.mu.Unlock()
+}
+
+func (c *Conn) unregister(key string) {
+	c.mu.Lock()
+	delete(c.inflight, key)
+	c.mu.Unlock()
+}
+
+// request posts one request and reads its reply; after an expired session
+// (and a successful re-initialize) it tries once more.
+func (c *Conn) request(ctx context.Context, body []byte, key string) error {
+	for attempt := 0; ; attempt++ {
+		resp, gen, err := c.doTracked(ctx, &exchange{method: http.MethodPost, body: body})
+		if err != nil {
+			var exp *SessionExpiredError
+			if attempt == 0 && errors.As(err, &exp) && c.recoverSession(gen) == nil {
+				continue
+			}
+			return err
+		}
+		if !isStream(resp) {
+			frame, err := c.readReply(resp, http.MethodPost)
+			if err != nil || frame == nil {
+				// nil: 202 to a request; the answer may come on the GET stream.
+				return err
+			}
+			return c.deliver(frame)
+		}
+		return c.follow(ctx, resp, key, false)
+	}
+}
+
+// finishRequest turns the failure of one request into the session's end or
+// into a JSON-RPC error answer for that request alone.
+func (c *Conn) finishRequest(ctx context.Context, id json.RawMessage, err error) {
+	if err == nil || ctx.Err() != nil {
+		// Done, or cancelled (by the caller, who no longer waits for an
+		// answer, or by Close or a fatal error, which the peer learns of
+		// from ReadMessage).
+		return
+	}
+	if isFatal(err) {
+		c.fail(err)
+		return
+	}
+	c.log.Debug("request failed", "error", err)
+	_ = c.deliver(errorFrame(id, err))
+}
+
+// errorFrame is a JSON-RPC error response carrying a transport failure.
+func errorFrame(id json.RawMessage, err error) []byte {
+	data := map[string]any{"transport": "http"}
+	var se *HTTPStatusError
+	if errors.As(err, &se) {
+		data["status"] = se.Status
+	}
+	d, _ := json.Marshal(data)
+	b, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   *mcp.RPCError   `json:"error"`
+	}{"2.0", id, &mcp.RPCError{Code: mcp.CodeInternalError, Message: err.Error(), Data: d}})
+	return b
+}
+
+// sendOneWay posts a notification or response and waits for the 202.
+func (c *Conn) sendOneWay(ctx context.Context, msg []byte, env *envelope) error {
+	switch env.Method {
+	case mcp.NotificationInitialized:
+		c.mu.Lock()
+		c.initedMsg = bytes.Clone(msg)
+		c.mu.Unlock()
+	}
+	// Close must not wait for a server that is slow to say 202.
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(c.ctx, cancel)
+	defer stop()
+	for attempt := 0; ; attempt++ {
+		resp, gen, err := c.doTracked(pctx, &exchange{method: http.MethodPost, body: msg, timeout: c.cfg.Timeout})
+		if err != nil {
+			var exp *SessionExpiredError
+			if attempt == 0 && errors.As(err, &exp) && c.recoverSession(gen) == nil {
+				continue
+			}
+			if c.ctx.Err() != nil {
+				return c.stopped()
+			}
+			if isFatal(err) {
+				c.fail(err)
+			}
+			return err
+		}
+		if isStream(resp) || (resp.StatusCode == http.StatusOK && resp.ContentLength != 0) {
+			// Not what the spec says (202), but a server that answers with
+			// messages anyway should have them read.
+			c.spawn(func() { c.drainReply(resp) })
+		} else {
+			discard(resp.Body)
+		}
+		break
+	}
+	switch env.Method {
+	case mcp.NotificationInitialized:
+		c.listen()
+	case mcp.NotificationCancelled:
+		// The server knows now; stop reading the cancelled request's stream.
+		var n struct {
+			Params struct {
+				RequestID json.RawMessage `json:"requestId"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(msg, &n) == nil && len(n.Params.RequestID) > 0 {
+			c.mu.Lock()
+			cancel := c.inflight[idKey(n.Params.RequestID)]
+			c.mu.Unlock()
+			if cancel != nil {
+				cancel()
+			}
+		}
+	}
+	return nil
+}
+
+// drainReply reads messages from an unexpected reply to a notification.
+func (c *Conn) drainReply(resp *http.Response) {
+	if isStream(resp) {
+		_ = c.follow(c.ctx, resp, "", false)
+		return
+	}
+	if frame, err := c.readReply(resp, http.MethodPost); err == nil && frame != nil {
+		_ = c.deliver(frame)
+	}
+}
+
+// takeSession records the session id from the initialize response.
+func (c *Conn) takeSession(resp *http.Response) error {
+	vals := resp.Header.Values("Mcp-Session-Id")
+	if len(vals) == 0 {
+		return nil
+	}
+	sid := vals[0]
+	if reason := checkSessionID(sid, len(vals)); reason != "" {
+		return &InvalidSessionIDError{Server: c.cfg.Server, URL: c.shown, Reason: reason}
+	}
+	c.mu.Lock()
+	if c.session == "" {
+		c.session = sid
+	}
+	c.mu.Unlock()
+	return nil
+}
+
+// MaxSessionID bounds the Mcp-Session-Id Nexus accepts.
+const MaxSessionID = 256
+
+func checkSessionID(sid string, n int) string {
+	switch {
+	case n > 1:
+		return "the header appears more than once"
+	case sid == "":
+		return "it is empty"
+	case len(sid) > MaxSessionID:
+		return fmt.Sprintf("it is %d bytes long; at most %d are accepted", len(sid), MaxSessionID)
+	}
+	for i := 0; i < len(sid); i++ {
+		if sid[i] < 0x21 || sid[i] > 0x7e {
+			return fmt.Sprintf("byte %d is 0x%02x; only visible ASCII (0x21-0x7E) is allowed", i, sid[i])
+		}
+	}
+	return ""
+}
+
+// noteVersion reads the negotiated version from the initialize response,
+// to send it as MCP-Protocol-Version from now on.
+func (c *Conn) noteVersion(frame []byte) {
+	var r struct {
+		Result struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		} `json:"result"`
+	}
+	if json.Unmarshal(frame, &r) != nil || r.Result.ProtocolVersion == "" {
+		return
+	}
+	v := r.Result.ProtocolVersion
+	if len(v) > 64 || strings.IndexFunc(v, func(r rune) bool {
+		return !(r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '-' || r == '.' || r == '_')
+	}) >= 0 {
+		c.log.Warn("the server's protocolVersion is not a plain token; not sending MCP-Protocol-Version")
+		return
+	}
+	c.mu.Lock()
+	c.version = v
+	c.mu.Unlock()
+}
+
+// recoverSession handles an expired session seen by an exchange made with
+// session generation gen: nil when the session was re-initialized (by this
+// call or a concurrent one), else the *SessionExpiredError the Conn now
+// fails with.
+func (c *Conn) recoverSession(gen int) error {
+	c.reinitMu.Lock()
+	defer c.reinitMu.Unlock()
+	c.mu.Lock()
+	current, init := c.gen, c.initMsg
+	c.mu.Unlock()
+	if current != gen {
+		return nil
+	}
+	exp := &SessionExpiredError{Server: c.cfg.Server, URL: c.shown}
+	if !c.cfg.Reinitialize || c.reinits > 0 || init == nil {
+		c.fail(exp)
+		return exp
+	}
+	c.reinits++
+	c.log.Info("session expired; re-initializing")
+	if err := c.reinitialize(); err != nil {
+		exp.Reinit = err
+		c.fail(exp)
+		return exp
+	}
+	return nil
+}
+
+// reinitialize replays initialize and notifications/initialized and keeps
+// the second initialize response from the peer, which is not waiting for it.
+func (c *Conn) reinitialize() error {
+	c.mu.Lock()
+	c.session, c.version = "", ""
+	init, key, inited := c.initMsg, c.initKey, c.initedMsg
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.Timeout)
+	defer cancel()
+	resp, _, err := c.doTracked(ctx, &exchange{method: http.MethodPost, body: init, timeout: c.cfg.Timeout, noSession: true})
+	if err != nil {
+		return err
+	}
+	if err := c.takeSession(resp); err != nil {
+		discard(resp.Body)
+		return err
+	}
+	if isStream(resp) {
+		defer resp.Body.Close()
+		var cur cursor
+		_, got, err := c.consume(ctx, NewSSEReader(resp.Body, c.cfg.MaxMessageSize), key, &cur, isInit|swallowResponse)
+		if err != nil {
+			return err
+		}
+		if !got {
+			return errors.New("the initialize stream ended without a response")
+		}
+	} else {
+		frame, err := c.readReply(resp, http.MethodPost)
+		if err != nil {
+			return err
+		}
+		c.noteVersion(frame)
+	}
+	if inited != nil {
+		resp, _, err := c.doTracked(ctx, &exchange{method: http.MethodPost, body: inited, timeout: c.cfg.Timeout})
+		if err != nil {
+			return err
+		}
+		discard(resp.Body)
+	}
+	c.mu.Lock()
+	c.gen++
+	c.mu.Unlock()
+	return nil
+}
+
+// isFatal says whether err ends the session rather than one request.
+func isFatal(err error) bool {
+	var (
+		blocked  *BlockedAddressError
+		redirect *RedirectError
+		expired  *SessionExpiredError
+		badID    *InvalidSessionIDError
+		large    *BodyTooLargeError
+		status   *HTTPStatusError
+		proto    *ProtocolError
+		unknown  x509.UnknownAuthorityError
+		hostname x509.HostnameError
+		invalid  x509.CertificateInvalidError
+		verify   *tls.CertificateVerificationError
+		record   tls.RecordHeaderError
+	)
+	switch {
+	case errors.As(err, &blocked), errors.As(err, &redirect), errors.As(err, &expired),
+		errors.As(err, &badID), errors.As(err, &large), errors.As(err, &proto):
+		return true
+	case errors.As(err, &status):
+		return status.Status == http.StatusUnauthorized
+	case errors.As(err, &unknown), errors.As(err, &hostname), errors.As(err, &invalid),
+		errors.As(err, &verify), errors.As(err, &record):
+		return true
+	}
+	return isDialError(err)
+}

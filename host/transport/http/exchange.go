@@ -1,0 +1,336 @@
+package httptransport
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// exchange is one HTTP request the transport makes (retried as a whole).
+type exchange struct {
+	method    string
+	target    *url.URL // nil: the MCP endpoint
+	body      []byte
+	lastID    string        // Last-Event-ID
+	timeout   time.Duration // for the response headers; 0: none
+	noSession bool          // initialize: neither session id nor version
+	legacy    bool          // legacy HTTP+SSE: ditto
+	noRetry   bool
+}
+
+// Header values shared by every request; net/http does not modify them.
+var (
+	acceptBoth = []string{"application/json, text/event-stream"}
+	acceptSSE  = []string{"text/event-stream"}
+	typeJSON   = []string{"application/json"}
+)
+
+func (c *Conn) do(ctx context.Context, x *exchange) (*http.Response, error) {
+	resp, _, err := c.doTracked(ctx, x)
+	return resp, err
+}
+
+// doTracked runs x with retries and returns a response with a 2xx status,
+// or a typed error. It also returns the session generation the last
+// attempt used, for recoverSession. The caller closes the body.
+func (c *Conn) doTracked(ctx context.Context, x *exchange) (*http.Response, int, error) {
+	for attempt := 0; ; attempt++ {
+		resp, gen, withSession, err := c.roundTrip(ctx, x)
+		retry := !x.noRetry && attempt < c.cfg.MaxRetries
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, gen, c.reqErr(x, context.Cause(ctx))
+			}
+			if retry && isDialError(err) {
+				d := c.backoff(attempt)
+				c.log.Debug("cannot connect; retrying", "attempt", attempt+1, "wait", d, "error", err)
+				if !sleep(ctx, d) {
+					return nil, gen, c.reqErr(x, context.Cause(ctx))
+				}
+				continue
+			}
+			return nil, gen, c.wrapErr(x, err)
+		}
+		switch s := resp.StatusCode; {
+		case s >= 200 && s < 300:
+			return resp, gen, nil
+		case s >= 300 && s < 400 && s != http.StatusNotModified:
+			loc := resp.Header.Get("Location")
+			discard(resp.Body)
+			if u, err := resp.Request.URL.Parse(loc); err == nil {
+				loc = redactURL(u)
+			}
+			return nil, gen, &RedirectError{Server: c.cfg.Server, Method: x.method, URL: c.target(x), Status: s, Location: cutText(loc, 200)}
+		case s == http.StatusTooManyRequests || s == http.StatusBadGateway || s == http.StatusServiceUnavailable || s == http.StatusGatewayTimeout:
+			if retry {
+				d := retryAfter(resp.Header, c.backoff(attempt))
+				discard(resp.Body)
+				c.log.Debug("server busy; retrying", "status", s, "attempt", attempt+1, "wait", d)
+				if !sleep(ctx, d) {
+					return nil, gen, c.reqErr(x, context.Cause(ctx))
+				}
+				continue
+			}
+		case s == http.StatusNotFound && withSession:
+			discard(resp.Body)
+			return nil, gen, &SessionExpiredError{Server: c.cfg.Server, URL: c.shown}
+		}
+		return nil, gen, c.statusErr(x, resp)
+	}
+}
+
+// roundTrip sends x once. The response body, when there is one, cancels
+// the exchange's context when closed: closing is how a stream reader that
+// is blocked in Read gets out.
+func (c *Conn) roundTrip(ctx context.Context, x *exchange) (resp *http.Response, gen int, withSession bool, err error) {
+	target := c.rawURL
+	if x.target != nil {
+		target = x.target.String()
+	}
+	var body io.Reader
+	if x.body != nil {
+		body = bytes.NewReader(x.body)
+	}
+	tctx, cancel := context.WithCancelCause(ctx)
+	req, err := http.NewRequestWithContext(tctx, x.method, target, body)
+	if err != nil {
+		cancel(nil)
+		return nil, 0, false, err
+	}
+	h := req.Header
+	for k, v := range c.hdr {
+		h[k] = v
+	}
+	switch x.method {
+	case http.MethodPost:
+		h["Accept"] = acceptBoth
+		h["Content-Type"] = typeJSON
+	case http.MethodGet:
+		h["Accept"] = acceptSSE
+	}
+	c.mu.Lock()
+	sid, version := c.session, c.version
+	gen = c.gen
+	c.mu.Unlock()
+	if !x.noSession && !x.legacy {
+		if sid != "" {
+			h["Mcp-Session-Id"] = []string{sid}
+			withSession = true
+		}
+		if version != "" {
+			h["Mcp-Protocol-Version"] = []string{version}
+		}
+	}
+	if x.lastID != "" {
+		h["Last-Event-Id"] = []string{x.lastID}
+	}
+	var timer *time.Timer
+	if x.timeout > 0 {
+		timer = time.AfterFunc(x.timeout, func() { cancel(&timeoutError{what: "response", after: x.timeout}) })
+	}
+	resp, err = c.client.Do(req)
+	if timer != nil && !timer.Stop() {
+		// The timer fired: whatever Do returned, the exchange timed out.
+		if err == nil {
+			resp.Body.Close()
+		}
+		cancel(nil)
+		return nil, gen, withSession, context.Cause(tctx)
+	}
+	if err != nil {
+		if cause := context.Cause(tctx); cause != nil && ctx.Err() == nil {
+			err = cause
+		}
+		cancel(nil)
+		return nil, gen, withSession, err
+	}
+	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
+	return resp, gen, withSession, nil
+}
+
+type cancelBody struct {
+	io.ReadCloser
+	cancel context.CancelCauseFunc
+}
+
+var errBodyClosed = errors.New("response body closed")
+
+func (b *cancelBody) Close() error {
+	b.cancel(errBodyClosed)
+	return b.ReadCloser.Close()
+}
+
+func (c *Conn) target(x *exchange) string {
+	if x.target != nil {
+		return redactURL(x.target)
+	}
+	return c.shown
+}
+
+// wrapErr turns a client error into the transport's types. url.Error is
+// unwrapped because its text repeats the URL unredacted.
+func (c *Conn) wrapErr(x *exchange, err error) error {
+	var blocked *BlockedAddressError
+	if errors.As(err, &blocked) {
+		b := *blocked
+		b.Server, b.URL = c.cfg.Server, c.target(x)
+		return &b
+	}
+	return c.reqErr(x, err)
+}
+
+func (c *Conn) reqErr(x *exchange, err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return &RequestError{Server: c.cfg.Server, Method: x.method, URL: c.target(x), Err: err}
+}
+
+// statusErr builds an *HTTPStatusError with an excerpt of the body.
+func (c *Conn) statusErr(x *exchange, resp *http.Response) error {
+	stop := time.AfterFunc(c.cfg.Timeout, func() { resp.Body.Close() })
+	ex := c.scrub(excerpt(resp.Body))
+	stop.Stop()
+	resp.Body.Close()
+	return &HTTPStatusError{Server: c.cfg.Server, Method: x.method, URL: c.target(x), Status: resp.StatusCode, BodyExcerpt: ex, Header: resp.Header}
+}
+
+// readReply reads a non-stream reply: nil for 202 or an empty body, the
+// message for a JSON body. Everything else is an error.
+func (c *Conn) readReply(resp *http.Response, method string) ([]byte, error) {
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusAccepted || resp.StatusCode == http.StatusNoContent || resp.ContentLength == 0 {
+		return nil, nil
+	}
+	ct := resp.Header.Get("Content-Type")
+	if !isMedia(ct, "application/json") {
+		return nil, &UnexpectedResponseError{Server: c.cfg.Server, Method: method, URL: c.shown, ContentType: ct, BodyExcerpt: c.scrub(excerpt(resp.Body))}
+	}
+	limit := c.cfg.MaxMessageSize
+	if resp.ContentLength > int64(limit) {
+		return nil, &BodyTooLargeError{Server: c.cfg.Server, URL: c.shown, Limit: limit}
+	}
+	var buf []byte
+	var err error
+	if resp.ContentLength > 0 {
+		buf = make([]byte, resp.ContentLength)
+		_, err = io.ReadFull(resp.Body, buf)
+	} else {
+		// Unknown length: never read past the limit.
+		buf, err = io.ReadAll(io.LimitReader(resp.Body, int64(limit)+1))
+		if err == nil && len(buf) > limit {
+			return nil, &BodyTooLargeError{Server: c.cfg.Server, URL: c.shown, Limit: limit}
+		}
+	}
+	if err != nil {
+		return nil, &RequestError{Server: c.cfg.Server, Method: method, URL: c.shown, Err: err}
+	}
+	trimmed := bytes.TrimLeft(buf, " \t\r\n")
+	if len(trimmed) == 0 {
+		return nil, nil
+	}
+	if trimmed[0] != '{' {
+		// A JSON-RPC message is an object; this is an error page or junk.
+		return nil, &UnexpectedResponseError{Server: c.cfg.Server, Method: method, URL: c.shown, ContentType: ct, BodyExcerpt: c.scrub(sanitizeExcerpt(trimmed))}
+	}
+	return buf, nil
+}
+
+func isStream(resp *http.Response) bool {
+	return isMedia(resp.Header.Get("Content-Type"), "text/event-stream")
+}
+
+func isMedia(ct, want string) bool {
+	if i := strings.IndexByte(ct, ';'); i >= 0 {
+		ct = ct[:i]
+	}
+	return strings.EqualFold(strings.TrimSpace(ct), want)
+}
+
+// discard reads a little of what is left, so that the connection can be
+// reused, and closes the body.
+func discard(body io.ReadCloser) {
+	stop := time.AfterFunc(time.Second, func() { body.Close() })
+	io.Copy(io.Discard, io.LimitReader(body, 16<<10))
+	stop.Stop()
+	body.Close()
+}
+
+// backoff is the wait before retry attempt+1: RetryBackoff doubled per
+// attempt, capped, with "equal jitter" (half fixed, half random) so that
+// many clients retrying after the same outage spread out.
+func (c *Conn) backoff(attempt int) time.Duration {
+	d := MaxRetryDelay
+	if attempt < 20 {
+		if b := c.cfg.RetryBackoff << attempt; b > 0 && b < MaxRetryDelay {
+			d = b
+		}
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+// retryAfter reads Retry-After (seconds or an HTTP date), capped at
+// MaxRetryDelay; def when absent or unreadable.
+func retryAfter(h http.Header, def time.Duration) time.Duration {
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return def
+	}
+	var d time.Duration
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if secs < 0 {
+			return def
+		}
+		d = MaxRetryDelay
+		if secs < int64(MaxRetryDelay/time.Second) {
+			d = time.Duration(secs) * time.Second
+		}
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = max(time.Until(t), 0)
+	} else {
+		return def
+	}
+	return min(d, MaxRetryDelay)
+}
+
+// sleep waits d unless ctx ends first (then false).
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// scrub masks configured header values (and their words, such as the
+// token after "Bearer") in server-controlled text: a server that echoes a
+// rejected credential into its error page must not get it into our logs.
+func (c *Conn) scrub(s string) string {
+	for _, vs := range c.hdr {
+		for _, v := range vs {
+			if len(v) >= 4 {
+				s = strings.ReplaceAll(s, v, "xxxxx")
+			}
+			for _, word := range strings.Fields(v) {
+				if len(word) >= 8 {
+					s = strings.ReplaceAll(s, word, "xxxxx")
+				}
+			}
+		}
+	}
+	return s
+}

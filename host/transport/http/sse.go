@@ -1,0 +1,227 @@
+package httptransport
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"time"
+
+	"github.com/nexus-mcp/nexus/host/mcp"
+)
+
+// Event is one dispatched Server-Sent Event.
+type Event struct {
+	// Type is the event field; "" means the default type, "message".
+	Type string
+	// Data is the data field, lines joined with "\n". An event whose data
+	// is empty carries no message (SEP-1699 priming events are id-only).
+	// The slice belongs to the caller.
+	Data []byte
+	// ID is the id field; HasID says whether the event had one (an empty
+	// id is a valid value: it resets the last event id).
+	ID    string
+	HasID bool
+	// Retry is the reconnection delay from a retry field, 0 if none.
+	Retry time.Duration
+}
+
+// SSEReader parses a text/event-stream as the WHATWG HTML standard
+// describes it: lines end in CRLF, LF or CR; lines starting with ':' are
+// comments; a field without a colon has an empty value; one space after the
+// colon is dropped; data lines accumulate; a blank line dispatches.
+//
+// It holds at most one line and one event in memory: a line longer than
+// the line limit or an event whose data exceeds the event limit is an
+// *mcp.FrameTooLargeError as soon as the limit is passed, so an endless line
+// cannot exhaust memory.
+type SSEReader struct {
+	r        *bufio.Reader
+	maxLine  int
+	maxEvent int
+
+	line   []byte // a line longer than what bufio has buffered
+	skipLF bool   // the previous line ended in CR: a following LF is part of it
+	begun  bool   // the byte-order mark check is done
+}
+
+// NewSSEReader reads events from r. maxEvent bounds the data of one event
+// (<= 0 means mcp.MaxFrameSize); lines may be a little longer, for the field
+// name.
+func NewSSEReader(r io.Reader, maxEvent int) *SSEReader {
+	if maxEvent <= 0 {
+		maxEvent = mcp.MaxFrameSize
+	}
+	// A small buffer: most events are small, and one SSE reader is made
+	// per streamed reply. Longer lines accumulate in line.
+	return &SSEReader{r: bufio.NewReaderSize(r, 4<<10), maxLine: maxEvent + 64, maxEvent: maxEvent}
+}
+
+// maxRetryField bounds a parsed retry value; the transport caps it far lower.
+const maxRetryField = time.Hour
+
+// Next returns the next dispatched event. Blank lines that end an empty
+// event are skipped; an event with only an id or a retry field is returned
+// (with empty Data) so that the caller can record them. At the end of the
+// stream it returns io.EOF; an event not terminated by a blank line is
+// discarded, as the standard says.
+func (s *SSEReader) Next() (Event, error) {
+	var ev Event
+	seen := false
+	hasData := false
+	for {
+		line, err := s.readLine()
+		if err != nil {
+			return Event{}, err
+		}
+		if len(line) == 0 {
+			if !seen {
+				continue
+			}
+			return ev, nil
+		}
+		if line[0] == ':' {
+			continue // comment, often a keep-alive
+		}
+		name, value := line, []byte(nil)
+		if i := bytes.IndexByte(line, ':'); i >= 0 {
+			name, value = line[:i], line[i+1:]
+			if len(value) > 0 && value[0] == ' ' {
+				value = value[1:]
+			}
+		}
+		switch string(name) {
+		case "data":
+			seen = true
+			n := len(ev.Data) + len(value)
+			if hasData {
+				n++
+			}
+			if n > s.maxEvent {
+				return Event{}, &mcp.FrameTooLargeError{Limit: s.maxEvent}
+			}
+			if hasData {
+				ev.Data = append(ev.Data, '\n')
+			}
+			if ev.Data == nil {
+				// Most events are one data line: allocate it exactly.
+				ev.Data = make([]byte, 0, len(value))
+			}
+			ev.Data = append(ev.Data, value...)
+			hasData = true
+		case "event":
+			seen = true
+			ev.Type = string(value)
+		case "id":
+			// The standard ignores ids containing NUL.
+			if bytes.IndexByte(value, 0) < 0 {
+				seen = true
+				ev.ID, ev.HasID = string(value), true
+			}
+		case "retry":
+			if d, ok := parseRetry(value); ok {
+				seen = true
+				ev.Retry = d
+			}
+		}
+	}
+}
+
+func parseRetry(v []byte) (time.Duration, bool) {
+	if len(v) == 0 {
+		return 0, false
+	}
+	var ms int64
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		ms = ms*10 + int64(c-'0')
+		if ms > int64(maxRetryField/time.Millisecond) {
+			ms = int64(maxRetryField / time.Millisecond)
+		}
+	}
+	return time.Duration(ms) * time.Millisecond, true
+}
+
+var bom = []byte{0xEF, 0xBB, 0xBF}
+
+// readLine returns the next line without its terminator. The slice is valid
+// until the next call.
+func (s *SSEReader) readLine() ([]byte, error) {
+	if !s.begun {
+		s.begun = true
+		if b, err := s.r.Peek(3); err == nil && bytes.Equal(b, bom) {
+			s.r.Discard(3)
+		}
+	}
+	if cap(s.line) > 1<<20 {
+		s.line = nil // one huge line should not pin its buffer
+	}
+	s.line = s.line[:0]
+	for {
+		if s.r.Buffered() == 0 {
+			if _, err := s.r.Peek(1); err != nil {
+				if errors.Is(err, io.EOF) && len(s.line) > 0 {
+					return nil, io.ErrUnexpectedEOF
+				}
+				return nil, err
+			}
+		}
+		avail, _ := s.r.Peek(s.r.Buffered())
+		if s.skipLF {
+			s.skipLF = false
+			if avail[0] == '\n' {
+				s.r.Discard(1)
+				continue
+			}
+		}
+		i := indexEOL(avail)
+		if i < 0 {
+			if len(s.line)+len(avail) > s.maxLine {
+				return nil, &mcp.FrameTooLargeError{Limit: s.maxEvent}
+			}
+			s.line = append(s.line, avail...)
+			s.r.Discard(len(avail))
+			continue
+		}
+		if len(s.line)+i > s.maxLine {
+			return nil, &mcp.FrameTooLargeError{Limit: s.maxEvent}
+		}
+		n := i + 1
+		if avail[i] == '\r' {
+			if i+1 < len(avail) {
+				if avail[i+1] == '\n' {
+					n++
+				}
+			} else {
+				s.skipLF = true // the LF, if any, is not read yet
+			}
+		}
+		var line []byte
+		if len(s.line) == 0 {
+			// The whole line is buffered: no copy. Discard does not move
+			// the buffer, so the slice stays valid until the next read.
+			line = avail[:i]
+		} else {
+			s.line = append(s.line, avail[:i]...)
+			line = s.line
+		}
+		s.r.Discard(n)
+		return line, nil
+	}
+}
+
+// indexEOL finds the first CR or LF with two vectorized scans rather than
+// one byte loop: event lines can be megabytes long.
+func indexEOL(b []byte) int {
+	lf := bytes.IndexByte(b, '\n')
+	head := b
+	if lf >= 0 {
+		head = b[:lf]
+	}
+	if cr := bytes.IndexByte(head, '\r'); cr >= 0 {
+		return cr
+	}
+	return lf
+}

@@ -1,0 +1,249 @@
+package httptransport
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/nexus-mcp/nexus/host/mcp"
+)
+
+// cursor is where a stream is: the last event id (for Last-Event-ID) and
+// the server's reconnection delay.
+type cursor struct {
+	last  string
+	retry time.Duration
+}
+
+// consume flags.
+const (
+	isInit          = 1 << iota // the stream answers initialize: note the version
+	swallowResponse             // keep the response from the peer (re-initialize)
+)
+
+// drainWait bounds reading on after a stream's response: the server
+// should end the stream then, and reading its end lets the connection be
+// reused.
+const drainWait = 100 * time.Millisecond
+
+// consume reads events from r and delivers their messages. With a key it
+// returns right after the response with that id (got). progressed says
+// whether anything arrived (an id or a message), which resets the resume
+// budget.
+func (c *Conn) consume(ctx context.Context, r *SSEReader, key string, cur *cursor, flags int) (progressed, got bool, err error) {
+	for {
+		ev, err := r.Next()
+		if err != nil {
+			var tl *mcp.FrameTooLargeError
+			if errors.As(err, &tl) {
+				return progressed, false, &BodyTooLargeError{Server: c.cfg.Server, URL: c.shown, Limit: tl.Limit}
+			}
+			return progressed, false, err
+		}
+		if ev.HasID {
+			cur.last = ev.ID
+			progressed = true
+		}
+		if ev.Retry > 0 {
+			cur.retry = ev.Retry
+		}
+		if len(ev.Data) == 0 || (ev.Type != "" && ev.Type != "message") {
+			continue // a priming event, a keep-alive, or a type MCP does not use
+		}
+		progressed = true
+		isResp := false
+		if key != "" {
+			var e envelope
+			isResp = json.Unmarshal(ev.Data, &e) == nil && e.Method == "" && e.hasID() && idKey(e.ID) == key
+		}
+		if isResp && flags&isInit != 0 {
+			c.noteVersion(ev.Data)
+		}
+		if isResp && flags&swallowResponse != 0 {
+			return progressed, true, nil
+		}
+		if err := c.deliver(ev.Data); err != nil {
+			return progressed, false, err
+		}
+		if isResp {
+			return progressed, true, nil
+		}
+	}
+}
+
+// follow reads the SSE reply to a request until its response arrived. A
+// stream that breaks off is resumed with GET and Last-Event-ID, after the
+// server's retry delay (capped) or a backoff; SEP-1699 servers close
+// streams on purpose after an event id, so a resumption that makes
+// progress does not count against the retry budget.
+func (c *Conn) follow(ctx context.Context, resp *http.Response, key string, init bool) error {
+	flags := 0
+	if init {
+		flags = isInit
+	}
+	var cur cursor
+	body := resp.Body
+	fails := 0
+	var lastErr error
+	for {
+		if body != nil {
+			r := NewSSEReader(body, c.cfg.MaxMessageSize)
+			progressed, got, err := c.consume(ctx, r, key, &cur, flags)
+			if got {
+				c.drainStream(body, r)
+				return nil
+			}
+			body.Close()
+			body = nil
+			switch {
+			case ctx.Err() != nil:
+				return ctx.Err()
+			case errors.Is(err, mcp.ErrClosed), isFatal(err):
+				return err
+			case key == "":
+				return nil // no response expected
+			}
+			lastErr = err
+			if progressed {
+				fails = 0
+			}
+		}
+		if cur.last == "" {
+			return &RequestError{Server: c.cfg.Server, Method: http.MethodPost, URL: c.shown, Err: &streamEndedError{id: key[2:], err: lastErr}}
+		}
+		fails++
+		if fails > c.cfg.MaxRetries+1 {
+			return &RequestError{Server: c.cfg.Server, Method: http.MethodGet, URL: c.shown,
+				Err: fmt.Errorf("resuming the SSE stream for request %s failed %d times in a row: %w", key[2:], fails-1, lastErr)}
+		}
+		if !sleep(ctx, c.reconnectDelay(cur.retry, fails)) {
+			return ctx.Err()
+		}
+		c.log.Debug("resuming SSE stream", "request", key[2:], "attempt", fails)
+		resp, err := c.do(ctx, &exchange{method: http.MethodGet, lastID: cur.last, timeout: c.cfg.Timeout})
+		if err != nil {
+			if isFatal(err) || ctx.Err() != nil {
+				return err
+			}
+			var se *HTTPStatusError
+			if errors.As(err, &se) && se.Status == http.StatusMethodNotAllowed {
+				return &RequestError{Server: c.cfg.Server, Method: http.MethodGet, URL: c.shown,
+					Err: fmt.Errorf("the SSE stream for request %s broke off and the server does not allow GET to resume it: %w", key[2:], err)}
+			}
+			lastErr = err
+			continue
+		}
+		if !isStream(resp) {
+			ct := resp.Header.Get("Content-Type")
+			discard(resp.Body)
+			lastErr = &UnexpectedResponseError{Server: c.cfg.Server, Method: http.MethodGet, URL: c.shown, ContentType: ct}
+			continue
+		}
+		body = resp.Body
+	}
+}
+
+// drainStream reads what follows a response, briefly, then closes.
+func (c *Conn) drainStream(body interface{ Close() error }, r *SSEReader) {
+	t := time.AfterFunc(drainWait, func() { body.Close() })
+	defer t.Stop()
+	defer body.Close()
+	for {
+		ev, err := r.Next()
+		if err != nil {
+			return
+		}
+		if len(ev.Data) > 0 && (ev.Type == "" || ev.Type == "message") {
+			if c.deliver(ev.Data) != nil {
+				return
+			}
+		}
+	}
+}
+
+// reconnectDelay is the wait before resume attempt n (1-based).
+func (c *Conn) reconnectDelay(retry time.Duration, n int) time.Duration {
+	if retry > 0 {
+		return min(retry, MaxRetryDelay)
+	}
+	return c.backoff(n - 1)
+}
+
+// listen starts the standalone GET stream once.
+func (c *Conn) listen() {
+	c.mu.Lock()
+	if c.listening || c.legacyURL != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.listening = true
+	c.mu.Unlock()
+	c.spawn(c.listenLoop)
+}
+
+// listenLoop keeps the standalone GET stream open for server-initiated
+// requests and notifications, reconnecting (with Last-Event-ID) when it
+// ends, until the Conn closes or the server says it has no such stream.
+func (c *Conn) listenLoop() {
+	var cur cursor
+	fails := 0
+	for c.ctx.Err() == nil {
+		resp, gen, err := c.doTracked(c.ctx, &exchange{method: http.MethodGet, lastID: cur.last, timeout: c.cfg.Timeout})
+		if err != nil {
+			if c.ctx.Err() != nil {
+				return
+			}
+			var se *HTTPStatusError
+			var exp *SessionExpiredError
+			switch {
+			case errors.As(err, &exp):
+				if c.recoverSession(gen) != nil {
+					return
+				}
+				cur = cursor{}
+				continue
+			case isFatal(err):
+				c.fail(err)
+				return
+			case errors.As(err, &se) && se.Status == http.StatusMethodNotAllowed:
+				c.log.Debug("the server offers no standalone SSE stream (GET: 405)")
+				return
+			case errors.As(err, &se) && se.Status >= 400 && se.Status < 500 && se.Status != http.StatusRequestTimeout && se.Status != http.StatusTooManyRequests:
+				c.log.Warn("the standalone SSE stream was refused; server-initiated messages outside requests will not arrive", "error", err)
+				return
+			}
+			fails++
+			c.log.Debug("standalone SSE stream failed; reconnecting", "attempt", fails, "error", err)
+			if !sleep(c.ctx, c.backoff(fails-1)) {
+				return
+			}
+			continue
+		}
+		if !isStream(resp) {
+			c.log.Warn("GET answered without an event stream; server-initiated messages outside requests will not arrive", "content_type", resp.Header.Get("Content-Type"))
+			discard(resp.Body)
+			return
+		}
+		r := NewSSEReader(resp.Body, c.cfg.MaxMessageSize)
+		progressed, _, err := c.consume(c.ctx, r, "", &cur, 0)
+		resp.Body.Close()
+		if c.ctx.Err() != nil {
+			return
+		}
+		if isFatal(err) {
+			c.fail(err)
+			return
+		}
+		if progressed {
+			fails = 0
+		}
+		fails++
+		c.log.Debug("standalone SSE stream ended; reconnecting", "error", err)
+		if !sleep(c.ctx, c.reconnectDelay(cur.retry, fails)) {
+			return
+		}
+	}
+}
