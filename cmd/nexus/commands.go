@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/host/registry"
 	"github.com/nexus-mcp/nexus/host/testserver"
 )
 
@@ -62,12 +64,20 @@ func only[T any](rows []T, server string, of func(T) string) []T {
 	return out
 }
 
-// checkServer refuses --server naming a server that is not configured.
+// checkServer refuses --server naming a server that is not configured or
+// is disabled (a listing would be empty without saying why).
 func checkServer(h *host.Host, server string) error {
-	if server == "" || h.Config().Server(server) != nil {
+	if server == "" {
 		return nil
 	}
-	return &host.UnknownServerError{Name: server, Known: h.Config().Names()}
+	s := h.Config().Server(server)
+	if s == nil {
+		return &host.UnknownServerError{Name: server, Known: h.Config().Names()}
+	}
+	if !s.Enabled {
+		return h.Explain(server, &registry.DisabledError{Server: s})
+	}
+	return nil
 }
 
 // partial prints what succeeded and returns the failures: a listing shows
@@ -113,25 +123,32 @@ func (a *app) toolsCmd() *cobra.Command {
 				return err
 			}
 			defer h.Close()
-			if err := checkServer(h, server); err != nil {
-				return err
-			}
-			tools, err := h.Tools(cmd.Context(), a.agent)
-			tools = only(tools, server, func(t host.Tool) string { return t.Server })
-			if a.output == "json" {
-				a.printJSON(tools)
-			} else {
-				var lines [][2]string
-				for _, t := range tools {
-					lines = append(lines, [2]string{t.Server + "." + t.Tool.Name, firstLine(t.Description)})
-				}
-				a.printTable(lines)
-			}
-			return a.partial(err, server)
+			_, err = a.listTools(cmd.Context(), h, server)
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&server, "server", "", "only this server")
 	return cmd
+}
+
+// listTools prints the tools of every server, or of one, and returns them.
+func (a *app) listTools(ctx context.Context, h *host.Host, server string) ([]host.Tool, error) {
+	if err := checkServer(h, server); err != nil {
+		return nil, err
+	}
+	tools, err := h.Tools(ctx, a.agent)
+	all := tools
+	tools = only(tools, server, func(t host.Tool) string { return t.Server })
+	if a.output == "json" {
+		a.printJSON(tools)
+	} else {
+		var lines [][2]string
+		for _, t := range tools {
+			lines = append(lines, [2]string{t.Server + "." + t.Tool.Name, firstLine(t.Description)})
+		}
+		a.printTable(lines)
+	}
+	return all, a.partial(err, server)
 }
 
 func (a *app) callCmd() *cobra.Command {
@@ -139,6 +156,16 @@ func (a *app) callCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "call SERVER.TOOL [key=value ...]",
 		Short: "Call a tool; a value that parses as JSON is sent as JSON, else as a string",
+		Long: `Call a tool. key=value pairs are its arguments: a value that parses as JSON is sent as
+JSON, anything else as a string.
+
+While the tool runs, the progress it reports shows on stderr (a bar on a terminal, plain
+lines otherwise) and its log messages at or above --log-level, tagged with the server.
+Ctrl-C cancels the call (the server is told) and exits with 130.
+
+A server may ask back during the call: sampling requests show on the terminal for you to
+type the reply (--sampling deny refuses them), elicitation forms are asked field by
+field. Without a terminal both are refused.`,
 		Example: `  nexus call testserver.echo message=hello
   nexus call testserver.add a=2 b=3
   nexus call testserver.echo --args-json '{"message": "hi"}'`,
@@ -159,23 +186,29 @@ func (a *app) callCmd() *cobra.Command {
 				return err
 			}
 			defer h.Close()
-			res, err := h.CallTool(cmd.Context(), a.agent, args[0], toolArgs, nil)
-			if err != nil {
-				return err
-			}
-			if a.output == "json" {
-				a.printJSON(res)
-			} else {
-				a.printText(renderContent(res.Content, res.StructuredContent))
-			}
-			if res.IsError {
-				return &exitError{exitToolError, fmt.Errorf("tool %s returned an error", args[0])}
-			}
-			return nil
+			return a.call(cmd.Context(), h, args[0], toolArgs)
 		},
 	}
 	cmd.Flags().StringVar(&argsJSON, "args-json", "", "arguments as one JSON object (key=value pairs are merged over it)")
 	return cmd
+}
+
+// call calls a tool and prints its result.
+func (a *app) call(ctx context.Context, h *host.Host, name string, toolArgs map[string]any) error {
+	a.target, _, _ = strings.Cut(name, ".")
+	res, err := a.callTool(ctx, h, name, toolArgs)
+	if err != nil {
+		return err
+	}
+	if a.output == "json" {
+		a.printJSON(res)
+	} else {
+		a.printResult(renderContent(res.Content, res.StructuredContent))
+	}
+	if res.IsError {
+		return &exitError{exitToolError, fmt.Errorf("tool %s returned an error", name)}
+	}
+	return nil
 }
 
 func (a *app) resourcesCmd() *cobra.Command {
@@ -190,29 +223,36 @@ func (a *app) resourcesCmd() *cobra.Command {
 				return err
 			}
 			defer h.Close()
-			if err := checkServer(h, server); err != nil {
-				return err
-			}
-			rows, err := h.Resources(cmd.Context(), a.agent)
-			rows = only(rows, server, func(r host.Resource) string { return r.Server })
-			if a.output == "json" {
-				a.printJSON(rows)
-			} else {
-				var lines [][2]string
-				for _, r := range rows {
-					desc := r.Name
-					if r.MimeType != "" {
-						desc += " (" + r.MimeType + ")"
-					}
-					lines = append(lines, [2]string{r.Server + " " + r.URI, desc})
-				}
-				a.printTable(lines)
-			}
-			return a.partial(err, server)
+			_, err = a.listResources(cmd.Context(), h, server)
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&server, "server", "", "only this server")
 	return cmd
+}
+
+// listResources prints the resources of every server, or of one.
+func (a *app) listResources(ctx context.Context, h *host.Host, server string) ([]host.Resource, error) {
+	if err := checkServer(h, server); err != nil {
+		return nil, err
+	}
+	rows, err := h.Resources(ctx, a.agent)
+	all := rows
+	rows = only(rows, server, func(r host.Resource) string { return r.Server })
+	if a.output == "json" {
+		a.printJSON(rows)
+	} else {
+		var lines [][2]string
+		for _, r := range rows {
+			desc := r.Name
+			if r.MimeType != "" {
+				desc += " (" + r.MimeType + ")"
+			}
+			lines = append(lines, [2]string{r.Server + " " + r.URI, desc})
+		}
+		a.printTable(lines)
+	}
+	return all, a.partial(err, server)
 }
 
 func (a *app) readCmd() *cobra.Command {
@@ -227,22 +267,28 @@ func (a *app) readCmd() *cobra.Command {
 				return err
 			}
 			defer h.Close()
-			res, err := h.ReadResource(cmd.Context(), a.agent, args[0], args[1])
-			if err != nil {
-				return err
-			}
-			if a.output == "json" {
-				a.printJSON(res)
-				return nil
-			}
-			var parts []string
-			for _, rc := range res.Contents {
-				parts = append(parts, renderResource(rc))
-			}
-			a.printText(strings.Join(parts, "\n"))
-			return nil
+			return a.read(cmd.Context(), h, args[0], args[1])
 		},
 	}
+}
+
+// read reads a resource and prints it.
+func (a *app) read(ctx context.Context, h *host.Host, server, uri string) error {
+	a.target = server
+	res, err := h.ReadResource(ctx, a.agent, server, uri)
+	if err != nil {
+		return err
+	}
+	if a.output == "json" {
+		a.printJSON(res)
+		return nil
+	}
+	var parts []string
+	for _, rc := range res.Contents {
+		parts = append(parts, renderResource(rc))
+	}
+	a.printResult(strings.Join(parts, "\n"))
+	return nil
 }
 
 func (a *app) promptsCmd() *cobra.Command {
@@ -257,33 +303,40 @@ func (a *app) promptsCmd() *cobra.Command {
 				return err
 			}
 			defer h.Close()
-			if err := checkServer(h, server); err != nil {
-				return err
-			}
-			rows, err := h.Prompts(cmd.Context(), a.agent)
-			rows = only(rows, server, func(p host.Prompt) string { return p.Server })
-			if a.output == "json" {
-				a.printJSON(rows)
-			} else {
-				var lines [][2]string
-				for _, p := range rows {
-					var argNames []string
-					for _, arg := range p.Arguments {
-						n := arg.Name
-						if !arg.Required {
-							n = "[" + n + "]"
-						}
-						argNames = append(argNames, n)
-					}
-					lines = append(lines, [2]string{p.Server + "." + p.Name + " " + strings.Join(argNames, " "), firstLine(p.Description)})
-				}
-				a.printTable(lines)
-			}
-			return a.partial(err, server)
+			_, err = a.listPrompts(cmd.Context(), h, server)
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&server, "server", "", "only this server")
 	return cmd
+}
+
+// listPrompts prints the prompts of every server, or of one.
+func (a *app) listPrompts(ctx context.Context, h *host.Host, server string) ([]host.Prompt, error) {
+	if err := checkServer(h, server); err != nil {
+		return nil, err
+	}
+	rows, err := h.Prompts(ctx, a.agent)
+	all := rows
+	rows = only(rows, server, func(p host.Prompt) string { return p.Server })
+	if a.output == "json" {
+		a.printJSON(rows)
+	} else {
+		var lines [][2]string
+		for _, p := range rows {
+			var argNames []string
+			for _, arg := range p.Arguments {
+				n := arg.Name
+				if !arg.Required {
+					n = "[" + n + "]"
+				}
+				argNames = append(argNames, n)
+			}
+			lines = append(lines, [2]string{p.Server + "." + p.Name + " " + strings.Join(argNames, " "), firstLine(p.Description)})
+		}
+		a.printTable(lines)
+	}
+	return all, a.partial(err, server)
 }
 
 func (a *app) promptCmd() *cobra.Command {
@@ -293,42 +346,57 @@ func (a *app) promptCmd() *cobra.Command {
 		Example: "  nexus prompt testserver.greeting name=Ada",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			server, name, err := splitTarget(args[0], "prompt")
+			server, name, pargs, err := promptArgs(args)
 			if err != nil {
 				return err
-			}
-			pargs := map[string]string{}
-			for _, p := range args[1:] {
-				k, v, ok := strings.Cut(p, "=")
-				if !ok || k == "" {
-					return usageErr("argument %q is not key=value", p)
-				}
-				pargs[k] = v
 			}
 			h, err := a.openHost()
 			if err != nil {
 				return err
 			}
 			defer h.Close()
-			res, err := h.GetPrompt(cmd.Context(), a.agent, server, name, pargs)
-			if err != nil {
-				return err
-			}
-			if a.output == "json" {
-				a.printJSON(res)
-				return nil
-			}
-			var b strings.Builder
-			if res.Description != "" {
-				b.WriteString(res.Description + "\n\n")
-			}
-			for _, m := range res.Messages {
-				fmt.Fprintf(&b, "[%s]\n%s\n", m.Role, renderContent([]mcp.Content{m.Content}, nil))
-			}
-			a.printText(strings.TrimRight(b.String(), "\n"))
-			return nil
+			return a.prompt(cmd.Context(), h, server, name, pargs)
 		},
 	}
+}
+
+// promptArgs parses SERVER.PROMPT [key=value ...].
+func promptArgs(args []string) (server, name string, pargs map[string]string, err error) {
+	server, name, err = splitTarget(args[0], "prompt")
+	if err != nil {
+		return "", "", nil, err
+	}
+	pargs = map[string]string{}
+	for _, p := range args[1:] {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok || k == "" {
+			return "", "", nil, usageErr("argument %q is not key=value", p)
+		}
+		pargs[k] = v
+	}
+	return server, name, pargs, nil
+}
+
+// prompt gets a prompt and prints its messages.
+func (a *app) prompt(ctx context.Context, h *host.Host, server, name string, pargs map[string]string) error {
+	a.target = server
+	res, err := h.GetPrompt(ctx, a.agent, server, name, pargs)
+	if err != nil {
+		return err
+	}
+	if a.output == "json" {
+		a.printJSON(res)
+		return nil
+	}
+	var b strings.Builder
+	if res.Description != "" {
+		b.WriteString(res.Description + "\n\n")
+	}
+	for _, m := range res.Messages {
+		fmt.Fprintf(&b, "[%s]\n%s\n", m.Role, renderContent([]mcp.Content{m.Content}, nil))
+	}
+	a.printResult(strings.TrimRight(b.String(), "\n"))
+	return nil
 }
 
 func (a *app) pingCmd() *cobra.Command {

@@ -1,16 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
-
-	"golang.org/x/term"
 
 	"github.com/nexus-mcp/nexus/host/policy"
 	"github.com/nexus-mcp/nexus/host/sanitize"
@@ -23,36 +19,63 @@ func (a *app) confirmer() policy.Confirmer {
 	if a.yes {
 		return policy.AllowAll{}
 	}
-	f, ok := a.stdin.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) {
+	con := a.console()
+	if !con.canAsk() {
 		return nil
 	}
-	return &terminalConfirm{in: bufio.NewReader(f), out: a.stderr}
+	if a.confirm == nil {
+		a.confirm = &terminalConfirm{con: con}
+	}
+	return a.confirm
 }
 
+// terminalConfirm asks through the console, so a question never
+// interleaves with a sampling or elicitation prompt. Servers in allowAll
+// (the shell's /mcp connect --allow-all) are approved without asking.
 type terminalConfirm struct {
-	mu  sync.Mutex // one question at a time
-	in  *bufio.Reader
-	out io.Writer
+	con *console
+
+	mu       sync.Mutex
+	allowAll map[string]bool
+}
+
+// allow approves every later use of server without asking.
+func (t *terminalConfirm) allow(server string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.allowAll == nil {
+		t.allowAll = map[string]bool{}
+	}
+	t.allowAll[server] = true
 }
 
 func (t *terminalConfirm) Confirm(ctx context.Context, r policy.ConfirmRequest) (policy.Answer, error) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
+	all := t.allowAll[r.Server]
+	t.mu.Unlock()
+	if all {
+		return policy.Always, nil
+	}
+	c := t.con
+	c.begin()
+	defer c.end()
 	what := r.Method
 	if r.Tool != "" {
 		what = "tool " + r.Server + "." + r.Tool
 	}
-	fmt.Fprintf(t.out, "Agent %q wants to use server %q (%s).\n", r.Agent, r.Server, sanitize.ForDisplay(what))
+	c.say("Agent %q wants to use server %q (%s).\n", r.Agent, r.Server, sanitize.ForDisplay(what))
 	if len(r.Arguments) > 0 && len(r.Arguments) < 2000 {
-		fmt.Fprintf(t.out, "  arguments: %s\n", sanitize.ForDisplay(string(r.Arguments)))
+		c.say("  arguments: %s\n", sanitize.ForDisplay(string(r.Arguments)))
 	}
 	for {
-		fmt.Fprint(t.out, "Allow? [y]es, [n]o, [a]lways for this server: ")
-		line, err := t.in.ReadString('\n')
-		if err != nil {
-			fmt.Fprintln(t.out)
+		line, err := c.read(ctx, "Allow? [y]es, [n]o, [a]lways for this server: ")
+		switch {
+		case errors.Is(err, io.EOF):
 			return policy.No, errors.New("the terminal closed before an answer")
+		case errors.Is(err, errAborted):
+			return policy.No, nil
+		case err != nil:
+			return policy.No, fmt.Errorf("no answer: %w", err)
 		}
 		switch strings.ToLower(strings.TrimSpace(line)) {
 		case "y", "yes":

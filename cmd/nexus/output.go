@@ -29,6 +29,105 @@ func (a *app) printText(s string) {
 
 // printJSON writes v as indented JSON. JSON escapes control characters, so
 // it is safe on a terminal as it is; the size cap still applies.
+// What a terminal shows of one result before the rest is summarised: a
+// 10 MiB log in a terminal's scrollback helps nobody, and piping or
+// redirecting stdout gets all of it.
+const (
+	termMaxLines = 200
+	termMaxBytes = 64 << 10
+)
+
+// printResult prints a result's text: all of it to a pipe or file; on a
+// terminal, text that looks binary is summarised and long text cut, saying
+// how to get the rest.
+func (a *app) printResult(s string) {
+	if !isTerminal(a.stdout) {
+		a.printText(s)
+		return
+	}
+	a.printText(forTerminal(s))
+}
+
+// forTerminal summarises binary-looking text and cuts long text.
+func forTerminal(s string) string {
+	if looksBinary(s) {
+		return fmt.Sprintf("[%d bytes of what looks like binary data, not shown on the terminal; redirect stdout to a file, or use --output json]", len(s))
+	}
+	if len(s) <= termMaxBytes && strings.Count(s, "\n") < termMaxLines {
+		return s
+	}
+	head := s
+	if i := nthIndex(head, '\n', termMaxLines); i >= 0 {
+		head = head[:i]
+	}
+	if len(head) > termMaxBytes {
+		cut := termMaxBytes
+		for cut > 0 && !utf8.RuneStart(head[cut]) { // do not split a character
+			cut--
+		}
+		head = head[:cut]
+	}
+	rest := s[len(head):]
+	return fmt.Sprintf("%s\n[... %s more (%s) not shown on the terminal; redirect stdout to a file to get all %s]",
+		strings.TrimRight(head, "\n"), byteSize(len(rest)), lineCount(strings.TrimPrefix(rest, "\n")), byteSize(len(s)))
+}
+
+// lineCount says how many lines s has: "3 lines", "part of a line".
+func lineCount(s string) string {
+	n := strings.Count(s, "\n")
+	if s != "" && !strings.HasSuffix(s, "\n") {
+		n++
+	}
+	switch n {
+	case 0:
+		return "part of a line"
+	case 1:
+		return "1 line"
+	}
+	return fmt.Sprintf("%d lines", n)
+}
+
+func nthIndex(s string, c byte, n int) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			n--
+			if n == 0 {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// looksBinary: NUL bytes, or many replacement characters (bytes that were
+// not UTF-8) or control pictures, in the first 8 KiB.
+func looksBinary(s string) bool {
+	if len(s) > 8192 {
+		s = s[:8192]
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		return true
+	}
+	bad, n := 0, 0
+	for _, r := range s {
+		n++
+		if r == utf8.RuneError {
+			bad++
+		}
+	}
+	return n >= 32 && bad*10 > n
+}
+
+func byteSize(n int) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
 func (a *app) printJSON(v any) {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {

@@ -8,12 +8,14 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
 	"github.com/nexus-mcp/nexus/host"
+	"github.com/nexus-mcp/nexus/host/config"
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/host/policy"
 )
@@ -53,31 +55,90 @@ type app struct {
 	logLevel    string
 	agent       string
 	yes         bool
+	sampling    string
+
+	conOnce sync.Once
+	con     *console         // the person at the terminal (interact.go)
+	confirm *terminalConfirm // set when confirmation goes to the console
+
+	// What the running command works on, so that an error can name the
+	// server and where it is configured (errors.go).
+	cfg    *config.Config
+	target string
+
+	onChange func(server string) // the shell's, to refresh its completions
+
+	intMu       sync.Mutex
+	onInterrupt func() // Ctrl-C; the shell replaces it to stop one command
+	interrupted bool
+}
+
+// interrupt handles one SIGINT.
+func (a *app) interrupt() {
+	a.intMu.Lock()
+	f := a.onInterrupt
+	a.intMu.Unlock()
+	if f != nil {
+		f()
+	}
+}
+
+// setInterrupt replaces what Ctrl-C does and returns the previous handler.
+func (a *app) setInterrupt(f func()) func() {
+	a.intMu.Lock()
+	defer a.intMu.Unlock()
+	old := a.onInterrupt
+	a.onInterrupt = f
+	return old
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
 	root := a.rootCmd()
+	a.finishCommands(root)
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	err := root.ExecuteContext(ctx)
-	if err == nil {
-		return exitOK
+	// Ctrl-C cancels the command's context: the host sends
+	// notifications/cancelled for what is in flight, closes the servers, and
+	// the exit code is 130. The shell takes Ctrl-C over for itself.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a.onInterrupt = func() {
+		a.intMu.Lock()
+		a.interrupted = true
+		a.intMu.Unlock()
+		cancel()
 	}
-	if ctx.Err() != nil {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt)
+	defer signal.Stop(sigs)
+	go func() {
+		for range sigs {
+			a.interrupt()
+		}
+	}()
+	err := root.ExecuteContext(ctx)
+	a.intMu.Lock()
+	interrupted := a.interrupted
+	a.intMu.Unlock()
+	if interrupted && (err != nil || ctx.Err() != nil) {
+		if a.con != nil {
+			a.con.setBar("")
+		}
 		fmt.Fprintln(stderr, "interrupted")
 		return exitInterrupted
 	}
+	if err == nil {
+		return exitOK
+	}
 	code := exitConnection
 	var (
-		ee   *exitError
-		us   *host.UnknownServerError
-		ut   *host.UnknownToolError
+		ee     *exitError
+		us     *host.UnknownServerError
+		ut     *host.UnknownToolError
 		rerr   *mcp.RPCError
 		denied *policy.DeniedError
 		schema *host.SchemaError
@@ -99,7 +160,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if code == exitToolError && ee != nil {
 		return code // the result is already printed
 	}
-	renderAll(stderr, err)
+	renderAll(stderr, a.explainErr(err))
 	if code == exitUsage && isUsage(err) {
 		fmt.Fprintln(stderr, "Run 'nexus --help' for usage.")
 	}
@@ -132,6 +193,7 @@ func (a *app) rootCmd() *cobra.Command {
 	f.StringVar(&a.logLevel, "log-level", "warn", "log level: trace, debug, info, warn, error, off")
 	f.StringVar(&a.agent, "agent", host.CLIAgent, "act as this agent (its agent block sets permission, servers, allow and deny)")
 	f.BoolVarP(&a.yes, "yes", "y", false, "approve every server a trusted agent would be asked about")
+	f.StringVar(&a.sampling, "sampling", "", "answer servers' sampling requests: ask (type the reply at the terminal) or deny (default: ask on a terminal, else deny)")
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
 		if a.output != "text" && a.output != "json" {
 			return usageErr("--output must be text or json, not %q", a.output)
@@ -142,9 +204,25 @@ func (a *app) rootCmd() *cobra.Command {
 		if hclog.LevelFromString(a.logLevel) == hclog.NoLevel {
 			return usageErr("--log-level must be one of trace, debug, info, warn, error, off")
 		}
+		switch a.sampling {
+		case "":
+			a.sampling = samplingDeny
+			if a.console().canAsk() {
+				a.sampling = samplingAsk
+			}
+		case samplingAsk:
+			if !a.console().canAsk() {
+				return usageErr("--sampling ask needs a terminal on stdin to type replies at; use --sampling deny")
+			}
+		case samplingDeny:
+		default:
+			return usageErr("--sampling must be ask or deny, not %q", a.sampling)
+		}
 		return nil
 	}
+	root.SetFlagErrorFunc(suggestFlag)
 	root.AddCommand(a.toolsCmd(), a.callCmd(), a.resourcesCmd(), a.readCmd(), a.promptsCmd(), a.promptCmd(), a.pingCmd(), a.testserverCmd(), a.configCmd(), a.serversCmd())
+	root.AddCommand(a.templatesCmd(), a.completeCmd(), a.shellCmd())
 	root.AddCommand(a.pluginCmd())
 	return root
 }
@@ -161,5 +239,20 @@ func (a *app) openHost() (*host.Host, error) {
 		return nil, &exitError{exitUsage, err}
 	}
 	a.printWarnings(cfg.Warnings)
-	return host.New(cfg, host.Options{Logger: a.logger(), Timeout: a.timeout, Confirm: a.confirmer()}), nil
+	a.cfg = cfg
+	opts := host.Options{
+		Logger:      a.logger(),
+		Timeout:     a.timeout,
+		Confirm:     a.confirmer(),
+		Sampling:    a.samplingHandler,
+		Elicitation: a.elicitationHandler,
+		OnLog:       a.onLog,
+		OnChange:    a.onChange,
+	}
+	if len(cfg.Roots) == 0 {
+		// No roots in the config: the directory Nexus runs in (the shell's
+		// /cd changes it).
+		opts.Roots = cwdRoots
+	}
+	return host.New(cfg, opts), nil
 }
