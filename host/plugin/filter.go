@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -161,6 +162,19 @@ func (l *Link) callErr(inst *instance, ctx context.Context, call string, err err
 	return &FilterError{Plugin: l.p.cfg.Name, Call: call, Msg: grpcMessage(err)}
 }
 
+// unary is a Decide call of its own, for plugins without Decisions.
+func (l *Link) unary(ctx context.Context, inst *instance, req *pb.DecideRequest) (*pb.DecideResponse, error) {
+	// A call in flight ends the moment the process does.
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(inst.ctx, cancel)
+	defer stop()
+	if l.kind == sdk.KindSanitizer {
+		return inst.sanitizer.Sanitize(cctx, req)
+	}
+	return inst.policy.Decide(cctx, req)
+}
+
 // Handle sends the event to the plugin and returns its decision. A crash
 // fails the call at once with a *CrashError.
 func (l *Link) Handle(ctx context.Context, e *event.Event) (event.Decision, error) {
@@ -174,19 +188,23 @@ func (l *Link) Handle(ctx context.Context, e *event.Event) (event.Decision, erro
 		if err != nil {
 			return event.Decision{}, err
 		}
-		// A call in flight ends the moment the process does.
-		cctx, cancel := context.WithCancel(ctx)
-		stop := context.AfterFunc(inst.ctx, cancel)
-		var resp *pb.DecideResponse
 		call := "Decide"
 		if l.kind == sdk.KindSanitizer {
 			call = "Sanitize"
-			resp, err = inst.sanitizer.Sanitize(cctx, &pb.DecideRequest{Instance: id, Event: b})
-		} else {
-			resp, err = inst.policy.Decide(cctx, &pb.DecideRequest{Instance: id, Event: b})
 		}
-		stop()
-		cancel()
+		req := &pb.DecideRequest{Instance: id, Event: b}
+		var resp *pb.DecideResponse
+		ds, err := inst.decisions(l.kind == sdk.KindSanitizer)
+		if err == nil {
+			// The stream ends the moment the process does, failing the call.
+			resp, err = ds.call(ctx, req)
+			if status.Code(err) == codes.Unimplemented {
+				err = errUnary
+			}
+		}
+		if errors.Is(err, errUnary) {
+			resp, err = l.unary(ctx, inst, req)
+		}
 		if err != nil {
 			if status.Code(err) == codes.NotFound && attempt == 0 {
 				stale = &id // a reattached plugin restarted: configure again

@@ -67,9 +67,11 @@ type instance struct {
 	ctx    context.Context // cancelled when the process is gone
 	cancel context.CancelFunc
 	exited chan struct{}
-	mu     sync.Mutex
-	killed bool // the host stopped it on purpose
-	exit   string
+	mu              sync.Mutex
+	killed          bool // the host stopped it on purpose
+	exit            string
+	policyStream    *decisionStream
+	sanitizerStream *decisionStream
 }
 
 // launchSpec is what a start needs.

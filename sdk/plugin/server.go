@@ -290,6 +290,64 @@ func (d *deciders) decide(ctx context.Context, req *pb.DecideRequest, what strin
 	return &pb.DecideResponse{Decision: b}, nil
 }
 
+// decisions serves the Decisions stream: each request runs in its own
+// goroutine (a slow or hung decision must not hold up the others) and its
+// answer goes back tagged with its seq.
+func (d *deciders) decisions(stream grpc.BidiStreamingServer[pb.DecideRequest, pb.DecideResponse], what string) error {
+	var (
+		smu     sync.Mutex // Send is called from many goroutines
+		cmu     sync.Mutex
+		cancels = map[uint64]context.CancelFunc{}
+		wg      sync.WaitGroup
+	)
+	defer func() {
+		cmu.Lock()
+		for _, c := range cancels {
+			c()
+		}
+		cmu.Unlock()
+		wg.Wait()
+	}()
+	for {
+		req, err := stream.Recv()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		if req.Cancel {
+			cmu.Lock()
+			if c := cancels[req.Seq]; c != nil {
+				c()
+			}
+			cmu.Unlock()
+			continue
+		}
+		ctx, cancel := context.WithCancel(stream.Context())
+		cmu.Lock()
+		cancels[req.Seq] = cancel
+		cmu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := d.decide(ctx, req, what)
+			cmu.Lock()
+			delete(cancels, req.Seq)
+			cmu.Unlock()
+			cancel()
+			if err != nil {
+				st := status.Convert(err)
+				resp = &pb.DecideResponse{Code: int32(st.Code()), Error: st.Message()}
+			}
+			resp.Seq = req.Seq
+			smu.Lock()
+			stream.Send(resp)
+			smu.Unlock()
+		}()
+	}
+}
+
 type policyServer struct {
 	pb.UnimplementedPolicyServer
 	d *deciders
@@ -303,6 +361,10 @@ func (p *policyServer) Decide(ctx context.Context, req *pb.DecideRequest) (*pb.D
 	return p.d.decide(ctx, req, "Decide")
 }
 
+func (p *policyServer) Decisions(stream grpc.BidiStreamingServer[pb.DecideRequest, pb.DecideResponse]) error {
+	return p.d.decisions(stream, "Decide")
+}
+
 type sanitizerServer struct {
 	pb.UnimplementedSanitizerServer
 	d *deciders
@@ -314,4 +376,8 @@ func (p *sanitizerServer) Configure(ctx context.Context, req *pb.ConfigureReques
 
 func (p *sanitizerServer) Sanitize(ctx context.Context, req *pb.DecideRequest) (*pb.DecideResponse, error) {
 	return p.d.decide(ctx, req, "Sanitize")
+}
+
+func (p *sanitizerServer) Decisions(stream grpc.BidiStreamingServer[pb.DecideRequest, pb.DecideResponse]) error {
+	return p.d.decisions(stream, "Sanitize")
 }

@@ -468,7 +468,9 @@ func (x *ConfigureResponse) GetInstance() string {
 type DecideRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Instance      string                 `protobuf:"bytes,1,opt,name=instance,proto3" json:"instance,omitempty"`
-	Event         []byte                 `protobuf:"bytes,2,opt,name=event,proto3" json:"event,omitempty"` // sdk/event.Event as JSON
+	Event         []byte                 `protobuf:"bytes,2,opt,name=event,proto3" json:"event,omitempty"`    // sdk/event.Event as JSON
+	Seq           uint64                 `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`       // Decisions: matches the response
+	Cancel        bool                   `protobuf:"varint,4,opt,name=cancel,proto3" json:"cancel,omitempty"` // Decisions: the host gave up on call seq
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -517,9 +519,28 @@ func (x *DecideRequest) GetEvent() []byte {
 	return nil
 }
 
+func (x *DecideRequest) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *DecideRequest) GetCancel() bool {
+	if x != nil {
+		return x.Cancel
+	}
+	return false
+}
+
 type DecideResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Decision      []byte                 `protobuf:"bytes,1,opt,name=decision,proto3" json:"decision,omitempty"` // sdk/event.Decision as JSON
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Decision []byte                 `protobuf:"bytes,1,opt,name=decision,proto3" json:"decision,omitempty"` // sdk/event.Decision as JSON
+	Seq      uint64                 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`          // Decisions: the request answered
+	// Decisions: a failed call, as a gRPC status code and message (a unary
+	// call returns its error as the call's status instead).
+	Code          int32  `protobuf:"varint,3,opt,name=code,proto3" json:"code,omitempty"`
+	Error         string `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -561,6 +582,27 @@ func (x *DecideResponse) GetDecision() []byte {
 	return nil
 }
 
+func (x *DecideResponse) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *DecideResponse) GetCode() int32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *DecideResponse) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 var File_plugin_proto protoreflect.FileDescriptor
 
 const file_plugin_proto_rawDesc = "" +
@@ -590,24 +632,31 @@ const file_plugin_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06config\x18\x02 \x01(\fR\x06config\"/\n" +
 	"\x11ConfigureResponse\x12\x1a\n" +
-	"\binstance\x18\x01 \x01(\tR\binstance\"A\n" +
+	"\binstance\x18\x01 \x01(\tR\binstance\"k\n" +
 	"\rDecideRequest\x12\x1a\n" +
 	"\binstance\x18\x01 \x01(\tR\binstance\x12\x14\n" +
-	"\x05event\x18\x02 \x01(\fR\x05event\",\n" +
+	"\x05event\x18\x02 \x01(\fR\x05event\x12\x10\n" +
+	"\x03seq\x18\x03 \x01(\x04R\x03seq\x12\x16\n" +
+	"\x06cancel\x18\x04 \x01(\bR\x06cancel\"h\n" +
 	"\x0eDecideResponse\x12\x1a\n" +
-	"\bdecision\x18\x01 \x01(\fR\bdecision2K\n" +
+	"\bdecision\x18\x01 \x01(\fR\bdecision\x12\x10\n" +
+	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x12\n" +
+	"\x04code\x18\x03 \x01(\x05R\x04code\x12\x14\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error2K\n" +
 	"\x04Meta\x12C\n" +
 	"\x04Info\x12\x1c.nexus.plugin.v1.InfoRequest\x1a\x1d.nexus.plugin.v1.InfoResponse2\xd6\x01\n" +
 	"\tTransport\x12C\n" +
 	"\x04Open\x12\x1c.nexus.plugin.v1.OpenRequest\x1a\x1d.nexus.plugin.v1.OpenResponse\x12<\n" +
 	"\x06Stream\x12\x16.nexus.plugin.v1.Frame\x1a\x16.nexus.plugin.v1.Frame(\x010\x01\x12F\n" +
-	"\x05Close\x12\x1d.nexus.plugin.v1.CloseRequest\x1a\x1e.nexus.plugin.v1.CloseResponse2\xa7\x01\n" +
+	"\x05Close\x12\x1d.nexus.plugin.v1.CloseRequest\x1a\x1e.nexus.plugin.v1.CloseResponse2\xf9\x01\n" +
 	"\x06Policy\x12R\n" +
 	"\tConfigure\x12!.nexus.plugin.v1.ConfigureRequest\x1a\".nexus.plugin.v1.ConfigureResponse\x12I\n" +
-	"\x06Decide\x12\x1e.nexus.plugin.v1.DecideRequest\x1a\x1f.nexus.plugin.v1.DecideResponse2\xac\x01\n" +
+	"\x06Decide\x12\x1e.nexus.plugin.v1.DecideRequest\x1a\x1f.nexus.plugin.v1.DecideResponse\x12P\n" +
+	"\tDecisions\x12\x1e.nexus.plugin.v1.DecideRequest\x1a\x1f.nexus.plugin.v1.DecideResponse(\x010\x012\xfe\x01\n" +
 	"\tSanitizer\x12R\n" +
 	"\tConfigure\x12!.nexus.plugin.v1.ConfigureRequest\x1a\".nexus.plugin.v1.ConfigureResponse\x12K\n" +
-	"\bSanitize\x12\x1e.nexus.plugin.v1.DecideRequest\x1a\x1f.nexus.plugin.v1.DecideResponseB3Z1github.com/nexus-mcp/nexus/sdk/plugin/proto;protob\x06proto3"
+	"\bSanitize\x12\x1e.nexus.plugin.v1.DecideRequest\x1a\x1f.nexus.plugin.v1.DecideResponse\x12P\n" +
+	"\tDecisions\x12\x1e.nexus.plugin.v1.DecideRequest\x1a\x1f.nexus.plugin.v1.DecideResponse(\x010\x01B3Z1github.com/nexus-mcp/nexus/sdk/plugin/proto;protob\x06proto3"
 
 var (
 	file_plugin_proto_rawDescOnce sync.Once
@@ -644,18 +693,22 @@ var file_plugin_proto_depIdxs = []int32{
 	5,  // 4: nexus.plugin.v1.Transport.Close:input_type -> nexus.plugin.v1.CloseRequest
 	7,  // 5: nexus.plugin.v1.Policy.Configure:input_type -> nexus.plugin.v1.ConfigureRequest
 	9,  // 6: nexus.plugin.v1.Policy.Decide:input_type -> nexus.plugin.v1.DecideRequest
-	7,  // 7: nexus.plugin.v1.Sanitizer.Configure:input_type -> nexus.plugin.v1.ConfigureRequest
-	9,  // 8: nexus.plugin.v1.Sanitizer.Sanitize:input_type -> nexus.plugin.v1.DecideRequest
-	1,  // 9: nexus.plugin.v1.Meta.Info:output_type -> nexus.plugin.v1.InfoResponse
-	3,  // 10: nexus.plugin.v1.Transport.Open:output_type -> nexus.plugin.v1.OpenResponse
-	4,  // 11: nexus.plugin.v1.Transport.Stream:output_type -> nexus.plugin.v1.Frame
-	6,  // 12: nexus.plugin.v1.Transport.Close:output_type -> nexus.plugin.v1.CloseResponse
-	8,  // 13: nexus.plugin.v1.Policy.Configure:output_type -> nexus.plugin.v1.ConfigureResponse
-	10, // 14: nexus.plugin.v1.Policy.Decide:output_type -> nexus.plugin.v1.DecideResponse
-	8,  // 15: nexus.plugin.v1.Sanitizer.Configure:output_type -> nexus.plugin.v1.ConfigureResponse
-	10, // 16: nexus.plugin.v1.Sanitizer.Sanitize:output_type -> nexus.plugin.v1.DecideResponse
-	9,  // [9:17] is the sub-list for method output_type
-	1,  // [1:9] is the sub-list for method input_type
+	9,  // 7: nexus.plugin.v1.Policy.Decisions:input_type -> nexus.plugin.v1.DecideRequest
+	7,  // 8: nexus.plugin.v1.Sanitizer.Configure:input_type -> nexus.plugin.v1.ConfigureRequest
+	9,  // 9: nexus.plugin.v1.Sanitizer.Sanitize:input_type -> nexus.plugin.v1.DecideRequest
+	9,  // 10: nexus.plugin.v1.Sanitizer.Decisions:input_type -> nexus.plugin.v1.DecideRequest
+	1,  // 11: nexus.plugin.v1.Meta.Info:output_type -> nexus.plugin.v1.InfoResponse
+	3,  // 12: nexus.plugin.v1.Transport.Open:output_type -> nexus.plugin.v1.OpenResponse
+	4,  // 13: nexus.plugin.v1.Transport.Stream:output_type -> nexus.plugin.v1.Frame
+	6,  // 14: nexus.plugin.v1.Transport.Close:output_type -> nexus.plugin.v1.CloseResponse
+	8,  // 15: nexus.plugin.v1.Policy.Configure:output_type -> nexus.plugin.v1.ConfigureResponse
+	10, // 16: nexus.plugin.v1.Policy.Decide:output_type -> nexus.plugin.v1.DecideResponse
+	10, // 17: nexus.plugin.v1.Policy.Decisions:output_type -> nexus.plugin.v1.DecideResponse
+	8,  // 18: nexus.plugin.v1.Sanitizer.Configure:output_type -> nexus.plugin.v1.ConfigureResponse
+	10, // 19: nexus.plugin.v1.Sanitizer.Sanitize:output_type -> nexus.plugin.v1.DecideResponse
+	10, // 20: nexus.plugin.v1.Sanitizer.Decisions:output_type -> nexus.plugin.v1.DecideResponse
+	11, // [11:21] is the sub-list for method output_type
+	1,  // [1:11] is the sub-list for method input_type
 	1,  // [1:1] is the sub-list for extension type_name
 	1,  // [1:1] is the sub-list for extension extendee
 	0,  // [0:1] is the sub-list for field type_name

@@ -329,6 +329,7 @@ var Transport_ServiceDesc = grpc.ServiceDesc{
 const (
 	Policy_Configure_FullMethodName = "/nexus.plugin.v1.Policy/Configure"
 	Policy_Decide_FullMethodName    = "/nexus.plugin.v1.Policy/Decide"
+	Policy_Decisions_FullMethodName = "/nexus.plugin.v1.Policy/Decisions"
 )
 
 // PolicyClient is the client API for Policy service.
@@ -339,7 +340,12 @@ const (
 type PolicyClient interface {
 	// Configure creates a policy instance for one filter's config.
 	Configure(ctx context.Context, in *ConfigureRequest, opts ...grpc.CallOption) (*ConfigureResponse, error)
+	// Decide answers one event.
 	Decide(ctx context.Context, in *DecideRequest, opts ...grpc.CallOption) (*DecideResponse, error)
+	// Decisions carries many Decide calls, matched by seq, over one
+	// long-lived stream: the host's hot path, which saves a gRPC stream setup
+	// per call. Requests may be answered out of order.
+	Decisions(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[DecideRequest, DecideResponse], error)
 }
 
 type policyClient struct {
@@ -370,6 +376,19 @@ func (c *policyClient) Decide(ctx context.Context, in *DecideRequest, opts ...gr
 	return out, nil
 }
 
+func (c *policyClient) Decisions(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[DecideRequest, DecideResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Policy_ServiceDesc.Streams[0], Policy_Decisions_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[DecideRequest, DecideResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Policy_DecisionsClient = grpc.BidiStreamingClient[DecideRequest, DecideResponse]
+
 // PolicyServer is the server API for Policy service.
 // All implementations must embed UnimplementedPolicyServer
 // for forward compatibility.
@@ -378,7 +397,12 @@ func (c *policyClient) Decide(ctx context.Context, in *DecideRequest, opts ...gr
 type PolicyServer interface {
 	// Configure creates a policy instance for one filter's config.
 	Configure(context.Context, *ConfigureRequest) (*ConfigureResponse, error)
+	// Decide answers one event.
 	Decide(context.Context, *DecideRequest) (*DecideResponse, error)
+	// Decisions carries many Decide calls, matched by seq, over one
+	// long-lived stream: the host's hot path, which saves a gRPC stream setup
+	// per call. Requests may be answered out of order.
+	Decisions(grpc.BidiStreamingServer[DecideRequest, DecideResponse]) error
 	mustEmbedUnimplementedPolicyServer()
 }
 
@@ -394,6 +418,9 @@ func (UnimplementedPolicyServer) Configure(context.Context, *ConfigureRequest) (
 }
 func (UnimplementedPolicyServer) Decide(context.Context, *DecideRequest) (*DecideResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Decide not implemented")
+}
+func (UnimplementedPolicyServer) Decisions(grpc.BidiStreamingServer[DecideRequest, DecideResponse]) error {
+	return status.Error(codes.Unimplemented, "method Decisions not implemented")
 }
 func (UnimplementedPolicyServer) mustEmbedUnimplementedPolicyServer() {}
 func (UnimplementedPolicyServer) testEmbeddedByValue()                {}
@@ -452,6 +479,13 @@ func _Policy_Decide_Handler(srv interface{}, ctx context.Context, dec func(inter
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Policy_Decisions_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(PolicyServer).Decisions(&grpc.GenericServerStream[DecideRequest, DecideResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Policy_DecisionsServer = grpc.BidiStreamingServer[DecideRequest, DecideResponse]
+
 // Policy_ServiceDesc is the grpc.ServiceDesc for Policy service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -468,13 +502,21 @@ var Policy_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _Policy_Decide_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Decisions",
+			Handler:       _Policy_Decisions_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+	},
 	Metadata: "plugin.proto",
 }
 
 const (
 	Sanitizer_Configure_FullMethodName = "/nexus.plugin.v1.Sanitizer/Configure"
 	Sanitizer_Sanitize_FullMethodName  = "/nexus.plugin.v1.Sanitizer/Sanitize"
+	Sanitizer_Decisions_FullMethodName = "/nexus.plugin.v1.Sanitizer/Decisions"
 )
 
 // SanitizerClient is the client API for Sanitizer service.
@@ -485,6 +527,7 @@ const (
 type SanitizerClient interface {
 	Configure(ctx context.Context, in *ConfigureRequest, opts ...grpc.CallOption) (*ConfigureResponse, error)
 	Sanitize(ctx context.Context, in *DecideRequest, opts ...grpc.CallOption) (*DecideResponse, error)
+	Decisions(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[DecideRequest, DecideResponse], error)
 }
 
 type sanitizerClient struct {
@@ -515,6 +558,19 @@ func (c *sanitizerClient) Sanitize(ctx context.Context, in *DecideRequest, opts 
 	return out, nil
 }
 
+func (c *sanitizerClient) Decisions(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[DecideRequest, DecideResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Sanitizer_ServiceDesc.Streams[0], Sanitizer_Decisions_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[DecideRequest, DecideResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Sanitizer_DecisionsClient = grpc.BidiStreamingClient[DecideRequest, DecideResponse]
+
 // SanitizerServer is the server API for Sanitizer service.
 // All implementations must embed UnimplementedSanitizerServer
 // for forward compatibility.
@@ -523,6 +579,7 @@ func (c *sanitizerClient) Sanitize(ctx context.Context, in *DecideRequest, opts 
 type SanitizerServer interface {
 	Configure(context.Context, *ConfigureRequest) (*ConfigureResponse, error)
 	Sanitize(context.Context, *DecideRequest) (*DecideResponse, error)
+	Decisions(grpc.BidiStreamingServer[DecideRequest, DecideResponse]) error
 	mustEmbedUnimplementedSanitizerServer()
 }
 
@@ -538,6 +595,9 @@ func (UnimplementedSanitizerServer) Configure(context.Context, *ConfigureRequest
 }
 func (UnimplementedSanitizerServer) Sanitize(context.Context, *DecideRequest) (*DecideResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Sanitize not implemented")
+}
+func (UnimplementedSanitizerServer) Decisions(grpc.BidiStreamingServer[DecideRequest, DecideResponse]) error {
+	return status.Error(codes.Unimplemented, "method Decisions not implemented")
 }
 func (UnimplementedSanitizerServer) mustEmbedUnimplementedSanitizerServer() {}
 func (UnimplementedSanitizerServer) testEmbeddedByValue()                   {}
@@ -596,6 +656,13 @@ func _Sanitizer_Sanitize_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Sanitizer_Decisions_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(SanitizerServer).Decisions(&grpc.GenericServerStream[DecideRequest, DecideResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Sanitizer_DecisionsServer = grpc.BidiStreamingServer[DecideRequest, DecideResponse]
+
 // Sanitizer_ServiceDesc is the grpc.ServiceDesc for Sanitizer service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -612,6 +679,13 @@ var Sanitizer_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _Sanitizer_Sanitize_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Decisions",
+			Handler:       _Sanitizer_Decisions_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+	},
 	Metadata: "plugin.proto",
 }
