@@ -64,9 +64,9 @@ type instance struct {
 	sanitizer pb.SanitizerClient
 	info      Info
 
-	ctx    context.Context // cancelled when the process is gone
-	cancel context.CancelFunc
-	exited chan struct{}
+	ctx             context.Context // cancelled when the process is gone
+	cancel          context.CancelFunc
+	exited          chan struct{}
 	mu              sync.Mutex
 	killed          bool // the host stopped it on purpose
 	exit            string
