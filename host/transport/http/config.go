@@ -1,6 +1,7 @@
 package httptransport
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -88,8 +89,28 @@ type Config struct {
 	DialContext DialFunc
 
 	// WrapTransport, if set, wraps the HTTP round tripper (after the
-	// guards), for example to add authorization.
+	// guards), for example to add tracing.
 	WrapTransport func(http.RoundTripper) http.RoundTripper
+
+	// Authorizer, if set, authorizes every request (POST, GET, DELETE) and
+	// handles 401 and 403 answers; host/auth's *Client is one.
+	Authorizer Authorizer
+}
+
+// Authorizer adds credentials to requests and reacts to the server's
+// challenges, so the transport needs to know nothing of OAuth. For every
+// request the transport calls Authorize, sends it, and on 401 or 403 calls
+// Challenge: when it says retry, the request is sent again (re-authorized;
+// bodies are kept for that), otherwise the status is reported as an
+// *HTTPStatusError, and an error from Challenge ends the session as an
+// *AuthError. Challenge bounds the retries itself; the transport adds a
+// generous cap of its own (maxAuthRetries) against a broken Authorizer.
+type Authorizer interface {
+	// Authorize sets the Authorization header (if it has a token) on req.
+	Authorize(ctx context.Context, req *http.Request) error
+	// Challenge handles a 401 or 403 response and reports whether the
+	// request should be retried. It must not read the body.
+	Challenge(ctx context.Context, resp *http.Response) (retry bool, err error)
 }
 
 // ConfigError reports a Config that cannot work; nothing was sent.

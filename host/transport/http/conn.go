@@ -726,6 +726,7 @@ func isFatal(err error) bool {
 	var (
 		blocked  *BlockedAddressError
 		redirect *RedirectError
+		authErr  *AuthError
 		expired  *SessionExpiredError
 		badID    *InvalidSessionIDError
 		large    *BodyTooLargeError
@@ -738,7 +739,7 @@ func isFatal(err error) bool {
 		record   tls.RecordHeaderError
 	)
 	switch {
-	case errors.As(err, &blocked), errors.As(err, &redirect), errors.As(err, &expired),
+	case errors.As(err, &blocked), errors.As(err, &redirect), errors.As(err, &expired), errors.As(err, &authErr),
 		errors.As(err, &badID), errors.As(err, &large), errors.As(err, &proto):
 		return true
 	case errors.As(err, &status):

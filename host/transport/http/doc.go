@@ -52,6 +52,13 @@
 // JSON-RPC error answer to that request (code -32603, data
 // {"transport":"http","status":N}) and the session goes on.
 //
+// Authorization: Config.Authorizer (host/auth's OAuth client, behind a
+// two-method interface so that this package knows nothing of OAuth) adds
+// credentials to every request, POST, GET and DELETE alike, and handles
+// 401 and 403: when it has re-authorized, the request is sent again; when
+// it fails, the session ends with *AuthError. Without one, 401 ends the
+// session as an *HTTPStatusError.
+//
 // An expired session (HTTP 404 to a request carrying Mcp-Session-Id) ends
 // the Conn with *SessionExpiredError: the host reconnects, which is a new
 // initialize as the spec requires. With Config.Reinitialize the Conn does

@@ -55,6 +55,31 @@ func (e *HTTPStatusError) Error() string {
 	return b.String()
 }
 
+// AuthError reports a 401 or 403 that the Authorizer could not resolve:
+// discovery, registration, the login or a token request failed, or the
+// server kept refusing fresh tokens. It ends the session. Err is the
+// Authorizer's error (host/auth returns reports that say what to do), and
+// its text is this error's text.
+type AuthError struct {
+	Server string
+	Method string
+	URL    string
+	Status int
+	Err    error
+}
+
+func (e *AuthError) Error() string {
+	return fmt.Sprintf("server %q: %s %s returned HTTP %d and authorization failed: %v", e.Server, e.Method, e.URL, e.Status, e.Err)
+}
+
+func (e *AuthError) Unwrap() error { return e.Err }
+
+// authorizeError is an Authorizer's failure to prepare a request.
+type authorizeError struct{ err error }
+
+func (e *authorizeError) Error() string { return "authorizing the request: " + e.err.Error() }
+func (e *authorizeError) Unwrap() error { return e.err }
+
 // BlockedAddressError reports a connection the SSRF guard refused: the
 // host resolved only to addresses Nexus does not connect to.
 type BlockedAddressError struct {

@@ -25,6 +25,10 @@ type exchange struct {
 	noRetry   bool
 }
 
+// maxAuthRetries caps the re-authorizations of one exchange, should an
+// Authorizer keep asking for retries; Challenge normally gives up first.
+const maxAuthRetries = 20
+
 // Header values shared by every request; net/http does not modify them.
 var (
 	acceptBoth = []string{"application/json, text/event-stream"}
@@ -41,6 +45,7 @@ func (c *Conn) do(ctx context.Context, x *exchange) (*http.Response, error) {
 // or a typed error. It also returns the session generation the last
 // attempt used, for recoverSession. The caller closes the body.
 func (c *Conn) doTracked(ctx context.Context, x *exchange) (*http.Response, int, error) {
+	authTries := 0 // re-authorizations; they do not use up the retry budget
 	for attempt := 0; ; attempt++ {
 		resp, gen, withSession, err := c.roundTrip(ctx, x)
 		retry := !x.noRetry && attempt < c.cfg.MaxRetries
@@ -61,6 +66,22 @@ func (c *Conn) doTracked(ctx context.Context, x *exchange) (*http.Response, int,
 		switch s := resp.StatusCode; {
 		case s >= 200 && s < 300:
 			return resp, gen, nil
+		case (s == http.StatusUnauthorized || s == http.StatusForbidden) && c.cfg.Authorizer != nil && authTries < maxAuthRetries:
+			again, aerr := c.cfg.Authorizer.Challenge(ctx, resp)
+			if aerr != nil {
+				discard(resp.Body)
+				if ctx.Err() != nil {
+					return nil, gen, c.reqErr(x, context.Cause(ctx))
+				}
+				return nil, gen, &AuthError{Server: c.cfg.Server, Method: x.method, URL: c.target(x), Status: s, Err: aerr}
+			}
+			if again {
+				discard(resp.Body)
+				authTries++
+				attempt-- // the next attempt is a new authorization, not a retry
+				c.log.Debug("re-authorized; sending the request again", "status", s, "method", x.method)
+				continue
+			}
 		case s >= 300 && s < 400 && s != http.StatusNotModified:
 			loc := resp.Header.Get("Location")
 			discard(resp.Body)
@@ -130,6 +151,12 @@ func (c *Conn) roundTrip(ctx context.Context, x *exchange) (resp *http.Response,
 	}
 	if x.lastID != "" {
 		h["Last-Event-Id"] = []string{x.lastID}
+	}
+	if a := c.cfg.Authorizer; a != nil {
+		if err := a.Authorize(ctx, req); err != nil {
+			cancel(nil)
+			return nil, gen, withSession, &authorizeError{err}
+		}
 	}
 	var timer *time.Timer
 	if x.timeout > 0 {
