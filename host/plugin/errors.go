@@ -225,9 +225,19 @@ func loadReport(p *config.Plugin, e *LoadError, sum string) *diag.Report {
 		r.Causes = []string{"The plugin failed before serving; its stderr usually says why",
 			"The binary is not a Nexus plugin: it ran and exited without answering the plugin handshake"}
 		r.Fix = []string{"Run the binary by hand to see its output"}
+	case LoadBadPlugin:
+		r.Problem = "Plugin " + name + " answered the go-plugin handshake but not the Nexus plugin protocol"
+		if e.Err != nil {
+			r.Problem += ": " + e.Err.Error()
+		}
+		r.Causes = []string{"The plugin was built with a modified or incompatible SDK"}
+		r.Fix = []string{"Rebuild the plugin against github.com/nexus-mcp/nexus/sdk/plugin of this release"}
 	case LoadReattach:
 		r.Problem = "Plugin " + name + " is listed in NEXUS_REATTACH_PLUGINS but cannot be reached"
 		r.Causes = []string{"The debug plugin process stopped, or the value is stale"}
+		if e.Err != nil {
+			r.Details = append(r.Details, diag.Section{Heading: "Error", Lines: []string{e.Err.Error()}})
+		}
 		r.Fix = []string{"Restart the plugin with -debug and export the value it prints, or unset NEXUS_REATTACH_PLUGINS"}
 	default:
 		r.Problem = "Plugin " + name + " could not be started"

@@ -110,6 +110,11 @@ func launch(ctx context.Context, s launchSpec) (*instance, error) {
 		if err != nil {
 			return nil, &LoadError{Plugin: s.name, Kind: LoadReattach, Err: err}
 		}
+		set, ok := cc.VersionedPlugins[r.ProtocolVersion]
+		if !ok {
+			return nil, &LoadError{Plugin: s.name, Kind: LoadReattach, Err: fmt.Errorf("%s names protocol version %d; this host speaks %v", sdk.ReattachEnv, r.ProtocolVersion, s.versions)}
+		}
+		cc.Plugins = set // go-plugin negotiates VersionedPlugins only when it launches
 		cc.Reattach = &goplugin.ReattachConfig{Protocol: goplugin.Protocol(r.Protocol), ProtocolVersion: r.ProtocolVersion, Addr: addr, Pid: r.Pid, Test: r.Test}
 		if cc.Reattach.Protocol == "" {
 			cc.Reattach.Protocol = goplugin.ProtocolGRPC

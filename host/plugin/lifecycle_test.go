@@ -1,0 +1,98 @@
+package plugin
+
+import (
+	"bufio"
+	"errors"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nexus-mcp/nexus/host/config"
+	"github.com/nexus-mcp/nexus/sdk/event"
+)
+
+func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
+
+func TestCloseStopsEveryPlugin(t *testing.T) {
+	m, _ := newManager(t, Options{})
+	ctx := ctxT(t)
+	var pids []int
+	for _, name := range []string{"a", "b", "c"} {
+		p, err := m.Open(ctx, pinned(t, name, testPlugin(t, "good")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pids = append(pids, p.cur.runner.pid)
+	}
+	m.Close()
+	for _, pid := range pids {
+		if alive(pid) {
+			t.Errorf("plugin process %d outlived Manager.Close", pid)
+		}
+	}
+	if _, err := m.Open(ctx, pinned(t, "late", testPlugin(t, "good"))); !errors.Is(err, ErrClosed) {
+		t.Errorf("Open after Close: %v", err)
+	}
+}
+
+func TestReattach(t *testing.T) {
+	cmd := exec.Command(testPlugin(t, "good"), "-debug")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	var value string
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if v, ok := strings.CutPrefix(line, "export NEXUS_REATTACH_PLUGINS='"); ok {
+			value = strings.TrimSuffix(v, "'")
+			break
+		}
+	}
+	if value == "" {
+		t.Fatal("the debug plugin printed no NEXUS_REATTACH_PLUGINS line")
+	}
+	m, logs := newManager(t, Options{Reattach: &value})
+	ctx := ctxT(t)
+	// The path is not used (and not checksummed) when reattaching.
+	p, err := m.Open(ctx, &config.Plugin{Name: "testplugin", Path: "/not/used"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := p.Policy(ctx, "f", []byte(`{"deny_tools": ["rm"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := l.Handle(ctx, toolEvent("rm")); err != nil || d.Action != event.Deny {
+		t.Fatalf("through the reattached plugin: %v %v", d, err)
+	}
+	if !strings.Contains(logs.String(), "attaching to a running plugin") {
+		t.Errorf("no warning about reattaching:\n%s", logs)
+	}
+	m.Close()
+	time.Sleep(100 * time.Millisecond)
+	if !alive(cmd.Process.Pid) {
+		t.Error("Manager.Close killed a plugin it only attached to")
+	}
+	// A stale value names a process that is gone.
+	cmd.Process.Kill()
+	cmd.Wait()
+	m2, _ := newManager(t, Options{Reattach: &value})
+	_, err = m2.Open(ctx, &config.Plugin{Name: "testplugin", Path: "/not/used"})
+	var le *LoadError
+	if !errors.As(err, &le) || le.Kind != LoadReattach {
+		t.Fatalf("stale reattach: %v", err)
+	}
+	bad := "{not json"
+	m3, _ := newManager(t, Options{Reattach: &bad})
+	if _, err := m3.Open(ctx, &config.Plugin{Name: "x", Path: "/x"}); err == nil || !strings.Contains(err.Error(), "NEXUS_REATTACH_PLUGINS is not a JSON object") {
+		t.Fatalf("bad value: %v", err)
+	}
+}
