@@ -1,0 +1,39 @@
+// Package plugin runs go-plugin binaries for the host: transport plugins
+// that carry MCP sessions, and policy and sanitizer plugins that join the
+// filter chain as policy.Link values.
+//
+// A Manager launches each plugin block once and supervises it:
+//
+//   - Before anything runs, the binary must exist, be executable and match
+//     the sha256 pinned in its plugin block; the check is go-plugin's
+//     SecureConfig, done by the runner immediately before exec, so a binary
+//     that fails it never runs. Unpinned plugins run only with
+//     Options.InsecureSkipChecksum, and then with a loud warning.
+//   - The handshake is gRPC only, with go-plugin's magic cookie, AutoMTLS and
+//     versioned plugin sets (HostProtocolVersions), under a start timeout.
+//   - The child gets a sanitized environment (the stdio transport's
+//     SafeEnvKeys, nothing else of the host's), /dev/null as stdin (go-plugin
+//     would hand it the host's stdin, which in gateway mode carries an MCP
+//     stream), and its own process group; on Linux the kernel kills it if
+//     the host dies.
+//   - Its hclog output is re-emitted through the host's logger as
+//     "<host>.plugin.<name>"; the last lines it wrote to stderr are kept for
+//     error messages.
+//   - A crash fails the calls in flight at once (transport requests with a
+//     JSON-RPC error, code CodePluginCrashed, naming the plugin and its last
+//     stderr lines; policy calls with a *CrashError), and the plugin is
+//     restarted with exponential backoff. Links configure the new process
+//     on their next call; a transport session ends, and the next Dial (the
+//     registry's reconnect on next use) runs on the new process.
+//   - NEXUS_REATTACH_PLUGINS (see sdk/plugin.Debug) attaches to plugins
+//     already running under a debugger instead of launching them.
+//   - Close stops every process, gracefully and then by force; CleanupAll
+//     is go-plugin's last line of defence for main.
+//
+// Config blocks are validated against the JSON Schema a plugin declares for
+// each kind (santhosh-tekuri/jsonschema, no external references) when the
+// host loads them; errors are *diag.Report values with the config's file and
+// line. Inspect asks a binary what it offers, for `nexus plugin inspect`.
+//
+// The wire protocol is sdk/plugin/proto; plugin authors use sdk/plugin.
+package plugin
