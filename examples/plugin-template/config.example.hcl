@@ -2,12 +2,15 @@
 #   go build -o bin/plugins/plugin-template ./examples/plugin-template
 
 plugin "template" {
-  path   = "bin/plugins/plugin-template"
-  sha256 = "replace with: sha256sum bin/plugins/plugin-template"
+  path   = "../../bin/plugins/plugin-template"
+  sha256 = "0000000000000000000000000000000000000000000000000000000000000000" # replace with the output of: sha256sum bin/plugins/plugin-template
 }
 
 server "testserver" {
-  command = ["nexus", "testserver"]
+  stdio {
+    command = "nexus"
+    args    = ["testserver"]
+  }
 }
 
 filter "no-deletes" {

@@ -1,12 +1,15 @@
 # Nexus config: rate limits on the built-in test server's tools.
 
 plugin "ratelimit" {
-  path   = "bin/plugins/policy-ratelimit"
-  sha256 = "replace with: sha256sum bin/plugins/policy-ratelimit"
+  path   = "../../bin/plugins/policy-ratelimit"
+  sha256 = "0000000000000000000000000000000000000000000000000000000000000000" # replace with the output of: sha256sum bin/plugins/policy-ratelimit
 }
 
 server "testserver" {
-  command = ["nexus", "testserver"]
+  stdio {
+    command = "nexus"
+    args    = ["testserver"]
+  }
 }
 
 filter "limits" {

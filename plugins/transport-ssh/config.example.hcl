@@ -1,8 +1,8 @@
 # Nexus config: the built-in test server on another machine, over SSH.
 
 plugin "ssh" {
-  path   = "bin/plugins/transport-ssh"
-  sha256 = "replace with: sha256sum bin/plugins/transport-ssh"
+  path   = "../../bin/plugins/transport-ssh"
+  sha256 = "0000000000000000000000000000000000000000000000000000000000000000" # replace with the output of: sha256sum bin/plugins/transport-ssh
 }
 
 server "remote" {

@@ -45,7 +45,7 @@ const schema = `{
     },
     "identity_file": {"type": "string", "description": "private key file (OpenSSH or PEM)"},
     "passphrase": {"type": "string", "description": "passphrase of identity_file"},
-    "agent_socket": {"type": "string", "description": "SSH agent socket, e.g. \"${env.SSH_AUTH_SOCK}\""},
+    "agent_socket": {"type": "string", "description": "SSH agent socket, in HCL: env(\"SSH_AUTH_SOCK\")"},
     "connect_timeout": {"type": "string", "pattern": "^[0-9.]+(ms|s|m)$", "description": "default 10s"},
     "keepalive_interval": {"type": "string", "pattern": "^[0-9.]+(ms|s|m)$", "description": "default 30s; 0s turns it off"}
   },

@@ -2,8 +2,8 @@
 # test server: run `nexus testserver --ws 127.0.0.1:8765` first.
 
 plugin "websocket" {
-  path   = "bin/plugins/transport-websocket"
-  sha256 = "replace with: sha256sum bin/plugins/transport-websocket"
+  path   = "../../bin/plugins/transport-websocket"
+  sha256 = "0000000000000000000000000000000000000000000000000000000000000000" # replace with the output of: sha256sum bin/plugins/transport-websocket
 }
 
 server "remote" {
