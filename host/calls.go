@@ -32,6 +32,11 @@ type CallOptions struct {
 func (h *Host) CallTool(ctx context.Context, agent, name string, args any, o *CallOptions) (*mcp.CallToolResult, error) {
 	server, toolName, err := h.resolve(ctx, agent, name)
 	if err != nil {
+		// An agent with no MCP access learns that, not that no tool has
+		// the name (resolving an exposed name looks only at what it sees).
+		if derr := h.mayList(ctx, agent, mcp.MethodToolsCall); derr != nil {
+			return nil, derr
+		}
 		return nil, err
 	}
 	raw, err := rawArgs(args)
@@ -47,7 +52,10 @@ func (h *Host) CallTool(ctx context.Context, agent, name string, args any, o *Ca
 	}
 	tool, err := findTool(ctx, c, server, toolName)
 	if err != nil {
-		return nil, err
+		if _, unknown := err.(*UnknownToolError); unknown {
+			return nil, err
+		}
+		return nil, h.Explain(server, err) // the session failed listing its tools
 	}
 
 	var ev *event.Event
@@ -73,7 +81,7 @@ func (h *Host) CallTool(ctx context.Context, agent, name string, args any, o *Ca
 		raw = p.Arguments
 	}
 
-	if probs, err := h.sch.get(tool.InputSchema).validate(raw); err != nil {
+	if probs, err := h.sch.get(server, toolName, false, tool.InputSchema).validate(raw); err != nil {
 		return nil, &SchemaError{Server: server, Tool: toolName, What: "arguments", Problems: []string{err.Error()}}
 	} else if len(probs) > 0 {
 		return nil, &SchemaError{Server: server, Tool: toolName, What: "arguments", Problems: probs}
@@ -89,7 +97,7 @@ func (h *Host) CallTool(ctx context.Context, agent, name string, args any, o *Ca
 	}
 
 	if len(res.StructuredContent) > 0 && !res.IsError {
-		if probs, err := h.sch.get(tool.OutputSchema).validate(res.StructuredContent); err == nil && len(probs) > 0 {
+		if probs, err := h.sch.get(server, toolName, true, tool.OutputSchema).validate(res.StructuredContent); err == nil && len(probs) > 0 {
 			return nil, &SchemaError{Server: server, Tool: toolName, What: "structured output", Problems: probs}
 		}
 	}

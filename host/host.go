@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/nexus-mcp/nexus/host/config"
+	"github.com/nexus-mcp/nexus/host/diag"
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/host/policy"
 	"github.com/nexus-mcp/nexus/host/registry"
@@ -73,11 +74,18 @@ type Host struct {
 	chain *policy.Chain
 	sch   schemas
 
-	mu      sync.Mutex
-	stdio   map[string]*stdio.Conn // live stdio transports, for stderr in errors
-	catalog *registry.Catalog
-	catGen  uint64 // bumped on every change; the catalog is rebuilt lazily
-	builtAt uint64
+	mu     sync.Mutex
+	stdio  map[string]*stdio.Conn // live stdio transports, for stderr in errors
+	catGen uint64                 // bumped on every change; catalogs are rebuilt lazily
+	// catalogs are by agent: exposed names depend on which servers an agent
+	// sees (a collision with a server it cannot see renames nothing), so
+	// one agent's names must never resolve another's.
+	catalogs map[string]builtCatalog
+}
+
+type builtCatalog struct {
+	cat *registry.Catalog
+	gen uint64 // catGen it was built at
 }
 
 // New makes a host for cfg. Nothing connects until Start or first use.
@@ -88,7 +96,8 @@ func New(cfg *config.Config, opts Options) *Host {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
-	h := &Host{cfg: cfg, opts: opts, log: opts.Logger, stdio: map[string]*stdio.Conn{}}
+	h := &Host{cfg: cfg, opts: opts, log: opts.Logger, stdio: map[string]*stdio.Conn{}, catalogs: map[string]builtCatalog{}}
+	h.sch.log = opts.Logger
 	if opts.Roots == nil && len(cfg.Roots) > 0 {
 		h.opts.Roots = configRoots(cfg.Roots)
 	}
@@ -204,7 +213,7 @@ func (e *UnknownServerError) Error() string {
 func (h *Host) visibleNames(agent string) []string {
 	var out []string
 	for _, s := range h.cfg.Servers {
-		if h.perms.ServerVisible(agent, s.Name) {
+		if h.perms.ServerVisible(agent, s.Name) && h.reg.Visible(s.Name, agent) {
 			out = append(out, s.Name)
 		}
 	}
@@ -233,7 +242,8 @@ func (e *ServerError) Unwrap() error { return e.Err }
 func (h *Host) each(ctx context.Context, agent string, fn func(ctx context.Context, server string, c *mcp.Client) error) error {
 	var names []string
 	for _, s := range h.cfg.Servers {
-		if s.Enabled && h.perms.ServerVisible(agent, s.Name) {
+		// Servers another agent connected privately are not there at all.
+		if s.Enabled && h.perms.ServerVisible(agent, s.Name) && h.reg.Visible(s.Name, agent) {
 			names = append(names, s.Name)
 		}
 	}
@@ -263,22 +273,7 @@ func (h *Host) Tools(ctx context.Context, agent string) ([]Tool, error) {
 	if err := h.mayList(ctx, agent, mcp.MethodToolsList); err != nil {
 		return nil, err
 	}
-	var mu sync.Mutex
-	lists := map[string][]mcp.Tool{}
-	err := h.each(ctx, agent, func(ctx context.Context, server string, c *mcp.Client) error {
-		if c.Capabilities().Tools == nil {
-			return nil
-		}
-		tools, err := c.Tools(ctx)
-		if err != nil {
-			return err
-		}
-		mu.Lock()
-		lists[server] = tools
-		mu.Unlock()
-		return nil
-	})
-	cat := h.catalogFor(lists)
+	cat, err := h.buildCatalog(ctx, agent)
 	var out []Tool
 	for _, e := range cat.Entries {
 		if !h.perms.ToolAllowed(agent, e.Server, e.Tool.Name) {
@@ -312,10 +307,33 @@ func (h *Host) listAllowed(ctx context.Context, agent string, e registry.Entry) 
 	return err == nil
 }
 
-// catalogFor names the tools; the full catalog (all servers) is kept for
-// name lookups.
-func (h *Host) catalogFor(lists map[string][]mcp.Tool) *registry.Catalog {
-	return registry.NewCatalog(lists)
+// buildCatalog names the tools of every server agent can see (connecting
+// them) and keeps the catalog for the agent's name lookups, so a name
+// Tools returned resolves to that very tool.
+func (h *Host) buildCatalog(ctx context.Context, agent string) (*registry.Catalog, error) {
+	h.mu.Lock()
+	gen := h.catGen
+	h.mu.Unlock()
+	var mu sync.Mutex
+	lists := map[string][]mcp.Tool{}
+	err := h.each(ctx, agent, func(ctx context.Context, server string, c *mcp.Client) error {
+		if c.Capabilities().Tools == nil {
+			return nil
+		}
+		tools, err := c.Tools(ctx)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		lists[server] = tools
+		mu.Unlock()
+		return nil
+	})
+	cat := registry.NewCatalog(lists)
+	h.mu.Lock()
+	h.catalogs[agent] = builtCatalog{cat, gen}
+	h.mu.Unlock()
+	return cat, err
 }
 
 // resolve finds the server and tool for a name: server.tool, or an exposed
@@ -325,34 +343,15 @@ func (h *Host) resolve(ctx context.Context, agent, name string) (server, tool st
 		return s, t, nil
 	}
 	h.mu.Lock()
-	cat, fresh := h.catalog, h.builtAt == h.catGen && h.catalog != nil
+	b, ok := h.catalogs[agent]
+	fresh := ok && b.gen == h.catGen
 	h.mu.Unlock()
 	if fresh {
-		if e, ok := cat.Lookup(name); ok {
+		if e, ok := b.cat.Lookup(name); ok {
 			return e.Server, e.Tool.Name, nil
 		}
 	}
-	lists := map[string][]mcp.Tool{}
-	var mu sync.Mutex
-	h.mu.Lock()
-	gen := h.catGen
-	h.mu.Unlock()
-	_ = h.each(ctx, agent, func(ctx context.Context, server string, c *mcp.Client) error {
-		if c.Capabilities().Tools == nil {
-			return nil
-		}
-		tools, err := c.Tools(ctx)
-		if err == nil {
-			mu.Lock()
-			lists[server] = tools
-			mu.Unlock()
-		}
-		return err
-	})
-	cat = registry.NewCatalog(lists)
-	h.mu.Lock()
-	h.catalog, h.builtAt = cat, gen
-	h.mu.Unlock()
+	cat, _ := h.buildCatalog(ctx, agent)
 	if e, ok := cat.Lookup(name); ok {
 		return e.Server, e.Tool.Name, nil
 	}
@@ -473,6 +472,18 @@ func (h *Host) Explain(server string, err error) error {
 	var de *registry.DisabledError
 	if errors.As(err, &de) {
 		return explainDisabled(srv)
+	}
+	var be *registry.BackoffError
+	if errors.As(err, &be) {
+		// Say what went wrong last time, and that it is not retried yet.
+		var rep *diag.Report
+		if inner := h.Explain(server, be.Err); errors.As(inner, &rep) {
+			cp := *rep
+			cp.Problem = fmt.Sprintf("%s; the next reconnection attempt is in %s", rep.Problem, be.Retry.Round(time.Millisecond))
+			cp.Cause = err
+			return &cp
+		}
+		return err
 	}
 	h.mu.Lock()
 	sc := h.stdio[server]

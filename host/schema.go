@@ -9,17 +9,32 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 )
 
 // schemas compiles tool schemas once and keeps them by content, so a tool
-// list refresh that does not change a schema costs nothing.
+// list refresh that does not change a schema costs nothing. Each tool's
+// schema is also kept by tool, so a call finds it without hashing it.
 type schemas struct {
-	mu    sync.Mutex
-	cache map[[32]byte]*compiled
+	log    hclog.Logger // told once about each schema that does not compile
+	mu     sync.Mutex
+	cache  map[[32]byte]*compiled
+	byTool map[schemaKey]toolSchema
+}
+
+type schemaKey struct {
+	server, tool string
+	output       bool
+}
+
+type toolSchema struct {
+	raw json.RawMessage // what c was compiled from
+	c   *compiled
 }
 
 type compiled struct {
@@ -39,21 +54,34 @@ func (noLoader) Load(url string) (any, error) {
 	return nil, fmt.Errorf("external $ref %q is not followed", url)
 }
 
-func (s *schemas) get(raw json.RawMessage) *compiled {
+// get returns the compiled input (or output) schema of server's tool; a
+// schema that does not compile is logged (once: the result is cached) and
+// not used.
+func (s *schemas) get(server, tool string, output bool, raw json.RawMessage) *compiled {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil
 	}
-	key := sha256.Sum256(raw)
+	tk := schemaKey{server, tool, output}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if ts, ok := s.byTool[tk]; ok && bytes.Equal(ts.raw, raw) {
+		return ts.c
+	}
 	if s.cache == nil {
 		s.cache = map[[32]byte]*compiled{}
+		s.byTool = map[schemaKey]toolSchema{}
 	}
-	if c, ok := s.cache[key]; ok {
-		return c
+	key := sha256.Sum256(raw)
+	c, ok := s.cache[key]
+	if !ok {
+		c = compileSchema(raw)
+		s.cache[key] = c
 	}
-	c := compileSchema(raw)
-	s.cache[key] = c
+	s.byTool[tk] = toolSchema{raw, c}
+	if !ok && c.err != nil && s.log != nil {
+		s.log.Warn("tool schema does not compile; the tool is used without validation",
+			"server", server, "tool", tool, "error", c.err)
+	}
 	return c
 }
 
@@ -98,7 +126,7 @@ func (c *compiled) validate(raw json.RawMessage) ([]string, error) {
 	if len(raw) == 0 {
 		raw = json.RawMessage("{}")
 	}
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	v, err := decodeJSON(raw)
 	if err != nil {
 		return nil, err
 	}
@@ -114,6 +142,117 @@ func (c *compiled) validate(raw json.RawMessage) ([]string, error) {
 	leaves(ve, &out)
 	sort.Strings(out)
 	return out, nil
+}
+
+// decodeJSON decodes a document the way jsonschema.UnmarshalJSON does
+// (objects as map[string]any, arrays as []any, numbers exact as
+// json.Number) for the validator. It is on every call's path, where a
+// json.Decoder costs more than the validation itself, so a document that
+// json.Valid accepts is taken apart here in one pass; anything else gets
+// the library's error.
+func decodeJSON(data []byte) (any, error) {
+	if !json.Valid(data) {
+		return jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	}
+	d := jsonDecoder{data: data}
+	return d.value(), nil
+}
+
+// jsonDecoder walks a document json.Valid has accepted, so it need not
+// check its syntax again.
+type jsonDecoder struct {
+	data []byte
+	i    int
+}
+
+func (d *jsonDecoder) space() {
+	for d.i < len(d.data) {
+		switch d.data[d.i] {
+		case ' ', '\t', '\n', '\r':
+			d.i++
+		default:
+			return
+		}
+	}
+}
+
+// next skips space and returns (and consumes) the next byte.
+func (d *jsonDecoder) next() byte {
+	d.space()
+	d.i++
+	return d.data[d.i-1]
+}
+
+func (d *jsonDecoder) value() any {
+	d.space()
+	switch d.data[d.i] {
+	case '{':
+		d.i++
+		m := map[string]any{}
+		if d.space(); d.data[d.i] == '}' {
+			d.i++
+			return m
+		}
+		for {
+			d.space()
+			k := d.str()
+			d.next() // ':'
+			m[k] = d.value()
+			if d.next() == '}' {
+				return m
+			}
+		}
+	case '[':
+		d.i++
+		a := []any{}
+		if d.space(); d.data[d.i] == ']' {
+			d.i++
+			return a
+		}
+		for {
+			a = append(a, d.value())
+			if d.next() == ']' {
+				return a
+			}
+		}
+	case '"':
+		return d.str()
+	case 't':
+		d.i += 4
+		return true
+	case 'f':
+		d.i += 5
+		return false
+	case 'n':
+		d.i += 4
+		return nil
+	}
+	start := d.i
+	for d.i < len(d.data) && strings.IndexByte("+-.0123456789eE", d.data[d.i]) >= 0 {
+		d.i++
+	}
+	return json.Number(d.data[start:d.i])
+}
+
+// str decodes the string at d.i; one with escapes or invalid UTF-8 (which
+// becomes U+FFFD) is left to encoding/json.
+func (d *jsonDecoder) str() string {
+	start := d.i
+	plain := true
+	for d.i++; d.data[d.i] != '"'; d.i++ {
+		if d.data[d.i] == '\\' {
+			plain = false
+			d.i++
+		}
+	}
+	d.i++
+	tok := d.data[start:d.i]
+	if plain && utf8.Valid(tok) {
+		return string(tok[1 : len(tok)-1])
+	}
+	var s string
+	_ = json.Unmarshal(tok, &s) // a valid string token: it cannot fail
+	return s
 }
 
 var english = message.NewPrinter(language.English)

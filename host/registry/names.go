@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -87,35 +88,44 @@ type Catalog struct {
 // NewCatalog names every tool of every server. It is deterministic: the
 // same lists give the same names in any order.
 func NewCatalog(lists map[string][]mcp.Tool) *Catalog {
-	c := &Catalog{byName: map[string]int{}, byRef: map[Ref]int{}}
 	servers := make([]string, 0, len(lists))
-	for s := range lists {
+	total := 0
+	for s, tools := range lists {
 		servers = append(servers, s)
+		total += len(tools)
 	}
 	sort.Strings(servers)
+	c := &Catalog{Entries: make([]Entry, 0, total), byName: make(map[string]int, total), byRef: make(map[Ref]int, total)}
 	for _, s := range servers {
-		tools := append([]mcp.Tool(nil), lists[s]...)
-		sort.SliceStable(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
-		for _, t := range tools {
-			ref := Ref{s, t.Name}
-			if _, dup := c.byRef[ref]; dup {
+		// Append the server's tools, sort them by name in place, then name
+		// them, compacting out repeats (write index <= read index).
+		start := len(c.Entries)
+		for _, t := range lists[s] {
+			c.Entries = append(c.Entries, Entry{Ref: Ref{s, t.Name}, Tool: t})
+		}
+		group := c.Entries[start:]
+		slices.SortStableFunc(group, func(a, b Entry) int { return strings.Compare(a.Tool.Name, b.Tool.Name) })
+		c.Entries = c.Entries[:start]
+		for _, e := range group {
+			if _, dup := c.byRef[e.Ref]; dup {
 				continue // a server listing one name twice: keep the first
 			}
-			name := ExposedName(s, t.Name)
+			name := ExposedName(s, e.Tool.Name)
 			if i, taken := c.byName[name]; taken {
 				renamed := name
 				for salt := 1; ; salt++ {
-					renamed = name[:min(len(name), MaxNameLen-9)] + "_" + shortHash(s, t.Name, salt)
+					renamed = name[:min(len(name), MaxNameLen-9)] + "_" + shortHash(s, e.Tool.Name, salt)
 					if _, again := c.byName[renamed]; !again {
 						break
 					}
 				}
-				c.Collisions = append(c.Collisions, Collision{Name: name, First: c.Entries[i].Ref, Then: ref, Renamed: renamed})
+				c.Collisions = append(c.Collisions, Collision{Name: name, First: c.Entries[i].Ref, Then: e.Ref, Renamed: renamed})
 				name = renamed
 			}
+			e.Name = name
 			c.byName[name] = len(c.Entries)
-			c.byRef[ref] = len(c.Entries)
-			c.Entries = append(c.Entries, Entry{Name: name, Ref: ref, Tool: t})
+			c.byRef[e.Ref] = len(c.Entries)
+			c.Entries = append(c.Entries, e)
 		}
 	}
 	return c

@@ -28,6 +28,13 @@ type Options struct {
 	// BackoffBase and BackoffMax shape the wait between reconnection
 	// attempts to a server that keeps failing (defaults 500 ms and 30 s).
 	BackoffBase, BackoffMax time.Duration
+	// StableAfter is how long a session must last to count as a successful
+	// connection (default 10 s). A server that dies before its tools are
+	// listed is a failed attempt like a failed dial. One that dies later
+	// but sooner than StableAfter may reconnect at once the first time;
+	// if it keeps doing so the backoff grows as for failed dials, so a
+	// crash loop cannot turn every use into a new process.
+	StableAfter time.Duration
 	// OnChange is called after a server's tools, resources or prompts
 	// changed, or it (re)connected or died.
 	OnChange func(server string)
@@ -58,6 +65,7 @@ type entry struct {
 	err       error     // last connection error
 	toolsErr  error     // last tools/list error (the server is connected anyway)
 	failures  int       // consecutive failed attempts
+	before    int       // failures before the current session connected
 	nextTry   time.Time // no attempt before this
 	owner     string    // agent that made the connection; "" for config servers
 	shared    bool      // visible to every agent
@@ -78,6 +86,9 @@ func New(dial Dialer, opts Options) *Registry {
 	}
 	if opts.BackoffMax <= 0 {
 		opts.BackoffMax = 30 * time.Second
+	}
+	if opts.StableAfter <= 0 {
+		opts.StableAfter = 10 * time.Second
 	}
 	if opts.now == nil {
 		opts.now = time.Now
@@ -207,6 +218,12 @@ func (r *Registry) connect(ctx context.Context, e *entry, force bool) (*mcp.Clie
 		return c, nil // someone else reconnected while we waited
 	}
 	e.mu.Lock()
+	dead := e.client
+	e.mu.Unlock()
+	if dead != nil {
+		r.ended(e, dead, false) // before watch gets to it, so the backoff below is right
+	}
+	e.mu.Lock()
 	if e.removed {
 		e.mu.Unlock()
 		return nil, &NotConfiguredError{Name: e.cfg.Name}
@@ -243,7 +260,8 @@ func (r *Registry) connect(ctx context.Context, e *entry, force bool) (*mcp.Clie
 		c.Close()
 		return nil, mcp.ErrClosed
 	}
-	e.client, e.err, e.failures, e.connected = c, nil, 0, r.opts.now()
+	e.client, e.err, e.connected = c, nil, r.opts.now()
+	e.before, e.failures = e.failures, 0
 	e.mu.Unlock()
 
 	// Learn the tools now, so a server whose tools/list fails is found out
@@ -252,7 +270,7 @@ func (r *Registry) connect(ctx context.Context, e *entry, force bool) (*mcp.Clie
 		c.Close()
 		e.mu.Lock()
 		e.client = nil
-		e.failures++
+		e.failures = e.before + 1
 		e.err = &NoToolsError{Server: e.cfg.Name, Err: err}
 		e.nextTry = r.opts.now().Add(r.backoff(e.failures))
 		err = e.err
@@ -260,6 +278,12 @@ func (r *Registry) connect(ctx context.Context, e *entry, force bool) (*mcp.Clie
 		return nil, err
 	}
 	go r.watch(e, c)
+	if c.Err() != nil {
+		// It died during the listing: a failed attempt, so the next use
+		// waits out a backoff. This caller still gets the session, whose
+		// next request fails with what killed it.
+		r.ended(e, c, true)
+	}
 	r.changed(e.cfg.Name)
 	return c, nil
 }
@@ -304,19 +328,43 @@ func (r *Registry) backoff(n int) time.Duration {
 // watch notices a session ending so Status and OnChange see it at once.
 func (r *Registry) watch(e *entry, c *mcp.Client) {
 	<-c.Done()
-	e.mu.Lock()
-	if e.client == c {
-		e.err = c.Err()
-		if errors.Is(e.err, mcp.ErrClosed) {
-			e.err = nil
-		}
-		e.client = nil
-	}
-	e.mu.Unlock()
-	if !r.isClosed() {
+	if r.ended(e, c, false) && !r.isClosed() {
 		r.log.Warn("server session ended; it reconnects on next use", "server", e.cfg.Name, "error", c.Err())
 		r.changed(e.cfg.Name)
 	}
+}
+
+// ended records that c, e's session, is over; connecting says it died
+// before connect was done with it. A session that ended soon after
+// connecting counts as a failed attempt and sets the backoff; one that ran
+// for a while may reconnect at once. It reports whether c was still e's
+// session (watch and connect may both see the same death).
+func (r *Registry) ended(e *entry, c *mcp.Client, connecting bool) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.client != c {
+		return false
+	}
+	e.client = nil
+	e.err = c.Err()
+	switch now := r.opts.now(); {
+	case errors.Is(e.err, mcp.ErrClosed):
+		e.err = nil
+	case connecting || now.Sub(e.connected) < r.opts.StableAfter:
+		// It crashed right after connecting: a failed attempt. Only a
+		// server that was healthy before and got as far as serving its
+		// tools list may try again at once (it may have died of one bad
+		// call); if that happens again it backs off.
+		e.failures = e.before + 1
+		wait := r.backoff(e.failures)
+		if !connecting && e.before == 0 {
+			wait = 0
+		}
+		e.nextTry = now.Add(wait)
+	default:
+		e.nextTry = time.Time{} // it ran fine for a while: reconnect at once
+	}
+	return true
 }
 
 func (r *Registry) changed(server string) {
@@ -362,13 +410,26 @@ func (r *Registry) Disconnect(server string) {
 	}
 }
 
-// RetryTools lists a server's tools again, for a server whose listing failed.
+// RetryTools lists a server's tools again, for a server whose listing
+// failed. It is an explicit retry: a server that is down (refused by
+// fail_if_no_tools, say) is reconnected without waiting out its backoff.
 func (r *Registry) RetryTools(ctx context.Context, server, agent string) error {
-	c, err := r.Client(ctx, server, agent)
-	if err != nil {
+	e := r.get(server)
+	if e == nil || !e.visibleTo(agent) {
+		return &NotConfiguredError{Name: server, Known: r.Names(agent)}
+	}
+	if !e.cfg.Enabled {
+		return &DisabledError{Server: e.cfg}
+	}
+	if c := e.alive(); c != nil {
+		return r.fetchTools(ctx, e, c)
+	}
+	if _, err := r.connect(ctx, e, true); err != nil {
 		return err
 	}
-	return r.fetchTools(ctx, r.get(server), c)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.toolsErr
 }
 
 // CheckConnections drops the sessions that have died and cannot come back
@@ -391,6 +452,13 @@ func (r *Registry) CheckConnections(ctx context.Context) []string {
 		}
 	}
 	return dead
+}
+
+// Visible reports whether agent may see server: it is configured and not
+// connected privately by another agent.
+func (r *Registry) Visible(server, agent string) bool {
+	e := r.get(server)
+	return e != nil && (agent == "" || e.visibleTo(agent))
 }
 
 // Names lists the servers agent can see.

@@ -1,0 +1,71 @@
+package host
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// TestSchemaCache: a schema is compiled once however many tools and calls
+// use it; one that does not compile is remembered as such and validates
+// nothing.
+func TestSchemaCache(t *testing.T) {
+	var s schemas
+	raw := json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`)
+	a := s.get("x", "t", false, raw)
+	b := s.get("y", "u", false, append(json.RawMessage(nil), raw...))
+	if a == nil || a != b || a.schema == nil || len(s.cache) != 1 {
+		t.Fatalf("the same schema compiled twice (%p, %p, %d cached)", a, b, len(s.cache))
+	}
+	if probs, err := a.validate(json.RawMessage(`{"n": "x"}`)); err != nil || len(probs) != 1 {
+		t.Fatalf("cached schema does not validate: %v %v", probs, err)
+	}
+	bad := s.get("x", "bad", false, json.RawMessage(`{"type": 12}`))
+	if bad == nil || bad.err == nil || bad.schema != nil {
+		t.Fatalf("a broken schema compiled: %+v", bad)
+	}
+	if s.get("x", "bad", false, json.RawMessage(`{"type": 12}`)) != bad || len(s.cache) != 2 {
+		t.Fatal("a broken schema is compiled again on every call")
+	}
+	if probs, err := bad.validate(json.RawMessage(`{"anything": 1}`)); err != nil || probs != nil {
+		t.Fatalf("a broken schema refused a call: %v %v", probs, err)
+	}
+	if s.get("x", "none", false, nil) != nil || s.get("x", "none", false, json.RawMessage("  ")) != nil {
+		t.Fatal("an absent schema is not nil")
+	}
+}
+
+func BenchmarkSchemaValidate(b *testing.B) {
+	var s schemas
+	raw := json.RawMessage(`{"type":"object","properties":{"message":{"type":"string"}},"required":["message"]}`)
+	args := json.RawMessage(`{"message":"hello"}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if probs, err := s.get("s", "echo", false, raw).validate(args); err != nil || len(probs) > 0 {
+			b.Fatal(probs, err)
+		}
+	}
+}
+
+// FuzzDecodeJSON: the validator's decoder gives what the library's would.
+func FuzzDecodeJSON(f *testing.F) {
+	for _, s := range []string{
+		`{}`, `[]`, `{"message":"hello","n":3}`, ` { "a" : [1, -2.5e10, true, false, null, {"b": "\u00e9\n"}] } `,
+		`"s\"q"`, `12345678901234567890123`, `{"a":1,"a":2}`, `"\xff"`, `[[[[]]]]`, `{"a":}`, `{} {}`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := decodeJSON(data)
+		want, werr := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+		if (err == nil) != (werr == nil) {
+			t.Fatalf("%q: error %v, library %v", data, err, werr)
+		}
+		if err == nil && !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q: decoded %#v, library %#v", data, got, want)
+		}
+	})
+}
