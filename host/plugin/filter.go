@@ -153,7 +153,7 @@ func (l *Link) callErr(inst *instance, ctx context.Context, call string, err err
 	code := status.Code(err)
 	if code == codes.Unavailable || code == codes.Canceled || inst.dead() {
 		if inst.exitedWithin(time.Second) {
-			return inst.crashError(l.kind + " " + call)
+			return inst.goneError(l.kind + " " + call)
 		}
 	}
 	if ctx.Err() != nil {

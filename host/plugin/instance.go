@@ -287,6 +287,15 @@ func (i *instance) crashError(during string) *CrashError {
 	return &CrashError{Plugin: i.name, During: during, Exit: exit, Stderr: i.stderr.snapshot()}
 }
 
+// goneError is why calls on an exited process fail: a crash, or the host
+// stopping it (Close) on purpose.
+func (i *instance) goneError(during string) error {
+	if i.wasKilled() {
+		return fmt.Errorf("plugin %q was stopped: %w", i.name, ErrClosed)
+	}
+	return i.crashError(during)
+}
+
 // kill stops the process on purpose (graceful first, as go-plugin does).
 func (i *instance) kill() {
 	i.mu.Lock()

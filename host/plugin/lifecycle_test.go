@@ -26,7 +26,17 @@ func TestCloseStopsEveryPlugin(t *testing.T) {
 		}
 		pids = append(pids, p.cur.runner.pid)
 	}
+	conn, err := m.plugins["a"].Dial(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	m.Close()
+	// A session open at shutdown ends without a crash report or a restart.
+	if _, err := conn.ReadMessage(); err == nil {
+		t.Error("session still open after Close")
+	} else if _, crashed := AsCrash(err); crashed {
+		t.Errorf("shutdown reported as a crash: %v", err)
+	}
 	for _, pid := range pids {
 		if alive(pid) {
 			t.Errorf("plugin process %d outlived Manager.Close", pid)

@@ -190,3 +190,20 @@ func FuzzRequestID(f *testing.F) {
 }
 
 var _ = context.Background
+
+func FuzzRenderLogLine(f *testing.F) {
+	f.Add([]byte(`{"@level":"error","@message":"boom","@timestamp":"x","k":1}`))
+	f.Add([]byte("panic: \xff\xfe runtime error"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s := renderLogLine(b)
+		if len(s) > 3*maxKeptLine {
+			t.Fatalf("kept %d bytes", len(s))
+		}
+		var r lineRing
+		r.Write(b)
+		r.Write([]byte("\n"))
+		if n := len(r.snapshot()); n > keptLines {
+			t.Fatalf("%d lines", n)
+		}
+	})
+}

@@ -114,7 +114,7 @@ func (p *Plugin) dial(ctx context.Context, server string, cfg json.RawMessage) (
 	resp, err := inst.transport.Open(ctx, &pb.OpenRequest{Config: cfg})
 	if err != nil {
 		if inst.exitedWithin(500 * time.Millisecond) {
-			return nil, inst.crashError("transport Open")
+			return nil, inst.goneError("transport Open")
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -130,7 +130,7 @@ func (p *Plugin) dial(ctx context.Context, server string, cfg json.RawMessage) (
 		inst.transport.Close(cctx, &pb.CloseRequest{Session: resp.Session})
 		ccancel()
 		if inst.exitedWithin(500 * time.Millisecond) {
-			return nil, inst.crashError("transport stream")
+			return nil, inst.goneError("transport stream")
 		}
 		return nil, &OpenError{Plugin: p.cfg.Name, Server: server, Msg: grpcMessage(err)}
 	}
@@ -248,6 +248,9 @@ func (c *conn) fail(err error) ([]byte, error) {
 	}
 	if st.Code() == codes.Unavailable || st.Code() == codes.Canceled || c.inst.dead() {
 		if c.inst.exitedWithin(time.Second) {
+			if c.inst.wasKilled() {
+				return c.setFail(mcp.ErrClosed)
+			}
 			crash := c.inst.crashError("transport stream")
 			rpcErr := crash.RPCError()
 			c.mu.Lock()
@@ -291,7 +294,7 @@ func (c *conn) WriteMessage(ctx context.Context, msg []byte) error {
 		}
 		// The stream is over; Recv returns why.
 		if c.inst.exitedWithin(time.Second) {
-			return c.inst.crashError("transport stream")
+			return c.inst.goneError("transport stream")
 		}
 		return &StreamError{Plugin: c.plugin, Msg: "the frame stream is closed: " + grpcMessage(err)}
 	}
