@@ -129,6 +129,8 @@ type Peer struct {
 
 	hmu     sync.Mutex
 	serving sync.WaitGroup // incoming requests accepted and not yet answered
+	spare   int            // goroutines parked in park, waiting to read
+	wake    chan struct{}  // hands the reading role to a parked goroutine
 	active  int
 	queue   []*inbound
 	baseCtx context.Context
@@ -188,6 +190,7 @@ func NewPeer(conn Conn, opts PeerOptions) *Peer {
 		baseCtx:  ctx,
 		stop:     cancel,
 		done:     make(chan struct{}),
+		wake:     make(chan struct{}, maxSpare),
 	}
 }
 
@@ -571,10 +574,49 @@ func (p *Peer) readLoop() {
 			return
 		}
 		if in != nil {
-			go p.readLoop()
+			p.handOff()
 			p.worker(in)
-			return
+			if !p.park() {
+				return
+			}
+			// Woken: this goroutine is the reader again.
 		}
+	}
+}
+
+// maxSpare bounds the goroutines kept parked between requests.
+const maxSpare = 8
+
+// handOff gives the reading role to a parked goroutine, or a new one. Parked
+// goroutines keep their grown stacks, so a busy session does not pay for a
+// fresh goroutine (and its stack growth) on every request.
+func (p *Peer) handOff() {
+	p.hmu.Lock()
+	if p.spare > 0 {
+		p.spare--
+		p.hmu.Unlock()
+		p.wake <- struct{}{}
+		return
+	}
+	p.hmu.Unlock()
+	go p.readLoop()
+}
+
+// park waits to be handed the reading role; false means the session ended
+// or enough goroutines are parked already.
+func (p *Peer) park() bool {
+	p.hmu.Lock()
+	if p.spare >= maxSpare {
+		p.hmu.Unlock()
+		return false
+	}
+	p.spare++
+	p.hmu.Unlock()
+	select {
+	case <-p.wake:
+		return true
+	case <-p.done:
+		return false
 	}
 }
 
