@@ -42,7 +42,7 @@ func testPlugin(t testing.TB, mode string) string {
 		if binErr != nil {
 			return
 		}
-		cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, "testplugin"), "./host/plugin/internal/testplugin")
+		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join(binDir, "testplugin"), "./host/plugin/internal/testplugin")
 		cmd.Dir = testenv.Root(t)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			binErr = fmt.Errorf("go build testplugin: %v\n%s", err, out)
