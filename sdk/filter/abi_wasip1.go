@@ -1,0 +1,114 @@
+//go:build wasip1
+
+package filter
+
+import "unsafe"
+
+// This file is the guest side of the ABI for the standard Go toolchain
+// (GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared). It is the only
+// place with pointers and unsafe; filters never see them.
+
+//go:wasmimport nexus log
+func hostLog(level int32, ptr unsafe.Pointer, n int32)
+
+//go:wasmimport nexus field
+func hostField(id int32, ptr unsafe.Pointer, n int32) int32
+
+//go:wasmimport nexus content_text
+func hostContentText(index int32, ptr unsafe.Pointer, n int32) int32
+
+//go:wasmexport nexus_filter_abi_v1
+func exportMarker() {}
+
+//go:wasmexport nx_abi_minor
+func exportMinor() int32 { return ABIMinor }
+
+//go:wasmexport nx_input_buf
+func exportInputBuf(n int32) uint32 {
+	b := inputBuffer(int(n))
+	if b == nil {
+		return 0
+	}
+	return uint32(uintptr(unsafe.Pointer(unsafe.SliceData(b))))
+}
+
+//go:wasmexport nx_configure
+func exportConfigure(ptr, n uint32) int32 {
+	input, ok := inputAt(ptr, n)
+	if !ok {
+		logHost(LevelError, "nx_configure: the config is not in the input buffer")
+		return 1
+	}
+	if err := configure(input); err != nil {
+		logHost(LevelError, err.Error())
+		return 1
+	}
+	return 0
+}
+
+//go:wasmexport nx_on_event
+func exportOnEvent(ptr, n uint32) uint64 {
+	input, ok := inputAt(ptr, n)
+	var d []byte
+	if !ok {
+		out = appendDecision(out[:0], Fail(errInputOutside))
+		d = out
+	} else {
+		d = onEvent(input)
+	}
+	return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(d))))<<32 | uint64(len(d))
+}
+
+// inputAt is the input the host wrote at ptr: it must lie in the buffer
+// nx_input_buf handed out.
+func inputAt(ptr, n uint32) ([]byte, bool) {
+	if n == 0 {
+		return nil, true
+	}
+	if cap(in) == 0 {
+		return nil, false
+	}
+	base := uint32(uintptr(unsafe.Pointer(unsafe.SliceData(in))))
+	if ptr < base || uint64(ptr)+uint64(n) > uint64(base)+uint64(cap(in)) {
+		return nil, false
+	}
+	off := ptr - base
+	return in[off : off+n : off+n], true
+}
+
+func logHost(level Level, msg string) {
+	hostLog(int32(level), unsafe.Pointer(unsafe.StringData(msg)), int32(len(msg)))
+}
+
+// scratch receives fields from the host; it grows to the longest field.
+var scratch = make([]byte, 256)
+
+func fieldHost(_ *View, id Field) (string, int32) {
+	for {
+		n := hostField(int32(id), unsafe.Pointer(unsafe.SliceData(scratch)), int32(len(scratch)))
+		if n < 0 {
+			return "", n
+		}
+		if int(n) <= len(scratch) {
+			return string(scratch[:n]), n
+		}
+		scratch = make([]byte, n)
+	}
+}
+
+func contentTextHost(_ *View, i int) (string, int32) {
+	for {
+		n := hostContentText(int32(i), unsafe.Pointer(unsafe.SliceData(scratch)), int32(len(scratch)))
+		if n < 0 {
+			return "", n
+		}
+		if int(n) <= len(scratch) {
+			return string(scratch[:n]), n
+		}
+		scratch = make([]byte, n)
+	}
+}
+
+// Main does nothing in a WASM build: the host drives the filter through
+// its exports. (A natively built filter serves events on stdin instead.)
+func Main() {}

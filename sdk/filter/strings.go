@@ -1,0 +1,441 @@
+package filter
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// AppendString appends s to b as a JSON string. Invalid UTF-8 becomes
+// U+FFFD, as encoding/json does.
+func AppendString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if i = Scan(s, i, needEscape); i >= len(s) {
+			break
+		}
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// needEscape holds the bytes AppendString must look at: control bytes,
+// quote, backslash, and every byte of a multi-byte character (to check it
+// is valid UTF-8, and for U+2028 and U+2029).
+var needEscape = NewByteSet("\"\\").Add(0, 0x1f).Add(0x80, 0xff)
+
+// stringStop holds the bytes that end a run inside a JSON string.
+var stringStop = NewByteSet("\"\\").Add(0, 0x1f)
+
+// PathElem is one step into a JSON document: an object key, or (when
+// Index >= 0) an array index.
+type PathElem struct {
+	Key   string
+	Index int
+}
+
+// Path leads from the document's root to a value.
+type Path []PathElem
+
+// String renders p as in "content[0].text".
+func (p Path) String() string {
+	var b strings.Builder
+	for i, e := range p {
+		if e.Index >= 0 {
+			b.WriteString("[" + strconv.Itoa(e.Index) + "]")
+			continue
+		}
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(e.Key)
+	}
+	return b.String()
+}
+
+// Last is the last key of p, or "" when p is empty or ends in an index.
+func (p Path) Last() string {
+	if len(p) == 0 || p[len(p)-1].Index >= 0 {
+		return ""
+	}
+	return p[len(p)-1].Key
+}
+
+// MaxDepth bounds the nesting EditStrings accepts.
+const MaxDepth = 512
+
+// ErrSyntax is wrapped by EditStrings' errors about malformed JSON.
+var ErrSyntax = errors.New("invalid JSON")
+
+// EditStrings calls edit with every string value in doc (object keys are
+// not values) and its path, and returns doc with each string that edit
+// changed replaced; everything else is kept byte for byte. It reports
+// whether anything changed; when nothing did, it returns doc itself. It is
+// how a sanitizer rewrites text in a result without decoding it into maps
+// and encoding it again.
+func EditStrings(doc []byte, edit func(p Path, s string) (string, bool)) ([]byte, bool, error) {
+	ed := editor{src: doc, edit: edit, path: make(Path, 0, 8)}
+	ed.ws()
+	if err := ed.value(0); err != nil {
+		return doc, false, err
+	}
+	ed.ws()
+	if ed.pos != len(doc) {
+		return doc, false, ed.errorf("data after the JSON value")
+	}
+	if ed.out == nil {
+		return doc, false, nil
+	}
+	return append(ed.out, doc[ed.copied:]...), true, nil
+}
+
+type editor struct {
+	skip   bool // only check strings, do not decode them
+	src    []byte
+	pos    int
+	out    []byte
+	copied int // src[:copied] is in out
+	path   Path
+	edit   func(Path, string) (string, bool)
+}
+
+func (ed *editor) errorf(format string, args ...any) error {
+	return fmt.Errorf("%w at offset %d: %s", ErrSyntax, ed.pos, fmt.Sprintf(format, args...))
+}
+
+func (ed *editor) ws() {
+	for ed.pos < len(ed.src) {
+		switch ed.src[ed.pos] {
+		case ' ', '\t', '\n', '\r':
+			ed.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (ed *editor) value(depth int) error {
+	if depth > MaxDepth {
+		return ed.errorf("nested deeper than %d", MaxDepth)
+	}
+	if ed.pos >= len(ed.src) {
+		return ed.errorf("unexpected end")
+	}
+	switch c := ed.src[ed.pos]; {
+	case c == '{':
+		ed.pos++
+		ed.ws()
+		if ed.pos < len(ed.src) && ed.src[ed.pos] == '}' {
+			ed.pos++
+			return nil
+		}
+		for {
+			ed.ws()
+			if ed.pos >= len(ed.src) || ed.src[ed.pos] != '"' {
+				return ed.errorf("want an object key")
+			}
+			key, _, err := ed.str()
+			if err != nil {
+				return err
+			}
+			ed.ws()
+			if ed.pos >= len(ed.src) || ed.src[ed.pos] != ':' {
+				return ed.errorf("want ':' after an object key")
+			}
+			ed.pos++
+			ed.ws()
+			ed.path = append(ed.path, PathElem{Key: key, Index: -1})
+			if err := ed.value(depth + 1); err != nil {
+				return err
+			}
+			ed.path = ed.path[:len(ed.path)-1]
+			ed.ws()
+			if ed.pos >= len(ed.src) {
+				return ed.errorf("unexpected end in an object")
+			}
+			if ed.src[ed.pos] == '}' {
+				ed.pos++
+				return nil
+			}
+			if ed.src[ed.pos] != ',' {
+				return ed.errorf("want ',' or '}' in an object")
+			}
+			ed.pos++
+		}
+	case c == '[':
+		ed.pos++
+		ed.ws()
+		if ed.pos < len(ed.src) && ed.src[ed.pos] == ']' {
+			ed.pos++
+			return nil
+		}
+		for i := 0; ; i++ {
+			ed.ws()
+			ed.path = append(ed.path, PathElem{Index: i})
+			if err := ed.value(depth + 1); err != nil {
+				return err
+			}
+			ed.path = ed.path[:len(ed.path)-1]
+			ed.ws()
+			if ed.pos >= len(ed.src) {
+				return ed.errorf("unexpected end in an array")
+			}
+			if ed.src[ed.pos] == ']' {
+				ed.pos++
+				return nil
+			}
+			if ed.src[ed.pos] != ',' {
+				return ed.errorf("want ',' or ']' in an array")
+			}
+			ed.pos++
+		}
+	case c == '"':
+		start := ed.pos
+		s, _, err := ed.str()
+		if err != nil {
+			return err
+		}
+		if ed.edit == nil {
+			return nil
+		}
+		if ns, ok := ed.edit(ed.path, s); ok && ns != s {
+			if ed.out == nil {
+				ed.out = make([]byte, 0, len(ed.src)+64)
+			}
+			ed.out = append(ed.out, ed.src[ed.copied:start]...)
+			ed.out = AppendString(ed.out, ns)
+			ed.copied = ed.pos
+		}
+		return nil
+	case c == 't':
+		return ed.lit("true")
+	case c == 'f':
+		return ed.lit("false")
+	case c == 'n':
+		return ed.lit("null")
+	case c == '-' || (c >= '0' && c <= '9'):
+		return ed.number()
+	}
+	return ed.errorf("unexpected character %q", ed.src[ed.pos])
+}
+
+func (ed *editor) lit(s string) error {
+	if len(ed.src)-ed.pos < len(s) || string(ed.src[ed.pos:ed.pos+len(s)]) != s {
+		return ed.errorf("want %s", s)
+	}
+	ed.pos += len(s)
+	return nil
+}
+
+func (ed *editor) digits() int {
+	n := 0
+	for ed.pos < len(ed.src) && ed.src[ed.pos] >= '0' && ed.src[ed.pos] <= '9' {
+		ed.pos++
+		n++
+	}
+	return n
+}
+
+func (ed *editor) number() error {
+	if ed.src[ed.pos] == '-' {
+		ed.pos++
+	}
+	if ed.pos < len(ed.src) && ed.src[ed.pos] == '0' {
+		ed.pos++
+	} else if ed.digits() == 0 {
+		return ed.errorf("malformed number")
+	}
+	if ed.pos < len(ed.src) && ed.src[ed.pos] == '.' {
+		ed.pos++
+		if ed.digits() == 0 {
+			return ed.errorf("malformed number")
+		}
+	}
+	if ed.pos < len(ed.src) && (ed.src[ed.pos] == 'e' || ed.src[ed.pos] == 'E') {
+		ed.pos++
+		if ed.pos < len(ed.src) && (ed.src[ed.pos] == '+' || ed.src[ed.pos] == '-') {
+			ed.pos++
+		}
+		if ed.digits() == 0 {
+			return ed.errorf("malformed number")
+		}
+	}
+	return nil
+}
+
+// str reads the string at pos and returns it decoded, and whether it had
+// escapes.
+func (ed *editor) str() (string, bool, error) {
+	ed.pos++ // the opening quote
+	start := ed.pos
+	for ed.pos < len(ed.src) {
+		if ed.pos = Scan(ed.src, ed.pos, stringStop); ed.pos >= len(ed.src) {
+			break
+		}
+		c := ed.src[ed.pos]
+		if c == '"' {
+			if ed.skip {
+				ed.pos++
+				return "", false, nil
+			}
+			s := string(ed.src[start:ed.pos])
+			ed.pos++
+			if !utf8.ValidString(s) {
+				s = strings.ToValidUTF8(s, "\ufffd")
+			}
+			return s, false, nil
+		}
+		if c == '\\' {
+			if ed.skip {
+				ed.pos += 2 // a \uXXXX escape's digits are plain bytes
+				continue
+			}
+			ed.pos = start
+			s, err := ed.unescape()
+			return s, true, err
+		}
+		if c < 0x20 {
+			return "", false, ed.errorf("control character in a string")
+		}
+		ed.pos++
+	}
+	return "", false, ed.errorf("unterminated string")
+}
+
+func (ed *editor) unescape() (string, error) {
+	var b []byte
+	for ed.pos < len(ed.src) {
+		// Copy the run up to the next quote, backslash or control byte.
+		start := ed.pos
+		ed.pos = Scan(ed.src, ed.pos, stringStop)
+		b = append(b, ed.src[start:ed.pos]...)
+		if ed.pos >= len(ed.src) {
+			break
+		}
+		c := ed.src[ed.pos]
+		switch {
+		case c == '"':
+			ed.pos++
+			if !utf8.Valid(b) {
+				return strings.ToValidUTF8(string(b), "\ufffd"), nil
+			}
+			return string(b), nil
+		case c < 0x20:
+			return "", ed.errorf("control character in a string")
+		}
+		ed.pos++
+		if ed.pos >= len(ed.src) {
+			break
+		}
+		e := ed.src[ed.pos]
+		ed.pos++
+		switch e {
+		case '"', '\\', '/':
+			b = append(b, e)
+		case 'b':
+			b = append(b, '\b')
+		case 'f':
+			b = append(b, '\f')
+		case 'n':
+			b = append(b, '\n')
+		case 'r':
+			b = append(b, '\r')
+		case 't':
+			b = append(b, '\t')
+		case 'u':
+			r, ok := ed.hex4()
+			if !ok {
+				return "", ed.errorf("malformed \\u escape")
+			}
+			if utf16.IsSurrogate(r) {
+				r2 := rune(-1)
+				if ed.pos+1 < len(ed.src) && ed.src[ed.pos] == '\\' && ed.src[ed.pos+1] == 'u' {
+					save := ed.pos
+					ed.pos += 2
+					var ok2 bool
+					if r2, ok2 = ed.hex4(); !ok2 {
+						return "", ed.errorf("malformed \\u escape")
+					}
+					if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
+						r = d
+					} else {
+						ed.pos = save
+						r = utf8.RuneError
+					}
+				} else {
+					r = utf8.RuneError
+				}
+			}
+			b = utf8.AppendRune(b, r)
+		default:
+			return "", ed.errorf("unknown escape \\%c", e)
+		}
+	}
+	return "", ed.errorf("unterminated string")
+}
+
+func (ed *editor) hex4() (rune, bool) {
+	if len(ed.src)-ed.pos < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range ed.src[ed.pos : ed.pos+4] {
+		r <<= 4
+		switch {
+		case c >= '0' && c <= '9':
+			r |= rune(c - '0')
+		case c >= 'a' && c <= 'f':
+			r |= rune(c - 'a' + 10)
+		case c >= 'A' && c <= 'F':
+			r |= rune(c - 'A' + 10)
+		default:
+			return 0, false
+		}
+	}
+	ed.pos += 4
+	return r, true
+}

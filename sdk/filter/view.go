@@ -1,0 +1,156 @@
+package filter
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/nexus-mcp/nexus/sdk/event"
+)
+
+// View is one event as a policy or sanitizer sees it through PolicyView or
+// SanitizerView. Its field accessors ask the host for one field each (and
+// remember the answer for the rest of the call), so a cheap policy stays
+// cheap: checking a tool name costs one host call, not a JSON parse. Event
+// decodes the whole event when a filter does need it.
+//
+// A View is valid only during the call it was passed to.
+type View struct {
+	raw     []byte
+	fields  [numFields]fieldCache
+	ev      *event.Event
+	evErr   error
+	decoded bool
+
+	texts     []*string // native harness: the result's content items
+	textsDone bool
+}
+
+const numFields = int(FieldResult) + 1
+
+type fieldCache struct {
+	s    string
+	ok   bool
+	have bool
+}
+
+func (v *View) reset(raw []byte) {
+	v.raw = raw
+	v.fields = [numFields]fieldCache{}
+	v.ev, v.evErr, v.decoded = nil, nil, false
+	v.texts, v.textsDone = nil, false
+}
+
+// Raw is the event JSON as the host sent it. It is only valid during the
+// call: copy it to keep it.
+func (v *View) Raw() []byte { return v.raw }
+
+// Event decodes the whole event (once per call).
+func (v *View) Event() (*event.Event, error) {
+	if !v.decoded {
+		v.decoded = true
+		e := new(event.Event)
+		if err := DecodeEvent(v.raw, e); err != nil {
+			v.evErr = fmt.Errorf("decoding the event: %w", err)
+		} else {
+			v.ev = e
+		}
+	}
+	return v.ev, v.evErr
+}
+
+// Field returns one field of the event by its ABI id, and whether the
+// event has it.
+func (v *View) Field(id Field) (string, bool) {
+	if id >= 0 && int(id) < numFields {
+		c := &v.fields[id]
+		if !c.have {
+			c.s, c.ok = v.field(id)
+			c.have = true
+		}
+		return c.s, c.ok
+	}
+	return v.field(id)
+}
+
+func (v *View) field(id Field) (string, bool) {
+	s, n := fieldHost(v, id)
+	return s, n >= 0
+}
+
+func (v *View) str(id Field) string { s, _ := v.Field(id); return s }
+
+// Phase is "request" or "response".
+func (v *View) Phase() string { return v.str(FieldPhase) }
+
+// Method is the MCP method, such as "tools/call".
+func (v *View) Method() string { return v.str(FieldMethod) }
+
+// Server is the name of the server the call goes to.
+func (v *View) Server() string { return v.str(FieldServer) }
+
+// Tool is the tool's name, or "" when the event is not about a tool.
+func (v *View) Tool() string { return v.str(FieldTool) }
+
+// AgentID names who makes the call.
+func (v *View) AgentID() string { return v.str(FieldAgentID) }
+
+// Permission is the agent's permission level: "yolo", "trusted" or
+// "sandboxed".
+func (v *View) Permission() string { return v.str(FieldPermission) }
+
+// Session is an unguessable id of the host session: the same for every
+// call of one session, different in the next, never sent to a server.
+func (v *View) Session() string { return v.str(FieldSession) }
+
+// Annotations are the tool's annotations, or nil when it has none.
+func (v *View) Annotations() *event.Annotations {
+	s, ok := v.Field(FieldAnnotations)
+	if !ok || s == "" {
+		return nil
+	}
+	a := new(event.Annotations)
+	if json.Unmarshal([]byte(s), a) != nil {
+		return nil
+	}
+	return a
+}
+
+// Params is the request's params as JSON, or nil. Like every field it
+// comes from the host without parsing the event.
+func (v *View) Params() []byte { return v.rawField(FieldParams) }
+
+// Result is the response's result as JSON, or nil: what a sanitizer
+// rewrites, fetched without parsing the event.
+func (v *View) Result() []byte { return v.rawField(FieldResult) }
+
+func (v *View) rawField(id Field) []byte {
+	if s, ok := v.Field(id); ok {
+		return []byte(s)
+	}
+	return nil
+}
+
+// HasTool reports whether the event is about a tool.
+func (v *View) HasTool() bool { _, ok := v.Field(FieldTool); return ok }
+
+// ContentText returns the text of the result's content item i (response
+// phase of tools/call), and false when there is no item i or it is not a
+// text item.
+func (v *View) ContentText(i int) (string, bool) {
+	s, n := contentTextHost(v, i)
+	return s, n >= 0
+}
+
+// Texts calls fn with every text item of the result's content, in order,
+// until fn returns false.
+func (v *View) Texts(fn func(i int, text string) bool) {
+	for i := 0; ; i++ {
+		s, n := contentTextHost(v, i)
+		if n == Absent || n == OutOfRange {
+			return
+		}
+		if n >= 0 && !fn(i, s) {
+			return
+		}
+	}
+}
