@@ -1,0 +1,482 @@
+package wasm
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/nexus-mcp/nexus/host/diag"
+	"github.com/nexus-mcp/nexus/sdk/filter"
+)
+
+// Defaults of a Spec's limits.
+const (
+	DefaultMemoryMB = 32
+	DefaultTimeout  = 100 * time.Millisecond
+	DefaultMaxCalls = 100_000
+	// MaxModuleSize bounds a module file.
+	MaxModuleSize = 64 << 20
+	// MaxOutput bounds a decision.
+	MaxOutput = filter.MaxOutput
+)
+
+// Spec says which module to load as a filter and how to bound it.
+type Spec struct {
+	Name   string          // the filter's name in the config; "" = the file's base name
+	Path   string          // the .wasm file
+	SHA256 string          // hex; "" = not pinned
+	Config json.RawMessage // handed to nx_configure; nil = null
+
+	MemoryMB int           // linear memory per instance; 0 = 32
+	Timeout  time.Duration // per call; 0 = 100ms
+	Pool     int           // instances; 0 = the number of CPUs
+	MaxCalls int           // calls before an instance is replaced; 0 = 100000, <0 = never
+
+	// Source is where the filter was configured, for error reports.
+	Source diag.Source
+}
+
+func (s Spec) withDefaults() Spec {
+	if s.Name == "" {
+		s.Name = strings.TrimSuffix(filepath.Base(s.Path), ".wasm")
+	}
+	if s.MemoryMB <= 0 {
+		s.MemoryMB = DefaultMemoryMB
+	}
+	if s.Timeout <= 0 {
+		s.Timeout = DefaultTimeout
+	}
+	if s.Pool <= 0 {
+		s.Pool = runtime.NumCPU()
+	}
+	if s.MaxCalls == 0 {
+		s.MaxCalls = DefaultMaxCalls
+	}
+	if len(bytes.TrimSpace(s.Config)) == 0 {
+		s.Config = json.RawMessage("null")
+	}
+	return s
+}
+
+// Info describes a module: what `nexus filter inspect` prints.
+type Info struct {
+	Name   string
+	Path   string
+	Size   int64
+	SHA256 string
+	// ABI is "1.<minor>" for a module that implements ABI v1 (the minor as
+	// nx_abi_minor reports it), else "".
+	ABI      string
+	ABIMinor int
+	Exports  []Symbol
+	Imports  []Symbol
+	// MemoryMin and MemoryMax are the pages (64 KiB) the module's memory
+	// declares; MemoryMax 0 means no maximum.
+	MemoryMin, MemoryMax uint32
+	// Problems lists what keeps the module from loading as a filter.
+	Problems []string
+}
+
+// Symbol is an export or an import.
+type Symbol struct {
+	Module    string // imports only
+	Name      string
+	Kind      string // "func" or "memory"
+	Signature string // "(i32, i32) -> i64" for functions
+}
+
+func (s Symbol) String() string {
+	name := s.Name
+	if s.Module != "" {
+		name = s.Module + "." + s.Name
+	}
+	if s.Kind == "func" {
+		return name + " " + s.Signature
+	}
+	return name + " (" + s.Kind + ")"
+}
+
+// sig is a function type.
+type sig struct{ params, results []api.ValueType }
+
+func (s sig) String() string {
+	return "(" + types(s.params) + ") -> " + func() string {
+		if len(s.results) == 1 {
+			return api.ValueTypeName(s.results[0])
+		}
+		return "(" + types(s.results) + ")"
+	}()
+}
+
+func types(ts []api.ValueType) string {
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		names[i] = api.ValueTypeName(t)
+	}
+	return strings.Join(names, ", ")
+}
+
+func defSig(d api.FunctionDefinition) sig { return sig{d.ParamTypes(), d.ResultTypes()} }
+
+func (s sig) equal(o sig) bool {
+	return bytes.Equal(s.params, o.params) && bytes.Equal(s.results, o.results)
+}
+
+var (
+	i32, i64 = api.ValueTypeI32, api.ValueTypeI64
+	// The guest's exports (ABI v1).
+	abiExports = []struct {
+		name string
+		sig  sig
+	}{
+		{filter.ExportMarker, sig{}},
+		{filter.ExportMinor, sig{nil, []api.ValueType{i32}}},
+		{filter.ExportInputBuf, sig{[]api.ValueType{i32}, []api.ValueType{i32}}},
+		{filter.ExportConfigure, sig{[]api.ValueType{i32, i32}, []api.ValueType{i32}}},
+		{filter.ExportOnEvent, sig{[]api.ValueType{i32, i32}, []api.ValueType{i64}}},
+	}
+	// The host functions (module "nexus").
+	hostSigs = map[string]sig{
+		filter.ImportLog:         {[]api.ValueType{i32, i32, i32}, nil},
+		filter.ImportField:       {[]api.ValueType{i32, i32, i32}, []api.ValueType{i32}},
+		filter.ImportContentText: {[]api.ValueType{i32, i32, i32}, []api.ValueType{i32}},
+	}
+	markerRE = regexp.MustCompile(`^nexus_filter_abi_v([0-9]+)$`)
+)
+
+const wasiModule = "wasi_snapshot_preview1"
+
+// module is a module file read, verified and compiled.
+type module struct {
+	info     *Info
+	code     []byte
+	wr       wazero.Runtime
+	compiled wazero.CompiledModule
+	abiErr   error // ErrABI or ErrExports when info.Problems is not empty
+}
+
+// loadReport makes the report of a failed load.
+func loadReport(spec Spec, err error, problem string, problems []string, causes, fix []string) *diag.Report {
+	r := &diag.Report{
+		Title:   "WASM Filter Load Failed",
+		Source:  spec.Source,
+		Problem: fmt.Sprintf("filter %q: %s", spec.Name, problem),
+		Causes:  causes,
+		Fix:     fix,
+		Cause:   &LoadError{Filter: spec.Name, Path: spec.Path, Err: err, Problems: problems},
+	}
+	if len(problems) > 0 {
+		r.Details = []diag.Section{{Heading: "What is missing or wrong", Lines: problems}}
+	}
+	return r
+}
+
+var buildFix = "Build a Go filter with the SDK: GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o NAME.wasm ./filters/NAME (make filters builds the first-party ones)"
+
+// read reads the module file, checks its hash and its header.
+func read(spec Spec) ([]byte, string, error) {
+	st, err := os.Stat(spec.Path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, "", loadReport(spec, fmt.Errorf("%w: %s", ErrNotFound, spec.Path),
+			fmt.Sprintf("the module %s does not exist", spec.Path), nil,
+			[]string{"The filter has not been built yet.", "The wasm path in the filter block is wrong (a relative path is relative to the config file)."},
+			[]string{buildFix, "Check the wasm path of the filter block."})
+	case err != nil:
+		return nil, "", loadReport(spec, fmt.Errorf("%w: %v", ErrNotFound, err), fmt.Sprintf("cannot read the module: %v", err), nil, nil, nil)
+	case st.IsDir():
+		return nil, "", loadReport(spec, fmt.Errorf("%w: %s is a directory", ErrNotFound, spec.Path),
+			fmt.Sprintf("%s is a directory, not a .wasm module", spec.Path), nil, nil, []string{"Point wasm at the built .wasm file."})
+	case st.Size() > MaxModuleSize:
+		return nil, "", loadReport(spec, fmt.Errorf("%w: %d bytes", ErrModuleTooLarge, st.Size()),
+			fmt.Sprintf("%s is %s, over the %s limit for a module", spec.Path, mib(uint64(st.Size())), mib(MaxModuleSize)), nil, nil, nil)
+	}
+	code, err := os.ReadFile(spec.Path)
+	if err != nil {
+		return nil, "", loadReport(spec, fmt.Errorf("%w: %v", ErrNotFound, err), fmt.Sprintf("cannot read the module: %v", err), nil, nil, nil)
+	}
+	sum := sha256.Sum256(code)
+	hash := hex.EncodeToString(sum[:])
+	if spec.SHA256 != "" && !strings.EqualFold(strings.TrimSpace(spec.SHA256), hash) {
+		return nil, "", &diag.Report{
+			Title:   "WASM Filter Load Failed",
+			Source:  spec.Source,
+			Problem: fmt.Sprintf("filter %q: the sha256 of %s does not match the one pinned in the config", spec.Name, spec.Path),
+			Details: []diag.Section{{Heading: "sha256", Lines: []string{"config: " + strings.ToLower(spec.SHA256), "file:   " + hash}}},
+			Causes:  []string{"The module was rebuilt or replaced after its hash was pinned.", "The file was tampered with."},
+			Fix:     []string{fmt.Sprintf("If you rebuilt it yourself, pin the new hash: sha256 = %q", hash), "Otherwise restore the module that was pinned."},
+			Cause:   &LoadError{Filter: spec.Name, Path: spec.Path, Err: fmt.Errorf("%w: config %s, file %s", ErrSHA256, strings.ToLower(spec.SHA256), hash)},
+		}
+	}
+	if what := notWASM(code); what != "" {
+		return nil, "", loadReport(spec, fmt.Errorf("%w: %s", ErrNotWASM, what),
+			fmt.Sprintf("%s is not a WebAssembly module: %s", spec.Path, what), nil, nil,
+			[]string{buildFix, "Modules in other languages: anything that compiles to a WebAssembly core module and follows sdk/filter/ABI.md."})
+	}
+	return code, hash, nil
+}
+
+// notWASM says what code is when it is not a core WebAssembly module.
+func notWASM(code []byte) string {
+	switch {
+	case len(code) == 0:
+		return "the file is empty"
+	case bytes.HasPrefix(code, []byte("\x00asm")):
+		if len(code) < 8 {
+			return "the file ends inside the header"
+		}
+		if v := code[4:8]; !bytes.Equal(v, []byte{1, 0, 0, 0}) {
+			return fmt.Sprintf("binary format version %x, not 1 (a WebAssembly component? Nexus runs core modules)", v)
+		}
+		return ""
+	case bytes.HasPrefix(code, []byte("\x7fELF")):
+		return "it is an ELF executable (built without GOOS=wasip1 GOARCH=wasm?)"
+	case bytes.HasPrefix(code, []byte("MZ")):
+		return "it is a Windows executable (built without GOOS=wasip1 GOARCH=wasm?)"
+	case bytes.HasPrefix(code, []byte{0xcf, 0xfa, 0xed, 0xfe}), bytes.HasPrefix(code, []byte{0xca, 0xfe, 0xba, 0xbe}):
+		return "it is a macOS executable (built without GOOS=wasip1 GOARCH=wasm?)"
+	case bytes.HasPrefix(bytes.TrimSpace(code), []byte("(module")):
+		return "it is WebAssembly text (WAT); compile it first (wat2wasm)"
+	}
+	n := min(len(code), 4)
+	return fmt.Sprintf("it starts with % x, and a .wasm file starts with 00 61 73 6d (\\0asm)", code[:n])
+}
+
+// compile reads, verifies and compiles the module of spec and checks it
+// against the ABI. It makes the wazero runtime the filter runs in.
+func (r *Runtime) compile(ctx context.Context, spec Spec) (*module, error) {
+	code, hash, err := read(spec)
+	if err != nil {
+		return nil, err
+	}
+	cfg := wazero.NewRuntimeConfig().
+		WithCloseOnContextDone(true).
+		WithCompilationCache(r.cache)
+	wr := wazero.NewRuntimeWithConfig(ctx, cfg)
+	compiled, err := wr.CompileModule(ctx, code)
+	if err != nil {
+		wr.Close(ctx)
+		return nil, loadReport(spec, fmt.Errorf("%w: %v", ErrCompile, err),
+			fmt.Sprintf("%s is not a valid WebAssembly module: %v", spec.Path, err), nil,
+			[]string{"The file is truncated or corrupt.", "It uses a WebAssembly feature this runtime does not support."},
+			[]string{buildFix})
+	}
+	m := &module{code: code, wr: wr, compiled: compiled}
+	m.info = &Info{Name: spec.Name, Path: spec.Path, Size: int64(len(code)), SHA256: hash}
+	m.abiErr = check(compiled, m.info)
+	return m, nil
+}
+
+func (m *module) close(ctx context.Context) {
+	m.wr.Close(ctx)
+}
+
+// check fills info's exports, imports and memory, and lists in
+// info.Problems what does not match ABI v1. It returns ErrABI when the
+// marker is missing (not a Nexus filter, or another major version),
+// ErrExports for other problems, nil when there are none.
+func check(cm wazero.CompiledModule, info *Info) error {
+	funcs := cm.ExportedFunctions()
+	mems := cm.ExportedMemories()
+	for name, d := range funcs {
+		info.Exports = append(info.Exports, Symbol{Name: name, Kind: "func", Signature: defSig(d).String()})
+	}
+	for name, d := range mems {
+		info.Exports = append(info.Exports, Symbol{Name: name, Kind: "memory"})
+		if name == filter.ExportMemory {
+			info.MemoryMin = d.Min()
+			if max, ok := d.Max(); ok {
+				info.MemoryMax = max
+			}
+		}
+	}
+	sort.Slice(info.Exports, func(i, j int) bool { return info.Exports[i].Name < info.Exports[j].Name })
+	for _, d := range cm.ImportedFunctions() {
+		mod, name, _ := d.Import()
+		info.Imports = append(info.Imports, Symbol{Module: mod, Name: name, Kind: "func", Signature: defSig(d).String()})
+	}
+	for _, d := range cm.ImportedMemories() {
+		mod, name, _ := d.Import()
+		info.Imports = append(info.Imports, Symbol{Module: mod, Name: name, Kind: "memory"})
+	}
+
+	var problems []string
+	if _, ok := funcs[filter.ExportMarker]; !ok {
+		var others []string
+		for name := range funcs {
+			if m := markerRE.FindStringSubmatch(name); m != nil {
+				others = append(others, "v"+m[1])
+			}
+		}
+		if len(others) > 0 {
+			sort.Strings(others)
+			info.Problems = []string{fmt.Sprintf("the module is built for filter ABI %s (it exports nexus_filter_abi_%s); this Nexus speaks ABI v1", strings.Join(others, ", "), others[0])}
+		} else {
+			info.Problems = []string{fmt.Sprintf("no %s export: the module is not a Nexus filter (its exports: %s)", filter.ExportMarker, exportNames(info.Exports))}
+		}
+		return ErrABI
+	}
+	for _, want := range abiExports {
+		d, ok := funcs[want.name]
+		switch {
+		case !ok:
+			problems = append(problems, fmt.Sprintf("missing export: func %s %s", want.name, want.sig))
+		case !defSig(d).equal(want.sig):
+			problems = append(problems, fmt.Sprintf("wrong signature: %s is %s; ABI v1 needs %s", want.name, defSig(d), want.sig))
+		}
+	}
+	if _, ok := mems[filter.ExportMemory]; !ok {
+		problems = append(problems, "missing export: memory \"memory\" (the filter's linear memory)")
+	}
+	for _, d := range cm.ImportedMemories() {
+		mod, name, _ := d.Import()
+		problems = append(problems, fmt.Sprintf("imports its memory (%s.%s); a filter defines and exports its own", mod, name))
+	}
+	for _, d := range cm.ImportedFunctions() {
+		mod, name, _ := d.Import()
+		switch mod {
+		case filter.HostModule:
+			want, ok := hostSigs[name]
+			if !ok {
+				problems = append(problems, fmt.Sprintf("imports %s.%s, which this Nexus does not provide (a newer ABI minor version?)", mod, name))
+			} else if got := defSig(d); !got.equal(want) {
+				problems = append(problems, fmt.Sprintf("wrong signature: import %s.%s is %s; ABI v1 provides %s", mod, name, got, want))
+			}
+		case wasiModule:
+		default:
+			problems = append(problems, fmt.Sprintf("imports %s.%s; a filter may import only from %q and %q", mod, name, filter.HostModule, wasiModule))
+		}
+	}
+	info.Problems = problems
+	if len(problems) > 0 {
+		return ErrExports
+	}
+	return nil
+}
+
+func exportNames(syms []Symbol) string {
+	if len(syms) == 0 {
+		return "none"
+	}
+	names := make([]string, 0, len(syms))
+	for _, s := range syms {
+		names = append(names, s.Name)
+	}
+	if len(names) > 8 {
+		names = append(names[:8], "...")
+	}
+	return strings.Join(names, ", ")
+}
+
+func mib(n uint64) string {
+	if n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+}
+
+// Inspect reads and checks a module without running it as a filter: what
+// `nexus filter inspect` prints. Problems with the ABI are listed in
+// Info.Problems; the error is for a module that cannot be read or
+// compiled. When the module implements the ABI, Inspect starts one
+// instance (without config) to ask for its minor version.
+func (r *Runtime) Inspect(ctx context.Context, path string) (*Info, error) {
+	spec := Spec{Path: path}.withDefaults()
+	m, err := r.compile(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	defer m.close(ctx)
+	if m.abiErr == nil {
+		f := newFilter(r, spec, m)
+		inst, err := f.start(ctx, false)
+		if err != nil {
+			m.info.Problems = append(m.info.Problems, err.Error())
+		} else {
+			inst.close(ctx)
+		}
+		if f.minor >= 0 {
+			m.info.ABIMinor = f.minor
+			m.info.ABI = fmt.Sprintf("%d.%d", filter.ABIMajor, f.minor)
+		}
+	}
+	return m.info, nil
+}
+
+// Load loads spec's module as a filter: it reads the file, verifies the
+// sha256 (before compiling anything), compiles it (from the cache when it
+// can), checks the ABI and every export signature, and starts one instance
+// with the config, so a filter that cannot start or refuses its config
+// fails here, at load, not on the first call. Errors are *diag.Report
+// values whose Cause is a *LoadError.
+func (r *Runtime) Load(ctx context.Context, spec Spec) (*Filter, error) {
+	spec = spec.withDefaults()
+	m, err := r.compile(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	if m.abiErr != nil {
+		m.close(ctx)
+		problem := fmt.Sprintf("%s does not implement the Nexus filter ABI v1", spec.Path)
+		if len(m.info.Problems) == 1 {
+			problem = fmt.Sprintf("%s: %s", spec.Path, m.info.Problems[0])
+			return nil, loadReport(spec, fmt.Errorf("%w: %s", m.abiErr, m.info.Problems[0]), problem, nil, nil,
+				[]string{buildFix, "In another language, follow sdk/filter/ABI.md: the exports, their signatures and the host functions."})
+		}
+		return nil, loadReport(spec, fmt.Errorf("%w: %s", m.abiErr, strings.Join(m.info.Problems, "; ")), problem, m.info.Problems, nil,
+			[]string{buildFix, "In another language, follow sdk/filter/ABI.md: the exports, their signatures and the host functions."})
+	}
+	limit := uint64(spec.MemoryMB) << 20
+	if need := uint64(m.info.MemoryMin) << 16; need > limit {
+		m.close(ctx)
+		return nil, loadReport(spec, fmt.Errorf("%w: the module needs %s at start, its limit is %s", ErrMemoryLimit, mib(need), mib(limit)),
+			fmt.Sprintf("the module needs %s of memory to start, over its limit of %s", mib(need), mib(limit)), nil, nil,
+			[]string{fmt.Sprintf("Raise the limit: limits { memory_mb = %d } in the filter block.", (need+(1<<20)-1)>>20)})
+	}
+	f := newFilter(r, spec, m)
+	inst, err := f.start(ctx, true)
+	if err != nil {
+		m.close(ctx)
+		var ce *CallError
+		cause := err
+		if errors.As(err, &ce) {
+			cause = ce.Err
+		}
+		if errors.Is(err, ErrConfigure) {
+			return nil, loadReport(spec, err, fmt.Sprintf("the filter refused its config: %v", unwrapAll(cause)), nil, nil,
+				[]string{"Fix the config of the filter block; the filter's README lists its settings."})
+		}
+		return nil, loadReport(spec, fmt.Errorf("%w: %v", ErrStart, err), fmt.Sprintf("the module failed to start: %v", cause), nil, nil, nil)
+	}
+	f.release(inst)
+	if f.minor > filter.ABIMinor {
+		r.logger.Warn("filter was built for a newer ABI minor version; it loads, since every host function it imports exists", "filter", spec.Name, "abi", fmt.Sprintf("1.%d", f.minor), "host_abi", fmt.Sprintf("1.%d", filter.ABIMinor))
+	}
+	if err := r.add(f); err != nil {
+		f.Close(ctx)
+		return nil, err
+	}
+	return f, nil
+}
+
+// unwrapAll strips the sentinel prefix of a configure error so the
+// report shows the filter's own words.
+func unwrapAll(err error) string {
+	s := err.Error()
+	return strings.TrimPrefix(s, ErrConfigure.Error()+": ")
+}

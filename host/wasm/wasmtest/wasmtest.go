@@ -1,0 +1,294 @@
+// Package wasmtest builds and runs WASM filters in tests: it compiles a Go
+// filter package to a real .wasm with the standard toolchain (so `go test`
+// needs nothing but Go), loads it in a real Runtime, runs the table of
+// cases a filter keeps in testdata/cases.json, and starts the same filter
+// built natively as a process, the out-of-process baseline of benchmarks.
+package wasmtest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/nexus-mcp/nexus/host/wasm"
+	"github.com/nexus-mcp/nexus/sdk/event"
+)
+
+// Dir is where built modules and the shared compilation cache live: one
+// directory per user, reused across runs and test processes (every file is
+// written to a temporary name and renamed into place).
+func Dir() string {
+	return filepath.Join(os.TempDir(), fmt.Sprintf("nexus-wasmtest-%d", os.Getuid()))
+}
+
+var (
+	buildMu sync.Mutex
+	built   = map[string]string{}
+)
+
+// Build compiles the Go filter package in dir (GOOS=wasip1 GOARCH=wasm,
+// -buildmode=c-shared) once per test process and returns the module's
+// path.
+func Build(t testing.TB, dir string) string {
+	t.Helper()
+	return build(t, dir, true)
+}
+
+// BuildNative compiles the filter package in dir for this machine: a
+// process that serves events on stdin (see filter.Main).
+func BuildNative(t testing.TB, dir string) string {
+	t.Helper()
+	return build(t, dir, false)
+}
+
+func build(t testing.TB, dir string, wasip1 bool) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := fmt.Sprintf("%s|%v", abs, wasip1)
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if p, ok := built[key]; ok {
+		return p
+	}
+	sum := sha256.Sum256([]byte(key))
+	name := filepath.Base(abs) + "-" + hex.EncodeToString(sum[:6])
+	args := []string{"build", "-trimpath"}
+	env := os.Environ()
+	if wasip1 {
+		name += ".wasm"
+		args = append(args, "-buildmode=c-shared")
+		env = append(env, "GOOS=wasip1", "GOARCH=wasm")
+	}
+	out := filepath.Join(Dir(), "bin", name)
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tmp := fmt.Sprintf("%s.%d.tmp", out, os.Getpid())
+	cmd := exec.Command("go", append(args, "-o", tmp, ".")...)
+	cmd.Dir, cmd.Env = abs, env
+	if b, err := cmd.CombinedOutput(); err != nil {
+		os.Remove(tmp)
+		t.Fatalf("building %s: %v\n%s", dir, err, b)
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		t.Fatal(err)
+	}
+	built[key] = out
+	return out
+}
+
+// Runtime makes a Runtime that shares the test compilation cache, closed
+// when the test ends. opts.CacheDir defaults to that cache.
+func Runtime(t testing.TB, opts wasm.Options) *wasm.Runtime {
+	t.Helper()
+	if opts.CacheDir == "" && !opts.NoCache {
+		opts.CacheDir = filepath.Join(Dir(), "cache")
+	}
+	rt, err := wasm.NewRuntime(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close(context.Background()) })
+	return rt
+}
+
+// Suite is a set of cases run against one config of a filter.
+type Suite struct {
+	Name    string          `json:"name"`
+	Config  json.RawMessage `json:"config"`
+	Session string          `json:"session"`
+	Cases   []Case          `json:"cases"`
+}
+
+// Case is one event and what the filter must decide.
+type Case struct {
+	Name  string          `json:"name"`
+	Event json.RawMessage `json:"event"`
+	Want  Want            `json:"want"`
+}
+
+// Want is the expected decision. Reason, Contains and Excludes are
+// substrings (of the reason, and of the params or result); Params and
+// Result, when set, must equal the decision's as JSON values.
+type Want struct {
+	Action   string          `json:"action"`
+	Reason   string          `json:"reason"`
+	Params   json.RawMessage `json:"params"`
+	Result   json.RawMessage `json:"result"`
+	Contains []string        `json:"contains"`
+	Excludes []string        `json:"excludes"`
+}
+
+// LoadCases reads a filter's testdata/cases.json.
+func LoadCases(t testing.TB, path string) []Suite {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var suites []Suite
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&suites); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return suites
+}
+
+// Event decodes the case's event.
+func (c Case) Decode(t testing.TB) *event.Event {
+	t.Helper()
+	e := new(event.Event)
+	if err := json.Unmarshal(c.Event, e); err != nil {
+		t.Fatalf("case %s: event: %v", c.Name, err)
+	}
+	return e
+}
+
+// Check compares a decision with the case's Want.
+func (c Case) Check(t testing.TB, d event.Decision) {
+	t.Helper()
+	w := c.Want
+	if d.Action != w.Action {
+		t.Errorf("%s: action %q (reason %q), want %q", c.Name, d.Action, d.Reason, w.Action)
+		return
+	}
+	if w.Reason != "" && !strings.Contains(d.Reason, w.Reason) {
+		t.Errorf("%s: reason %q does not contain %q", c.Name, d.Reason, w.Reason)
+	}
+	if w.Params != nil && !EqualJSON(d.Params, w.Params) {
+		t.Errorf("%s: params\n got %s\nwant %s", c.Name, d.Params, w.Params)
+	}
+	if w.Result != nil && !EqualJSON(d.Result, w.Result) {
+		t.Errorf("%s: result\n got %s\nwant %s", c.Name, d.Result, w.Result)
+	}
+	body := string(d.Params) + string(d.Result)
+	for _, s := range w.Contains {
+		if !strings.Contains(body, s) {
+			t.Errorf("%s: %s does not contain %q", c.Name, body, s)
+		}
+	}
+	for _, s := range w.Excludes {
+		if strings.Contains(body, s) {
+			t.Errorf("%s: %s contains %q", c.Name, body, s)
+		}
+	}
+}
+
+// EqualJSON reports whether a and b are the same JSON value.
+func EqualJSON(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	ca, _ := json.Marshal(x)
+	cb, _ := json.Marshal(y)
+	return bytes.Equal(ca, cb)
+}
+
+// DecodeDecision decodes a decision JSON as the SDK writes it.
+func DecodeDecision(t testing.TB, b []byte) event.Decision {
+	t.Helper()
+	var d event.Decision
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatalf("decision %s: %v", b, err)
+	}
+	return d
+}
+
+// RunSuites runs every suite of a filter's cases.json through the real
+// runtime: the module at wasmPath, loaded once per suite with its config.
+func RunSuites(t *testing.T, rt *wasm.Runtime, name, wasmPath, casesPath string) {
+	for _, s := range LoadCases(t, casesPath) {
+		t.Run(s.Name, func(t *testing.T) {
+			r := rt
+			if s.Session != "" {
+				r = Runtime(t, wasm.Options{Session: s.Session})
+			}
+			f, err := r.Load(context.Background(), wasm.Spec{Name: name, Path: wasmPath, Config: s.Config, Pool: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range s.Cases {
+				d, err := f.Handle(context.Background(), c.Decode(t))
+				if err != nil {
+					t.Errorf("%s: %v", c.Name, err)
+					continue
+				}
+				c.Check(t, d)
+			}
+		})
+	}
+}
+
+// Pipe is a natively built filter running as a process, spoken to over
+// its stdin and stdout (see filter.Main).
+type Pipe struct {
+	cmd *exec.Cmd
+	w   io.WriteCloser
+	r   *bufio.Reader
+	buf []byte
+}
+
+// StartPipe starts bin (from BuildNative) with config; it is stopped when
+// the test ends.
+func StartPipe(t testing.TB, bin string, config []byte) *Pipe {
+	t.Helper()
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), "NEXUS_FILTER_PIPE=1")
+	cmd.Stderr = os.Stderr
+	w, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &Pipe{cmd: cmd, w: w, r: bufio.NewReader(r)}
+	t.Cleanup(func() { w.Close(); cmd.Wait() })
+	if config == nil {
+		config = []byte("null")
+	}
+	reply, err := p.Call(config)
+	if err != nil || string(reply) != "ok" {
+		t.Fatalf("configuring %s: %s %v", bin, reply, err)
+	}
+	return p
+}
+
+// Call sends one frame and returns the answer, valid until the next call.
+func (p *Pipe) Call(frame []byte) ([]byte, error) {
+	var hdr [4]byte
+	binary.BigEndian.PutUint32(hdr[:], uint32(len(frame)))
+	if _, err := p.w.Write(append(hdr[:], frame...)); err != nil {
+		return nil, err
+	}
+	if _, err := io.ReadFull(p.r, hdr[:]); err != nil {
+		return nil, err
+	}
+	n := binary.BigEndian.Uint32(hdr[:])
+	if cap(p.buf) < int(n) {
+		p.buf = make([]byte, n)
+	}
+	p.buf = p.buf[:n]
+	_, err := io.ReadFull(p.r, p.buf)
+	return p.buf, err
+}
