@@ -1,0 +1,96 @@
+// Command deny-destructive is a Nexus policy filter: it denies calls of
+// tools whose annotations say destructiveHint: true, or whose names match
+// the configured globs, unless the agent's permission is yolo. Build it
+// with
+//
+//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o deny-destructive.wasm .
+package main
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/nexus-mcp/nexus/sdk/event"
+	"github.com/nexus-mcp/nexus/sdk/filter"
+)
+
+// Config is the filter's config block.
+type Config struct {
+	// Tools lists globs of tools to treat as destructive whatever their
+	// annotations say: "server.tool" globs, or bare tool-name globs that
+	// match on any server ("delete_*").
+	Tools []string `json:"tools"`
+	// AssumeDestructive applies MCP's defaults to tools without
+	// annotations: such a tool counts as destructive unless it says
+	// readOnlyHint: true. Off by default, since most servers annotate
+	// nothing.
+	AssumeDestructive bool `json:"assume_destructive"`
+	// Hide also hides destructive tools from tools/list.
+	Hide bool `json:"hide"`
+}
+
+var cfg Config
+
+func configure(c Config) error {
+	for _, g := range c.Tools {
+		if _, err := path.Match(g, ""); err != nil {
+			return fmt.Errorf("config: tools: bad glob %q: %v", g, err)
+		}
+	}
+	cfg = c
+	return nil
+}
+
+func decide(v *filter.View) event.Decision {
+	method := v.Method()
+	if !v.HasTool() || (method != "tools/call" && !(cfg.Hide && method == "tools/list")) {
+		return filter.Allow()
+	}
+	if v.Permission() == event.Yolo {
+		return filter.Allow()
+	}
+	why := destructive(v)
+	if why == "" {
+		return filter.Allow()
+	}
+	name := v.Server() + "." + v.Tool()
+	perm := v.Permission()
+	if perm == "" {
+		perm = "none"
+	}
+	if method == "tools/list" {
+		return filter.Denyf("hidden: %s is destructive (%s)", name, why)
+	}
+	return filter.Denyf("%s is destructive (%s); agent %q has permission %q, and only an agent with permission \"yolo\" may call destructive tools",
+		name, why, v.AgentID(), perm)
+}
+
+// destructive says why the event's tool counts as destructive, or "".
+func destructive(v *filter.View) string {
+	server, tool := v.Server(), v.Tool()
+	for _, g := range cfg.Tools {
+		subject := tool
+		if strings.Contains(g, ".") {
+			subject = server + "." + tool
+		}
+		if ok, _ := path.Match(g, subject); ok {
+			return fmt.Sprintf("it matches %q in the filter's config", g)
+		}
+	}
+	a := v.Annotations()
+	if a != nil && a.DestructiveHint != nil && *a.DestructiveHint {
+		return "its annotations say destructiveHint: true"
+	}
+	if cfg.AssumeDestructive && a.Destructive() {
+		return "it has no annotations saying otherwise, and MCP assumes a tool is destructive unless it is read-only"
+	}
+	return ""
+}
+
+func init() {
+	filter.Config(configure)
+	filter.PolicyView(decide)
+}
+
+func main() { filter.Main() }
