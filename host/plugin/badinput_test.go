@@ -331,3 +331,30 @@ func TestSanitizedEnvironmentAndStdin(t *testing.T) {
 		t.Errorf("plugin stdin: %s, want an empty stream (/dev/null)", got.Stdin)
 	}
 }
+
+func TestDownWhileBackingOff(t *testing.T) {
+	m, logs := newManager(t, Options{RestartBackoff: 5 * time.Second})
+	ctx := ctxT(t)
+	p := openGood(t, m, "guard")
+	l, err := p.Policy(ctx, "crashy", json.RawMessage(`{"crash_on": "explode"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Handle(ctx, toolEvent("explode")); err == nil {
+		t.Fatal("no crash")
+	}
+	// The restart is 5s away: a call now fails at once, saying so.
+	start := time.Now()
+	_, err = l.Handle(ctx, toolEvent("ls"))
+	var down *DownError
+	if !errors.As(err, &down) || !strings.Contains(err.Error(), `plugin "guard" is down after 1 failure(s); next restart in`) ||
+		!strings.Contains(err.Error(), "panic: boom in Decide") {
+		t.Fatalf("got %v, want a DownError with the crash", err)
+	}
+	if time.Since(start) > time.Second {
+		t.Errorf("waited %v", time.Since(start))
+	}
+	if !strings.Contains(logs.String(), "plugin crashed; restarting") {
+		t.Errorf("crash not logged:\n%s", logs)
+	}
+}

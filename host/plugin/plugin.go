@@ -97,10 +97,13 @@ func (p *Plugin) get(ctx context.Context) (*instance, error) {
 			p.mu.Unlock()
 			return nil, ErrClosed
 		}
-		if p.cur != nil && !p.cur.dead() {
-			inst := p.cur
-			p.mu.Unlock()
-			return inst, nil
+		if p.cur != nil {
+			if !p.cur.dead() {
+				inst := p.cur
+				p.mu.Unlock()
+				return inst, nil
+			}
+			p.reapLocked(p.cur)
 		}
 		if ch := p.starting; ch != nil {
 			p.mu.Unlock()
@@ -163,20 +166,27 @@ func (p *Plugin) get(ctx context.Context) (*instance, error) {
 	}
 }
 
-// supervise waits for inst to end; a crash schedules a restart with
-// backoff, so a policy plugin is back before its next call.
+// supervise waits for inst to end and records it.
 func (p *Plugin) supervise(inst *instance) {
 	<-inst.exited
-	if inst.wasKilled() {
-		return
-	}
-	crash := inst.crashError("")
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.reapLocked(inst)
+	p.mu.Unlock()
+}
+
+// reapLocked records the end of the current instance, whoever notices it
+// first (supervise, or a call that finds it dead): a crash counts toward
+// the backoff and schedules a restart, so a policy plugin is back before
+// its next call. p.mu is held.
+func (p *Plugin) reapLocked(inst *instance) {
 	if p.closed || p.cur != inst {
 		return
 	}
 	p.cur = nil
+	if inst.wasKilled() {
+		return
+	}
+	crash := inst.crashError("")
 	if time.Since(inst.started) > stableAfter {
 		p.crashes = 0
 	}
