@@ -220,7 +220,7 @@ func (f *Filter) start(ctx context.Context, configure bool) (*instance, error) {
 			mod.Close(ctx)
 			return nil, fmt.Errorf("%w: nx_abi_minor: %w", ErrStart, f.cause(ctx, inst, err, f.startTimeout()))
 		}
-		f.minor = int(int32(res[0]))
+		f.minor = max(0, int(int32(res[0])))
 	}
 	if configure {
 		if err := inst.configure(sctx, f.spec.Config); err != nil {

@@ -250,16 +250,36 @@ func notWASM(code []byte) string {
 		return "it is a Windows executable (built without GOOS=wasip1 GOARCH=wasm?)"
 	case bytes.HasPrefix(code, []byte{0xcf, 0xfa, 0xed, 0xfe}), bytes.HasPrefix(code, []byte{0xca, 0xfe, 0xba, 0xbe}):
 		return "it is a macOS executable (built without GOOS=wasip1 GOARCH=wasm?)"
-	case bytes.HasPrefix(bytes.TrimSpace(code), []byte("(module")):
+	case isWAT(code):
 		return "it is WebAssembly text (WAT); compile it first (wat2wasm)"
 	}
 	n := min(len(code), 4)
 	return fmt.Sprintf("it starts with % x, and a .wasm file starts with 00 61 73 6d (\\0asm)", code[:n])
 }
 
+// isWAT reports whether code looks like WebAssembly text: "(module" after
+// blank lines and ;; comments.
+func isWAT(code []byte) bool {
+	rest := code[:min(len(code), 64<<10)]
+	for {
+		rest = bytes.TrimLeft(rest, " \t\r\n")
+		if !bytes.HasPrefix(rest, []byte(";;")) {
+			return bytes.HasPrefix(rest, []byte("(module"))
+		}
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+1:]
+	}
+}
+
 // compile reads, verifies and compiles the module of spec and checks it
 // against the ABI. It makes the wazero runtime the filter runs in.
 func (r *Runtime) compile(ctx context.Context, spec Spec) (*module, error) {
+	if r.isClosed() {
+		return nil, ErrClosed
+	}
 	code, hash, err := read(spec)
 	if err != nil {
 		return nil, err
@@ -463,7 +483,8 @@ func (r *Runtime) Load(ctx context.Context, spec Spec) (*Filter, error) {
 		}
 		return nil, loadReport(spec, fmt.Errorf("%w: %v", ErrStart, err), fmt.Sprintf("the module failed to start: %v", cause), nil, nil, nil)
 	}
-	f.release(inst)
+	f.put(inst)
+	m.info.ABIMinor, m.info.ABI = f.minor, fmt.Sprintf("%d.%d", filter.ABIMajor, f.minor)
 	if f.minor > filter.ABIMinor {
 		r.logger.Warn("filter was built for a newer ABI minor version; it loads, since every host function it imports exists", "filter", spec.Name, "abi", fmt.Sprintf("1.%d", f.minor), "host_abi", fmt.Sprintf("1.%d", filter.ABIMinor))
 	}

@@ -144,6 +144,12 @@ func (r *Runtime) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+func (r *Runtime) isClosed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.closed
+}
+
 func (r *Runtime) add(f *Filter) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()

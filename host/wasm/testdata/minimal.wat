@@ -1,0 +1,18 @@
+;; The smallest Nexus filter: ABI v1 by hand, allowing everything. It is
+;; the guest of the per-call overhead benchmark (no Go runtime, no JSON).
+;; Compile with: wat2wasm minimal.wat -o minimal.wasm
+(module
+  (memory (export "memory") 2)
+  (data (i32.const 16) "{\"action\":\"allow\"}")
+  (func (export "nexus_filter_abi_v1"))
+  (func (export "nx_abi_minor") (result i32) (i32.const 0))
+  ;; One input buffer: the second page.
+  (func (export "nx_input_buf") (param $n i32) (result i32)
+    (if (result i32) (i32.gt_u (local.get $n) (i32.const 65536))
+      (then (i32.const 0))
+      (else (i32.const 65536))))
+  (func (export "nx_configure") (param i32 i32) (result i32) (i32.const 0))
+  ;; The decision at 16, 18 bytes long: (16 << 32) | 18.
+  (func (export "nx_on_event") (param i32 i32) (result i64)
+    (i64.or (i64.shl (i64.const 16) (i64.const 32)) (i64.const 18)))
+)

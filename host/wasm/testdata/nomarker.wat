@@ -1,0 +1,8 @@
+;; Every export of ABI v1 but the marker: not a Nexus filter.
+(module
+  (memory (export "memory") 1)
+  (func (export "nx_abi_minor") (result i32) (i32.const 0))
+  (func (export "nx_input_buf") (param i32) (result i32) (i32.const 0))
+  (func (export "nx_configure") (param i32 i32) (result i32) (i32.const 0))
+  (func (export "nx_on_event") (param i32 i32) (result i64) (i64.const 0))
+)
