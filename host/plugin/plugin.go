@@ -12,7 +12,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/nexus-mcp/nexus/host/config"
-	sdk "github.com/nexus-mcp/nexus/sdk/plugin"
 )
 
 // Info is what a plugin binary offers.
@@ -266,5 +265,3 @@ func (p *Plugin) validate(kind string, cfg json.RawMessage) ([]string, error) {
 func (p *Plugin) kindErr(kind string) error {
 	return fmt.Errorf("plugin %q does not serve the %s kind (it serves: %v)", p.cfg.Name, kind, p.Info().Kinds)
 }
-
-var _ = sdk.KindTransport

@@ -1,7 +1,6 @@
 package plugin
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -188,8 +187,6 @@ func FuzzRequestID(f *testing.F) {
 		}
 	})
 }
-
-var _ = context.Background
 
 func FuzzRenderLogLine(f *testing.F) {
 	f.Add([]byte(`{"@level":"error","@message":"boom","@timestamp":"x","k":1}`))

@@ -165,7 +165,6 @@ type testConn struct {
 	plugin.Conn
 	cfg    transportConfig
 	frames atomic.Int64
-	inject chan []byte
 }
 
 func (t *testConn) WriteMessage(ctx context.Context, msg []byte) error {
