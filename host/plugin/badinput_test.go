@@ -85,7 +85,7 @@ func TestLoadFailures(t *testing.T) {
 		}, Options{}, LoadExited, []string{"exited during start", "cannot read /etc/testplugin.conf"}},
 		{"hang", func(t *testing.T) *config.Plugin {
 			return pinned(t, "p", testPlugin(t, "hang"))
-		}, Options{StartTimeout: 500 * time.Millisecond}, LoadTimeout, []string{"did not finish its handshake in time"}},
+		}, Options{StartTimeout: 2 * time.Second}, LoadTimeout, []string{"did not finish its handshake in time"}},
 		{"garbage on stdout", func(t *testing.T) *config.Plugin {
 			return pinned(t, "p", testPlugin(t, "garbage"))
 		}, Options{}, LoadNotAPlugin, []string{`"hello, I am not a handshake"`, "prints to stdout before calling plugin.Serve"}},
@@ -110,7 +110,7 @@ func TestLoadFailures(t *testing.T) {
 			if !strings.Contains(err.Error(), "Plugin Launch Failed") {
 				t.Errorf("not a report:\n%v", err)
 			}
-			if d := time.Since(start); d > 5*time.Second {
+			if d := time.Since(start); d > 8*time.Second {
 				t.Errorf("took %v", d)
 			}
 			if _, err := os.Stat(marker); err == nil {
