@@ -232,6 +232,16 @@ func (c *compiler) server(s *Server) map[string]any {
 				set("redirect_uri", "", o.RedirectURI)
 				set("auth_url", "", o.AuthURL)
 				set("token_url", "", o.TokenURL)
+				set("grant", "", o.Grant)
+				set("client_metadata_url", "", o.ClientMetadataURL)
+				set("private_key", "/oauth/private_key", o.PrivateKey)
+				set("signing_alg", "", o.SigningAlg)
+				set("key_id", "", o.KeyID)
+				set("id_token", "/oauth/id_token", o.IDToken)
+				set("idp_token_url", "", o.IdPTokenURL)
+				set("idp_issuer", "", o.IdPIssuer)
+				set("idp_client_id", "", o.IdPClientID)
+				set("idp_client_secret", "/oauth/idp_client_secret", o.IdPClientSecret)
 				if len(o.Scopes) > 0 {
 					oe["scopes"] = o.Scopes
 				}

@@ -64,6 +64,8 @@ var (
 	pluginTransportSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "name", Required: true}, {Name: "config"}}}
 	oauthSchema           = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 		{Name: "client_id"}, {Name: "client_secret"}, {Name: "scopes"}, {Name: "redirect_uri"}, {Name: "auth_url"}, {Name: "token_url"},
+		{Name: "grant"}, {Name: "client_metadata_url"}, {Name: "private_key"}, {Name: "signing_alg"}, {Name: "key_id"},
+		{Name: "id_token"}, {Name: "idp_token_url"}, {Name: "idp_issuer"}, {Name: "idp_client_id"}, {Name: "idp_client_secret"},
 	}}
 	pluginSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "path", Required: true}, {Name: "sha256"}}}
 	filterSchema = &hcl.BodySchema{
@@ -958,6 +960,31 @@ func (h *hclFile) decodeServer(b *hcl.Block) *Server {
 					o.AuthURL, _ = h.str(a, nil, "")
 				case "token_url":
 					o.TokenURL, _ = h.str(a, nil, "")
+				case "grant":
+					var ok bool
+					if o.Grant, ok = h.str(a, nil, ""); ok {
+						if p := oneOf("oauth grant", o.Grant, oauthGrants); p != "" {
+							h.errRange(a.Expr.Range(), name, p)
+						}
+					}
+				case "client_metadata_url":
+					o.ClientMetadataURL, _ = h.str(a, nil, "")
+				case "private_key":
+					o.PrivateKey, _ = h.str(a, refs, "/oauth/private_key")
+				case "signing_alg":
+					o.SigningAlg, _ = h.str(a, nil, "")
+				case "key_id":
+					o.KeyID, _ = h.str(a, nil, "")
+				case "id_token":
+					o.IDToken, _ = h.str(a, refs, "/oauth/id_token")
+				case "idp_token_url":
+					o.IdPTokenURL, _ = h.str(a, nil, "")
+				case "idp_issuer":
+					o.IdPIssuer, _ = h.str(a, nil, "")
+				case "idp_client_id":
+					o.IdPClientID, _ = h.str(a, nil, "")
+				case "idp_client_secret":
+					o.IdPClientSecret, _ = h.str(a, refs, "/oauth/idp_client_secret")
 				}
 			}
 			s.OAuth = o

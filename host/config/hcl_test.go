@@ -210,3 +210,29 @@ server "t" {
 		t.Fatalf("want the cycle, the variable, the unknown argument and the URL, got:\n%s", strings.Join(problems, "\n"))
 	}
 }
+
+func TestHCLOAuthFields(t *testing.T) {
+	cfg := mustLoad(t, "nexus.hcl", `
+server "cc" {
+  http { url = "https://x.example/mcp" }
+  oauth {
+    grant               = "client_credentials"
+    client_id           = "svc"
+    client_secret       = env("SECRET")
+    client_metadata_url = "https://nexus.example/client.json"
+    signing_alg         = "RS256"
+    key_id              = "k"
+    idp_issuer          = "https://idp.example"
+  }
+}
+`, env("SECRET", "s3"))
+	o := cfg.Server("cc").OAuth
+	if o.Grant != GrantClientCredentials || o.ClientSecret != "s3" || o.ClientMetadataURL != "https://nexus.example/client.json" ||
+		o.SigningAlg != "RS256" || o.KeyID != "k" || o.IdPIssuer != "https://idp.example" {
+		t.Errorf("%+v", o)
+	}
+	_, err := loadOne(t, "nexus.hcl", "server \"a\" {\n  http { url = \"https://x/mcp\" }\n  oauth { grant = \"client_credential\" }\n}\n", nil)
+	if err == nil || !strings.Contains(err.Error(), `oauth grant must be one of`) || !strings.Contains(err.Error(), `"client_credentials"?`) {
+		t.Errorf("bad grant: %v", err)
+	}
+}

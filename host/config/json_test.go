@@ -305,3 +305,33 @@ func TestDisabledServerMayReferToUnsetVariables(t *testing.T) {
 		t.Errorf("%+v", s)
 	}
 }
+
+func TestOAuthFields(t *testing.T) {
+	lookup := env("IDT", "id-token-value", "PEM", "-----BEGIN PRIVATE KEY-----")
+	cfg := mustLoad(t, "mcp.json", `{"mcpServers": {
+  "cc": {"url": "https://x.example/mcp", "oauth": {"grant": "client_credentials", "client_id": "svc",
+    "private_key": "${PEM}", "signing_alg": "ES256", "key_id": "k1"}},
+  "ent": {"url": "https://y.example/mcp", "oauth": {"grant": "enterprise", "client_id": "c",
+    "client_metadata_url": "https://nexus.example/client.json", "id_token": "${IDT}",
+    "idp_token_url": "https://idp.example/token", "idp_issuer": "https://idp.example",
+    "idp_client_id": "idp-c", "idp_client_secret": "idp-s"}}}}`, lookup)
+	cc := cfg.Server("cc").OAuth
+	if cc.Grant != GrantClientCredentials || cc.PrivateKey != "-----BEGIN PRIVATE KEY-----" || cc.SigningAlg != "ES256" || cc.KeyID != "k1" {
+		t.Errorf("cc: %+v", cc)
+	}
+	ent := cfg.Server("ent")
+	o := ent.OAuth
+	if o.Grant != GrantEnterprise || o.IDToken != "id-token-value" || o.IdPTokenURL != "https://idp.example/token" ||
+		o.IdPIssuer != "https://idp.example" || o.IdPClientID != "idp-c" || o.IdPClientSecret != "idp-s" ||
+		o.ClientMetadataURL != "https://nexus.example/client.json" {
+		t.Errorf("ent: %+v", o)
+	}
+	if ent.Refs["/oauth/id_token"].String() != "${IDT}" {
+		t.Errorf("refs: %v", ent.Refs)
+	}
+
+	_, err := loadOne(t, "mcp.json", `{"mcpServers": {"a": {"url": "https://x.example/mcp", "oauth": {"grant": "implicit"}}}}`, nil)
+	if err == nil || !strings.Contains(err.Error(), `oauth.grant must be one of "authorization_code", "client_credentials" or "enterprise", not "implicit"`) {
+		t.Errorf("bad grant: %v", err)
+	}
+}
