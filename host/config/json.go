@@ -32,7 +32,7 @@ var (
 	serverKeys = []string{"name", "type", "command", "args", "env", "envFile", "env_passthrough", "cwd", "url", "headers",
 		"enabled", "disabled", "timeout", "fail_if_no_tools", "http_max_retries", "http_retry_backoff",
 		"http_allow_private_networks", "oauth", "plugin"}
-	oauthKeys  = []string{"client_id", "client_secret", "scopes", "redirect_uri", "auth_url", "token_url",
+	oauthKeys = []string{"client_id", "client_secret", "scopes", "redirect_uri", "auth_url", "token_url",
 		"grant", "client_metadata_url", "private_key", "signing_alg", "key_id",
 		"id_token", "idp_token_url", "idp_issuer", "idp_client_id", "idp_client_secret"}
 	inputKeys  = []string{"type", "id", "description", "password", "default", "options", "command", "args"}
