@@ -1,0 +1,101 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nexus-mcp/nexus/host/config"
+	"github.com/nexus-mcp/nexus/host/plugin"
+	"github.com/nexus-mcp/nexus/host/policy"
+	"github.com/nexus-mcp/nexus/host/wasm"
+)
+
+// FilterLoadError is a configured filter that could not be loaded. Calls
+// are refused while it stands: running without a configured policy would
+// quietly drop the protection it gives.
+type FilterLoadError struct {
+	Filter string
+	Err    error
+}
+
+func (e *FilterLoadError) Error() string {
+	return fmt.Sprintf("filter %q could not be loaded, so calls are refused until it can: %v", e.Filter, e.Err)
+}
+
+func (e *FilterLoadError) Unwrap() error { return e.Err }
+
+// loadChain builds the chain once: the configured filters in config order,
+// then Options.Links.
+func (h *Host) loadChain(ctx context.Context) error {
+	h.chainOnce.Do(func() {
+		var entries []policy.Entry
+		var errs []error
+		for _, f := range h.cfg.Filters {
+			link, err := h.loadFilter(ctx, f)
+			if err != nil {
+				errs = append(errs, &FilterLoadError{Filter: f.Name, Err: err})
+				continue
+			}
+			entries = append(entries, policy.EntryFor(link, f))
+		}
+		entries = append(entries, h.opts.Links...)
+		h.chain = policy.NewChain(entries...)
+		h.chainErr = errors.Join(errs...)
+	})
+	return h.chainErr
+}
+
+func (h *Host) loadFilter(ctx context.Context, f *config.Filter) (policy.Link, error) {
+	switch {
+	case f.Plugin != "":
+		return h.pluginManager().Filter(ctx, h.cfg, f)
+	case f.WASM != "":
+		rt, err := h.wasmRuntime(ctx)
+		if err != nil {
+			return nil, err
+		}
+		spec, err := wasm.SpecOf(f)
+		if err != nil {
+			return nil, err
+		}
+		return rt.Load(ctx, spec)
+	}
+	return nil, fmt.Errorf("filter %q names neither wasm nor plugin", f.Name)
+}
+
+func (h *Host) pluginManager() *plugin.Manager {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.plugins == nil {
+		h.plugins = plugin.NewManager(plugin.Options{Logger: h.log.Named("plugin")})
+	}
+	return h.plugins
+}
+
+func (h *Host) wasmRuntime(ctx context.Context) (*wasm.Runtime, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.wasm == nil {
+		rt, err := wasm.NewRuntime(ctx, wasm.Options{Logger: h.log.Named("wasm")})
+		if err != nil {
+			return nil, err
+		}
+		h.wasm = rt
+	}
+	return h.wasm, nil
+}
+
+// closeExtensions stops plugin processes and the WASM runtime.
+func (h *Host) closeExtensions(ctx context.Context) {
+	h.mu.Lock()
+	pm, rt := h.plugins, h.wasm
+	h.plugins, h.wasm = nil, nil
+	h.mu.Unlock()
+	if pm != nil {
+		pm.Close()
+	}
+	if rt != nil {
+		rt.Close(ctx)
+	}
+}
