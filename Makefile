@@ -5,7 +5,7 @@ NPM_DIR := tools/npm
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME ?= 10s
 
-.PHONY: all build run test testdeps bench fuzz lint crossbuild clean
+.PHONY: all build run test testdeps conformance bench fuzz lint crossbuild clean
 
 all: build
 
@@ -25,9 +25,17 @@ $(NPM_DIR)/node_modules/.installed: $(NPM_DIR)/package.json $(NPM_DIR)/package-l
 	cd $(NPM_DIR) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
+# The official MCP conformance suite (tools/npm, run on its Node 22) against
+# Nexus's client (examples/conformance-client): all 26 client scenarios
+# must pass with no warnings, or this fails and prints the suite's report.
+conformance: testdeps
+	$(GO) build -o bin/conformance-client ./examples/conformance-client
+	bash examples/conformance-client/run.sh "$(CURDIR)/bin/conformance-client"
+
 # Everything: vet, all tests with the race detector, the benchmark module's
-# tests, and cross-compiles so Windows and macOS code keeps building.
-test: testdeps crossbuild
+# tests, the conformance suite, and cross-compiles so Windows and macOS code
+# keeps building.
+test: testdeps crossbuild conformance
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 20m ./...
 	# The bench module follows the main module through a replace directive;

@@ -7,6 +7,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/host/config"
 	"github.com/nexus-mcp/nexus/host/mcp"
+	httptransport "github.com/nexus-mcp/nexus/host/transport/http"
 	"github.com/nexus-mcp/nexus/host/transport/stdio"
 )
 
@@ -46,8 +47,39 @@ func (h *Host) transport(ctx context.Context, srv *config.Server) (mcp.Conn, err
 			Logger:         h.log.Named(srv.Name),
 			CloseGrace:     h.opts.CloseGrace,
 		})
+	case config.TypeHTTP, config.TypeSSE:
+		return h.dialHTTP(ctx, srv)
 	}
 	return nil, explainUnsupportedTransport(srv)
+}
+
+// dialHTTP prepares a streamable HTTP (or legacy SSE) transport, with the
+// server's OAuth client as its authorizer.
+func (h *Host) dialHTTP(ctx context.Context, srv *config.Server) (mcp.Conn, error) {
+	cfg := httptransport.Config{
+		Server:               srv.Name,
+		URL:                  srv.URL,
+		Headers:              srv.Headers,
+		RetryBackoff:         srv.RetryBackoff,
+		AllowPrivateNetworks: srv.AllowPrivateNetworks,
+		LegacySSE:            srv.Type == config.TypeSSE || srv.LegacySSE,
+		Timeout:              h.timeout(srv),
+		Logger:               h.log.Named(srv.Name),
+	}
+	if srv.MaxRetries != nil {
+		cfg.MaxRetries = *srv.MaxRetries
+		if cfg.MaxRetries == 0 {
+			cfg.MaxRetries = -1 // the transport's "none"
+		}
+	}
+	a, err := h.authClient(srv, false)
+	if err != nil {
+		return nil, err
+	}
+	if a != nil {
+		cfg.Authorizer = a
+	}
+	return httptransport.Dial(ctx, cfg)
 }
 
 func (h *Host) timeout(srv *config.Server) time.Duration {

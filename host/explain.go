@@ -7,6 +7,7 @@ import (
 	"github.com/nexus-mcp/nexus/host/config"
 	"github.com/nexus-mcp/nexus/host/diag"
 	"github.com/nexus-mcp/nexus/host/mcp"
+	httptransport "github.com/nexus-mcp/nexus/host/transport/http"
 	"github.com/nexus-mcp/nexus/host/transport/stdio"
 )
 
@@ -20,11 +21,16 @@ func explain(srv *config.Server, err error, sc *stdio.Conn) error {
 	if err == nil {
 		return nil
 	}
+	c := diagContext(srv)
+	var ae *httptransport.AuthError
+	if errors.As(err, &ae) {
+		// Before the check below: the auth error holds host/auth's report.
+		return explainHTTP(c, err)
+	}
 	var rep *diag.Report
 	if errors.As(err, &rep) {
 		return err
 	}
-	c := diagContext(srv)
 	var (
 		se  *stdio.StartError
 		ee  *stdio.ExitError
@@ -64,7 +70,109 @@ func explain(srv *config.Server, err error, sc *stdio.Conn) error {
 		return &diag.Report{Title: "MCP Connection Failed", Server: c.Server, Source: c.Source, Command: c.Command,
 			Problem: uve.Error(), Cause: err}
 	}
+	if r := explainHTTP(c, err); r != nil {
+		return r
+	}
 	return fmt.Errorf("server %q: %w", srv.Name, err)
+}
+
+// explainHTTP reports the HTTP transport's errors; nil for other errors.
+func explainHTTP(c diag.Context, err error) *diag.Report {
+	var (
+		ae  *httptransport.AuthError
+		se  *httptransport.HTTPStatusError
+		be  *httptransport.BlockedAddressError
+		re  *httptransport.RedirectError
+		xe  *httptransport.SessionExpiredError
+		ie  *httptransport.InvalidSessionIDError
+		ue  *httptransport.UnexpectedResponseError
+		pe  *httptransport.ProtocolError
+		ce  *httptransport.ConfigError
+		rqe *httptransport.RequestError
+	)
+	report := func(title, problem string) *diag.Report {
+		return &diag.Report{Title: title, Server: c.Server, Source: c.Source, URL: c.URL, Problem: problem, Cause: err}
+	}
+	inFile := ""
+	if c.Source.File != "" {
+		inFile = " in " + c.Source.String()
+	}
+	switch {
+	case errors.As(err, &ae):
+		var rep *diag.Report
+		if errors.As(ae.Err, &rep) {
+			// host/auth explains its own failures; keep its report, whose
+			// cause chain still leads to the transport's error.
+			cp := *rep
+			if cp.Server == "" {
+				cp.Server = c.Server
+			}
+			if cp.URL == "" {
+				cp.URL = c.URL
+			}
+			cp.Cause = err
+			return &cp
+		}
+		r := report("MCP Authorization Failed", ae.Error())
+		r.Fix = []string{"Log in again: nexus auth login " + c.Server, "See the server's authorization settings: nexus auth status " + c.Server}
+		return r
+	case errors.As(err, &se):
+		r := diag.HTTPStatus(c, se.Method, se.URL, se.Status, se.BodyExcerpt, se.Header.Get("Retry-After"), err)
+		if se.Fallback != nil {
+			r.Details = append(r.Details, diag.Section{Heading: "Legacy HTTP+SSE fallback", Lines: []string{se.Fallback.Error()}})
+		}
+		return r
+	case errors.As(err, &be):
+		r := report("MCP Connection Refused", be.Error())
+		r.Causes = []string{fmt.Sprintf("%s resolves to %s, %s", be.Host, be.IP, be.Reason)}
+		if be.Always {
+			r.Fix = []string{"Nexus never connects to cloud metadata addresses; check \"url\"" + inFile}
+		} else {
+			r.Fix = []string{"If the server really is on your network, set allow_private_networks = true for it" + inFile,
+				"Otherwise check \"url\" and the host's DNS records"}
+		}
+		return r
+	case errors.As(err, &re):
+		r := report("MCP Connection Failed", re.Error())
+		r.Causes = []string{"The URL is an old or alternative address of the server", "A login wall or proxy redirects unauthenticated requests"}
+		r.Fix = []string{"Set \"url\"" + inFile + " to the final address: " + re.Location}
+		return r
+	case errors.As(err, &xe):
+		r := report("MCP Session Expired", xe.Error())
+		r.Fix = []string{"Run the command again: Nexus starts a new session on reconnect"}
+		return r
+	case errors.As(err, &ie):
+		r := report("MCP Protocol Error", ie.Error())
+		r.Causes = []string{"The server (or a proxy in front of it) sends a malformed Mcp-Session-Id header"}
+		r.Fix = []string{"Report this to the server's maintainers"}
+		return r
+	case errors.As(err, &ue):
+		r := report("MCP HTTP Error", ue.Error())
+		r.Causes = []string{"The URL is a web page, not the server's MCP endpoint (often it ends in /mcp)",
+			"A proxy, firewall or login page answered instead of the server"}
+		r.Fix = []string{"Check \"url\"" + inFile}
+		return r
+	case errors.As(err, &pe):
+		r := report("MCP Protocol Error", pe.Error())
+		r.Fix = []string{"Report this to the server's maintainers"}
+		return r
+	case errors.As(err, &ce):
+		r := report("MCP Configuration Error", ce.Error())
+		r.Fix = []string{"Fix the server's entry" + inFile}
+		return r
+	case errors.As(err, &rqe):
+		r := report("MCP Connection Failed", rqe.Error())
+		if rqe.Timeout() {
+			r.Causes = []string{"The server is slow or overloaded", "A firewall drops the connection silently"}
+			r.Fix = []string{"Raise \"timeout\"" + inFile + " if the server is known to be slow"}
+		} else {
+			r.Causes = []string{"The server is not running or not reachable from here", "The URL's host or port is wrong", "TLS failed (an untrusted or mismatched certificate)"}
+			r.Fix = []string{"Check that the server runs and that \"url\"" + inFile + " is right",
+				"Test the endpoint by hand: curl -i " + c.URL}
+		}
+		return r
+	}
+	return nil
 }
 
 func explainDisabled(srv *config.Server) error {
@@ -76,5 +184,5 @@ func explainDisabled(srv *config.Server) error {
 func explainUnsupportedTransport(srv *config.Server) error {
 	return &diag.Report{Title: "MCP Connection Failed", Server: srv.Name, Source: srv.Source, URL: srv.URL,
 		Problem: fmt.Sprintf("the %q transport is not available in this build", srv.Type),
-		Fix:     []string{"Use a stdio server (\"command\") for now; streamable HTTP and SSE support is being added."}}
+		Fix:     []string{"Use \"type\": \"stdio\", \"http\", \"sse\" or a transport plugin."}}
 }

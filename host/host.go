@@ -74,6 +74,8 @@ type Host struct {
 	chain *policy.Chain
 	sch   schemas
 
+	oauth authClients // OAuth clients of HTTP servers (auth.go)
+
 	mu     sync.Mutex
 	stdio  map[string]*stdio.Conn // live stdio transports, for stderr in errors
 	catGen uint64                 // bumped on every change; catalogs are rebuilt lazily

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptrace"
+	"sync"
 	"time"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
@@ -172,7 +174,20 @@ func (c *Conn) reconnectDelay(retry time.Duration, n int) time.Duration {
 	return c.backoff(n - 1)
 }
 
-// listen starts the standalone GET stream once.
+// listenGrace bounds the wait for the standalone stream's response
+// headers once its request is on the wire; listenWait bounds the whole
+// wait. A server that holds the headers back until its first event costs
+// a connection at most listenGrace.
+const (
+	listenGrace = time.Second
+	listenWait  = 5 * time.Second
+)
+
+// listen starts the standalone GET stream once and waits until it is open
+// (its response headers arrived, whatever the status) or clearly slow.
+// Servers send requests that belong to no client request (an elicitation
+// from inside a tool, in some SDKs) only on an open standalone stream and
+// drop them otherwise, so the next request must not overtake the GET.
 func (c *Conn) listen() {
 	c.mu.Lock()
 	if c.listening || c.legacyURL != nil {
@@ -181,17 +196,54 @@ func (c *Conn) listen() {
 	}
 	c.listening = true
 	c.mu.Unlock()
-	c.spawn(c.listenLoop)
+	opened := make(chan struct{})
+	wrote := make(chan struct{})
+	if !c.spawn(func() { c.listenLoop(opened, wrote) }) {
+		return
+	}
+	total := time.NewTimer(listenWait)
+	defer total.Stop()
+	select {
+	case <-opened:
+		return
+	case <-wrote:
+	case <-total.C:
+		return
+	case <-c.ctx.Done():
+		return
+	}
+	grace := time.NewTimer(listenGrace)
+	defer grace.Stop()
+	select {
+	case <-opened:
+	case <-grace.C:
+		c.log.Debug("the standalone SSE stream sent no headers yet; going on")
+	case <-total.C:
+	case <-c.ctx.Done():
+	}
 }
 
 // listenLoop keeps the standalone GET stream open for server-initiated
 // requests and notifications, reconnecting (with Last-Event-ID) when it
 // ends, until the Conn closes or the server says it has no such stream.
-func (c *Conn) listenLoop() {
+// opened is closed when the first GET got an answer (or failed), wrote
+// when its request was sent.
+func (c *Conn) listenLoop(opened, wrote chan struct{}) {
+	var openOnce, wroteOnce sync.Once
+	markOpened := func() { openOnce.Do(func() { close(opened) }) }
+	defer markOpened()
+	first := httptrace.WithClientTrace(c.ctx, &httptrace.ClientTrace{
+		WroteRequest: func(httptrace.WroteRequestInfo) { wroteOnce.Do(func() { close(wrote) }) },
+	})
 	var cur cursor
 	fails := 0
 	for c.ctx.Err() == nil {
-		resp, gen, err := c.doTracked(c.ctx, &exchange{method: http.MethodGet, lastID: cur.last, timeout: c.cfg.Timeout})
+		ctx := c.ctx
+		if first != nil {
+			ctx, first = first, nil
+		}
+		resp, gen, err := c.doTracked(ctx, &exchange{method: http.MethodGet, lastID: cur.last, timeout: c.cfg.Timeout})
+		markOpened()
 		if err != nil {
 			if c.ctx.Err() != nil {
 				return
