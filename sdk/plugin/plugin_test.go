@@ -87,7 +87,8 @@ func (denyPolicy) NewPolicy(_ context.Context, cfg json.RawMessage) (Decider, er
 func serve(t *testing.T, o Options) (pb.MetaClient, pb.TransportClient, pb.PolicyClient) {
 	t.Helper()
 	client, server := goplugin.TestPluginGRPCConn(t, false, map[string]goplugin.Plugin{SetName: &grpcPlugin{o: o}})
-	t.Cleanup(func() { client.Close(); server.Stop() })
+	// Not client.Close: its Shutdown call would race with Stop inside go-plugin.
+	t.Cleanup(func() { client.Conn.Close(); server.Stop() })
 	return pb.NewMetaClient(client.Conn), pb.NewTransportClient(client.Conn), pb.NewPolicyClient(client.Conn)
 }
 
