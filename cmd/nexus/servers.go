@@ -119,4 +119,3 @@ func caps(s registry.Status) []string {
 	}
 	return out
 }
-

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nexus-mcp/nexus/internal/testenv"
+)
+
+// buildFilter compiles a first-party WASM filter the way `make filters` does.
+func buildFilter(t *testing.T, name string) (path, sum string) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), name+".wasm")
+	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", out, "./filters/"+name)
+	cmd.Dir = testenv.Root(t)
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building filter %s: %v\n%s", name, err, b)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.Sum256(data)
+	return out, hex.EncodeToString(h[:])
+}
+
+// TestCallRunsConfiguredFilters: `nexus call` goes through the filter
+// blocks of the config; a denial exits 4 naming the filter and its reason.
+func TestCallRunsConfiguredFilters(t *testing.T) {
+	wasmPath, sum := buildFilter(t, "deny-destructive")
+	cfg := `
+server "testserver" {
+  stdio {
+    command = "nexus"
+    args    = ["testserver"]
+  }
+}
+
+filter "no-destructive" {
+  kind   = "policy"
+  wasm   = "` + wasmPath + `"
+  sha256 = "` + sum + `"
+  config = { tools = ["testserver.fail"] }
+}
+`
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "nexus.hcl"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (string, string, int) {
+		bin := testenv.Nexus(t)
+		cmd := exec.Command(bin, append([]string{"--config", filepath.Join(dir, "nexus.hcl"), "--yes"}, args...)...)
+		cmd.Dir = dir
+		cmd.Env = []string{"PATH=" + filepath.Dir(bin) + ":/usr/bin:/bin", "HOME=" + dir}
+		var out, errb strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return out.String(), errb.String(), code
+	}
+	out, errOut, code := run("call", "testserver.echo", "message=allowed")
+	if code != 0 || strings.TrimSpace(out) != "allowed" {
+		t.Fatalf("allowed call: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	out, errOut, code = run("call", "testserver.fail", "message=boom")
+	if code != 4 {
+		t.Fatalf("denied call: exit %d, want 4\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	for _, want := range []string{"no-destructive", "testserver.fail"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("denial does not mention %q:\n%s", want, errOut)
+		}
+	}
+	// A tampered module never runs: the checksum is checked before loading.
+	if err := os.WriteFile(wasmPath, append([]byte("\x00asm\x01\x00\x00\x00"), 0), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code = run("call", "testserver.echo", "message=x")
+	if code != 2 || !strings.Contains(errOut, "no-destructive") {
+		t.Fatalf("tampered filter: exit %d\n%s", code, errOut)
+	}
+}
