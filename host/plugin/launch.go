@@ -237,11 +237,15 @@ func cleanStartError(err error) error {
 	return err
 }
 
-// quietLogger keeps go-plugin's own chatter at debug level at most: what
-// matters to a person reaches them as an error.
+// pluginLogger is the logger of one plugin: "<host>.plugin", with the
+// plugin's name as a field; go-plugin re-emits the plugin's own lines
+// through it as "<host>.plugin.<name>".
 func pluginLogger(base hclog.Logger, name string) hclog.Logger {
 	if base == nil {
 		base = hclog.NewNullLogger()
 	}
-	return base.Named("plugin").With("plugin", name)
+	if !strings.HasSuffix(base.Name(), "plugin") { // a logger already named for plugins stays as it is
+		base = base.Named("plugin")
+	}
+	return base.With("plugin", name)
 }
