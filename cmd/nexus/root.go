@@ -224,6 +224,7 @@ func (a *app) rootCmd() *cobra.Command {
 	root.AddCommand(a.toolsCmd(), a.callCmd(), a.resourcesCmd(), a.readCmd(), a.promptsCmd(), a.promptCmd(), a.pingCmd(), a.testserverCmd(), a.configCmd(), a.serversCmd())
 	root.AddCommand(a.templatesCmd(), a.completeCmd(), a.shellCmd())
 	root.AddCommand(a.pluginCmd())
+	root.AddCommand(a.filterCmd())
 	return root
 }
 

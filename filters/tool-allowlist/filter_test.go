@@ -37,10 +37,10 @@ func TestBadConfig(t *testing.T) {
 	rt := wasmtest.Runtime(t, wasm.Options{})
 	mod := wasmtest.Build(t, ".")
 	for cfg, want := range map[string]string{
-		`{}`:                   "allow must list at least one",
+		`{}`:                    "allow must list at least one",
 		`{"allow": ["github"]}`: `"github" has no dot`,
-		`{"allow": ["a.["]}`:   "bad glob",
-		`{"alow": ["a.b"]}`:    `unknown field "alow"`,
+		`{"allow": ["a.["]}`:    "bad glob",
+		`{"alow": ["a.b"]}`:     `unknown field "alow"`,
 	} {
 		_, err := rt.Load(context.Background(), wasm.Spec{Path: mod, Config: json.RawMessage(cfg)})
 		if err == nil || !contains(err.Error(), want) {
@@ -49,7 +49,9 @@ func TestBadConfig(t *testing.T) {
 	}
 }
 
-func contains(s, sub string) bool { return len(sub) == 0 || len(s) >= len(sub) && (s == sub || indexOf(s, sub) >= 0) }
+func contains(s, sub string) bool {
+	return len(sub) == 0 || len(s) >= len(sub) && (s == sub || indexOf(s, sub) >= 0)
+}
 
 func indexOf(s, sub string) int {
 	for i := 0; i+len(sub) <= len(s); i++ {

@@ -75,29 +75,30 @@ func (s Spec) withDefaults() Spec {
 
 // Info describes a module: what `nexus filter inspect` prints.
 type Info struct {
-	Name   string
-	Path   string
-	Size   int64
-	SHA256 string
+	Name   string `json:"name"`
+	Path   string `json:"path"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
 	// ABI is "1.<minor>" for a module that implements ABI v1 (the minor as
 	// nx_abi_minor reports it), else "".
-	ABI      string
-	ABIMinor int
-	Exports  []Symbol
-	Imports  []Symbol
+	ABI      string   `json:"abi"`
+	ABIMinor int      `json:"abi_minor"`
+	Exports  []Symbol `json:"exports"`
+	Imports  []Symbol `json:"imports"`
 	// MemoryMin and MemoryMax are the pages (64 KiB) the module's memory
 	// declares; MemoryMax 0 means no maximum.
-	MemoryMin, MemoryMax uint32
+	MemoryMin uint32 `json:"memory_min_pages"`
+	MemoryMax uint32 `json:"memory_max_pages,omitempty"`
 	// Problems lists what keeps the module from loading as a filter.
-	Problems []string
+	Problems []string `json:"problems,omitempty"`
 }
 
 // Symbol is an export or an import.
 type Symbol struct {
-	Module    string // imports only
-	Name      string
-	Kind      string // "func" or "memory"
-	Signature string // "(i32, i32) -> i64" for functions
+	Module    string `json:"module,omitempty"`    // imports only
+	Name      string `json:"name"`                //
+	Kind      string `json:"kind"`                // "func" or "memory"
+	Signature string `json:"signature,omitempty"` // "(i32, i32) -> i64" for functions
 }
 
 func (s Symbol) String() string {
@@ -216,11 +217,11 @@ func read(spec Spec) ([]byte, string, error) {
 		return nil, "", &diag.Report{
 			Title:   "WASM Filter Load Failed",
 			Source:  spec.Source,
-			Problem: fmt.Sprintf("filter %q: the sha256 of %s does not match the one pinned in the config", spec.Name, spec.Path),
-			Details: []diag.Section{{Heading: "sha256", Lines: []string{"config: " + strings.ToLower(spec.SHA256), "file:   " + hash}}},
+			Problem: fmt.Sprintf("filter %q: the sha256 of %s does not match the pinned one", spec.Name, spec.Path),
+			Details: []diag.Section{{Heading: "sha256", Lines: []string{"pinned: " + strings.ToLower(spec.SHA256), "file:   " + hash}}},
 			Causes:  []string{"The module was rebuilt or replaced after its hash was pinned.", "The file was tampered with."},
 			Fix:     []string{fmt.Sprintf("If you rebuilt it yourself, pin the new hash: sha256 = %q", hash), "Otherwise restore the module that was pinned."},
-			Cause:   &LoadError{Filter: spec.Name, Path: spec.Path, Err: fmt.Errorf("%w: config %s, file %s", ErrSHA256, strings.ToLower(spec.SHA256), hash)},
+			Cause:   &LoadError{Filter: spec.Name, Path: spec.Path, Err: fmt.Errorf("%w: pinned %s, file %s", ErrSHA256, strings.ToLower(spec.SHA256), hash)},
 		}
 	}
 	if what := notWASM(code); what != "" {
@@ -410,13 +411,15 @@ func mib(n uint64) string {
 	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 
-// Inspect reads and checks a module without running it as a filter: what
-// `nexus filter inspect` prints. Problems with the ABI are listed in
-// Info.Problems; the error is for a module that cannot be read or
-// compiled. When the module implements the ABI, Inspect starts one
-// instance (without config) to ask for its minor version.
-func (r *Runtime) Inspect(ctx context.Context, path string) (*Info, error) {
-	spec := Spec{Path: path}.withDefaults()
+// Inspect reads and checks the module of spec without running it as a
+// filter: what `nexus filter inspect` prints. Only Name, Path and SHA256
+// of spec matter. Problems with the ABI are listed in Info.Problems; the
+// error (a *diag.Report) is for a module that cannot be read, does not
+// match its sha256, or does not compile. When the module implements the
+// ABI, Inspect starts one instance (without config) to ask for its minor
+// version.
+func (r *Runtime) Inspect(ctx context.Context, spec Spec) (*Info, error) {
+	spec = Spec{Name: spec.Name, Path: spec.Path, SHA256: spec.SHA256}.withDefaults()
 	m, err := r.compile(ctx, spec)
 	if err != nil {
 		return nil, err

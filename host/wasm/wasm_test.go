@@ -412,14 +412,14 @@ func TestCacheAndClose(t *testing.T) {
 
 func TestInspect(t *testing.T) {
 	rt := wasmtest.Runtime(t, wasm.Options{})
-	info, err := rt.Inspect(context.Background(), "testdata/badsig.wasm")
+	info, err := rt.Inspect(context.Background(), wasm.Spec{Path: "testdata/badsig.wasm"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if info.ABI != "" || len(info.Problems) != 6 || len(info.Imports) != 3 {
 		t.Fatalf("%+v", info)
 	}
-	info, err = rt.Inspect(context.Background(), "testdata/misbehave.wasm")
+	info, err = rt.Inspect(context.Background(), wasm.Spec{Path: "testdata/misbehave.wasm"})
 	if err != nil || info.ABI != "1.0" || len(info.Problems) != 0 || info.MemoryMin != 4 {
 		t.Fatalf("%+v %v", info, err)
 	}

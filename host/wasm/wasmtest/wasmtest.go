@@ -65,7 +65,7 @@ func build(t testing.TB, dir string, wasip1 bool) string {
 		return p
 	}
 	sum := sha256.Sum256([]byte(key))
-	name := filepath.Base(abs) + "-" + hex.EncodeToString(sum[:6])
+	name := filepath.Base(abs) // the module's name is the filter's default name
 	args := []string{"build", "-trimpath"}
 	env := os.Environ()
 	if wasip1 {
@@ -73,7 +73,7 @@ func build(t testing.TB, dir string, wasip1 bool) string {
 		args = append(args, "-buildmode=c-shared")
 		env = append(env, "GOOS=wasip1", "GOARCH=wasm")
 	}
-	out := filepath.Join(Dir(), "bin", name)
+	out := filepath.Join(Dir(), "bin", hex.EncodeToString(sum[:6]), name)
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,90 @@
+package wasm_test
+
+import (
+	"context"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nexus-mcp/nexus/host/wasm"
+	"github.com/nexus-mcp/nexus/host/wasm/wasmtest"
+	"github.com/nexus-mcp/nexus/sdk/event"
+)
+
+// BenchmarkMinimal is the per-call cost of the runtime itself: the
+// hand-written guest of testdata/minimal.wat (no Go runtime, no JSON in
+// the guest) with the time limit enforced, against the same "allow" in
+// native Go and over a pipe to a native process.
+func BenchmarkMinimal(b *testing.B) {
+	rt := wasmtest.Runtime(b, wasm.Options{})
+	f := load(b, rt, wasm.Spec{Path: "testdata/minimal.wasm"})
+	e := toolCall()
+	raw, _ := json.Marshal(e)
+	pipe := wasmtest.StartPipe(b, wasmtest.BuildNative(b, "testdata/goguest"), []byte(`{"mode":"allow"}`))
+	native := func(e *event.Event) event.Decision { return event.Decision{Action: event.Allow} }
+	ctx := context.Background()
+	wasmtest.Compare(b, func() error {
+		_, err := f.Handle(ctx, e)
+		return err
+	}, wasmtest.Baselines{
+		Native: func() { native(e) },
+		OOP: func() error {
+			b, _ := json.Marshal(e) // the hop has to send the event
+			_ = raw
+			_, err := pipe.Call(b)
+			return err
+		},
+	})
+}
+
+// BenchmarkLoadWarmCache is a filter built with the Go SDK compiled from
+// the warm on-disk cache plus its first instance started and configured:
+// what a host pays per filter at startup. It reports the cold compile
+// (no cache) and the start of the same filter as a native process, in the
+// same run.
+func BenchmarkLoadWarmCache(b *testing.B) {
+	mod := wasmtest.Build(b, "testdata/goguest")
+	cache := filepath.Join(b.TempDir(), "cache")
+	ctx := context.Background()
+	loadOnce := func(opts wasm.Options) time.Duration {
+		start := time.Now()
+		rt, err := wasm.NewRuntime(ctx, opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := rt.Load(ctx, wasm.Spec{Path: mod, Config: json.RawMessage(`{"mode":"allow"}`), Pool: 1}); err != nil {
+			b.Fatal(err)
+		}
+		d := time.Since(start)
+		rt.Close(ctx)
+		return d
+	}
+	cold := loadOnce(wasm.Options{CacheDir: cache}) // fills the cache
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		loadOnce(wasm.Options{CacheDir: cache})
+	}
+	b.StopTimer()
+	warm := b.Elapsed() / time.Duration(b.N)
+	bin := wasmtest.BuildNative(b, "testdata/goguest")
+	start := time.Now()
+	cmd := exec.Command(bin)
+	cmd.Env = []string{"NEXUS_FILTER_PIPE=1"}
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	in.Write([]byte{0, 0, 0, 4, 'n', 'u', 'l', 'l'})
+	var hdr [6]byte
+	out.Read(hdr[:])
+	proc := time.Since(start)
+	in.Close()
+	cmd.Wait()
+	b.ReportMetric(float64(warm.Microseconds())/1000, "warm-ms")
+	b.ReportMetric(float64(cold.Microseconds())/1000, "cold-ms")
+	b.ReportMetric(float64(proc.Microseconds())/1000, "process-ms")
+	b.ReportMetric(float64(cold)/float64(warm), "cold/warm")
+}
