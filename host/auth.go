@@ -83,11 +83,15 @@ func (h *Host) AuthLogout(ctx context.Context, server string) error {
 	return nil
 }
 
+// OAuthStatus describes the stored authorization of a server, without
+// secrets (host/auth's Status, so that callers need not import it).
+type OAuthStatus = auth.Status
+
 // AuthStatus reports what is stored for server, without secrets.
-func (h *Host) AuthStatus(server string) (auth.Status, error) {
+func (h *Host) AuthStatus(server string) (OAuthStatus, error) {
 	c, _, err := h.authFor(server)
 	if err != nil {
-		return auth.Status{}, err
+		return OAuthStatus{}, err
 	}
 	return c.Status(), nil
 }

@@ -225,6 +225,7 @@ func (a *app) rootCmd() *cobra.Command {
 	root.AddCommand(a.templatesCmd(), a.completeCmd(), a.shellCmd())
 	root.AddCommand(a.pluginCmd())
 	root.AddCommand(a.filterCmd())
+	root.AddCommand(a.authCmd())
 	return root
 }
 
