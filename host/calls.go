@@ -46,6 +46,9 @@ func (h *Host) CallTool(ctx context.Context, agent, name string, args any, o *Ca
 	if err := h.perms.Check(ctx, policy.ConfirmRequest{Agent: agent, Server: server, Tool: toolName, Method: mcp.MethodToolsCall, Arguments: raw}); err != nil {
 		return nil, err
 	}
+	if err := h.loadChain(ctx); err != nil {
+		return nil, err
+	}
 	c, err := h.reg.Client(ctx, server, agent)
 	if err != nil {
 		return nil, h.Explain(server, err)
@@ -360,6 +363,9 @@ func (h *Host) Ping(ctx context.Context, agent, server string) (time.Duration, e
 // before runs the request phase of the filters for a non-tool method; it
 // returns the event (nil without filters) for after.
 func (h *Host) before(ctx context.Context, agent, server, method string, params json.RawMessage) (*event.Event, error) {
+	if err := h.loadChain(ctx); err != nil {
+		return nil, err
+	}
 	if h.chain.Len() == 0 {
 		return nil, nil
 	}

@@ -49,6 +49,12 @@ func (h *Host) transport(ctx context.Context, srv *config.Server) (mcp.Conn, err
 		})
 	case config.TypeHTTP, config.TypeSSE:
 		return h.dialHTTP(ctx, srv)
+	case config.TypePlugin:
+		t, err := h.pluginManager().Transport(ctx, h.cfg, srv)
+		if err != nil {
+			return nil, err
+		}
+		return t.Dial(ctx)
 	}
 	return nil, explainUnsupportedTransport(srv)
 }
@@ -95,6 +101,8 @@ func (h *Host) clientOptions(srv *config.Server) mcp.ClientOptions {
 		Logger:  h.log.Named(srv.Name),
 		Timeout: h.timeout(srv),
 		Roots:   h.opts.Roots,
+		// The shell's /cd changes the roots; servers hear about it.
+		RootsListChanged: h.opts.Roots != nil,
 	}
 	name := srv.Name
 	if h.opts.Sampling != nil {

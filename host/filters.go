@@ -99,3 +99,7 @@ func (h *Host) closeExtensions(ctx context.Context) {
 		rt.Close(ctx)
 	}
 }
+
+// CleanupPlugins kills every plugin process this process started: the last
+// line of defence on the way out (main defers it); Close is the orderly way.
+func CleanupPlugins() { plugin.CleanupAll() }

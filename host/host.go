@@ -14,9 +14,11 @@ import (
 	"github.com/nexus-mcp/nexus/host/config"
 	"github.com/nexus-mcp/nexus/host/diag"
 	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/host/plugin"
 	"github.com/nexus-mcp/nexus/host/policy"
 	"github.com/nexus-mcp/nexus/host/registry"
 	"github.com/nexus-mcp/nexus/host/transport/stdio"
+	"github.com/nexus-mcp/nexus/host/wasm"
 	"github.com/nexus-mcp/nexus/sdk/event"
 )
 
@@ -74,11 +76,16 @@ type Host struct {
 	chain *policy.Chain
 	sch   schemas
 
+	chainOnce sync.Once
+	chainErr  error
+
 	oauth authClients // OAuth clients of HTTP servers (auth.go)
 
-	mu     sync.Mutex
-	stdio  map[string]*stdio.Conn // live stdio transports, for stderr in errors
-	catGen uint64                 // bumped on every change; catalogs are rebuilt lazily
+	mu      sync.Mutex
+	stdio   map[string]*stdio.Conn // live stdio transports, for stderr in errors
+	plugins *plugin.Manager        // started on first use
+	wasm    *wasm.Runtime          // started on first use
+	catGen  uint64                 // bumped on every change; catalogs are rebuilt lazily
 	// catalogs are by agent: exposed names depend on which servers an agent
 	// sees (a collision with a server it cannot see renames nothing), so
 	// one agent's names must never resolve another's.
@@ -114,7 +121,6 @@ func New(cfg *config.Config, opts Options) *Host {
 	})
 	h.reg.Add(cfg.Servers...)
 	h.perms = policy.NewPermissions(agents(cfg), opts.Confirm)
-	h.chain = policy.NewChain(opts.Links...)
 	return h
 }
 
@@ -273,6 +279,9 @@ func (h *Host) each(ctx context.Context, agent string, fn func(ctx context.Conte
 // others' tools are still returned.
 func (h *Host) Tools(ctx context.Context, agent string) ([]Tool, error) {
 	if err := h.mayList(ctx, agent, mcp.MethodToolsList); err != nil {
+		return nil, err
+	}
+	if err := h.loadChain(ctx); err != nil {
 		return nil, err
 	}
 	cat, err := h.buildCatalog(ctx, agent)
@@ -493,9 +502,25 @@ func (h *Host) Explain(server string, err error) error {
 	return explain(srv, err, sc)
 }
 
+// RootsChanged tells every connected server that the roots changed, so
+// servers that care ask for them again.
+func (h *Host) RootsChanged(ctx context.Context) error {
+	if h.opts.Roots == nil {
+		return nil
+	}
+	var errs []error
+	for name, c := range h.reg.Live("") {
+		if err := c.RootsChanged(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("server %q: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // Close ends every session and stops every server process.
 func (h *Host) Close() error {
 	h.reg.Close()
+	h.closeExtensions(context.Background())
 	return nil
 }
 

@@ -463,7 +463,7 @@ func (a *app) pingCmd() *cobra.Command {
 
 func (a *app) testserverCmd() *cobra.Command {
 	var toolCount, pageSize int
-	var httpAddr string
+	var httpAddr, wsAddr string
 	cmd := &cobra.Command{
 		Use:   "testserver",
 		Short: "Run the built-in MCP test server on stdin/stdout (or HTTP with --http)",
@@ -473,7 +473,8 @@ Tools: echo, get_time, add, slow_operation (sends progress) and more; three
 resources, a resource template and three prompts. --tool-count adds generated
 tools for pagination tests (or MCP_TOOL_COUNT), --page-size sets the page size
 of every list (or MCP_PAGE_SIZE). --http ADDR serves streamable HTTP at
-http://ADDR/mcp instead (bind to 127.0.0.1: the server has no authentication).`,
+http://ADDR/mcp instead, --ws ADDR MCP over WebSocket (bind to 127.0.0.1:
+the server has no authentication).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o, err := testserver.OptionsFromEnv(os.Getenv)
@@ -495,9 +496,13 @@ http://ADDR/mcp instead (bind to 127.0.0.1: the server has no authentication).`,
 				fmt.Fprintf(a.stdout, "MCP endpoint (streamable HTTP): http://%s%s\n", ln.Addr(), testserver.EndpointPath)
 				return testserver.ServeListener(cmd.Context(), o, ln)
 			}
+			if wsAddr != "" {
+				return testserver.ServeWS(cmd.Context(), o, wsAddr)
+			}
 			return testserver.ServeStdio(cmd.Context(), o, a.stdin, a.stdout)
 		},
 	}
+	cmd.Flags().StringVar(&wsAddr, "ws", "", "serve MCP over WebSocket (subprotocol mcp) on ADDR, such as 127.0.0.1:8765, instead of stdio")
 	cmd.Flags().StringVar(&httpAddr, "http", "", "serve streamable HTTP (with sessions and SSE) on ADDR, such as 127.0.0.1:8080, instead of stdio")
 	cmd.Flags().IntVar(&toolCount, "tool-count", 0, "number of generated tools tool_001.. to add")
 	cmd.Flags().IntVar(&pageSize, "page-size", 0, "page size for list results (0: one page)")

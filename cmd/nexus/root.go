@@ -93,6 +93,7 @@ func (a *app) setInterrupt(f func()) func() {
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	defer host.CleanupPlugins()
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
 	root := a.rootCmd()
 	a.finishCommands(root)
@@ -136,12 +137,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	code := exitConnection
 	var (
-		ee     *exitError
-		us     *host.UnknownServerError
-		ut     *host.UnknownToolError
-		rerr   *mcp.RPCError
-		denied *policy.DeniedError
-		schema *host.SchemaError
+		ee         *exitError
+		us         *host.UnknownServerError
+		ut         *host.UnknownToolError
+		rerr       *mcp.RPCError
+		denied     *policy.DeniedError
+		filterLoad *host.FilterLoadError
+		schema     *host.SchemaError
 	)
 	switch {
 	case errors.As(err, &ee):
@@ -151,6 +153,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		code = exitUsage
 	case errors.As(err, &denied):
 		code = exitDenied
+	case errors.As(err, &filterLoad):
+		code = exitUsage // a filter block that does not load is a config problem
 	case errors.As(err, &schema) && schema.What == "arguments":
 		code = exitUsage
 	case errors.As(err, &rerr):
