@@ -1,0 +1,227 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	mcpgoclient "github.com/mark3labs/mcp-go/client"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nexus-mcp/nexus/host/mcp"
+	httptransport "github.com/nexus-mcp/nexus/host/transport/http"
+	"github.com/nexus-mcp/nexus/host/testserver"
+)
+
+// The HTTP rows: every client calls echo on the built-in test server's
+// streamable HTTP handler on loopback; the baseline is a plain net/http
+// JSON POST to a handler that answers with fixed bytes.
+
+// httpServer serves the test server at /mcp on 127.0.0.1 for tb.
+func httpServer(tb testing.TB) string {
+	h := testserver.NewHTTPHandler(testserver.Options{})
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", h)
+	srv := httptest.NewServer(mux)
+	tb.Cleanup(func() {
+		h.Close()
+		srv.CloseClientConnections()
+		srv.Close()
+	})
+	return srv.URL + "/mcp"
+}
+
+// cannedReply is what the trivial handler sends back: a tools/call result
+// of the same size as the test server's echo answer.
+var cannedReply = []byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hello"}]}}`)
+
+type rawPost struct {
+	url    string
+	client *http.Client
+	srv    *httptest.Server
+}
+
+func newRawPost(tb testing.TB) *rawPost {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(cannedReply)
+	}))
+	return &rawPost{url: srv.URL, client: &http.Client{Transport: &http.Transport{}}, srv: srv}
+}
+
+func (r *rawPost) call(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url, bytes.NewReader([]byte(request)))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err == nil && len(b) != len(cannedReply) {
+		err = fmt.Errorf("unexpected reply %q", b)
+	}
+	return err
+}
+
+func (r *rawPost) close() {
+	r.client.CloseIdleConnections()
+	r.srv.Close()
+}
+
+func newNexusHTTP(tb testing.TB) *nexusClient {
+	ctx := context.Background()
+	conn, err := httptransport.Dial(ctx, httptransport.Config{Server: "echo", URL: httpServer(tb)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c, err := mcp.Connect(ctx, conn, mcp.ClientOptions{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &nexusClient{c}
+}
+
+func newSDKHTTP(tb testing.TB) *sdkClient {
+	client := sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "1"}, nil)
+	s, err := client.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: httpServer(tb)}, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &sdkClient{s}
+}
+
+func newMCPGoHTTP(tb testing.TB) *mcpgoClient {
+	c, err := mcpgoclient.NewStreamableHttpClient(httpServer(tb))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := c.Start(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
+	var init mcpgo.InitializeRequest
+	init.Params.ProtocolVersion = mcpgo.LATEST_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcpgo.Implementation{Name: "bench", Version: "1"}
+	if _, err := c.Initialize(context.Background(), init); err != nil {
+		tb.Fatal(err)
+	}
+	return &mcpgoClient{c}
+}
+
+// nexusEcho checks the test server's echo answer (it is not the bare
+// message, as the stdio echo server's is).
+type nexusEcho struct{ *nexusClient }
+
+func (n nexusEcho) call(ctx context.Context) error {
+	res, err := n.c.CallTool(ctx, "echo", echoArgs, nil)
+	if err != nil {
+		return err
+	}
+	if len(res.Content) != 1 || res.IsError {
+		return fmt.Errorf("unexpected result %+v", res)
+	}
+	return nil
+}
+
+var httpContenders = []struct {
+	name string
+	make func(testing.TB) caller
+}{
+	{"rawpost", func(tb testing.TB) caller { return newRawPost(tb) }},
+	{"nexus", func(tb testing.TB) caller { return nexusEcho{newNexusHTTP(tb)} }},
+	{"go-sdk", func(tb testing.TB) caller { return newSDKHTTP(tb) }},
+	{"mcp-go", func(tb testing.TB) caller { return newMCPGoHTTP(tb) }},
+}
+
+// BenchmarkHTTPRoundTrip measures one sequential tools/call over streamable
+// HTTP per contender (the raw POST gets fixed bytes back).
+func BenchmarkHTTPRoundTrip(b *testing.B) {
+	for _, ct := range httpContenders {
+		b.Run(ct.name, func(b *testing.B) {
+			c := ct.make(b)
+			defer c.close()
+			ctx := context.Background()
+			for range 100 {
+				if err := c.call(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+			lat := make([]time.Duration, 0, b.N)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				t0 := time.Now()
+				if err := c.call(ctx); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(t0))
+			}
+			b.StopTimer()
+			b.ReportMetric(us(percentile(lat, 0.5)), "p50-µs")
+			b.ReportMetric(us(percentile(lat, 0.99)), "p99-µs")
+		})
+	}
+}
+
+// BenchmarkHTTPRatio interleaves the contenders call by call and reports
+// each one's p50 over the baseline's (the raw POST for nexus; nexus for the
+// SDKs). The servers run in this process, so the ratios include the
+// server's share, which is the same test server for all three clients.
+func BenchmarkHTTPRatio(b *testing.B) {
+	ctx := context.Background()
+	cs := make([]caller, len(httpContenders))
+	for i, ct := range httpContenders {
+		cs[i] = ct.make(b)
+		defer cs[i].close()
+		for range 100 {
+			if err := cs[i].call(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	lat := make([][]time.Duration, len(cs))
+	b.ResetTimer()
+	for range b.N {
+		for i, c := range cs {
+			t0 := time.Now()
+			if err := c.call(ctx); err != nil {
+				b.Fatal(err)
+			}
+			lat[i] = append(lat[i], time.Since(t0))
+		}
+	}
+	b.StopTimer()
+	p50 := make([]float64, len(cs))
+	for i := range cs {
+		p50[i] = us(percentile(lat[i], 0.5))
+		b.ReportMetric(p50[i], httpContenders[i].name+"-p50-µs")
+	}
+	b.ReportMetric(p50[1]/p50[0], "nexus/rawpost")
+	b.ReportMetric(p50[2]/p50[1], "go-sdk/nexus")
+	b.ReportMetric(p50[3]/p50[1], "mcp-go/nexus")
+}
+
+// TestHTTPPeersAgree makes sure every HTTP contender completes calls, so a
+// benchmark never measures a broken client.
+func TestHTTPPeersAgree(t *testing.T) {
+	ctx := context.Background()
+	for _, ct := range httpContenders {
+		c := ct.make(t)
+		for range 10 {
+			if err := c.call(ctx); err != nil {
+				t.Fatalf("%s: %v", ct.name, err)
+			}
+		}
+		c.close()
+	}
+}
