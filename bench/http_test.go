@@ -15,8 +15,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
-	httptransport "github.com/nexus-mcp/nexus/host/transport/http"
 	"github.com/nexus-mcp/nexus/host/testserver"
+	httptransport "github.com/nexus-mcp/nexus/host/transport/http"
 )
 
 // The HTTP rows: every client calls echo on the built-in test server's
