@@ -98,3 +98,15 @@ plugins:
 	@mkdir -p bin/plugins
 	@for p in $(PLUGINS); do $(GO) build -trimpath -ldflags="-s -w" -o bin/plugins/$$p ./plugins/$$p || exit 1; done
 	@cd bin/plugins && sha256sum $(PLUGINS)
+
+# ---- WASM filters (sdk/filter, filters/<name>)
+.PHONY: filters
+FILTERS := deny-destructive redact-secrets tool-allowlist spotlight
+
+# Build the first-party WASM filters into bin/filters and print the sha256
+# each filter block pins. The standard Go toolchain is all it takes; tests
+# build the modules they need themselves, so make test does not need this.
+filters:
+	@mkdir -p bin/filters
+	@for f in $(FILTERS); do GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -buildmode=c-shared -o bin/filters/$$f.wasm ./filters/$$f || exit 1; done
+	@cd bin/filters && sha256sum $(addsuffix .wasm,$(FILTERS))

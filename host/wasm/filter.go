@@ -481,6 +481,11 @@ func decodeDecision(out []byte, phase string) (event.Decision, error) {
 	if w.Error != nil {
 		return event.Decision{}, fmt.Errorf("%w: %s", ErrFailed, clip(*w.Error, maxReason))
 	}
+	for _, raw := range []*json.RawMessage{&w.Params, &w.Result} {
+		if string(*raw) == "null" {
+			*raw = nil
+		}
+	}
 	d := event.Decision{Action: w.Action, Reason: clip(w.Reason, maxReason), Params: w.Params, Result: w.Result}
 	switch d.Action {
 	case event.Allow, event.Deny:

@@ -325,7 +325,7 @@ func (ed *editor) str() (string, bool, error) {
 			s := string(ed.src[start:ed.pos])
 			ed.pos++
 			if !utf8.ValidString(s) {
-				s = strings.ToValidUTF8(s, "\ufffd")
+				s = fixUTF8(s)
 			}
 			return s, false, nil
 		}
@@ -361,7 +361,7 @@ func (ed *editor) unescape() (string, error) {
 		case c == '"':
 			ed.pos++
 			if !utf8.Valid(b) {
-				return strings.ToValidUTF8(string(b), "\ufffd"), nil
+				return fixUTF8(string(b)), nil
 			}
 			return string(b), nil
 		case c < 0x20:
@@ -416,6 +416,22 @@ func (ed *editor) unescape() (string, error) {
 		}
 	}
 	return "", ed.errorf("unterminated string")
+}
+
+// fixUTF8 replaces each invalid byte with U+FFFD, as encoding/json does
+// when it decodes a string.
+func fixUTF8(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			b.WriteString("\ufffd")
+		} else {
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
 }
 
 func (ed *editor) hex4() (rune, bool) {
