@@ -1,0 +1,25 @@
+// Package wasm runs WASM filters: policies and sanitizers compiled to
+// WebAssembly against the filter ABI (sdk/filter/ABI.md), sandboxed in
+// wazero.
+//
+// A Runtime loads filters and shares a compilation cache on disk
+// (~/.cache/nexus/wasm by default). Load reads a module, verifies the
+// sha256 pinned in the config before compiling anything, compiles it (from
+// the cache when it can), checks the ABI marker and every export and import
+// signature, and starts one instance with the filter's config, so that a
+// broken filter fails at load with a report that lists what is wrong.
+//
+// A Filter is a policy.Link. Each call runs in an instance from a pool,
+// with the filter's memory limit (enforced by the instance's memory
+// allocator, so a refused grow is reported as such) and time limit
+// (enforced with wazero's close-on-context-done). An instance that traps,
+// exits or runs out of time or memory is discarded and replaced; instances
+// are also recycled after a number of calls. Guests get no files, network,
+// environment or arguments; their stdout, stderr and log calls go to a
+// per-call capped log tagged with the filter's name.
+//
+// Every error names the filter, the event and the cause: load errors are
+// *diag.Report values whose Cause is a *LoadError, call errors are
+// *CallError values; both wrap the Err* sentinels for errors.Is. Entry turns
+// a filter block of the config into its link of the chain.
+package wasm
