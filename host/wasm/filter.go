@@ -142,6 +142,7 @@ type instance struct {
 	alloc    *allocator
 	logs     logCapture
 	stack    [2]uint64
+	enc      []byte // the event's JSON, reused from call to call
 
 	// The event of the call in progress, for the host functions.
 	ev        *event.Event
@@ -350,15 +351,17 @@ func (f *Filter) discard(inst *instance) {
 }
 
 func (f *Filter) call(ctx context.Context, e *event.Event) (Result, error) {
-	ev := *e
-	ev.ABI = event.ABI
-	input, err := json.Marshal(&ev)
-	if err != nil {
-		return Result{}, callError(f.spec.Name, e, fmt.Errorf("%w: the event does not encode: %v", ErrInput, err))
-	}
 	inst, err := f.acquire(ctx)
 	if err != nil {
 		return Result{}, callError(f.spec.Name, e, err)
+	}
+	input, err := appendEvent(inst.enc[:0], e)
+	if err != nil {
+		f.release(inst)
+		return Result{}, callError(f.spec.Name, e, fmt.Errorf("%w: the event does not encode: %v", ErrInput, err))
+	}
+	if cap(input) <= 1<<20 {
+		inst.enc = input // reuse the buffer, unless one huge event grew it
 	}
 	inst.ev, inst.texts, inst.textsDone = e, nil, false
 	inst.alloc.refused = 0

@@ -22,6 +22,8 @@ type Baselines struct {
 //	oop-ns           the out-of-process round trip (p50)
 //	x-native         WASM p50 / native p50: the cost of the sandbox
 //	oop/wasm         out-of-process p50 / WASM p50: how much faster in-process WASM is
+//	failed           calls that failed (a loaded machine can push one past
+//	                 its time limit); more than 1% fails the benchmark
 func Compare(b *testing.B, call func() error, base Baselines) {
 	b.Helper()
 	for range 100 { // warm the pool and the caches
@@ -30,16 +32,23 @@ func Compare(b *testing.B, call func() error, base Baselines) {
 		}
 	}
 	lat := make([]time.Duration, 0, b.N)
+	failed := 0
+	var lastErr error
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
 		if err := call(); err != nil {
-			b.Fatal(err)
+			failed++
+			lastErr = err
 		}
 		lat = append(lat, time.Since(t0))
 	}
 	b.StopTimer()
+	if failed*100 > b.N {
+		b.Fatalf("%d of %d calls failed, the last with: %v", failed, b.N, lastErr)
+	}
+	b.ReportMetric(float64(failed), "failed")
 	p50, p99 := percentile(lat, 50), percentile(lat, 99)
 	b.ReportMetric(float64(p50.Nanoseconds()), "p50-ns")
 	b.ReportMetric(float64(p99.Nanoseconds()), "p99-ns")
