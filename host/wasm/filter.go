@@ -39,8 +39,9 @@ type Filter struct {
 	idle   chan *instance // started instances not in use
 	done   chan struct{}  // closed by Close
 	closed atomic.Bool
-	once   sync.Once
-	setup  error
+	once     sync.Once
+	setup    error
+	hashOnce sync.Once
 }
 
 var _ policy.Link = (*Filter)(nil)
@@ -67,6 +68,11 @@ func (f *Filter) Spec() Spec { return f.spec }
 
 // Inspect describes the filter's module.
 func (f *Filter) Inspect() Info {
+	f.hashOnce.Do(func() {
+		if f.mod.info.SHA256 == "" {
+			f.mod.info.SHA256 = sha256Hex(f.mod.code)
+		}
+	})
 	info := *f.mod.info
 	info.Exports = append([]Symbol(nil), info.Exports...)
 	info.Imports = append([]Symbol(nil), info.Imports...)

@@ -189,8 +189,10 @@ func loadReport(spec Spec, err error, problem string, problems []string, causes,
 
 var buildFix = "Build a Go filter with the SDK: GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o NAME.wasm ./filters/NAME (make filters builds the first-party ones)"
 
-// read reads the module file, checks its hash and its header.
-func read(spec Spec) ([]byte, string, error) {
+// read reads the module file, checks its hash and its header. The hash
+// (some milliseconds for a Go module) is computed only when it is pinned
+// or hash is set; Filter.Inspect computes it later when asked.
+func read(spec Spec, hash bool) ([]byte, string, error) {
 	st, err := os.Stat(spec.Path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -211,9 +213,12 @@ func read(spec Spec) ([]byte, string, error) {
 	if err != nil {
 		return nil, "", loadReport(spec, fmt.Errorf("%w: %v", ErrNotFound, err), fmt.Sprintf("cannot read the module: %v", err), nil, nil, nil)
 	}
-	sum := sha256.Sum256(code)
-	hash := hex.EncodeToString(sum[:])
-	if spec.SHA256 != "" && !strings.EqualFold(strings.TrimSpace(spec.SHA256), hash) {
+	var sum string
+	if spec.SHA256 != "" || hash {
+		sum = sha256Hex(code)
+	}
+	if spec.SHA256 != "" && !strings.EqualFold(strings.TrimSpace(spec.SHA256), sum) {
+		hash := sum
 		return nil, "", &diag.Report{
 			Title:   "WASM Filter Load Failed",
 			Source:  spec.Source,
@@ -229,7 +234,12 @@ func read(spec Spec) ([]byte, string, error) {
 			fmt.Sprintf("%s is not a WebAssembly module: %s", spec.Path, what), nil, nil,
 			[]string{buildFix, "Modules in other languages: anything that compiles to a WebAssembly core module and follows sdk/filter/ABI.md."})
 	}
-	return code, hash, nil
+	return code, sum, nil
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // notWASM says what code is when it is not a core WebAssembly module.
@@ -277,11 +287,11 @@ func isWAT(code []byte) bool {
 
 // compile reads, verifies and compiles the module of spec and checks it
 // against the ABI. It makes the wazero runtime the filter runs in.
-func (r *Runtime) compile(ctx context.Context, spec Spec) (*module, error) {
+func (r *Runtime) compile(ctx context.Context, spec Spec, hash bool) (*module, error) {
 	if r.isClosed() {
 		return nil, ErrClosed
 	}
-	code, hash, err := read(spec)
+	code, sum, err := read(spec, hash)
 	if err != nil {
 		return nil, err
 	}
@@ -298,7 +308,7 @@ func (r *Runtime) compile(ctx context.Context, spec Spec) (*module, error) {
 			[]string{buildFix})
 	}
 	m := &module{code: code, wr: wr, compiled: compiled}
-	m.info = &Info{Name: spec.Name, Path: spec.Path, Size: int64(len(code)), SHA256: hash}
+	m.info = &Info{Name: spec.Name, Path: spec.Path, Size: int64(len(code)), SHA256: sum}
 	m.abiErr = check(compiled, m.info)
 	return m, nil
 }
@@ -420,7 +430,7 @@ func mib(n uint64) string {
 // version.
 func (r *Runtime) Inspect(ctx context.Context, spec Spec) (*Info, error) {
 	spec = Spec{Name: spec.Name, Path: spec.Path, SHA256: spec.SHA256}.withDefaults()
-	m, err := r.compile(ctx, spec)
+	m, err := r.compile(ctx, spec, true)
 	if err != nil {
 		return nil, err
 	}
@@ -449,7 +459,7 @@ func (r *Runtime) Inspect(ctx context.Context, spec Spec) (*Info, error) {
 // values whose Cause is a *LoadError.
 func (r *Runtime) Load(ctx context.Context, spec Spec) (*Filter, error) {
 	spec = spec.withDefaults()
-	m, err := r.compile(ctx, spec)
+	m, err := r.compile(ctx, spec, false)
 	if err != nil {
 		return nil, err
 	}
