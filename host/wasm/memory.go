@@ -12,14 +12,14 @@ type allocator struct {
 	refused uint64 // the largest size refused during the current call
 }
 
-// reserve is the capacity an instance's memory gets up front (bounded by
-// its limit): a Go guest grows its memory a little at a time, and growing
-// a Go slice means copying it, so the buffer starts as large as the
-// typical filter ever needs. Untouched pages cost address space, not RAM.
-const reserve = 32 << 20
-
+// Allocate makes an instance's memory. It reserves three times the
+// initial size up front (at least 1 MiB, at most the limit): a Go guest
+// grows its memory a little at a time and growing a Go slice means copying
+// it, while reserving the whole limit would mean clearing it at every
+// instance start. Memory stays a Go slice, not a mapping of its own, so
+// that closing an instance can never pull memory from under a call.
 func (a *allocator) Allocate(capacity, _ uint64) experimental.LinearMemory {
-	return &linearMemory{a: a, buf: make([]byte, 0, max(min(capacity, a.limit), min(reserve, a.limit)))}
+	return &linearMemory{a: a, buf: make([]byte, 0, min(a.limit, max(3*capacity, 1<<20)))}
 }
 
 type linearMemory struct {
