@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // AppendString appends s to b as a JSON string. Invalid UTF-8 becomes
@@ -347,7 +348,9 @@ func (ed *editor) str() (string, bool, error) {
 }
 
 func (ed *editor) unescape() (string, error) {
-	var b []byte
+	// The decoded string is no longer than what is left of the document:
+	// one allocation instead of a series of growing ones.
+	b := make([]byte, 0, min(len(ed.src)-ed.pos, 64<<10))
 	for ed.pos < len(ed.src) {
 		// Copy the run up to the next quote, backslash or control byte.
 		start := ed.pos
@@ -363,7 +366,7 @@ func (ed *editor) unescape() (string, error) {
 			if !utf8.Valid(b) {
 				return fixUTF8(string(b)), nil
 			}
-			return string(b), nil
+			return unsafe.String(unsafe.SliceData(b), len(b)), nil // b is not used again
 		case c < 0x20:
 			return "", ed.errorf("control character in a string")
 		}
