@@ -2,11 +2,34 @@
 
 package filter
 
-import "unsafe"
+import (
+	"errors"
+	"unsafe"
+)
 
 // This file is the guest side of the ABI for the standard Go toolchain
 // (GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared). It is the only
 // place with pointers and unsafe; filters never see them.
+
+// The buffers the host shares with the guest. There is one of each, reused
+// for every call: per-call buffers kept alive in a map (so the GC does not
+// free them while the host writes) crash the Go runtime after a few
+// hundred thousand calls.
+var in []byte // the input buffer handed out by nx_input_buf
+
+// inputBuffer returns the input buffer, grown to at least n bytes. Its
+// address stays the same until it has to grow.
+func inputBuffer(n int) []byte {
+	if n < 0 || n > maxInput {
+		return nil
+	}
+	if cap(in) < n || cap(in) == 0 {
+		in = make([]byte, max(n, 4096))
+	}
+	return in[:cap(in)]
+}
+
+var errInputOutside = errors.New("nx_on_event: the event is not in the input buffer")
 
 //go:wasmimport nexus log
 func hostLog(level int32, ptr unsafe.Pointer, n int32)

@@ -112,29 +112,15 @@ func Warnf(format string, args ...any) { logHost(LevelWarn, fmt.Sprintf(format, 
 // Errorf logs at error level.
 func Errorf(format string, args ...any) { logHost(LevelError, fmt.Sprintf(format, args...)) }
 
-// The buffers the host shares with the guest. There is one of each, reused
-// for every call: per-call buffers kept alive in a map (so the GC does not
-// free them while the host writes) crash the Go runtime after a few
-// hundred thousand calls.
+// The decision of the last call, and the view of the event being
+// decided: one of each, reused for every call (see the input buffer in
+// abi_wasip1.go).
 var (
-	in   []byte // the input buffer handed out by nx_input_buf
-	out  []byte // the decision of the last nx_on_event
+	out  []byte
 	view View
 )
 
-// inputBuffer returns the input buffer, grown to at least n bytes. Its
-// address stays the same until it has to grow.
-func inputBuffer(n int) []byte {
-	if n < 0 || n > maxInput {
-		return nil
-	}
-	if cap(in) < n || cap(in) == 0 {
-		in = make([]byte, max(n, 4096))
-	}
-	return in[:cap(in)]
-}
-
-// maxInput bounds what nx_input_buf hands out: the host never sends more.
+// maxInput bounds an input: the host never sends more.
 const maxInput = 256 << 20
 
 // configure runs the registered config handler.
@@ -220,5 +206,3 @@ func appendDecision(b []byte, d event.Decision) []byte {
 	}
 	return append(b, '}')
 }
-
-var errInputOutside = errors.New("nx_on_event: the event is not in the input buffer")

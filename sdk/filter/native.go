@@ -111,7 +111,7 @@ func CallEvent(e *event.Event) event.Decision {
 // from $NEXUS_FILTER_CONFIG, and prints the decision.
 func Main() {
 	if os.Getenv("NEXUS_FILTER_PIPE") == "1" {
-		if err := ServePipe(os.Stdin, os.Stdout); err != nil && !errors.Is(err, io.EOF) {
+		if err := ServePipe(os.Stdin, os.Stdout); !errors.Is(err, io.EOF) {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
