@@ -188,7 +188,7 @@ func (r *CallToolResult) decodeJSON(b []byte) error {
 }
 
 // MarshalJSON and UnmarshalJSON route encoding/json through the same codecs.
-func (r CallToolResult) MarshalJSON() ([]byte, error) { return r.appendJSON(nil) }
+func (r CallToolResult) MarshalJSON() ([]byte, error)  { return r.appendJSON(nil) }
 func (r *CallToolResult) UnmarshalJSON(b []byte) error { return r.decodeJSON(b) }
 
 func (c *Content) appendJSON(b []byte) ([]byte, error) {
@@ -287,7 +287,7 @@ func (c *Content) decodeJSON(b []byte) error {
 	return nil
 }
 
-func (c Content) MarshalJSON() ([]byte, error) { return c.appendJSON(nil) }
+func (c Content) MarshalJSON() ([]byte, error)  { return c.appendJSON(nil) }
 func (c *Content) UnmarshalJSON(b []byte) error { return c.decodeJSON(b) }
 
 // eachElement validates the array in b and calls fn with each element.

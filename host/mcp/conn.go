@@ -28,6 +28,14 @@ type Conn interface {
 	Close() error
 }
 
+// FrameWriter is implemented by newline-delimited transports (stdio and
+// its kin) that can send several messages in one write. frames holds
+// complete messages, each followed by '\n'. The Peer batches concurrent
+// sends through it.
+type FrameWriter interface {
+	WriteFrames(ctx context.Context, frames []byte) error
+}
+
 // ErrClosed is returned by calls made after the local side closed a Peer.
 var ErrClosed = errors.New("mcp: connection closed")
 

@@ -127,6 +127,21 @@ func (c *StreamConn) WriteMessage(ctx context.Context, msg []byte) error {
 	return err
 }
 
+// WriteFrames writes frames (complete messages, each ending in '\n') in
+// one Write.
+func (c *StreamConn) WriteFrames(ctx context.Context, frames []byte) error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_, err := c.w.Write(frames)
+	return err
+}
+
 // Close marks the conn closed and closes the read side if it can.
 func (c *StreamConn) Close() error {
 	if c.closed.Swap(true) {

@@ -58,8 +58,8 @@ type Conn struct {
 	grace    time.Duration
 	maxFrame int
 
-	cmd  *exec.Cmd
-	pid  int
+	cmd *exec.Cmd
+	pid int
 	//lint:ignore U1000 holds the job object on Windows; empty elsewhere
 	plat platform
 
@@ -283,6 +283,34 @@ func (c *Conn) readFailed(err error) error {
 // never interleaved or split by us. ctx cancellation unblocks a write stuck
 // on a full pipe (a server that stopped reading).
 func (c *Conn) WriteMessage(ctx context.Context, msg []byte) error {
+	if err := c.writable(ctx); err != nil {
+		return err
+	}
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	c.writeBuf = append(append(c.writeBuf[:0], msg...), '\n')
+	err := c.writeLocked(ctx, c.writeBuf)
+	if cap(c.writeBuf) > 1<<20 {
+		c.writeBuf = nil // don't pin one huge message's buffer for the session
+	}
+	return err
+}
+
+// WriteFrames sends several messages, each already followed by '\n', in
+// one write: the Peer batches concurrent senders through it.
+func (c *Conn) WriteFrames(ctx context.Context, frames []byte) error {
+	if err := c.writable(ctx); err != nil {
+		return err
+	}
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	return c.writeLocked(ctx, frames)
+}
+
+var _ mcp.FrameWriter = (*Conn)(nil)
+
+// writable reports why nothing can be written now, if anything.
+func (c *Conn) writable(ctx context.Context) error {
 	if err := c.fatalErr(); err != nil {
 		return err
 	}
@@ -297,20 +325,19 @@ func (c *Conn) WriteMessage(ctx context.Context, msg []byte) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("server %q: write: %w", c.server, err)
 	}
+	return nil
+}
 
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	c.writeBuf = append(append(c.writeBuf[:0], msg...), '\n')
+// writeLocked writes b with ctx able to interrupt a blocked write; the
+// caller holds writeMu.
+func (c *Conn) writeLocked(ctx context.Context, b []byte) error {
 	stop := c.watchWrite(ctx)
-	n, err := c.stdin.Write(c.writeBuf)
+	n, err := c.stdin.Write(b)
 	stop()
-	if cap(c.writeBuf) > 1<<20 {
-		c.writeBuf = nil // don't pin one huge message's buffer for the session
-	}
 	if err == nil {
 		return nil
 	}
-	return c.writeFailed(ctx, n, err)
+	return c.writeFailed(ctx, n, len(b), err)
 }
 
 // watchWrite arms a write deadline that fires when ctx is done. The returned
@@ -333,12 +360,12 @@ func (c *Conn) watchWrite(ctx context.Context) (stop func()) {
 	}
 }
 
-func (c *Conn) writeFailed(ctx context.Context, n int, err error) error {
+func (c *Conn) writeFailed(ctx context.Context, n, total int, err error) error {
 	if errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() != nil {
 		if n > 0 {
 			// Half a message is in the pipe; anything after it would be
 			// parsed as garbage by the server, so the stream is finished.
-			ferr := fmt.Errorf("server %q: write interrupted after %d of %d bytes, so the session cannot continue: %w", c.server, n, len(c.writeBuf), ctx.Err())
+			ferr := fmt.Errorf("server %q: write interrupted after %d of %d bytes, so the session cannot continue: %w", c.server, n, total, ctx.Err())
 			c.setFatal(ferr)
 			return ferr
 		}

@@ -11,6 +11,7 @@ import (
 
 // platform holds per-OS process state; Unix needs none beyond the PID,
 // because the process group id equals the leader's PID (Setpgid).
+//
 //lint:ignore U1000 the Windows build keeps state here
 type platform struct{}
 
