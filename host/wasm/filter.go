@@ -51,7 +51,7 @@ func newFilter(r *Runtime, spec Spec, m *module) *Filter {
 		rt:       r,
 		spec:     spec,
 		mod:      m,
-		logger:   r.logger.Named("wasm").With("filter", spec.Name),
+		logger:   r.logger.With("filter", spec.Name),
 		memLimit: uint64(spec.MemoryMB) << 20,
 		minor:    -1,
 		tokens:   make(chan struct{}, spec.Pool),
