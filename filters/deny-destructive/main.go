@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"path"
 	"strings"
 
 	"github.com/nexus-mcp/nexus/sdk/event"
@@ -24,13 +23,19 @@ type Config struct {
 	Hide bool `json:"hide"`
 }
 
-var cfg Config
+var (
+	cfg   Config
+	globs []filter.Glob
+)
 
 func configure(c Config) error {
-	for _, g := range c.Tools {
-		if _, err := path.Match(g, ""); err != nil {
-			return fmt.Errorf("config: tools: bad glob %q: %v", g, err)
+	globs = nil
+	for _, p := range c.Tools {
+		g, err := filter.CompileGlob(p)
+		if err != nil {
+			return fmt.Errorf("config: tools: bad glob %q: %v", p, err)
 		}
+		globs = append(globs, g)
 	}
 	cfg = c
 	return nil
@@ -63,12 +68,12 @@ func decide(v *filter.View) event.Decision {
 // destructive says why the event's tool counts as destructive, or "".
 func destructive(v *filter.View) string {
 	server, tool := v.Server(), v.Tool()
-	for _, g := range cfg.Tools {
+	for _, g := range globs {
 		subject := tool
-		if strings.Contains(g, ".") {
+		if strings.Contains(g.String(), ".") {
 			subject = server + "." + tool
 		}
-		if ok, _ := path.Match(g, subject); ok {
+		if g.Match(subject) {
 			return fmt.Sprintf("it matches %q in the filter's config", g)
 		}
 	}

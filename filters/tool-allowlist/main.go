@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"path"
 	"strings"
 
 	"github.com/nexus-mcp/nexus/sdk/event"
@@ -16,21 +15,26 @@ type Config struct {
 	Allow []string `json:"allow"`
 }
 
-var allow []string
+var (
+	allow    []filter.Glob // compiled once: matching is then a string comparison
+	patterns []string
+)
 
 func configure(c Config) error {
 	if len(c.Allow) == 0 {
 		return errors.New(`config: allow must list at least one "server.tool" glob, such as "github.get_*"`)
 	}
-	for _, g := range c.Allow {
-		if _, err := path.Match(g, ""); err != nil {
-			return fmt.Errorf("config: allow: bad glob %q: %v", g, err)
+	allow, patterns = nil, c.Allow
+	for _, p := range c.Allow {
+		g, err := filter.CompileGlob(p)
+		if err != nil {
+			return fmt.Errorf("config: allow: bad glob %q: %v", p, err)
 		}
-		if !strings.Contains(g, ".") {
-			return fmt.Errorf("config: allow: %q has no dot; write \"server.tool\" (use \"%s.*\" for every tool of a server)", g, g)
+		if !strings.Contains(p, ".") {
+			return fmt.Errorf("config: allow: %q has no dot; write \"server.tool\" (use \"%s.*\" for every tool of a server)", p, p)
 		}
+		allow = append(allow, g)
 	}
-	allow = c.Allow
 	return nil
 }
 
@@ -42,14 +46,14 @@ func decide(v *filter.View) event.Decision {
 	}
 	name := v.Server() + "." + v.Tool()
 	for _, g := range allow {
-		if ok, _ := path.Match(g, name); ok {
+		if g.Match(name) {
 			return filter.Allow()
 		}
 	}
 	if v.Method() == "tools/list" {
 		return filter.Deny("hidden: not in the tool allowlist")
 	}
-	return filter.Denyf("tool %s is not in the allowlist (allowed: %s)", name, strings.Join(allow, ", "))
+	return filter.Denyf("tool %s is not in the allowlist (allowed: %s)", name, strings.Join(patterns, ", "))
 }
 
 func init() {
