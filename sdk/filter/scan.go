@@ -21,7 +21,7 @@ func (s *ByteSet) Add(lo, hi byte) *ByteSet {
 }
 
 // Scan returns the index of the first byte at or after i that is in set,
-// or len(s). It looks at eight bytes per iteration: with time limits
+// or len(s). It looks at 32 bytes per iteration: with time limits
 // enforced, the host checks for a timeout at every loop iteration of a
 // WASM guest, which makes byte-at-a-time loops several times slower than
 // they would otherwise be. Use it for the long runs of a text a filter
