@@ -35,10 +35,10 @@ type Filter struct {
 	memLimit uint64
 	minor    int // the guest's ABI minor version, -1 until known
 
-	tokens chan struct{}  // one per instance that may exist
-	idle   chan *instance // started instances not in use
-	done   chan struct{}  // closed by Close
-	closed atomic.Bool
+	tokens   chan struct{}  // one per instance that may exist
+	idle     chan *instance // started instances not in use
+	done     chan struct{}  // closed by Close
+	closed   atomic.Bool
 	once     sync.Once
 	setup    error
 	hashOnce sync.Once
