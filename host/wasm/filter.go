@@ -427,6 +427,9 @@ func (f *Filter) cause(parent context.Context, inst *instance, err error, limit 
 	if errors.Is(err, ErrInput) || errors.Is(err, ErrConfigure) {
 		return err
 	}
+	if f.closed.Load() {
+		return ErrClosed
+	}
 	tail := inst.logs.stderrTail()
 	if inst.alloc.refused > 0 {
 		return fmt.Errorf("%w: the filter asked for %s of memory, over its limit of %s (limits.memory_mb), and then %v; the instance was discarded%s",
@@ -447,9 +450,6 @@ func (f *Filter) cause(parent context.Context, inst *instance, err error, limit 
 			return context.Canceled
 		}
 		return fmt.Errorf("%w with code %d; the instance was discarded%s", ErrExit, ee.ExitCode(), tail)
-	}
-	if f.closed.Load() {
-		return ErrClosed
 	}
 	return fmt.Errorf("%w: %s; the instance was discarded%s", ErrTrap, firstLine(err), tail)
 }

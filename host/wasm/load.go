@@ -371,6 +371,10 @@ func check(cm wazero.CompiledModule, info *Info) error {
 			problems = append(problems, fmt.Sprintf("wrong signature: %s is %s; ABI v1 needs %s", want.name, defSig(d), want.sig))
 		}
 	}
+	_, start := funcs["_start"]
+	if _, init := funcs["_initialize"]; start && !init {
+		problems = append(problems, "exports _start, not _initialize: it is built as a command, whose runtime the host never starts; build it as a reactor (Go: -buildmode=c-shared)")
+	}
 	if _, ok := mems[filter.ExportMemory]; !ok {
 		problems = append(problems, "missing export: memory \"memory\" (the filter's linear memory)")
 	}

@@ -104,6 +104,7 @@ func TestLoadErrors(t *testing.T) {
 		{"nomarker", wasm.Spec{Path: "testdata/nomarker.wasm"}, wasm.ErrABI, true, nil},
 		{"abi2", wasm.Spec{Path: "testdata/abi2.wasm"}, wasm.ErrABI, false, []string{"built for filter ABI v2", "this Nexus speaks ABI v1"}},
 		{"badsig", wasm.Spec{Path: "testdata/badsig.wasm", Source: diag.Source{File: "/etc/nexus/nexus.hcl", Layer: "global", Line: 12}}, wasm.ErrExports, true, nil},
+		{"command", wasm.Spec{Path: "testdata/command.wasm"}, wasm.ErrExports, false, []string{"built as a command", "-buildmode=c-shared"}},
 		{"sha256", wasm.Spec{Name: "pinned", Path: "testdata/minimal.wasm", SHA256: strings.Repeat("ab", 32)}, wasm.ErrSHA256, true, nil},
 		{"bigmem", wasm.Spec{Path: "testdata/bigmem.wasm"}, wasm.ErrMemoryLimit, false, []string{"needs 64 MiB of memory to start, over its limit of 32 MiB", "memory_mb = 64"}},
 		{"refused", wasm.Spec{Path: "testdata/misbehave.wasm", Config: json.RawMessage(`"C"`)}, wasm.ErrConfigure, true, nil},
