@@ -20,7 +20,7 @@ import (
 
 var (
 	kinds       = []string{"policy", "sanitizer"}
-	onErrors    = []string{"deny", "allow"}
+	onErrors    = []string{"deny", "allow", "pass"}
 	permissions = []string{"yolo", "trusted", "sandboxed"}
 	sha256RE    = regexp.MustCompile(`^[0-9a-f]{64}$`)
 )

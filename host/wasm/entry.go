@@ -52,20 +52,4 @@ func Entry(ctx context.Context, rt *Runtime, f *config.Filter) (policy.Entry, er
 }
 
 // EntryFor makes the chain entry of an already loaded filter.
-func EntryFor(flt *Filter, f *config.Filter) policy.Entry {
-	en := policy.Entry{Link: flt, Kind: policy.KindPolicy, OnError: policy.OnErrorDeny}
-	if f.Kind == "sanitizer" {
-		en.Kind, en.OnError = policy.KindSanitizer, policy.OnErrorError
-	}
-	switch f.OnError {
-	case policy.OnErrorAllow, policy.OnErrorPass:
-		en.OnError = policy.OnErrorAllow
-		if en.Kind == policy.KindSanitizer {
-			en.OnError = policy.OnErrorPass
-		}
-	}
-	for _, m := range f.Match {
-		en.Match = append(en.Match, policy.Match{Servers: m.Servers, Tools: m.Tools, Methods: m.Methods})
-	}
-	return en
-}
+func EntryFor(flt *Filter, f *config.Filter) policy.Entry { return policy.EntryFor(flt, f) }
