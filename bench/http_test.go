@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
-	"time"
 
 	mcpgoclient "github.com/mark3labs/mcp-go/client"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -133,10 +132,7 @@ func (n nexusEcho) call(ctx context.Context) error {
 	return nil
 }
 
-var httpContenders = []struct {
-	name string
-	make func(testing.TB) caller
-}{
+var httpContenders = []contender{
 	{"rawpost", func(tb testing.TB) caller { return newRawPost(tb) }},
 	{"nexus", func(tb testing.TB) caller { return nexusEcho{newNexusHTTP(tb)} }},
 	{"go-sdk", func(tb testing.TB) caller { return newSDKHTTP(tb) }},
@@ -145,67 +141,14 @@ var httpContenders = []struct {
 
 // BenchmarkHTTPRoundTrip measures one sequential tools/call over streamable
 // HTTP per contender (the raw POST gets fixed bytes back).
-func BenchmarkHTTPRoundTrip(b *testing.B) {
-	for _, ct := range httpContenders {
-		b.Run(ct.name, func(b *testing.B) {
-			c := ct.make(b)
-			defer c.close()
-			ctx := context.Background()
-			for range 100 {
-				if err := c.call(ctx); err != nil {
-					b.Fatal(err)
-				}
-			}
-			lat := make([]time.Duration, 0, b.N)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for range b.N {
-				t0 := time.Now()
-				if err := c.call(ctx); err != nil {
-					b.Fatal(err)
-				}
-				lat = append(lat, time.Since(t0))
-			}
-			b.StopTimer()
-			b.ReportMetric(us(percentile(lat, 0.5)), "p50-µs")
-			b.ReportMetric(us(percentile(lat, 0.99)), "p99-µs")
-		})
-	}
-}
+func BenchmarkHTTPRoundTrip(b *testing.B) { roundTrips(b, httpContenders) }
 
 // BenchmarkHTTPRatio interleaves the contenders call by call and reports
 // each one's p50 over the baseline's (the raw POST for nexus; nexus for the
 // SDKs). The servers run in this process, so the ratios include the
 // server's share, which is the same test server for all three clients.
 func BenchmarkHTTPRatio(b *testing.B) {
-	ctx := context.Background()
-	cs := make([]caller, len(httpContenders))
-	for i, ct := range httpContenders {
-		cs[i] = ct.make(b)
-		defer cs[i].close()
-		for range 100 {
-			if err := cs[i].call(ctx); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-	lat := make([][]time.Duration, len(cs))
-	b.ResetTimer()
-	for range b.N {
-		for i, c := range cs {
-			t0 := time.Now()
-			if err := c.call(ctx); err != nil {
-				b.Fatal(err)
-			}
-			lat[i] = append(lat[i], time.Since(t0))
-		}
-	}
-	b.StopTimer()
-	p50 := make([]float64, len(cs))
-	for i := range cs {
-		p50[i] = us(percentile(lat[i], 0.5))
-		b.ReportMetric(p50[i], httpContenders[i].name+"-p50-µs")
-	}
+	p50 := interleaved(b, httpContenders)
 	b.ReportMetric(p50[1]/p50[0], "nexus/rawpost")
 	b.ReportMetric(p50[2]/p50[1], "go-sdk/nexus")
 	b.ReportMetric(p50[3]/p50[1], "mcp-go/nexus")
@@ -213,15 +156,4 @@ func BenchmarkHTTPRatio(b *testing.B) {
 
 // TestHTTPPeersAgree makes sure every HTTP contender completes calls, so a
 // benchmark never measures a broken client.
-func TestHTTPPeersAgree(t *testing.T) {
-	ctx := context.Background()
-	for _, ct := range httpContenders {
-		c := ct.make(t)
-		for range 10 {
-			if err := c.call(ctx); err != nil {
-				t.Fatalf("%s: %v", ct.name, err)
-			}
-		}
-		c.close()
-	}
-}
+func TestHTTPPeersAgree(t *testing.T) { peersAgree(t, httpContenders) }

@@ -170,10 +170,7 @@ func (c *mcpgoClient) call(ctx context.Context) error {
 func (c *mcpgoClient) close() { c.c.Close() }
 
 // contenders are made fresh for each benchmark.
-var contenders = []struct {
-	name string
-	make func(testing.TB) caller
-}{
+var contenders = []contender{
 	{"rawpipe", func(tb testing.TB) caller { return newRawPipe(tb) }},
 	{"nexus", func(tb testing.TB) caller { return newNexus(tb) }},
 	{"go-sdk", func(tb testing.TB) caller { return newSDK(tb) }},
@@ -193,33 +190,7 @@ func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
 
 // BenchmarkStdioRoundTrip measures one sequential tools/call round trip per
 // contender (the raw pipe echoes the same bytes).
-func BenchmarkStdioRoundTrip(b *testing.B) {
-	for _, ct := range contenders {
-		b.Run(ct.name, func(b *testing.B) {
-			c := ct.make(b)
-			defer c.close()
-			ctx := context.Background()
-			for range 100 { // warm up
-				if err := c.call(ctx); err != nil {
-					b.Fatal(err)
-				}
-			}
-			lat := make([]time.Duration, 0, b.N)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for range b.N {
-				t0 := time.Now()
-				if err := c.call(ctx); err != nil {
-					b.Fatal(err)
-				}
-				lat = append(lat, time.Since(t0))
-			}
-			b.StopTimer()
-			b.ReportMetric(us(percentile(lat, 0.5)), "p50-µs")
-			b.ReportMetric(us(percentile(lat, 0.99)), "p99-µs")
-		})
-	}
-}
+func BenchmarkStdioRoundTrip(b *testing.B) { roundTrips(b, contenders) }
 
 // rawMCP speaks to the echo server with hand-written frames and no client
 // library: the server's share of a round trip.
@@ -245,64 +216,16 @@ func newRawMCP(tb testing.TB) *rawMCP {
 // against a server that answers with canned bytes (client cost), and
 // hand-written frames against the echo server (server cost).
 func BenchmarkSplit(b *testing.B) {
-	for _, ct := range []struct {
-		name string
-		make func(testing.TB) caller
-	}{
+	roundTrips(b, []contender{
 		{"client-only", func(tb testing.TB) caller { return newNexusTo(tb, bins.canned) }},
 		{"server-only", func(tb testing.TB) caller { return newRawMCP(tb) }},
-	} {
-		b.Run(ct.name, func(b *testing.B) {
-			c := ct.make(b)
-			defer c.close()
-			ctx := context.Background()
-			lat := make([]time.Duration, 0, b.N)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for range b.N {
-				t0 := time.Now()
-				if err := c.call(ctx); err != nil {
-					b.Fatal(err)
-				}
-				lat = append(lat, time.Since(t0))
-			}
-			b.StopTimer()
-			b.ReportMetric(us(percentile(lat, 0.5)), "p50-µs")
-		})
-	}
+	})
 }
 
 // BenchmarkStdioRatio interleaves contenders call by call and reports each
 // one's p50 over the baseline's (the raw pipe for nexus; nexus for the SDKs).
 func BenchmarkStdioRatio(b *testing.B) {
-	ctx := context.Background()
-	cs := make([]caller, len(contenders))
-	for i, ct := range contenders {
-		cs[i] = ct.make(b)
-		defer cs[i].close()
-		for range 100 {
-			if err := cs[i].call(ctx); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-	lat := make([][]time.Duration, len(cs))
-	b.ResetTimer()
-	for range b.N {
-		for i, c := range cs {
-			t0 := time.Now()
-			if err := c.call(ctx); err != nil {
-				b.Fatal(err)
-			}
-			lat[i] = append(lat[i], time.Since(t0))
-		}
-	}
-	b.StopTimer()
-	p50 := make([]float64, len(cs))
-	for i := range cs {
-		p50[i] = us(percentile(lat[i], 0.5))
-		b.ReportMetric(p50[i], contenders[i].name+"-p50-µs")
-	}
+	p50 := interleaved(b, contenders)
 	b.ReportMetric(p50[1]/p50[0], "nexus/rawpipe")
 	b.ReportMetric(p50[2]/p50[1], "go-sdk/nexus")
 	b.ReportMetric(p50[3]/p50[1], "mcp-go/nexus")
@@ -377,15 +300,4 @@ func TestNexusAllocBudget(t *testing.T) {
 
 // TestPeersAgree makes sure every contender really completes calls against
 // the shared server, so a benchmark never measures a broken client.
-func TestPeersAgree(t *testing.T) {
-	ctx := context.Background()
-	for _, ct := range contenders {
-		c := ct.make(t)
-		for range 10 {
-			if err := c.call(ctx); err != nil {
-				t.Fatalf("%s: %v", ct.name, err)
-			}
-		}
-		c.close()
-	}
-}
+func TestPeersAgree(t *testing.T) { peersAgree(t, contenders) }

@@ -1,0 +1,93 @@
+package bench
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// contender is one way of making the round trip under test.
+type contender struct {
+	name string
+	make func(testing.TB) caller
+}
+
+func warm(tb testing.TB, c caller) {
+	tb.Helper()
+	for range 100 {
+		if err := c.call(context.Background()); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+// roundTrips runs one sub-benchmark per contender, sequential calls,
+// reporting p50 and p99 latency.
+func roundTrips(b *testing.B, cs []contender) {
+	for _, ct := range cs {
+		b.Run(ct.name, func(b *testing.B) {
+			c := ct.make(b)
+			defer c.close()
+			warm(b, c)
+			ctx := context.Background()
+			lat := make([]time.Duration, 0, b.N)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				t0 := time.Now()
+				if err := c.call(ctx); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(t0))
+			}
+			b.StopTimer()
+			b.ReportMetric(us(percentile(lat, 0.5)), "p50-µs")
+			b.ReportMetric(us(percentile(lat, 0.99)), "p99-µs")
+		})
+	}
+}
+
+// interleaved calls the contenders in turn, call by call, so machine noise
+// hits them alike, reports each one's p50 and returns them in order.
+func interleaved(b *testing.B, cs []contender) []float64 {
+	ctx := context.Background()
+	callers := make([]caller, len(cs))
+	for i, ct := range cs {
+		callers[i] = ct.make(b)
+		defer callers[i].close()
+		warm(b, callers[i])
+	}
+	lat := make([][]time.Duration, len(cs))
+	b.ResetTimer()
+	for range b.N {
+		for i, c := range callers {
+			t0 := time.Now()
+			if err := c.call(ctx); err != nil {
+				b.Fatal(err)
+			}
+			lat[i] = append(lat[i], time.Since(t0))
+		}
+	}
+	b.StopTimer()
+	p50 := make([]float64, len(cs))
+	for i, ct := range cs {
+		p50[i] = us(percentile(lat[i], 0.5))
+		b.ReportMetric(p50[i], ct.name+"-p50-µs")
+	}
+	return p50
+}
+
+// peersAgree makes sure every contender really completes calls, so a
+// benchmark never measures a broken client.
+func peersAgree(t *testing.T, cs []contender) {
+	ctx := context.Background()
+	for _, ct := range cs {
+		c := ct.make(t)
+		for range 10 {
+			if err := c.call(ctx); err != nil {
+				t.Fatalf("%s: %v", ct.name, err)
+			}
+		}
+		c.close()
+	}
+}
