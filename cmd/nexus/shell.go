@@ -161,7 +161,7 @@ func (a *app) runShell(ctx context.Context) error {
 			cmdCancel()
 		}
 	})
-	defer a.setInterrupt(old)
+	defer func() { a.setInterrupt(old) }() // restore the previous handler
 
 	names := h.Config().Names()
 	fmt.Fprintf(a.stdout, "Nexus %s shell: %s configured (%s). /help lists the commands, Ctrl-D leaves.\n",
