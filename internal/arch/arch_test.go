@@ -1,0 +1,92 @@
+package arch
+
+import (
+	"encoding/json"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/nexus-mcp/nexus/internal/testenv"
+)
+
+const mod = "github.com/nexus-mcp/nexus/"
+
+type pkg struct {
+	ImportPath string
+	Imports    []string
+}
+
+// packages lists every package of the module with its direct imports.
+func packages(t *testing.T) []pkg {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-json", "./...")
+	cmd.Dir = testenv.Root(t)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var ps []pkg
+	dec := json.NewDecoder(out)
+	for {
+		var p pkg
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	return ps
+}
+
+func local(path string) (string, bool) {
+	if !strings.HasPrefix(path, mod) {
+		return "", false
+	}
+	return strings.TrimPrefix(path, mod), true
+}
+
+// TestDependencyRules checks the arrows ARCHITECTURE.md says must never
+// exist (non-test imports).
+func TestDependencyRules(t *testing.T) {
+	ps := packages(t)
+	if len(ps) < 10 {
+		t.Fatalf("go list found only %d packages", len(ps))
+	}
+	for _, p := range ps {
+		from, ok := local(p.ImportPath)
+		if !ok {
+			continue
+		}
+		for _, imp := range p.Imports {
+			to, ok := local(imp)
+			if !ok {
+				continue
+			}
+			var bad string
+			switch {
+			case from == "host/mcp" && strings.HasPrefix(to, "host/"):
+				bad = "host/mcp is the pure protocol and imports no other host package"
+			case strings.HasPrefix(from, "host/transport/") && strings.HasPrefix(to, "host/") &&
+				to != "host/mcp" && to != "host/diag" && !strings.HasPrefix(to, from):
+				bad = "transports import only host/mcp and host/diag"
+			case strings.HasPrefix(from, "sdk/") && strings.HasPrefix(to, "host/"):
+				bad = "sdk packages never import host packages"
+			case strings.HasPrefix(from, "filters/") && to != "sdk/filter" && to != "sdk/event":
+				bad = "filters import only sdk/filter and sdk/event"
+			case strings.HasPrefix(from, "plugins/") && !strings.HasPrefix(to, "sdk/"):
+				bad = "plugins import only sdk packages"
+			}
+			if bad != "" {
+				t.Errorf("%s imports %s: %s", from, to, bad)
+			}
+		}
+	}
+}
