@@ -139,25 +139,11 @@ func findTool(ctx context.Context, c *mcp.Client, server, name string) (*mcp.Too
 			return &tools[i], nil
 		}
 	}
-	var names []string
-	for _, t := range tools {
-		names = append(names, server+"."+t.Name)
+	cands := make([][]string, len(tools))
+	for i, t := range tools {
+		cands[i] = []string{server + "." + t.Name}
 	}
-	cands := nearestNames(server+"."+name, names)
-	return nil, &UnknownToolError{Name: name, Server: server, Suggestions: cands}
-}
-
-func nearestNames(name string, names []string) []string {
-	var out []string
-	for _, n := range names {
-		if editDistance(name, n) <= max(2, len(name)/3) {
-			out = append(out, n)
-		}
-		if len(out) == 3 {
-			break
-		}
-	}
-	return out
+	return nil, &UnknownToolError{Name: name, Server: server, Suggestions: suggest(server+"."+name, cands)}
 }
 
 // sanitizeResult is the built-in sanitizer: text a server returns loses

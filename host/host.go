@@ -403,27 +403,36 @@ func (e *UnknownToolError) Error() string {
 	return s
 }
 
-// nearest returns up to three catalog names close to name.
+// nearest returns up to three catalog tools close to name, by either of
+// their names.
 func nearest(name string, cat *registry.Catalog) []string {
+	cands := make([][]string, len(cat.Entries))
+	for i, e := range cat.Entries {
+		cands[i] = []string{e.Ref.String(), e.Name}
+	}
+	return suggest(name, cands)
+}
+
+// suggest returns up to three candidates closest to name by edit distance,
+// closest first. A candidate matches by any of its spellings and is shown
+// as its first.
+func suggest(name string, cands [][]string) []string {
 	type cand struct {
 		s string
 		d int
 	}
 	var cs []cand
-	for _, e := range cat.Entries {
-		for _, n := range []string{e.Ref.String(), e.Name} {
+	for _, c := range cands {
+		for _, n := range c {
 			if d := editDistance(name, n); d <= max(2, len(name)/3) {
-				cs = append(cs, cand{e.Ref.String(), d})
+				cs = append(cs, cand{c[0], d})
 				break
 			}
 		}
 	}
 	sort.Slice(cs, func(i, j int) bool { return cs[i].d < cs[j].d || cs[i].d == cs[j].d && cs[i].s < cs[j].s })
 	var out []string
-	for _, c := range cs {
-		if len(out) == 3 {
-			break
-		}
+	for _, c := range cs[:min(3, len(cs))] {
 		out = append(out, c.s)
 	}
 	return out
