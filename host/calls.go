@@ -191,73 +191,57 @@ type Prompt struct {
 	mcp.Prompt
 }
 
-// Resources lists the resources of every server agent can see.
-func (h *Host) Resources(ctx context.Context, agent string) ([]Resource, error) {
-	if err := h.mayList(ctx, agent, mcp.MethodResourcesList); err != nil {
+// gather lists one kind of item from every server agent can see, tags each
+// with its server and sorts by key. Servers without the capability (offers
+// false) are skipped; failing servers are reported in the error while the
+// others' items still come back.
+func gather[I, T any](ctx context.Context, h *Host, agent, method string,
+	offers func(mcp.ServerCapabilities) bool,
+	list func(*mcp.Client, context.Context) ([]I, error),
+	tag func(server string, item I) T, key func(T) string) ([]T, error) {
+	if err := h.mayList(ctx, agent, method); err != nil {
 		return nil, err
 	}
 	var mu sync.Mutex
-	var out []Resource
+	var out []T
 	err := h.each(ctx, agent, func(ctx context.Context, server string, c *mcp.Client) error {
-		if c.Capabilities().Resources == nil {
+		if !offers(c.Capabilities()) {
 			return nil
 		}
-		list, err := c.Resources(ctx)
+		items, err := list(c, ctx)
 		mu.Lock()
-		for _, r := range list {
-			out = append(out, Resource{server, r})
+		for _, it := range items {
+			out = append(out, tag(server, it))
 		}
 		mu.Unlock()
 		return err
 	})
-	sortBy(out, func(r Resource) string { return r.Server + "\x00" + r.URI })
+	sort.SliceStable(out, func(i, j int) bool { return key(out[i]) < key(out[j]) })
 	return out, err
+}
+
+func hasResources(c mcp.ServerCapabilities) bool { return c.Resources != nil }
+
+// Resources lists the resources of every server agent can see.
+func (h *Host) Resources(ctx context.Context, agent string) ([]Resource, error) {
+	return gather(ctx, h, agent, mcp.MethodResourcesList, hasResources, (*mcp.Client).Resources,
+		func(s string, r mcp.Resource) Resource { return Resource{s, r} },
+		func(r Resource) string { return r.Server + "\x00" + r.URI })
 }
 
 // Templates lists the resource templates of every server agent can see.
 func (h *Host) Templates(ctx context.Context, agent string) ([]Template, error) {
-	if err := h.mayList(ctx, agent, mcp.MethodResourcesTemplatesList); err != nil {
-		return nil, err
-	}
-	var mu sync.Mutex
-	var out []Template
-	err := h.each(ctx, agent, func(ctx context.Context, server string, c *mcp.Client) error {
-		if c.Capabilities().Resources == nil {
-			return nil
-		}
-		list, err := c.ListResourceTemplates(ctx)
-		mu.Lock()
-		for _, t := range list {
-			out = append(out, Template{server, t})
-		}
-		mu.Unlock()
-		return err
-	})
-	sortBy(out, func(t Template) string { return t.Server + "\x00" + t.URITemplate })
-	return out, err
+	return gather(ctx, h, agent, mcp.MethodResourcesTemplatesList, hasResources, (*mcp.Client).ListResourceTemplates,
+		func(s string, t mcp.ResourceTemplate) Template { return Template{s, t} },
+		func(t Template) string { return t.Server + "\x00" + t.URITemplate })
 }
 
 // Prompts lists the prompts of every server agent can see.
 func (h *Host) Prompts(ctx context.Context, agent string) ([]Prompt, error) {
-	if err := h.mayList(ctx, agent, mcp.MethodPromptsList); err != nil {
-		return nil, err
-	}
-	var mu sync.Mutex
-	var out []Prompt
-	err := h.each(ctx, agent, func(ctx context.Context, server string, c *mcp.Client) error {
-		if c.Capabilities().Prompts == nil {
-			return nil
-		}
-		list, err := c.Prompts(ctx)
-		mu.Lock()
-		for _, p := range list {
-			out = append(out, Prompt{server, p})
-		}
-		mu.Unlock()
-		return err
-	})
-	sortBy(out, func(p Prompt) string { return p.Server + "\x00" + p.Name })
-	return out, err
+	return gather(ctx, h, agent, mcp.MethodPromptsList,
+		func(c mcp.ServerCapabilities) bool { return c.Prompts != nil }, (*mcp.Client).Prompts,
+		func(s string, p mcp.Prompt) Prompt { return Prompt{s, p} },
+		func(p Prompt) string { return p.Server + "\x00" + p.Name })
 }
 
 // ReadResource reads a resource through the chain.
@@ -385,8 +369,4 @@ func (h *Host) after(ctx context.Context, e *event.Event, res any) error {
 		}
 	}
 	return nil
-}
-
-func sortBy[T any](s []T, key func(T) string) {
-	sort.SliceStable(s, func(i, j int) bool { return key(s[i]) < key(s[j]) })
 }
