@@ -474,7 +474,8 @@ resources, a resource template and three prompts. --tool-count adds generated
 tools for pagination tests (or MCP_TOOL_COUNT), --page-size sets the page size
 of every list (or MCP_PAGE_SIZE). --http ADDR serves streamable HTTP at
 http://ADDR/mcp instead, --ws ADDR MCP over WebSocket (bind to 127.0.0.1:
-the server has no authentication).`,
+the server has no authentication). MCP_START_DELAY=200ms makes it wait
+before serving, like a server that is slow to come up.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o, err := testserver.OptionsFromEnv(os.Getenv)

@@ -154,6 +154,10 @@ func ServeListener(ctx context.Context, o Options, ln net.Listener, opts ...HTTP
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
+	if err := o.waitStart(ctx); err != nil {
+		ln.Close()
+		return err
+	}
 	h := NewHTTPHandler(o, opts...)
 	mux := http.NewServeMux()
 	mux.Handle(EndpointPath, h)

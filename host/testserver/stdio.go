@@ -21,6 +21,9 @@ import (
 // When the session ends ServeStdio closes stdin if it is an io.Closer, so
 // that a blocked read returns; stdout is left open.
 func ServeStdio(ctx context.Context, o Options, stdin io.Reader, stdout io.Writer) error {
+	if err := o.waitStart(ctx); err != nil {
+		return err
+	}
 	conn := mcp.NewStreamConn(stdin, stdout, mcp.MaxFrameSize)
 	err := New(o).Serve(ctx, conn)
 	var tooLarge *mcp.FrameTooLargeError

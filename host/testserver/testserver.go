@@ -1,6 +1,7 @@
 package testserver
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strconv"
@@ -22,7 +23,13 @@ const (
 const (
 	EnvToolCount = "MCP_TOOL_COUNT"
 	EnvPageSize  = "MCP_PAGE_SIZE"
+	// EnvStartDelay makes the server wait before it serves, like a real
+	// server that loads a model or connects to a database first.
+	EnvStartDelay = "MCP_START_DELAY"
 )
+
+// MaxStartDelay bounds Options.StartDelay.
+const MaxStartDelay = time.Minute
 
 // MaxToolCount bounds Options.ToolCount: enough for any pagination test,
 // small enough that a typo cannot make the server build millions of tools.
@@ -48,12 +55,17 @@ type Options struct {
 	// PageSize is the page size of every list method; 0 puts everything on
 	// one page. Env MCP_PAGE_SIZE.
 	PageSize int
+	// StartDelay is how long ServeStdio and ServeListener wait before serving
+	// (a Go duration in env MCP_START_DELAY, at most MaxStartDelay): a
+	// stand-in for servers that are slow to come up, so that benchmarks and
+	// tests can show what a host does while it waits.
+	StartDelay time.Duration
 	// Logger receives the server's own diagnostics (never per-frame); nil
 	// discards them.
 	Logger hclog.Logger
 }
 
-// OptionsFromEnv reads MCP_TOOL_COUNT and MCP_PAGE_SIZE through getenv
+// OptionsFromEnv reads MCP_TOOL_COUNT, MCP_PAGE_SIZE and MCP_START_DELAY through getenv
 // (os.Getenv when nil). Unset or empty variables mean 0. A value that is not
 // a whole number >= 0 (or a tool count above MaxToolCount) is an error that
 // names the variable.
@@ -69,7 +81,29 @@ func OptionsFromEnv(getenv func(string) string) (Options, error) {
 	if o.PageSize, err = envInt(getenv, EnvPageSize, 0); err != nil {
 		return Options{}, err
 	}
+	if v := strings.TrimSpace(getenv(EnvStartDelay)); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 || d > MaxStartDelay {
+			return Options{}, fmt.Errorf("environment variable %s=%q: want a duration from 0s to %s, such as 200ms", EnvStartDelay, v, MaxStartDelay)
+		}
+		o.StartDelay = d
+	}
 	return o, nil
+}
+
+// waitStart sleeps for o.StartDelay, or until ctx ends.
+func (o Options) waitStart(ctx context.Context) error {
+	if o.StartDelay <= 0 {
+		return nil
+	}
+	t := time.NewTimer(min(o.StartDelay, MaxStartDelay))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // envInt parses a non-negative integer variable; max 0 means unbounded.

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"image/png"
+	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -779,15 +780,44 @@ func TestOptionsFromEnv(t *testing.T) {
 		{map[string]string{"MCP_TOOL_COUNT": "1000001"}, "MCP_TOOL_COUNT"},
 		{map[string]string{"MCP_PAGE_SIZE": "2.5"}, "MCP_PAGE_SIZE"},
 		{map[string]string{"MCP_TOOL_COUNT": "5", "MCP_PAGE_SIZE": "-2"}, "MCP_PAGE_SIZE"},
+		{map[string]string{"MCP_START_DELAY": "soon"}, "MCP_START_DELAY"},
+		{map[string]string{"MCP_START_DELAY": "-1s"}, "MCP_START_DELAY"},
+		{map[string]string{"MCP_START_DELAY": "2h"}, "MCP_START_DELAY"},
 	} {
 		_, err := OptionsFromEnv(env(tc.env))
 		if err == nil || !strings.Contains(err.Error(), tc.name) {
 			t.Errorf("%v: err = %v, want one naming %s", tc.env, err, tc.name)
 		}
 	}
+	if o, err := OptionsFromEnv(env(map[string]string{"MCP_START_DELAY": "250ms"})); err != nil || o.StartDelay != 250*time.Millisecond {
+		t.Errorf("start delay: %+v, %v", o, err)
+	}
 	t.Setenv("MCP_TOOL_COUNT", "7")
 	if o, err := OptionsFromEnv(nil); err != nil || o.ToolCount != 7 {
 		t.Errorf("os env: %+v, %v", o, err)
+	}
+}
+
+// TestStartDelay: ServeStdio answers nothing before the delay, and a
+// cancelled context ends the wait at once.
+func TestStartDelay(t *testing.T) {
+	const delay = 150 * time.Millisecond
+	pr, pw := io.Pipe()
+	var out bytes.Buffer
+	t0 := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- ServeStdio(context.Background(), Options{StartDelay: delay}, pr, &out) }()
+	pw.Close() // EOF as soon as it reads
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(t0); d < delay {
+		t.Errorf("served after %v, want at least %v", d, delay)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := ServeStdio(ctx, Options{StartDelay: MaxStartDelay}, strings.NewReader(""), io.Discard); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled during the delay: %v, want context.Canceled", err)
 	}
 }
 
