@@ -75,7 +75,7 @@ func appendEvent(b []byte, e *event.Event) ([]byte, error) {
 		if len(f.raw) == 0 {
 			continue
 		}
-		if !json.Valid(f.raw) {
+		if !validJSON(f.raw) && !json.Valid(f.raw) {
 			return b, errors.New(f.name + " is not valid JSON")
 		}
 		b = append(b, `,"`...)

@@ -484,7 +484,9 @@ func decodeDecision(out []byte, phase string) (event.Decision, error) {
 		Result json.RawMessage `json:"result"`
 		Error  *string         `json:"error"`
 	}
-	if err := json.Unmarshal(out, &w); err != nil {
+	if fd, failure, ok := fastDecision(out); ok {
+		w.Action, w.Reason, w.Params, w.Result, w.Error = fd.Action, fd.Reason, fd.Params, fd.Result, failure
+	} else if err := json.Unmarshal(out, &w); err != nil {
 		return event.Decision{}, fmt.Errorf("%w: the decision is not JSON (%v): %s", ErrBadDecision, err, preview(out))
 	}
 	if w.Error != nil {
