@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"time"
 )
 
 // Conn carries JSON-RPC messages, one message per frame, in both directions.
@@ -35,6 +36,33 @@ type Conn interface {
 type FrameWriter interface {
 	WriteFrames(ctx context.Context, frames []byte) error
 }
+
+// DirectReader is implemented by Conns whose reads can be bounded in time
+// (stdio pipes). A caller waiting for its own reply then reads it itself
+// instead of a reader goroutine reading it and waking the caller: on a
+// loaded or virtualized machine that wake-up costs more than the rest of
+// the round trip. Only the goroutine that holds the Peer's reading role
+// calls the read methods, as with ReadMessage.
+type DirectReader interface {
+	// DirectReads reports whether ReadMessageBefore can work at all (pipes
+	// on some systems have no deadlines); the Peer asks once.
+	DirectReads() bool
+	// ReadMessageBefore is ReadMessage bounded by deadline. It returns
+	// ErrReadTimeout, having consumed nothing, when the deadline passes or
+	// InterruptRead is called, and ErrNotDirect when the next frame cannot
+	// be read this way (it has only partly arrived, or the stream failed):
+	// ReadMessage then finishes it or reports the failure.
+	ReadMessageBefore(deadline time.Time) ([]byte, error)
+	// InterruptRead makes a ReadMessageBefore in progress, or else the
+	// next one, return ErrReadTimeout. Any goroutine may call it.
+	InterruptRead()
+}
+
+// Errors of DirectReader.ReadMessageBefore.
+var (
+	ErrReadTimeout = errors.New("mcp: read deadline passed")
+	ErrNotDirect   = errors.New("mcp: the next frame must be read with ReadMessage")
+)
 
 // ErrClosed is returned by calls made after the local side closed a Peer.
 var ErrClosed = errors.New("mcp: connection closed")

@@ -123,6 +123,18 @@ type Peer struct {
 	pending  map[int64]*call
 	progress map[string]*call // by progress token, for requests that asked for progress
 	incoming map[string]context.CancelFunc
+	// One goroutine at a time holds the reading role: a background reader
+	// (readLoop) or, over a DirectReader, a caller reading its own reply.
+	reading    bool
+	directCall *call // the caller reading its own reply, if any
+
+	direct DirectReader // conn, when it can bound its reads in time
+	idle   *time.Timer  // gives a free reading role to a background reader
+	idleAt time.Time    // when idle fires; zero once it has (under mu)
+	// boundWrites: responses are written under a timeout, because the
+	// conn's writes honour their context (a StreamConn's cannot be
+	// interrupted, so for it the timeout would cost and buy nothing).
+	boundWrites bool
 
 	wmu  sync.Mutex
 	wbuf []byte
@@ -141,8 +153,6 @@ type Peer struct {
 
 	hmu     sync.Mutex
 	serving sync.WaitGroup // incoming requests accepted and not yet answered
-	spare   int            // goroutines parked in park, waiting to read
-	wake    chan struct{}  // hands the reading role to a parked goroutine
 	active  int
 	queue   []*inbound
 	baseCtx context.Context
@@ -202,15 +212,26 @@ func NewPeer(conn Conn, opts PeerOptions) *Peer {
 		baseCtx:  ctx,
 		stop:     cancel,
 		done:     make(chan struct{}),
-		wake:     make(chan struct{}, maxSpare),
 	}
 	p.fw, _ = conn.(FrameWriter)
+	_, stream := conn.(*StreamConn)
+	p.boundWrites = !stream
+	if d, ok := conn.(DirectReader); ok && d.DirectReads() {
+		p.direct = d
+	}
 	p.wcond = sync.NewCond(&p.wmu)
+	p.idle = time.AfterFunc(time.Hour, p.takeIdle)
+	p.idle.Stop()
 	return p
 }
 
-// Start begins the read loop. It returns at once.
-func (p *Peer) Start() { go p.readLoop() }
+// Start begins reading. It returns at once.
+func (p *Peer) Start() {
+	p.mu.Lock()
+	p.reading = true
+	p.mu.Unlock()
+	go p.readLoop()
+}
 
 // Done is closed when the connection has ended; Err then says why.
 func (p *Peer) Done() <-chan struct{} { return p.done }
@@ -238,6 +259,7 @@ func (p *Peer) fail(err error) {
 		p.err = err
 		close(p.done)
 		p.stop()
+		p.idle.Stop()
 		p.mu.Lock()
 		for id, c := range p.pending {
 			delete(p.pending, id)
@@ -325,31 +347,45 @@ func (p *Peer) CallRaw(ctx context.Context, method string, params any, opts ...C
 	if timeout <= 0 {
 		timeout = p.opts.Timeout
 	}
+	// deadline is when the call times out unless ctx ends it first (zero:
+	// ctx's deadline rules); hard bounds a call that progress keeps alive.
+	var deadline, hard time.Time
+	_, hasDeadline := ctx.Deadline()
+	if !hasDeadline || cfg.timeout > 0 || c.onProgress != nil {
+		now := time.Now()
+		if !hasDeadline || cfg.timeout > 0 {
+			deadline = now.Add(timeout)
+		}
+		if c.onProgress != nil {
+			hard = now.Add(p.opts.MaxTimeout)
+		}
+	}
+	if p.direct != nil && p.acquire(c) {
+		p.readOwn(ctx, c, &deadline, hard, timeout)
+		select {
+		case r := <-c.ch:
+			return p.finish(id, c, r)
+		default:
+		}
+	}
+
 	var timerC <-chan time.Time
 	var timer *time.Timer
-	if _, has := ctx.Deadline(); !has || cfg.timeout > 0 {
-		timer = time.NewTimer(timeout)
+	if !deadline.IsZero() {
+		timer = time.NewTimer(time.Until(deadline))
 		defer timer.Stop()
 		timerC = timer.C
 	}
 	var hardC <-chan time.Time
-	if c.onProgress != nil {
-		hard := time.NewTimer(p.opts.MaxTimeout)
-		defer hard.Stop()
-		hardC = hard.C
+	if !hard.IsZero() {
+		hardT := time.NewTimer(time.Until(hard))
+		defer hardT.Stop()
+		hardC = hardT.C
 	}
 	for {
 		select {
 		case r := <-c.ch:
-			p.forget(id, c)
-			callPool.Put(c)
-			if r.err != nil {
-				return nil, r.err
-			}
-			if r.result == nil {
-				return nil, p.Err()
-			}
-			return r.result, nil
+			return p.finish(id, c, r)
 		case <-c.reset:
 			if timer != nil {
 				timer.Reset(timeout)
@@ -364,6 +400,166 @@ func (p *Peer) CallRaw(ctx context.Context, method string, params any, opts ...C
 			p.abandon(id, c, ctx.Err().Error())
 			return nil, ctx.Err()
 		}
+	}
+}
+
+// finish ends a call that got its reply (an empty one: the session ended).
+func (p *Peer) finish(id int64, c *call, r reply) (json.RawMessage, error) {
+	p.forget(id, c)
+	callPool.Put(c)
+	if r.err != nil {
+		return nil, r.err
+	}
+	if r.result == nil {
+		return nil, p.Err()
+	}
+	return r.result, nil
+}
+
+// readOwn reads frames on the caller's goroutine, holding the reading
+// role, until c's reply is in c.ch or this way of waiting must stop: the
+// deadline passed, ctx ended, or the next frame needs ReadMessage. It
+// always gives up the role before it returns.
+func (p *Peer) readOwn(ctx context.Context, c *call, deadline *time.Time, hard time.Time, timeout time.Duration) {
+	if ctx.Done() != nil {
+		stop := context.AfterFunc(ctx, func() { p.interrupt(c) })
+		defer stop()
+	}
+	ctxDeadline, _ := ctx.Deadline()
+	var e envelope
+	for {
+		if len(c.ch) > 0 {
+			p.release(idleDelay)
+			return
+		}
+		if c.reset != nil {
+			select {
+			case <-c.reset:
+				*deadline = time.Now().Add(timeout)
+			default:
+			}
+		}
+		dl := earliest(earliest(*deadline, hard), ctxDeadline)
+		if ctx.Err() != nil || !time.Now().Before(dl) {
+			p.release(idleDelay) // the caller's select sees why
+			return
+		}
+		frame, err := p.direct.ReadMessageBefore(dl)
+		switch {
+		case err == nil:
+		case errors.Is(err, ErrReadTimeout):
+			continue
+		default:
+			p.handOver()
+			return
+		}
+		in, err := p.handleFrame(frame, &e)
+		if err != nil {
+			p.fail(err)
+			return
+		}
+		if in != nil {
+			go p.worker(in)
+		}
+	}
+}
+
+// earliest is the earlier of two deadlines, zero meaning none.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
+}
+
+// acquire takes the free reading role, for caller c (nil: a background
+// reader). It fails when someone holds it or the session is over.
+func (p *Peer) acquire(c *call) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.reading || p.Err() != nil {
+		return false
+	}
+	p.reading = true
+	p.directCall = c
+	if c == nil {
+		p.idleAt = time.Time{} // a background reader: the timer has fired or is moot
+	}
+	return true
+}
+
+// release frees the reading role. If replies are awaited, a new background
+// reader takes it at once; otherwise it stays free, for a caller to read
+// its own reply or the goroutine that freed it to take it back, and the
+// idle timer hands it to a background reader after delay.
+func (p *Peer) release(delay time.Duration) {
+	p.mu.Lock()
+	p.directCall = nil
+	if len(p.pending) > 0 && p.Err() == nil {
+		p.mu.Unlock()
+		go p.readLoop()
+		return
+	}
+	p.reading = false
+	p.armIdle(delay)
+	p.mu.Unlock()
+}
+
+// armIdle makes sure the idle timer fires within d; mu is held. A timer
+// already due sooner is left alone: resetting a runtime timer to an
+// earlier time wakes a thread sleeping in the network poller, which on
+// every request would cost more than the wake-ups this design avoids.
+func (p *Peer) armIdle(d time.Duration) {
+	now := time.Now()
+	at := now.Add(d)
+	if p.idleAt.After(now) && !p.idleAt.After(at) {
+		return
+	}
+	p.idleAt = at
+	p.idle.Reset(d)
+}
+
+// releaseIfIdle frees the reading role when no reply is awaited, so that
+// the next caller can read its own; it reports whether it did.
+func (p *Peer) releaseIfIdle() bool {
+	p.mu.Lock()
+	if len(p.pending) > 0 {
+		p.mu.Unlock()
+		return false
+	}
+	p.reading = false
+	p.armIdle(idleDelay)
+	p.mu.Unlock()
+	return true
+}
+
+// handOver passes the role from a caller to a new background reader.
+func (p *Peer) handOver() {
+	p.mu.Lock()
+	p.directCall = nil
+	p.mu.Unlock()
+	if p.Err() == nil {
+		go p.readLoop()
+	}
+}
+
+// interrupt stops caller c's direct read, if it is still reading.
+func (p *Peer) interrupt(c *call) {
+	p.mu.Lock()
+	if p.directCall == c {
+		p.direct.InterruptRead()
+	}
+	p.mu.Unlock()
+}
+
+// takeIdle runs when the idle timer fires: a free role gets a reader, so
+// that nothing the other side sends waits longer than the delay.
+func (p *Peer) takeIdle() {
+	p.mu.Lock()
+	p.idleAt = time.Time{}
+	p.mu.Unlock()
+	if p.acquire(nil) {
+		p.readLoop()
 	}
 }
 
@@ -512,8 +708,12 @@ func (p *Peer) respond(id json.RawMessage, result any, rerr *RPCError) {
 		}
 	}
 	b = append(b, '}')
-	ctx, cancel := context.WithTimeout(p.baseCtx, p.opts.Timeout)
-	defer cancel()
+	ctx := p.baseCtx
+	if p.boundWrites {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, p.opts.Timeout)
+		defer cancel()
+	}
 	if err := p.flush(ctx, b); err != nil {
 		p.log.Debug("could not send response", "error", err)
 	}
@@ -616,11 +816,25 @@ func parseEnvelope(frame []byte, e *envelope) error {
 	})
 }
 
-// readLoop reads and dispatches frames. When a request may start at once,
-// this goroutine serves it and a new one takes over reading: the request
-// then runs on the thread that read it, without waking another thread on
-// the critical path (on a loaded or virtualized machine that wake-up costs
-// more than the whole JSON-RPC round trip).
+// Delays of the reading role, see readLoop and readOwn.
+const (
+	// serveDelay: how long a request served on the goroutine that read it
+	// may run before a new goroutine takes over reading.
+	serveDelay = 200 * time.Microsecond
+	// idleDelay: how long the role stays free after a reply, for the next
+	// caller to read its own, before a background reader takes it.
+	idleDelay = time.Millisecond
+)
+
+// readLoop reads and dispatches frames; it runs holding the reading role.
+// When a request may start at once, this goroutine frees the role and
+// serves it: a fast handler then runs on the thread that read it, with no
+// other thread woken on the critical path (on a loaded or virtualized
+// machine that wake-up costs more than the whole JSON-RPC round trip), and
+// takes the role back when done. A slow handler is overtaken after
+// serveDelay by a reader the idle timer starts, so requests still run
+// concurrently. Over a DirectReader the loop also frees the role once no
+// reply is awaited, so the next caller reads its own.
 func (p *Peer) readLoop() {
 	var e envelope
 	for {
@@ -634,60 +848,36 @@ func (p *Peer) readLoop() {
 			p.fail(err)
 			return
 		}
-		if err := parseEnvelope(frame, &e); err != nil {
-			p.fail(newInvalidMessage(frame, err))
-			return
-		}
-		in, err := p.dispatch(&e)
+		in, err := p.handleFrame(frame, &e)
 		if err != nil {
-			p.fail(newInvalidMessage(frame, err))
+			p.fail(err)
 			return
 		}
 		if in != nil {
-			p.handOff()
+			p.release(serveDelay)
 			p.worker(in)
-			if !p.park() {
+			if !p.acquire(nil) {
 				return
 			}
-			// Woken: this goroutine is the reader again.
+			continue
+		}
+		if p.direct != nil && e.method == nil && p.releaseIfIdle() {
+			return
 		}
 	}
 }
 
-// maxSpare bounds the goroutines kept parked between requests.
-const maxSpare = 8
-
-// handOff gives the reading role to a parked goroutine, or a new one. Parked
-// goroutines keep their grown stacks, so a busy session does not pay for a
-// fresh goroutine (and its stack growth) on every request.
-func (p *Peer) handOff() {
-	p.hmu.Lock()
-	if p.spare > 0 {
-		p.spare--
-		p.hmu.Unlock()
-		p.wake <- struct{}{}
-		return
+// handleFrame parses and dispatches one frame. It returns an incoming
+// request that may start now, for the caller to serve.
+func (p *Peer) handleFrame(frame []byte, e *envelope) (*inbound, error) {
+	if err := parseEnvelope(frame, e); err != nil {
+		return nil, newInvalidMessage(frame, err)
 	}
-	p.hmu.Unlock()
-	go p.readLoop()
-}
-
-// park waits to be handed the reading role; false means the session ended
-// or enough goroutines are parked already.
-func (p *Peer) park() bool {
-	p.hmu.Lock()
-	if p.spare >= maxSpare {
-		p.hmu.Unlock()
-		return false
+	in, err := p.dispatch(e)
+	if err != nil {
+		return nil, newInvalidMessage(frame, err)
 	}
-	p.spare++
-	p.hmu.Unlock()
-	select {
-	case <-p.wake:
-		return true
-	case <-p.done:
-		return false
-	}
+	return in, nil
 }
 
 func newInvalidMessage(frame []byte, err error) *InvalidMessageError {

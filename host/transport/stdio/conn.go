@@ -68,6 +68,14 @@ type Conn struct {
 	frames     *frameReader // owned by the single ReadMessage goroutine
 	noiseCount int          // ditto
 
+	// Deadlines on stdout, for direct reads (mcp.DirectReader) and the
+	// bound on reads after the exit; under dlMu.
+	directOK    bool // stdout supports deadlines (set at start)
+	dlMu        sync.Mutex
+	dlSet       time.Time // the deadline stdout has now
+	exitDL      time.Time // set once the server has exited
+	interrupted bool      // InterruptRead before ReadMessageBefore saw it
+
 	writeMu  sync.Mutex
 	writeBuf []byte
 
@@ -91,7 +99,10 @@ type Conn struct {
 	fatal   error // sticky: the byte stream can no longer be trusted
 }
 
-var _ mcp.Conn = (*Conn)(nil)
+var (
+	_ mcp.Conn         = (*Conn)(nil)
+	_ mcp.DirectReader = (*Conn)(nil)
+)
 
 // Start launches the server. ctx bounds only the start itself; the process
 // lives until Close or until it exits on its own.
@@ -213,6 +224,7 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 		noiseRing:  newRing(noiseRingSize),
 	}
 	c.frames = newFrameReader(outR, frameBufSize, cfg.MaxFrame, c.onNoise)
+	c.directOK = outR.SetReadDeadline(time.Time{}) == nil
 	c.platformStarted()
 	go c.wait()
 	go c.readStderr()
@@ -248,11 +260,94 @@ func (c *Conn) ReadMessage() ([]byte, error) {
 	if c.closing.Load() {
 		return nil, mcp.ErrClosed
 	}
+	if c.directOK {
+		// A direct read may have left its deadline: this read has none,
+		// except the one that bounds reads after the exit.
+		c.dlMu.Lock()
+		c.interrupted = false
+		c.setDeadline(time.Time{})
+		c.dlMu.Unlock()
+	}
 	frame, err := c.frames.next()
 	if err == nil {
 		return frame, nil
 	}
 	return nil, c.readFailed(err)
+}
+
+// DirectReads reports whether stdout supports deadlines; see
+// mcp.DirectReader.
+func (c *Conn) DirectReads() bool { return c.directOK }
+
+// ReadMessageBefore returns the next frame if it arrives before deadline;
+// see mcp.DirectReader. It waits only while nothing is buffered, so a
+// timeout never splits a frame; a frame that has only partly arrived, a
+// read error and anything after the exit are left to ReadMessage.
+func (c *Conn) ReadMessageBefore(deadline time.Time) ([]byte, error) {
+	if !c.directOK || c.closing.Load() || c.fatalErr() != nil {
+		return nil, mcp.ErrNotDirect
+	}
+	for {
+		switch c.frames.buffered() {
+		case lineBuffered:
+			frame, err := c.frames.line() // reads nothing more
+			if err != nil {
+				return nil, c.readFailed(err)
+			}
+			if frame != nil {
+				return frame, nil
+			}
+			continue // a blank or noise line
+		case partBuffered:
+			return nil, mcp.ErrNotDirect
+		}
+		c.dlMu.Lock()
+		if c.interrupted {
+			c.interrupted = false
+			c.dlMu.Unlock()
+			return nil, mcp.ErrReadTimeout
+		}
+		c.setDeadline(deadline)
+		c.dlMu.Unlock()
+		if err := c.frames.wait(); err != nil {
+			if !errors.Is(err, os.ErrDeadlineExceeded) {
+				return nil, mcp.ErrNotDirect
+			}
+			c.dlMu.Lock()
+			exited := !c.exitDL.IsZero()
+			c.interrupted = false
+			c.dlMu.Unlock()
+			if exited {
+				return nil, mcp.ErrNotDirect
+			}
+			return nil, mcp.ErrReadTimeout
+		}
+	}
+}
+
+// InterruptRead makes a ReadMessageBefore in progress (or the next one)
+// return mcp.ErrReadTimeout.
+func (c *Conn) InterruptRead() {
+	if !c.directOK {
+		return
+	}
+	c.dlMu.Lock()
+	c.interrupted = true
+	c.setDeadline(time.Unix(1, 0))
+	c.dlMu.Unlock()
+}
+
+// setDeadline gives stdout deadline d, or the post-exit bound if that is
+// earlier (or d is zero); dlMu is held. It skips the system's timer when
+// the deadline does not change.
+func (c *Conn) setDeadline(d time.Time) {
+	if !c.exitDL.IsZero() && (d.IsZero() || c.exitDL.Before(d)) {
+		d = c.exitDL
+	}
+	if !d.Equal(c.dlSet) {
+		_ = c.stdout.SetReadDeadline(d)
+		c.dlSet = d
+	}
 }
 
 func (c *Conn) readFailed(err error) error {
@@ -469,7 +564,11 @@ func (c *Conn) wait() {
 	// Bound the final reads in case a descendant that left the group still
 	// holds a pipe: after exitWait they fail and the exit is reported.
 	deadline := time.Now().Add(exitWait)
+	c.dlMu.Lock()
+	c.exitDL = deadline
+	c.dlSet = deadline
 	_ = c.stdout.SetReadDeadline(deadline)
+	c.dlMu.Unlock()
 	_ = c.stderr.SetReadDeadline(deadline)
 	close(c.exited)
 }

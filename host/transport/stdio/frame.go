@@ -2,6 +2,7 @@ package stdio
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"io"
 )
@@ -71,6 +72,32 @@ func trimLeftSpace(b []byte) []byte {
 // other first byte means the server is logging to stdout.
 func isFrameStart(b byte) bool { return b == '{' || b == '[' }
 
+// What the read buffer holds, for direct reads.
+const (
+	nothingBuffered = iota
+	partBuffered    // the start of a line
+	lineBuffered    // at least one whole line: next returns without reading
+)
+
+func (f *frameReader) buffered() int {
+	n := f.r.Buffered()
+	if n == 0 {
+		return nothingBuffered
+	}
+	b, _ := f.r.Peek(n)
+	if bytes.IndexByte(b, '\n') < 0 {
+		return partBuffered
+	}
+	return lineBuffered
+}
+
+// wait blocks until some input is buffered, consuming nothing, and returns
+// the read error otherwise (a deadline, EOF).
+func (f *frameReader) wait() error {
+	_, err := f.r.Peek(1)
+	return err
+}
+
 // next returns the next frame without surrounding whitespace. The slice is
 // valid until the next call. It returns io.EOF at a clean end of stream,
 // errFrameTooLarge when a frame exceeds the limit (the stream is then out of
@@ -81,42 +108,47 @@ func (f *frameReader) next() ([]byte, error) {
 		f.acc = nil
 	}
 	for {
-		chunk, err := f.r.ReadSlice('\n')
-		switch {
-		case err == bufio.ErrBufferFull:
-			head := trimLeftSpace(chunk)
-			switch {
-			case len(head) == 0:
-				// Whitespace before the content is insignificant; the rest
-				// of the line can be read as if it started here.
-				continue
-			case !isFrameStart(head[0]):
-				if err := f.skipNoise(head); err != nil {
-					return nil, err
-				}
-				continue
-			}
-			return f.longFrame(head)
-		case err != nil && (err != io.EOF || len(chunk) == 0):
-			// A partial line before a read error is dropped: the stream is
-			// broken and the caller reports why.
-			return nil, err
+		if frame, err := f.line(); frame != nil || err != nil {
+			return frame, err
 		}
-		// A whole line (or the unterminated last line at EOF, which is
-		// delivered rather than dropped) is in the buffer: zero-copy path.
-		line := trimSpace(chunk)
-		if len(line) == 0 {
-			continue
-		}
-		if !isFrameStart(line[0]) {
-			f.reportNoise(line)
-			continue
-		}
-		if len(line) > f.limit {
-			return nil, errFrameTooLarge
-		}
-		return line, nil
 	}
+}
+
+// line reads one line: the frame it holds, or nil and no error when it was
+// blank or noise. When buffered reports lineBuffered it reads nothing more.
+func (f *frameReader) line() ([]byte, error) {
+	chunk, err := f.r.ReadSlice('\n')
+	switch {
+	case err == bufio.ErrBufferFull:
+		head := trimLeftSpace(chunk)
+		switch {
+		case len(head) == 0:
+			// Whitespace before the content is insignificant; the rest
+			// of the line can be read as if it started here.
+			return nil, nil
+		case !isFrameStart(head[0]):
+			return nil, f.skipNoise(head)
+		}
+		return f.longFrame(head)
+	case err != nil && (err != io.EOF || len(chunk) == 0):
+		// A partial line before a read error is dropped: the stream is
+		// broken and the caller reports why.
+		return nil, err
+	}
+	// A whole line (or the unterminated last line at EOF, which is
+	// delivered rather than dropped) is in the buffer: zero-copy path.
+	line := trimSpace(chunk)
+	if len(line) == 0 {
+		return nil, nil
+	}
+	if !isFrameStart(line[0]) {
+		f.reportNoise(line)
+		return nil, nil
+	}
+	if len(line) > f.limit {
+		return nil, errFrameTooLarge
+	}
+	return line, nil
 }
 
 // longFrame accumulates a frame longer than the bufio buffer, starting with
