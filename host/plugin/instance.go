@@ -120,14 +120,15 @@ func launch(ctx context.Context, s launchSpec) (*instance, error) {
 			cc.Reattach.Protocol = goplugin.ProtocolGRPC
 		}
 	} else {
+		var verified <-chan error
+		if s.sha256 != nil {
+			// Hashed from now on, in parallel with the certificate go-plugin
+			// makes before it calls RunnerFunc; exec waits for the outcome.
+			verified = verifyChecksum(s.path, s.sha256)
+		}
 		cc.AutoMTLS = true
 		cc.RunnerFunc = func(_ hclog.Logger, cmd *exec.Cmd, _ string) (runner.Runner, error) {
-			var secure *goplugin.SecureConfig
-			if s.sha256 != nil {
-				// A fresh Hash each start: SecureConfig.Check writes into it.
-				secure = &goplugin.SecureConfig{Checksum: s.sha256, Hash: sha256.New()}
-			}
-			r, err := newProcRunner(s.name, s.path, secure, pluginEnv(s.environ), cmd.Env)
+			r, err := newProcRunner(s.name, s.path, verified, pluginEnv(s.environ), cmd.Env)
 			inst.runner = r
 			return r, err
 		}

@@ -25,15 +25,15 @@ import (
 // procRunner runs a plugin binary for go-plugin. go-plugin's own runner
 // hands the child the host's stdin, which in gateway mode carries an MCP
 // stream; this one gives it /dev/null, the sanitized environment, its own
-// process group, and verifies the checksum (go-plugin's SecureConfig)
-// immediately before exec.
+// process group, and does not exec until the checksum check (go-plugin's
+// SecureConfig, see verifyChecksum) has passed.
 type procRunner struct {
-	name   string
-	path   string
-	secure *goplugin.SecureConfig // nil: not checked (an explicit, logged choice)
-	cmd    *exec.Cmd
-	stdout io.ReadCloser
-	stderr io.ReadCloser
+	name     string
+	path     string
+	verified <-chan error // the checksum check's outcome; nil: not checked (an explicit, logged choice)
+	cmd      *exec.Cmd
+	stdout   io.ReadCloser
+	stderr   io.ReadCloser
 
 	exited  chan struct{}
 	mu      sync.Mutex
@@ -43,7 +43,7 @@ type procRunner struct {
 
 var _ runner.Runner = (*procRunner)(nil)
 
-func newProcRunner(name, path string, secure *goplugin.SecureConfig, env []string, pluginEnv []string) (*procRunner, error) {
+func newProcRunner(name, path string, verified <-chan error, env []string, pluginEnv []string) (*procRunner, error) {
 	cmd := exec.Command(path)
 	cmd.Env = append(append([]string{}, env...), pluginEnv...)
 	cmd.Stdin = nil // /dev/null: a plugin never reads the host's stdin
@@ -56,17 +56,18 @@ func newProcRunner(name, path string, secure *goplugin.SecureConfig, env []strin
 	if err != nil {
 		return nil, err
 	}
-	return &procRunner{name: name, path: path, secure: secure, cmd: cmd, stdout: stdout, stderr: stderr, exited: make(chan struct{})}, nil
+	return &procRunner{name: name, path: path, verified: verified, cmd: cmd, stdout: stdout, stderr: stderr, exited: make(chan struct{})}, nil
 }
 
-func (r *procRunner) Start(context.Context) error {
-	if r.secure != nil {
-		ok, err := r.secure.Check(r.path)
-		if err != nil {
-			return fmt.Errorf("error verifying checksum: %w", err)
-		}
-		if !ok {
-			return goplugin.ErrChecksumsDoNotMatch
+func (r *procRunner) Start(ctx context.Context) error {
+	if r.verified != nil {
+		select {
+		case err := <-r.verified:
+			if err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			return fmt.Errorf("timeout while waiting for plugin to start: its checksum was still being verified (%w)", ctx.Err())
 		}
 	}
 	if err := r.cmd.Start(); err != nil {
@@ -157,6 +158,31 @@ func foldKey(k string) string {
 		return strings.ToUpper(k)
 	}
 	return k
+}
+
+// verifyChecksum checks the binary at path against sum with go-plugin's
+// SecureConfig and returns where the outcome arrives: nil, or the error
+// that stops the launch. It runs on its own goroutine from the start of a
+// launch, while go-plugin generates the host's AutoMTLS certificate (a
+// P-521 key and a signed certificate, 5-15 ms), since neither needs the
+// other; procRunner.Start waits for it, so the binary still never runs
+// unless it matched.
+func verifyChecksum(path string, sum []byte) <-chan error {
+	ch := make(chan error, 1)
+	go func() {
+		// A fresh Hash each check: SecureConfig.Check writes into it.
+		secure := &goplugin.SecureConfig{Checksum: sum, Hash: sha256.New()}
+		ok, err := secure.Check(path)
+		switch {
+		case err != nil:
+			ch <- fmt.Errorf("error verifying checksum: %w", err)
+		case !ok:
+			ch <- goplugin.ErrChecksumsDoNotMatch
+		default:
+			ch <- nil
+		}
+	}()
+	return ch
 }
 
 // fileSHA256 returns the lower-case hex sha256 of the file at path.
