@@ -42,7 +42,10 @@ func testPlugin(t testing.TB, mode string) string {
 		if binErr != nil {
 			return
 		}
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join(binDir, "testplugin"), "./host/plugin/internal/testplugin")
+		// As plugintest.Build and make plugins build plugins (see
+		// plugintest.BuildFlags), which this package cannot import.
+		cmd := exec.Command("go", "build", "-trimpath", "-tags", "grpcnotrace", "-ldflags=-s -w", "-o", filepath.Join(binDir, "testplugin"), "./host/plugin/internal/testplugin")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		cmd.Dir = testenv.Root(t)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			binErr = fmt.Errorf("go build testplugin: %v\n%s", err, out)
