@@ -131,6 +131,9 @@ type Peer struct {
 	direct DirectReader // conn, when it can bound its reads in time
 	idle   *time.Timer  // gives a free reading role to a background reader
 	idleAt time.Time    // when idle fires; zero once it has (under mu)
+	// directFrames counts frames read by callers themselves; tests check
+	// that the fast path is taken.
+	directFrames atomic.Int64
 	// boundWrites: responses are written under a timeout, because the
 	// conn's writes honour their context (a StreamConn's cannot be
 	// interrupted, so for it the timeout would cost and buy nothing).
@@ -453,6 +456,7 @@ func (p *Peer) readOwn(ctx context.Context, c *call, deadline *time.Time, hard t
 			p.handOver()
 			return
 		}
+		p.directFrames.Add(1)
 		in, err := p.handleFrame(frame, &e)
 		if err != nil {
 			p.fail(err)

@@ -6,8 +6,10 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // StreamConn is a Conn over a byte stream pair carrying newline-delimited
@@ -25,12 +27,25 @@ type StreamConn struct {
 
 	closed atomic.Bool
 
+	// Direct reads (DirectReader), when the reader has deadlines.
+	dl          deadliner
+	dlMu        sync.Mutex
+	dlSet       time.Time
+	interrupted bool
+
 	wmu  sync.Mutex
 	w    io.Writer
 	wbuf []byte
 }
 
-var _ Conn = (*StreamConn)(nil)
+var (
+	_ Conn         = (*StreamConn)(nil)
+	_ DirectReader = (*StreamConn)(nil)
+)
+
+// deadliner is a reader whose reads can be bounded in time (*os.File over
+// a pipe or a pollable descriptor).
+type deadliner interface{ SetReadDeadline(time.Time) error }
 
 // NewStreamConn reads frames from r and writes them to w. limit <= 0 means
 // MaxFrameSize. Close closes r if it is an io.Closer.
@@ -42,12 +57,22 @@ func NewStreamConn(r io.Reader, w io.Writer, limit int) *StreamConn {
 	if rc, ok := r.(io.Closer); ok {
 		c.rc = rc
 	}
+	if d, ok := r.(deadliner); ok && d.SetReadDeadline(time.Time{}) == nil {
+		c.dl = d
+	}
 	return c
 }
 
 // ReadMessage returns the next non-blank line without its line ending. The
 // slice is valid until the next call.
 func (c *StreamConn) ReadMessage() ([]byte, error) {
+	if c.dl != nil {
+		// A direct read may have left its deadline; this read has none.
+		c.dlMu.Lock()
+		c.interrupted = false
+		c.setDeadline(time.Time{})
+		c.dlMu.Unlock()
+	}
 	for {
 		line, err := c.readLine()
 		if err != nil {
@@ -63,6 +88,74 @@ func (c *StreamConn) ReadMessage() ([]byte, error) {
 		if len(line) > 0 {
 			return line, nil
 		}
+	}
+}
+
+// DirectReads reports whether the reader has deadlines; see DirectReader.
+func (c *StreamConn) DirectReads() bool { return c.dl != nil }
+
+// ReadMessageBefore returns the next frame if it arrives before deadline;
+// see DirectReader. It waits only while nothing is buffered, so a timeout
+// never splits a frame; a frame that has only partly arrived, and any read
+// error, are left to ReadMessage.
+func (c *StreamConn) ReadMessageBefore(deadline time.Time) ([]byte, error) {
+	if c.dl == nil || c.closed.Load() {
+		return nil, ErrNotDirect
+	}
+	for {
+		if n := c.r.Buffered(); n > 0 {
+			avail, _ := c.r.Peek(n)
+			i := bytes.IndexByte(avail, '\n')
+			if i < 0 {
+				return nil, ErrNotDirect
+			}
+			line := bytes.TrimSpace(avail[:i+1])
+			c.r.Discard(i + 1) // line stays valid until the next read
+			if len(line) > c.limit {
+				return nil, &FrameTooLargeError{Limit: c.limit}
+			}
+			if len(line) > 0 {
+				return line, nil
+			}
+			continue
+		}
+		c.dlMu.Lock()
+		if c.interrupted {
+			c.interrupted = false
+			c.dlMu.Unlock()
+			return nil, ErrReadTimeout
+		}
+		c.setDeadline(deadline)
+		c.dlMu.Unlock()
+		if _, err := c.r.Peek(1); err != nil {
+			if !errors.Is(err, os.ErrDeadlineExceeded) {
+				return nil, ErrNotDirect
+			}
+			c.dlMu.Lock()
+			c.interrupted = false
+			c.dlMu.Unlock()
+			return nil, ErrReadTimeout
+		}
+	}
+}
+
+// InterruptRead makes a ReadMessageBefore in progress (or the next one)
+// return ErrReadTimeout.
+func (c *StreamConn) InterruptRead() {
+	if c.dl == nil {
+		return
+	}
+	c.dlMu.Lock()
+	c.interrupted = true
+	c.setDeadline(time.Unix(1, 0))
+	c.dlMu.Unlock()
+}
+
+// setDeadline gives the reader deadline d unless it has it; dlMu is held.
+func (c *StreamConn) setDeadline(d time.Time) {
+	if !d.Equal(c.dlSet) {
+		_ = c.dl.SetReadDeadline(d)
+		c.dlSet = d
 	}
 }
 

@@ -543,3 +543,94 @@ func TestEmptyEnvDoesNotInherit(t *testing.T) {
 		t.Errorf("env = %v", env)
 	}
 }
+
+// ReadMessageBefore (mcp.DirectReader) waits only until its deadline or an
+// interrupt, consumes nothing when it gives up, skips noise, leaves a frame
+// longer than the buffer to ReadMessage, and leaves an exit to ReadMessage
+// too, which reports it.
+func TestReadMessageBefore(t *testing.T) {
+	c, _ := startFake(t, "echo", nil)
+	if !c.DirectReads() {
+		t.Fatal("pipes should support direct reads")
+	}
+	soon := func(d time.Duration) time.Time { return time.Now().Add(d) }
+	t0 := time.Now()
+	if _, err := c.ReadMessageBefore(soon(50 * time.Millisecond)); !errors.Is(err, mcp.ErrReadTimeout) {
+		t.Fatalf("nothing sent: %v, want mcp.ErrReadTimeout", err)
+	}
+	if d := time.Since(t0); d < 50*time.Millisecond {
+		t.Errorf("gave up after %v, before the deadline", d)
+	}
+	mustWrite(t, c, `{"id":1}`)
+	if b, err := c.ReadMessageBefore(soon(10 * time.Second)); err != nil || string(b) != `{"id":1}` {
+		t.Fatalf("got %q, %v", b, err)
+	}
+
+	// An interrupt ends a wait at once, and one sent before the wait ends
+	// the next wait; neither loses input.
+	errc := make(chan error, 1)
+	go func() { _, err := c.ReadMessageBefore(soon(time.Hour)); errc <- err }()
+	time.Sleep(20 * time.Millisecond)
+	c.InterruptRead()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, mcp.ErrReadTimeout) {
+			t.Fatalf("interrupted: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("InterruptRead did not end the wait")
+	}
+	c.InterruptRead()
+	if _, err := c.ReadMessageBefore(soon(time.Hour)); !errors.Is(err, mcp.ErrReadTimeout) {
+		t.Fatalf("interrupt before the wait: %v", err)
+	}
+	mustWrite(t, c, `{"id":2}`)
+	if b, err := c.ReadMessageBefore(soon(10 * time.Second)); err != nil || string(b) != `{"id":2}` {
+		t.Fatalf("after interrupts: %q, %v", b, err)
+	}
+
+	// A frame longer than the read buffer: not direct, and ReadMessage
+	// (without the old deadline) returns it whole.
+	big := `{"big":"` + strings.Repeat("z", 200<<10) + `"}`
+	mustWrite(t, c, big)
+	var err error
+	for {
+		var b []byte
+		b, err = c.ReadMessageBefore(soon(10 * time.Second))
+		if err == nil {
+			t.Fatalf("got %d bytes of a frame that cannot be buffered whole", len(b))
+		}
+		if errors.Is(err, mcp.ErrNotDirect) {
+			break
+		}
+	}
+	if got := mustRead(t, c); got != big {
+		t.Fatalf("large frame: %d bytes, want %d", len(got), len(big))
+	}
+	// The next ReadMessage has no deadline left from the direct reads.
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		c.WriteMessage(context.Background(), []byte(`{"id":3}`))
+	}()
+	if got := mustRead(t, c); got != `{"id":3}` {
+		t.Fatalf("got %q", got)
+	}
+}
+
+func TestReadMessageBeforeNoiseAndExit(t *testing.T) {
+	c, _ := startFake(t, "exitmid", nil)
+	mustWrite(t, c, "not json at all")
+	mustWrite(t, c, `{"id":1}`)
+	b, err := c.ReadMessageBefore(time.Now().Add(10 * time.Second))
+	for errors.Is(err, mcp.ErrReadTimeout) || (err == nil && b == nil) {
+		b, err = c.ReadMessageBefore(time.Now().Add(10 * time.Second))
+	}
+	if err != nil || string(b) != `{"id":1}` {
+		t.Fatalf("after a noise line: %q, %v", b, err)
+	}
+	waitExited(t, c, 10*time.Second)
+	if _, err := c.ReadMessageBefore(time.Now().Add(10 * time.Second)); !errors.Is(err, mcp.ErrNotDirect) {
+		t.Fatalf("after exit: %v, want mcp.ErrNotDirect", err)
+	}
+	readExitError(t, c)
+}

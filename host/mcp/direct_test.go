@@ -1,0 +1,250 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// osPipePair is a client and server conn over real pipes, where both
+// sides can read directly (DirectReader).
+func osPipePair(t *testing.T) (client, server *StreamConn) {
+	t.Helper()
+	cr, sw, err := os.Pipe() // server to client
+	if err != nil {
+		t.Fatal(err)
+	}
+	sr, cw, err := os.Pipe() // client to server
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cw.Close(); sw.Close() })
+	client, server = NewStreamConn(cr, cw, 0), NewStreamConn(sr, sw, 0)
+	if !client.DirectReads() || !server.DirectReads() {
+		t.Fatal("pipes should support direct reads")
+	}
+	return client, server
+}
+
+// connectDirect connects a client to s over real pipes.
+func connectDirect(t *testing.T, s *Server, opts ClientOptions) *Client {
+	t.Helper()
+	a, b := osPipePair(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Serve(ctx, b); close(done) }()
+	c, err := Connect(context.Background(), a, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(); cancel(); b.Close(); <-done })
+	return c
+}
+
+func TestDirectReadSequential(t *testing.T) {
+	c := connectDirect(t, testServer(0), ClientOptions{})
+	ctx := context.Background()
+	for i := range 200 {
+		msg := fmt.Sprint("m", i)
+		res, err := c.CallTool(ctx, "echo", map[string]string{"message": msg}, nil)
+		if err != nil || res.Content[0].Text != msg {
+			t.Fatalf("call %d: %v %+v", i, err, res)
+		}
+	}
+	// Sequential callers read their own replies: almost every frame came
+	// that way (the idle timer may hand a few to the background reader).
+	if n := c.peer.directFrames.Load(); n < 100 {
+		t.Errorf("only %d of ~200 replies were read by their callers", n)
+	}
+}
+
+func TestDirectReadConcurrent(t *testing.T) {
+	c := connectDirect(t, testServer(0), ClientOptions{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 32)
+	for w := range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				msg := fmt.Sprint(w, "/", i)
+				res, err := c.CallTool(context.Background(), "echo", map[string]string{"message": msg}, nil)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if res.Content[0].Text != msg {
+					errs <- fmt.Errorf("reply %q for %q", res.Content[0].Text, msg)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+// A caller reading its own reply still honours its context and timeout,
+// and the session stays usable afterwards.
+func TestDirectReadCancelAndTimeout(t *testing.T) {
+	c := connectDirect(t, testServer(0), ClientOptions{Timeout: 100 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	t0 := time.Now()
+	if _, err := c.CallTool(ctx, "slow", nil, nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled call: %v", err)
+	}
+	if d := time.Since(t0); d > 5*time.Second {
+		t.Fatalf("cancel took %v", d)
+	}
+	var te *TimeoutError
+	if _, err := c.CallTool(context.Background(), "slow", nil, nil); !errors.As(err, &te) {
+		t.Fatalf("want a TimeoutError, got %v", err)
+	}
+	dctx, dcancel := context.WithTimeout(context.Background(), 60*time.Millisecond)
+	defer dcancel()
+	if _, err := c.CallTool(dctx, "slow", nil, &CallOptions{}); !errors.Is(err, context.DeadlineExceeded) && !errors.As(err, &te) {
+		t.Fatalf("ctx deadline: %v", err)
+	}
+	res, err := c.CallTool(context.Background(), "echo", map[string]string{"message": "after"}, nil)
+	if err != nil || res.Content[0].Text != "after" {
+		t.Fatalf("session unusable after timeouts: %v %+v", err, res)
+	}
+}
+
+// Progress for a call restarts its timeout while the caller reads.
+func TestDirectReadProgress(t *testing.T) {
+	c := connectDirect(t, testServer(0), ClientOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	n := 0
+	_, err := c.CallTool(ctx, "slow", nil, &CallOptions{OnProgress: func(p Progress) {
+		if n++; n == 3 {
+			cancel()
+		}
+	}})
+	if !errors.Is(err, context.Canceled) || n != 3 {
+		t.Fatalf("err %v after %d progress notifications", err, n)
+	}
+}
+
+// A reply longer than the read buffer has only partly arrived when the
+// caller looks: the background reader finishes it.
+func TestDirectReadLargeReply(t *testing.T) {
+	c := connectDirect(t, testServer(0), ClientOptions{})
+	big := strings.Repeat("x", 300<<10)
+	for range 3 {
+		res, err := c.CallTool(context.Background(), "echo", map[string]string{"message": big}, nil)
+		if err != nil || res.Content[0].Text != big {
+			t.Fatalf("large reply: %v", err)
+		}
+	}
+}
+
+// Requests from the server during a call reach the client's handlers
+// while the caller itself is reading.
+func TestDirectReadServerRequests(t *testing.T) {
+	c := connectDirect(t, testServer(0), ClientOptions{
+		Roots: func(ctx context.Context) ([]Root, error) { return []Root{{URI: "file:///r"}}, nil },
+		Sampling: func(ctx context.Context, p *CreateMessageParams) (*CreateMessageResult, error) {
+			return &CreateMessageResult{Role: "assistant", Content: []byte(`{"type":"text","text":"a"}`), Model: "m"}, nil
+		},
+	})
+	for tool, want := range map[string]string{"roots": "file:///r", "sample": `{"type":"text","text":"a"}`} {
+		for range 20 {
+			res, err := c.CallTool(context.Background(), tool, nil, nil)
+			if err != nil || res.Content[0].Text != want {
+				t.Fatalf("%s: %v %+v", tool, err, res)
+			}
+		}
+	}
+}
+
+// A request served on the goroutine that read it does not hold up the
+// next one for long: a slow handler is overtaken, so a second request is
+// answered while the first still runs.
+func TestSlowHandlerDoesNotBlockReading(t *testing.T) {
+	c := connectDirect(t, testServer(0), ClientOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	slow := make(chan error, 1)
+	go func() { _, err := c.CallTool(ctx, "slow", nil, nil); slow <- err }()
+	for range 20 {
+		if _, err := c.CallTool(context.Background(), "echo", map[string]string{"message": "x"}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case err := <-slow:
+		t.Fatalf("slow call ended early: %v", err)
+	default:
+	}
+	cancel()
+	if err := <-slow; !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+}
+
+// Nothing the server sends between calls waits for the next call: the
+// idle timer gives the free reading role to a background reader.
+func TestNotificationBetweenCalls(t *testing.T) {
+	s := testServer(0)
+	got := make(chan struct{}, 1)
+	c := connectDirect(t, s, ClientOptions{OnListChanged: func(string) {
+		select {
+		case got <- struct{}{}:
+		default:
+		}
+	}})
+	if _, err := c.CallTool(context.Background(), "echo", map[string]string{"message": "x"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	s.AddTool(Tool{Name: "late"}, func(ctx context.Context, r *CallToolRequest) (*CallToolResult, error) { return &CallToolResult{}, nil })
+	select {
+	case <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("tools/list_changed between calls was never read")
+	}
+}
+
+// A server that goes away while nobody is reading is noticed without a
+// call, and a caller reading directly when it goes sees the error.
+func TestDirectReadPeerGone(t *testing.T) {
+	a, b := osPipePair(t)
+	s := testServer(0)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Serve(ctx, b); close(done) }()
+	c, err := Connect(context.Background(), a, ClientOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	errc := make(chan error, 1)
+	go func() { _, err := c.CallTool(context.Background(), "slow", nil, nil); errc <- err }()
+	time.Sleep(20 * time.Millisecond)
+	cancel()
+	b.Close()
+	<-done
+	b.w.(*os.File).Close() // the server's end of the pipe: the client reads EOF
+	select {
+	case err := <-errc:
+		if err == nil {
+			t.Fatal("call succeeded after the server went away")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("call did not fail when the server went away")
+	}
+	select {
+	case <-c.peer.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("session not marked done")
+	}
+}
