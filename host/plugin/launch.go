@@ -61,13 +61,15 @@ func newProcRunner(name, path string, verified <-chan error, env []string, plugi
 
 func (r *procRunner) Start(ctx context.Context) error {
 	if r.verified != nil {
+		var err error
 		select {
-		case err := <-r.verified:
-			if err != nil {
-				return err
-			}
+		case err = <-r.verified:
 		case <-ctx.Done():
-			return fmt.Errorf("timeout while waiting for plugin to start: its checksum was still being verified (%w)", ctx.Err())
+			err = fmt.Errorf("timeout while waiting for plugin to start: its checksum was still being verified (%w)", ctx.Err())
+		}
+		if err != nil {
+			close(r.exited) // it never ran: nothing to wait for
+			return err
 		}
 	}
 	if err := r.cmd.Start(); err != nil {
