@@ -202,7 +202,7 @@ func (c *Client) CallTool(ctx context.Context, name string, args any, o *CallOpt
 	case json.RawMessage:
 		params.Arguments = a
 	default:
-		b, err := json.Marshal(args)
+		b, err := marshalArgs(args)
 		if err != nil {
 			return nil, fmt.Errorf("tools/call %s: encoding arguments: %w", name, err)
 		}

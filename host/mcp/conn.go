@@ -37,6 +37,14 @@ type FrameWriter interface {
 	WriteFrames(ctx context.Context, frames []byte) error
 }
 
+// FrameBufferer is implemented by Conns that can tell whether a whole frame
+// is already buffered, so that ReadMessage returns without waiting. The
+// Peer then holds back the responses to requests that arrived together
+// and sends them in one write. Only the reading goroutine calls it.
+type FrameBufferer interface {
+	FrameBuffered() bool
+}
+
 // DirectReader is implemented by Conns whose reads can be bounded in time
 // (stdio pipes). A caller waiting for its own reply then reads it itself
 // instead of a reader goroutine reading it and waking the caller: on a

@@ -1,12 +1,16 @@
 package mcp
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -246,5 +250,72 @@ func TestDirectReadPeerGone(t *testing.T) {
 	case <-c.peer.Done():
 	case <-time.After(10 * time.Second):
 		t.Fatal("session not marked done")
+	}
+}
+
+// countingWriter counts Write calls.
+type countingWriter struct {
+	w io.Writer
+	n atomic.Int64
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) { c.n.Add(1); return c.w.Write(b) }
+
+// rawPeer serves h over real pipes and returns the client's ends and the
+// server's write counter.
+func rawPeer(t *testing.T, h Handler) (in *bufio.Reader, out *os.File, writes *countingWriter) {
+	t.Helper()
+	cr, sw, _ := os.Pipe()
+	sr, cw, _ := os.Pipe()
+	writes = &countingWriter{w: sw}
+	p := NewPeer(NewStreamConn(sr, writes, 0), PeerOptions{Handler: h})
+	p.Start()
+	t.Cleanup(func() { p.Close(); cw.Close(); sw.Close(); cr.Close() })
+	return bufio.NewReader(cr), cw, writes
+}
+
+// Requests that arrive together are answered in one write; a slow one
+// among them does not hold back the others' responses.
+func TestResponsesCorked(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	in, out, writes := rawPeer(t, handlerFunc(func(ctx context.Context, method string, params json.RawMessage) (any, error) {
+		if method == "slow" {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+		return map[string]string{"m": method}, nil
+	}))
+	var batch strings.Builder
+	for i := range 10 {
+		fmt.Fprintf(&batch, `{"jsonrpc":"2.0","id":%d,"method":"fast"}`+"\n", i)
+	}
+	if _, err := io.WriteString(out, batch.String()); err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		if _, err := in.ReadString('\n'); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := writes.n.Load(); n > 3 {
+		t.Errorf("10 requests that arrived together took %d writes to answer", n)
+	}
+
+	io.WriteString(out, `{"jsonrpc":"2.0","id":"a","method":"fast"}`+"\n"+`{"jsonrpc":"2.0","id":"s","method":"slow"}`+"\n"+`{"jsonrpc":"2.0","id":"b","method":"fast"}`+"\n")
+	got := map[string]bool{}
+	for range 2 {
+		line, err := in.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r struct{ ID string }
+		json.Unmarshal([]byte(line), &r)
+		got[r.ID] = true
+	}
+	if !got["a"] || !got["b"] {
+		t.Fatalf("answered %v while the slow request ran, want a and b", got)
 	}
 }

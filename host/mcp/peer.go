@@ -153,6 +153,8 @@ type Peer struct {
 	flushed  uint64 // batches below this id are written
 	werr     error  // the first write error
 	failedAt uint64 // the batch it happened in
+	corked   bool   // pend holds responses held back for one write (flushCorked)
+	fb       FrameBufferer
 
 	hmu     sync.Mutex
 	serving sync.WaitGroup // incoming requests accepted and not yet answered
@@ -182,6 +184,7 @@ type inbound struct {
 	id     json.RawMessage
 	method string
 	params json.RawMessage
+	cork   bool // more requests are buffered: hold the response back (see readLoop)
 }
 
 var callPool = sync.Pool{New: func() any { return &call{ch: make(chan reply, 1)} }}
@@ -217,6 +220,9 @@ func NewPeer(conn Conn, opts PeerOptions) *Peer {
 		done:     make(chan struct{}),
 	}
 	p.fw, _ = conn.(FrameWriter)
+	if p.fw != nil {
+		p.fb, _ = conn.(FrameBufferer)
+	}
 	_, stream := conn.(*StreamConn)
 	p.boundWrites = !stream
 	if d, ok := conn.(DirectReader); ok && d.DirectReads() {
@@ -665,8 +671,9 @@ func (p *Peer) keepBuf(b []byte) {
 	}
 }
 
-// respond writes a response to an incoming request.
-func (p *Peer) respond(id json.RawMessage, result any, rerr *RPCError) {
+// respond writes a response to an incoming request. With cork, the
+// response is queued for the next write instead (flushCorked).
+func (p *Peer) respond(id json.RawMessage, result any, rerr *RPCError, cork bool) {
 	var body []byte
 	app, direct := result.(appender)
 	if rerr == nil && direct {
@@ -712,6 +719,13 @@ func (p *Peer) respond(id json.RawMessage, result any, rerr *RPCError) {
 		}
 	}
 	b = append(b, '}')
+	if cork {
+		p.keepBuf(b)
+		p.pend = append(append(p.pend, b...), '\n')
+		p.pendN++
+		p.corked = true
+		return
+	}
 	ctx := p.baseCtx
 	if p.boundWrites {
 		var cancel context.CancelFunc
@@ -741,6 +755,38 @@ func (p *Peer) flush(ctx context.Context, b []byte) error {
 		}
 		return p.batchErr(mine)
 	}
+	p.writePending(ctx, mine)
+	return p.batchErr(mine)
+}
+
+// flushCorked writes the responses respond held back, unless a writer is
+// at work, which takes them with its next write.
+func (p *Peer) flushCorked() {
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	if !p.corked {
+		return
+	}
+	p.corked = false
+	if p.writing || len(p.pend) == 0 {
+		return
+	}
+	ctx := p.baseCtx
+	if p.boundWrites {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, p.opts.Timeout)
+		defer cancel()
+	}
+	mine := p.batch
+	p.writePending(ctx, mine)
+	if err := p.batchErr(mine); err != nil {
+		p.log.Debug("could not send responses", "error", err)
+	}
+}
+
+// writePending makes this goroutine the writer until pend is empty; wmu
+// is held (and released while writing). mine is the caller's batch.
+func (p *Peer) writePending(ctx context.Context, mine uint64) {
 	p.writing = true
 	for len(p.pend) > 0 {
 		buf, n, id := p.pend, p.pendN, p.batch
@@ -766,7 +812,6 @@ func (p *Peer) flush(ctx context.Context, b []byte) error {
 		p.wcond.Broadcast()
 	}
 	p.writing = false
-	return p.batchErr(mine)
 }
 
 // batchErr is the write error of batch id, if it or an earlier one failed.
@@ -822,6 +867,7 @@ func parseEnvelope(frame []byte, e *envelope) error {
 
 // Delays of the reading role, see readLoop and readOwn.
 const (
+	corkMax = 8
 	// serveDelay: how long a request served on the goroutine that read it
 	// may run before a new goroutine takes over reading.
 	serveDelay = 200 * time.Microsecond
@@ -837,13 +883,26 @@ const (
 // machine that wake-up costs more than the whole JSON-RPC round trip), and
 // takes the role back when done. A slow handler is overtaken after
 // serveDelay by a reader the idle timer starts, so requests still run
-// concurrently. Over a DirectReader the loop also frees the role once no
-// reply is awaited, so the next caller reads its own.
+// concurrently. Requests that arrive together are answered with one write
+// (FrameBufferer): a response waits while more requests are buffered, at
+// most serveDelay, since every new reader first writes what is held back.
+// Over a DirectReader the loop also frees the role once no reply is
+// awaited, so the next caller reads its own.
 func (p *Peer) readLoop() {
+	// Responses held back by a goroutine that is still serving (or was
+	// overtaken) go out now: no response waits longer than serveDelay.
+	p.flushCorked()
 	var e envelope
+	held := false // responses of this loop wait in pend for one write
+	heldN := 0
 	for {
+		if held && !p.fb.FrameBuffered() {
+			p.flushCorked() // before waiting for input
+			held, heldN = false, 0
+		}
 		frame, err := p.conn.ReadMessage()
 		if err != nil {
+			p.flushCorked()
 			if errors.Is(err, io.EOF) {
 				// A clean close of the input (a client that sent its last
 				// requests and closed stdin) still gets its answers.
@@ -854,19 +913,36 @@ func (p *Peer) readLoop() {
 		}
 		in, err := p.handleFrame(frame, &e)
 		if err != nil {
+			p.flushCorked()
 			p.fail(err)
 			return
 		}
 		if in != nil {
+			// Requests that arrive together are answered together: while
+			// more are buffered, their responses wait for one write.
+			in.cork = p.fb != nil && heldN < corkMax && p.fb.FrameBuffered()
+			if in.cork {
+				held = true
+				heldN++
+			} else {
+				heldN = 0
+			}
 			p.release(serveDelay)
 			p.worker(in)
 			if !p.acquire(nil) {
+				p.flushCorked()
 				return
 			}
 			continue
 		}
-		if p.direct != nil && e.method == nil && p.releaseIfIdle() {
-			return
+		if p.direct != nil && e.method == nil {
+			if held {
+				p.flushCorked()
+				held, heldN = false, 0
+			}
+			if p.releaseIfIdle() {
+				return
+			}
 		}
 	}
 }
@@ -1023,7 +1099,7 @@ func idKey(raw json.RawMessage) string {
 // now; otherwise it is queued, or refused when the queue is full.
 func (p *Peer) onRequest(id json.RawMessage, method string, params json.RawMessage) *inbound {
 	if method == MethodPing {
-		go p.respond(id, json.RawMessage("{}"), nil)
+		go p.respond(id, json.RawMessage("{}"), nil, false)
 		return nil
 	}
 	in := &inbound{id: id, method: method, params: params}
@@ -1038,7 +1114,7 @@ func (p *Peer) onRequest(id json.RawMessage, method string, params json.RawMessa
 		p.queue = append(p.queue, in)
 		p.serving.Add(1)
 	default:
-		go p.respond(id, nil, &RPCError{Code: CodeBusy, Message: "too many requests in flight; retry later"})
+		go p.respond(id, nil, &RPCError{Code: CodeBusy, Message: "too many requests in flight; retry later"}, false)
 	}
 	return nil
 }
@@ -1100,10 +1176,10 @@ func (p *Peer) serve(in *inbound) {
 		if !errors.As(err, &rerr) {
 			rerr = &RPCError{Code: CodeInternalError, Message: err.Error()}
 		}
-		p.respond(in.id, nil, rerr)
+		p.respond(in.id, nil, rerr, in.cork)
 		return
 	}
-	p.respond(in.id, result, nil)
+	p.respond(in.id, result, nil, in.cork)
 }
 
 // drain waits, at most one request timeout, for accepted incoming requests

@@ -91,6 +91,17 @@ func (c *StreamConn) ReadMessage() ([]byte, error) {
 	}
 }
 
+// FrameBuffered reports whether a whole line is buffered; see
+// FrameBufferer.
+func (c *StreamConn) FrameBuffered() bool {
+	n := c.r.Buffered()
+	if n == 0 {
+		return false
+	}
+	b, _ := c.r.Peek(n)
+	return bytes.IndexByte(b, '\n') >= 0
+}
+
 // DirectReads reports whether the reader has deadlines; see DirectReader.
 func (c *StreamConn) DirectReads() bool { return c.dl != nil }
 

@@ -100,8 +100,9 @@ type Conn struct {
 }
 
 var (
-	_ mcp.Conn         = (*Conn)(nil)
-	_ mcp.DirectReader = (*Conn)(nil)
+	_ mcp.Conn          = (*Conn)(nil)
+	_ mcp.DirectReader  = (*Conn)(nil)
+	_ mcp.FrameBufferer = (*Conn)(nil)
 )
 
 // Start launches the server. ctx bounds only the start itself; the process
@@ -274,6 +275,11 @@ func (c *Conn) ReadMessage() ([]byte, error) {
 	}
 	return nil, c.readFailed(err)
 }
+
+// FrameBuffered reports whether the next line is buffered whole and
+// starts a frame, so ReadMessage returns without waiting; see
+// mcp.FrameBufferer.
+func (c *Conn) FrameBuffered() bool { return c.frames.frameBuffered() }
 
 // DirectReads reports whether stdout supports deadlines; see
 // mcp.DirectReader.

@@ -91,6 +91,17 @@ func (f *frameReader) buffered() int {
 	return lineBuffered
 }
 
+// frameBuffered reports whether the next line is buffered whole and is a
+// frame (not noise, which next would skip and then wait).
+func (f *frameReader) frameBuffered() bool {
+	if f.buffered() != lineBuffered {
+		return false
+	}
+	b, _ := f.r.Peek(f.r.Buffered())
+	b = trimLeftSpace(b)
+	return len(b) > 0 && isFrameStart(b[0])
+}
+
 // wait blocks until some input is buffered, consuming nothing, and returns
 // the read error otherwise (a deadline, EOF).
 func (f *frameReader) wait() error {
