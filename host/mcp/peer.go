@@ -867,7 +867,9 @@ func parseEnvelope(frame []byte, e *envelope) error {
 
 // Delays of the reading role, see readLoop and readOwn.
 const (
-	corkMax = 8
+	// corkMax bounds the responses held back for one write: larger batches
+	// save system calls but leave the other side idle until they arrive.
+	corkMax = 4
 	// serveDelay: how long a request served on the goroutine that read it
 	// may run before a new goroutine takes over reading.
 	serveDelay = 200 * time.Microsecond
