@@ -119,6 +119,25 @@ func fieldHost(_ *View, id Field) (string, int32) {
 	}
 }
 
+// rawHint is the length each JSON field had last time: a first guess at
+// the buffer to fetch it into.
+var rawHint [numFields]int32
+
+func rawFieldHost(_ *View, id Field) ([]byte, bool) {
+	b := make([]byte, max(rawHint[id], 64))
+	for {
+		n := hostField(int32(id), unsafe.Pointer(unsafe.SliceData(b)), int32(len(b)))
+		if n < 0 {
+			return nil, false
+		}
+		rawHint[id] = n
+		if int(n) <= len(b) {
+			return b[:n:n], true
+		}
+		b = make([]byte, n)
+	}
+}
+
 func contentTextHost(_ *View, i int) (string, int32) {
 	for {
 		n := hostContentText(int32(i), unsafe.Pointer(unsafe.SliceData(scratch)), int32(len(scratch)))

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -192,6 +193,34 @@ func TestScan(t *testing.T) {
 		}
 		if got := Scan([]byte(s), 0, set); got != want {
 			t.Errorf("%q bytes: %d, want %d", s, got, want)
+		}
+	}
+	// Every start and length around the 32-byte windows, against a
+	// byte-at-a-time loop, with set entries other than 1.
+	var odd ByteSet
+	odd['x'], odd['y'] = 1, 0x80
+	r := rand.New(rand.NewPCG(1, 2))
+	for n := 0; n < 100; n++ {
+		b := make([]byte, n)
+		for range 50 {
+			for k := range b {
+				b[k] = "abcdxy"[r.IntN(6)]
+				if r.IntN(4) != 0 {
+					b[k] = 'a'
+				}
+			}
+			for i := 0; i <= n; i++ {
+				want := n
+				for k := i; k < n; k++ {
+					if odd[b[k]] != 0 {
+						want = k
+						break
+					}
+				}
+				if got := Scan(b, i, &odd); got != want {
+					t.Fatalf("Scan(%q, %d) = %d, want %d", b, i, got, want)
+				}
+			}
 		}
 	}
 }

@@ -65,6 +65,14 @@ func fieldHost(v *View, id Field) (string, int32) {
 	return FieldOf(e, id, session)
 }
 
+func rawFieldHost(v *View, id Field) ([]byte, bool) {
+	s, n := fieldHost(v, id)
+	if n < 0 {
+		return nil, false
+	}
+	return []byte(s), true
+}
+
 func contentTextHost(v *View, i int) (string, int32) {
 	if !v.textsDone {
 		v.textsDone = true

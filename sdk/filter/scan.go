@@ -1,6 +1,8 @@
 package filter
 
-// ByteSet is a set of bytes for Scan.
+import "math/bits"
+
+// ByteSet is a set of bytes for Scan: c is in the set when s[c] != 0.
 type ByteSet [256]uint8
 
 // NewByteSet makes the set of the bytes of chars.
@@ -21,31 +23,44 @@ func (s *ByteSet) Add(lo, hi byte) *ByteSet {
 }
 
 // Scan returns the index of the first byte at or after i that is in set,
-// or len(s). It looks at 32 bytes per iteration: with time limits
-// enforced, the host checks for a timeout at every loop iteration of a
-// WASM guest, which makes byte-at-a-time loops several times slower than
-// they would otherwise be. Use it for the long runs of a text a filter
-// skips over.
+// or len(s). Use it for the long runs of a text a filter skips over.
+//
+// It is written for WebAssembly run with a time limit. There, every jump
+// a Go function takes (a loop's next iteration, a branch that is taken,
+// a call) costs about as much as forty bytes of straight-line work: Go
+// compiles each jump to a WebAssembly loop, and the host checks for a
+// timeout at every one. So Scan looks at 32 bytes per jump: it makes a
+// bit mask of the bytes in the set and finds the first with a
+// trailing-zero count, with no branch per byte; the last, partial window
+// is read overlapping the one before it.
 func Scan[T ~string | ~[]byte](s T, i int, set *ByteSet) int {
-	for ; i+32 <= len(s); i += 32 {
-		w := s[i : i+32]
-		if set[w[0]]|set[w[1]]|set[w[2]]|set[w[3]]|set[w[4]]|set[w[5]]|set[w[6]]|set[w[7]]|
-			set[w[8]]|set[w[9]]|set[w[10]]|set[w[11]]|set[w[12]]|set[w[13]]|set[w[14]]|set[w[15]]|
-			set[w[16]]|set[w[17]]|set[w[18]]|set[w[19]]|set[w[20]]|set[w[21]]|set[w[22]]|set[w[23]]|
-			set[w[24]]|set[w[25]]|set[w[26]]|set[w[27]]|set[w[28]]|set[w[29]]|set[w[30]]|set[w[31]] != 0 {
-			break
+	n := len(s)
+	if i < 0 {
+		i = 0
+	}
+	if n-i >= 32 {
+		for {
+			base := min(i, n-32) // the last window ends at n
+			w := s[base : base+32]
+			m := bit(set[w[0]]) | bit(set[w[1]])<<1 | bit(set[w[2]])<<2 | bit(set[w[3]])<<3 | bit(set[w[4]])<<4 | bit(set[w[5]])<<5 | bit(set[w[6]])<<6 | bit(set[w[7]])<<7 |
+				bit(set[w[8]])<<8 | bit(set[w[9]])<<9 | bit(set[w[10]])<<10 | bit(set[w[11]])<<11 | bit(set[w[12]])<<12 | bit(set[w[13]])<<13 | bit(set[w[14]])<<14 | bit(set[w[15]])<<15 |
+				bit(set[w[16]])<<16 | bit(set[w[17]])<<17 | bit(set[w[18]])<<18 | bit(set[w[19]])<<19 | bit(set[w[20]])<<20 | bit(set[w[21]])<<21 | bit(set[w[22]])<<22 | bit(set[w[23]])<<23 |
+				bit(set[w[24]])<<24 | bit(set[w[25]])<<25 | bit(set[w[26]])<<26 | bit(set[w[27]])<<27 | bit(set[w[28]])<<28 | bit(set[w[29]])<<29 | bit(set[w[30]])<<30 | bit(set[w[31]])<<31
+			if m >>= uint(i - base); m != 0 {
+				return i + bits.TrailingZeros32(m)
+			}
+			if i = base + 32; i >= n {
+				return n
+			}
 		}
 	}
-	for ; i+8 <= len(s); i += 8 {
-		w := s[i : i+8]
-		if set[w[0]]|set[w[1]]|set[w[2]]|set[w[3]]|set[w[4]]|set[w[5]]|set[w[6]]|set[w[7]] != 0 {
-			break
-		}
-	}
-	for ; i < len(s); i++ {
+	for ; i < n; i++ {
 		if set[s[i]] != 0 {
 			return i
 		}
 	}
-	return len(s)
+	return n
 }
+
+// bit is 1 when a set's entry is non-zero, without a branch.
+func bit(v uint8) uint32 { return (uint32(v) + 0xff) >> 8 }

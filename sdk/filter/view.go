@@ -29,6 +29,7 @@ const numFields = int(FieldResult) + 1
 
 type fieldCache struct {
 	s    string
+	b    []byte // Params and Result, fetched as bytes
 	ok   bool
 	have bool
 }
@@ -73,6 +74,10 @@ func (v *View) Field(id Field) (string, bool) {
 }
 
 func (v *View) field(id Field) (string, bool) {
+	if id == FieldParams || id == FieldResult {
+		b := v.rawField(id)
+		return string(b), b != nil
+	}
 	s, n := fieldHost(v, id)
 	return s, n >= 0
 }
@@ -116,18 +121,25 @@ func (v *View) Annotations() *event.Annotations {
 }
 
 // Params is the request's params as JSON, or nil. Like every field it
-// comes from the host without parsing the event.
+// comes from the host without parsing the event. The bytes are the
+// filter's to keep; every call of Params during one event returns the
+// same slice.
 func (v *View) Params() []byte { return v.rawField(FieldParams) }
 
 // Result is the response's result as JSON, or nil: what a sanitizer
-// rewrites, fetched without parsing the event.
+// rewrites, fetched without parsing the event. The bytes are the filter's
+// to keep; every call of Result during one event returns the same slice.
 func (v *View) Result() []byte { return v.rawField(FieldResult) }
 
+// rawField fetches a JSON field straight into a slice of its own: one
+// allocation and one copy, however long the field is.
 func (v *View) rawField(id Field) []byte {
-	if s, ok := v.Field(id); ok {
-		return []byte(s)
+	c := &v.fields[id]
+	if !c.have {
+		c.b, c.ok = rawFieldHost(v, id)
+		c.have = true
 	}
-	return nil
+	return c.b
 }
 
 // HasTool reports whether the event is about a tool.
