@@ -3,7 +3,7 @@ package main
 import (
 	"fmt"
 	"slices"
-	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/nexus-mcp/nexus/sdk/event"
@@ -33,7 +33,7 @@ func configure(c Config) error {
 	}
 	r := newRedactor()
 	for _, k := range c.Disable {
-		r.off[k] = true
+		r.off[slices.Index(Kinds, k)] = true
 	}
 	for _, k := range c.Keys {
 		r.addKey(k)
@@ -54,19 +54,19 @@ func sanitize(v *filter.View) event.Decision {
 	if len(result) == 0 {
 		return filter.Allow()
 	}
-	counts := map[string]int{}
+	var n counts
 	out, changed, err := filter.EditStrings(result, func(p filter.Path, s string) (string, bool) {
 		structured := len(p) > 0 && p[0].Key == "structuredContent"
-		if structured && len(p) > 1 && p.Last() != "" && red.secretKey(p.Last()) && !red.off["secret"] {
+		if structured && len(p) > 1 && p.Last() != "" && red.secretKey(p.Last()) && !red.off[kindSecret] {
 			if _, _, ok := red.realValue(s); ok {
-				counts["secret"]++
-				return "[REDACTED:secret]", true // {"password": "..."}
+				n[kindSecret]++
+				return redacted[kindSecret], true // {"password": "..."}
 			}
 		}
 		if p.Last() != "text" && !structured {
 			return s, false
 		}
-		return red.redact(s, counts)
+		return red.redact(s, &n)
 	})
 	if err != nil {
 		return filter.Fail(fmt.Errorf("reading the result: %w", err))
@@ -74,23 +74,40 @@ func sanitize(v *filter.View) event.Decision {
 	if !changed {
 		return filter.Allow()
 	}
-	return filter.ModifyResult(out, reason(counts))
+	return filter.ModifyResult(out, reason(&n))
 }
 
-func reason(counts map[string]int) string {
-	kinds := make([]string, 0, len(counts))
-	n := 0
-	for k, c := range counts {
-		kinds = append(kinds, k)
-		n += c
+// reason says what was redacted: "redacted 3 secrets (jwt, secret)", the
+// kinds in alphabetical order. (No fmt or sort: both are slow in WASM.)
+func reason(n *counts) string {
+	total := 0
+	var kinds []byte
+	for _, k := range byName {
+		if n[k] == 0 {
+			continue
+		}
+		if total > 0 {
+			kinds = append(kinds, ", "...)
+		}
+		kinds = append(kinds, Kinds[k]...)
+		total += n[k]
 	}
-	sort.Strings(kinds)
-	noun := "secrets"
-	if n == 1 {
-		noun = "secret"
+	noun := " secrets ("
+	if total == 1 {
+		noun = " secret ("
 	}
-	return fmt.Sprintf("redacted %d %s (%s)", n, noun, strings.Join(kinds, ", "))
+	return "redacted " + strconv.Itoa(total) + noun + string(kinds) + ")"
 }
+
+// byName lists the kinds in alphabetical order of their names.
+var byName = func() []kind {
+	ks := make([]kind, numKinds)
+	for k := range ks {
+		ks[k] = kind(k)
+	}
+	slices.SortFunc(ks, func(a, b kind) int { return strings.Compare(Kinds[a], Kinds[b]) })
+	return ks
+}()
 
 func init() {
 	filter.Config(configure)

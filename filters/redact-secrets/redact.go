@@ -1,22 +1,61 @@
 package main
 
 import (
+	"math/bits"
 	"strings"
 
 	"github.com/nexus-mcp/nexus/sdk/filter"
 )
 
-// Kinds of secret, as they appear in [REDACTED:<kind>].
+// Kinds of secret, as they appear in [REDACTED:<kind>], in the order of
+// the kind constants.
 var Kinds = []string{"aws_access_key", "github_token", "slack_token", "slack_webhook", "private_key", "jwt", "secret"}
+
+// kind indexes Kinds; none is no secret.
+type kind uint8
+
+const (
+	kindAWS kind = iota
+	kindGitHub
+	kindSlack
+	kindWebhook
+	kindPrivateKey
+	kindJWT
+	kindSecret
+	numKinds
+	none kind = 0xff
+)
+
+// redacted is what replaces a secret of each kind.
+var redacted = func() (r [numKinds]string) {
+	for k, name := range Kinds {
+		r[k] = "[REDACTED:" + name + "]"
+	}
+	return r
+}()
+
+// counts counts the secrets redacted in one result, by kind.
+type counts [numKinds]int
 
 // redactor finds secrets in one pass over a string: at each byte, only the
 // detectors whose first byte matches look further, so clean text costs
 // little more than reading it. It uses no regular expressions, which are
 // slow when compiled to WASM.
+//
+// In WASM with a time limit, each jump the code takes costs about as much
+// as forty bytes of straight-line work (see filter.Scan), so the hot
+// paths trade branches for table lookups: the scan finds the next
+// candidate in 32 byte pairs per jump, and a candidate key is looked up
+// by its last three bytes before it is read.
 type redactor struct {
-	off       map[string]bool
+	off       [numKinds]bool
 	keys      []string // normalized key suffixes of key=value secrets
 	lastBytes filter.ByteSet
+	// tails marks the last three bytes of every key (see trigram); when a
+	// key is shorter than three bytes, anyTail is set and the table is not
+	// used.
+	tails   [1 << 15]bool
+	anyTail bool
 	// pairs marks where a secret may be: the first two bytes of a token,
 	// or the last byte of a key and the = or : after it.
 	pairs [1 << 16]uint8
@@ -29,7 +68,7 @@ var secretKeys = []string{
 }
 
 func newRedactor() *redactor {
-	r := &redactor{off: map[string]bool{}}
+	r := &redactor{}
 	for _, k := range secretKeys {
 		r.addKey(k)
 	}
@@ -50,6 +89,11 @@ func newRedactor() *redactor {
 func (r *redactor) addKey(k string) {
 	k = normKey(k)
 	r.keys = append(r.keys, k)
+	if len(k) < 3 {
+		r.anyTail = true
+	} else {
+		r.tails[trigram(k[len(k)-3], k[len(k)-2], k[len(k)-1])] = true
+	}
 	c := k[len(k)-1]
 	ends := []byte{c}
 	if c >= 'a' && c <= 'z' {
@@ -66,57 +110,51 @@ func (r *redactor) addKey(k string) {
 }
 
 // redact returns s with every secret replaced, counting them by kind.
-func (r *redactor) redact(s string, counts map[string]int) (string, bool) {
+func (r *redactor) redact(s string, n *counts) (string, bool) {
 	var b strings.Builder
 	last := 0 // s[:last] is written to b (once b is in use)
-	changed := false
-	emit := func(start, end int, kind string) {
-		if !changed {
-			b.Grow(len(s))
-			changed = true
-		}
-		b.WriteString(s[last:start])
-		b.WriteString("[REDACTED:" + kind + "]")
-		last = end
-		counts[kind]++
-	}
 	for j := 0; j+1 < len(s); {
 		if j = r.scan(s, j); j+1 >= len(s) {
 			break
 		}
 		// A secret may start at j, or a key may end at j with the
 		// separator of a key=value secret after it.
-		var end int
-		var kind string
+		start, end, k := j, 0, none
 		switch c, next := s[j], s[j+1]; {
 		case c == 'A':
-			end, kind = r.aws(s, j)
+			end, k = r.aws(s, j)
 		case c == 'g':
-			end, kind = r.github(s, j)
+			end, k = r.github(s, j)
 		case c == 'x':
-			end, kind = r.slack(s, j)
+			end, k = r.slack(s, j)
 		case c == 'h' && next == 't':
-			end, kind = r.webhook(s, j)
+			end, k = r.webhook(s, j)
 		case c == '-' && next == '-':
-			end, kind = r.privateKey(s, j)
+			end, k = r.privateKey(s, j)
 		case c == 'e' && next == 'y':
-			end, kind = r.jwt(s, j)
+			end, k = r.jwt(s, j)
 		}
-		if end > j && !r.off[kind] && j >= last {
-			emit(j, end, kind)
-			j = end
-			continue
-		}
-		if sep := s[j+1]; (sep == ':' || sep == '=') && !r.off["secret"] {
-			if vs, ve := r.keyValue(s, j+1); ve > vs && vs >= last {
-				emit(vs, ve, "secret")
-				j = ve
-				continue
+		if end <= j || r.off[k] || j < last {
+			k = none
+			if sep := s[j+1]; (sep == ':' || sep == '=') && !r.off[kindSecret] {
+				if vs, ve := r.keyValue(s, j+1); ve > vs && vs >= last {
+					start, end, k = vs, ve, kindSecret
+				}
 			}
 		}
-		j++
+		if k == none {
+			j++
+			continue
+		}
+		if b.Cap() == 0 {
+			b.Grow(len(s) + 32)
+		}
+		b.WriteString(s[last:start])
+		b.WriteString(redacted[k])
+		n[k]++
+		last, j = end, end
 	}
-	if !changed {
+	if b.Cap() == 0 {
 		return s, false
 	}
 	b.WriteString(s[last:])
@@ -124,27 +162,42 @@ func (r *redactor) redact(s string, counts map[string]int) (string, bool) {
 }
 
 // scan returns the first j at or after i where the pair s[j], s[j+1] is
-// marked in r.pairs, or len(s). It reads sixteen pairs per iteration: in
-// WASM with time limits enforced every loop iteration costs a check, and
-// most bytes of a text are not where a secret starts.
+// marked in r.pairs, or len(s). It reads 32 pairs per jump, as
+// filter.Scan reads bytes: a bit mask of the marked pairs and its
+// trailing zeros, the last window overlapping the one before it.
 func (r *redactor) scan(s string, j int) int {
 	t := &r.pairs
-	for ; j+17 <= len(s); j += 16 {
-		w := s[j : j+17]
-		if t[uint16(w[0])|uint16(w[1])<<8]|t[uint16(w[1])|uint16(w[2])<<8]|t[uint16(w[2])|uint16(w[3])<<8]|t[uint16(w[3])|uint16(w[4])<<8]|
-			t[uint16(w[4])|uint16(w[5])<<8]|t[uint16(w[5])|uint16(w[6])<<8]|t[uint16(w[6])|uint16(w[7])<<8]|t[uint16(w[7])|uint16(w[8])<<8]|
-			t[uint16(w[8])|uint16(w[9])<<8]|t[uint16(w[9])|uint16(w[10])<<8]|t[uint16(w[10])|uint16(w[11])<<8]|t[uint16(w[11])|uint16(w[12])<<8]|
-			t[uint16(w[12])|uint16(w[13])<<8]|t[uint16(w[13])|uint16(w[14])<<8]|t[uint16(w[14])|uint16(w[15])<<8]|t[uint16(w[15])|uint16(w[16])<<8] != 0 {
-			break
+	n := len(s) - 1 // pairs start before n
+	if n-j >= 32 {
+		for {
+			base := min(j, n-32)
+			w := s[base : base+33]
+			m := bit(t[uint16(w[0])|uint16(w[1])<<8]) | bit(t[uint16(w[1])|uint16(w[2])<<8])<<1 | bit(t[uint16(w[2])|uint16(w[3])<<8])<<2 | bit(t[uint16(w[3])|uint16(w[4])<<8])<<3 |
+				bit(t[uint16(w[4])|uint16(w[5])<<8])<<4 | bit(t[uint16(w[5])|uint16(w[6])<<8])<<5 | bit(t[uint16(w[6])|uint16(w[7])<<8])<<6 | bit(t[uint16(w[7])|uint16(w[8])<<8])<<7 |
+				bit(t[uint16(w[8])|uint16(w[9])<<8])<<8 | bit(t[uint16(w[9])|uint16(w[10])<<8])<<9 | bit(t[uint16(w[10])|uint16(w[11])<<8])<<10 | bit(t[uint16(w[11])|uint16(w[12])<<8])<<11 |
+				bit(t[uint16(w[12])|uint16(w[13])<<8])<<12 | bit(t[uint16(w[13])|uint16(w[14])<<8])<<13 | bit(t[uint16(w[14])|uint16(w[15])<<8])<<14 | bit(t[uint16(w[15])|uint16(w[16])<<8])<<15 |
+				bit(t[uint16(w[16])|uint16(w[17])<<8])<<16 | bit(t[uint16(w[17])|uint16(w[18])<<8])<<17 | bit(t[uint16(w[18])|uint16(w[19])<<8])<<18 | bit(t[uint16(w[19])|uint16(w[20])<<8])<<19 |
+				bit(t[uint16(w[20])|uint16(w[21])<<8])<<20 | bit(t[uint16(w[21])|uint16(w[22])<<8])<<21 | bit(t[uint16(w[22])|uint16(w[23])<<8])<<22 | bit(t[uint16(w[23])|uint16(w[24])<<8])<<23 |
+				bit(t[uint16(w[24])|uint16(w[25])<<8])<<24 | bit(t[uint16(w[25])|uint16(w[26])<<8])<<25 | bit(t[uint16(w[26])|uint16(w[27])<<8])<<26 | bit(t[uint16(w[27])|uint16(w[28])<<8])<<27 |
+				bit(t[uint16(w[28])|uint16(w[29])<<8])<<28 | bit(t[uint16(w[29])|uint16(w[30])<<8])<<29 | bit(t[uint16(w[30])|uint16(w[31])<<8])<<30 | bit(t[uint16(w[31])|uint16(w[32])<<8])<<31
+			if m >>= uint(j - base); m != 0 {
+				return j + bits.TrailingZeros32(m)
+			}
+			if j = base + 32; j >= n {
+				return len(s)
+			}
 		}
 	}
-	for ; j+1 < len(s); j++ {
+	for ; j < n; j++ {
 		if t[uint16(s[j])|uint16(s[j+1])<<8] != 0 {
 			return j
 		}
 	}
 	return len(s)
 }
+
+// bit is 1 when a table entry is not 0, without a branch.
+func bit(v uint8) uint32 { return (uint32(v) + 0xff) >> 8 }
 
 // pair marks the two bytes a, b in the table.
 func (r *redactor) pair(a, b byte) { r.pairs[uint16(a)|uint16(b)<<8] = 1 }
@@ -173,45 +226,45 @@ var awsPrefixes = []string{"AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA
 
 // aws: an access key id, a 4-letter prefix and 16 upper-case letters or
 // digits.
-func (r *redactor) aws(s string, i int) (int, string) {
+func (r *redactor) aws(s string, i int) (int, kind) {
 	if len(s)-i < 20 || !boundary(s, i) {
-		return 0, ""
+		return 0, none
 	}
 	for _, p := range awsPrefixes {
 		if s[i:i+4] == p {
 			end := run(s, i+4, isUpperDigit)
 			if end-i == 20 {
-				return end, "aws_access_key"
+				return end, kindAWS
 			}
 		}
 	}
-	return 0, ""
+	return 0, none
 }
 
 // github: ghp_, gho_, ghu_, ghs_ and ghr_ tokens, and fine-grained
 // github_pat_ tokens.
-func (r *redactor) github(s string, i int) (int, string) {
+func (r *redactor) github(s string, i int) (int, kind) {
 	if !boundary(s, i) {
-		return 0, ""
+		return 0, none
 	}
 	if strings.HasPrefix(s[i:], "github_pat_") {
 		if end := run(s, i+11, func(c byte) bool { return isAlnum(c) || c == '_' }); end-i-11 >= 22 {
-			return end, "github_token"
+			return end, kindGitHub
 		}
-		return 0, ""
+		return 0, none
 	}
 	if len(s)-i >= 40 && s[i+1] == 'h' && strings.IndexByte("pousr", s[i+2]) >= 0 && s[i+3] == '_' {
 		if end := run(s, i+4, isAlnum); end-i-4 >= 36 {
-			return end, "github_token"
+			return end, kindGitHub
 		}
 	}
-	return 0, ""
+	return 0, none
 }
 
 // slack: xoxb-, xoxp-, xoxa-, xoxo-, xoxs-, xoxr- and xapp- tokens.
-func (r *redactor) slack(s string, i int) (int, string) {
+func (r *redactor) slack(s string, i int) (int, kind) {
 	if !boundary(s, i) || len(s)-i < 15 {
-		return 0, ""
+		return 0, none
 	}
 	start := 0
 	switch {
@@ -220,18 +273,18 @@ func (r *redactor) slack(s string, i int) (int, string) {
 	case s[i:i+5] == "xapp-":
 		start = i + 5
 	default:
-		return 0, ""
+		return 0, none
 	}
 	if end := run(s, start, func(c byte) bool { return isAlnum(c) || c == '-' }); end-start >= 10 {
-		return end, "slack_token"
+		return end, kindSlack
 	}
-	return 0, ""
+	return 0, none
 }
 
 const slackHook = "hooks.slack.com/services/"
 
 // webhook: an incoming-webhook URL, which is a credential in itself.
-func (r *redactor) webhook(s string, i int) (int, string) {
+func (r *redactor) webhook(s string, i int) (int, kind) {
 	rest := s[i:]
 	var n int
 	switch {
@@ -240,55 +293,55 @@ func (r *redactor) webhook(s string, i int) (int, string) {
 	case strings.HasPrefix(rest, "http://"+slackHook):
 		n = len("http://" + slackHook)
 	default:
-		return 0, ""
+		return 0, none
 	}
 	if end := run(s, i+n, func(c byte) bool { return isAlnum(c) || c == '/' || c == '_' || c == '-' }); end-i-n >= 20 {
-		return end, "slack_webhook"
+		return end, kindWebhook
 	}
-	return 0, ""
+	return 0, none
 }
 
 // privateKey: a PEM block from its BEGIN ... PRIVATE KEY line to its END
 // line, or to the end of the text when it was cut off.
-func (r *redactor) privateKey(s string, i int) (int, string) {
+func (r *redactor) privateKey(s string, i int) (int, kind) {
 	const begin = "-----BEGIN "
 	if !strings.HasPrefix(s[i:], begin) {
-		return 0, ""
+		return 0, none
 	}
 	eol := strings.Index(s[i+len(begin):], "-----")
 	if eol < 0 || eol > 40 {
-		return 0, ""
+		return 0, none
 	}
 	label := s[i+len(begin) : i+len(begin)+eol]
 	if !strings.HasSuffix(label, "PRIVATE KEY") {
-		return 0, ""
+		return 0, none
 	}
 	endMark := "-----END " + label + "-----"
 	if j := strings.Index(s[i:], endMark); j >= 0 {
-		return i + j + len(endMark), "private_key"
+		return i + j + len(endMark), kindPrivateKey
 	}
-	return len(s), "private_key"
+	return len(s), kindPrivateKey
 }
 
 // jwt: three base64url parts, the first two JSON objects ("eyJ" is how
 // base64 of `{"` begins).
-func (r *redactor) jwt(s string, i int) (int, string) {
+func (r *redactor) jwt(s string, i int) (int, kind) {
 	if len(s)-i < 20 || s[i+1] != 'y' || s[i+2] != 'J' || !boundary(s, i) {
-		return 0, ""
+		return 0, none
 	}
 	p1 := run(s, i, isB64URL)
 	if p1-i < 10 || p1 >= len(s) || s[p1] != '.' || !strings.HasPrefix(s[p1+1:], "eyJ") {
-		return 0, ""
+		return 0, none
 	}
 	p2 := run(s, p1+1, isB64URL)
 	if p2-p1 < 10 || p2 >= len(s) || s[p2] != '.' {
-		return 0, ""
+		return 0, none
 	}
 	p3 := run(s, p2+1, isB64URL)
 	if p3-p2-1 < 10 {
-		return 0, ""
+		return 0, none
 	}
-	return p3, "jwt"
+	return p3, kindJWT
 }
 
 func isKeyByte(c byte) bool { return isAlnum(c) || c == '_' || c == '-' || c == '.' }
@@ -303,6 +356,9 @@ func (r *redactor) keyValue(s string, i int) (int, int) {
 	}
 	if k > 0 && (s[k-1] == '"' || s[k-1] == '\'') {
 		k--
+	}
+	if k < 3 || !r.anyTail && !r.tails[trigram(s[k-3], s[k-2], s[k-1])] {
+		return 0, 0 // no key ends this way (a key is at least three bytes)
 	}
 	ke := k
 	for k > 0 && isKeyByte(s[k-1]) {
@@ -398,3 +454,21 @@ func (r *redactor) secretKey(key string) bool {
 	}
 	return false
 }
+
+// keyCode maps a byte of a key to five bits, the same for the bytes
+// normKey makes the same (a and A, _ and - and .); bytes that are not in
+// keys share a code.
+var keyCode = func() (t [256]uint16) {
+	for c := 'a'; c <= 'z'; c++ {
+		t[c] = uint16(c-'a') + 1
+		t[c-'a'+'A'] = uint16(c-'a') + 1
+	}
+	t['_'], t['-'], t['.'] = 27, 27, 27
+	for c := '0'; c <= '9'; c++ {
+		t[c] = 28
+	}
+	return t
+}()
+
+// trigram indexes the table of the last three bytes of keys.
+func trigram(a, b, c byte) uint16 { return keyCode[a]<<10 | keyCode[b]<<5 | keyCode[c] }
