@@ -37,6 +37,27 @@ type FrameWriter interface {
 	WriteFrames(ctx context.Context, frames []byte) error
 }
 
+// RequestWriter is implemented by Conns that carry each request in an
+// exchange of its own (HTTP: a POST and its answer). The Peer sends
+// requests through WriteRequest, on the calling goroutine and outside its
+// write lock, so the transport can run the exchange there instead of
+// handing it to another goroutine: WriteRequest may block until the answer
+// has been delivered to ReadMessage. ctx carries the call's deadline and
+// ends the exchange early; the answer, or an error response standing for a
+// failed exchange, still comes through ReadMessage.
+type RequestWriter interface {
+	WriteRequest(ctx context.Context, msg []byte) error
+}
+
+// PushConn is implemented by Conns whose messages are pushed to them on
+// goroutines of their own (an HTTP server: each POST's handler). The Peer
+// gives such a conn its Deliver, to call on the pushing goroutine instead
+// of queueing the message for ReadMessage: that saves a goroutine hand-off
+// per message, and a request is then served on the pushing goroutine.
+type PushConn interface {
+	SetDeliver(deliver func(frame []byte) error)
+}
+
 // FrameBufferer is implemented by Conns that can tell whether a whole frame
 // is already buffered, so that ReadMessage returns without waiting. The
 // Peer then holds back the responses to requests that arrived together

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -317,5 +318,58 @@ func TestResponsesCorked(t *testing.T) {
 	}
 	if !got["a"] || !got["b"] {
 		t.Fatalf("answered %v while the slow request ran, want a and b", got)
+	}
+}
+
+// pushConn is a PushConn whose messages come only through Deliver.
+type pushConn struct {
+	deliver func([]byte) error
+	out     chan []byte
+	done    chan struct{}
+}
+
+func (c *pushConn) SetDeliver(d func([]byte) error) { c.deliver = d }
+func (c *pushConn) ReadMessage() ([]byte, error)    { <-c.done; return nil, io.EOF }
+func (c *pushConn) WriteMessage(_ context.Context, m []byte) error {
+	c.out <- bytes.Clone(m)
+	return nil
+}
+func (c *pushConn) Close() error { return nil }
+
+// A push transport hands messages to the Peer on its own goroutine, and a
+// request is served there: the response is written before Deliver returns.
+func TestDeliverServesInline(t *testing.T) {
+	c := &pushConn{out: make(chan []byte, 4), done: make(chan struct{})}
+	defer close(c.done)
+	var served atomic.Int32
+	p := NewPeer(c, PeerOptions{Handler: handlerFunc(func(ctx context.Context, method string, params json.RawMessage) (any, error) {
+		served.Add(1)
+		return map[string]string{"m": method}, nil
+	})})
+	p.Start()
+	defer p.Close()
+	if c.deliver == nil {
+		t.Fatal("NewPeer did not hand Deliver to the PushConn")
+	}
+	if err := c.deliver([]byte(`{"jsonrpc":"2.0","id":1,"method":"hello"}`)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case m := <-c.out:
+		if !strings.Contains(string(m), `"m":"hello"`) {
+			t.Fatalf("response %s", m)
+		}
+	default:
+		t.Fatal("the response was not written before Deliver returned")
+	}
+	if err := c.deliver([]byte(`{"jsonrpc":"2.0","id":2,"method":5}`)); err == nil {
+		t.Error("a malformed message was accepted")
+	}
+	p.Close()
+	if err := c.deliver([]byte(`{"jsonrpc":"2.0","id":3,"method":"hello"}`)); err == nil {
+		t.Error("Deliver after Close succeeded")
+	}
+	if served.Load() != 1 {
+		t.Errorf("served %d requests, want 1", served.Load())
 	}
 }

@@ -128,9 +128,10 @@ type Peer struct {
 	reading    bool
 	directCall *call // the caller reading its own reply, if any
 
-	direct DirectReader // conn, when it can bound its reads in time
-	idle   *time.Timer  // gives a free reading role to a background reader
-	idleAt time.Time    // when idle fires; zero once it has (under mu)
+	direct DirectReader  // conn, when it can bound its reads in time
+	rw     RequestWriter // conn, when it answers requests one by one
+	idle   *time.Timer   // gives a free reading role to a background reader
+	idleAt time.Time     // when idle fires; zero once it has (under mu)
 	// directFrames counts frames read by callers themselves; tests check
 	// that the fast path is taken.
 	directFrames atomic.Int64
@@ -220,6 +221,7 @@ func NewPeer(conn Conn, opts PeerOptions) *Peer {
 		done:     make(chan struct{}),
 	}
 	p.fw, _ = conn.(FrameWriter)
+	p.rw, _ = conn.(RequestWriter)
 	if p.fw != nil {
 		p.fb, _ = conn.(FrameBufferer)
 	}
@@ -229,6 +231,9 @@ func NewPeer(conn Conn, opts PeerOptions) *Peer {
 		p.direct = d
 	}
 	p.wcond = sync.NewCond(&p.wmu)
+	if pc, ok := conn.(PushConn); ok {
+		pc.SetDeliver(p.Deliver)
+	}
 	p.idle = time.AfterFunc(time.Hour, p.takeIdle)
 	p.idle.Stop()
 	return p
@@ -347,11 +352,6 @@ func (p *Peer) CallRaw(ctx context.Context, method string, params any, opts ...C
 	}
 	p.mu.Unlock()
 
-	if err := p.send(ctx, id, method, params); err != nil {
-		p.forget(id, c)
-		return nil, err
-	}
-
 	timeout := cfg.timeout
 	if timeout <= 0 {
 		timeout = p.opts.Timeout
@@ -368,6 +368,29 @@ func (p *Peer) CallRaw(ctx context.Context, method string, params any, opts ...C
 		if c.onProgress != nil {
 			hard = now.Add(p.opts.MaxTimeout)
 		}
+	}
+
+	var err error
+	if p.rw != nil {
+		// The exchange may run on this goroutine: bound it like the call
+		// (progress can extend a call, so such calls get the hard limit;
+		// the timeout then ends them through the cancellation).
+		wctx := ctx
+		if dl := deadline; !dl.IsZero() || !hard.IsZero() {
+			if c.onProgress != nil {
+				dl = hard
+			}
+			var cancel context.CancelFunc
+			wctx, cancel = context.WithDeadline(ctx, dl)
+			defer cancel()
+		}
+		err = p.sendRequest(wctx, id, method, params)
+	} else {
+		err = p.send(ctx, id, method, params)
+	}
+	if err != nil {
+		p.forget(id, c)
+		return nil, err
 	}
 	if p.direct != nil && p.acquire(c) {
 		p.readOwn(ctx, c, &deadline, hard, timeout)
@@ -620,25 +643,69 @@ func (p *Peer) Notify(ctx context.Context, method string, params any) error {
 
 // send writes a request (id > 0) or notification (id == 0).
 func (p *Peer) send(ctx context.Context, id int64, method string, params any) error {
-	var praw []byte
-	app, direct := params.(appender)
-	switch v := params.(type) {
-	case nil:
-	case json.RawMessage:
-		praw = v
-	default:
-		if direct {
-			break
-		}
-		b, err := json.Marshal(params)
-		if err != nil {
-			return fmt.Errorf("%s: encoding params: %w", method, err)
-		}
-		praw = b
+	praw, err := encodeParams(method, params)
+	if err != nil {
+		return err
 	}
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
-	b := append(p.wbuf[:0], `{"jsonrpc":"2.0",`...)
+	b, err := appendMessage(p.wbuf[:0], id, method, params, praw)
+	if err != nil {
+		return err
+	}
+	return p.flush(ctx, b)
+}
+
+// reqBufs are frames of requests sent through a RequestWriter, which
+// are built outside the write lock.
+var reqBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// sendRequest sends a request through the conn's RequestWriter, on the
+// caller's goroutine and outside the write lock.
+func (p *Peer) sendRequest(ctx context.Context, id int64, method string, params any) error {
+	praw, err := encodeParams(method, params)
+	if err != nil {
+		return err
+	}
+	bp := reqBufs.Get().(*[]byte)
+	defer reqBufs.Put(bp)
+	b, err := appendMessage((*bp)[:0], id, method, params, praw)
+	if err != nil {
+		return err
+	}
+	if cap(b) <= 64<<10 {
+		*bp = b
+	}
+	if err := p.rw.WriteRequest(ctx, b); err != nil {
+		if perr := p.Err(); perr != nil {
+			return perr
+		}
+		return err
+	}
+	return nil
+}
+
+// encodeParams marshals params that cannot append themselves.
+func encodeParams(method string, params any) ([]byte, error) {
+	switch v := params.(type) {
+	case nil:
+		return nil, nil
+	case json.RawMessage:
+		return v, nil
+	case appender:
+		return nil, nil
+	}
+	b, err := json.Marshal(params)
+	if err != nil {
+		return nil, fmt.Errorf("%s: encoding params: %w", method, err)
+	}
+	return b, nil
+}
+
+// appendMessage appends a request (id > 0) or notification; praw is
+// params already encoded, unless params appends itself.
+func appendMessage(b []byte, id int64, method string, params any, praw []byte) ([]byte, error) {
+	b = append(b, `{"jsonrpc":"2.0",`...)
 	if id > 0 {
 		b = append(b, `"id":`...)
 		b = strconv.AppendInt(b, id, 10)
@@ -646,19 +713,17 @@ func (p *Peer) send(ctx context.Context, id int64, method string, params any) er
 	}
 	b = append(b, `"method":`...)
 	b = appendJSONString(b, method)
-	switch {
-	case direct:
+	if app, ok := params.(appender); ok {
 		b = append(b, `,"params":`...)
 		var err error
 		if b, err = app.appendJSON(b); err != nil {
-			return fmt.Errorf("%s: encoding params: %w", method, err)
+			return b, fmt.Errorf("%s: encoding params: %w", method, err)
 		}
-	case len(praw) > 0 && !isNull(praw):
+	} else if len(praw) > 0 && !isNull(praw) {
 		b = append(b, `,"params":`...)
 		b = append(b, praw...)
 	}
-	b = append(b, '}')
-	return p.flush(ctx, b)
+	return append(b, '}'), nil
 }
 
 // keepBuf keeps the write buffer for the next message unless one huge
@@ -947,6 +1012,26 @@ func (p *Peer) readLoop() {
 			}
 		}
 	}
+}
+
+// Deliver handles one message that a PushConn received, on the calling
+// goroutine, as if it had been read: a response or notification is
+// dispatched, and a request that may start at once is served before
+// Deliver returns (one over MaxHandlers is queued as usual). It fails when
+// the session is over or the message is malformed; frame is not kept.
+func (p *Peer) Deliver(frame []byte) error {
+	if err := p.Err(); err != nil {
+		return err
+	}
+	var e envelope
+	in, err := p.handleFrame(frame, &e)
+	if err != nil {
+		return err
+	}
+	if in != nil {
+		p.worker(in)
+	}
+	return nil
 }
 
 // handleFrame parses and dispatches one frame. It returns an incoming

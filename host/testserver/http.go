@@ -223,6 +223,19 @@ type incoming struct {
 
 func (m *incoming) hasID() bool { return len(m.ID) > 0 && !bytes.Equal(m.ID, []byte("null")) }
 
+// parseIncoming reads what routing needs of a client message, without
+// encoding/json (mcp.ParseMessage validates it in one pass).
+func parseIncoming(body []byte) (incoming, error) {
+	pm, err := mcp.ParseMessage(body)
+	if err != nil {
+		return incoming{}, err
+	}
+	m := incoming{ID: pm.ID, Method: pm.Method}
+	m.Params.Meta.ProgressToken = mcp.Member(mcp.Member(pm.Params, "_meta"), "progressToken")
+	m.Params.RequestID = mcp.Member(pm.Params, "requestId")
+	return m, nil
+}
+
 func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 	if !isMedia(r.Header.Get("Content-Type"), "application/json") {
 		rpcError(w, http.StatusUnsupportedMediaType, mcp.CodeInvalidRequest, "Content-Type must be application/json")
@@ -240,8 +253,8 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	var m incoming
-	if err := json.Unmarshal(body, &m); err != nil {
+	m, err := parseIncoming(body)
+	if err != nil {
 		if t := bytes.TrimLeft(body, " \t\r\n"); len(t) > 0 && t[0] == '[' {
 			rpcError(w, http.StatusBadRequest, mcp.CodeInvalidRequest, "JSON-RPC batches are not supported (MCP 2025-06-18 and later)")
 			return
@@ -270,9 +283,18 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 	}
 	s.enter()
 	defer s.leave()
+	deliver := s.conn.deliverFunc()
 	if !isRequest {
 		if m.Method == mcp.NotificationCancelled {
 			s.conn.cancelled(m.Params.RequestID)
+		}
+		if deliver != nil {
+			if err := deliver(body); err != nil {
+				rpcError(w, http.StatusNotFound, mcp.CodeInvalidRequest, "the session ended")
+				return
+			}
+			w.WriteHeader(http.StatusAccepted)
+			return
 		}
 		if !s.conn.push(r.Context(), body) {
 			rpcError(w, http.StatusNotFound, mcp.CodeInvalidRequest, "the session ended")
@@ -282,13 +304,47 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st := s.conn.open(m.ID, m.Params.Meta.ProgressToken)
+	if m.Method == mcp.MethodInitialize {
+		w.Header().Set("Mcp-Session-Id", s.id)
+	}
+	if deliver != nil {
+		h.serveInline(w, r, s, st, deliver, body)
+		return
+	}
 	if !s.conn.push(r.Context(), body) {
 		s.conn.abandon(st)
 		rpcError(w, http.StatusNotFound, mcp.CodeInvalidRequest, "the session ended")
 		return
 	}
-	if m.Method == mcp.MethodInitialize {
-		w.Header().Set("Mcp-Session-Id", s.id)
+	h.reply(w, r, s, st)
+}
+
+// serveInline serves a request on its POST's own goroutine (the server's
+// Deliver), then answers with JSON as reply does. A message other than the
+// answer arriving meanwhile (progress, a log line, a request to the
+// client) starts the SSE reply on another goroutine at once, so nothing
+// waits for the tool to finish; this goroutine then waits for that reply.
+func (h *HTTPHandler) serveInline(w http.ResponseWriter, r *http.Request, s *httpSession, st *stream, deliver func([]byte) error, body []byte) {
+	st.mu.Lock()
+	st.inline = true
+	st.startReply = func() {
+		defer close(st.replying)
+		h.reply(w, r, s, st)
+	}
+	st.mu.Unlock()
+	err := deliver(body)
+	st.mu.Lock()
+	st.inline = false
+	replying := st.replying
+	st.mu.Unlock()
+	if replying != nil {
+		<-replying
+		return
+	}
+	if err != nil {
+		s.conn.abandon(st)
+		rpcError(w, http.StatusNotFound, mcp.CodeInvalidRequest, "the session ended")
+		return
 	}
 	h.reply(w, r, s, st)
 }
@@ -611,8 +667,14 @@ type stream struct {
 	// replied says the response went out through it.
 	direct  http.ResponseWriter
 	replied bool
-	owner   int // the connection writing the stream; a resume takes over
-	changed chan struct{}
+	// inline: the request is being served on its POST's goroutine (see
+	// serveInline); startReply starts its SSE reply, replying is closed
+	// when that ends (nil until started).
+	inline     bool
+	startReply func()
+	replying   chan struct{}
+	owner      int // the connection writing the stream; a resume takes over
+	changed    chan struct{}
 }
 
 type streamEvent struct {
@@ -641,6 +703,10 @@ func (st *stream) add(data []byte, final bool, cfg *httpConfig) {
 	if st.orphan || st.done {
 		return
 	}
+	if st.inline && !final && st.replying == nil {
+		st.replying = make(chan struct{})
+		go st.startReply()
+	}
 	if final && st.direct != nil && len(st.events) == 0 && len(data) <= maxDirect {
 		// The handler is parked in reply and does not touch w until woken.
 		writeJSON(st.direct, data)
@@ -664,10 +730,11 @@ func (st *stream) add(data []byte, final bool, cfg *httpConfig) {
 // sessionConn is the mcp.Conn a session's mcp.Server runs on: POST bodies
 // go in, and what the server writes is routed to streams.
 type sessionConn struct {
-	cfg  *httpConfig
-	in   chan []byte
-	done chan struct{}
-	once sync.Once
+	cfg     *httpConfig
+	in      chan []byte
+	done    chan struct{}
+	once    sync.Once
+	deliver atomic.Pointer[func([]byte) error] // the server's Peer.Deliver (mcp.PushConn)
 
 	mu         sync.Mutex
 	standalone *stream
@@ -697,7 +764,10 @@ func newSessionConn(cfg httpConfig) *sessionConn {
 	return sc
 }
 
-var _ mcp.Conn = (*sessionConn)(nil)
+var (
+	_ mcp.Conn     = (*sessionConn)(nil)
+	_ mcp.PushConn = (*sessionConn)(nil)
+)
 
 func (sc *sessionConn) ReadMessage() ([]byte, error) {
 	select {
@@ -713,7 +783,18 @@ func (sc *sessionConn) Close() error {
 	return nil
 }
 
-// push hands a client message to the server.
+// SetDeliver takes the server's Peer.Deliver; see mcp.PushConn.
+func (sc *sessionConn) SetDeliver(deliver func([]byte) error) { sc.deliver.Store(&deliver) }
+
+// deliverFunc is the server's Deliver, or nil before the server started.
+func (sc *sessionConn) deliverFunc() func([]byte) error {
+	if d := sc.deliver.Load(); d != nil {
+		return *d
+	}
+	return nil
+}
+
+// push hands a client message to the server's reader.
 func (sc *sessionConn) push(ctx context.Context, msg []byte) bool {
 	select {
 	case sc.in <- msg:
@@ -842,10 +923,12 @@ func (sc *sessionConn) WriteMessage(ctx context.Context, msg []byte) error {
 		return mcp.ErrClosed
 	default:
 	}
-	var m outgoing
-	if err := json.Unmarshal(msg, &m); err != nil {
+	pm, err := mcp.ParseMessage(msg)
+	if err != nil {
 		return err
 	}
+	m := outgoing{ID: pm.ID, Method: pm.Method}
+	m.Params.ProgressToken = mcp.Member(pm.Params, "progressToken")
 	data := bytes.Clone(msg)
 	isResponse := m.Method == "" && len(m.ID) > 0
 	sc.mu.Lock()

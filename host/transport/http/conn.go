@@ -50,8 +50,13 @@ type Conn struct {
 	workers sync.WaitGroup // the goroutines running them
 	jobs    chan func()    // hands a job to an idle worker
 
-	in      chan []byte
-	done    chan struct{}
+	in   chan []byte
+	done chan struct{}
+
+	// Direct reads (mcp.DirectReader), used by one goroutine at a time.
+	intr    chan struct{} // InterruptRead
+	rtimer  *time.Timer
+	rdl     time.Time // when rtimer fires; zero when it is not armed
 	errOnce sync.Once
 	err     error
 
@@ -74,6 +79,11 @@ type Conn struct {
 
 	reinitMu sync.Mutex
 }
+
+var (
+	_ mcp.DirectReader  = (*Conn)(nil)
+	_ mcp.RequestWriter = (*Conn)(nil)
+)
 
 var _ mcp.Conn = (*Conn)(nil)
 
@@ -132,6 +142,7 @@ func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 		cancel:   cancel,
 		in:       make(chan []byte, 16),
 		done:     make(chan struct{}),
+		intr:     make(chan struct{}, 1),
 		inflight: make(map[string]context.CancelFunc),
 		jobs:     make(chan func()),
 	}
@@ -197,15 +208,145 @@ func (c *Conn) ReadMessage() ([]byte, error) {
 	}
 }
 
+// WriteRequest sends a request as WriteMessage does, but on the caller's
+// goroutine (see mcp.RequestWriter): a JSON answer is read and delivered
+// before it returns, which saves two goroutine hand-offs per call; an SSE
+// answer is followed by another goroutine, as with WriteMessage. ctx (the
+// caller's, with the call's deadline) ends the exchange early.
+func (c *Conn) WriteRequest(ctx context.Context, msg []byte) error {
+	if err := c.stopped(); err != nil {
+		return err
+	}
+	m, err := mcp.ParseMessage(msg)
+	if err != nil {
+		return fmt.Errorf("httptransport: WriteRequest needs one JSON-RPC message object: %w", err)
+	}
+	if c.Legacy() || !m.IsRequest() || m.Method == mcp.MethodInitialize {
+		return c.WriteMessage(ctx, msg)
+	}
+	body := bytes.Clone(msg)
+	id := bytes.Clone(m.ID)
+	key := idKey(id)
+	rctx, rcancel := context.WithCancel(c.ctx)
+	if !c.enter() {
+		rcancel()
+		return mcp.ErrClosed
+	}
+	stop := context.AfterFunc(ctx, rcancel)
+	c.register(key, rcancel)
+	followed := false
+	defer func() {
+		if !followed {
+			stop()
+			c.unregister(key)
+			rcancel()
+		}
+		c.wg.Done()
+	}()
+	for attempt := 0; ; attempt++ {
+		resp, gen, err := c.doTracked(rctx, &exchange{method: http.MethodPost, body: body})
+		if err != nil {
+			var exp *SessionExpiredError
+			if attempt == 0 && errors.As(err, &exp) && c.recoverSession(gen) == nil {
+				continue
+			}
+			c.finishRequest(rctx, id, err)
+			return nil
+		}
+		if !isStream(resp) {
+			frame, err := c.readReply(resp, http.MethodPost)
+			if err == nil && frame != nil {
+				// nil: 202 to a request; the answer may come on the GET stream.
+				err = c.deliver(frame)
+			}
+			c.finishRequest(rctx, id, err)
+			return nil
+		}
+		followed = c.spawn(func() {
+			defer c.unregister(key)
+			defer rcancel()
+			defer stop()
+			c.finishRequest(rctx, id, c.follow(rctx, resp, key, false))
+		})
+		if !followed {
+			discard(resp.Body)
+		}
+		return nil
+	}
+}
+
+// enter counts an exchange run by a caller, unless the Conn is closing;
+// the caller calls c.wg.Done when it ends.
+func (c *Conn) enter() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing {
+		return false
+	}
+	c.wg.Add(1)
+	return true
+}
+
+// DirectReads reports that callers may read their own replies; see
+// mcp.DirectReader.
+func (c *Conn) DirectReads() bool { return true }
+
+// ReadMessageBefore returns the next message if one arrives before
+// deadline; see mcp.DirectReader. Replies to POSTs arrive whole, so only
+// the end of the session is left to ReadMessage.
+func (c *Conn) ReadMessageBefore(deadline time.Time) ([]byte, error) {
+	select {
+	case f := <-c.in:
+		return f, nil
+	default:
+	}
+	now := time.Now()
+	if !deadline.After(now) {
+		return nil, mcp.ErrReadTimeout
+	}
+	// The timer is re-armed only when the deadline moves by more than a
+	// second: resetting a runtime timer on every call costs more than the
+	// occasional early wake-up, after which the caller simply reads again.
+	if c.rdl.IsZero() || c.rdl.After(deadline) || deadline.Sub(c.rdl) > time.Second {
+		if c.rtimer == nil {
+			c.rtimer = time.NewTimer(deadline.Sub(now))
+		} else {
+			c.rtimer.Reset(deadline.Sub(now))
+		}
+		c.rdl = deadline
+	}
+	select {
+	case f := <-c.in:
+		return f, nil
+	case <-c.rtimer.C:
+		c.rdl = time.Time{}
+		return nil, mcp.ErrReadTimeout
+	case <-c.intr:
+		return nil, mcp.ErrReadTimeout
+	case <-c.done:
+		return nil, mcp.ErrNotDirect
+	}
+}
+
+// InterruptRead makes a ReadMessageBefore in progress (or the next one)
+// return mcp.ErrReadTimeout.
+func (c *Conn) InterruptRead() {
+	select {
+	case c.intr <- struct{}{}:
+	default:
+	}
+}
+
 // WriteMessage sends one JSON-RPC message as an HTTP POST.
 func (c *Conn) WriteMessage(ctx context.Context, msg []byte) error {
 	if err := c.stopped(); err != nil {
 		return err
 	}
-	var env envelope
-	if err := json.Unmarshal(msg, &env); err != nil {
+	m, err := mcp.ParseMessage(msg)
+	if err != nil {
 		return fmt.Errorf("httptransport: WriteMessage needs one JSON-RPC message object: %w", err)
 	}
+	env := envelope{ID: m.ID, Method: m.Method}
 	if c.Legacy() {
 		return c.legacySend(ctx, msg)
 	}

@@ -1,0 +1,70 @@
+package mcp
+
+import (
+	"encoding/json"
+	"errors"
+)
+
+// Message is the routing view of one JSON-RPC message, for transports that
+// must route frames without decoding them. The raw fields point into the
+// frame it was parsed from (nil when absent).
+type Message struct {
+	ID     json.RawMessage
+	Method string // "" for responses
+	Params json.RawMessage
+	Result json.RawMessage
+	Error  json.RawMessage
+}
+
+// HasID reports whether the message carries a non-null id.
+func (m *Message) HasID() bool { return len(m.ID) > 0 && !isNull(m.ID) }
+
+// IsRequest reports whether the message is a request (a method and an id).
+func (m *Message) IsRequest() bool { return m.Method != "" && m.HasID() }
+
+// IsResponse reports whether the message is a response (an id, no method).
+func (m *Message) IsResponse() bool { return m.Method == "" && m.HasID() }
+
+// ParseMessage validates msg as one JSON object in a single pass, about
+// ten times faster than encoding/json, and returns its JSON-RPC members.
+// Errors read like encoding/json's syntax errors.
+func ParseMessage(msg []byte) (Message, error) {
+	var e envelope
+	if err := parseEnvelope(msg, &e); err != nil {
+		return Message{}, err
+	}
+	m := Message{ID: e.id, Params: e.params, Result: e.result, Error: e.err}
+	if e.method != nil {
+		method, err := internMethod(e.method)
+		if err != nil {
+			return Message{}, err
+		}
+		if method == "" {
+			return Message{}, errors.New(`"method" is empty`)
+		}
+		m.Method = method
+	}
+	return m, nil
+}
+
+// errFound stops Member's scan.
+var errFound = errors.New("found")
+
+// Member returns the raw value of key in obj, a JSON object that has been
+// validated (a member of a parsed Message, or one of its members), or nil
+// when obj is not an object or has no such key.
+func Member(obj []byte, key string) json.RawMessage {
+	i := skipWS(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return nil
+	}
+	var found []byte
+	eachMember(obj, i, 0, func(k, v []byte) error {
+		if keyIs(k, key) {
+			found = v
+			return errFound
+		}
+		return nil
+	})
+	return found
+}
