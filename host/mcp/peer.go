@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -122,7 +121,7 @@ type Peer struct {
 	mu       sync.Mutex
 	pending  map[int64]*call
 	progress map[string]*call // by progress token, for requests that asked for progress
-	incoming map[string]context.CancelFunc
+	incoming map[reqKey]*reqCtx
 	// One goroutine at a time holds the reading role: a background reader
 	// (readLoop) or, over a DirectReader, a caller reading its own reply.
 	reading    bool
@@ -157,12 +156,13 @@ type Peer struct {
 	corked   bool   // pend holds responses held back for one write (flushCorked)
 	fb       FrameBufferer
 
-	hmu     sync.Mutex
-	serving sync.WaitGroup // incoming requests accepted and not yet answered
-	active  int
-	queue   []*inbound
-	baseCtx context.Context
-	stop    context.CancelFunc
+	hmu      sync.Mutex
+	serving  sync.WaitGroup // incoming requests accepted and not yet answered
+	active   int
+	queue    []*inbound
+	baseCtx  context.Context
+	valueCtx context.Context // baseCtx without its cancellation (reqCtx)
+	stop     context.CancelFunc
 
 	done    chan struct{}
 	errOnce sync.Once
@@ -215,8 +215,9 @@ func NewPeer(conn Conn, opts PeerOptions) *Peer {
 		opts:     opts,
 		pending:  make(map[int64]*call),
 		progress: make(map[string]*call),
-		incoming: make(map[string]context.CancelFunc),
+		incoming: make(map[reqKey]*reqCtx),
 		baseCtx:  ctx,
+		valueCtx: context.WithoutCancel(ctx),
 		stop:     cancel,
 		done:     make(chan struct{}),
 	}
@@ -275,6 +276,9 @@ func (p *Peer) fail(err error) {
 		p.stop()
 		p.idle.Stop()
 		p.mu.Lock()
+		for _, rc := range p.incoming {
+			rc.cancel()
+		}
 		for id, c := range p.pending {
 			delete(p.pending, id)
 			c.ch <- reply{}
@@ -1134,10 +1138,10 @@ func (p *Peer) onNotification(method string, params json.RawMessage) {
 		}
 		if json.Unmarshal(params, &n) == nil {
 			p.mu.Lock()
-			cancel := p.incoming[idKey(n.RequestID)]
+			rc := p.incoming[keyOf(n.RequestID)]
 			p.mu.Unlock()
-			if cancel != nil {
-				cancel()
+			if rc != nil {
+				rc.cancel()
 			}
 		}
 		return
@@ -1167,19 +1171,6 @@ func (p *Peer) onNotification(method string, params json.RawMessage) {
 		// Handlers may keep params; the frame's bytes are reused.
 		p.handler.HandleNotification(p.baseCtx, method, clone(params))
 	}
-}
-
-// idKey normalizes a request id so "1" and 1 do not collide and a
-// re-encoded id still finds its request.
-func idKey(raw json.RawMessage) string {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) > 0 && raw[0] == '"' {
-		var s string
-		if json.Unmarshal(raw, &s) == nil {
-			return "s:" + s
-		}
-	}
-	return "n:" + string(raw)
 }
 
 // onRequest accepts an incoming request. It returns it when it may start
@@ -1224,16 +1215,21 @@ func (p *Peer) worker(in *inbound) {
 }
 
 func (p *Peer) serve(in *inbound) {
-	key := idKey(in.id)
-	ctx, cancel := context.WithCancel(p.baseCtx)
-	defer cancel()
+	key := keyOf(in.id)
+	ctx := &reqCtx{Context: p.valueCtx}
 	p.mu.Lock()
-	p.incoming[key] = cancel
+	if p.Err() != nil {
+		ctx.cancel() // the session ended: fail registered requests did
+	}
+	p.incoming[key] = ctx
 	p.mu.Unlock()
 	defer func() {
 		p.mu.Lock()
-		delete(p.incoming, key)
+		if p.incoming[key] == ctx {
+			delete(p.incoming, key)
+		}
 		p.mu.Unlock()
+		ctx.cancel()
 	}()
 
 	var result any

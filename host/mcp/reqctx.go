@@ -1,0 +1,133 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+)
+
+// reqCtx is the context of one incoming request: the session's values,
+// plus a cancellation of its own (notifications/cancelled, the end of the
+// request, or the end of the session, which cancels every request in
+// Peer.incoming). It is cheaper than context.WithCancel on the session's
+// context, which a busy server pays for on every request: nothing is
+// registered with the parent, and the done channel is made only if a
+// handler asks for it. AfterFunc lets context.WithCancel and
+// context.AfterFunc on it work without a goroutine each.
+type reqCtx struct {
+	context.Context // context.WithoutCancel of the session's: values only
+
+	mu    sync.Mutex
+	done  chan struct{}
+	err   error
+	funcs map[*func()]struct{}
+}
+
+func (c *reqCtx) Done() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done == nil {
+		c.done = make(chan struct{})
+		if c.err != nil {
+			close(c.done)
+		}
+	}
+	return c.done
+}
+
+func (c *reqCtx) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// AfterFunc runs f (in its own goroutine) once c is cancelled; see
+// context.AfterFunc, which uses it.
+func (c *reqCtx) AfterFunc(f func()) (stop func() bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		go f()
+		return func() bool { return false }
+	}
+	if c.funcs == nil {
+		c.funcs = map[*func()]struct{}{}
+	}
+	key := &f
+	c.funcs[key] = struct{}{}
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		_, ok := c.funcs[key]
+		delete(c.funcs, key)
+		return ok
+	}
+}
+
+func (c *reqCtx) cancel() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return
+	}
+	c.err = context.Canceled
+	if c.done != nil {
+		close(c.done)
+	}
+	for f := range c.funcs {
+		go (*f)()
+	}
+	c.funcs = nil
+}
+
+// reqKey identifies an incoming request by its id, so that "1" and 1 stay
+// apart and a re-encoded id still finds its request. Integer ids, the
+// usual kind, are keyed without allocating.
+type reqKey struct {
+	n   int64
+	s   string
+	str bool // a string id
+	raw bool // neither a plain integer nor a string: s is the raw JSON
+}
+
+func keyOf(raw json.RawMessage) reqKey {
+	i, j := 0, len(raw)
+	for i < j && isWS(raw[i]) {
+		i++
+	}
+	for j > i && isWS(raw[j-1]) {
+		j--
+	}
+	raw = raw[i:j]
+	if n, ok := smallInt(raw); ok {
+		return reqKey{n: n}
+	}
+	if len(raw) > 0 && raw[0] == '"' {
+		if s, err := unquote(raw); err == nil {
+			return reqKey{s: s, str: true}
+		}
+	}
+	return reqKey{s: string(raw), raw: true}
+}
+
+// smallInt parses a JSON integer of at most 18 digits.
+func smallInt(b []byte) (int64, bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 18 || (b[0] == '0' && len(b) > 1) {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
