@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/nexus-mcp/nexus/host/config"
 	"github.com/nexus-mcp/nexus/host/plugin"
@@ -29,15 +30,27 @@ func (e *FilterLoadError) Unwrap() error { return e.Err }
 // then Options.Links.
 func (h *Host) loadChain(ctx context.Context) error {
 	h.chainOnce.Do(func() {
+		// Filters load concurrently (a plugin launch or a WASM compile is
+		// tens of milliseconds, mostly CPU) and keep their config order.
+		links := make([]policy.Link, len(h.cfg.Filters))
+		loadErrs := make([]error, len(h.cfg.Filters))
+		var wg sync.WaitGroup
+		for i, f := range h.cfg.Filters {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				links[i], loadErrs[i] = h.loadFilter(ctx, f)
+			}()
+		}
+		wg.Wait()
 		var entries []policy.Entry
 		var errs []error
-		for _, f := range h.cfg.Filters {
-			link, err := h.loadFilter(ctx, f)
-			if err != nil {
-				errs = append(errs, &FilterLoadError{Filter: f.Name, Err: err})
+		for i, f := range h.cfg.Filters {
+			if loadErrs[i] != nil {
+				errs = append(errs, &FilterLoadError{Filter: f.Name, Err: loadErrs[i]})
 				continue
 			}
-			entries = append(entries, policy.EntryFor(link, f))
+			entries = append(entries, policy.EntryFor(links[i], f))
 		}
 		entries = append(entries, h.opts.Links...)
 		h.chain = policy.NewChain(entries...)

@@ -3,8 +3,11 @@ package plugin
 import (
 	"bufio"
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -104,5 +107,36 @@ func TestReattach(t *testing.T) {
 	m3, _ := newManager(t, Options{Reattach: &bad})
 	if _, err := m3.Open(ctx, &config.Plugin{Name: "x", Path: "/x"}); err == nil || !strings.Contains(err.Error(), "NEXUS_REATTACH_PLUGINS is not a JSON object") {
 		t.Fatalf("bad value: %v", err)
+	}
+}
+
+// Filters load concurrently; opening one plugin from several goroutines
+// at once launches it once, and every caller gets that one.
+func TestConcurrentOpenLaunchesOnce(t *testing.T) {
+	m, _ := newManager(t, Options{})
+	ctx := ctxT(t)
+	path := testPlugin(t, "counted")
+	log := filepath.Join(filepath.Dir(path), "counted.launches")
+	os.Remove(log)
+	pc := pinned(t, "shared", path)
+	ps := make([]*Plugin, 6)
+	errs := make([]error, len(ps))
+	var wg sync.WaitGroup
+	for i := range ps {
+		wg.Add(1)
+		go func() { defer wg.Done(); ps[i], errs[i] = m.Open(ctx, pc) }()
+	}
+	wg.Wait()
+	for i := range ps {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		if ps[i] != ps[0] {
+			t.Error("callers got different plugins")
+		}
+	}
+	b, _ := os.ReadFile(log)
+	if n := strings.Count(string(b), "\n"); n != 1 {
+		t.Errorf("launched %d times, want once", n)
 	}
 }

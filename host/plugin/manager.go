@@ -56,7 +56,14 @@ type Manager struct {
 
 	mu      sync.Mutex
 	plugins map[string]*Plugin
+	opening map[string]*opening // launches in progress, so that one runs per plugin
 	closed  bool
+}
+
+// opening is a launch in progress; err is set before done closes.
+type opening struct {
+	done chan struct{}
+	err  error
 }
 
 // NewManager makes a Manager; nothing runs until Open.
@@ -76,7 +83,7 @@ func NewManager(o Options) *Manager {
 	if o.Environ == nil {
 		o.Environ = osEnviron
 	}
-	return &Manager{opts: o, log: o.Logger, plugins: map[string]*Plugin{}}
+	return &Manager{opts: o, log: o.Logger, plugins: map[string]*Plugin{}, opening: map[string]*opening{}}
 }
 
 // reattachFor returns the reattach entry for name, if any.
@@ -115,7 +122,34 @@ func (m *Manager) Open(ctx context.Context, pc *config.Plugin) (*Plugin, error) 
 		m.mu.Unlock()
 		return p, nil
 	}
+	if op := m.opening[pc.Name]; op != nil {
+		// Another goroutine is launching it (filters load concurrently):
+		// share its result rather than start a second process.
+		m.mu.Unlock()
+		select {
+		case <-op.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if op.err != nil {
+			return nil, op.err
+		}
+		return m.Open(ctx, pc)
+	}
+	op := &opening{done: make(chan struct{})}
+	m.opening[pc.Name] = op
 	m.mu.Unlock()
+	p, err := m.open(ctx, pc)
+	op.err = err
+	m.mu.Lock()
+	delete(m.opening, pc.Name)
+	m.mu.Unlock()
+	close(op.done)
+	return p, err
+}
+
+// open launches pc; Open makes sure one runs at a time per plugin.
+func (m *Manager) open(ctx context.Context, pc *config.Plugin) (*Plugin, error) {
 
 	spec := launchSpec{
 		name:     pc.Name,

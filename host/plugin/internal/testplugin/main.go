@@ -50,6 +50,12 @@ func main() {
 			GRPCServer:      goplugin.DefaultGRPCServer,
 		})
 		return
+	case "counted":
+		// Records each launch beside the binary, for tests that count them.
+		if f, err := os.OpenFile(filepath.Join(filepath.Dir(os.Args[0]), "counted.launches"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+			fmt.Fprintln(f, os.Getpid())
+			f.Close()
+		}
 	case "envdump":
 		plugin.Serve(plugin.Options{Policy: plugin.DecideFunc(func(ctx context.Context, e *event.Event) (event.Decision, error) {
 			b, _ := json.Marshal(map[string]any{"env": os.Environ(), "stdin": stdinState()})
