@@ -136,7 +136,9 @@ func (c *StreamConn) ReadMessageBefore(deadline time.Time) ([]byte, error) {
 			c.dlMu.Unlock()
 			return nil, ErrReadTimeout
 		}
-		c.setDeadline(deadline)
+		if !NearlyDue(c.dlSet, deadline) {
+			c.setDeadline(deadline)
+		}
 		c.dlMu.Unlock()
 		if _, err := c.r.Peek(1); err != nil {
 			if !errors.Is(err, os.ErrDeadlineExceeded) {

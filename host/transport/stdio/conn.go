@@ -313,7 +313,9 @@ func (c *Conn) ReadMessageBefore(deadline time.Time) ([]byte, error) {
 			c.dlMu.Unlock()
 			return nil, mcp.ErrReadTimeout
 		}
-		c.setDeadline(deadline)
+		if !mcp.NearlyDue(c.dlSet, deadline) {
+			c.setDeadline(deadline)
+		}
 		c.dlMu.Unlock()
 		if err := c.frames.wait(); err != nil {
 			if !errors.Is(err, os.ErrDeadlineExceeded) {
