@@ -13,6 +13,18 @@
 // the hot path (Peer.CallRaw) builds frames by hand into a reused buffer and
 // pools its call records, so a small tools/call allocates a few KB at most.
 //
+// Threads, not JSON, dominate a round trip on a loaded or virtualized
+// machine: every goroutine a message wakes on its way can cost more than
+// the rest of the call. So one goroutine at a time holds the reading role,
+// and the role moves to where the work is. Over a DirectReader (stdio
+// pipes) a caller reads its own reply; a request is served on the
+// goroutine that read it, and one that runs long is overtaken by a new
+// reader after serveDelay; requests that arrive together are answered in
+// one write (FrameBufferer). Over HTTP a caller runs its own POST
+// (RequestWriter) and a server serves a POST on its handler's goroutine
+// (PushConn). A background reader takes a free role after idleDelay, so
+// nothing the other side sends waits long while no call is in flight.
+//
 // Everything that arrives is bounded: frames by the transport, pages of list
 // results by maxPages and cursor-loop detection, concurrent incoming
 // requests by PeerOptions.MaxHandlers and MaxQueue, and every outgoing
