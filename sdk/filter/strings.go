@@ -310,25 +310,34 @@ func (ed *editor) number() error {
 
 // str reads the string at pos and returns it decoded, and whether it had
 // escapes.
+//
+// Most strings are ASCII. Until it meets a byte >= 0x80, str scans with
+// needEscape, which stops at those bytes too, so that an ASCII string is
+// known to be valid UTF-8 without reading it again (utf8.ValidString reads
+// eight bytes per loop iteration: in WASM with a time limit that costs
+// more than the scan).
 func (ed *editor) str() (string, bool, error) {
 	ed.pos++ // the opening quote
 	start := ed.pos
+	set := needEscape
 	for ed.pos < len(ed.src) {
-		if ed.pos = Scan(ed.src, ed.pos, stringStop); ed.pos >= len(ed.src) {
+		if ed.pos = Scan(ed.src, ed.pos, set); ed.pos >= len(ed.src) {
 			break
 		}
 		c := ed.src[ed.pos]
 		if c == '"' {
+			ed.pos++
 			if ed.skip {
-				ed.pos++
 				return "", false, nil
 			}
-			s := string(ed.src[start:ed.pos])
-			ed.pos++
-			if !utf8.ValidString(s) {
-				s = fixUTF8(s)
+			b := ed.src[start : ed.pos-1]
+			if set == needEscape {
+				return intern(b), false, nil
 			}
-			return s, false, nil
+			if s := string(b); utf8.ValidString(s) {
+				return s, false, nil
+			}
+			return fixUTF8(string(b)), false, nil
 		}
 		if c == '\\' {
 			if ed.skip {
@@ -342,81 +351,131 @@ func (ed *editor) str() (string, bool, error) {
 		if c < 0x20 {
 			return "", false, ed.errorf("control character in a string")
 		}
+		set = stringStop // a byte >= 0x80: check UTF-8 at the end
 		ed.pos++
 	}
 	return "", false, ed.errorf("unterminated string")
 }
 
+// intern returns the string of b, without an allocation for the keys and
+// values every MCP result repeats.
+func intern(b []byte) string {
+	switch len(b) {
+	case 3:
+		if string(b) == "uri" {
+			return "uri"
+		}
+	case 4:
+		switch string(b) {
+		case "type":
+			return "type"
+		case "text":
+			return "text"
+		case "role":
+			return "role"
+		case "blob":
+			return "blob"
+		}
+	case 5:
+		if string(b) == "_meta" {
+			return "_meta"
+		}
+	case 7:
+		switch string(b) {
+		case "content":
+			return "content"
+		case "isError":
+			return "isError"
+		}
+	case 8:
+		switch string(b) {
+		case "mimeType":
+			return "mimeType"
+		case "resource":
+			return "resource"
+		case "contents":
+			return "contents"
+		case "messages":
+			return "messages"
+		}
+	case 17:
+		if string(b) == "structuredContent" {
+			return "structuredContent"
+		}
+	}
+	return string(b)
+}
+
+// unescapes maps the byte after a backslash to what it stands for; 0 for
+// an unknown escape, and 'u' for \uXXXX.
+var unescapes = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t', 'u': 'u'}
+
 func (ed *editor) unescape() (string, error) {
 	// The decoded string is no longer than what is left of the document:
 	// one allocation instead of a series of growing ones.
 	b := make([]byte, 0, min(len(ed.src)-ed.pos, 64<<10))
+	set := needEscape // as in str: stop at bytes >= 0x80 until there is one
 	for ed.pos < len(ed.src) {
 		// Copy the run up to the next quote, backslash or control byte.
 		start := ed.pos
-		ed.pos = Scan(ed.src, ed.pos, stringStop)
+		ed.pos = Scan(ed.src, ed.pos, set)
 		b = append(b, ed.src[start:ed.pos]...)
 		if ed.pos >= len(ed.src) {
 			break
 		}
 		c := ed.src[ed.pos]
-		switch {
-		case c == '"':
-			ed.pos++
-			if !utf8.Valid(b) {
-				return fixUTF8(string(b)), nil
-			}
-			return unsafe.String(unsafe.SliceData(b), len(b)), nil // b is not used again
-		case c < 0x20:
-			return "", ed.errorf("control character in a string")
-		}
 		ed.pos++
+		if c != '\\' {
+			switch {
+			case c == '"':
+				if set != needEscape && !utf8.Valid(b) {
+					return fixUTF8(string(b)), nil
+				}
+				return unsafe.String(unsafe.SliceData(b), len(b)), nil // b is not used again
+			case c < 0x20:
+				ed.pos--
+				return "", ed.errorf("control character in a string")
+			}
+			set = stringStop
+			b = append(b, c)
+			continue
+		}
 		if ed.pos >= len(ed.src) {
 			break
 		}
-		e := ed.src[ed.pos]
+		e := unescapes[ed.src[ed.pos]]
 		ed.pos++
-		switch e {
-		case '"', '\\', '/':
-			b = append(b, e)
-		case 'b':
-			b = append(b, '\b')
-		case 'f':
-			b = append(b, '\f')
-		case 'n':
-			b = append(b, '\n')
-		case 'r':
-			b = append(b, '\r')
-		case 't':
-			b = append(b, '\t')
-		case 'u':
-			r, ok := ed.hex4()
-			if !ok {
-				return "", ed.errorf("malformed \\u escape")
+		if e != 'u' {
+			if e == 0 {
+				return "", ed.errorf("unknown escape \\%c", ed.src[ed.pos-1])
 			}
-			if utf16.IsSurrogate(r) {
-				r2 := rune(-1)
-				if ed.pos+1 < len(ed.src) && ed.src[ed.pos] == '\\' && ed.src[ed.pos+1] == 'u' {
-					save := ed.pos
-					ed.pos += 2
-					var ok2 bool
-					if r2, ok2 = ed.hex4(); !ok2 {
-						return "", ed.errorf("malformed \\u escape")
-					}
-					if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
-						r = d
-					} else {
-						ed.pos = save
-						r = utf8.RuneError
-					}
+			b = append(b, e)
+			continue
+		}
+		r, ok := ed.hex4()
+		if !ok {
+			return "", ed.errorf("malformed \\u escape")
+		}
+		if utf16.IsSurrogate(r) {
+			r2 := rune(-1)
+			if ed.pos+1 < len(ed.src) && ed.src[ed.pos] == '\\' && ed.src[ed.pos+1] == 'u' {
+				save := ed.pos
+				ed.pos += 2
+				var ok2 bool
+				if r2, ok2 = ed.hex4(); !ok2 {
+					return "", ed.errorf("malformed \\u escape")
+				}
+				if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
+					r = d
 				} else {
+					ed.pos = save
 					r = utf8.RuneError
 				}
+			} else {
+				r = utf8.RuneError
 			}
-			b = utf8.AppendRune(b, r)
-		default:
-			return "", ed.errorf("unknown escape \\%c", e)
 		}
+		b = utf8.AppendRune(b, r)
 	}
 	return "", ed.errorf("unterminated string")
 }
