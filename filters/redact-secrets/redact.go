@@ -73,14 +73,17 @@ func newRedactor() *redactor {
 		r.addKey(k)
 	}
 	for c := byte('B'); c <= 'S'; c++ {
-		r.pair('A', c) // AKIA, ASIA, ...
+		r.pair('A', c, pairWord) // AKIA, ASIA, ...
 	}
-	for _, p := range []string{"gh", "gi", "xo", "xa", "ht", "--", "ey"} {
-		r.pair(p[0], p[1])
+	for _, p := range []string{"gh", "gi", "xo", "xa", "ey"} {
+		r.pair(p[0], p[1], pairWord)
+	}
+	for _, p := range []string{"ht", "--"} { // webhook URLs and PEM blocks
+		r.pair(p[0], p[1], pairOther)
 	}
 	for _, q := range []byte(" \"'") { // between a key and its separator
-		r.pair(q, '=')
-		r.pair(q, ':')
+		r.pair(q, '=', pairOther)
+		r.pair(q, ':', pairOther)
 	}
 	return r
 }
@@ -104,8 +107,8 @@ func (r *redactor) addKey(k string) {
 	}
 	for _, e := range ends {
 		r.lastBytes[e] = 1
-		r.pair(e, '=')
-		r.pair(e, ':')
+		r.pair(e, '=', pairKey)
+		r.pair(e, ':', pairKey)
 	}
 }
 
@@ -162,7 +165,7 @@ func (r *redactor) redact(s string, n *counts) (string, bool) {
 }
 
 // scan returns the first j at or after i where the pair s[j], s[j+1] is
-// marked in r.pairs, or len(s). It reads 32 pairs per jump, as
+// marked in r.pairs and a candidate, or len(s). It reads 32 pairs per jump, as
 // filter.Scan reads bytes: a bit mask of the marked pairs and its
 // trailing zeros, the last window overlapping the one before it.
 func (r *redactor) scan(s string, j int) int {
@@ -180,8 +183,10 @@ func (r *redactor) scan(s string, j int) int {
 				bit(t[uint16(w[20])|uint16(w[21])<<8])<<20 | bit(t[uint16(w[21])|uint16(w[22])<<8])<<21 | bit(t[uint16(w[22])|uint16(w[23])<<8])<<22 | bit(t[uint16(w[23])|uint16(w[24])<<8])<<23 |
 				bit(t[uint16(w[24])|uint16(w[25])<<8])<<24 | bit(t[uint16(w[25])|uint16(w[26])<<8])<<25 | bit(t[uint16(w[26])|uint16(w[27])<<8])<<26 | bit(t[uint16(w[27])|uint16(w[28])<<8])<<27 |
 				bit(t[uint16(w[28])|uint16(w[29])<<8])<<28 | bit(t[uint16(w[29])|uint16(w[30])<<8])<<29 | bit(t[uint16(w[30])|uint16(w[31])<<8])<<30 | bit(t[uint16(w[31])|uint16(w[32])<<8])<<31
-			if m >>= uint(j - base); m != 0 {
-				return j + bits.TrailingZeros32(m)
+			for m >>= uint(j - base); m != 0; m &= m - 1 {
+				if p := j + bits.TrailingZeros32(m); r.candidate(s, p) {
+					return p
+				}
 			}
 			if j = base + 32; j >= n {
 				return len(s)
@@ -189,7 +194,7 @@ func (r *redactor) scan(s string, j int) int {
 		}
 	}
 	for ; j < n; j++ {
-		if t[uint16(s[j])|uint16(s[j+1])<<8] != 0 {
+		if t[uint16(s[j])|uint16(s[j+1])<<8] != 0 && r.candidate(s, j) {
 			return j
 		}
 	}
@@ -200,7 +205,38 @@ func (r *redactor) scan(s string, j int) int {
 func bit(v uint8) uint32 { return (uint32(v) + 0xff) >> 8 }
 
 // pair marks the two bytes a, b in the table.
-func (r *redactor) pair(a, b byte) { r.pairs[uint16(a)|uint16(b)<<8] = 1 }
+func (r *redactor) pair(a, b byte, what uint8) { r.pairs[uint16(a)|uint16(b)<<8] |= what }
+
+// What a marked pair of bytes may be the start of. A pair marked as more
+// than one thing is always a candidate.
+const (
+	pairWord  = 1 << iota // a token that starts a word (aws, github, slack, jwt)
+	pairKey               // the last byte of a key and its separator
+	pairOther             // anything else
+)
+
+// candidate reports whether the pair marked at p is worth a closer look:
+// a token must start a word (the detectors check that again), and a key
+// must end the way a secret key does, its last three bytes (keyValue
+// checks that again). Rejecting the rest here costs a few jumps instead
+// of a trip through redact's loop.
+func (r *redactor) candidate(s string, p int) bool {
+	switch r.pairs[uint16(s[p])|uint16(s[p+1])<<8] {
+	case pairWord:
+		return p == 0 || !wordByte[s[p-1]]
+	case pairKey:
+		return p < 2 || r.anyTail || r.tails[trigram(s[p-2], s[p-1], s[p])]
+	}
+	return true
+}
+
+// wordByte holds the bytes a token may not follow (see boundary).
+var wordByte = func() (t [256]bool) {
+	for c := 0; c < 256; c++ {
+		t[c] = isAlnum(byte(c)) || c == '_'
+	}
+	return t
+}()
 
 func isAlnum(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
