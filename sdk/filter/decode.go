@@ -20,7 +20,7 @@ func DecodeEvent(raw []byte, e *event.Event) error {
 	ok, err := r.event(e)
 	if err != nil || !ok {
 		*e = event.Event{}
-		return json.Unmarshal(raw, e)
+		return decodeFallback(raw, e)
 	}
 	return nil
 }
@@ -222,24 +222,8 @@ func (r *reader) event(e *event.Event) (bool, error) {
 					if r.peek() == 'n' {
 						return r.null()
 					}
-					a := new(event.Annotations)
-					e.Tool.Annotations = a
-					ok = r.object(func(k string) bool {
-						var ok bool
-						switch k {
-						case "title":
-							a.Title, ok = r.strOrNull()
-						case "readOnlyHint":
-							a.ReadOnlyHint, ok = r.boolPtr()
-						case "destructiveHint":
-							a.DestructiveHint, ok = r.boolPtr()
-						case "idempotentHint":
-							a.IdempotentHint, ok = r.boolPtr()
-						case "openWorldHint":
-							a.OpenWorldHint, ok = r.boolPtr()
-						}
-						return ok
-					})
+					e.Tool.Annotations = new(event.Annotations)
+					ok = r.annotations(e.Tool.Annotations)
 				}
 				return ok
 			})
@@ -259,4 +243,34 @@ func (r *reader) event(e *event.Event) (bool, error) {
 	}
 	r.ws()
 	return r.pos == len(r.src), nil
+}
+
+func (r *reader) annotations(a *event.Annotations) bool {
+	return r.object(func(k string) bool {
+		var ok bool
+		switch k {
+		case "title":
+			a.Title, ok = r.strOrNull()
+		case "readOnlyHint":
+			a.ReadOnlyHint, ok = r.boolPtr()
+		case "destructiveHint":
+			a.DestructiveHint, ok = r.boolPtr()
+		case "idempotentHint":
+			a.IdempotentHint, ok = r.boolPtr()
+		case "openWorldHint":
+			a.OpenWorldHint, ok = r.boolPtr()
+		}
+		return ok
+	})
+}
+
+// decodeAnnotations decodes a tool's annotations as the host function
+// "field" sends them; ok=false means "ask decodeFallback".
+func decodeAnnotations(raw []byte, a *event.Annotations) bool {
+	r := reader{src: raw}
+	if !r.annotations(a) {
+		return false
+	}
+	r.ws()
+	return r.pos == len(r.src)
 }

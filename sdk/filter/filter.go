@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime/debug"
+	"strconv"
 
 	"github.com/nexus-mcp/nexus/sdk/event"
 )
@@ -46,10 +48,8 @@ func Config[T any](fn func(cfg T) error) {
 	configureFn = func(raw []byte) error {
 		var cfg T
 		if len(bytes.TrimSpace(raw)) > 0 && string(bytes.TrimSpace(raw)) != "null" {
-			dec := json.NewDecoder(bytes.NewReader(raw))
-			dec.DisallowUnknownFields()
-			if err := dec.Decode(&cfg); err != nil {
-				return fmt.Errorf("config: %w", err)
+			if err := decodeConfig(raw, &cfg); err != nil {
+				return wrapError{"config: ", err}
 			}
 		}
 		return fn(cfg)
@@ -152,8 +152,9 @@ func dispatch(input []byte) event.Decision {
 func decide(view *View) (d event.Decision) {
 	defer func() {
 		if r := recover(); r != nil {
-			logHost(LevelError, fmt.Sprintf("panic: %v\n%s", r, debug.Stack()))
-			d = Fail(fmt.Errorf("panic: %v", r))
+			msg := "panic: " + panicText(r)
+			logHost(LevelError, msg+"\n"+string(debug.Stack()))
+			d = Fail(errors.New(msg))
 		}
 	}()
 	if policyFn == nil && sanitizerFn == nil && policyView == nil && sanitizerView == nil {
@@ -206,3 +207,34 @@ func appendDecision(b []byte, d event.Decision) []byte {
 	}
 	return append(b, '}')
 }
+
+// panicText is what fmt's %v prints for the usual panic values (strings,
+// errors and numbers), without fmt (see decodeConfig). (Not Stringers: a
+// call through interface{ String() string } keeps the String method of
+// every type in the module.)
+func panicText(r any) string {
+	switch x := r.(type) {
+	case string:
+		return x
+	case error:
+		return x.Error()
+	case int:
+		return strconv.Itoa(x)
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case uint64:
+		return strconv.FormatUint(x, 10)
+	case bool:
+		return strconv.FormatBool(x)
+	}
+	return "a value of type " + reflect.TypeOf(r).String()
+}
+
+// wrapError is fmt.Errorf's prefix + %w, without fmt.
+type wrapError struct {
+	prefix string
+	err    error
+}
+
+func (e wrapError) Error() string { return e.prefix + e.err.Error() }
+func (e wrapError) Unwrap() error { return e.err }

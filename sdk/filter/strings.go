@@ -2,7 +2,6 @@ package filter
 
 import (
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -144,9 +143,16 @@ type editor struct {
 	edit   func(Path, string) (string, bool)
 }
 
-func (ed *editor) errorf(format string, args ...any) error {
-	return fmt.Errorf("%w at offset %d: %s", ErrSyntax, ed.pos, fmt.Sprintf(format, args...))
+func (ed *editor) errorf(msg string) error {
+	return syntaxError(ErrSyntax.Error() + " at offset " + strconv.Itoa(ed.pos) + ": " + msg)
 }
+
+// syntaxError is an error of EditStrings about malformed JSON; it wraps
+// ErrSyntax.
+type syntaxError string
+
+func (e syntaxError) Error() string { return string(e) }
+func (e syntaxError) Unwrap() error { return ErrSyntax }
 
 func (ed *editor) ws() {
 	for ed.pos < len(ed.src) {
@@ -161,7 +167,7 @@ func (ed *editor) ws() {
 
 func (ed *editor) value(depth int) error {
 	if depth > MaxDepth {
-		return ed.errorf("nested deeper than %d", MaxDepth)
+		return ed.errorf("nested deeper than " + strconv.Itoa(MaxDepth))
 	}
 	if ed.pos >= len(ed.src) {
 		return ed.errorf("unexpected end")
@@ -261,12 +267,12 @@ func (ed *editor) value(depth int) error {
 	case c == '-' || (c >= '0' && c <= '9'):
 		return ed.number()
 	}
-	return ed.errorf("unexpected character %q", ed.src[ed.pos])
+	return ed.errorf("unexpected character " + strconv.QuoteRune(rune(ed.src[ed.pos])))
 }
 
 func (ed *editor) lit(s string) error {
 	if len(ed.src)-ed.pos < len(s) || string(ed.src[ed.pos:ed.pos+len(s)]) != s {
-		return ed.errorf("want %s", s)
+		return ed.errorf("want " + s)
 	}
 	ed.pos += len(s)
 	return nil
@@ -447,7 +453,7 @@ func (ed *editor) unescape() (string, error) {
 		ed.pos++
 		if e != 'u' {
 			if e == 0 {
-				return "", ed.errorf("unknown escape \\%c", ed.src[ed.pos-1])
+				return "", ed.errorf("unknown escape \\" + string(rune(ed.src[ed.pos-1])))
 			}
 			b = append(b, e)
 			continue

@@ -1,9 +1,6 @@
 package filter
 
 import (
-	"encoding/json"
-	"fmt"
-
 	"github.com/nexus-mcp/nexus/sdk/event"
 )
 
@@ -51,7 +48,7 @@ func (v *View) Event() (*event.Event, error) {
 		v.decoded = true
 		e := new(event.Event)
 		if err := DecodeEvent(v.raw, e); err != nil {
-			v.evErr = fmt.Errorf("decoding the event: %w", err)
+			v.evErr = wrapError{"decoding the event: ", err}
 		} else {
 			v.ev = e
 		}
@@ -114,7 +111,7 @@ func (v *View) Annotations() *event.Annotations {
 		return nil
 	}
 	a := new(event.Annotations)
-	if json.Unmarshal([]byte(s), a) != nil {
+	if !decodeAnnotations([]byte(s), a) && decodeFallback([]byte(s), a) != nil {
 		return nil
 	}
 	return a
