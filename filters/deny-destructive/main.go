@@ -1,7 +1,8 @@
 package main
 
 import (
-	"fmt"
+	"errors"
+	"strconv"
 	"strings"
 
 	"github.com/nexus-mcp/nexus/sdk/event"
@@ -33,7 +34,7 @@ func configure(c Config) error {
 	for _, p := range c.Tools {
 		g, err := filter.CompileGlob(p)
 		if err != nil {
-			return fmt.Errorf("config: tools: bad glob %q: %v", p, err)
+			return errors.New("config: tools: bad glob " + strconv.Quote(p) + ": " + err.Error())
 		}
 		globs = append(globs, g)
 	}
@@ -59,10 +60,10 @@ func decide(v *filter.View) event.Decision {
 		perm = "none"
 	}
 	if method == "tools/list" {
-		return filter.Denyf("hidden: %s is destructive (%s)", name, why)
+		return filter.Deny("hidden: " + name + " is destructive (" + why + ")")
 	}
-	return filter.Denyf("%s is destructive (%s); agent %q has permission %q, and only an agent with permission \"yolo\" may call destructive tools",
-		name, why, v.AgentID(), perm)
+	return filter.Deny(name + " is destructive (" + why + "); agent " + strconv.Quote(v.AgentID()) + " has permission " + strconv.Quote(perm) +
+		", and only an agent with permission \"yolo\" may call destructive tools")
 }
 
 // destructive says why the event's tool counts as destructive, or "".
@@ -74,7 +75,7 @@ func destructive(v *filter.View) string {
 			subject = server + "." + tool
 		}
 		if g.Match(subject) {
-			return fmt.Sprintf("it matches %q in the filter's config", g)
+			return "it matches " + strconv.Quote(g.String()) + " in the filter's config"
 		}
 	}
 	a := v.Annotations()

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"fmt"
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,12 +23,12 @@ type Config struct {
 func configure(c Config) error {
 	for _, k := range c.Disable {
 		if !slices.Contains(Kinds, k) {
-			return fmt.Errorf("config: disable: unknown kind %q (kinds: %s)", k, strings.Join(Kinds, ", "))
+			return errors.New("config: disable: unknown kind " + strconv.Quote(k) + " (kinds: " + strings.Join(Kinds, ", ") + ")")
 		}
 	}
 	for _, k := range c.Keys {
 		if k == "" || strings.ContainsAny(k, " =:") {
-			return fmt.Errorf("config: keys: %q is not a key name", k)
+			return errors.New("config: keys: " + strconv.Quote(k) + " is not a key name")
 		}
 	}
 	r := newRedactor()
@@ -69,7 +69,7 @@ func sanitize(v *filter.View) event.Decision {
 		return red.redact(s, &n)
 	})
 	if err != nil {
-		return filter.Fail(fmt.Errorf("reading the result: %w", err))
+		return filter.Fail(errors.New("reading the result: " + err.Error()))
 	}
 	if !changed {
 		return filter.Allow()

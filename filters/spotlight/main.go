@@ -3,7 +3,8 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
+	"errors"
+	"strconv"
 	"strings"
 
 	"github.com/nexus-mcp/nexus/sdk/event"
@@ -62,9 +63,9 @@ func sanitize(v *filter.View) event.Decision {
 	mark := marker(v.Session())
 	source := v.Server()
 	if t := v.Tool(); t != "" {
-		source = fmt.Sprintf("the tool %s.%s", source, t)
+		source = "the tool " + source + "." + t
 	} else {
-		source = fmt.Sprintf("the server %s (%s)", source, v.Method())
+		source = "the server " + source + " (" + v.Method() + ")"
 	}
 	n := 0
 	out, changed, err := filter.EditStrings(result, func(p filter.Path, s string) (string, bool) {
@@ -75,12 +76,12 @@ func sanitize(v *filter.View) event.Decision {
 		return wrap(s, mark, source), true
 	})
 	if err != nil {
-		return filter.Fail(fmt.Errorf("reading the result: %w", err))
+		return filter.Fail(errors.New("reading the result: " + err.Error()))
 	}
 	if !changed {
 		return filter.Allow()
 	}
-	return filter.ModifyResult(out, fmt.Sprintf("marked %d text item(s) as untrusted", n))
+	return filter.ModifyResult(out, "marked "+strconv.Itoa(n)+" text item(s) as untrusted")
 }
 
 func init() {

@@ -2,7 +2,7 @@ package main
 
 import (
 	"errors"
-	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/nexus-mcp/nexus/sdk/event"
@@ -28,10 +28,10 @@ func configure(c Config) error {
 	for _, p := range c.Allow {
 		g, err := filter.CompileGlob(p)
 		if err != nil {
-			return fmt.Errorf("config: allow: bad glob %q: %v", p, err)
+			return errors.New("config: allow: bad glob " + strconv.Quote(p) + ": " + err.Error())
 		}
 		if !strings.Contains(p, ".") {
-			return fmt.Errorf("config: allow: %q has no dot; write \"server.tool\" (use \"%s.*\" for every tool of a server)", p, p)
+			return errors.New("config: allow: " + strconv.Quote(p) + " has no dot; write \"server.tool\" (use \"" + p + ".*\" for every tool of a server)")
 		}
 		allow = append(allow, g)
 	}
@@ -53,7 +53,7 @@ func decide(v *filter.View) event.Decision {
 	if v.Method() == "tools/list" {
 		return filter.Deny("hidden: not in the tool allowlist")
 	}
-	return filter.Denyf("tool %s is not in the allowlist (allowed: %s)", name, strings.Join(patterns, ", "))
+	return filter.Deny("tool " + name + " is not in the allowlist (allowed: " + strings.Join(patterns, ", ") + ")")
 }
 
 func init() {
