@@ -195,14 +195,14 @@ func TestScan(t *testing.T) {
 			t.Errorf("%q bytes: %d, want %d", s, got, want)
 		}
 	}
-	// Every start and length around the 32-byte windows, against a
+	// Every start and length around the 64-byte windows, against a
 	// byte-at-a-time loop, with set entries other than 1.
 	var odd ByteSet
 	odd['x'], odd['y'] = 1, 0x80
 	r := rand.New(rand.NewPCG(1, 2))
-	for n := 0; n < 100; n++ {
+	for n := 0; n < 160; n++ {
 		b := make([]byte, n)
-		for range 50 {
+		for range 20 {
 			for k := range b {
 				b[k] = "abcdxy"[r.IntN(6)]
 				if r.IntN(4) != 0 {

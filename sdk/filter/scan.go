@@ -29,7 +29,7 @@ func (s *ByteSet) Add(lo, hi byte) *ByteSet {
 // a Go function takes (a loop's next iteration, a branch that is taken,
 // a call) costs about as much as forty bytes of straight-line work: Go
 // compiles each jump to a WebAssembly loop, and the host checks for a
-// timeout at every one. So Scan looks at 32 bytes per jump: it makes a
+// timeout at every one. So Scan looks at 64 bytes per jump: it makes a
 // bit mask of the bytes in the set and finds the first with a
 // trailing-zero count, with no branch per byte; the last, partial window
 // is read overlapping the one before it.
@@ -38,18 +38,22 @@ func Scan[T ~string | ~[]byte](s T, i int, set *ByteSet) int {
 	if i < 0 {
 		i = 0
 	}
-	if n-i >= 32 {
+	if n-i >= 64 {
 		for {
-			base := min(i, n-32) // the last window ends at n
-			w := s[base : base+32]
-			m := bit(set[w[0]]) | bit(set[w[1]])<<1 | bit(set[w[2]])<<2 | bit(set[w[3]])<<3 | bit(set[w[4]])<<4 | bit(set[w[5]])<<5 | bit(set[w[6]])<<6 | bit(set[w[7]])<<7 |
-				bit(set[w[8]])<<8 | bit(set[w[9]])<<9 | bit(set[w[10]])<<10 | bit(set[w[11]])<<11 | bit(set[w[12]])<<12 | bit(set[w[13]])<<13 | bit(set[w[14]])<<14 | bit(set[w[15]])<<15 |
-				bit(set[w[16]])<<16 | bit(set[w[17]])<<17 | bit(set[w[18]])<<18 | bit(set[w[19]])<<19 | bit(set[w[20]])<<20 | bit(set[w[21]])<<21 | bit(set[w[22]])<<22 | bit(set[w[23]])<<23 |
-				bit(set[w[24]])<<24 | bit(set[w[25]])<<25 | bit(set[w[26]])<<26 | bit(set[w[27]])<<27 | bit(set[w[28]])<<28 | bit(set[w[29]])<<29 | bit(set[w[30]])<<30 | bit(set[w[31]])<<31
+			base := min(i, n-64) // the last window ends at n
+			w := s[base : base+64]
+			m := bit64(set[w[0]]) | bit64(set[w[1]])<<1 | bit64(set[w[2]])<<2 | bit64(set[w[3]])<<3 | bit64(set[w[4]])<<4 | bit64(set[w[5]])<<5 | bit64(set[w[6]])<<6 | bit64(set[w[7]])<<7 |
+				bit64(set[w[8]])<<8 | bit64(set[w[9]])<<9 | bit64(set[w[10]])<<10 | bit64(set[w[11]])<<11 | bit64(set[w[12]])<<12 | bit64(set[w[13]])<<13 | bit64(set[w[14]])<<14 | bit64(set[w[15]])<<15 |
+				bit64(set[w[16]])<<16 | bit64(set[w[17]])<<17 | bit64(set[w[18]])<<18 | bit64(set[w[19]])<<19 | bit64(set[w[20]])<<20 | bit64(set[w[21]])<<21 | bit64(set[w[22]])<<22 | bit64(set[w[23]])<<23 |
+				bit64(set[w[24]])<<24 | bit64(set[w[25]])<<25 | bit64(set[w[26]])<<26 | bit64(set[w[27]])<<27 | bit64(set[w[28]])<<28 | bit64(set[w[29]])<<29 | bit64(set[w[30]])<<30 | bit64(set[w[31]])<<31 |
+				bit64(set[w[32]])<<32 | bit64(set[w[33]])<<33 | bit64(set[w[34]])<<34 | bit64(set[w[35]])<<35 | bit64(set[w[36]])<<36 | bit64(set[w[37]])<<37 | bit64(set[w[38]])<<38 | bit64(set[w[39]])<<39 |
+				bit64(set[w[40]])<<40 | bit64(set[w[41]])<<41 | bit64(set[w[42]])<<42 | bit64(set[w[43]])<<43 | bit64(set[w[44]])<<44 | bit64(set[w[45]])<<45 | bit64(set[w[46]])<<46 | bit64(set[w[47]])<<47 |
+				bit64(set[w[48]])<<48 | bit64(set[w[49]])<<49 | bit64(set[w[50]])<<50 | bit64(set[w[51]])<<51 | bit64(set[w[52]])<<52 | bit64(set[w[53]])<<53 | bit64(set[w[54]])<<54 | bit64(set[w[55]])<<55 |
+				bit64(set[w[56]])<<56 | bit64(set[w[57]])<<57 | bit64(set[w[58]])<<58 | bit64(set[w[59]])<<59 | bit64(set[w[60]])<<60 | bit64(set[w[61]])<<61 | bit64(set[w[62]])<<62 | bit64(set[w[63]])<<63
 			if m >>= uint(i - base); m != 0 {
-				return i + bits.TrailingZeros32(m)
+				return i + bits.TrailingZeros64(m)
 			}
-			if i = base + 32; i >= n {
+			if i = base + 64; i >= n {
 				return n
 			}
 		}
@@ -62,5 +66,5 @@ func Scan[T ~string | ~[]byte](s T, i int, set *ByteSet) int {
 	return n
 }
 
-// bit is 1 when a set's entry is non-zero, without a branch.
-func bit(v uint8) uint32 { return (uint32(v) + 0xff) >> 8 }
+// bit64 is 1 when a set's entry is non-zero, without a branch.
+func bit64(v uint8) uint64 { return (uint64(v) + 0xff) >> 8 }

@@ -20,24 +20,9 @@ func AppendString(b []byte, s string) []byte {
 			break
 		}
 		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
+		if c < utf8.RuneSelf { // a control byte, the quote or the backslash
 			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
+			b = append(b, asciiEscapes[c]...)
 			i++
 			start = i
 			continue
@@ -61,6 +46,17 @@ func AppendString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// asciiEscapes is how AppendString writes each ASCII byte of needEscape:
+// a table, not a switch, since each branch taken costs a jump (see Scan).
+var asciiEscapes = [utf8.RuneSelf]string{
+	0x00: `\u0000`, 0x01: `\u0001`, 0x02: `\u0002`, 0x03: `\u0003`, 0x04: `\u0004`, 0x05: `\u0005`,
+	0x06: `\u0006`, 0x07: `\u0007`, 0x08: `\u0008`, 0x09: `\t`, 0x0a: `\n`, 0x0b: `\u000b`,
+	0x0c: `\u000c`, 0x0d: `\r`, 0x0e: `\u000e`, 0x0f: `\u000f`, 0x10: `\u0010`, 0x11: `\u0011`,
+	0x12: `\u0012`, 0x13: `\u0013`, 0x14: `\u0014`, 0x15: `\u0015`, 0x16: `\u0016`, 0x17: `\u0017`,
+	0x18: `\u0018`, 0x19: `\u0019`, 0x1a: `\u001a`, 0x1b: `\u001b`, 0x1c: `\u001c`, 0x1d: `\u001d`,
+	0x1e: `\u001e`, 0x1f: `\u001f`, '"': `\"`, '\\': `\\`,
 }
 
 // needEscape holds the bytes AppendString must look at: control bytes,
