@@ -183,6 +183,20 @@ func errorResult(format string, args ...any) *mcp.CallToolResult {
 // decodeArgs decodes the arguments object into v, a pointer to a struct
 // whose fields are pointers (nil: not given). A problem becomes an error
 // result naming the tool and the argument.
+// twoNumbers reads arguments {"a": number, "b": number} without
+// reflection; anything else (a missing or mistyped argument) is left to
+// decodeArgs, which explains what is wrong.
+func twoNumbers(raw json.RawMessage) (a, b float64, ok bool) {
+	ra, rb := mcp.Member(raw, "a"), mcp.Member(raw, "b")
+	if ra == nil || rb == nil {
+		return 0, 0, false
+	}
+	var err1, err2 error
+	a, err1 = strconv.ParseFloat(string(ra), 64)
+	b, err2 = strconv.ParseFloat(string(rb), 64)
+	return a, b, err1 == nil && err2 == nil
+}
+
 func decodeArgs(tool string, raw json.RawMessage, v any) *mcp.CallToolResult {
 	err := json.Unmarshal(raw, v)
 	if err == nil {
@@ -260,7 +274,9 @@ func add(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, er
 		A *float64 `json:"a"`
 		B *float64 `json:"b"`
 	}
-	if r := decodeArgs("add", req.Arguments, &a); r != nil {
+	if x, y, ok := twoNumbers(req.Arguments); ok {
+		a.A, a.B = &x, &y
+	} else if r := decodeArgs("add", req.Arguments, &a); r != nil {
 		return r, nil
 	}
 	var missing []string
@@ -277,12 +293,7 @@ func add(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, er
 	if math.IsInf(sum, 0) {
 		return errorResult("add: the sum of %v and %v overflows a 64-bit float", *a.A, *a.B), nil
 	}
-	sc, err := json.Marshal(struct {
-		Sum float64 `json:"sum"`
-	}{sum})
-	if err != nil {
-		return nil, err
-	}
+	sc := append(strconv.AppendFloat([]byte(`{"sum":`), sum, 'g', -1, 64), '}')
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{mcp.TextContent(strconv.FormatFloat(sum, 'g', -1, 64))},
 		StructuredContent: sc,
