@@ -21,7 +21,7 @@ func TestMarshalArgsMatchesEncodingJSON(t *testing.T) {
 	for _, v := range []any{
 		nil,
 		map[string]any{"message": "hello"},
-		map[string]any{"b": 1.5, "a": "x", "c": true, "d": nil, "e": []any{1.0, "two", false, nil}, "f": map[string]any{"z": 1e21, "y": 1e-7, "x": -0.0, "w": 123456789.0}},
+		map[string]any{"b": 1.5, "a": "x", "c": true, "d": nil, "e": []any{1.0, "two", false, nil}, "f": map[string]any{"z": 1e21, "y": 1e-7, "x": math.Copysign(0, -1), "w": 123456789.0}},
 		map[string]any{"quote\"key": "line\nbreak\ttab\\ \x01 \u2028 é 🙂", "html": "<a&b>"},
 		map[string]string{"k2": "v2", "k1": "v1"},
 		map[string]any{"n": int(-3), "i64": int64(1 << 40), "u": uint(7), "f32": float32(0.1), "i32": int32(-9), "u64": uint64(1 << 63)},
