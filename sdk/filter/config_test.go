@@ -31,6 +31,7 @@ type testConfig struct {
 	} `json:"rules"`
 	Skipped string `json:"-"`
 	NoTag   string
+	//lint:ignore U1000 an unexported field the decoder must skip, as encoding/json does
 	private int
 }
 
