@@ -359,7 +359,7 @@ func (h *HTTPHandler) reply(w http.ResponseWriter, r *http.Request, s *httpSessi
 	st.mu.Unlock()
 	for {
 		st.mu.Lock()
-		n, done, ch := len(st.events), st.done, st.changed
+		n, done, ch := len(st.events), st.done, st.waitCh()
 		if st.replied {
 			st.mu.Unlock()
 			return
@@ -502,7 +502,7 @@ func (h *HTTPHandler) pump(w http.ResponseWriter, r *http.Request, s *httpSessio
 		st.sent = max(st.sent, after)
 		complete := st.done && after == st.next-1
 		poll := h.cfg.pollAfter > 0 && written >= h.cfg.pollAfter && !complete
-		ch := st.changed
+		ch := st.waitCh()
 		st.mu.Unlock()
 		if poll {
 			buf = append(buf, "retry: "...)
@@ -673,8 +673,16 @@ type stream struct {
 	inline     bool
 	startReply func()
 	replying   chan struct{}
-	owner      int // the connection writing the stream; a resume takes over
-	changed    chan struct{}
+	owner      int           // the connection writing the stream; a resume takes over
+	changed    chan struct{} // closed by wake; made when someone waits
+}
+
+// waitCh returns the channel the next wake closes. Called with mu held.
+func (st *stream) waitCh() <-chan struct{} {
+	if st.changed == nil {
+		st.changed = make(chan struct{})
+	}
+	return st.changed
 }
 
 type streamEvent struct {
@@ -683,13 +691,15 @@ type streamEvent struct {
 }
 
 func newStream(id, key string) *stream {
-	return &stream{id: id, key: key, next: 1, changed: make(chan struct{})}
+	return &stream{id: id, key: key, next: 1}
 }
 
 // wake tells the stream's writers that something changed. Called with mu held.
 func (st *stream) wake() {
-	close(st.changed)
-	st.changed = make(chan struct{})
+	if st.changed != nil {
+		close(st.changed)
+		st.changed = nil
+	}
 }
 
 // maxDirect bounds a response written by the goroutine that produced it;
@@ -989,10 +999,15 @@ func originAllowed(origin string) bool {
 func accepts(r *http.Request, want string) bool {
 	major, _, _ := strings.Cut(want, "/")
 	for _, v := range r.Header.Values("Accept") {
-		for _, part := range strings.Split(v, ",") {
+		for v != "" {
+			var part string
+			part, v, _ = strings.Cut(v, ",")
 			mt, _, _ := strings.Cut(part, ";")
 			mt = strings.TrimSpace(mt)
-			if strings.EqualFold(mt, want) || mt == "*/*" || strings.EqualFold(mt, major+"/*") {
+			if strings.EqualFold(mt, want) || mt == "*/*" {
+				return true
+			}
+			if m, sub, ok := strings.Cut(mt, "/"); ok && sub == "*" && strings.EqualFold(m, major) {
 				return true
 			}
 		}
