@@ -42,11 +42,12 @@ type FrameWriter interface {
 // requests through WriteRequest, on the calling goroutine and outside its
 // write lock, so the transport can run the exchange there instead of
 // handing it to another goroutine: WriteRequest may block until the answer
-// has been delivered to ReadMessage. ctx carries the call's deadline and
-// ends the exchange early; the answer, or an error response standing for a
-// failed exchange, still comes through ReadMessage.
+// has been delivered to ReadMessage. ctx (the caller's) and deadline (the
+// call's, zero for none) end the exchange early; the answer, or an error
+// response standing for a failed exchange, still comes through
+// ReadMessage.
 type RequestWriter interface {
-	WriteRequest(ctx context.Context, msg []byte) error
+	WriteRequest(ctx context.Context, deadline time.Time, msg []byte) error
 }
 
 // PushConn is implemented by Conns whose messages are pushed to them on

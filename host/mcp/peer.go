@@ -379,16 +379,11 @@ func (p *Peer) CallRaw(ctx context.Context, method string, params any, opts ...C
 		// The exchange may run on this goroutine: bound it like the call
 		// (progress can extend a call, so such calls get the hard limit;
 		// the timeout then ends them through the cancellation).
-		wctx := ctx
-		if dl := deadline; !dl.IsZero() || !hard.IsZero() {
-			if c.onProgress != nil {
-				dl = hard
-			}
-			var cancel context.CancelFunc
-			wctx, cancel = context.WithDeadline(ctx, dl)
-			defer cancel()
+		dl := deadline
+		if c.onProgress != nil {
+			dl = hard
 		}
-		err = p.sendRequest(wctx, id, method, params)
+		err = p.sendRequest(ctx, dl, id, method, params)
 	} else {
 		err = p.send(ctx, id, method, params)
 	}
@@ -666,7 +661,7 @@ var reqBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }
 
 // sendRequest sends a request through the conn's RequestWriter, on the
 // caller's goroutine and outside the write lock.
-func (p *Peer) sendRequest(ctx context.Context, id int64, method string, params any) error {
+func (p *Peer) sendRequest(ctx context.Context, deadline time.Time, id int64, method string, params any) error {
 	praw, err := encodeParams(method, params)
 	if err != nil {
 		return err
@@ -680,7 +675,7 @@ func (p *Peer) sendRequest(ctx context.Context, id int64, method string, params 
 	if cap(b) <= 64<<10 {
 		*bp = b
 	}
-	if err := p.rw.WriteRequest(ctx, b); err != nil {
+	if err := p.rw.WriteRequest(ctx, deadline, b); err != nil {
 		if perr := p.Err(); perr != nil {
 			return perr
 		}

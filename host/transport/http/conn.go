@@ -211,9 +211,9 @@ func (c *Conn) ReadMessage() ([]byte, error) {
 // WriteRequest sends a request as WriteMessage does, but on the caller's
 // goroutine (see mcp.RequestWriter): a JSON answer is read and delivered
 // before it returns, which saves two goroutine hand-offs per call; an SSE
-// answer is followed by another goroutine, as with WriteMessage. ctx (the
-// caller's, with the call's deadline) ends the exchange early.
-func (c *Conn) WriteRequest(ctx context.Context, msg []byte) error {
+// answer is followed by another goroutine, as with WriteMessage. ctx and
+// deadline (the call's; zero for none) end the exchange early.
+func (c *Conn) WriteRequest(ctx context.Context, deadline time.Time, msg []byte) error {
 	if err := c.stopped(); err != nil {
 		return err
 	}
@@ -227,12 +227,21 @@ func (c *Conn) WriteRequest(ctx context.Context, msg []byte) error {
 	body := bytes.Clone(msg)
 	id := bytes.Clone(m.ID)
 	key := idKey(id)
-	rctx, rcancel := context.WithCancel(c.ctx)
+	var rctx context.Context
+	var rcancel context.CancelFunc
+	if deadline.IsZero() {
+		rctx, rcancel = context.WithCancel(c.ctx)
+	} else {
+		rctx, rcancel = context.WithDeadline(c.ctx, deadline)
+	}
 	if !c.enter() {
 		rcancel()
 		return mcp.ErrClosed
 	}
-	stop := context.AfterFunc(ctx, rcancel)
+	stop := func() bool { return false }
+	if ctx.Done() != nil {
+		stop = context.AfterFunc(ctx, rcancel)
+	}
 	c.register(key, rcancel)
 	followed := false
 	defer func() {

@@ -119,7 +119,12 @@ func (c *Conn) roundTrip(ctx context.Context, x *exchange) (resp *http.Response,
 	if x.body != nil {
 		body = bytes.NewReader(x.body)
 	}
-	tctx, cancel := context.WithCancelCause(ctx)
+	// A context of its own only for an exchange with a timeout, whose
+	// cause the error must name; otherwise ctx already ends it.
+	tctx, cancel := ctx, context.CancelCauseFunc(func(error) {})
+	if x.timeout > 0 {
+		tctx, cancel = context.WithCancelCause(ctx)
+	}
 	req, err := http.NewRequestWithContext(tctx, x.method, target, body)
 	if err != nil {
 		cancel(nil)
@@ -178,7 +183,11 @@ func (c *Conn) roundTrip(ctx context.Context, x *exchange) (resp *http.Response,
 		cancel(nil)
 		return nil, gen, withSession, err
 	}
-	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
+	if x.timeout > 0 {
+		resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
+	} else {
+		cancel(nil) // a no-op: tctx is ctx, which the caller ends
+	}
 	return resp, gen, withSession, nil
 }
 
