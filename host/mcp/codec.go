@@ -122,7 +122,7 @@ func (p *CallToolParams) decodeJSON(b []byte) error {
 			p.Name, err = stringValue(v, "name")
 		case keyIs(k, "arguments"):
 			if !isNull(v) {
-				p.Arguments = clone(v)
+				p.Arguments = v // b is the request's own copy (Peer.dispatch)
 			}
 		case keyIs(k, "_meta"):
 			err = json.Unmarshal(v, &p.Meta)

@@ -186,6 +186,7 @@ type inbound struct {
 	method string
 	params json.RawMessage
 	cork   bool // more requests are buffered: hold the response back (see readLoop)
+	ctx    reqCtx
 }
 
 var callPool = sync.Pool{New: func() any { return &call{ch: make(chan reply, 1)} }}
@@ -1077,7 +1078,8 @@ func (p *Peer) dispatch(e *envelope) (*inbound, error) {
 			return nil, err
 		}
 		if hasID {
-			return p.onRequest(clone(e.id), method, clone(e.params)), nil
+			id, params := cloneTwo(e.id, e.params)
+			return p.onRequest(id, method, params), nil
 		}
 		p.onNotification(method, e.params)
 	case len(e.id) > 0:
@@ -1086,6 +1088,18 @@ func (p *Peer) dispatch(e *envelope) (*inbound, error) {
 		p.log.Warn("dropping message that is neither request, response nor notification")
 	}
 	return nil, nil
+}
+
+// cloneTwo copies a request's id and params in one allocation.
+func cloneTwo(a, b []byte) (json.RawMessage, json.RawMessage) {
+	buf := make([]byte, len(a)+len(b))
+	n := copy(buf, a)
+	copy(buf[n:], b)
+	ca := json.RawMessage(buf[:n:n])
+	if b == nil {
+		return ca, nil
+	}
+	return ca, json.RawMessage(buf[n:])
 }
 
 func clone(b []byte) json.RawMessage {
@@ -1211,7 +1225,8 @@ func (p *Peer) worker(in *inbound) {
 
 func (p *Peer) serve(in *inbound) {
 	key := keyOf(in.id)
-	ctx := &reqCtx{Context: p.valueCtx}
+	ctx := &in.ctx
+	ctx.Context = p.valueCtx
 	p.mu.Lock()
 	if p.Err() != nil {
 		ctx.cancel() // the session ended: fail registered requests did
