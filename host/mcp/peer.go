@@ -158,6 +158,7 @@ type Peer struct {
 
 	hmu      sync.Mutex
 	serving  sync.WaitGroup // incoming requests accepted and not yet answered
+	draining bool           // the input ended: no more requests are accepted
 	active   int
 	queue    []*inbound
 	baseCtx  context.Context
@@ -972,7 +973,12 @@ func (p *Peer) readLoop() {
 			p.flushCorked()
 			if errors.Is(err, io.EOF) {
 				// A clean close of the input (a client that sent its last
-				// requests and closed stdin) still gets its answers.
+				// requests and closed stdin) still gets its answers. No
+				// request is accepted after this (a PushConn may still
+				// deliver one), so the wait below sees them all.
+				p.hmu.Lock()
+				p.draining = true
+				p.hmu.Unlock()
 				p.drain()
 			}
 			p.fail(err)
@@ -1193,6 +1199,8 @@ func (p *Peer) onRequest(id json.RawMessage, method string, params json.RawMessa
 	p.hmu.Lock()
 	defer p.hmu.Unlock()
 	switch {
+	case p.draining:
+		go p.respond(id, nil, &RPCError{Code: CodeInternalError, Message: "the session is closing"}, false)
 	case p.active < p.opts.MaxHandlers:
 		p.active++
 		p.serving.Add(1)
