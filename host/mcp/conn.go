@@ -51,7 +51,7 @@ type RequestWriter interface {
 }
 
 // PushConn is implemented by Conns whose messages are pushed to them on
-// goroutines of their own (an HTTP server: each POST's handler). The Peer
+// goroutines of their own (an HTTP server: each POST's handler). Peer.Start
 // gives such a conn its Deliver, to call on the pushing goroutine instead
 // of queueing the message for ReadMessage: that saves a goroutine hand-off
 // per message, and a request is then served on the pushing goroutine.

@@ -346,10 +346,13 @@ func TestDeliverServesInline(t *testing.T) {
 		served.Add(1)
 		return map[string]string{"m": method}, nil
 	})})
+	if c.deliver != nil {
+		t.Fatal("Deliver handed over before Start")
+	}
 	p.Start()
 	defer p.Close()
 	if c.deliver == nil {
-		t.Fatal("NewPeer did not hand Deliver to the PushConn")
+		t.Fatal("Start did not hand Deliver to the PushConn")
 	}
 	if err := c.deliver([]byte(`{"jsonrpc":"2.0","id":1,"method":"hello"}`)); err != nil {
 		t.Fatal(err)

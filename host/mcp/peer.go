@@ -234,9 +234,6 @@ func NewPeer(conn Conn, opts PeerOptions) *Peer {
 		p.direct = d
 	}
 	p.wcond = sync.NewCond(&p.wmu)
-	if pc, ok := conn.(PushConn); ok {
-		pc.SetDeliver(p.Deliver)
-	}
 	p.idle = time.AfterFunc(time.Hour, p.takeIdle)
 	p.idle.Stop()
 	return p
@@ -247,6 +244,11 @@ func (p *Peer) Start() {
 	p.mu.Lock()
 	p.reading = true
 	p.mu.Unlock()
+	// Deliver only from now on: whoever made the Peer (a ServerSession
+	// keeping it) is done setting up before a handler can run.
+	if pc, ok := p.conn.(PushConn); ok {
+		pc.SetDeliver(p.Deliver)
+	}
 	go p.readLoop()
 }
 
