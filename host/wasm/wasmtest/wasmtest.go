@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/nexus-mcp/nexus/host/wasm"
 	"github.com/nexus-mcp/nexus/sdk/event"
@@ -28,9 +29,49 @@ import (
 
 // Dir is where built modules and the shared compilation cache live: one
 // directory per user, reused across runs and test processes (every file is
-// written to a temporary name and renamed into place).
+// written to a temporary name and renamed into place). It is pruned once
+// per process when it passes maxDirSize (see prune).
 func Dir() string {
-	return filepath.Join(os.TempDir(), fmt.Sprintf("nexus-wasmtest-%d", os.Getuid()))
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("nexus-wasmtest-%d", os.Getuid()))
+	pruneOnce.Do(func() { prune(dir, maxDirSize, time.Hour) })
+	return dir
+}
+
+// maxDirSize bounds Dir: every checkout path and every module version adds
+// files (14 MB per compiled Go filter), which would otherwise pile up.
+const maxDirSize = 1 << 30
+
+var pruneOnce sync.Once
+
+// prune deletes the files of dir last written more than minAge ago, when
+// dir holds more than max bytes. Younger files may belong to a test run in
+// progress in another process, so they stay.
+func prune(dir string, max int64, minAge time.Duration) {
+	type entry struct {
+		path string
+		mod  time.Time
+	}
+	var total int64
+	var files []entry
+	filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return nil
+		}
+		if info, err := d.Info(); err == nil {
+			total += info.Size()
+			files = append(files, entry{path, info.ModTime()})
+		}
+		return nil
+	})
+	if total <= max {
+		return
+	}
+	cutoff := time.Now().Add(-minAge)
+	for _, f := range files {
+		if f.mod.Before(cutoff) {
+			os.Remove(f.path)
+		}
+	}
 }
 
 var (
