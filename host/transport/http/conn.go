@@ -252,36 +252,24 @@ func (c *Conn) WriteRequest(ctx context.Context, deadline time.Time, msg []byte)
 		}
 		c.wg.Done()
 	}()
-	for attempt := 0; ; attempt++ {
-		resp, gen, err := c.doTracked(rctx, &exchange{method: http.MethodPost, body: body})
-		if err != nil {
-			var exp *SessionExpiredError
-			if attempt == 0 && errors.As(err, &exp) && c.recoverSession(gen) == nil {
-				continue
-			}
-			c.finishRequest(rctx, id, err)
-			return nil
+	resp, err := c.post(rctx, body)
+	if err != nil || !isStream(resp) {
+		if err == nil {
+			err = c.deliverReply(resp)
 		}
-		if !isStream(resp) {
-			frame, err := c.readReply(resp, http.MethodPost)
-			if err == nil && frame != nil {
-				// nil: 202 to a request; the answer may come on the GET stream.
-				err = c.deliver(frame)
-			}
-			c.finishRequest(rctx, id, err)
-			return nil
-		}
-		followed = c.spawn(func() {
-			defer c.unregister(key)
-			defer rcancel()
-			defer stop()
-			c.finishRequest(rctx, id, c.follow(rctx, resp, key, false))
-		})
-		if !followed {
-			discard(resp.Body)
-		}
+		c.finishRequest(rctx, id, err)
 		return nil
 	}
+	followed = c.spawn(func() {
+		defer c.unregister(key)
+		defer rcancel()
+		defer stop()
+		c.finishRequest(rctx, id, c.follow(rctx, resp, key, false))
+	})
+	if !followed {
+		discard(resp.Body)
+	}
+	return nil
 }
 
 // enter counts an exchange run by a caller, unless the Conn is closing;
@@ -608,28 +596,42 @@ func (c *Conn) unregister(key string) {
 	c.mu.Unlock()
 }
 
-// request posts one request and reads its reply; after an expired session
-// (and a successful re-initialize) it tries once more.
+// request posts one request and reads its reply.
 func (c *Conn) request(ctx context.Context, body []byte, key string) error {
-	for attempt := 0; ; attempt++ {
-		resp, gen, err := c.doTracked(ctx, &exchange{method: http.MethodPost, body: body})
-		if err != nil {
-			var exp *SessionExpiredError
-			if attempt == 0 && errors.As(err, &exp) && c.recoverSession(gen) == nil {
-				continue
-			}
-			return err
-		}
-		if !isStream(resp) {
-			frame, err := c.readReply(resp, http.MethodPost)
-			if err != nil || frame == nil {
-				// nil: 202 to a request; the answer may come on the GET stream.
-				return err
-			}
-			return c.deliver(frame)
-		}
+	resp, err := c.post(ctx, body)
+	if err != nil {
+		return err
+	}
+	if isStream(resp) {
 		return c.follow(ctx, resp, key, false)
 	}
+	return c.deliverReply(resp)
+}
+
+// post sends a request; after an expired session (and a successful
+// re-initialize) it tries once more.
+func (c *Conn) post(ctx context.Context, body []byte) (*http.Response, error) {
+	for attempt := 0; ; attempt++ {
+		resp, gen, err := c.doTracked(ctx, &exchange{method: http.MethodPost, body: body})
+		if err == nil {
+			return resp, nil
+		}
+		var exp *SessionExpiredError
+		if attempt == 0 && errors.As(err, &exp) && c.recoverSession(gen) == nil {
+			continue
+		}
+		return nil, err
+	}
+}
+
+// deliverReply reads a JSON reply and hands it to ReadMessage.
+func (c *Conn) deliverReply(resp *http.Response) error {
+	frame, err := c.readReply(resp, http.MethodPost)
+	if err != nil || frame == nil {
+		// nil: 202 to a request; the answer may come on the GET stream.
+		return err
+	}
+	return c.deliver(frame)
 }
 
 // finishRequest turns the failure of one request into the session's end or
