@@ -27,11 +27,7 @@ type StreamConn struct {
 
 	closed atomic.Bool
 
-	// Direct reads (DirectReader), when the reader has deadlines.
-	dl          deadliner
-	dlMu        sync.Mutex
-	dlSet       time.Time
-	interrupted bool
+	rd *ReadDeadline // direct reads (DirectReader), when the reader has deadlines
 
 	wmu  sync.Mutex
 	w    io.Writer
@@ -58,7 +54,7 @@ func NewStreamConn(r io.Reader, w io.Writer, limit int) *StreamConn {
 		c.rc = rc
 	}
 	if d, ok := r.(deadliner); ok && d.SetReadDeadline(time.Time{}) == nil {
-		c.dl = d
+		c.rd = NewReadDeadline(d.SetReadDeadline)
 	}
 	return c
 }
@@ -66,12 +62,8 @@ func NewStreamConn(r io.Reader, w io.Writer, limit int) *StreamConn {
 // ReadMessage returns the next non-blank line without its line ending. The
 // slice is valid until the next call.
 func (c *StreamConn) ReadMessage() ([]byte, error) {
-	if c.dl != nil {
-		// A direct read may have left its deadline; this read has none.
-		c.dlMu.Lock()
-		c.interrupted = false
-		c.setDeadline(time.Time{})
-		c.dlMu.Unlock()
+	if c.rd != nil {
+		c.rd.Clear() // a direct read may have left its deadline
 	}
 	for {
 		line, err := c.readLine()
@@ -103,14 +95,14 @@ func (c *StreamConn) FrameBuffered() bool {
 }
 
 // DirectReads reports whether the reader has deadlines; see DirectReader.
-func (c *StreamConn) DirectReads() bool { return c.dl != nil }
+func (c *StreamConn) DirectReads() bool { return c.rd != nil }
 
 // ReadMessageBefore returns the next frame if it arrives before deadline;
 // see DirectReader. It waits only while nothing is buffered, so a timeout
 // never splits a frame; a frame that has only partly arrived, and any read
 // error, are left to ReadMessage.
 func (c *StreamConn) ReadMessageBefore(deadline time.Time) ([]byte, error) {
-	if c.dl == nil || c.closed.Load() {
+	if c.rd == nil || c.closed.Load() {
 		return nil, ErrNotDirect
 	}
 	for {
@@ -130,23 +122,13 @@ func (c *StreamConn) ReadMessageBefore(deadline time.Time) ([]byte, error) {
 			}
 			continue
 		}
-		c.dlMu.Lock()
-		if c.interrupted {
-			c.interrupted = false
-			c.dlMu.Unlock()
-			return nil, ErrReadTimeout
+		if err := c.rd.Arm(deadline); err != nil {
+			return nil, err
 		}
-		if !NearlyDue(c.dlSet, deadline) {
-			c.setDeadline(deadline)
-		}
-		c.dlMu.Unlock()
 		if _, err := c.r.Peek(1); err != nil {
-			if !errors.Is(err, os.ErrDeadlineExceeded) {
+			if !errors.Is(err, os.ErrDeadlineExceeded) || c.rd.TimedOut() {
 				return nil, ErrNotDirect
 			}
-			c.dlMu.Lock()
-			c.interrupted = false
-			c.dlMu.Unlock()
 			return nil, ErrReadTimeout
 		}
 	}
@@ -155,20 +137,8 @@ func (c *StreamConn) ReadMessageBefore(deadline time.Time) ([]byte, error) {
 // InterruptRead makes a ReadMessageBefore in progress (or the next one)
 // return ErrReadTimeout.
 func (c *StreamConn) InterruptRead() {
-	if c.dl == nil {
-		return
-	}
-	c.dlMu.Lock()
-	c.interrupted = true
-	c.setDeadline(time.Unix(1, 0))
-	c.dlMu.Unlock()
-}
-
-// setDeadline gives the reader deadline d unless it has it; dlMu is held.
-func (c *StreamConn) setDeadline(d time.Time) {
-	if !d.Equal(c.dlSet) {
-		_ = c.dl.SetReadDeadline(d)
-		c.dlSet = d
+	if c.rd != nil {
+		c.rd.Interrupt()
 	}
 }
 

@@ -69,12 +69,9 @@ type Conn struct {
 	noiseCount int          // ditto
 
 	// Deadlines on stdout, for direct reads (mcp.DirectReader) and the
-	// bound on reads after the exit; under dlMu.
-	directOK    bool // stdout supports deadlines (set at start)
-	dlMu        sync.Mutex
-	dlSet       time.Time // the deadline stdout has now
-	exitDL      time.Time // set once the server has exited
-	interrupted bool      // InterruptRead before ReadMessageBefore saw it
+	// bound on reads after the exit.
+	directOK bool // stdout supports deadlines (set at start)
+	rd       *mcp.ReadDeadline
 
 	writeMu  sync.Mutex
 	writeBuf []byte
@@ -226,6 +223,7 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 	}
 	c.frames = newFrameReader(outR, frameBufSize, cfg.MaxFrame, c.onNoise)
 	c.directOK = outR.SetReadDeadline(time.Time{}) == nil
+	c.rd = mcp.NewReadDeadline(outR.SetReadDeadline)
 	c.platformStarted()
 	go c.wait()
 	go c.readStderr()
@@ -264,10 +262,7 @@ func (c *Conn) ReadMessage() ([]byte, error) {
 	if c.directOK {
 		// A direct read may have left its deadline: this read has none,
 		// except the one that bounds reads after the exit.
-		c.dlMu.Lock()
-		c.interrupted = false
-		c.setDeadline(time.Time{})
-		c.dlMu.Unlock()
+		c.rd.Clear()
 	}
 	frame, err := c.frames.next()
 	if err == nil {
@@ -307,25 +302,13 @@ func (c *Conn) ReadMessageBefore(deadline time.Time) ([]byte, error) {
 		case partBuffered:
 			return nil, mcp.ErrNotDirect
 		}
-		c.dlMu.Lock()
-		if c.interrupted {
-			c.interrupted = false
-			c.dlMu.Unlock()
-			return nil, mcp.ErrReadTimeout
+		if err := c.rd.Arm(deadline); err != nil {
+			return nil, err
 		}
-		if !mcp.NearlyDue(c.dlSet, deadline) {
-			c.setDeadline(deadline)
-		}
-		c.dlMu.Unlock()
 		if err := c.frames.wait(); err != nil {
-			if !errors.Is(err, os.ErrDeadlineExceeded) {
-				return nil, mcp.ErrNotDirect
-			}
-			c.dlMu.Lock()
-			exited := !c.exitDL.IsZero()
-			c.interrupted = false
-			c.dlMu.Unlock()
-			if exited {
+			if !errors.Is(err, os.ErrDeadlineExceeded) || c.rd.TimedOut() {
+				// A read error, or the bound after the exit:
+				// ReadMessage reports why the server went away.
 				return nil, mcp.ErrNotDirect
 			}
 			return nil, mcp.ErrReadTimeout
@@ -336,25 +319,8 @@ func (c *Conn) ReadMessageBefore(deadline time.Time) ([]byte, error) {
 // InterruptRead makes a ReadMessageBefore in progress (or the next one)
 // return mcp.ErrReadTimeout.
 func (c *Conn) InterruptRead() {
-	if !c.directOK {
-		return
-	}
-	c.dlMu.Lock()
-	c.interrupted = true
-	c.setDeadline(time.Unix(1, 0))
-	c.dlMu.Unlock()
-}
-
-// setDeadline gives stdout deadline d, or the post-exit bound if that is
-// earlier (or d is zero); dlMu is held. It skips the system's timer when
-// the deadline does not change.
-func (c *Conn) setDeadline(d time.Time) {
-	if !c.exitDL.IsZero() && (d.IsZero() || c.exitDL.Before(d)) {
-		d = c.exitDL
-	}
-	if !d.Equal(c.dlSet) {
-		_ = c.stdout.SetReadDeadline(d)
-		c.dlSet = d
+	if c.directOK {
+		c.rd.Interrupt()
 	}
 }
 
@@ -572,11 +538,7 @@ func (c *Conn) wait() {
 	// Bound the final reads in case a descendant that left the group still
 	// holds a pipe: after exitWait they fail and the exit is reported.
 	deadline := time.Now().Add(exitWait)
-	c.dlMu.Lock()
-	c.exitDL = deadline
-	c.dlSet = deadline
-	_ = c.stdout.SetReadDeadline(deadline)
-	c.dlMu.Unlock()
+	c.rd.Bound(deadline)
 	_ = c.stderr.SetReadDeadline(deadline)
 	close(c.exited)
 }
