@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -80,6 +81,43 @@ func FuzzContent(f *testing.F) {
 		}
 		if back.Type != c.Type {
 			t.Fatalf("type changed %q -> %q", c.Type, back.Type)
+		}
+	})
+}
+
+// FuzzParseMessage holds ParseMessage and Member to encoding/json: a
+// frame is accepted when encoding/json finds one valid object, and the
+// routing members are those encoding/json sees.
+func FuzzParseMessage(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":"t"}}}`,
+		`{"jsonrpc":"2.0","id":"a","result":{}}`, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}`,
+		`{"id":null}`, `{"method":""}`, `{"method":"\u0074ools/list"}`, `[]`, `{} {}`, `{"a":1,}`, "{\"method\":\"\xff\"}",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := ParseMessage(b)
+		var obj map[string]json.RawMessage
+		jerr := json.Unmarshal(b, &obj)
+		if err == nil && (jerr != nil || obj == nil) {
+			t.Fatalf("accepted %q, which encoding/json refuses: %v", b, jerr)
+		}
+		if err != nil {
+			return
+		}
+		var want struct {
+			ID     json.RawMessage `json:"id"`
+			Method *string         `json:"method"`
+		}
+		if json.Unmarshal(b, &want) != nil {
+			return // valid JSON whose method is not a string: refused above
+		}
+		if want.Method != nil && *want.Method != m.Method && bytes.Count(b, []byte(`"method"`)) == 1 {
+			t.Fatalf("method %q, encoding/json %q", m.Method, *want.Method)
+		}
+		if m.Params != nil {
+			_ = Member(m.Params, "_meta") // must not panic on any valid member
 		}
 	})
 }
