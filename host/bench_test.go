@@ -82,11 +82,11 @@ func overhead(b *testing.B, h *host.Host) {
 	measure := func(f func(), n int) sample {
 		var m0, m1 runtime.MemStats
 		runtime.ReadMemStats(&m0)
-		c0, t0 := cpuTime(), time.Now()
+		c0, t0 := cpuTime(syscall.RUSAGE_SELF), time.Now()
 		for range n {
 			f()
 		}
-		d, c := time.Since(t0), cpuTime()-c0
+		d, c := time.Since(t0), cpuTime(syscall.RUSAGE_SELF)-c0
 		runtime.ReadMemStats(&m1)
 		return sample{d / time.Duration(n), c / time.Duration(n), (m1.TotalAlloc - m0.TotalAlloc) / uint64(n)}
 	}
@@ -116,10 +116,11 @@ func overhead(b *testing.B, h *host.Host) {
 	b.ReportMetric(med(func(i int) float64 { return float64(fulls[i].alloc) - float64(bares[i].alloc) }), "overhead-B")
 }
 
-// cpuTime is the CPU time this process has used.
-func cpuTime() time.Duration {
+// cpuTime is the CPU time used by this process (syscall.RUSAGE_SELF) or
+// by its reaped children (syscall.RUSAGE_CHILDREN).
+func cpuTime(who int) time.Duration {
 	var r syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &r)
+	syscall.Getrusage(who, &r)
 	return time.Duration(r.Utime.Nano() + r.Stime.Nano())
 }
 
@@ -200,10 +201,10 @@ func BenchmarkConnectStdio(b *testing.B) {
 			d, h := start(b, one)
 			h.Close()
 			d1 += d
-			c0 := cpuTime() + childCPUTime()
+			c0 := cpuTime(syscall.RUSAGE_SELF) + cpuTime(syscall.RUSAGE_CHILDREN)
 			d, h = start(b, twenty)
 			h.Close() // reaps the children, so their CPU time is counted
-			cpu20 += cpuTime() + childCPUTime() - c0
+			cpu20 += cpuTime(syscall.RUSAGE_SELF) + cpuTime(syscall.RUSAGE_CHILDREN) - c0
 			d20 += d
 			raw += rawStart(b, 20)
 		}
@@ -219,13 +220,6 @@ func BenchmarkConnectStdio(b *testing.B) {
 }
 
 func ms(d time.Duration, n int) float64 { return float64(d.Microseconds()) / float64(n) / 1000 }
-
-// childCPUTime is the CPU time used by this process's reaped children.
-func childCPUTime() time.Duration {
-	var r syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &r)
-	return time.Duration(r.Utime.Nano() + r.Stime.Nano())
-}
 
 // rawStart starts n test servers concurrently without a host and returns
 // how long until every one has answered initialize.

@@ -88,12 +88,12 @@ type DirectReader interface {
 	InterruptRead()
 }
 
-// NearlyDue reports whether a read deadline already set (set) may stand in
+// nearlyDue reports whether a read deadline already set (set) may stand in
 // for the one asked for (want): it is less than a second earlier and still
 // ahead. Callers pass a deadline a fixed time ahead on every call, and
 // moving the timer behind it each time costs more than the occasional
 // early ErrReadTimeout, after which the caller simply reads again.
-func NearlyDue(set, want time.Time) bool {
+func nearlyDue(set, want time.Time) bool {
 	return !set.IsZero() && !set.After(want) && want.Sub(set) < time.Second && set.After(time.Now())
 }
 

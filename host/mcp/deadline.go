@@ -25,7 +25,7 @@ func NewReadDeadline(set func(time.Time) error) *ReadDeadline {
 }
 
 // Arm gives the descriptor deadline d for a direct read, keeping one that
-// is nearly due (see NearlyDue), or returns ErrReadTimeout when an
+// is nearly due (see nearlyDue), or returns ErrReadTimeout when an
 // interrupt came first.
 func (r *ReadDeadline) Arm(d time.Time) error {
 	r.mu.Lock()
@@ -34,7 +34,7 @@ func (r *ReadDeadline) Arm(d time.Time) error {
 		r.interrupted = false
 		return ErrReadTimeout
 	}
-	if !NearlyDue(r.now, d) {
+	if !nearlyDue(r.now, d) {
 		r.apply(d)
 	}
 	return nil

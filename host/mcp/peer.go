@@ -529,16 +529,9 @@ func (p *Peer) acquire(c *call) bool {
 // its own reply or the goroutine that freed it to take it back, and the
 // idle timer hands it to a background reader after delay.
 func (p *Peer) release(delay time.Duration) {
-	p.mu.Lock()
-	p.directCall = nil
-	if len(p.pending) > 0 && p.Err() == nil {
-		p.mu.Unlock()
+	if !p.releaseIfIdle(delay) && p.Err() == nil {
 		go p.readLoop()
-		return
 	}
-	p.reading = false
-	p.armIdle(delay)
-	p.mu.Unlock()
 }
 
 // armIdle makes sure the idle timer fires within d; mu is held. A timer
@@ -556,16 +549,17 @@ func (p *Peer) armIdle(d time.Duration) {
 }
 
 // releaseIfIdle frees the reading role when no reply is awaited, so that
-// the next caller can read its own; it reports whether it did.
-func (p *Peer) releaseIfIdle() bool {
+// the next caller can read its own, and arms the idle timer with delay;
+// it reports whether it did (if not, the caller keeps the role).
+func (p *Peer) releaseIfIdle(delay time.Duration) bool {
 	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.directCall = nil
 	if len(p.pending) > 0 {
-		p.mu.Unlock()
 		return false
 	}
 	p.reading = false
-	p.armIdle(idleDelay)
-	p.mu.Unlock()
+	p.armIdle(delay)
 	return true
 }
 
@@ -794,12 +788,8 @@ func (p *Peer) respond(id json.RawMessage, result any, rerr *RPCError, cork bool
 		p.corked = true
 		return
 	}
-	ctx := p.baseCtx
-	if p.boundWrites {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, p.opts.Timeout)
-		defer cancel()
-	}
+	ctx, cancel := p.writeCtx()
+	defer cancel()
 	if err := p.flush(ctx, b); err != nil {
 		p.log.Debug("could not send response", "error", err)
 	}
@@ -827,6 +817,15 @@ func (p *Peer) flush(ctx context.Context, b []byte) error {
 	return p.batchErr(mine)
 }
 
+// writeCtx bounds the write of responses by the request timeout, where the
+// conn's writes honour a context (see boundWrites).
+func (p *Peer) writeCtx() (context.Context, context.CancelFunc) {
+	if !p.boundWrites {
+		return p.baseCtx, func() {}
+	}
+	return context.WithTimeout(p.baseCtx, p.opts.Timeout)
+}
+
 // flushCorked writes the responses respond held back, unless a writer is
 // at work, which takes them with its next write.
 func (p *Peer) flushCorked() {
@@ -839,12 +838,8 @@ func (p *Peer) flushCorked() {
 	if p.writing || len(p.pend) == 0 {
 		return
 	}
-	ctx := p.baseCtx
-	if p.boundWrites {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, p.opts.Timeout)
-		defer cancel()
-	}
+	ctx, cancel := p.writeCtx()
+	defer cancel()
 	mine := p.batch
 	p.writePending(ctx, mine)
 	if err := p.batchErr(mine); err != nil {
@@ -1015,7 +1010,7 @@ func (p *Peer) readLoop() {
 				p.flushCorked()
 				held, heldN = false, 0
 			}
-			if p.releaseIfIdle() {
+			if p.releaseIfIdle(idleDelay) {
 				return
 			}
 		}

@@ -272,8 +272,9 @@ func (c *Conn) WriteRequest(ctx context.Context, deadline time.Time, msg []byte)
 	return nil
 }
 
-// enter counts an exchange run by a caller, unless the Conn is closing;
-// the caller calls c.wg.Done when it ends.
+// enter counts a piece of work that Close must wait for (an exchange run
+// by a caller, or a spawned job), unless the Conn is closing; whoever
+// entered calls c.wg.Done when it ends.
 func (c *Conn) enter() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -422,13 +423,9 @@ func (c *Conn) fail(err error) {
 // goroutines are reused: a fresh one would grow its stack again through
 // net/http on every request, which costs more than the request's own work.
 func (c *Conn) spawn(fn func()) bool {
-	c.mu.Lock()
-	if c.closing {
-		c.mu.Unlock()
+	if !c.enter() {
 		return false
 	}
-	c.wg.Add(1)
-	c.mu.Unlock()
 	select {
 	case c.jobs <- fn:
 	default:
