@@ -49,6 +49,12 @@ type Config struct {
 	Environ        func() []string   // source of the host environment; default os.Environ (tests inject)
 }
 
+// stdoutReader is the host's end of the server's stdout (see stdoutPipe).
+type stdoutReader interface {
+	io.ReadCloser
+	SetReadDeadline(time.Time) error
+}
+
 // Conn is a running server process speaking newline-delimited JSON-RPC on
 // its stdin and stdout.
 type Conn struct {
@@ -63,7 +69,8 @@ type Conn struct {
 	//lint:ignore U1000 holds the job object on Windows; empty elsewhere
 	plat platform
 
-	stdin, stdout, stderr *os.File
+	stdin, stderr *os.File
+	stdout        stdoutReader
 
 	frames     *frameReader // owned by the single ReadMessage goroutine
 	noiseCount int          // ditto
@@ -169,11 +176,22 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 		return r, w
 	}
 	inR, inW := pipe()
-	outR, outW := pipe()
 	errR, errW := pipe()
+	var outR stdoutReader
+	var outW *os.File
+	if err == nil {
+		outR, outW, err = stdoutPipe()
+	}
 	if err != nil {
 		closeAll()
 		return fail(Other, pathSeen, err)
+	}
+	files = append(files, outW)
+	closeAll = func() {
+		for _, f := range files {
+			_ = f.Close()
+		}
+		_ = outR.Close()
 	}
 
 	cmd := &exec.Cmd{

@@ -1,0 +1,15 @@
+//go:build !linux
+
+package stdio
+
+import "os"
+
+// stdoutPipe makes the pipe for the server's stdout: an ordinary one,
+// read through the runtime's poller where it can watch pipes.
+func stdoutPipe() (stdoutReader, *os.File, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	return r, w, nil
+}
