@@ -55,6 +55,10 @@ type stdoutReader interface {
 	SetReadDeadline(time.Time) error
 }
 
+// awaiter is a stdoutReader with a faster way to wait for a reply that is
+// expected soon (see pollReader.Await).
+type awaiter interface{ Await(deadline time.Time) }
+
 // Conn is a running server process speaking newline-delimited JSON-RPC on
 // its stdin and stdout.
 type Conn struct {
@@ -79,6 +83,7 @@ type Conn struct {
 	// bound on reads after the exit.
 	directOK bool // stdout supports deadlines (set at start)
 	rd       *mcp.ReadDeadline
+	await    awaiter // nil: direct reads wait like any other
 
 	writeMu  sync.Mutex
 	writeBuf []byte
@@ -242,6 +247,7 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 	c.frames = newFrameReader(outR, frameBufSize, cfg.MaxFrame, c.onNoise)
 	c.directOK = outR.SetReadDeadline(time.Time{}) == nil
 	c.rd = mcp.NewReadDeadline(outR.SetReadDeadline)
+	c.await, _ = outR.(awaiter)
 	c.platformStarted()
 	go c.wait()
 	go c.readStderr()
@@ -322,6 +328,9 @@ func (c *Conn) ReadMessageBefore(deadline time.Time) ([]byte, error) {
 		}
 		if err := c.rd.Arm(deadline); err != nil {
 			return nil, err
+		}
+		if c.await != nil {
+			c.await.Await(deadline)
 		}
 		if err := c.frames.wait(); err != nil {
 			if !errors.Is(err, os.ErrDeadlineExceeded) || c.rd.TimedOut() {

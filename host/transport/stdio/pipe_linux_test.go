@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"runtime"
 	"testing"
 	"time"
 
@@ -135,5 +136,105 @@ func TestStdoutPipeDescriptor(t *testing.T) {
 	// The write end is the child's stdout and stays blocking.
 	if fl, _ := unix.FcntlInt(w.Fd(), unix.F_GETFL, 0); fl&unix.O_NONBLOCK != 0 {
 		t.Fatalf("write end is non-blocking")
+	}
+}
+
+// awaitAsync runs one Await and closes the channel when it returns.
+func awaitAsync(r *pollReader, deadline time.Time) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		r.Await(deadline)
+		done <- nil
+	}()
+	return done
+}
+
+func TestPollReaderAwaitWakes(t *testing.T) {
+	if runtime.GOMAXPROCS(0) == 1 {
+		t.Skip("Await does not wait with one processor; TestPollReaderAwaitOneProc covers it")
+	}
+	r, w := newTestPipe(t)
+	r.window = time.Hour // only what the test does can end a wait
+
+	// A reply ends the wait, and the Read after it has it.
+	done := awaitAsync(r, time.Time{})
+	time.Sleep(10 * time.Millisecond)
+	if _, err := w.WriteString("reply\n"); err != nil {
+		t.Fatal(err)
+	}
+	within(t, done, 5*time.Second)
+	if n, err := r.Read(make([]byte, 16)); n != 6 || err != nil {
+		t.Fatalf("read after Await: %d, %v", n, err)
+	}
+
+	// Its own deadline ends it.
+	within(t, awaitAsync(r, time.Now().Add(20*time.Millisecond)), 5*time.Second)
+
+	// A deadline change (an interrupt) ends it, however often.
+	for range 50 {
+		done := awaitAsync(r, time.Time{})
+		time.Sleep(time.Millisecond)
+		_ = r.SetReadDeadline(time.Unix(1, 0))
+		within(t, done, 5*time.Second)
+		_ = r.SetReadDeadline(time.Time{})
+	}
+
+	// Close ends it, and waits for it.
+	done = awaitAsync(r, time.Time{})
+	time.Sleep(10 * time.Millisecond)
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	within(t, done, 5*time.Second)
+}
+
+func TestPollReaderAwaitOneProc(t *testing.T) {
+	r, _ := newTestPipe(t)
+	r.window = time.Hour
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	within(t, awaitAsync(r, time.Time{}), 5*time.Second)
+}
+
+// eventsPending reports whether the private epoll instance has an event,
+// that is whether a write to the pipe would wake the runtime's poller.
+func eventsPending(t *testing.T, r *pollReader) bool {
+	t.Helper()
+	var ev [1]unix.EpollEvent
+	n, err := unix.EpollWait(r.ep, ev[:], 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n > 0
+}
+
+// The pipe is armed in the private epoll instance only while a Read waits
+// there: writes at other times (replies that Await picks up) do not reach
+// the runtime's poller.
+func TestPollReaderArmsOnlyWhileReadWaits(t *testing.T) {
+	r, w := newTestPipe(t)
+	buf := make([]byte, 16)
+	if _, err := w.WriteString("a"); err != nil {
+		t.Fatal(err)
+	}
+	if eventsPending(t, r) {
+		t.Fatal("an event before any Read waited")
+	}
+	if _, err := r.Read(buf); err != nil { // does not wait: data is there
+		t.Fatal(err)
+	}
+	done := readAsync(r) // waits, armed
+	time.Sleep(10 * time.Millisecond)
+	if _, err := w.WriteString("b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := within(t, done, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	// The event that woke it disarmed the pipe: later writes make none.
+	if _, err := w.WriteString("c"); err != nil {
+		t.Fatal(err)
+	}
+	if eventsPending(t, r) {
+		t.Fatal("an event for a write while no Read waited")
 	}
 }
