@@ -1,240 +1,32 @@
 package stdio
 
 import (
-	"errors"
-	"io"
-	"os"
-	"runtime"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/nexus-mcp/nexus/host/internal/pollpipe"
 )
 
-func newTestPipe(t *testing.T) (*pollReader, *os.File) {
-	t.Helper()
+// The read end is a pollpipe.Reader, close-on-exec like the write end; the
+// write end is the child's stdout and stays blocking.
+func TestStdoutPipeDescriptors(t *testing.T) {
 	r, w, err := stdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = r.Close(); _ = w.Close() })
-	return r.(*pollReader), w
-}
-
-// readAsync runs one Read and hands back what it returned.
-func readAsync(r io.Reader) <-chan error {
-	done := make(chan error, 1)
-	go func() {
-		_, err := r.Read(make([]byte, 16))
-		done <- err
-	}()
-	return done
-}
-
-func within(t *testing.T, done <-chan error, d time.Duration) error {
-	t.Helper()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(d):
-		t.Fatalf("Read still blocked after %v", d)
-		return nil
+	defer r.Close()
+	defer w.Close()
+	pr, ok := r.(*pollpipe.Reader)
+	if !ok {
+		t.Fatalf("read end is a %T", r)
 	}
-}
-
-func TestPollReaderReadsAndEnds(t *testing.T) {
-	r, w := newTestPipe(t)
-	done := make(chan string, 1)
-	go func() {
-		buf := make([]byte, 16)
-		n, _ := r.Read(buf) // waits: nothing written yet
-		done <- string(buf[:n])
-	}()
-	time.Sleep(10 * time.Millisecond)
-	if _, err := w.WriteString("hello\n"); err != nil {
-		t.Fatal(err)
-	}
-	if got := <-done; got != "hello\n" {
-		t.Fatalf("read %q", got)
-	}
-	_ = w.Close()
-	if n, err := r.Read(make([]byte, 4)); n != 0 || err != io.EOF {
-		t.Fatalf("after the writer closed: %d, %v; want EOF", n, err)
-	}
-}
-
-func TestPollReaderDeadline(t *testing.T) {
-	r, w := newTestPipe(t)
-	// A passed deadline wins over data that is waiting, as for *os.File.
-	if _, err := w.WriteString("x"); err != nil {
-		t.Fatal(err)
-	}
-	_ = r.SetReadDeadline(time.Unix(1, 0))
-	if _, err := r.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Fatalf("passed deadline: %v", err)
-	}
-	_ = r.SetReadDeadline(time.Time{})
-	if n, err := r.Read(make([]byte, 1)); n != 1 || err != nil {
-		t.Fatalf("deadline cleared: %d, %v", n, err)
-	}
-
-	// A deadline in the future ends a waiting Read when it passes.
-	_ = r.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
-	if err := within(t, readAsync(r), 5*time.Second); !errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Fatalf("deadline passed while waiting: %v", err)
-	}
-
-	// Moving the deadline into the past wakes a Read waiting without one
-	// (an InterruptRead), however many times it is done.
-	for range 50 {
-		_ = r.SetReadDeadline(time.Time{})
-		done := readAsync(r)
-		time.Sleep(time.Millisecond)
-		_ = r.SetReadDeadline(time.Unix(1, 0))
-		if err := within(t, done, 5*time.Second); !errors.Is(err, os.ErrDeadlineExceeded) {
-			t.Fatalf("interrupted wait: %v", err)
-		}
-	}
-}
-
-func TestPollReaderCloseWakesReader(t *testing.T) {
-	r, _ := newTestPipe(t)
-	done := readAsync(r)
-	time.Sleep(10 * time.Millisecond)
-	closed := make(chan error, 1)
-	go func() { closed <- r.Close() }()
-	if err := within(t, done, 5*time.Second); !errors.Is(err, os.ErrClosed) {
-		t.Fatalf("Read during Close: %v", err)
-	}
-	if err := <-closed; err != nil {
-		t.Fatalf("Close: %v", err)
-	}
-	if err := r.Close(); !errors.Is(err, os.ErrClosed) {
-		t.Fatalf("second Close: %v", err)
-	}
-	if _, err := r.Read(make([]byte, 1)); !errors.Is(err, os.ErrClosed) {
-		t.Fatalf("Read after Close: %v", err)
-	}
-	if err := r.SetReadDeadline(time.Now()); !errors.Is(err, os.ErrClosed) {
-		t.Fatalf("SetReadDeadline after Close: %v", err)
-	}
-}
-
-// The read end is what makes waits cheap: non-blocking, close-on-exec,
-// and never handed to the runtime's poller (an *os.File would be).
-func TestStdoutPipeDescriptor(t *testing.T) {
-	r, w := newTestPipe(t)
-	fl, err := unix.FcntlInt(uintptr(r.fd), unix.F_GETFL, 0)
-	if err != nil || fl&unix.O_NONBLOCK == 0 {
-		t.Fatalf("read end flags %#x, %v: want O_NONBLOCK", fl, err)
-	}
-	for _, fd := range []int{r.fd, r.wake, int(w.Fd())} {
+	for _, fd := range []int{pr.Fd(), int(w.Fd())} {
 		if fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil || fl&unix.FD_CLOEXEC == 0 {
 			t.Fatalf("fd %d: flags %#x, %v: want FD_CLOEXEC", fd, fl, err)
 		}
 	}
-	// The write end is the child's stdout and stays blocking.
 	if fl, _ := unix.FcntlInt(w.Fd(), unix.F_GETFL, 0); fl&unix.O_NONBLOCK != 0 {
-		t.Fatalf("write end is non-blocking")
-	}
-}
-
-// awaitAsync runs one Await and closes the channel when it returns.
-func awaitAsync(r *pollReader, deadline time.Time) <-chan error {
-	done := make(chan error, 1)
-	go func() {
-		r.Await(deadline)
-		done <- nil
-	}()
-	return done
-}
-
-func TestPollReaderAwaitWakes(t *testing.T) {
-	if runtime.GOMAXPROCS(0) == 1 {
-		t.Skip("Await does not wait with one processor; TestPollReaderAwaitOneProc covers it")
-	}
-	r, w := newTestPipe(t)
-	r.window = time.Hour // only what the test does can end a wait
-
-	// A reply ends the wait, and the Read after it has it.
-	done := awaitAsync(r, time.Time{})
-	time.Sleep(10 * time.Millisecond)
-	if _, err := w.WriteString("reply\n"); err != nil {
-		t.Fatal(err)
-	}
-	within(t, done, 5*time.Second)
-	if n, err := r.Read(make([]byte, 16)); n != 6 || err != nil {
-		t.Fatalf("read after Await: %d, %v", n, err)
-	}
-
-	// Its own deadline ends it.
-	within(t, awaitAsync(r, time.Now().Add(20*time.Millisecond)), 5*time.Second)
-
-	// A deadline change (an interrupt) ends it, however often.
-	for range 50 {
-		done := awaitAsync(r, time.Time{})
-		time.Sleep(time.Millisecond)
-		_ = r.SetReadDeadline(time.Unix(1, 0))
-		within(t, done, 5*time.Second)
-		_ = r.SetReadDeadline(time.Time{})
-	}
-
-	// Close ends it, and waits for it.
-	done = awaitAsync(r, time.Time{})
-	time.Sleep(10 * time.Millisecond)
-	if err := r.Close(); err != nil {
-		t.Fatal(err)
-	}
-	within(t, done, 5*time.Second)
-}
-
-func TestPollReaderAwaitOneProc(t *testing.T) {
-	r, _ := newTestPipe(t)
-	r.window = time.Hour
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	within(t, awaitAsync(r, time.Time{}), 5*time.Second)
-}
-
-// eventsPending reports whether the private epoll instance has an event,
-// that is whether a write to the pipe would wake the runtime's poller.
-func eventsPending(t *testing.T, r *pollReader) bool {
-	t.Helper()
-	var ev [1]unix.EpollEvent
-	n, err := unix.EpollWait(r.ep, ev[:], 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n > 0
-}
-
-// The pipe is armed in the private epoll instance only while a Read waits
-// there: writes at other times (replies that Await picks up) do not reach
-// the runtime's poller.
-func TestPollReaderArmsOnlyWhileReadWaits(t *testing.T) {
-	r, w := newTestPipe(t)
-	buf := make([]byte, 16)
-	if _, err := w.WriteString("a"); err != nil {
-		t.Fatal(err)
-	}
-	if eventsPending(t, r) {
-		t.Fatal("an event before any Read waited")
-	}
-	if _, err := r.Read(buf); err != nil { // does not wait: data is there
-		t.Fatal(err)
-	}
-	done := readAsync(r) // waits, armed
-	time.Sleep(10 * time.Millisecond)
-	if _, err := w.WriteString("b"); err != nil {
-		t.Fatal(err)
-	}
-	if err := within(t, done, 5*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	// The event that woke it disarmed the pipe: later writes make none.
-	if _, err := w.WriteString("c"); err != nil {
-		t.Fatal(err)
-	}
-	if eventsPending(t, r) {
-		t.Fatal("an event for a write while no Read waited")
+		t.Fatal("write end is non-blocking")
 	}
 }
