@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -148,7 +149,10 @@ type Peer struct {
 	pend     []byte // frames queued while a write is in progress
 	pendBuf  []byte // the other buffer, swapped with pend on each write
 	pendN    int    // frames in pend
-	writing  bool   // a sender is writing; the others queue
+	// Requests in pend whose senders did not wait for the write (see
+	// flush): a failed write is reported to their calls instead.
+	pendIDs, pendIDsBuf []int64
+	writing             bool // a sender is writing; the others queue
 	batch    uint64 // id of the batch pend belongs to
 	flushed  uint64 // batches below this id are written
 	werr     error  // the first write error
@@ -180,6 +184,7 @@ type call struct {
 type reply struct {
 	result json.RawMessage
 	err    *RPCError
+	failed error // the request could not be written (see failQueued)
 }
 
 type inbound struct {
@@ -445,6 +450,9 @@ func (p *Peer) finish(id int64, c *call, r reply) (json.RawMessage, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
+	if r.failed != nil {
+		return nil, r.failed
+	}
 	if r.result == nil {
 		return nil, p.Err()
 	}
@@ -650,7 +658,7 @@ func (p *Peer) send(ctx context.Context, id int64, method string, params any) er
 	if err != nil {
 		return err
 	}
-	return p.flush(ctx, b)
+	return p.flush(ctx, b, id)
 }
 
 // reqBufs are frames of requests sent through a RequestWriter, which
@@ -790,7 +798,7 @@ func (p *Peer) respond(id json.RawMessage, result any, rerr *RPCError, cork bool
 	}
 	ctx, cancel := p.writeCtx()
 	defer cancel()
-	if err := p.flush(ctx, b); err != nil {
+	if err := p.flush(ctx, b, -1); err != nil {
 		p.log.Debug("could not send response", "error", err)
 	}
 }
@@ -799,7 +807,14 @@ func (p *Peer) respond(id json.RawMessage, result any, rerr *RPCError, cork bool
 // transport that can write several frames at once, concurrent senders are
 // batched: the first becomes the writer and sends what the others queue
 // while it writes, so 32 callers cost a few system calls, not 32.
-func (p *Peer) flush(ctx context.Context, b []byte) error {
+//
+// kind says who waits for a queued frame to be written: a notification
+// (0) waits, to return the write's error; a request (its id) and a
+// response (-1) do not. A request's call learns of a failed write through
+// its reply channel (failQueued), and nobody is told about a response;
+// not waiting saves each sender a sleep and a wake-up, which under
+// concurrency cost more than the write.
+func (p *Peer) flush(ctx context.Context, b []byte, kind int64) error {
 	p.keepBuf(b)
 	if p.fw == nil {
 		return p.write(ctx, b)
@@ -808,6 +823,12 @@ func (p *Peer) flush(ctx context.Context, b []byte) error {
 	p.pendN++
 	mine := p.batch
 	if p.writing {
+		if kind != 0 && p.werr == nil {
+			if kind > 0 {
+				p.pendIDs = append(p.pendIDs, kind)
+			}
+			return nil
+		}
 		for p.flushed <= mine {
 			p.wcond.Wait()
 		}
@@ -815,6 +836,32 @@ func (p *Peer) flush(ctx context.Context, b []byte) error {
 	}
 	p.writePending(ctx, mine)
 	return p.batchErr(mine)
+}
+
+// failQueued ends the calls whose requests were queued in a batch that
+// could not be written: each gets err as its reply (the session's error
+// if it has ended), and a caller reading its own reply is interrupted.
+func (p *Peer) failQueued(ids []int64, err error) {
+	if perr := p.Err(); perr != nil {
+		err = perr
+	}
+	var direct *call
+	p.mu.Lock()
+	for _, id := range ids {
+		c, ok := p.pending[id]
+		if !ok {
+			continue
+		}
+		delete(p.pending, id) // as onResponse does: one reply per call
+		c.ch <- reply{failed: err}
+		if p.directCall == c {
+			direct = c
+		}
+	}
+	p.mu.Unlock()
+	if direct != nil {
+		p.interrupt(direct)
+	}
 }
 
 // writeCtx bounds the write of responses by the request timeout, where the
@@ -852,8 +899,8 @@ func (p *Peer) flushCorked() {
 func (p *Peer) writePending(ctx context.Context, mine uint64) {
 	p.writing = true
 	for len(p.pend) > 0 {
-		buf, n, id := p.pend, p.pendN, p.batch
-		p.pend, p.pendN = p.pendBuf[:0], 0
+		buf, n, id, ids := p.pend, p.pendN, p.batch, p.pendIDs
+		p.pend, p.pendN, p.pendIDs = p.pendBuf[:0], 0, p.pendIDsBuf[:0]
 		p.batch++
 		p.wmu.Unlock()
 		wctx, cancel := ctx, context.CancelFunc(func() {})
@@ -871,6 +918,12 @@ func (p *Peer) writePending(ctx context.Context, mine uint64) {
 		if err != nil && p.werr == nil {
 			p.werr, p.failedAt = err, id
 		}
+		if err != nil && len(ids) > 0 {
+			// On a goroutine of its own: failQueued takes mu, and wmu
+			// is held here.
+			go p.failQueued(slices.Clone(ids), p.batchErr(id))
+		}
+		p.pendIDsBuf = ids[:0]
 		p.flushed = id + 1
 		p.wcond.Broadcast()
 	}

@@ -1,0 +1,85 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+var errStuck = errors.New("pipe is stuck")
+
+// stuckWriter is a batching conn whose first write blocks until released
+// and whose every write fails.
+type stuckWriter struct {
+	started, release, closed chan struct{}
+	first, closeOnce         sync.Once
+}
+
+func newStuckWriter() *stuckWriter {
+	return &stuckWriter{started: make(chan struct{}), release: make(chan struct{}), closed: make(chan struct{})}
+}
+
+func (w *stuckWriter) ReadMessage() ([]byte, error) { <-w.closed; return nil, ErrClosed }
+
+func (w *stuckWriter) WriteMessage(ctx context.Context, msg []byte) error {
+	return w.WriteFrames(ctx, msg)
+}
+
+func (w *stuckWriter) WriteFrames(context.Context, []byte) error {
+	first := false
+	w.first.Do(func() { first = true; close(w.started) })
+	if first {
+		<-w.release
+	}
+	return errStuck
+}
+
+func (w *stuckWriter) Close() error { w.closeOnce.Do(func() { close(w.closed) }); return nil }
+
+// Requests queued behind a write in progress do not wait for it; when
+// their batch cannot be written, their calls end with the error at once
+// rather than at their timeout.
+func TestQueuedRequestsLearnOfFailedWrite(t *testing.T) {
+	w := newStuckWriter()
+	p := NewPeer(w, PeerOptions{Timeout: time.Minute})
+	p.Start()
+	defer p.Close()
+
+	const queued = 5
+	errs := make(chan error, queued+1)
+	call := func() {
+		_, err := p.CallRaw(context.Background(), "x/y", nil)
+		errs <- err
+	}
+	go call() // becomes the writer and blocks
+	<-w.started
+	for range queued {
+		go call()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		p.wmu.Lock()
+		n := len(p.pendIDs)
+		p.wmu.Unlock()
+		if n == queued {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d requests queued, want %d", n, queued)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(w.release)
+	for range queued + 1 {
+		select {
+		case err := <-errs:
+			if !errors.Is(err, errStuck) {
+				t.Fatalf("call ended with %v, want the write error", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("a queued call is still waiting after its batch failed")
+		}
+	}
+}
