@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -149,16 +149,16 @@ type Peer struct {
 	pend     []byte // frames queued while a write is in progress
 	pendBuf  []byte // the other buffer, swapped with pend on each write
 	pendN    int    // frames in pend
-	// Requests in pend whose senders did not wait for the write (see
-	// flush): a failed write is reported to their calls instead.
-	pendIDs, pendIDsBuf []int64
-	writing             bool // a sender is writing; the others queue
+	writing  bool   // a sender is writing; the others queue
 	batch    uint64 // id of the batch pend belongs to
 	flushed  uint64 // batches below this id are written
 	werr     error  // the first write error
 	failedAt uint64 // the batch it happened in
 	corked   bool   // pend holds responses held back for one write (flushCorked)
 	fb       FrameBufferer
+	// Requests in pend whose senders did not wait for the write (see
+	// flush): a failed write is reported to their calls instead.
+	pendIDs, pendIDsBuf []int64
 
 	hmu      sync.Mutex
 	serving  sync.WaitGroup // incoming requests accepted and not yet answered
