@@ -3,7 +3,11 @@ package mcp
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -80,4 +84,37 @@ func BenchmarkCallToolCPU(b *testing.B) {
 			b.Fatal(res, err)
 		}
 	}
+}
+
+// BenchmarkServeCPU is the server role's own work per tools/call over a
+// stream: b.N requests arrive at once (an in-memory reader), the answers
+// go to a writer that counts them. No I/O waits, no other side.
+func BenchmarkServeCPU(b *testing.B) {
+	s := NewServer(Implementation{Name: "bench", Version: "1"}, ServerOptions{})
+	s.AddTool(Tool{Name: "echo", InputSchema: []byte(`{"type":"object"}`)}, func(ctx context.Context, r *CallToolRequest) (*CallToolResult, error) {
+		return &CallToolResult{Content: []Content{TextContent("hello")}}, nil
+	})
+	var in bytes.Buffer
+	in.WriteString(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"b","version":"1"}}}` + "\n")
+	in.WriteString(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")
+	for i := range b.N {
+		fmt.Fprintf(&in, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hello"}}}`+"\n", i+1)
+	}
+	out := &lineCounter{}
+	b.ReportAllocs()
+	b.ResetTimer()
+	if err := s.Serve(context.Background(), NewStreamConn(&in, out, 0)); err != nil && !errors.Is(err, io.EOF) {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	if got := out.lines.Load(); got != int64(b.N)+1 {
+		b.Fatalf("%d answers, want %d", got, b.N+1)
+	}
+}
+
+type lineCounter struct{ lines atomic.Int64 }
+
+func (c *lineCounter) Write(p []byte) (int, error) {
+	c.lines.Add(int64(bytes.Count(p, []byte{'\n'})))
+	return len(p), nil
 }

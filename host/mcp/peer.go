@@ -526,9 +526,10 @@ func (p *Peer) acquire(c *call) bool {
 	}
 	p.reading = true
 	p.directCall = c
-	if c == nil {
-		p.idleAt = time.Time{} // a background reader: the timer has fired or is moot
-	}
+	// idleAt stays: a timer still pending when a reader takes the role
+	// back fires into a held role and does nothing, and keeping it lets
+	// the next release leave it alone instead of resetting it (a reader
+	// serving requests inline releases and retakes the role for each).
 	return true
 }
 
