@@ -227,17 +227,29 @@ func BenchmarkSplit(b *testing.B) {
 // by call and reports the Nexus p50 over the raw pipe's: nexus-minimal is
 // the client against the minimal echo server (the issue's "minimal echo
 // server"), nexus the client against the echo server built on Nexus's
-// server role. The SDKs are measured apart (BenchmarkPeerRatio): the
+// server role; with ppollPipe, nexus-minimal over a raw pipe that waits
+// the way Nexus does. The SDKs are measured apart (BenchmarkPeerRatio): the
 // garbage they make would be collected on the time of whoever runs next.
 func BenchmarkStdioRatio(b *testing.B) {
-	p50 := interleaved(b, []contender{
+	cs := []contender{
 		contenders[0],
 		{"nexus-minimal", func(tb testing.TB) caller { return newNexusTo(tb, bins.minimal) }},
 		contenders[1],
-	})
+	}
+	if ppollPipe != nil {
+		cs = append(cs, *ppollPipe)
+	}
+	p50 := interleaved(b, cs)
 	b.ReportMetric(p50[1]/p50[0], "nexus-minimal/rawpipe")
 	b.ReportMetric(p50[2]/p50[0], "nexus/rawpipe")
+	if ppollPipe != nil {
+		b.ReportMetric(p50[1]/p50[3], "nexus-minimal/rawpipe-ppoll")
+	}
 }
+
+// ppollPipe, where the platform has ppoll(2), is the raw pipe read the way
+// Nexus's stdio transport waits for a reply (ppoll_linux_test.go).
+var ppollPipe *contender
 
 // BenchmarkPeerRatio interleaves Nexus and the two SDK clients call by call
 // against the same echo server and reports each SDK's p50 over Nexus's.
