@@ -29,8 +29,8 @@
 //     skipped, logged a few times, and kept for the error report.
 //
 // Conn is an mcp.DirectReader: a caller reads its own reply. On Linux the
-// server's stdout stays out of the runtime's network poller
-// (host/internal/pollpipe), and a caller expecting its reply waits for it
-// in ppoll(2) for up to pollpipe.Window, so the kernel wakes that thread
+// server's stdout stays out of the runtime's network poller (see
+// internal/pollpipe), and a caller expecting its reply waits for it in
+// ppoll(2) for up to pollpipe.Window, so the kernel wakes that thread
 // alone; longer waits go through the poller and hold no thread.
 package stdio

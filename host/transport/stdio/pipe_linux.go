@@ -5,7 +5,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/nexus-mcp/nexus/host/internal/pollpipe"
+	"github.com/nexus-mcp/nexus/host/transport/stdio/internal/pollpipe"
 )
 
 // stdoutPipe makes the pipe for the server's stdout. On Linux its read end
