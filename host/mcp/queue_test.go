@@ -1,9 +1,11 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -81,5 +83,70 @@ func TestQueuedRequestsLearnOfFailedWrite(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatal("a queued call is still waiting after its batch failed")
 		}
+	}
+}
+
+// echoWriter answers every request in the frames it is given, through
+// ReadMessage, and counts its writes.
+type echoWriter struct {
+	replies chan []byte
+	writes  atomic.Int64
+	frames  atomic.Int64
+}
+
+func (w *echoWriter) ReadMessage() ([]byte, error) {
+	r, ok := <-w.replies
+	if !ok {
+		return nil, ErrClosed
+	}
+	return r, nil
+}
+
+func (w *echoWriter) WriteMessage(ctx context.Context, msg []byte) error {
+	return w.WriteFrames(ctx, append(msg, '\n'))
+}
+
+func (w *echoWriter) WriteFrames(_ context.Context, frames []byte) error {
+	w.writes.Add(1)
+	for _, f := range bytes.Split(bytes.TrimSuffix(frames, []byte("\n")), []byte("\n")) {
+		w.frames.Add(1)
+		m, err := ParseMessage(f)
+		if err != nil || m.ID == nil {
+			continue
+		}
+		w.replies <- []byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{}}`)
+	}
+	return nil
+}
+
+func (w *echoWriter) Close() error { return nil }
+
+// Many callers at once share writes: a request's writer lets the callers
+// that its replies woke queue behind it (group commit), so the other side
+// sees a fraction of a write per request, not one each.
+func TestConcurrentCallersShareWrites(t *testing.T) {
+	w := &echoWriter{replies: make(chan []byte, 1024)}
+	p := NewPeer(w, PeerOptions{})
+	p.Start()
+	defer p.Close()
+	const callers, each = 32, 100
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				if _, err := p.CallRaw(context.Background(), "x/y", nil); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	frames, writes := w.frames.Load(), w.writes.Load()
+	t.Logf("%d requests in %d writes", frames, writes)
+	if frames != callers*each || writes*2 > frames {
+		t.Fatalf("%d requests in %d writes: want at least 2 requests per write", frames, writes)
 	}
 }
