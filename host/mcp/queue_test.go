@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"runtime"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -86,15 +86,20 @@ func TestQueuedRequestsLearnOfFailedWrite(t *testing.T) {
 	}
 }
 
-// echoWriter answers every request in the frames it is given, through
-// ReadMessage, and counts its writes.
-type echoWriter struct {
+// roundWriter answers requests in rounds: once every caller has a request
+// outstanding, all the replies become readable at once, as when a server
+// answers a burst. It counts its writes.
+type roundWriter struct {
+	callers int
 	replies chan []byte
-	writes  atomic.Int64
-	frames  atomic.Int64
+
+	mu     sync.Mutex
+	held   [][]byte
+	writes int
+	frames int
 }
 
-func (w *echoWriter) ReadMessage() ([]byte, error) {
+func (w *roundWriter) ReadMessage() ([]byte, error) {
 	r, ok := <-w.replies
 	if !ok {
 		return nil, ErrClosed
@@ -102,40 +107,49 @@ func (w *echoWriter) ReadMessage() ([]byte, error) {
 	return r, nil
 }
 
-func (w *echoWriter) WriteMessage(ctx context.Context, msg []byte) error {
+func (w *roundWriter) WriteMessage(ctx context.Context, msg []byte) error {
 	return w.WriteFrames(ctx, append(msg, '\n'))
 }
 
-func (w *echoWriter) WriteFrames(_ context.Context, frames []byte) error {
-	w.writes.Add(1)
+func (w *roundWriter) WriteFrames(_ context.Context, frames []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.writes++
 	for _, f := range bytes.Split(bytes.TrimSuffix(frames, []byte("\n")), []byte("\n")) {
-		w.frames.Add(1)
-		m, err := ParseMessage(f)
-		if err != nil || m.ID == nil {
-			continue
+		w.frames++
+		if m, err := ParseMessage(f); err == nil && m.HasID() {
+			w.held = append(w.held, []byte(`{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{}}`))
 		}
-		w.replies <- []byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{}}`)
+	}
+	if len(w.held) == w.callers {
+		for _, r := range w.held {
+			w.replies <- r
+		}
+		w.held = w.held[:0]
 	}
 	return nil
 }
 
-func (w *echoWriter) Close() error { return nil }
+func (w *roundWriter) Close() error { return nil }
 
 // Many callers at once share writes: a request's writer lets the callers
-// that its replies woke queue behind it (group commit), so the other side
-// sees a fraction of a write per request, not one each.
+// that a burst of replies woke queue behind it (group commit), so the
+// other side sees a fraction of a write per request, not one each. One
+// processor makes the schedule repeatable: without group commit every
+// caller then writes alone.
 func TestConcurrentCallersShareWrites(t *testing.T) {
-	w := &echoWriter{replies: make(chan []byte, 1024)}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	const callers, rounds = 32, 50
+	w := &roundWriter{callers: callers, replies: make(chan []byte, callers)}
 	p := NewPeer(w, PeerOptions{})
 	p.Start()
 	defer p.Close()
-	const callers, each = 32, 100
 	var wg sync.WaitGroup
 	for range callers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for range each {
+			for range rounds {
 				if _, err := p.CallRaw(context.Background(), "x/y", nil); err != nil {
 					t.Error(err)
 					return
@@ -144,9 +158,10 @@ func TestConcurrentCallersShareWrites(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	frames, writes := w.frames.Load(), w.writes.Load()
-	t.Logf("%d requests in %d writes", frames, writes)
-	if frames != callers*each || writes*2 > frames {
-		t.Fatalf("%d requests in %d writes: want at least 2 requests per write", frames, writes)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t.Logf("%d requests in %d writes", w.frames, w.writes)
+	if w.frames != callers*rounds || w.writes*4 > w.frames {
+		t.Fatalf("%d requests in %d writes: want at least 4 requests per write", w.frames, w.writes)
 	}
 }
