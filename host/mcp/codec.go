@@ -161,29 +161,41 @@ func (r *CallToolResult) appendJSON(b []byte) ([]byte, error) {
 
 func (r *CallToolResult) decodeJSON(b []byte) error {
 	*r = CallToolResult{}
-	return members(b, func(k, v []byte) error {
+	// One pass: content blocks are read where they are validated.
+	return walkObject(b, func(k []byte, j int) (int, error) {
 		switch {
 		case keyIs(k, "content"):
-			if isNull(v) {
-				return nil
+			if j < len(b) && b[j] == '[' {
+				return walkElements(b, j, 1, func(e int) (int, error) {
+					r.Content = append(r.Content, Content{})
+					return r.Content[len(r.Content)-1].decodeAt(b, e, 1)
+				})
 			}
-			if v[0] != '[' {
-				return typeErr("content", "array", v)
+			end, v, err := value(b, j, 1)
+			if err == nil && !isNull(v) {
+				err = typeErr("content", "array", v)
 			}
-			return eachElement(v, func(el []byte) error {
-				r.Content = append(r.Content, Content{})
-				return r.Content[len(r.Content)-1].decodeJSON(el)
-			})
+			return end, err
 		case keyIs(k, "structuredContent"):
-			if !isNull(v) {
+			end, v, err := value(b, j, 1)
+			if err == nil && !isNull(v) {
 				r.StructuredContent = clone(v)
 			}
+			return end, err
 		case keyIs(k, "isError"):
-			return boolValue(v, "isError", &r.IsError)
+			end, v, err := value(b, j, 1)
+			if err == nil {
+				err = boolValue(v, "isError", &r.IsError)
+			}
+			return end, err
 		case keyIs(k, "_meta"):
-			return json.Unmarshal(v, &r.Meta)
+			end, v, err := value(b, j, 1)
+			if err == nil {
+				err = json.Unmarshal(v, &r.Meta)
+			}
+			return end, err
 		}
-		return nil
+		return skipValue(b, j, 1)
 	})
 }
 
@@ -238,29 +250,57 @@ func (c *Content) appendJSON(b []byte) ([]byte, error) {
 }
 
 func (c *Content) decodeJSON(b []byte) error {
-	*c = Content{}
-	if len(b) == 0 || b[0] != '{' {
-		return typeErr("content block", "object", b)
+	i := skipWS(b, 0)
+	end, err := c.decodeAt(b, i, 0)
+	if err != nil {
+		return err
 	}
-	err := members(b, func(k, v []byte) error {
-		var err error
+	if end = skipWS(b, end); end != len(b) {
+		return syntaxErr(b, end, "after top-level value")
+	}
+	return nil
+}
+
+// decodeAt reads the content block starting at b[i] and returns the index
+// past it, validating as it reads.
+func (c *Content) decodeAt(b []byte, i, depth int) (int, error) {
+	*c = Content{}
+	if i >= len(b) || b[i] != '{' {
+		end, v, err := value(b, i, depth)
+		if err != nil {
+			return end, err
+		}
+		return end, typeErr("content block", "object", v)
+	}
+	end, err := walkMembers(b, i, depth+1, func(k []byte, j int) (int, error) {
+		var dst *string
+		var field string
 		switch {
 		case keyIs(k, "type"):
-			c.Type, err = stringValue(v, "type")
+			dst, field = &c.Type, "type"
 		case keyIs(k, "text"):
-			c.Text, err = stringValue(v, "text")
+			dst, field = &c.Text, "text"
 		case keyIs(k, "data"):
-			c.Data, err = stringValue(v, "data")
+			dst, field = &c.Data, "data"
 		case keyIs(k, "mimeType"):
-			c.MimeType, err = stringValue(v, "mimeType")
+			dst, field = &c.MimeType, "mimeType"
 		case keyIs(k, "uri"):
-			c.URI, err = stringValue(v, "uri")
+			dst, field = &c.URI, "uri"
 		case keyIs(k, "name"):
-			c.Name, err = stringValue(v, "name")
+			dst, field = &c.Name, "name"
 		case keyIs(k, "title"):
-			c.Title, err = stringValue(v, "title")
+			dst, field = &c.Title, "title"
 		case keyIs(k, "description"):
-			c.Description, err = stringValue(v, "description")
+			dst, field = &c.Description, "description"
+		}
+		if dst != nil {
+			return readString(b, j, depth+1, field, dst)
+		}
+		end, v, err := value(b, j, depth+1)
+		if err != nil {
+			return end, err
+		}
+		switch {
 		case keyIs(k, "size"):
 			err = json.Unmarshal(v, &c.Size)
 		case keyIs(k, "icons"):
@@ -272,19 +312,19 @@ func (c *Content) decodeJSON(b []byte) error {
 		case keyIs(k, "_meta"):
 			err = json.Unmarshal(v, &c.Meta)
 		}
-		return err
+		return end, err
 	})
 	if err != nil {
-		return err
+		return end, err
 	}
 	switch c.Type {
 	case ContentText, ContentImage, ContentAudio, ContentResourceLink, ContentResource:
 	default:
 		// A block this version does not know is kept whole, so a newer
 		// server never fails a call.
-		*c = Content{Type: c.Type, Raw: clone(b)}
+		*c = Content{Type: c.Type, Raw: clone(b[i:end])}
 	}
-	return nil
+	return end, nil
 }
 
 func (c Content) MarshalJSON() ([]byte, error)  { return c.appendJSON(nil) }
@@ -328,6 +368,38 @@ func stringValue(v []byte, field string) (string, error) {
 		return "", typeErr(field, "string", v)
 	}
 	return unquote(v)
+}
+
+// readString reads the string (or null) at b[j] into dst, validating it,
+// and returns the index past it.
+func readString(b []byte, j, depth int, field string, dst *string) (int, error) {
+	if j < len(b) && b[j] == '"' {
+		end, escaped, err := skipString(b, j)
+		if err != nil {
+			return end, err
+		}
+		if inner := b[j+1 : end-1]; !escaped && utf8.Valid(inner) {
+			*dst = string(inner)
+			return end, nil
+		}
+		*dst, err = unquote(b[j:end])
+		return end, err
+	}
+	end, v, err := value(b, j, depth)
+	if err == nil && !isNull(v) {
+		err = typeErr(field, "string", v)
+	}
+	return end, err
+}
+
+// value validates the value at b[j] and returns the index past it and the
+// value's bytes.
+func value(b []byte, j, depth int) (int, []byte, error) {
+	end, err := skipValue(b, j, depth)
+	if err != nil {
+		return end, nil, err
+	}
+	return end, b[j:end], nil
 }
 
 func boolValue(v []byte, field string, dst *bool) error {

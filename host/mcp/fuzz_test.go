@@ -121,3 +121,40 @@ func FuzzParseMessage(f *testing.F) {
 		}
 	})
 }
+
+// FuzzCallToolResult holds the one-pass result decoder to JSON: it never
+// accepts what encoding/json rejects, and what it accepts encodes to bytes
+// that decode to the same encoding again.
+func FuzzCallToolResult(f *testing.F) {
+	for _, s := range []string{
+		`{"content":[{"type":"text","text":"hello"}]}`,
+		`{"content":[{"type":"image","data":"AA==","mimeType":"image/png"},{"type":"new","x":[1,{"y":null}]}],"isError":true}`,
+		`{"content":[],"structuredContent":{"a":[1,2]},"_meta":{"k":"v"}}`,
+		`{"content":[{"type":"text","text":"\u00e9\n\"q\"","annotations":{"priority":0.5}}]} `,
+		`{"content":null}`, `{"content":[{"type":"text","text":"x"},]}`, `{"content":[{"type":"text","text":"\xff"}]}`,
+		`{"content":[{"type":"text","text":5}]}`, `{"content":{}}`, `{"isError":"yes"}`, `{"content":[1]}`, `[]`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var r CallToolResult
+		if err := r.decodeJSON(b); err != nil {
+			return
+		}
+		if !json.Valid(b) {
+			t.Fatalf("accepted invalid JSON %q", b)
+		}
+		out, err := r.appendJSON(nil)
+		if err != nil {
+			t.Fatalf("re-encode %+v: %v", r, err)
+		}
+		var back CallToolResult
+		if err := back.decodeJSON(out); err != nil {
+			t.Fatalf("decode of own output %s: %v", out, err)
+		}
+		again, err := back.appendJSON(nil)
+		if err != nil || !bytes.Equal(again, out) {
+			t.Fatalf("not stable: %s then %s (%v)", out, again, err)
+		}
+	})
+}

@@ -158,6 +158,15 @@ func skipNumber(b []byte, i int) (int, error) {
 }
 
 func skipArray(b []byte, i, depth int) (int, error) {
+	return walkElements(b, i, depth, func(j int) (int, error) { return skipValue(b, j, depth) })
+}
+
+// walkElements validates the array at b[i] == '[' and returns the index
+// past it. fn reads each element, which starts at b[j] (no leading
+// whitespace): it validates it as it goes and returns the index past it.
+// Decoders use it to read nested values in the same pass that validates
+// them.
+func walkElements(b []byte, i, depth int, fn func(j int) (int, error)) (int, error) {
 	if depth > maxDepth {
 		return i, &scanError{msg: "exceeded max depth", offset: int64(i + 1)}
 	}
@@ -166,8 +175,11 @@ func skipArray(b []byte, i, depth int) (int, error) {
 		return j + 1, nil
 	}
 	for {
+		if j >= len(b) {
+			return j, syntaxErr(b, j, "")
+		}
 		var err error
-		if j, err = skipValue(b, j, depth); err != nil {
+		if j, err = fn(j); err != nil {
 			return j, err
 		}
 		j = skipWS(b, j)
@@ -192,6 +204,21 @@ func skipObject(b []byte, i, depth int) (int, error) {
 // eachMember validates the object at b[i] == '{' and calls fn (if not nil)
 // with each member's raw key (quotes included) and raw value.
 func eachMember(b []byte, i, depth int, fn func(key, val []byte) error) (int, error) {
+	return walkMembers(b, i, depth, func(key []byte, j int) (int, error) {
+		end, err := skipValue(b, j, depth)
+		if err != nil || fn == nil {
+			return end, err
+		}
+		return end, fn(key, b[j:end])
+	})
+}
+
+// walkMembers validates the object at b[i] == '{' and returns the index
+// past it. For each member, fn gets the raw key (quotes included) and the
+// index of the value (no leading whitespace, maybe past the end of b); it
+// reads and validates the value and returns the index past it. Decoders
+// use it to read nested values in the same pass that validates them.
+func walkMembers(b []byte, i, depth int, fn func(key []byte, j int) (int, error)) (int, error) {
 	if depth > maxDepth {
 		return i, &scanError{msg: "exceeded max depth", offset: int64(i + 1)}
 	}
@@ -212,15 +239,8 @@ func eachMember(b []byte, i, depth int, fn func(key, val []byte) error) (int, er
 		if j >= len(b) || b[j] != ':' {
 			return j, syntaxErr(b, j, "after object key")
 		}
-		j = skipWS(b, j+1)
-		vstart := j
-		if j, err = skipValue(b, j, depth); err != nil {
+		if j, err = fn(key, skipWS(b, j+1)); err != nil {
 			return j, err
-		}
-		if fn != nil {
-			if err := fn(key, b[vstart:j]); err != nil {
-				return j, err
-			}
 		}
 		j = skipWS(b, j)
 		if j >= len(b) {
@@ -237,14 +257,14 @@ func eachMember(b []byte, i, depth int, fn func(key, val []byte) error) (int, er
 	}
 }
 
-// members iterates the top-level members of a complete JSON object held in
-// b, rejecting anything after it.
-func members(b []byte, fn func(key, val []byte) error) error {
+// walkObject is walkMembers over a complete JSON object held in b,
+// rejecting anything after it.
+func walkObject(b []byte, fn func(key []byte, j int) (int, error)) error {
 	i := skipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return syntaxErr(b, i, "looking for beginning of object")
 	}
-	end, err := eachMember(b, i, 0, fn)
+	end, err := walkMembers(b, i, 0, fn)
 	if err != nil {
 		return err
 	}
@@ -252,6 +272,18 @@ func members(b []byte, fn func(key, val []byte) error) error {
 		return syntaxErr(b, end, "after top-level value")
 	}
 	return nil
+}
+
+// members iterates the top-level members of a complete JSON object held in
+// b, rejecting anything after it.
+func members(b []byte, fn func(key, val []byte) error) error {
+	return walkObject(b, func(key []byte, j int) (int, error) {
+		end, err := skipValue(b, j, 0)
+		if err != nil {
+			return end, err
+		}
+		return end, fn(key, b[j:end])
+	})
 }
 
 // keyIs reports whether the raw key (with quotes) is name. Keys with
