@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 )
 
 // marshalArgs encodes tool arguments. The shapes callers build by hand or
@@ -14,11 +15,21 @@ import (
 // output is what json.Marshal writes (keys sorted), except that <, > and &
 // are not escaped, which JSON does not need.
 func marshalArgs(v any) ([]byte, error) {
-	if b, ok := appendAny(make([]byte, 0, 128), v, 0); ok {
-		return b, nil
-	}
-	return json.Marshal(v)
+	return appendArgs(make([]byte, 0, 128), v)
 }
+
+// appendArgs is marshalArgs appending to b.
+func appendArgs(b []byte, v any) ([]byte, error) {
+	if out, ok := appendAny(b, v, 0); ok {
+		return out, nil
+	}
+	j, err := json.Marshal(v)
+	return append(b, j...), err
+}
+
+// argBufs hold encoded arguments while a request is built: its frame is a
+// copy, so the buffer is free again once the call returns.
+var argBufs = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
 
 // maxAnyDepth bounds the nesting appendAny follows before it leaves the
 // value to json.Marshal (which reports cycles).

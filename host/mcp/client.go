@@ -202,7 +202,14 @@ func (c *Client) CallTool(ctx context.Context, name string, args any, o *CallOpt
 	case json.RawMessage:
 		params.Arguments = a
 	default:
-		b, err := marshalArgs(args)
+		buf := argBufs.Get().(*[]byte)
+		defer func() {
+			if cap(*buf) <= 64<<10 { // a huge one is left to the collector
+				argBufs.Put(buf)
+			}
+		}()
+		b, err := appendArgs((*buf)[:0], args)
+		*buf = b
 		if err != nil {
 			return nil, fmt.Errorf("tools/call %s: encoding arguments: %w", name, err)
 		}

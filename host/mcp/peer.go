@@ -307,6 +307,17 @@ type callConfig struct {
 	token      string
 }
 
+// applyOptions builds a call's configuration. It is a function of its own
+// so that the configuration escapes to the heap only when there are
+// options (they take its address).
+func applyOptions(opts []CallOption) callConfig {
+	var cfg callConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return cfg
+}
+
 // WithTimeout overrides the peer's request timeout for this call.
 func WithTimeout(d time.Duration) CallOption { return func(c *callConfig) { c.timeout = d } }
 
@@ -347,8 +358,8 @@ func (p *Peer) Call(ctx context.Context, method string, params, result any, opts
 // CallRaw sends a request and returns the raw result.
 func (p *Peer) CallRaw(ctx context.Context, method string, params any, opts ...CallOption) (json.RawMessage, error) {
 	var cfg callConfig
-	for _, o := range opts {
-		o(&cfg)
+	if len(opts) > 0 {
+		cfg = applyOptions(opts)
 	}
 	if err := p.Err(); err != nil {
 		return nil, err
