@@ -933,10 +933,16 @@ func (p *Peer) writePending(ctx context.Context, mine uint64) {
 		p.batch++
 		p.wmu.Unlock()
 		wctx, cancel := ctx, context.CancelFunc(func() {})
-		if n > 1 || id != mine {
+		switch {
+		case n == 1 && id == mine:
+		case p.boundWrites:
 			// Other callers' frames must not fail because this caller
 			// gave up; the request timeout still bounds a stuck write.
 			wctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), p.opts.Timeout)
+		default:
+			// The conn's writes cannot be interrupted, so no timer; but
+			// a context this caller cancelled must not fail them either.
+			wctx = p.valueCtx
 		}
 		err := p.fw.WriteFrames(wctx, buf)
 		cancel()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"runtime"
 	"sync"
 	"testing"
@@ -163,5 +164,69 @@ func TestConcurrentCallersShareWrites(t *testing.T) {
 	t.Logf("%d requests in %d writes", w.frames, w.writes)
 	if w.frames != callers*rounds || w.writes*4 > w.frames {
 		t.Fatalf("%d requests in %d writes: want at least 4 requests per write", w.frames, w.writes)
+	}
+}
+
+// gateWriter blocks its first Write until released and records every
+// write.
+type gateWriter struct {
+	started, release chan struct{}
+	first            sync.Once
+	mu               sync.Mutex
+	got              bytes.Buffer
+}
+
+func (w *gateWriter) Write(b []byte) (int, error) {
+	first := false
+	w.first.Do(func() { first = true; close(w.started) })
+	if first {
+		<-w.release
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.got.Write(b)
+}
+
+// A caller that gives up while it is the writer does not take down the
+// frames others queued behind it, over a conn whose writes cannot be
+// interrupted (a StreamConn) as over one whose can.
+func TestQueuedFramesOutliveWritersContext(t *testing.T) {
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	w := &gateWriter{started: make(chan struct{}), release: make(chan struct{})}
+	p := NewPeer(NewStreamConn(pr, w, 0), PeerOptions{Timeout: time.Minute})
+	p.Start()
+	defer p.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	go p.CallRaw(ctx, "a/first", nil) // the writer; blocks in Write
+	<-w.started
+	go p.CallRaw(context.Background(), "b/queued", nil)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		p.wmu.Lock()
+		n := len(p.pendIDs)
+		p.wmu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the second request never queued")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	close(w.release)
+	for {
+		w.mu.Lock()
+		sent := bytes.Contains(w.got.Bytes(), []byte(`"b/queued"`))
+		w.mu.Unlock()
+		if sent {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the queued request was not written; the writer wrote %q", w.got.String())
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
