@@ -130,13 +130,21 @@ func (r *Reader) Read(b []byte) (int, error) {
 			return 0, os.NewSyscallError("read", err)
 		}
 		// Arm, then wait until the instance has the event. Data that came
-		// between the read and the arming is reported at once.
-		if err := unix.EpollCtl(r.ep, unix.EPOLL_CTL_MOD, r.fd, &unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLONESHOT}); err != nil {
-			return 0, os.NewSyscallError("epoll_ctl", err)
+		// between the read and the arming is reported at once. Both go
+		// through epc, which holds the instance's descriptor open for
+		// the call: a Close cannot recycle its number underneath.
+		var armErr error
+		if err := r.epc.Control(func(ep uintptr) {
+			armErr = unix.EpollCtl(int(ep), unix.EPOLL_CTL_MOD, r.fd, &unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLONESHOT})
+		}); err != nil {
+			return 0, os.ErrClosed
 		}
-		err = r.epc.Read(func(uintptr) bool {
+		if armErr != nil {
+			return 0, os.NewSyscallError("epoll_ctl", armErr)
+		}
+		err = r.epc.Read(func(ep uintptr) bool {
 			var ev [1]unix.EpollEvent
-			n, err := unix.EpollWait(r.ep, ev[:], 0)
+			n, err := unix.EpollWait(int(ep), ev[:], 0)
 			return n > 0 || (err != nil && err != unix.EINTR)
 		})
 		switch {

@@ -2,9 +2,12 @@ package pollpipe
 
 import (
 	"errors"
+	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -237,4 +240,83 @@ func TestPollReaderArmsOnlyWhileReadWaits(t *testing.T) {
 	if eventsPending(t, r) {
 		t.Fatal("an event for a write while no Read waited")
 	}
+}
+
+// Reads, waits, deadline changes and writes all at once, then a Close in
+// the middle of it: everything returns, and nothing read is corrupted.
+func TestReaderStress(t *testing.T) {
+	r, w := newTestPipe(t)
+	r.window = 200 * time.Microsecond
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { // writer: numbered lines
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := fmt.Fprintf(w, "%08d\n", i); err != nil {
+				return
+			}
+		}
+	}()
+	go func() { // interrupter: deadlines come and go
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_ = r.SetReadDeadline(time.Now().Add(time.Duration(rand.IntN(300)) * time.Microsecond))
+			time.Sleep(50 * time.Microsecond)
+			_ = r.SetReadDeadline(time.Time{})
+		}
+	}()
+	readerDone := make(chan error, 1)
+	go func() {
+		var line []byte
+		next := 0
+		buf := make([]byte, 64)
+		for {
+			r.Await(time.Now().Add(time.Millisecond))
+			n, err := r.Read(buf)
+			switch {
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				continue
+			case err != nil:
+				readerDone <- err
+				return
+			}
+			for _, c := range buf[:n] {
+				if c != '\n' {
+					line = append(line, c)
+					continue
+				}
+				if want := fmt.Sprintf("%08d", next); string(line) != want {
+					readerDone <- fmt.Errorf("read %q, want %q", line, want)
+					return
+				}
+				line, next = line[:0], next+1
+			}
+		}
+	}()
+	time.Sleep(300 * time.Millisecond)
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-readerDone:
+		if !errors.Is(err, os.ErrClosed) {
+			t.Fatalf("reader ended with %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("reader still running after Close")
+	}
+	close(stop)
+	_ = w.Close() // unblocks the writer if the pipe is full
+	wg.Wait()
 }
