@@ -132,6 +132,8 @@ type Peer struct {
 	direct DirectReader  // conn, when it can bound its reads in time
 	rw     RequestWriter // conn, when it answers requests one by one
 	idle   *time.Timer   // gives a free reading role to a background reader
+	reaper *time.Timer   // times out calls at their deadline (see reap)
+	reapAt time.Time     // when reaper fires; zero when it is not armed (under mu)
 	idleAt time.Time     // when idle fires; zero once it has (under mu)
 	// directFrames counts frames read by callers themselves; tests check
 	// that the fast path is taken.
@@ -181,12 +183,14 @@ type call struct {
 	onProgress func(Progress)
 	reset      chan struct{}
 	token      string
+	deadline   time.Time // when the reaper times the call out; zero: never (under mu)
 }
 
 type reply struct {
-	result json.RawMessage
-	err    *RPCError
-	failed error // the request could not be written (see failQueued)
+	result   json.RawMessage
+	err      *RPCError
+	failed   error // the request could not be written (see failQueued)
+	timedOut bool  // the call's deadline passed (see reap)
 }
 
 type inbound struct {
@@ -242,6 +246,8 @@ func NewPeer(conn Conn, opts PeerOptions) *Peer {
 	}
 	p.wcond = sync.NewCond(&p.wmu)
 	p.idle = time.AfterFunc(time.Hour, p.takeIdle)
+	p.reaper = time.AfterFunc(time.Hour, p.reap)
+	p.reaper.Stop()
 	p.idle.Stop()
 	return p
 }
@@ -286,6 +292,7 @@ func (p *Peer) fail(err error) {
 		close(p.done)
 		p.stop()
 		p.idle.Stop()
+		p.reaper.Stop()
 		p.mu.Lock()
 		for _, rc := range p.incoming {
 			rc.cancel()
@@ -366,19 +373,12 @@ func (p *Peer) CallRaw(ctx context.Context, method string, params any, opts ...C
 	}
 	id := p.nextID.Add(1)
 	c := callPool.Get().(*call)
+	c.deadline = time.Time{}
 	c.onProgress = cfg.onProgress
 	c.token = cfg.token
 	if c.onProgress != nil && c.reset == nil {
 		c.reset = make(chan struct{}, 1)
 	}
-	p.inflight.Add(1)
-	p.mu.Lock()
-	p.pending[id] = c
-	if c.onProgress != nil {
-		p.progress[c.token] = c
-	}
-	p.mu.Unlock()
-
 	timeout := cfg.timeout
 	if timeout <= 0 {
 		timeout = p.opts.Timeout
@@ -396,6 +396,20 @@ func (p *Peer) CallRaw(ctx context.Context, method string, params any, opts ...C
 			hard = now.Add(p.opts.MaxTimeout)
 		}
 	}
+
+	p.inflight.Add(1)
+	p.mu.Lock()
+	p.pending[id] = c
+	if c.onProgress != nil {
+		p.progress[c.token] = c
+	} else if !deadline.IsZero() {
+		// The reaper times it out: one timer for the session instead
+		// of one per call. (Progress moves a deadline; those calls keep
+		// timers of their own.)
+		c.deadline = deadline
+		p.armReaper(deadline)
+	}
+	p.mu.Unlock()
 
 	var err error
 	if p.rw != nil {
@@ -418,14 +432,14 @@ func (p *Peer) CallRaw(ctx context.Context, method string, params any, opts ...C
 		p.readOwn(ctx, c, &deadline, hard, timeout)
 		select {
 		case r := <-c.ch:
-			return p.finish(id, c, r)
+			return p.settle(id, c, r, method, timeout)
 		default:
 		}
 	}
 
 	var timerC <-chan time.Time
 	var timer *time.Timer
-	if !deadline.IsZero() {
+	if !deadline.IsZero() && c.onProgress != nil {
 		timer = time.NewTimer(time.Until(deadline))
 		defer timer.Stop()
 		timerC = timer.C
@@ -439,7 +453,7 @@ func (p *Peer) CallRaw(ctx context.Context, method string, params any, opts ...C
 	for {
 		select {
 		case r := <-c.ch:
-			return p.finish(id, c, r)
+			return p.settle(id, c, r, method, timeout)
 		case <-c.reset:
 			if timer != nil {
 				timer.Reset(timeout)
@@ -454,6 +468,56 @@ func (p *Peer) CallRaw(ctx context.Context, method string, params any, opts ...C
 			p.abandon(id, c, ctx.Err().Error())
 			return nil, ctx.Err()
 		}
+	}
+}
+
+// settle ends a call with what came through its channel: a reply, or the
+// reaper's word that its deadline passed.
+func (p *Peer) settle(id int64, c *call, r reply, method string, timeout time.Duration) (json.RawMessage, error) {
+	if r.timedOut {
+		p.abandon(id, c, "timeout")
+		return nil, &TimeoutError{Method: method, After: timeout}
+	}
+	return p.finish(id, c, r)
+}
+
+// armReaper makes sure the reaper fires by deadline; mu is held.
+func (p *Peer) armReaper(deadline time.Time) {
+	if !p.reapAt.IsZero() && !deadline.Before(p.reapAt) {
+		return // calls mostly share one timeout: nearly always taken
+	}
+	p.reapAt = deadline
+	p.reaper.Reset(time.Until(deadline))
+}
+
+// reap times out the calls whose deadline has passed: each leaves the
+// table with a timedOut reply (so that no late answer can land too), and
+// a caller reading its own reply is interrupted. Then it arms itself for
+// the next deadline.
+func (p *Peer) reap() {
+	now := time.Now()
+	var due []*call
+	p.mu.Lock()
+	p.reapAt = time.Time{}
+	var next time.Time
+	for id, c := range p.pending {
+		switch {
+		case c.deadline.IsZero():
+		case !now.Before(c.deadline):
+			delete(p.pending, id)
+			c.deadline = time.Time{}
+			c.ch <- reply{timedOut: true}
+			due = append(due, c)
+		case next.IsZero() || c.deadline.Before(next):
+			next = c.deadline
+		}
+	}
+	if !next.IsZero() {
+		p.armReaper(next)
+	}
+	p.mu.Unlock()
+	for _, c := range due {
+		p.interrupt(c)
 	}
 }
 
@@ -621,6 +685,7 @@ func (p *Peer) forget(id int64, c *call) {
 	p.inflight.Add(-1)
 	p.mu.Lock()
 	delete(p.pending, id)
+	c.deadline = time.Time{}
 	if c.onProgress != nil {
 		delete(p.progress, c.token)
 	}

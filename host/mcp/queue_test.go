@@ -230,3 +230,90 @@ func TestQueuedFramesOutliveWritersContext(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// silentConn takes every frame and never answers; it records the
+// cancellations it is sent.
+type silentConn struct {
+	closed    chan struct{}
+	closeOnce sync.Once
+	mu        sync.Mutex
+	cancelled []string
+}
+
+func (c *silentConn) ReadMessage() ([]byte, error) { <-c.closed; return nil, ErrClosed }
+
+func (c *silentConn) WriteMessage(_ context.Context, msg []byte) error {
+	if m, err := ParseMessage(msg); err == nil && m.Method == NotificationCancelled {
+		c.mu.Lock()
+		c.cancelled = append(c.cancelled, string(m.Params))
+		c.mu.Unlock()
+	}
+	return nil
+}
+
+func (c *silentConn) Close() error { c.closeOnce.Do(func() { close(c.closed) }); return nil }
+
+// Calls time out at their own deadlines through the session's one reaper
+// timer, whatever order they were made in: a short timeout made after
+// long ones still fires first, each timed-out call tells the server, and
+// a call that is answered in time is untouched by the reaper.
+func TestCallsTimeOutAtTheirDeadlines(t *testing.T) {
+	conn := &silentConn{closed: make(chan struct{})}
+	p := NewPeer(conn, PeerOptions{Timeout: 400 * time.Millisecond})
+	p.Start()
+	defer p.Close()
+
+	type result struct {
+		name    string
+		err     error
+		elapsed time.Duration
+	}
+	results := make(chan result, 4)
+	start := time.Now()
+	call := func(name string, opts ...CallOption) {
+		_, err := p.CallRaw(context.Background(), name, nil, opts...)
+		results <- result{name, err, time.Since(start)}
+	}
+	go call("long/a")
+	go call("long/b")
+	time.Sleep(20 * time.Millisecond)
+	go call("short/c", WithTimeout(50*time.Millisecond))
+
+	var order []string
+	for range 3 {
+		r := <-results
+		var te *TimeoutError
+		if !errors.As(r.err, &te) {
+			t.Fatalf("%s: %v, want a TimeoutError", r.name, r.err)
+		}
+		order = append(order, r.name)
+		if r.name == "short/c" && r.elapsed > 300*time.Millisecond {
+			t.Fatalf("the 50 ms call took %v: it waited for the longer deadlines", r.elapsed)
+		}
+		if r.name != "short/c" && r.elapsed < 400*time.Millisecond {
+			t.Fatalf("%s timed out after %v, before its 400 ms", r.name, r.elapsed)
+		}
+	}
+	if order[0] != "short/c" {
+		t.Fatalf("timed out in order %v, want short/c first", order)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		conn.mu.Lock()
+		n := len(conn.cancelled)
+		conn.mu.Unlock()
+		if n == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d cancellations sent, want 3", n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	p.mu.Lock()
+	left, armed := len(p.pending), !p.reapAt.IsZero()
+	p.mu.Unlock()
+	if left != 0 || armed {
+		t.Fatalf("after the timeouts: %d calls pending, reaper armed %v", left, armed)
+	}
+}
