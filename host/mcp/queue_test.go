@@ -61,19 +61,7 @@ func TestQueuedRequestsLearnOfFailedWrite(t *testing.T) {
 	for range queued {
 		go call()
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		p.wmu.Lock()
-		n := len(p.pendIDs)
-		p.wmu.Unlock()
-		if n == queued {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d requests queued, want %d", n, queued)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	eventually(t, "the requests queue behind the write", func() bool { return queuedIDs(p) == queued })
 	close(w.release)
 	for range queued + 1 {
 		select {
@@ -202,33 +190,33 @@ func TestQueuedFramesOutliveWritersContext(t *testing.T) {
 	go p.CallRaw(ctx, "a/first", nil) // the writer; blocks in Write
 	<-w.started
 	go p.CallRaw(context.Background(), "b/queued", nil)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		p.wmu.Lock()
-		n := len(p.pendIDs)
-		p.wmu.Unlock()
-		if n == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the second request never queued")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	eventually(t, "the second request queues", func() bool { return queuedIDs(p) == 1 })
 	cancel()
 	close(w.release)
-	for {
+	eventually(t, "the queued request is written", func() bool {
 		w.mu.Lock()
-		sent := bytes.Contains(w.got.Bytes(), []byte(`"b/queued"`))
-		w.mu.Unlock()
-		if sent {
-			return
-		}
+		defer w.mu.Unlock()
+		return bytes.Contains(w.got.Bytes(), []byte(`"b/queued"`))
+	})
+}
+
+// eventually waits up to 5 s for cond, failing the test with what if it
+// never holds.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the queued request was not written; the writer wrote %q", w.got.String())
+			t.Fatalf("after 5 s, still not true: %s", what)
 		}
-		time.Sleep(time.Millisecond)
 	}
+}
+
+// queuedIDs is how many requests wait in p's write queue without their
+// senders.
+func queuedIDs(p *Peer) int {
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	return len(p.pendIDs)
 }
 
 // silentConn takes every frame and never answers; it records the
@@ -297,19 +285,11 @@ func TestCallsTimeOutAtTheirDeadlines(t *testing.T) {
 	if order[0] != "short/c" {
 		t.Fatalf("timed out in order %v, want short/c first", order)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	eventually(t, "3 cancellations are sent", func() bool {
 		conn.mu.Lock()
-		n := len(conn.cancelled)
-		conn.mu.Unlock()
-		if n == 3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d cancellations sent, want 3", n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		defer conn.mu.Unlock()
+		return len(conn.cancelled) == 3
+	})
 	p.mu.Lock()
 	left, armed := len(p.pending), !p.reapAt.IsZero()
 	p.mu.Unlock()
