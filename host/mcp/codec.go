@@ -330,36 +330,6 @@ func (c *Content) decodeAt(b []byte, i, depth int) (int, error) {
 func (c Content) MarshalJSON() ([]byte, error)  { return c.appendJSON(nil) }
 func (c *Content) UnmarshalJSON(b []byte) error { return c.decodeJSON(b) }
 
-// eachElement validates the array in b and calls fn with each element.
-func eachElement(b []byte, fn func(el []byte) error) error {
-	j := skipWS(b, 1)
-	if j < len(b) && b[j] == ']' {
-		return nil
-	}
-	for {
-		start := j
-		end, err := skipValue(b, j, 1)
-		if err != nil {
-			return err
-		}
-		if err := fn(b[start:end]); err != nil {
-			return err
-		}
-		j = skipWS(b, end)
-		if j >= len(b) {
-			return syntaxErr(b, j, "")
-		}
-		switch b[j] {
-		case ',':
-			j = skipWS(b, j+1)
-		case ']':
-			return nil
-		default:
-			return syntaxErr(b, j, "after array element")
-		}
-	}
-}
-
 func stringValue(v []byte, field string) (string, error) {
 	if isNull(v) {
 		return "", nil
