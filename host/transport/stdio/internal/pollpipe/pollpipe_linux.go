@@ -19,6 +19,9 @@ import (
 // and, until the runtime takes it back, the processor that thread ran on.
 const Window = time.Millisecond
 
+// awaiting counts the Awaits in progress, in all Readers.
+var awaiting atomic.Int32
+
 // Reader reads a pipe (or socket) that the runtime's network poller does
 // not watch directly, so that a message can wake exactly the thread
 // waiting for it.
@@ -160,14 +163,19 @@ func (r *Reader) Read(b []byte) (int, error) {
 // pipe has something to read, a deadline change or Close wakes it, or a
 // signal arrives; the Read that follows finds out which. It is for a
 // reader that expects a message soon, so it waits on its own thread (see
-// Reader). With a single processor it does not wait at all: the thread
-// would keep every other goroutine waiting while it blocks.
+// Reader), and the processor that thread ran on stays with it until the
+// runtime takes it back. So at most GOMAXPROCS-1 Awaits wait at once,
+// across all Readers: one processor is always left for other goroutines
+// (with a single processor Await never waits). The others return at once
+// and their Read waits in the poller.
 func (r *Reader) Await(deadline time.Time) {
-	if runtime.GOMAXPROCS(0) == 1 {
-		return
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if n := awaiting.Add(1); n > int32(runtime.GOMAXPROCS(0)-1) {
+		awaiting.Add(-1)
+		return
+	}
+	defer awaiting.Add(-1)
 	// waiting goes up before the deadline is read: a SetReadDeadline
 	// either sees it and wakes the ppoll below, or came before and its
 	// deadline is the one read here.

@@ -198,6 +198,36 @@ func TestPollReaderAwaitOneProc(t *testing.T) {
 	within(t, awaitAsync(r, time.Time{}), 5*time.Second)
 }
 
+// At most GOMAXPROCS-1 Awaits wait at once, across Readers: with two
+// processors, a second Reader's Await returns at once while the first
+// waits, and waits again once the first is done.
+func TestAwaitLeavesAProcessor(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	a, _ := newTestPipe(t)
+	b, wb := newTestPipe(t)
+	a.window, b.window = time.Hour, time.Hour
+	first := awaitAsync(a, time.Time{})
+	for awaiting.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	within(t, awaitAsync(b, time.Time{}), 5*time.Second) // no processor to spare
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	within(t, first, 5*time.Second)
+	second := awaitAsync(b, time.Time{})
+	time.Sleep(20 * time.Millisecond)
+	select {
+	case <-second:
+		t.Fatal("Await returned at once with a processor to spare")
+	default:
+	}
+	if _, err := wb.WriteString("x"); err != nil {
+		t.Fatal(err)
+	}
+	within(t, second, 5*time.Second)
+}
+
 // eventsPending reports whether the private epoll instance has an event,
 // that is whether a write to the pipe would wake the runtime's poller.
 func eventsPending(t *testing.T, r *Reader) bool {
