@@ -31,6 +31,7 @@
 // Conn is an mcp.DirectReader: a caller reads its own reply. On Linux the
 // server's stdout stays out of the runtime's network poller (see
 // internal/pollpipe), and a caller expecting its reply waits for it in
-// ppoll(2) for up to pollpipe.Window, so the kernel wakes that thread
-// alone; longer waits go through the poller and hold no thread.
+// ppoll(2) for up to pollpipe.Window (at most GOMAXPROCS-1 at once), so
+// the kernel wakes that thread alone; longer waits go through the poller
+// and hold no thread.
 package stdio
