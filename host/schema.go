@@ -19,7 +19,10 @@ import (
 
 // schemas compiles tool schemas once and keeps them by content, so a tool
 // list refresh that does not change a schema costs nothing. Each tool's
-// schema is also kept by tool, so a call finds it without hashing it.
+// schema is also kept by tool, so a call finds it without hashing it. A
+// compiled schema stays only while some tool's current schema is it: a
+// server that changes its schemas on every refresh does not grow the
+// cache.
 type schemas struct {
 	log    hclog.Logger // told once about each schema that does not compile
 	mu     sync.Mutex
@@ -40,6 +43,9 @@ type toolSchema struct {
 type compiled struct {
 	schema *jsonschema.Schema
 	err    error // the schema did not compile: the tool works unvalidated
+
+	key  [32]byte // its key in schemas.cache
+	refs int      // tools whose current schema it is (under schemas.mu)
 }
 
 // maxSchemaSize bounds what is compiled; a larger schema is not used for
@@ -64,8 +70,9 @@ func (s *schemas) get(server, tool string, output bool, raw json.RawMessage) *co
 	tk := schemaKey{server, tool, output}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if ts, ok := s.byTool[tk]; ok && bytes.Equal(ts.raw, raw) {
-		return ts.c
+	prev, had := s.byTool[tk]
+	if had && bytes.Equal(prev.raw, raw) {
+		return prev.c
 	}
 	if s.cache == nil {
 		s.cache = map[[32]byte]*compiled{}
@@ -75,7 +82,15 @@ func (s *schemas) get(server, tool string, output bool, raw json.RawMessage) *co
 	c, ok := s.cache[key]
 	if !ok {
 		c = compileSchema(raw)
+		c.key = key
 		s.cache[key] = c
+	}
+	c.refs++
+	if had {
+		// The tool's schema changed: the old one goes once no tool has it.
+		if prev.c.refs--; prev.c.refs == 0 {
+			delete(s.cache, prev.c.key)
+		}
 	}
 	s.byTool[tk] = toolSchema{raw, c}
 	if !ok && c.err != nil && s.log != nil {

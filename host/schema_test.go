@@ -3,6 +3,7 @@ package host
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -68,4 +69,31 @@ func FuzzDecodeJSON(f *testing.F) {
 			t.Fatalf("%q: decoded %#v, library %#v", data, got, want)
 		}
 	})
+}
+
+// A schema that changes on every refresh does not grow the cache: a
+// compiled schema stays only while some tool's current schema is it.
+func TestSchemaCacheDropsReplacedSchemas(t *testing.T) {
+	var s schemas
+	shared := json.RawMessage(`{"type":"object"}`)
+	s.get("x", "keep", false, shared)
+	for i := range 100 {
+		s.get("x", "churn", false, json.RawMessage(fmt.Sprintf(`{"type":"object","description":"v%d"}`, i)))
+	}
+	if len(s.cache) != 2 {
+		t.Fatalf("%d schemas cached after 100 changes of one tool's schema, want 2", len(s.cache))
+	}
+	// The churning tool moves to the shared schema and back: the shared
+	// one stays for the tool that still has it.
+	s.get("x", "churn", false, shared)
+	if len(s.cache) != 1 {
+		t.Fatalf("%d schemas cached, want 1 (the shared one)", len(s.cache))
+	}
+	c := s.get("x", "churn", false, json.RawMessage(`{"type":"string"}`))
+	if len(s.cache) != 2 || s.get("x", "keep", false, shared).schema == nil {
+		t.Fatalf("%d schemas cached, want 2; the kept tool lost its schema", len(s.cache))
+	}
+	if probs, err := c.validate(json.RawMessage(`5`)); err != nil || len(probs) != 1 {
+		t.Fatalf("the new schema does not validate: %v %v", probs, err)
+	}
 }
