@@ -6,8 +6,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -275,5 +277,33 @@ func TestHarness(t *testing.T) {
 	}
 	if !utf8.Valid(appendDecision(nil, Deny("\xff"))) {
 		t.Fatal("invalid UTF-8 in a decision")
+	}
+}
+
+// Thousands of short escaped strings cost about their own size, not a
+// buffer sized by the rest of the document each.
+func TestEditStringsEscapedAllocations(t *testing.T) {
+	var doc strings.Builder
+	doc.WriteString(`{"content":[`)
+	for i := range 2000 {
+		if i > 0 {
+			doc.WriteByte(',')
+		}
+		fmt.Fprintf(&doc, `{"type":"text","text":"line\n%d \"q\""}`, i)
+	}
+	doc.WriteString(`]}`)
+	src := []byte(doc.String())
+	seen := 0
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if _, _, err := EditStrings(src, func(p Path, s string) (string, bool) { seen++; return s, false }); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	if seen != 4000 {
+		t.Fatalf("saw %d strings, want 4000", seen)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 4<<20 {
+		t.Fatalf("editing a %d KB document allocated %d MB", len(src)>>10, got>>20)
 	}
 }

@@ -412,10 +412,23 @@ func intern(b []byte) string {
 // an unknown escape, and 'u' for \uXXXX.
 var unescapes = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t', 'u': 'u'}
 
+// escapedEnd returns the index of the byte that ends the JSON string
+// contents starting at s[i]: its closing quote, a control byte, or len(s).
+func escapedEnd(s []byte, i int) int {
+	for {
+		if i = Scan(s, i, stringStop); i >= len(s) || s[i] != '\\' {
+			return min(i, len(s))
+		}
+		i += 2
+	}
+}
+
 func (ed *editor) unescape() (string, error) {
-	// The decoded string is no longer than what is left of the document:
-	// one allocation instead of a series of growing ones.
-	b := make([]byte, 0, min(len(ed.src)-ed.pos, 64<<10))
+	// The decoded string is no longer than its escaped form: one
+	// allocation of that size, not a series of growing ones, nor one
+	// sized by the rest of the document (thousands of short escaped
+	// strings would each take that much).
+	b := make([]byte, 0, escapedEnd(ed.src, ed.pos)-ed.pos)
 	set := needEscape // as in str: stop at bytes >= 0x80 until there is one
 	for ed.pos < len(ed.src) {
 		// Copy the run up to the next quote, backslash or control byte.
