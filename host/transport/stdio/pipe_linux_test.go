@@ -1,7 +1,10 @@
 package stdio
 
 import (
+	"errors"
+	"os"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -29,4 +32,37 @@ func TestStdoutPipeDescriptors(t *testing.T) {
 	if fl, _ := unix.FcntlInt(w.Fd(), unix.F_GETFL, 0); fl&unix.O_NONBLOCK != 0 {
 		t.Fatal("write end is non-blocking")
 	}
+}
+
+// Where a pollpipe.Reader cannot be made, the pipe is an ordinary one and
+// the transport still works, direct reads included.
+func TestStdoutPipeFallback(t *testing.T) {
+	defer func(f func(int) (stdoutReader, error)) { newPollReader = f }(newPollReader)
+	newPollReader = func(int) (stdoutReader, error) { return nil, errors.New("eventfd refused") }
+	r, w, err := stdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	if _, ok := r.(*os.File); !ok {
+		t.Fatalf("read end is a %T, want *os.File", r)
+	}
+	if err := r.SetReadDeadline(time.Time{}); err != nil {
+		t.Fatalf("the fallback pipe has no deadlines: %v", err)
+	}
+	if _, err := w.WriteString("x\n"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := r.Read(make([]byte, 4)); n != 2 || err != nil {
+		t.Fatalf("read %d, %v", n, err)
+	}
+}
+
+// Direct reads over the fallback pipe behave as over a pollpipe.Reader.
+func TestReadMessageBeforeFallback(t *testing.T) {
+	defer func(f func(int) (stdoutReader, error)) { newPollReader = f }(newPollReader)
+	newPollReader = func(int) (stdoutReader, error) { return nil, errors.New("eventfd refused") }
+	t.Run("deadlines", TestReadMessageBefore)
+	t.Run("noise-and-exit", TestReadMessageBeforeNoiseAndExit)
 }
