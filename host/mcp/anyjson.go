@@ -8,17 +8,12 @@ import (
 	"sync"
 )
 
-// marshalArgs encodes tool arguments. The shapes callers build by hand or
-// get from encoding/json (maps of strings, numbers, booleans, nested maps
-// and slices) are written directly, several times faster than
-// json.Marshal's reflection; anything else goes through json.Marshal. The
-// output is what json.Marshal writes (keys sorted), except that <, > and &
-// are not escaped, which JSON does not need.
-func marshalArgs(v any) ([]byte, error) {
-	return appendArgs(make([]byte, 0, 128), v)
-}
-
-// appendArgs is marshalArgs appending to b.
+// appendArgs appends tool arguments, encoded, to b. The shapes callers
+// build by hand or get from encoding/json (maps of strings, numbers,
+// booleans, nested maps and slices) are written directly, several times
+// faster than json.Marshal's reflection; anything else goes through
+// json.Marshal. The output is what json.Marshal writes (keys sorted),
+// except that <, > and & are not escaped, which JSON does not need.
 func appendArgs(b []byte, v any) ([]byte, error) {
 	if out, ok := appendAny(b, v, 0); ok {
 		return out, nil

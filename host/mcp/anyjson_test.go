@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// marshalArgs writes what json.Marshal writes for the shapes it handles,
+// appendArgs writes what json.Marshal writes for the shapes it handles,
 // and hands everything else to json.Marshal.
 func TestMarshalArgsMatchesEncodingJSON(t *testing.T) {
 	type custom struct {
@@ -34,7 +34,7 @@ func TestMarshalArgsMatchesEncodingJSON(t *testing.T) {
 		map[string]any{"nilmap": map[string]any(nil), "nilslice": []any(nil)},
 	} {
 		want, werr := json.Marshal(v)
-		got, gerr := marshalArgs(v)
+		got, gerr := appendArgs(nil, v)
 		if (werr == nil) != (gerr == nil) {
 			t.Fatalf("%#v: error %v, encoding/json %v", v, gerr, werr)
 		}
@@ -51,7 +51,7 @@ func TestMarshalArgsMatchesEncodingJSON(t *testing.T) {
 		}
 	}
 	for _, bad := range []any{map[string]any{"x": math.NaN()}, map[string]any{"x": math.Inf(1)}, map[string]any{"ch": make(chan int)}} {
-		if _, err := marshalArgs(bad); err == nil {
+		if _, err := appendArgs(nil, bad); err == nil {
 			t.Errorf("%#v: no error", bad)
 		}
 	}
@@ -62,7 +62,7 @@ func BenchmarkMarshalArgs(b *testing.B) {
 	b.Run("nexus", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			marshalArgs(v)
+			appendArgs(nil, v)
 		}
 	})
 	b.Run("encoding-json", func(b *testing.B) {

@@ -56,7 +56,7 @@ type stdoutReader interface {
 }
 
 // awaiter is a stdoutReader with a faster way to wait for a reply that is
-// expected soon (see pollReader.Await).
+// expected soon (see pollpipe.Reader.Await).
 type awaiter interface{ Await(deadline time.Time) }
 
 // Conn is a running server process speaking newline-delimited JSON-RPC on
@@ -164,7 +164,7 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 
 	// Our own pipes rather than cmd.StdoutPipe: Wait would close those read
 	// ends while a reader may still be draining them.
-	var files []*os.File
+	var files []io.Closer
 	closeAll := func() {
 		for _, f := range files {
 			_ = f.Close()
@@ -185,18 +185,13 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 	var outR stdoutReader
 	var outW *os.File
 	if err == nil {
-		outR, outW, err = stdoutPipe()
+		if outR, outW, err = stdoutPipe(); err == nil {
+			files = append(files, outR, outW)
+		}
 	}
 	if err != nil {
 		closeAll()
 		return fail(Other, pathSeen, err)
-	}
-	files = append(files, outW)
-	closeAll = func() {
-		for _, f := range files {
-			_ = f.Close()
-		}
-		_ = outR.Close()
 	}
 
 	cmd := &exec.Cmd{
