@@ -47,6 +47,12 @@ type Server struct {
 	Enabled       bool
 	Timeout       time.Duration // per request; 0 = the host default
 	FailIfNoTools bool
+	// Prefix is put before the server's tool, prompt and resource template
+	// names where they are exposed (the gateway's catalog, exposed tool
+	// names in the CLI). nil means the default "mcp_<server>_"; a pointer
+	// to "" exposes bare names (a single-server gateway, or servers whose
+	// names never collide).
+	Prefix *string
 
 	// Source is the server's origin: layer, file and line of its definition.
 	Source diag.Source
@@ -174,8 +180,65 @@ type Agent struct {
 	Servers    []string // servers it may use; empty = all
 	Allow      []string // "server.tool" glob patterns
 	Deny       []string
-	Source     diag.Source
-	Overrides  []diag.Source
+	// Tokens are the bearer tokens that act as this agent on the gateway's
+	// HTTP listener (usually references to sensitive variables). The
+	// gateway keeps only their hashes and compares in constant time.
+	Tokens    []string
+	Source    diag.Source
+	Overrides []diag.Source
+	Refs      map[string]Template // by JSON pointer into the agent ("/tokens/0")
+}
+
+// Gateway configures `nexus serve`: the MCP server Nexus offers to agents
+// (Claude Code, Cursor, VS Code, any MCP client). Flags override it.
+type Gateway struct {
+	// Listen is the streamable HTTP listener's address ("127.0.0.1:8750");
+	// "" serves stdio only unless --listen is given.
+	Listen string
+	// PublicURL is the URL clients reach the MCP endpoint at, behind any
+	// proxy ("https://nexus.example.com/mcp"). It is the OAuth resource
+	// identifier (the audience JWTs must name); default: from Listen.
+	PublicURL string
+	// TLSCert and TLSKey are absolute paths of a PEM certificate chain and
+	// key; both or neither.
+	TLSCert, TLSKey string
+	// AllowedOrigins are the browser origins ("https://app.example.com")
+	// allowed besides no Origin at all and loopback origins.
+	AllowedOrigins []string
+	// RequiredServers are the servers /readyz checks are reachable.
+	RequiredServers []string
+	Limits          GatewayLimits
+	OAuth           *GatewayOAuth
+	Source          diag.Source
+	Overrides       []diag.Source
+}
+
+// GatewayLimits bound what clients of the gateway can make it hold; zero
+// values mean the gateway's defaults.
+type GatewayLimits struct {
+	MaxBodyBytes          int           // one HTTP request body
+	MaxSessions           int           // downstream sessions at once
+	MaxRequests           int           // requests in progress, all sessions
+	MaxRequestsPerSession int           // requests in progress in one session
+	MaxSSEEvents          int           // events buffered per SSE stream
+	SessionIdleTimeout    time.Duration // a session with no request and no open stream ends
+	ShutdownGrace         time.Duration // in-flight calls get this long after SIGINT/SIGTERM
+}
+
+// GatewayOAuth makes the gateway an OAuth 2.1 resource server: it
+// publishes Protected Resource Metadata (RFC 9728) naming Issuer, and
+// accepts JWT access tokens the issuer signed for PublicURL, mapping a
+// claim to an agent.
+type GatewayOAuth struct {
+	Issuer   string   // the authorization server (https URL)
+	JWKSURL  string   // default: discovered from the issuer's metadata
+	Audience string   // default: the gateway's PublicURL
+	Scopes   []string // scopes_supported in the metadata; required of tokens if set
+	// AgentClaim is the claim whose value picks the agent (default "sub").
+	AgentClaim string
+	// Agents maps claim values to agent names; a value missing here is
+	// refused (403). An entry "*" maps every other value.
+	Agents map[string]string
 }
 
 // File is a config file that was loaded, and its layer.
@@ -190,6 +253,7 @@ type Config struct {
 	Plugins  []*Plugin
 	Filters  []*Filter // in run order
 	Agents   []*Agent  // sorted by name
+	Gateway  *Gateway  // nil: no gateway block (nexus serve uses defaults and flags)
 	Roots    []string  // absolute paths offered to servers as MCP roots
 	Inputs   []Input   // the VS Code inputs the servers refer to, by id
 	Files    []File    // lowest layer first
