@@ -1388,6 +1388,7 @@ func (p *Peer) serve(in *inbound) {
 	key := keyOf(in.id)
 	ctx := &in.ctx
 	ctx.Context = p.valueCtx
+	ctx.id = in.id
 	p.mu.Lock()
 	if p.Err() != nil {
 		ctx.cancel() // the session ended: fail registered requests did

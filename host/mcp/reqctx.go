@@ -16,6 +16,7 @@ import (
 // context.AfterFunc on it work without a goroutine each.
 type reqCtx struct {
 	context.Context // context.WithoutCancel of the session's: values only
+	id              json.RawMessage // the request's id, for RelatedRequest
 
 	mu    sync.Mutex
 	done  chan struct{}
@@ -33,6 +34,27 @@ func (c *reqCtx) Done() <-chan struct{} {
 		}
 	}
 	return c.done
+}
+
+// relatedKey is the context key RelatedRequest answers for.
+type relatedKey struct{}
+
+func (c *reqCtx) Value(key any) any {
+	if _, ok := key.(relatedKey); ok {
+		return c.id
+	}
+	return c.Context.Value(key)
+}
+
+// RelatedRequest returns the id of the incoming request whose handler ctx
+// belongs to (ctx is the handler's context, or derives from it), or nil.
+// A transport that carries each request's answer on a stream of its own
+// (streamable HTTP) uses it to send what a handler sends while serving a
+// request (progress, log messages, sampling, elicitation) on that
+// request's stream.
+func RelatedRequest(ctx context.Context) json.RawMessage {
+	id, _ := ctx.Value(relatedKey{}).(json.RawMessage)
+	return id
 }
 
 func (c *reqCtx) Err() error {

@@ -245,10 +245,7 @@ func TestHTTPSessionLimits(t *testing.T) {
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		e.h.mu.Lock()
-		n := len(e.h.sessions)
-		e.h.mu.Unlock()
-		if n == 0 {
+		if e.h.Sessions() == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -295,15 +292,5 @@ func TestServeListener(t *testing.T) {
 	}
 	if err := ServeHTTP(context.Background(), Options{}, "256.0.0.1:0"); err == nil || !strings.Contains(err.Error(), "256.0.0.1:0") {
 		t.Errorf("bad address: %v", err)
-	}
-}
-
-func TestAppendEvent(t *testing.T) {
-	got := string(appendEvent(nil, "p1", 3, []byte("a\nb")))
-	if got != "id: p1-3\ndata: a\ndata: b\n\n" {
-		t.Errorf("%q", got)
-	}
-	if got := string(appendEvent(nil, "g", 0, nil)); got != "id: g-0\ndata:\n\n" {
-		t.Errorf("%q", got)
 	}
 }

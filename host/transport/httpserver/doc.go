@@ -1,0 +1,38 @@
+// Package httpserver is the server side of MCP's Streamable HTTP transport
+// (revision 2025-11-25), with the legacy HTTP+SSE endpoints of 2024-11-05
+// for old clients. It turns HTTP exchanges into one mcp.Conn per session
+// and hands each to a ServeFunc, so anything that serves MCP over a Conn
+// (the built-in test server's mcp.Server, the gateway's sessions) serves it
+// over HTTP unchanged.
+//
+// On the wire:
+//
+//   - POST carries one client message. initialize without a session creates
+//     one and answers with Mcp-Session-Id; every other POST needs that id
+//     (400 without, 404 for one that is unknown or ended). Notifications and
+//     responses get 202. A request is answered as application/json when its
+//     response is the first thing the session produces for it, and as an
+//     SSE stream when notifications or server requests come first.
+//   - GET opens the standalone SSE stream for what belongs to no request
+//     (list_changed, resources/updated); messages produced while no GET is
+//     connected wait in its bounded buffer. GET with Last-Event-ID resumes
+//     any stream, POST or standalone, from a bounded per-stream replay
+//     buffer. Every SSE stream starts with an id-only priming event
+//     (SEP-1699).
+//   - DELETE ends the session.
+//
+// Routing what the server side writes: a response goes to its request's
+// stream, progress to the stream of the request that gave the token,
+// list_changed and resources/updated to the standalone stream. A request
+// or notification written with the context of a request handler
+// (mcp.RelatedRequest) goes to that request's stream, so concurrent calls
+// each see their own sampling, elicitation and log messages; anything else
+// goes to the newest request still open, or the standalone stream.
+//
+// Everything a client can make the server hold is bounded (Options): the
+// body of one POST, sessions, requests in progress per session and in
+// all, events buffered per stream, idle sessions. A client that stops
+// reading a request's stream while it overflows loses its session, not the
+// process's memory. Every refusal is an HTTP status with a JSON-RPC error
+// body that names the limit and how to raise it.
+package httpserver

@@ -1,0 +1,1305 @@
+package httpserver
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/nexus-mcp/nexus/host/mcp"
+)
+
+// ServeFunc serves one MCP session over conn until ctx ends (the session
+// was deleted, expired, or the handler closed) or the conn fails. It is
+// the server side of the session: mcp.Server.Serve, or the gateway's.
+type ServeFunc func(ctx context.Context, conn mcp.Conn, s *Session) error
+
+// Session is what a ServeFunc learns of its HTTP session.
+type Session struct {
+	ID string
+	// Principal is what Options.Authenticate returned for the request
+	// that created the session; every later request must authenticate as
+	// the same principal.
+	Principal string
+	// Legacy is set for sessions of the 2024-11-05 HTTP+SSE transport.
+	Legacy bool
+}
+
+// Options bound and tune a Handler. Zero values take the defaults.
+type Options struct {
+	Logger hclog.Logger
+	// MaxBodyBytes bounds one POST body (default mcp.MaxFrameSize, 10 MiB).
+	MaxBodyBytes int
+	// MaxSessions bounds concurrent sessions (default 100); initialize
+	// beyond it gets 503.
+	MaxSessions int
+	// MaxRequests bounds requests in progress across all sessions
+	// (default 1024), MaxRequestsPerSession those of one session (default
+	// 64); beyond them a request gets 503 or 429 with Retry-After.
+	MaxRequests           int
+	MaxRequestsPerSession int
+	// ReplayEvents and ReplayBytes bound what each stream keeps for
+	// delivery and Last-Event-ID replay (defaults 256 events, 16 MiB). A
+	// request's stream whose client has not read that many events ends the
+	// session; the standalone stream drops its oldest events instead.
+	ReplayEvents int
+	ReplayBytes  int
+	// IdleTimeout ends sessions with no request and no open stream for
+	// that long (default 30 minutes).
+	IdleTimeout time.Duration
+	// PollAfter makes every SSE connection close after that many events,
+	// announcing PollRetry first, as SEP-1699 lets servers do; the client
+	// resumes with Last-Event-ID. For resumption tests.
+	PollAfter int
+	PollRetry time.Duration
+	// AllowOrigin decides which browser origins may use the endpoint (DNS
+	// rebinding); nil allows requests without Origin and from loopback
+	// origins only (LoopbackOrigin).
+	AllowOrigin func(origin string) bool
+	// Authenticate names the caller of a request, or refuses it (an
+	// *AuthError says how). nil lets everyone in as principal "".
+	Authenticate func(r *http.Request) (string, error)
+	// Raise says how to raise a limit, by its name ("max_sessions",
+	// "max_requests", "max_requests_per_session", "max_body_bytes",
+	// "max_sse_events"); refusals quote it. nil names the limit only.
+	Raise func(limit string) string
+	// LegacyEndpoint is the path legacy HTTP+SSE clients POST to, given
+	// to them in the endpoint event (default "/messages").
+	LegacyEndpoint string
+}
+
+func (o *Options) defaults() {
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = mcp.MaxFrameSize
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = 100
+	}
+	if o.MaxRequests <= 0 {
+		o.MaxRequests = 1024
+	}
+	if o.MaxRequestsPerSession <= 0 {
+		o.MaxRequestsPerSession = 64
+	}
+	if o.ReplayEvents <= 0 {
+		o.ReplayEvents = 256
+	}
+	if o.ReplayBytes <= 0 {
+		o.ReplayBytes = 16 << 20
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = 30 * time.Minute
+	}
+	if o.AllowOrigin == nil {
+		o.AllowOrigin = LoopbackOrigin
+	}
+	if o.LegacyEndpoint == "" {
+		o.LegacyEndpoint = "/messages"
+	}
+}
+
+// limitText names a limit for a refusal, with how to raise it.
+func (o *Options) limitText(limit string, n int) string {
+	s := fmt.Sprintf("the %s limit (%d)", limit, n)
+	if o.Raise != nil {
+		if how := o.Raise(limit); how != "" {
+			s += "; " + how
+		}
+	}
+	return s
+}
+
+// AuthError refuses a request: Status (401 or 403), extra headers such as
+// WWW-Authenticate, and a message for the JSON-RPC error body.
+type AuthError struct {
+	Status  int
+	Header  http.Header
+	Message string
+}
+
+func (e *AuthError) Error() string { return e.Message }
+
+// Handler serves MCP sessions over HTTP. Mount it at the MCP endpoint;
+// LegacySSE and LegacyMessage serve the old transport's two endpoints.
+// It is safe for concurrent use.
+type Handler struct {
+	serve ServeFunc
+	log   hclog.Logger
+	opts  Options
+
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	inflight atomic.Int64 // requests in progress, all sessions
+
+	mu       sync.Mutex
+	sessions map[string]*session
+	closed   bool
+	janitor  bool
+}
+
+// New returns a handler that serves each session with serve. Close it to
+// end every session.
+func New(serve ServeFunc, o Options) *Handler {
+	o.defaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Handler{serve: serve, log: o.Logger, opts: o, ctx: ctx, cancel: cancel, sessions: map[string]*session{}}
+}
+
+// Close ends every session and stream and waits for their ServeFuncs.
+func (h *Handler) Close() error {
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
+	h.cancel()
+	h.wg.Wait()
+	return nil
+}
+
+// Sessions is the number of live sessions.
+func (h *Handler) Sessions() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.sessions)
+}
+
+// ServeHTTP implements http.Handler for the MCP endpoint.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !h.originOK(w, r) {
+		return
+	}
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(mcp.SupportedVersions, v) {
+		rpcError(w, http.StatusBadRequest, mcp.CodeInvalidRequest, "unsupported MCP-Protocol-Version "+strconv.Quote(v)+"; this server speaks "+strings.Join(mcp.SupportedVersions, ", "))
+		return
+	}
+	principal, ok := h.authenticate(w, r)
+	if !ok {
+		return
+	}
+	switch r.Method {
+	case http.MethodPost:
+		h.post(w, r, principal)
+	case http.MethodGet:
+		h.get(w, r, principal)
+	case http.MethodDelete:
+		h.delete(w, r, principal)
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		rpcError(w, http.StatusMethodNotAllowed, mcp.CodeInvalidRequest, "method not allowed: use POST, GET or DELETE")
+	}
+}
+
+// originOK refuses foreign browser origins (DNS rebinding: a web page must
+// not drive a local server).
+func (h *Handler) originOK(w http.ResponseWriter, r *http.Request) bool {
+	if o := r.Header.Get("Origin"); o != "" && !h.opts.AllowOrigin(o) {
+		rpcError(w, http.StatusForbidden, mcp.CodeInvalidRequest, "Origin "+strconv.Quote(o)+" is not allowed; only requests without an Origin, from loopback pages and from configured origins may use this endpoint")
+		return false
+	}
+	return true
+}
+
+func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (string, bool) {
+	if h.opts.Authenticate == nil {
+		return "", true
+	}
+	p, err := h.opts.Authenticate(r)
+	if err == nil {
+		return p, true
+	}
+	var ae *AuthError
+	if !errors.As(err, &ae) {
+		ae = &AuthError{Status: http.StatusUnauthorized, Message: err.Error()}
+	}
+	for k, v := range ae.Header {
+		w.Header()[k] = v
+	}
+	rpcError(w, ae.Status, mcp.CodeInvalidRequest, ae.Message)
+	return "", false
+}
+
+// sessionFor finds the session a request names and checks it belongs to
+// the request's principal.
+func (h *Handler) sessionFor(w http.ResponseWriter, sid, principal string) *session {
+	s := h.session(sid)
+	if s == nil {
+		rpcError(w, http.StatusNotFound, mcp.CodeInvalidRequest, "unknown or ended session; initialize a new one")
+		return nil
+	}
+	if s.info.Principal != principal {
+		rpcError(w, http.StatusForbidden, mcp.CodeInvalidRequest, "this session was opened with other credentials; initialize a session of your own")
+		return nil
+	}
+	return s
+}
+
+// incoming is what the handler reads of a client message.
+type incoming struct {
+	ID            json.RawMessage
+	Method        string
+	ProgressToken json.RawMessage
+	RequestID     json.RawMessage // notifications/cancelled
+}
+
+func (m *incoming) hasID() bool { return len(m.ID) > 0 && !bytes.Equal(m.ID, []byte("null")) }
+
+// parseIncoming reads what routing needs of a client message, without
+// encoding/json (mcp.ParseMessage validates it in one pass).
+func parseIncoming(body []byte) (incoming, error) {
+	pm, err := mcp.ParseMessage(body)
+	if err != nil {
+		return incoming{}, err
+	}
+	return incoming{
+		ID:            pm.ID,
+		Method:        pm.Method,
+		ProgressToken: mcp.Member(mcp.Member(pm.Params, "_meta"), "progressToken"),
+		RequestID:     mcp.Member(pm.Params, "requestId"),
+	}, nil
+}
+
+// readBody reads a POST body within the size limit and parses it; on a
+// problem it answers and returns false.
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, incoming, bool) {
+	if !isMedia(r.Header.Get("Content-Type"), "application/json") {
+		rpcError(w, http.StatusUnsupportedMediaType, mcp.CodeInvalidRequest, "Content-Type must be application/json")
+		return nil, incoming{}, false
+	}
+	if r.ContentLength > int64(h.opts.MaxBodyBytes) {
+		rpcError(w, http.StatusRequestEntityTooLarge, mcp.CodeInvalidRequest, fmt.Sprintf("the message has %d bytes, over %s", r.ContentLength, h.opts.limitText("max_body_bytes", h.opts.MaxBodyBytes)))
+		return nil, incoming{}, false
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(h.opts.MaxBodyBytes)))
+	if err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			rpcError(w, http.StatusRequestEntityTooLarge, mcp.CodeInvalidRequest, "the message is over "+h.opts.limitText("max_body_bytes", h.opts.MaxBodyBytes))
+		}
+		return nil, incoming{}, false
+	}
+	m, err := parseIncoming(body)
+	if err != nil {
+		if t := bytes.TrimLeft(body, " \t\r\n"); len(t) > 0 && t[0] == '[' {
+			rpcError(w, http.StatusBadRequest, mcp.CodeInvalidRequest, "JSON-RPC batches are not supported (MCP 2025-06-18 and later); send one message per POST")
+			return nil, incoming{}, false
+		}
+		rpcError(w, http.StatusBadRequest, mcp.CodeParseError, "the body is not a JSON-RPC message: "+err.Error())
+		return nil, incoming{}, false
+	}
+	return body, m, true
+}
+
+func (h *Handler) post(w http.ResponseWriter, r *http.Request, principal string) {
+	if !accepts(r, "application/json") || !accepts(r, "text/event-stream") {
+		rpcError(w, http.StatusNotAcceptable, mcp.CodeInvalidRequest, "Accept must list application/json and text/event-stream")
+		return
+	}
+	body, m, ok := h.readBody(w, r)
+	if !ok {
+		return
+	}
+	isRequest := m.Method != "" && m.hasID()
+	var s *session
+	sid := r.Header.Get("Mcp-Session-Id")
+	switch {
+	case sid != "":
+		if s = h.sessionFor(w, sid, principal); s == nil {
+			return
+		}
+		if s.info.Legacy {
+			rpcError(w, http.StatusBadRequest, mcp.CodeInvalidRequest, "this session uses the HTTP+SSE transport; POST to its endpoint")
+			return
+		}
+	case isRequest && m.Method == mcp.MethodInitialize:
+		var err error
+		if s, err = h.newSession(principal, false); err != nil {
+			w.Header().Set("Retry-After", "5")
+			rpcError(w, http.StatusServiceUnavailable, mcp.CodeInternalError, err.Error())
+			return
+		}
+	default:
+		rpcError(w, http.StatusBadRequest, mcp.CodeInvalidRequest, "missing Mcp-Session-Id header: send initialize first")
+		return
+	}
+	s.enter()
+	defer s.leave()
+	if !isRequest {
+		if m.Method == mcp.NotificationCancelled {
+			s.conn.cancelled(m.RequestID)
+		}
+		if !s.conn.deliverMessage(r.Context(), body) {
+			rpcError(w, http.StatusNotFound, mcp.CodeInvalidRequest, "the session ended")
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	if !h.admit(w, s) {
+		return
+	}
+	defer h.release(s)
+	st := s.conn.open(m.ID, m.ProgressToken)
+	if m.Method == mcp.MethodInitialize {
+		w.Header().Set("Mcp-Session-Id", s.info.ID)
+	}
+	if deliver := s.conn.deliverFunc(); deliver != nil {
+		h.serveInline(w, r, s, st, deliver, body)
+		return
+	}
+	if !s.conn.push(r.Context(), body) {
+		s.conn.abandon(st)
+		rpcError(w, http.StatusNotFound, mcp.CodeInvalidRequest, "the session ended")
+		return
+	}
+	h.reply(w, r, s, st)
+}
+
+// admit counts a request against the limits, or refuses it.
+func (h *Handler) admit(w http.ResponseWriter, s *session) bool {
+	if n := s.requests.Add(1); n > int64(h.opts.MaxRequestsPerSession) {
+		s.requests.Add(-1)
+		w.Header().Set("Retry-After", "1")
+		rpcError(w, http.StatusTooManyRequests, mcp.CodeBusy, "too many requests in progress in this session: "+h.opts.limitText("max_requests_per_session", h.opts.MaxRequestsPerSession))
+		return false
+	}
+	if n := h.inflight.Add(1); n > int64(h.opts.MaxRequests) {
+		h.inflight.Add(-1)
+		s.requests.Add(-1)
+		w.Header().Set("Retry-After", "1")
+		rpcError(w, http.StatusServiceUnavailable, mcp.CodeBusy, "too many requests in progress: "+h.opts.limitText("max_requests", h.opts.MaxRequests))
+		return false
+	}
+	return true
+}
+
+func (h *Handler) release(s *session) {
+	s.requests.Add(-1)
+	h.inflight.Add(-1)
+}
+
+// serveInline serves a request on its POST's own goroutine (the server's
+// Deliver), then answers with JSON as reply does. A message other than the
+// answer arriving meanwhile (progress, a log line, a request to the
+// client) starts the SSE reply on another goroutine at once, so nothing
+// waits for the request to finish; this goroutine then waits for that reply.
+func (h *Handler) serveInline(w http.ResponseWriter, r *http.Request, s *session, st *stream, deliver func([]byte) error, body []byte) {
+	st.mu.Lock()
+	st.inline = true
+	st.startReply = func() {
+		defer close(st.replying)
+		h.reply(w, r, s, st)
+	}
+	st.mu.Unlock()
+	err := deliver(body)
+	st.mu.Lock()
+	st.inline = false
+	replying := st.replying
+	st.mu.Unlock()
+	if replying != nil {
+		<-replying
+		return
+	}
+	if err != nil {
+		s.conn.abandon(st)
+		rpcError(w, http.StatusNotFound, mcp.CodeInvalidRequest, "the session ended")
+		return
+	}
+	h.reply(w, r, s, st)
+}
+
+// reply waits for the first message of a request's stream and answers with
+// JSON if that is the response, else with an SSE stream. A small response
+// that comes first is written by the goroutine that produced it (see
+// stream.add), which saves a goroutine switch on the common path.
+func (h *Handler) reply(w http.ResponseWriter, r *http.Request, s *session, st *stream) {
+	st.mu.Lock()
+	st.direct = w
+	st.mu.Unlock()
+	for {
+		st.mu.Lock()
+		n, done, ch := len(st.events), st.done, st.waitCh()
+		if st.replied {
+			st.mu.Unlock()
+			return
+		}
+		if n == 1 && done {
+			data := st.events[0].data
+			st.events, st.direct = nil, nil
+			st.mu.Unlock()
+			s.conn.finished(st, false)
+			writeJSON(w, data)
+			return
+		}
+		if n > 0 {
+			st.sse, st.direct = true, nil
+			st.mu.Unlock()
+			break
+		}
+		st.mu.Unlock()
+		select {
+		case <-ch:
+		case <-r.Context().Done():
+			s.conn.abandon(st) // the client never learned an event id: nothing to resume
+			return
+		case <-s.conn.done:
+			st.mu.Lock()
+			replied := st.replied
+			st.direct = nil
+			st.mu.Unlock()
+			if !replied {
+				rpcError(w, http.StatusNotFound, mcp.CodeInvalidRequest, "the session ended")
+			}
+			return
+		case <-h.ctx.Done():
+			s.conn.abandon(st)
+			return
+		}
+	}
+	s.conn.resumable(st)
+	h.pump(w, r, s, st, 0, false)
+}
+
+func writeJSON(w http.ResponseWriter, data []byte) {
+	hd := w.Header()
+	hd["Content-Type"] = jsonType
+	hd["Content-Length"] = []string{strconv.Itoa(len(data))}
+	w.Write(data)
+}
+
+var jsonType = []string{"application/json"}
+
+func (h *Handler) get(w http.ResponseWriter, r *http.Request, principal string) {
+	if !accepts(r, "text/event-stream") {
+		rpcError(w, http.StatusNotAcceptable, mcp.CodeInvalidRequest, "Accept must list text/event-stream")
+		return
+	}
+	sid := r.Header.Get("Mcp-Session-Id")
+	if sid == "" {
+		rpcError(w, http.StatusBadRequest, mcp.CodeInvalidRequest, "missing Mcp-Session-Id header: send initialize first")
+		return
+	}
+	s := h.sessionFor(w, sid, principal)
+	if s == nil {
+		return
+	}
+	s.enter()
+	defer s.leave()
+	st, after := s.conn.standalone, -1
+	if last := r.Header.Get("Last-Event-Id"); last != "" {
+		var ok bool
+		if st, after, ok = s.conn.lookup(last); !ok {
+			rpcError(w, http.StatusBadRequest, mcp.CodeInvalidRequest, "unknown Last-Event-ID: the stream is gone or the id was never issued")
+			return
+		}
+	}
+	h.pump(w, r, s, st, after, false)
+}
+
+func (h *Handler) delete(w http.ResponseWriter, r *http.Request, principal string) {
+	sid := r.Header.Get("Mcp-Session-Id")
+	if sid == "" {
+		rpcError(w, http.StatusBadRequest, mcp.CodeInvalidRequest, "missing Mcp-Session-Id header")
+		return
+	}
+	if s := h.sessionFor(w, sid, principal); s == nil {
+		return
+	}
+	h.mu.Lock()
+	s := h.sessions[sid]
+	delete(h.sessions, sid)
+	h.mu.Unlock()
+	if s == nil {
+		rpcError(w, http.StatusNotFound, mcp.CodeInvalidRequest, "unknown or ended session")
+		return
+	}
+	s.end()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// pump writes a stream to one connection: the events after `after` (for
+// the standalone stream, -1 means those no connection got yet), then new
+// ones as they come, until the stream is complete, the connection goes, a
+// newer connection takes the stream over, or the polling limit is reached.
+// legacy writes the 2024-11-05 transport's "event: message" events.
+func (h *Handler) pump(w http.ResponseWriter, r *http.Request, s *session, st *stream, after int, legacy bool) {
+	rc := http.NewResponseController(w)
+	st.mu.Lock()
+	if after < 0 {
+		after = st.sent
+	}
+	st.owner++
+	me := st.owner
+	st.wake()
+	st.mu.Unlock()
+
+	hd := w.Header()
+	hd.Set("Content-Type", "text/event-stream")
+	hd.Set("Cache-Control", "no-cache")
+	hd.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	var buf []byte
+	if legacy {
+		buf = append(buf, "event: endpoint\ndata: "...)
+		buf = append(buf, h.opts.LegacyEndpoint...)
+		buf = append(buf, "?sessionId="...)
+		buf = append(buf, s.info.ID...)
+		buf = append(buf, "\n\n"...)
+	} else {
+		// The priming event: an id to resume from before any message (SEP-1699).
+		buf = appendEvent(nil, st.id, after, nil)
+	}
+	written := 0
+	for {
+		st.mu.Lock()
+		if st.owner != me {
+			st.mu.Unlock()
+			return // a newer connection resumed this stream
+		}
+		if len(st.events) > 0 && st.events[0].seq > after+1 {
+			h.log.Warn("SSE buffer overflowed; events were lost", "session", s.info.ID, "stream", st.id, "lost", st.events[0].seq-after-1)
+		}
+		for _, ev := range st.events {
+			if ev.seq <= after {
+				continue
+			}
+			if h.opts.PollAfter > 0 && written >= h.opts.PollAfter {
+				break
+			}
+			if legacy {
+				buf = appendLegacyEvent(buf, ev.data)
+			} else {
+				buf = appendEvent(buf, st.id, ev.seq, ev.data)
+			}
+			after = ev.seq
+			written++
+		}
+		st.sent = max(st.sent, after)
+		complete := st.done && after == st.next-1
+		poll := !legacy && h.opts.PollAfter > 0 && written >= h.opts.PollAfter && !complete
+		ch := st.waitCh()
+		st.mu.Unlock()
+		if poll {
+			buf = append(buf, "retry: "...)
+			buf = strconv.AppendInt(buf, h.opts.PollRetry.Milliseconds(), 10)
+			buf = append(buf, "\n\n"...)
+		}
+		if len(buf) > 0 {
+			rc.SetWriteDeadline(time.Now().Add(30 * time.Second))
+			if _, err := w.Write(buf); err != nil {
+				return
+			}
+			if rc.Flush() != nil {
+				return
+			}
+			buf = buf[:0]
+		}
+		if complete {
+			s.conn.finished(st, true)
+			return
+		}
+		if poll {
+			return // the client comes back with Last-Event-ID
+		}
+		select {
+		case <-ch:
+		case <-r.Context().Done():
+			return
+		case <-s.conn.done:
+			return
+		case <-h.ctx.Done():
+			return
+		}
+	}
+}
+
+// appendEvent writes one SSE event; data nil makes a priming event.
+func appendEvent(b []byte, stream string, seq int, data []byte) []byte {
+	b = append(b, "id: "...)
+	b = append(b, stream...)
+	b = append(b, '-')
+	b = strconv.AppendInt(b, int64(seq), 10)
+	b = append(b, '\n')
+	if data == nil {
+		return append(b, "data:\n\n"...)
+	}
+	return appendData(b, data)
+}
+
+func appendLegacyEvent(b []byte, data []byte) []byte {
+	b = append(b, "event: message\n"...)
+	return appendData(b, data)
+}
+
+func appendData(b, data []byte) []byte {
+	for {
+		line := data
+		i := bytes.IndexByte(data, '\n')
+		if i >= 0 {
+			line = data[:i]
+		}
+		b = append(b, "data: "...)
+		b = append(b, line...)
+		b = append(b, '\n')
+		if i < 0 {
+			break
+		}
+		data = data[i+1:]
+	}
+	return append(b, '\n')
+}
+
+// LegacySSE serves the 2024-11-05 transport's SSE endpoint: a GET opens a
+// session, whose first event names the endpoint to POST messages to, and
+// every server message follows on this one stream. The session ends with
+// the connection.
+func (h *Handler) LegacySSE(w http.ResponseWriter, r *http.Request) {
+	if !h.originOK(w, r) {
+		return
+	}
+	principal, ok := h.authenticate(w, r)
+	if !ok {
+		return
+	}
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", "GET")
+		rpcError(w, http.StatusMethodNotAllowed, mcp.CodeInvalidRequest, "the SSE endpoint takes GET; POST messages to the endpoint its first event names")
+		return
+	}
+	s, err := h.newSession(principal, true)
+	if err != nil {
+		w.Header().Set("Retry-After", "5")
+		rpcError(w, http.StatusServiceUnavailable, mcp.CodeInternalError, err.Error())
+		return
+	}
+	s.enter()
+	defer func() {
+		s.leave()
+		h.mu.Lock()
+		if h.sessions[s.info.ID] == s {
+			delete(h.sessions, s.info.ID)
+		}
+		h.mu.Unlock()
+		s.end()
+	}()
+	h.pump(w, r, s, s.conn.standalone, -1, true)
+}
+
+// LegacyMessage serves the 2024-11-05 transport's message endpoint: a POST
+// with ?sessionId= delivers one message; whatever answers it travels on
+// the session's SSE stream, so the POST gets 202.
+func (h *Handler) LegacyMessage(w http.ResponseWriter, r *http.Request) {
+	if !h.originOK(w, r) {
+		return
+	}
+	principal, ok := h.authenticate(w, r)
+	if !ok {
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST")
+		rpcError(w, http.StatusMethodNotAllowed, mcp.CodeInvalidRequest, "the message endpoint takes POST")
+		return
+	}
+	sid := r.URL.Query().Get("sessionId")
+	if sid == "" {
+		rpcError(w, http.StatusBadRequest, mcp.CodeInvalidRequest, "missing sessionId: open the SSE endpoint first and POST to the URL its endpoint event gives")
+		return
+	}
+	s := h.sessionFor(w, sid, principal)
+	if s == nil {
+		return
+	}
+	if !s.info.Legacy {
+		rpcError(w, http.StatusBadRequest, mcp.CodeInvalidRequest, "this session uses streamable HTTP; POST to the MCP endpoint with Mcp-Session-Id")
+		return
+	}
+	body, m, ok := h.readBody(w, r)
+	if !ok {
+		return
+	}
+	s.enter()
+	defer s.leave()
+	if m.Method != "" && m.hasID() {
+		if !h.admit(w, s) {
+			return
+		}
+		// The request is counted until its answer is produced, on whatever
+		// goroutine serves it.
+		s.conn.countLegacy(m.ID, func() { h.release(s) })
+	}
+	if m.Method == mcp.NotificationCancelled {
+		s.conn.cancelled(m.RequestID)
+	}
+	// Served on a goroutine of its own: the answer goes to the stream, and
+	// this POST must not wait for a long tool call.
+	if !s.conn.push(r.Context(), body) {
+		rpcError(w, http.StatusNotFound, mcp.CodeInvalidRequest, "the session ended")
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
+func (h *Handler) session(id string) *session {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.sessions[id]
+}
+
+func (h *Handler) newSession(principal string, legacy bool) (*session, error) {
+	var raw [16]byte
+	rand.Read(raw[:])
+	s := &session{info: Session{ID: hex.EncodeToString(raw[:]), Principal: principal, Legacy: legacy}, conn: newSessionConn(&h.opts, legacy)}
+	s.conn.log = h.log.With("session", s.info.ID)
+	s.touch()
+	ctx, cancel := context.WithCancel(h.ctx)
+	s.cancel = cancel
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		cancel()
+		return nil, errors.New("the server is shutting down")
+	}
+	if len(h.sessions) >= h.opts.MaxSessions {
+		cancel()
+		return nil, fmt.Errorf("too many sessions: %s; or end idle sessions with DELETE", h.opts.limitText("max_sessions", h.opts.MaxSessions))
+	}
+	h.sessions[s.info.ID] = s
+	if !h.janitor {
+		h.janitor = true
+		h.wg.Add(1)
+		go h.sweep()
+	}
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		err := h.serve(ctx, s.conn, &s.info)
+		s.conn.Close()
+		h.mu.Lock()
+		if h.sessions[s.info.ID] == s {
+			delete(h.sessions, s.info.ID)
+		}
+		h.mu.Unlock()
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, context.Canceled) && !errors.Is(err, mcp.ErrClosed) {
+			h.log.Debug("session ended", "session", s.info.ID, "error", err)
+		}
+	}()
+	return s, nil
+}
+
+// sweep ends sessions idle for longer than the idle timeout.
+func (h *Handler) sweep() {
+	defer h.wg.Done()
+	t := time.NewTicker(max(h.opts.IdleTimeout/4, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-h.ctx.Done():
+			return
+		case <-t.C:
+		}
+		cutoff := time.Now().Add(-h.opts.IdleTimeout).UnixNano()
+		h.mu.Lock()
+		for id, s := range h.sessions {
+			if s.active.Load() == 0 && s.used.Load() < cutoff {
+				delete(h.sessions, id)
+				s.end()
+			}
+		}
+		h.mu.Unlock()
+	}
+}
+
+// session is one MCP session served over HTTP.
+type session struct {
+	info     Session
+	conn     *sessionConn
+	cancel   context.CancelFunc
+	active   atomic.Int32 // exchanges in progress, open streams included
+	requests atomic.Int64 // requests in progress (admit)
+	used     atomic.Int64 // unix nanos of the last exchange
+}
+
+func (s *session) touch() { s.used.Store(time.Now().UnixNano()) }
+func (s *session) enter() { s.active.Add(1); s.touch() }
+func (s *session) leave() { s.active.Add(-1); s.touch() }
+func (s *session) end()   { s.cancel(); s.conn.Close() }
+
+// stream is one SSE stream of a session: a request's reply or the
+// standalone stream. Events are numbered from 1; the id of event n is
+// "<stream id>-<n>", and "<stream id>-0" is the start.
+type stream struct {
+	id  string
+	key string // the request id's key; "" for the standalone stream
+
+	mu     sync.Mutex
+	events []streamEvent // kept for writing and replay, oldest first
+	bytes  int
+	next   int // sequence number of the next event
+	sent   int // highest sequence number written to a connection
+	done   bool
+	sse    bool // the reply became an SSE stream (and can be resumed)
+	orphan bool // nobody can receive it: drop what comes
+	// direct is the waiting POST's writer while no message has arrived;
+	// replied says the response went out through it.
+	direct  http.ResponseWriter
+	replied bool
+	// inline: the request is being served on its POST's goroutine (see
+	// serveInline); startReply starts its SSE reply, replying is closed
+	// when that ends (nil until started).
+	inline     bool
+	startReply func()
+	replying   chan struct{}
+	owner      int           // the connection writing the stream; a resume takes over
+	changed    chan struct{} // closed by wake; made when someone waits
+}
+
+// waitCh returns the channel the next wake closes. Called with mu held.
+func (st *stream) waitCh() <-chan struct{} {
+	if st.changed == nil {
+		st.changed = make(chan struct{})
+	}
+	return st.changed
+}
+
+type streamEvent struct {
+	seq  int
+	data []byte
+}
+
+func newStream(id, key string) *stream {
+	return &stream{id: id, key: key, next: 1}
+}
+
+// wake tells the stream's writers that something changed. Called with mu held.
+func (st *stream) wake() {
+	if st.changed != nil {
+		close(st.changed)
+		st.changed = nil
+	}
+}
+
+// maxDirect bounds a response written by the goroutine that produced it;
+// larger ones go through the request's own goroutine, so that a slow
+// client cannot stall the session's writer.
+const maxDirect = 64 << 10
+
+// errOverflow ends a session whose client stopped reading a request's stream.
+var errOverflow = errors.New("the client did not read its stream")
+
+// add appends a message to the stream. It fails with errOverflow when a
+// request's stream holds more unread events than the limits allow.
+func (st *stream) add(data []byte, final bool, o *Options) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.orphan || st.done {
+		return nil
+	}
+	if st.inline && !final && st.replying == nil {
+		st.replying = make(chan struct{})
+		go st.startReply()
+	}
+	if final && st.direct != nil && len(st.events) == 0 && len(data) <= maxDirect {
+		// The handler is parked in reply and does not touch w until woken.
+		writeJSON(st.direct, data)
+		http.NewResponseController(st.direct).Flush()
+		st.direct, st.replied, st.done = nil, true, true
+		st.wake()
+		return nil
+	}
+	st.events = append(st.events, streamEvent{seq: st.next, data: data})
+	st.next++
+	st.bytes += len(data)
+	st.done = final
+	for len(st.events) > 1 && (len(st.events) > o.ReplayEvents || st.bytes > o.ReplayBytes) {
+		if st.key != "" && st.events[0].seq > st.sent {
+			// Unread: dropping it would lose part of a request's answer.
+			st.wake()
+			return errOverflow
+		}
+		st.bytes -= len(st.events[0].data)
+		st.events[0] = streamEvent{}
+		st.events = st.events[1:]
+	}
+	st.wake()
+	return nil
+}
+
+// sessionConn is the mcp.Conn a session is served on: POST bodies go in,
+// and what the server side writes is routed to streams.
+type sessionConn struct {
+	opts    *Options
+	log     hclog.Logger
+	legacy  bool // everything goes to the standalone stream
+	in      chan []byte
+	done    chan struct{}
+	once    sync.Once
+	deliver atomic.Pointer[func([]byte) error] // the server's Peer.Deliver (mcp.PushConn)
+
+	mu         sync.Mutex
+	standalone *stream
+	streams    map[string]*stream // resumable streams by id
+	byReq      map[string]*stream // open requests by id key
+	byToken    map[string]*stream // open requests by progress token key
+	pending    []*stream          // open requests, oldest first
+	finishedQ  []*stream          // completed resumable streams, kept for late resumes
+	nextID     int
+	legacyReqs map[string]func() // legacy requests in progress: release on answer
+}
+
+// maxFinished bounds the completed streams a session keeps for resumption.
+const maxFinished = 16
+
+func newSessionConn(o *Options, legacy bool) *sessionConn {
+	sc := &sessionConn{
+		opts:    o,
+		log:     o.Logger,
+		legacy:  legacy,
+		in:      make(chan []byte, 16),
+		done:    make(chan struct{}),
+		streams: map[string]*stream{},
+		byReq:   map[string]*stream{},
+		byToken: map[string]*stream{},
+	}
+	sc.standalone = newStream("g", "")
+	if legacy {
+		// The one stream carries answers too: a client that stops reading
+		// it loses its session rather than its answers (see add).
+		sc.standalone.key = "legacy"
+	}
+	sc.standalone.sse = true
+	sc.streams["g"] = sc.standalone
+	return sc
+}
+
+var (
+	_ mcp.Conn     = (*sessionConn)(nil)
+	_ mcp.PushConn = (*sessionConn)(nil)
+)
+
+func (sc *sessionConn) ReadMessage() ([]byte, error) {
+	select {
+	case m := <-sc.in:
+		return m, nil
+	case <-sc.done:
+		return nil, io.EOF
+	}
+}
+
+func (sc *sessionConn) Close() error {
+	sc.once.Do(func() {
+		close(sc.done)
+		sc.mu.Lock()
+		rel := sc.legacyReqs
+		sc.legacyReqs = nil
+		sc.mu.Unlock()
+		for _, f := range rel {
+			f()
+		}
+	})
+	return nil
+}
+
+// SetDeliver takes the server's Peer.Deliver; see mcp.PushConn.
+func (sc *sessionConn) SetDeliver(deliver func([]byte) error) { sc.deliver.Store(&deliver) }
+
+// deliverFunc is the server's Deliver, or nil before the server started.
+func (sc *sessionConn) deliverFunc() func([]byte) error {
+	if d := sc.deliver.Load(); d != nil {
+		return *d
+	}
+	return nil
+}
+
+// deliverMessage hands a notification or response to the server side,
+// inline where it can.
+func (sc *sessionConn) deliverMessage(ctx context.Context, msg []byte) bool {
+	if deliver := sc.deliverFunc(); deliver != nil {
+		return deliver(msg) == nil
+	}
+	return sc.push(ctx, msg)
+}
+
+// push hands a client message to the server's reader.
+func (sc *sessionConn) push(ctx context.Context, msg []byte) bool {
+	select {
+	case sc.in <- msg:
+		return true
+	case <-sc.done:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// countLegacy keeps a legacy request's release until its answer is written.
+func (sc *sessionConn) countLegacy(id json.RawMessage, release func()) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	select {
+	case <-sc.done:
+		release()
+		return
+	default:
+	}
+	if sc.legacyReqs == nil {
+		sc.legacyReqs = map[string]func(){}
+	}
+	if old := sc.legacyReqs[idKey(id)]; old != nil {
+		old() // a client reusing an id: count the new one only
+	}
+	sc.legacyReqs[idKey(id)] = release
+}
+
+// open registers the stream for a request about to be delivered.
+func (sc *sessionConn) open(id, token json.RawMessage) *stream {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	sc.nextID++
+	st := newStream("p"+strconv.Itoa(sc.nextID), idKey(id))
+	sc.byReq[st.key] = st
+	if len(token) > 0 {
+		sc.byToken[idKey(token)] = st
+	}
+	sc.pending = append(sc.pending, st)
+	return st
+}
+
+// forget drops a request's routing. Called with mu held.
+func (sc *sessionConn) forget(st *stream) {
+	if sc.byReq[st.key] == st {
+		delete(sc.byReq, st.key)
+	}
+	for k, v := range sc.byToken {
+		if v == st {
+			delete(sc.byToken, k)
+		}
+	}
+	if i := slices.Index(sc.pending, st); i >= 0 {
+		sc.pending = slices.Delete(sc.pending, i, i+1)
+	}
+}
+
+// abandon drops a stream nobody can receive.
+func (sc *sessionConn) abandon(st *stream) {
+	st.mu.Lock()
+	st.orphan = true
+	st.events, st.direct = nil, nil
+	st.mu.Unlock()
+	sc.mu.Lock()
+	sc.forget(st)
+	sc.mu.Unlock()
+}
+
+// cancelled drops the stream of a request the client cancelled: the server
+// will not answer it.
+func (sc *sessionConn) cancelled(id json.RawMessage) {
+	if len(id) == 0 {
+		return
+	}
+	sc.mu.Lock()
+	st := sc.byReq[idKey(id)]
+	rel := sc.legacyReqs[idKey(id)]
+	delete(sc.legacyReqs, idKey(id))
+	sc.mu.Unlock()
+	if st != nil {
+		sc.abandon(st)
+	}
+	if rel != nil {
+		rel()
+	}
+}
+
+// resumable makes a request's SSE stream reachable by Last-Event-ID.
+func (sc *sessionConn) resumable(st *stream) {
+	sc.mu.Lock()
+	sc.streams[st.id] = st
+	sc.mu.Unlock()
+}
+
+// finished retires a completed stream; a resumable one stays findable for
+// a while, in case the client missed its end.
+func (sc *sessionConn) finished(st *stream, keep bool) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if !keep || slices.Contains(sc.finishedQ, st) {
+		return
+	}
+	sc.finishedQ = append(sc.finishedQ, st)
+	if len(sc.finishedQ) > maxFinished {
+		old := sc.finishedQ[0]
+		sc.finishedQ = sc.finishedQ[1:]
+		delete(sc.streams, old.id)
+	}
+}
+
+// lookup finds the stream and position of a Last-Event-ID.
+func (sc *sessionConn) lookup(eventID string) (*stream, int, bool) {
+	i := strings.LastIndexByte(eventID, '-')
+	if i < 0 {
+		return nil, 0, false
+	}
+	seq, err := strconv.Atoi(eventID[i+1:])
+	if err != nil || seq < 0 {
+		return nil, 0, false
+	}
+	sc.mu.Lock()
+	st := sc.streams[eventID[:i]]
+	sc.mu.Unlock()
+	if st == nil {
+		return nil, 0, false
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if seq >= st.next {
+		return nil, 0, false
+	}
+	return st, seq, true
+}
+
+// WriteMessage routes a server message to a stream (see the package doc).
+func (sc *sessionConn) WriteMessage(ctx context.Context, msg []byte) error {
+	select {
+	case <-sc.done:
+		return mcp.ErrClosed
+	default:
+	}
+	pm, err := mcp.ParseMessage(msg)
+	if err != nil {
+		return err
+	}
+	data := bytes.Clone(msg)
+	isResponse := pm.Method == "" && len(pm.ID) > 0
+	sc.mu.Lock()
+	var st *stream
+	switch {
+	case sc.legacy:
+		st = sc.standalone
+		if isResponse {
+			if rel := sc.legacyReqs[idKey(pm.ID)]; rel != nil {
+				delete(sc.legacyReqs, idKey(pm.ID))
+				defer rel()
+			}
+		}
+		isResponse = false // one stream carries everything; it never completes
+	case isResponse:
+		st = sc.byReq[idKey(pm.ID)]
+		if st == nil {
+			sc.mu.Unlock()
+			return nil // cancelled or abandoned: nobody waits
+		}
+		sc.forget(st)
+	case pm.Method == mcp.NotificationProgress:
+		st = sc.byToken[idKey(mcp.Member(pm.Params, "progressToken"))]
+	case pm.Method == mcp.NotificationResourceUpdated, strings.HasSuffix(pm.Method, "/list_changed"):
+		st = sc.standalone
+	default:
+		if rid := mcp.RelatedRequest(ctx); rid != nil {
+			st = sc.byReq[idKey(rid)]
+		}
+		if st == nil && len(sc.pending) > 0 {
+			st = sc.pending[len(sc.pending)-1]
+		}
+	}
+	if st == nil {
+		st = sc.standalone
+	}
+	sc.mu.Unlock()
+	if err := st.add(data, isResponse, sc.opts); err != nil {
+		sc.log.Warn("ending the session: its client stopped reading a response stream",
+			"stream", st.id, "limit", sc.opts.limitText("max_sse_events", sc.opts.ReplayEvents))
+		sc.Close()
+		return err
+	}
+	return nil
+}
+
+func idKey(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) > 0 && raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return "s:" + s
+		}
+	}
+	return "n:" + string(raw)
+}
+
+// LoopbackOrigin admits requests without Origin (non-browser clients) and
+// those from loopback pages only.
+func LoopbackOrigin(origin string) bool {
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil {
+		return false
+	}
+	host := u.Hostname()
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
+}
+
+// accepts reports whether the Accept header admits the media type.
+func accepts(r *http.Request, want string) bool {
+	major, _, _ := strings.Cut(want, "/")
+	for _, v := range r.Header.Values("Accept") {
+		for v != "" {
+			var part string
+			part, v, _ = strings.Cut(v, ",")
+			mt, _, _ := strings.Cut(part, ";")
+			mt = strings.TrimSpace(mt)
+			if strings.EqualFold(mt, want) || mt == "*/*" {
+				return true
+			}
+			if m, sub, ok := strings.Cut(mt, "/"); ok && sub == "*" && strings.EqualFold(m, major) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func isMedia(ct, want string) bool {
+	mt, _, _ := strings.Cut(ct, ";")
+	return strings.EqualFold(strings.TrimSpace(mt), want)
+}
+
+// rpcError answers with an HTTP error whose body is a JSON-RPC error
+// without an id, as the spec suggests.
+func rpcError(w http.ResponseWriter, status, code int, msg string) {
+	WriteError(w, status, code, msg)
+}
+
+// WriteError answers with an HTTP status and a JSON-RPC error body without
+// an id, as the spec suggests for refusals outside a session.
+func WriteError(w http.ResponseWriter, status, code int, msg string) {
+	b, _ := json.Marshal(struct {
+		JSONRPC string        `json:"jsonrpc"`
+		ID      *int          `json:"id"`
+		Error   *mcp.RPCError `json:"error"`
+	}{"2.0", nil, &mcp.RPCError{Code: code, Message: msg}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(b)
+}
