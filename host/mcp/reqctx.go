@@ -15,7 +15,7 @@ import (
 // handler asks for it. AfterFunc lets context.WithCancel and
 // context.AfterFunc on it work without a goroutine each.
 type reqCtx struct {
-	context.Context // context.WithoutCancel of the session's: values only
+	context.Context                 // context.WithoutCancel of the session's: values only
 	id              json.RawMessage // the request's id, for RelatedRequest
 
 	mu    sync.Mutex

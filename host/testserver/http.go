@@ -126,4 +126,3 @@ func ServeListener(ctx context.Context, o Options, ln net.Listener, opts ...HTTP
 		return err
 	}
 }
-
