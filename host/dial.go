@@ -100,21 +100,35 @@ func (h *Host) clientOptions(srv *config.Server) mcp.ClientOptions {
 		Info:    mcp.Implementation{Name: "nexus", Version: Version},
 		Logger:  h.log.Named(srv.Name),
 		Timeout: h.timeout(srv),
-		Roots:   h.opts.Roots,
 		// The shell's /cd changes the roots; servers hear about it.
-		RootsListChanged: h.opts.Roots != nil,
+		RootsListChanged: h.hooks.roots != nil,
 	}
 	name := srv.Name
-	if h.opts.Sampling != nil {
-		opts.Sampling = h.opts.Sampling(name)
+	if h.hooks.roots != nil {
+		opts.Roots = h.guardRoots(name, h.hooks.roots)
 	}
-	if h.opts.Elicitation != nil {
-		opts.Elicitation = h.opts.Elicitation(name)
-		opts.ElicitationURL = true
+	if h.hooks.sampling != nil {
+		if f := h.hooks.sampling(name); f != nil {
+			opts.Sampling = guarded(h, name, mcp.MethodSamplingCreateMessage, f)
+		}
 	}
-	if h.opts.OnLog != nil {
-		opts.OnLog = func(m mcp.LogMessage) { h.opts.OnLog(name, m) }
+	if h.hooks.elicitation != nil {
+		if f := h.hooks.elicitation(name); f != nil {
+			opts.Elicitation = guarded(h, name, mcp.MethodElicitationCreate, f)
+			opts.ElicitationURL = true
+		}
 	}
-	opts.OnListChanged = func(string) { h.changed(name) }
+	if h.hooks.onLog != nil {
+		opts.OnLog = func(m mcp.LogMessage) { h.hooks.onLog(name, m) }
+	}
+	if h.hooks.onUpdated != nil {
+		opts.OnResourceUpdated = func(uri string) { h.hooks.onUpdated(name, uri) }
+	}
+	opts.OnListChanged = func(kind string) {
+		h.changed(name)
+		if h.hooks.onListChanged != nil {
+			h.hooks.onListChanged(name, kind)
+		}
+	}
 	return opts
 }

@@ -78,8 +78,8 @@ func (h *Host) loadFilter(ctx context.Context, f *config.Filter) (policy.Link, e
 }
 
 func (h *Host) pluginManager() *plugin.Manager {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.xmu.Lock()
+	defer h.xmu.Unlock()
 	if h.plugins == nil {
 		h.plugins = plugin.NewManager(plugin.Options{Logger: h.log.Named("plugin")})
 	}
@@ -87,8 +87,8 @@ func (h *Host) pluginManager() *plugin.Manager {
 }
 
 func (h *Host) wasmRuntime(ctx context.Context) (*wasm.Runtime, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.xmu.Lock()
+	defer h.xmu.Unlock()
 	if h.wasm == nil {
 		rt, err := wasm.NewRuntime(ctx, wasm.Options{Logger: h.log.Named("wasm")})
 		if err != nil {
@@ -101,10 +101,10 @@ func (h *Host) wasmRuntime(ctx context.Context) (*wasm.Runtime, error) {
 
 // closeExtensions stops plugin processes and the WASM runtime.
 func (h *Host) closeExtensions(ctx context.Context) {
-	h.mu.Lock()
+	h.xmu.Lock()
 	pm, rt := h.plugins, h.wasm
 	h.plugins, h.wasm = nil, nil
-	h.mu.Unlock()
+	h.xmu.Unlock()
 	if pm != nil {
 		pm.Close()
 	}

@@ -67,11 +67,30 @@ type Options struct {
 // Host connects to the configured servers and runs every call through the
 // chain: permission check, filters, schema validation, the server, output
 // checks, sanitizers.
+//
+// A host made by New owns its upstream connections, shared by every caller;
+// NewSession makes hosts that share its configuration, chain and OAuth
+// clients but connect upstream on their own (see NewSession).
 type Host struct {
+	*core
+	hooks hooks
+	reg   *registry.Registry
+	root  bool // made by New: Close also stops the shared extensions
+
+	mu     sync.Mutex
+	stdio  map[string]*stdio.Conn // live stdio transports, for stderr in errors
+	catGen uint64                 // bumped on every change; catalogs are rebuilt lazily
+	// catalogs are by agent: exposed names depend on which servers an agent
+	// sees (a collision with a server it cannot see renames nothing), so
+	// one agent's names must never resolve another's.
+	catalogs map[string]builtCatalog
+}
+
+// core is what a host and its sessions share.
+type core struct {
 	cfg   *config.Config
 	opts  Options
 	log   hclog.Logger
-	reg   *registry.Registry
 	perms *policy.Permissions
 	chain *policy.Chain
 	sch   schemas
@@ -81,15 +100,21 @@ type Host struct {
 
 	oauth authClients // OAuth clients of HTTP servers (auth.go)
 
-	mu      sync.Mutex
-	stdio   map[string]*stdio.Conn // live stdio transports, for stderr in errors
-	plugins *plugin.Manager        // started on first use
-	wasm    *wasm.Runtime          // started on first use
-	catGen  uint64                 // bumped on every change; catalogs are rebuilt lazily
-	// catalogs are by agent: exposed names depend on which servers an agent
-	// sees (a collision with a server it cannot see renames nothing), so
-	// one agent's names must never resolve another's.
-	catalogs map[string]builtCatalog
+	xmu     sync.Mutex
+	plugins *plugin.Manager // started on first use
+	wasm    *wasm.Runtime   // started on first use
+}
+
+// hooks are what a host's upstream sessions call back into.
+type hooks struct {
+	agent         string // whom server-initiated requests go to, for the chain's events
+	roots         mcp.RootsHandler
+	sampling      func(server string) mcp.SamplingHandler
+	elicitation   func(server string) mcp.ElicitationHandler
+	onLog         func(server string, m mcp.LogMessage)
+	onChange      func(server string)
+	onListChanged func(server, kind string)
+	onUpdated     func(server, uri string)
 }
 
 type builtCatalog struct {
@@ -105,23 +130,80 @@ func New(cfg *config.Config, opts Options) *Host {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
-	h := &Host{cfg: cfg, opts: opts, log: opts.Logger, stdio: map[string]*stdio.Conn{}, catalogs: map[string]builtCatalog{}}
-	h.sch.log = opts.Logger
+	c := &core{cfg: cfg, opts: opts, log: opts.Logger}
+	c.sch.log = opts.Logger
 	if opts.Roots == nil && len(cfg.Roots) > 0 {
-		h.opts.Roots = configRoots(cfg.Roots)
+		c.opts.Roots = configRoots(cfg.Roots)
 	}
-	dial := opts.Dial
+	c.perms = policy.NewPermissions(agents(cfg), opts.Confirm)
+	return newHost(c, hooks{
+		roots: c.opts.Roots, sampling: opts.Sampling, elicitation: opts.Elicitation,
+		onLog: opts.OnLog, onChange: opts.OnChange,
+	}, true)
+}
+
+func newHost(c *core, hk hooks, root bool) *Host {
+	h := &Host{core: c, hooks: hk, root: root, stdio: map[string]*stdio.Conn{}, catalogs: map[string]builtCatalog{}}
+	dial := c.opts.Dial
 	if dial == nil {
 		dial = h.dial
 	}
 	h.reg = registry.New(dial, registry.Options{
-		Logger:         opts.Logger,
-		ConnectTimeout: opts.Timeout,
+		Logger:         c.log,
+		ConnectTimeout: c.opts.Timeout,
 		OnChange:       h.changed,
 	})
-	h.reg.Add(cfg.Servers...)
-	h.perms = policy.NewPermissions(agents(cfg), opts.Confirm)
+	h.reg.Add(c.cfg.Servers...)
 	return h
+}
+
+// SessionOptions are the handlers of a session's own upstream connections
+// (see NewSession). A nil handler leaves its capability undeclared
+// upstream, so servers do not send that kind of request.
+type SessionOptions struct {
+	// Agent is whom the session's server-initiated requests go to, as the
+	// chain's events say.
+	Agent       string
+	Roots       mcp.RootsHandler
+	Sampling    func(server string) mcp.SamplingHandler
+	Elicitation func(server string) mcp.ElicitationHandler
+	// OnLog receives the servers' log messages, OnListChanged their
+	// list_changed notifications (kind: "tools", "resources" or
+	// "prompts") once the list is refreshed, OnResourceUpdated their
+	// resources/updated notifications, OnChange every change of a
+	// server's state or lists.
+	OnLog             func(server string, m mcp.LogMessage)
+	OnListChanged     func(server, kind string)
+	OnResourceUpdated func(server, uri string)
+	OnChange          func(server string)
+}
+
+// NewSession returns a host with upstream connections of its own, made
+// with o's handlers, that shares h's configuration, permissions, filters,
+// schema cache and OAuth clients. It is for a caller whose servers'
+// requests (sampling, elicitation, roots) and notifications must reach
+// that caller alone: a gateway session whose client answers them. Its
+// connections open on first use; Close ends them and nothing of h's.
+func (h *Host) NewSession(o SessionOptions) *Host {
+	return newHost(h.core, hooks{
+		agent: o.Agent, roots: o.Roots, sampling: o.Sampling, elicitation: o.Elicitation,
+		onLog: o.OnLog, onChange: o.OnChange, onListChanged: o.OnListChanged, onUpdated: o.OnResourceUpdated,
+	}, false)
+}
+
+// SetNotify sets the notification handlers of h's own upstream
+// connections, for a caller that can make them only once it has the host
+// (the gateway, for the connections its sessions share). Call it before
+// anything connects; the request handlers stay those of Options.
+func (h *Host) SetNotify(o SessionOptions) {
+	if o.OnLog != nil {
+		h.hooks.onLog = o.OnLog
+	}
+	if o.OnChange != nil {
+		h.hooks.onChange = o.OnChange
+	}
+	h.hooks.onListChanged = o.OnListChanged
+	h.hooks.onUpdated = o.OnResourceUpdated
 }
 
 // agents converts the config's agent blocks, adding the CLI's default.
@@ -143,8 +225,8 @@ func (h *Host) changed(server string) {
 	h.mu.Lock()
 	h.catGen++
 	h.mu.Unlock()
-	if h.opts.OnChange != nil {
-		h.opts.OnChange(server)
+	if h.hooks.onChange != nil {
+		h.hooks.onChange(server)
 	}
 }
 
@@ -514,7 +596,7 @@ func (h *Host) Explain(server string, err error) error {
 // RootsChanged tells every connected server that the roots changed, so
 // servers that care ask for them again.
 func (h *Host) RootsChanged(ctx context.Context) error {
-	if h.opts.Roots == nil {
+	if h.hooks.roots == nil {
 		return nil
 	}
 	var errs []error
@@ -529,7 +611,9 @@ func (h *Host) RootsChanged(ctx context.Context) error {
 // Close ends every session and stops every server process.
 func (h *Host) Close() error {
 	h.reg.Close()
-	h.closeExtensions(context.Background())
+	if h.root {
+		h.closeExtensions(context.Background())
+	}
 	return nil
 }
 
