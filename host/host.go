@@ -378,7 +378,11 @@ func (h *Host) Tools(ctx context.Context, agent string) ([]Tool, error) {
 		out = append(out, Tool{Name: e.Name, Server: e.Server, Tool: e.Tool})
 	}
 	for _, c := range cat.Collisions {
-		h.log.Warn("tool name collision", "detail", c.String())
+		if c.Renamed == "" {
+			h.log.Error("tool name collision", "detail", c.String())
+		} else {
+			h.log.Warn("tool name collision", "detail", c.String())
+		}
 	}
 	return out, err
 }
@@ -422,11 +426,34 @@ func (h *Host) buildCatalog(ctx context.Context, agent string) (*registry.Catalo
 		mu.Unlock()
 		return nil
 	})
-	cat := registry.NewCatalog(lists)
+	cat := registry.NewCatalog(lists, h.prefixes())
 	h.mu.Lock()
 	h.catalogs[agent] = builtCatalog{cat, gen}
 	h.mu.Unlock()
 	return cat, err
+}
+
+// prefixes are the servers' configured name prefixes (see config.Server.Prefix).
+func (h *Host) prefixes() map[string]string {
+	var out map[string]string
+	for _, s := range h.cfg.Servers {
+		if s.Prefix != nil {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[s.Name] = *s.Prefix
+		}
+	}
+	return out
+}
+
+// ExposedName is the name a server's tool or prompt is exposed under: its
+// prefix (by default mcp_<server>_) and its own name.
+func (h *Host) ExposedName(server, name string) string {
+	if s := h.cfg.Server(server); s != nil && s.Prefix != nil {
+		return registry.PrefixedName(*s.Prefix, server, name)
+	}
+	return registry.ExposedName(server, name)
 }
 
 // resolve finds the server and tool for a name: server.tool, or an exposed

@@ -20,17 +20,28 @@ const MaxNameLen = 64
 // 64 characters keeps its first 55 and gets '_' and 8 hex digits of a hash
 // of the exact server and tool names, so it stays unique and deterministic.
 func ExposedName(server, tool string) string {
+	return PrefixedName(DefaultPrefix(server), server, tool)
+}
+
+// DefaultPrefix is what a server's names are exposed under when its
+// config sets no prefix: "mcp_<server>_".
+func DefaultPrefix(server string) string { return "mcp_" + server + "_" }
+
+// PrefixedName is the exposed name of a server's tool (or prompt) under
+// prefix: prefix+tool with every character outside [a-zA-Z0-9_-] replaced
+// by '_', and a name over 64 characters cut to its first 55 plus '_' and
+// 8 hex digits of a hash of the exact server and tool names. It is a pure
+// function of its arguments, so names stay put across reconnects.
+func PrefixedName(prefix, server, tool string) string {
 	var b strings.Builder
-	b.Grow(5 + len(server) + len(tool))
-	b.WriteString("mcp_")
-	writeSafe(&b, server)
-	b.WriteByte('_')
+	b.Grow(len(prefix) + len(tool))
+	writeSafe(&b, prefix)
 	writeSafe(&b, tool)
 	name := b.String()
-	if len(name) <= MaxNameLen {
+	if len(name) <= MaxNameLen && name != "" {
 		return name
 	}
-	return name[:MaxNameLen-9] + "_" + shortHash(server, tool, 0)
+	return name[:min(len(name), MaxNameLen-9)] + "_" + shortHash(server, tool, 0)
 }
 
 func writeSafe(b *strings.Builder, s string) {
@@ -65,8 +76,11 @@ type Entry struct {
 	Tool mcp.Tool
 }
 
-// Collision reports two tools whose names sanitized to the same exposed
-// name; the later one (in server, tool order) got a hashed name.
+// Collision reports two tools whose names came out the same exposed name.
+// Where both servers have the default prefix (their names differ only in
+// characters that sanitizing replaced), the later one (in server, tool
+// order) got a hashed name; where a configured prefix made them collide
+// the later one is left out (Renamed is "") and the config must change.
 type Collision struct {
 	Name        string
 	First, Then Ref
@@ -74,6 +88,10 @@ type Collision struct {
 }
 
 func (c Collision) String() string {
+	if c.Renamed == "" {
+		return fmt.Sprintf("tools %s and %s are both exposed as %q, so %s is left out; give server %q or %q a different prefix (or none, for the default mcp_<server>_)",
+			c.First, c.Then, c.Name, c.Then, c.First.Server, c.Then.Server)
+	}
 	return fmt.Sprintf("tools %s and %s both sanitize to %q; %s is exposed as %q", c.First, c.Then, c.Name, c.Then, c.Renamed)
 }
 
@@ -85,9 +103,10 @@ type Catalog struct {
 	byRef      map[Ref]int
 }
 
-// NewCatalog names every tool of every server. It is deterministic: the
-// same lists give the same names in any order.
-func NewCatalog(lists map[string][]mcp.Tool) *Catalog {
+// NewCatalog names every tool of every server under its prefix (prefixes,
+// by server; a server missing there has DefaultPrefix). It is
+// deterministic: the same lists give the same names in any order.
+func NewCatalog(lists map[string][]mcp.Tool, prefixes map[string]string) *Catalog {
 	servers := make([]string, 0, len(lists))
 	total := 0
 	for s, tools := range lists {
@@ -110,8 +129,15 @@ func NewCatalog(lists map[string][]mcp.Tool) *Catalog {
 			if _, dup := c.byRef[e.Ref]; dup {
 				continue // a server listing one name twice: keep the first
 			}
-			name := ExposedName(s, e.Tool.Name)
-			if i, taken := c.byName[name]; taken {
+			prefix, custom := prefixes[s]
+			if !custom {
+				prefix = DefaultPrefix(s)
+			}
+			name := PrefixedName(prefix, s, e.Tool.Name)
+			if i, taken := c.byName[name]; taken && (custom || customOf(prefixes, c.Entries[i].Server)) {
+				c.Collisions = append(c.Collisions, Collision{Name: name, First: c.Entries[i].Ref, Then: e.Ref})
+				continue
+			} else if taken {
 				renamed := name
 				for salt := 1; ; salt++ {
 					renamed = name[:min(len(name), MaxNameLen-9)] + "_" + shortHash(s, e.Tool.Name, salt)
@@ -129,6 +155,11 @@ func NewCatalog(lists map[string][]mcp.Tool) *Catalog {
 		}
 	}
 	return c
+}
+
+func customOf(prefixes map[string]string, server string) bool {
+	_, ok := prefixes[server]
+	return ok
 }
 
 // Lookup resolves an exposed name or a server.tool reference.

@@ -88,7 +88,7 @@ func FuzzExposedName(f *testing.F) {
 // to it exactly, by exposed name and by server.tool.
 func checkCatalog(t *testing.T, lists map[string][]mcp.Tool) *Catalog {
 	t.Helper()
-	c := NewCatalog(lists)
+	c := NewCatalog(lists, nil)
 	seen := map[string]Ref{}
 	want := 0
 	for _, tools := range lists {
@@ -159,7 +159,7 @@ func TestCatalogCollisions(t *testing.T) {
 		}
 		shuffled[s] = rev
 	}
-	c2 := NewCatalog(shuffled)
+	c2 := NewCatalog(shuffled, nil)
 	for _, e := range c.Entries {
 		if n, _ := c2.Name(e.Ref); n != e.Name {
 			t.Errorf("%v: %q in one order, %q in another", e.Ref, e.Name, n)
@@ -167,7 +167,7 @@ func TestCatalogCollisions(t *testing.T) {
 	}
 
 	// A server listing a name twice keeps one entry.
-	dup := NewCatalog(map[string][]mcp.Tool{"s": {{Name: "t", Description: "first"}, {Name: "t"}}})
+	dup := NewCatalog(map[string][]mcp.Tool{"s": {{Name: "t", Description: "first"}, {Name: "t"}}}, nil)
 	if len(dup.Entries) != 1 || dup.Entries[0].Tool.Description != "first" {
 		t.Errorf("duplicate tool: %+v", dup.Entries)
 	}
@@ -202,6 +202,44 @@ func BenchmarkNewCatalog(b *testing.B) {
 	lists := map[string][]mcp.Tool{"big": tools}
 	b.ReportAllocs()
 	for b.Loop() {
-		NewCatalog(lists)
+		NewCatalog(lists, nil)
+	}
+}
+
+func TestCatalogPrefixes(t *testing.T) {
+	lists := map[string][]mcp.Tool{
+		"a": {{Name: "echo"}, {Name: "add"}},
+		"b": {{Name: "echo"}, {Name: "sub"}},
+		"c": {{Name: "echo"}},
+	}
+	c := NewCatalog(lists, map[string]string{"a": "", "b": ""})
+	var names []string
+	for _, e := range c.Entries {
+		names = append(names, e.Name+"="+e.Ref.String())
+	}
+	want := "add=a.add echo=a.echo sub=b.sub mcp_c_echo=c.echo"
+	if got := strings.Join(names, " "); got != want {
+		t.Errorf("names %s, want %s", got, want)
+	}
+	if len(c.Collisions) != 1 || c.Collisions[0].Renamed != "" || c.Collisions[0].Then != (Ref{"b", "echo"}) {
+		t.Fatalf("collisions %+v", c.Collisions)
+	}
+	msg := c.Collisions[0].String()
+	for _, s := range []string{`"a"`, `"b"`, "prefix", "left out"} {
+		if !strings.Contains(msg, s) {
+			t.Errorf("collision message %q lacks %q", msg, s)
+		}
+	}
+	// Names are a pure function of server and tool: the same in any order
+	// and whatever else is listed.
+	alone := NewCatalog(map[string][]mcp.Tool{"c": {{Name: "echo"}}}, nil)
+	if e, _ := alone.Lookup("c.echo"); e.Name != "mcp_c_echo" {
+		t.Errorf("alone: %q", e.Name)
+	}
+	if got := PrefixedName("gh_", "github", "list repos"); got != "gh_list_repos" {
+		t.Errorf("PrefixedName = %q", got)
+	}
+	if got := PrefixedName("", "s", strings.Repeat("x", 80)); len(got) != MaxNameLen {
+		t.Errorf("long name %q", got)
 	}
 }
