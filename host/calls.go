@@ -3,6 +3,8 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"sort"
 	"sync"
 	"time"
@@ -369,4 +371,45 @@ func (h *Host) after(ctx context.Context, e *event.Event, res any) error {
 		}
 	}
 	return nil
+}
+
+// Subscribe asks a server for notifications/resources/updated about uri
+// (they reach the OnResourceUpdated hook). The read permission applies.
+func (h *Host) Subscribe(ctx context.Context, agent, server, uri string) error {
+	c, err := h.session(ctx, agent, server, mcp.MethodResourcesSubscribe)
+	if err != nil {
+		return err
+	}
+	return h.Explain(server, c.Subscribe(ctx, uri))
+}
+
+// Unsubscribe ends a subscription Subscribe made.
+func (h *Host) Unsubscribe(ctx context.Context, agent, server, uri string) error {
+	c, err := h.session(ctx, agent, server, mcp.MethodResourcesUnsubscribe)
+	if err != nil {
+		return err
+	}
+	return h.Explain(server, c.Unsubscribe(ctx, uri))
+}
+
+// SetLogLevel asks every connected server agent can see that logs
+// (declares the logging capability) to send messages at level and above,
+// and every server that connects later too.
+func (h *Host) SetLogLevel(ctx context.Context, agent string, level mcp.LoggingLevel) error {
+	if level.Severity() < 0 {
+		return fmt.Errorf("unknown log level %q; use one of %v", level, mcp.LoggingLevels)
+	}
+	h.mu.Lock()
+	h.logLevel = level
+	h.mu.Unlock()
+	var errs []error
+	for name, c := range h.reg.Live(agent) {
+		if c.Capabilities().Logging == nil {
+			continue
+		}
+		if err := c.SetLogLevel(ctx, level); err != nil {
+			errs = append(errs, &ServerError{Server: name, Err: h.Explain(name, err)})
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -31,6 +31,14 @@ func (h *Host) dial(ctx context.Context, srv *config.Server) (*mcp.Client, error
 		h.stdio[srv.Name] = sc
 		h.mu.Unlock()
 	}
+	h.mu.Lock()
+	level := h.logLevel
+	h.mu.Unlock()
+	if level != "" && c.Capabilities().Logging != nil {
+		if err := c.SetLogLevel(ctx, level); err != nil {
+			h.log.Warn("setting the log level of a new session failed", "server", srv.Name, "error", err)
+		}
+	}
 	return c, nil
 }
 

@@ -84,6 +84,7 @@ type Host struct {
 	// sees (a collision with a server it cannot see renames nothing), so
 	// one agent's names must never resolve another's.
 	catalogs map[string]builtCatalog
+	logLevel mcp.LoggingLevel // set by SetLogLevel; servers that connect later get it too
 }
 
 // core is what a host and its sessions share.
