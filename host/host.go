@@ -301,6 +301,19 @@ func (e *UnknownServerError) Error() string {
 	return fmt.Sprintf("no server named %q is configured (configured: %v)", e.Name, e.Known)
 }
 
+// Visible reports whether agent may see server at all: it is configured,
+// enabled, and the agent's servers list (if any) names it.
+func (h *Host) Visible(agent, server string) bool {
+	s := h.cfg.Server(server)
+	return s != nil && s.Enabled && h.perms.ServerVisible(agent, server) && h.reg.Visible(server, agent)
+}
+
+// Agent reports whether agent is known: configured, or the CLI's default.
+func (h *Host) Agent(agent string) bool {
+	_, ok := h.perms.Agent(agent)
+	return ok
+}
+
 func (h *Host) visibleNames(agent string) []string {
 	var out []string
 	for _, s := range h.cfg.Servers {

@@ -230,6 +230,7 @@ func (a *app) rootCmd() *cobra.Command {
 	root.AddCommand(a.pluginCmd())
 	root.AddCommand(a.filterCmd())
 	root.AddCommand(a.authCmd())
+	root.AddCommand(a.serveCmd())
 	return root
 }
 

@@ -57,6 +57,13 @@ func RelatedRequest(ctx context.Context) json.RawMessage {
 	return id
 }
 
+// WithRelatedRequest makes RelatedRequest(ctx) return id: for a handler
+// that sends on behalf of another request than its own (a gateway passing
+// an upstream server's sampling request to the client whose call caused it).
+func WithRelatedRequest(ctx context.Context, id json.RawMessage) context.Context {
+	return context.WithValue(ctx, relatedKey{}, id)
+}
+
 func (c *reqCtx) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()

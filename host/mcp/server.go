@@ -549,6 +549,10 @@ func (s *Server) resourceHandler(uri string) ResourceHandler {
 	return nil
 }
 
+// MatchTemplate reports whether uri matches a level-1 URI template (each
+// {var} stands for at least one character up to the next literal).
+func MatchTemplate(tmpl, uri string) bool { return matchTemplate(tmpl, uri) }
+
 // matchTemplate matches uri against a level-1 URI template: literal text
 // must match and each {var} takes at least one character up to the next
 // literal.

@@ -174,6 +174,9 @@ func (h *Handler) Close() error {
 	return nil
 }
 
+// InFlight is the number of requests in progress, all sessions.
+func (h *Handler) InFlight() int { return int(h.inflight.Load()) }
+
 // Sessions is the number of live sessions.
 func (h *Handler) Sessions() int {
 	h.mu.Lock()

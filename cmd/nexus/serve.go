@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nexus-mcp/nexus/host"
+	"github.com/nexus-mcp/nexus/host/config"
+	"github.com/nexus-mcp/nexus/host/gateway"
+	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/host/policy"
+)
+
+func (a *app) serveCmd() *cobra.Command {
+	var (
+		listen, cert, key string
+		grace             time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve every configured server, behind the chain, to MCP clients (stdio, or HTTP with --listen)",
+		Long: `Serve makes Nexus an MCP server that aggregates every server the agent can
+see, behind the policy chain. Over stdio (the default) a client starts it:
+
+  {"mcpServers": {"nexus": {"command": "nexus", "args": ["serve", "--agent", "claude"]}}}
+
+With --listen (or a gateway block's listen) it serves streamable HTTP at
+/mcp (and the legacy HTTP+SSE endpoints /sse and /messages), /healthz and
+/readyz; each request acts as the agent whose token it carries
+(Authorization: Bearer TOKEN, from an agent block's tokens) or, with
+--agent, as that agent. Logs go to stderr, never stdout.`,
+		Example: `  nexus serve --agent claude
+  nexus serve --listen 127.0.0.1:8750
+  nexus serve --listen 127.0.0.1:8750 --agent ci   # every request acts as ci: loopback only`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := a.loadConfig(false)
+			if err != nil {
+				return &exitError{exitUsage, err}
+			}
+			a.printWarnings(cfg.Warnings)
+			a.cfg = cfg
+			gw := cfg.Gateway
+			if gw == nil {
+				gw = &config.Gateway{}
+			}
+			if !cmd.Flags().Changed("listen") {
+				listen = gw.Listen
+			}
+			if !cmd.Flags().Changed("tls-cert") {
+				cert = gw.TLSCert
+			}
+			if !cmd.Flags().Changed("tls-key") {
+				key = gw.TLSKey
+			}
+			if (cert == "") != (key == "") {
+				return usageErr("--tls-cert and --tls-key go together")
+			}
+			if !cmd.Flags().Changed("grace") && gw.Limits.ShutdownGrace > 0 {
+				grace = gw.Limits.ShutdownGrace
+			}
+			agent := a.agent
+			agentGiven := cmd.Flags().Changed("agent") || cmd.Root().PersistentFlags().Changed("agent")
+
+			var confirm policy.Confirmer = gateway.Confirm{}
+			if a.yes {
+				confirm = policy.AllowAll{}
+			}
+			log := a.logger()
+			h := host.New(cfg, host.Options{Logger: log, Timeout: a.timeout, Confirm: confirm})
+			defer h.Close()
+			g := gateway.New(h, gateway.Options{Logger: log.Named("gateway")})
+			defer g.Close()
+
+			// SIGINT and SIGTERM stop the gateway cleanly (exit 0): it stops
+			// accepting, lets calls in flight finish, closes the upstreams.
+			ctx, stop := context.WithCancel(cmd.Context())
+			defer stop()
+			prev := a.setInterrupt(stop)
+			defer a.setInterrupt(prev)
+			term := make(chan os.Signal, 1)
+			signal.Notify(term, syscall.SIGTERM)
+			defer signal.Stop(term)
+			go func() {
+				select {
+				case <-term:
+					stop()
+				case <-ctx.Done():
+				}
+			}()
+
+			if listen == "" {
+				if !h.Agent(agent) {
+					return usageErr("agent %q is not configured: add an agent %q block, or pass --agent with the name of one", agent, agent)
+				}
+				log.Info("serving MCP on stdin and stdout", "agent", agent)
+				err := g.Serve(ctx, mcp.StdioConn(), agent)
+				if err != nil && ctx.Err() == nil && !isEOF(err) {
+					return err
+				}
+				return nil
+			}
+			o := gateway.HTTPOptions{AllowedOrigins: gw.AllowedOrigins, Required: gw.RequiredServers, Limits: gw.Limits}
+			if agentGiven {
+				o.Agent = agent
+			}
+			if err := a.oauthOptions(gw, &o, listen, cert != ""); err != nil {
+				return &exitError{exitUsage, err}
+			}
+			hh, err := g.HTTP(o)
+			if err != nil {
+				return &exitError{exitUsage, err}
+			}
+			return hh.ListenAndServe(ctx, gateway.ListenOptions{
+				Addr: listen, TLSCert: cert, TLSKey: key, Grace: grace,
+				Ready: func(addr net.Addr) {
+					// The one line on stderr a script waits for.
+					fmt.Fprintf(a.stderr, "nexus: serving MCP at %s\n", gateway.URLFor(addr, cert != ""))
+				},
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&listen, "listen", "", "serve streamable HTTP on this address (host:port; default: stdio)")
+	f.StringVar(&cert, "tls-cert", "", "PEM certificate chain for HTTPS")
+	f.StringVar(&key, "tls-key", "", "PEM private key for HTTPS")
+	f.DurationVar(&grace, "grace", 10*time.Second, "how long calls in flight get to finish on SIGINT or SIGTERM")
+	return cmd
+}
+
+func isEOF(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrClosed)
+}
+
+// oauthOptions makes the gateway an OAuth resource server when the config
+// has a gateway oauth block.
+func (a *app) oauthOptions(gw *config.Gateway, o *gateway.HTTPOptions, listen string, tls bool) error {
+	if gw.OAuth == nil {
+		return nil
+	}
+	return errors.New("the gateway's oauth block is not supported by this build yet; use agent tokens")
+}

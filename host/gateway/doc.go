@@ -1,0 +1,26 @@
+// Package gateway serves the host as an MCP server (`nexus serve`): every
+// downstream session, over stdio or streamable HTTP, acts as one agent,
+// sees that agent's catalog across all configured servers, and every
+// request it makes goes through the same chain as a CLI call.
+//
+// The catalog is the union of the agent's visible tools, resources,
+// resource templates and prompts. Tools and prompts are exposed under their
+// server's prefix (mcp_<server>_<name> by default, the names the CLI uses;
+// a server block's `prefix` changes it, "" exposes bare names); resource
+// URIs and templates stay as their servers give them, and a read is routed
+// to the server that lists the URI or a template matching it.
+//
+// The rule for upstream connections: a downstream session whose client
+// declares sampling, elicitation or roots gets upstream connections of its
+// own (host.NewSession, opened on first use, closed with the session), so a
+// server's requests and notifications reach that client and no other. A
+// session whose client declares none of them shares one connection per
+// server with every other such session; a server's requests on a shared
+// connection are refused (the gateway declares none of those capabilities
+// there), its log messages go to every session that sees the server, and
+// resources/updated to the sessions subscribed to the URI.
+//
+// Server-initiated requests go to the client through the chain (host
+// guards them); on HTTP they travel on the stream of the client's request
+// that is in flight to that server (the newest, if several are).
+package gateway
