@@ -433,6 +433,11 @@ func (s *session) callTool(ctx context.Context, params json.RawMessage) (any, er
 	res, err := h.CallTool(ctx, s.agent, p.Name, args, o)
 	if err != nil {
 		var de *policy.DeniedError
+		if errors.As(err, &de) && de.Link == "rules" && de.Tool != "" {
+			// The agent's rules hide the tool from tools/list: to the
+			// client it does not exist.
+			return nil, mcp.InvalidParams("unknown tool %q: the agent %q may not use it (its allow and deny rules)", p.Name, s.agent)
+		}
 		if errors.As(err, &de) {
 			// The model reads it and can change course: a tool result, not
 			// a protocol error.

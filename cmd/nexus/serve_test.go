@@ -1,0 +1,260 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nexus-mcp/nexus/internal/testenv"
+)
+
+// gatewayConfig is the HCL of a gateway in front of the built-in test
+// server, with an agent whose rules hide the fail tool. mark goes into the
+// upstream's environment, so a test can find its process.
+func gatewayConfig(t *testing.T, mark string) string {
+	t.Helper()
+	bin := testenv.Nexus(t)
+	path := filepath.Join(t.TempDir(), "nexus.hcl")
+	hcl := fmt.Sprintf(`
+server "testserver" {
+  stdio {
+    command = %q
+    args    = ["testserver"]
+    env     = { NEXUS_TEST_MARK = %q }
+  }
+}
+
+agent "claude" {
+  permission = "yolo"
+  deny       = ["testserver.fail"]
+}
+`, bin, mark)
+	if err := os.WriteFile(path, []byte(hcl), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// sdkClient runs the official TypeScript SDK's client script against a
+// gateway and fails the test with its output unless every check passed.
+func sdkClient(t *testing.T, opts map[string]any) string {
+	t.Helper()
+	node := testenv.Node(t)
+	sdk := testenv.NPMPackage(t, "@modelcontextprotocol/sdk")
+	raw, _ := json.Marshal(opts)
+	script, _ := filepath.Abs(filepath.Join("testdata", "gateway-client.mjs"))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, script, sdk, string(raw))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	if err != nil || strings.Contains(out.String(), "FAIL:") {
+		t.Fatalf("the SDK client failed (%v):\n%s", err, out.String())
+	}
+	return out.String()
+}
+
+// serveHTTP starts `nexus serve --listen 127.0.0.1:0` and returns its URL
+// and a stop function that interrupts it and checks it exits 0.
+func serveHTTP(t *testing.T, config string, args ...string) (string, func() string) {
+	t.Helper()
+	bin := testenv.Nexus(t)
+	cmd := exec.Command(bin, append([]string{"serve", "--config", config, "--listen", "127.0.0.1:0"}, args...)...)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir()}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	lines := bufio.NewScanner(stderr)
+	urlc := make(chan string, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for lines.Scan() {
+			line := lines.Text()
+			log.WriteString(line + "\n")
+			if u, ok := strings.CutPrefix(line, "nexus: serving MCP at "); ok {
+				urlc <- u
+			}
+		}
+	}()
+	stopped := false
+	stop := func() string {
+		if stopped {
+			return log.String()
+		}
+		stopped = true
+		cmd.Process.Signal(os.Interrupt)
+		waited := make(chan error, 1)
+		go func() { <-done; waited <- cmd.Wait() }()
+		select {
+		case err := <-waited:
+			if err != nil {
+				t.Errorf("nexus serve exited with %v after SIGINT, want 0; stderr:\n%s", err, log.String())
+			}
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			t.Fatalf("nexus serve did not exit within 30 s of SIGINT; stderr:\n%s", log.String())
+		}
+		return log.String()
+	}
+	t.Cleanup(func() { stop() })
+	select {
+	case u := <-urlc:
+		return u, stop
+	case <-done:
+		t.Fatalf("nexus serve exited before listening:\n%s", log.String())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("nexus serve did not listen within 60 s:\n%s", log.String())
+	}
+	return "", nil
+}
+
+// marked lists the PIDs of live processes whose environment holds mark.
+func marked(t *testing.T, mark string) []string {
+	t.Helper()
+	ents, _ := os.ReadDir("/proc")
+	var out []string
+	for _, e := range ents {
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil || !bytes.Contains(env, []byte("NEXUS_TEST_MARK="+mark)) {
+			continue
+		}
+		stat, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if i := bytes.LastIndexByte(stat, ')'); i > 0 && len(stat) > i+2 && stat[i+2] == 'Z' {
+			continue // a zombie is gone, only not yet reaped by its parent
+		}
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+// noneLeft waits for every process holding mark to be gone.
+func noneLeft(t *testing.T, mark string) {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		return
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		left := marked(t, mark)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("upstream processes left behind: %v", left)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestServeSDKClientStdio(t *testing.T) {
+	mark := fmt.Sprintf("stdio-%d", time.Now().UnixNano())
+	config := gatewayConfig(t, mark)
+	out := sdkClient(t, map[string]any{
+		"mode":    "stdio",
+		"command": testenv.Nexus(t),
+		"args":    []string{"serve", "--config", config, "--agent", "claude"},
+	})
+	if !strings.Contains(out, "ok: close") {
+		t.Fatalf("the client did not finish:\n%s", out)
+	}
+	noneLeft(t, mark)
+}
+
+func TestServeSDKClientHTTP(t *testing.T) {
+	mark := fmt.Sprintf("http-%d", time.Now().UnixNano())
+	config := gatewayConfig(t, mark)
+	url, stop := serveHTTP(t, config, "--agent", "claude")
+	sdkClient(t, map[string]any{"mode": "http", "url": url})
+	// The legacy HTTP+SSE transport, for old clients.
+	sdkClient(t, map[string]any{"mode": "sse", "url": strings.TrimSuffix(url, "/mcp") + "/sse"})
+
+	for _, c := range []struct {
+		name, path, origin string
+		want               int
+	}{
+		{"health", "/healthz", "", http.StatusOK},
+		{"ready", "/readyz", "", http.StatusOK},
+		{"foreign origin", "/mcp", "https://evil.example", http.StatusForbidden},
+		{"unknown path", "/nope", "", http.StatusNotFound},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, strings.TrimSuffix(url, "/mcp")+c.path, nil)
+		if c.origin != "" {
+			req.Header.Set("Origin", c.origin)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("%s: status %d, want %d: %s", c.name, resp.StatusCode, c.want, body)
+		}
+	}
+	log := stop()
+	if !strings.Contains(log, "serving MCP at http://127.0.0.1:") {
+		t.Errorf("stderr: %s", log)
+	}
+	noneLeft(t, mark)
+}
+
+// A SIGTERM stops the gateway as SIGINT does: exit 0, no process left.
+func TestServeSIGTERM(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no SIGTERM on Windows")
+	}
+	mark := fmt.Sprintf("term-%d", time.Now().UnixNano())
+	config := gatewayConfig(t, mark)
+	bin := testenv.Nexus(t)
+	cmd := exec.Command(bin, "serve", "--config", config, "--agent", "claude")
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir()}
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	fmt.Fprintln(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"mcp_testserver_echo","arguments":{"message":"x"}}}`)
+	sc := bufio.NewScanner(out)
+	for i := 0; i < 3 && sc.Scan(); i++ {
+		if strings.Contains(sc.Text(), `"id":2`) {
+			break
+		}
+	}
+	if len(marked(t, mark)) == 0 {
+		t.Fatal("the upstream is not running after a call")
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	waited := make(chan error, 1)
+	go func() { io.Copy(io.Discard, out); waited <- cmd.Wait() }()
+	select {
+	case err := <-waited:
+		if err != nil {
+			t.Errorf("exit after SIGTERM: %v, want 0", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("nexus serve did not exit within 30 s of SIGTERM")
+	}
+	noneLeft(t, mark)
+}
