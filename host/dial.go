@@ -44,6 +44,9 @@ func (h *Host) dial(ctx context.Context, srv *config.Server) (*mcp.Client, error
 
 // transport starts the server's transport.
 func (h *Host) transport(ctx context.Context, srv *config.Server) (mcp.Conn, error) {
+	if h.opts.Transport != nil {
+		return h.opts.Transport(ctx, srv)
+	}
 	switch srv.Type {
 	case config.TypeStdio:
 		return stdio.Start(ctx, stdio.Config{

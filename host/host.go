@@ -62,6 +62,10 @@ type Options struct {
 	// Dial replaces the built-in transports, for tests and embedders with
 	// their own; nil uses stdio (and the others as they are configured).
 	Dial registry.Dialer
+	// Transport, if set, opens every server's connection instead of the
+	// built-in transports; unlike Dial, the session on it is still made by
+	// the host, with its handlers (sampling, elicitation, roots, hooks).
+	Transport func(ctx context.Context, srv *config.Server) (mcp.Conn, error)
 }
 
 // Host connects to the configured servers and runs every call through the

@@ -97,6 +97,7 @@ func (g *Gateway) Serve(ctx context.Context, conn mcp.Conn, agent string) error 
 		Timeout:     g.opts.Timeout,
 		MaxHandlers: g.opts.MaxRequests,
 		MaxQueue:    g.opts.MaxRequests,
+		NoDrain:     true, // a client that closed its side is gone: cancel its calls upstream
 	})
 	g.mu.Lock()
 	if g.closed {

@@ -106,6 +106,11 @@ type PeerOptions struct {
 	// up to MaxQueue more wait, beyond that the peer answers CodeBusy.
 	MaxHandlers int
 	MaxQueue    int
+	// NoDrain makes the end of the input cancel the requests in flight
+	// instead of waiting (up to Timeout) for their answers: for a gateway,
+	// whose client closing its side means it is gone, so the work it asked
+	// for upstream must stop.
+	NoDrain bool
 }
 
 // Peer is one side of a JSON-RPC 2.0 connection: it sends requests and
@@ -1124,7 +1129,7 @@ func (p *Peer) readLoop() {
 		frame, err := p.conn.ReadMessage()
 		if err != nil {
 			p.flushCorked()
-			if errors.Is(err, io.EOF) {
+			if errors.Is(err, io.EOF) && !p.opts.NoDrain {
 				// A clean close of the input (a client that sent its last
 				// requests and closed stdin) still gets its answers. No
 				// request is accepted after this (a PushConn may still
