@@ -430,3 +430,74 @@ func TestBadInput(t *testing.T) {
 		t.Fatal("the session outlived a malformed frame")
 	}
 }
+
+// Any tool runs as a task: created at once, polled, its result waited
+// for, listed, cancelled (which cancels the call upstream).
+func TestTasks(t *testing.T) {
+	e := newEnv(t, nil)
+	c := e.connect("claude", mcp.ClientOptions{})
+	ctx := ctxT(t)
+	if len(c.Capabilities().Tasks) == 0 {
+		t.Fatal("no tasks capability")
+	}
+	tools, _ := c.ListTools(ctx)
+	if len(tools) == 0 || !strings.Contains(string(tools[0].Execution), `"optional"`) {
+		t.Errorf("tools do not say they run as tasks: %+v", tools)
+	}
+	type state struct {
+		TaskID, Status, StatusMessage, CreatedAt, LastUpdatedAt string
+		TTL                                                     int64
+	}
+	call := func(tool, args string) state {
+		t.Helper()
+		var res struct{ Task state }
+		if err := c.Peer().Call(ctx, mcp.MethodToolsCall, json.RawMessage(`{"name":"`+tool+`","arguments":`+args+`,"task":{"ttl":60000}}`), &res); err != nil {
+			t.Fatal(err)
+		}
+		if res.Task.TaskID == "" || res.Task.Status != "working" || res.Task.TTL != 60000 || res.Task.CreatedAt == "" {
+			t.Fatalf("CreateTaskResult %+v", res.Task)
+		}
+		return res.Task
+	}
+	echo := call("mcp_testserver_echo", `{"message":"as a task"}`)
+	var result mcp.CallToolResult
+	if err := c.Peer().Call(ctx, "tasks/result", map[string]string{"taskId": echo.TaskID}, &result); err != nil || result.Content[0].Text != "as a task" {
+		t.Fatalf("tasks/result: %v %+v", err, result)
+	}
+	if !strings.Contains(string(result.Meta["io.modelcontextprotocol/related-task"]), echo.TaskID) {
+		t.Errorf("result meta %v", result.Meta)
+	}
+	var got state
+	if err := c.Peer().Call(ctx, "tasks/get", map[string]string{"taskId": echo.TaskID}, &got); err != nil || got.Status != "completed" {
+		t.Errorf("tasks/get: %v %+v", err, got)
+	}
+	var rerr *mcp.RPCError
+	if err := c.Peer().Call(ctx, "tasks/cancel", map[string]string{"taskId": echo.TaskID}, &got); !errors.As(err, &rerr) || rerr.Code != mcp.CodeInvalidParams {
+		t.Errorf("cancelling a completed task: %v", err)
+	}
+
+	failed := call("mcp_testserver_add", `{"a":"x"}`) // invalid arguments: a JSON-RPC error
+	if err := c.Peer().Call(ctx, "tasks/result", map[string]string{"taskId": failed.TaskID}, &result); !errors.As(err, &rerr) || rerr.Code != mcp.CodeInvalidParams {
+		t.Errorf("a failed task's result: %v", err)
+	}
+
+	block := call("mcp_probe_block", `{}`)
+	wait(t, e.probe.started, "the task's call to start")
+	var list struct{ Tasks []state }
+	if err := c.Peer().Call(ctx, "tasks/list", nil, &list); err != nil || len(list.Tasks) != 3 {
+		t.Fatalf("tasks/list: %v %+v", err, list)
+	}
+	if err := c.Peer().Call(ctx, "tasks/cancel", map[string]string{"taskId": block.TaskID}, &got); err != nil || got.Status != "cancelled" {
+		t.Fatalf("tasks/cancel: %v %+v", err, got)
+	}
+	wait(t, e.probe.cancelled, "the cancelled task's upstream call to stop")
+	if err := c.Peer().Call(ctx, "tasks/get", map[string]string{"taskId": "nope"}, &got); !errors.As(err, &rerr) || !strings.Contains(rerr.Message, "unknown task") {
+		t.Errorf("unknown task: %v", err)
+	}
+
+	// A task still running when its session ends is cancelled.
+	call("mcp_probe_block", `{}`)
+	wait(t, e.probe.started, "the last task's call to start")
+	c.Close()
+	wait(t, e.probe.cancelled, "the ended session's task to stop")
+}

@@ -19,9 +19,12 @@ import (
 
 // session is one downstream client. It implements mcp.Handler.
 type session struct {
-	g     *Gateway
-	agent string
-	peer  *mcp.Peer
+	g      *Gateway
+	agent  string
+	peer   *mcp.Peer
+	ctx    context.Context // ends with the session: tasks run under it
+	cancel context.CancelFunc
+	tasks  tasks
 
 	mu         sync.Mutex
 	init       *mcp.InitializeParams
@@ -42,7 +45,8 @@ type session struct {
 type promptRef struct{ server, name string }
 
 func newSession(g *Gateway, agent string) *session {
-	return &session{g: g, agent: agent, up: g.h, level: -1, subs: map[string]string{},
+	ctx, cancel := context.WithCancel(context.Background())
+	return &session{g: g, agent: agent, up: g.h, level: -1, subs: map[string]string{}, ctx: ctx, cancel: cancel,
 		calls: map[string][]json.RawMessage{}, connected: map[string]bool{}}
 }
 
@@ -60,6 +64,8 @@ func (s *session) host() *host.Host {
 
 // close ends the session's own upstream connections, if any.
 func (s *session) close() {
+	s.cancel()
+	s.endTasks()
 	s.mu.Lock()
 	s.closed = true
 	own, up := s.own, s.up
@@ -109,6 +115,8 @@ func (s *session) HandleRequest(ctx context.Context, method string, params json.
 		return s.complete(ctx, params)
 	case mcp.MethodLoggingSetLevel:
 		return s.setLevel(ctx, params)
+	case methodTasksGet, methodTasksResult, methodTasksList, methodTasksCancel:
+		return s.handleTask(ctx, method, params)
 	}
 	return nil, mcp.MethodNotFound(method)
 }
@@ -149,17 +157,21 @@ func (s *session) initialize(params json.RawMessage) (any, error) {
 		s.up, s.own = s.g.h.NewSession(s.sessionOptions(c)), true
 	}
 	s.mu.Unlock()
+	caps := mcp.ServerCapabilities{
+		Tools:       &mcp.ListChangedCapability{ListChanged: true},
+		Resources:   &mcp.ResourcesCapability{Subscribe: true, ListChanged: true},
+		Prompts:     &mcp.ListChangedCapability{ListChanged: true},
+		Logging:     &struct{}{},
+		Completions: &struct{}{},
+	}
+	if version == mcp.Version20251125 {
+		caps.Tasks = taskCapability
+	}
 	return mcp.InitializeResult{
 		ProtocolVersion: version,
-		Capabilities: mcp.ServerCapabilities{
-			Tools:       &mcp.ListChangedCapability{ListChanged: true},
-			Resources:   &mcp.ResourcesCapability{Subscribe: true, ListChanged: true},
-			Prompts:     &mcp.ListChangedCapability{ListChanged: true},
-			Logging:     &struct{}{},
-			Completions: &struct{}{},
-		},
-		ServerInfo:   mcp.Implementation{Name: "nexus", Title: "Nexus MCP gateway", Version: host.Version},
-		Instructions: s.g.opts.Instructions,
+		Capabilities:    caps,
+		ServerInfo:      mcp.Implementation{Name: "nexus", Title: "Nexus MCP gateway", Version: host.Version},
+		Instructions:    s.g.opts.Instructions,
 	}, nil
 }
 
@@ -281,6 +293,10 @@ func (s *session) listTools(ctx context.Context, params json.RawMessage) (any, e
 	for i, t := range tools {
 		out[i] = t.Tool
 		out[i].Name = t.Name
+		if !requiresTask(t.Execution) {
+			// The gateway runs any tool as a task (tasks.go).
+			out[i].Execution = optionalTask
+		}
 	}
 	page, next, perr := paginate(out, params, s.g.opts.PageSize)
 	if perr != nil {
@@ -413,12 +429,27 @@ func (s *session) callTool(ctx context.Context, params json.RawMessage) (any, er
 	if p.Name == "" {
 		return nil, mcp.InvalidParams("tools/call: params need the tool's name")
 	}
+	tp, err := taskParams(params)
+	if err != nil {
+		return nil, mcp.InvalidParams("tools/call: %v", err)
+	}
+	if tp != nil {
+		// The progress token stays valid for the task's life; its
+		// notifications go out on the session, not the request.
+		return s.startTask(tp.TTL, func(tctx context.Context) (any, error) { return s.call(tctx, s.ctx, p) })
+	}
+	return s.call(ctx, ctx, p)
+}
+
+// call makes one tools/call through the host; progress goes out under
+// nctx.
+func (s *session) call(ctx, nctx context.Context, p mcp.CallToolParams) (any, error) {
 	h := s.host()
 	var o *host.CallOptions
 	if tok := p.Meta["progressToken"]; len(tok) > 0 {
 		o = &host.CallOptions{OnProgress: func(pr mcp.Progress) {
 			pr.ProgressToken = tok
-			if err := s.peer.Notify(ctx, mcp.NotificationProgress, pr); err != nil {
+			if err := s.peer.Notify(nctx, mcp.NotificationProgress, pr); err != nil {
 				s.g.log.Debug("forwarding progress failed", "error", err)
 			}
 		}}
@@ -446,6 +477,17 @@ func (s *session) callTool(ctx context.Context, params json.RawMessage) (any, er
 		return nil, rpcErrorOf(err)
 	}
 	return res, nil
+}
+
+var optionalTask = json.RawMessage(`{"taskSupport":"optional"}`)
+
+// requiresTask reports an upstream tool that must be called as a task
+// upstream; the gateway passes its declaration on as it is.
+func requiresTask(exec json.RawMessage) bool {
+	var e struct {
+		TaskSupport string `json:"taskSupport"`
+	}
+	return len(exec) > 0 && json.Unmarshal(exec, &e) == nil && e.TaskSupport == "required"
 }
 
 // serverOf guesses the server an exposed tool name belongs to, for
