@@ -88,7 +88,7 @@ func newNexusHTTP(tb testing.TB) *nexusClient {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &nexusClient{c}
+	return &nexusClient{c: c}
 }
 
 func newSDKHTTP(tb testing.TB) *sdkClient {

@@ -22,7 +22,7 @@ import (
 )
 
 var bins struct {
-	dir, pipeecho, echoserver, minimal string
+	dir, pipeecho, echoserver, minimal, nexus string
 }
 
 func TestMain(m *testing.M) {
@@ -34,7 +34,9 @@ func TestMain(m *testing.M) {
 	bins.pipeecho = filepath.Join(dir, "pipeecho")
 	bins.echoserver = filepath.Join(dir, "echoserver")
 	bins.minimal = filepath.Join(dir, "minimalecho")
-	for out, pkg := range map[string]string{bins.pipeecho: "./cmd/pipeecho", bins.echoserver: "./cmd/echoserver", bins.minimal: "./cmd/minimalecho"} {
+	bins.nexus = filepath.Join(dir, "nexus")
+	for out, pkg := range map[string]string{bins.pipeecho: "./cmd/pipeecho", bins.echoserver: "./cmd/echoserver", bins.minimal: "./cmd/minimalecho",
+		bins.nexus: "github.com/nexus-mcp/nexus/cmd/nexus"} {
 		if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "go build %s: %v\n%s", pkg, err, b)
 			os.RemoveAll(dir)
@@ -81,7 +83,10 @@ func (r *rawPipe) call(context.Context) error {
 
 func (r *rawPipe) close() { r.in.Close(); r.cmd.Wait() }
 
-type nexusClient struct{ c *mcp.Client }
+type nexusClient struct {
+	c    *mcp.Client
+	tool string // "" is echo
+}
 
 func newNexus(tb testing.TB) *nexusClient { return newNexusTo(tb, bins.echoserver) }
 
@@ -95,13 +100,17 @@ func newNexusTo(tb testing.TB, server string) *nexusClient {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &nexusClient{c}
+	return &nexusClient{c: c}
 }
 
 var echoArgs = map[string]any{"message": "hello"}
 
 func (n *nexusClient) call(ctx context.Context) error {
-	res, err := n.c.CallTool(ctx, "echo", echoArgs, nil)
+	tool := n.tool
+	if tool == "" {
+		tool = "echo"
+	}
+	res, err := n.c.CallTool(ctx, tool, echoArgs, nil)
 	if err != nil {
 		return err
 	}
