@@ -46,7 +46,7 @@ func (p *probe) server() *mcp.Server {
 // env is a gateway in front of in-process servers: "testserver" (the
 // built-in test server) and "probe".
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	cfg   *config.Config
 	h     *host.Host
 	g     *gateway.Gateway
@@ -56,7 +56,7 @@ type env struct {
 
 func ptr[T any](v T) *T { return &v }
 
-func newEnv(t *testing.T, edit func(*config.Config)) *env {
+func newEnv(t testing.TB, edit func(*config.Config)) *env {
 	t.Helper()
 	before := runtime.NumGoroutine()
 	cfg := &config.Config{
@@ -104,7 +104,7 @@ func newEnv(t *testing.T, edit func(*config.Config)) *env {
 }
 
 // noLeaks waits for the goroutine count to come back to what it was.
-func noLeaks(t *testing.T, before int) {
+func noLeaks(t testing.TB, before int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for runtime.NumGoroutine() > before {

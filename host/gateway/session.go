@@ -422,18 +422,18 @@ func paginate[T any](all []T, params json.RawMessage, size int) ([]T, string, er
 // ---- calls ----------------------------------------------------------------
 
 func (s *session) callTool(ctx context.Context, params json.RawMessage) (any, error) {
-	var p mcp.CallToolParams
-	if err := json.Unmarshal(params, &p); err != nil {
+	p, err := mcp.DecodeCallToolParams(params)
+	if err != nil {
 		return nil, mcp.InvalidParams("tools/call: %v", err)
 	}
 	if p.Name == "" {
 		return nil, mcp.InvalidParams("tools/call: params need the tool's name")
 	}
-	tp, err := taskParams(params)
-	if err != nil {
-		return nil, mcp.InvalidParams("tools/call: %v", err)
-	}
-	if tp != nil {
+	if raw := mcp.Member(params, "task"); len(raw) > 0 && string(raw) != "null" {
+		tp, err := taskParams(params)
+		if err != nil || tp == nil {
+			return nil, mcp.InvalidParams("tools/call: task must be an object like {\"ttl\": 60000}")
+		}
 		// The progress token stays valid for the task's life; its
 		// notifications go out on the session, not the request.
 		return s.startTask(tp.TTL, func(tctx context.Context) (any, error) { return s.call(tctx, s.ctx, p) })
@@ -705,9 +705,7 @@ func (s *session) forwardLog(server string, m mcp.LogMessage) {
 	} else {
 		m.Logger = server + "/" + m.Logger
 	}
-	ctx, cancel := context.WithTimeout(s.related(context.Background(), server), 5*time.Second)
-	defer cancel()
-	_ = s.peer.Notify(ctx, mcp.NotificationMessage, m)
+	_ = s.peer.Notify(s.related(s.ctx, server), mcp.NotificationMessage, m)
 }
 
 // updated passes resources/updated to a subscribed client.

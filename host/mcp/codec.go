@@ -113,6 +113,15 @@ func (p *CallToolParams) appendJSON(b []byte) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
+// DecodeCallToolParams decodes tools/call params in one pass, without
+// encoding/json (the server role's and the gateway's hot path). Arguments
+// alias b.
+func DecodeCallToolParams(b []byte) (CallToolParams, error) {
+	var p CallToolParams
+	err := p.decodeJSON(b)
+	return p, err
+}
+
 func (p *CallToolParams) decodeJSON(b []byte) error {
 	*p = CallToolParams{}
 	return members(b, func(k, v []byte) error {
