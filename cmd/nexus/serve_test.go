@@ -258,3 +258,90 @@ func TestServeSIGTERM(t *testing.T) {
 	}
 	noneLeft(t, mark)
 }
+
+// An upstream that crashes mid-call fails that call with an error naming
+// the server and its stderr tail; the next call starts it again.
+func TestServeUpstreamCrash(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("finds the upstream through /proc")
+	}
+	mark := fmt.Sprintf("crash-%d", time.Now().UnixNano())
+	bin := testenv.Nexus(t)
+	config := filepath.Join(t.TempDir(), "nexus.hcl")
+	hcl := fmt.Sprintf(`
+server "flaky" {
+  stdio {
+    command = "/bin/sh"
+    args    = ["-c", "echo 'flaky: warming up the cache' >&2; exec %s testserver"]
+    env     = { NEXUS_TEST_MARK = %q }
+  }
+}
+agent "claude" { permission = "yolo" }
+`, bin, mark)
+	if err := os.WriteFile(config, []byte(hcl), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "serve", "--config", config, "--agent", "claude")
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir()}
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { in.Close(); cmd.Process.Kill(); cmd.Wait() }()
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(out)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	answer := func(id string) string {
+		t.Helper()
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatal("nexus serve ended")
+				}
+				if strings.Contains(l, `"id":`+id+`,`) {
+					return l
+				}
+			case <-time.After(60 * time.Second):
+				t.Fatalf("no answer to request %s", id)
+			}
+		}
+	}
+	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	answer("1")
+	fmt.Fprintln(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"mcp_flaky_echo","arguments":{"message":"up"}}}`)
+	answer("2")
+	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"mcp_flaky_slow_operation","arguments":{"duration":60}}}`)
+	deadline := time.Now().Add(30 * time.Second)
+	var pids []string
+	for len(pids) == 0 && time.Now().Before(deadline) {
+		pids = marked(t, mark)
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(pids) == 0 {
+		t.Fatal("the upstream is not running")
+	}
+	time.Sleep(100 * time.Millisecond) // let the call reach it
+	for _, p := range pids {
+		exec.Command("kill", "-9", p).Run()
+	}
+	got := answer("3")
+	t.Logf("the crashed call: %s", got)
+	for _, want := range []string{`"error"`, `flaky`, `warming up the cache`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the crashed call's answer lacks %q: %s", want, got)
+		}
+	}
+	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"mcp_flaky_echo","arguments":{"message":"back"}}}`)
+	if got := answer("4"); !strings.Contains(got, `"text":"back"`) {
+		t.Errorf("the call after the crash: %s", got)
+	}
+}
