@@ -17,11 +17,9 @@ type Confirm struct{}
 
 var _ policy.Confirmer = Confirm{}
 
-type sessionKey struct{}
-
 // Confirm implements policy.Confirmer.
 func (Confirm) Confirm(ctx context.Context, r policy.ConfirmRequest) (policy.Answer, error) {
-	s, _ := ctx.Value(sessionKey{}).(*session)
+	s, _ := mcp.HandlerOf(ctx).(*session)
 	if s == nil {
 		return policy.No, errors.New("no gateway session to ask")
 	}

@@ -84,7 +84,6 @@ var versions = []string{mcp.Version20251125, mcp.Version20250618, mcp.Version202
 
 // HandleRequest implements mcp.Handler.
 func (s *session) HandleRequest(ctx context.Context, method string, params json.RawMessage) (any, error) {
-	ctx = context.WithValue(ctx, sessionKey{}, s) // for Confirm
 	if method == mcp.MethodInitialize {
 		return s.initialize(params)
 	}

@@ -1394,6 +1394,7 @@ func (p *Peer) serve(in *inbound) {
 	ctx := &in.ctx
 	ctx.Context = p.valueCtx
 	ctx.id = in.id
+	ctx.handler = p.handler
 	p.mu.Lock()
 	if p.Err() != nil {
 		ctx.cancel() // the session ended: fail registered requests did

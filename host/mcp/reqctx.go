@@ -17,6 +17,7 @@ import (
 type reqCtx struct {
 	context.Context                 // context.WithoutCancel of the session's: values only
 	id              json.RawMessage // the request's id, for RelatedRequest
+	handler         Handler         // the Peer's, for HandlerOf
 
 	mu    sync.Mutex
 	done  chan struct{}
@@ -39,11 +40,26 @@ func (c *reqCtx) Done() <-chan struct{} {
 // relatedKey is the context key RelatedRequest answers for.
 type relatedKey struct{}
 
+// handlerKey is the context key HandlerOf answers for.
+type handlerKey struct{}
+
 func (c *reqCtx) Value(key any) any {
-	if _, ok := key.(relatedKey); ok {
+	switch key.(type) {
+	case relatedKey:
 		return c.id
+	case handlerKey:
+		return c.handler
 	}
 	return c.Context.Value(key)
+}
+
+// HandlerOf returns the Handler serving the request whose context ctx is
+// (or derives from), or nil. A handler finds its own state this way in
+// code it calls, without wrapping ctx: a context.WithValue around the
+// request's context would cost every context.AfterFunc on it a goroutine.
+func HandlerOf(ctx context.Context) Handler {
+	h, _ := ctx.Value(handlerKey{}).(Handler)
+	return h
 }
 
 // RelatedRequest returns the id of the incoming request whose handler ctx
