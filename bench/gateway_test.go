@@ -246,6 +246,11 @@ func BenchmarkBridgeRatio(b *testing.B) {
 	b.ReportMetric(p50[2]/p50[0], "mcp-proxy/nexus")
 }
 
+// BenchmarkBridgeRoundTrip runs the bridges one after the other rather
+// than interleaved: node's collector and event loop keep a CPU busy after
+// each call, which interleaving charges to whoever runs next.
+func BenchmarkBridgeRoundTrip(b *testing.B) { roundTrips(b, bridges) }
+
 // BenchmarkBridgeThroughput: 8 concurrent sessions, 4 callers each, on
 // each bridge in turn, for at most 20 s per bridge and round; reports
 // calls/s per bridge and Nexus's throughput over each peer's.
