@@ -189,6 +189,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !h.originOK(w, r) {
 		return
 	}
+	if r.Method == http.MethodOptions {
+		h.preflight(w, r)
+		return
+	}
 	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(mcp.SupportedVersions, v) {
 		rpcError(w, http.StatusBadRequest, mcp.CodeInvalidRequest, "unsupported MCP-Protocol-Version "+strconv.Quote(v)+"; this server speaks "+strings.Join(mcp.SupportedVersions, ", "))
 		return
@@ -205,19 +209,37 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case http.MethodDelete:
 		h.delete(w, r, principal)
 	default:
-		w.Header().Set("Allow", "GET, POST, DELETE")
+		w.Header().Set("Allow", "GET, POST, DELETE, OPTIONS")
 		rpcError(w, http.StatusMethodNotAllowed, mcp.CodeInvalidRequest, "method not allowed: use POST, GET or DELETE")
 	}
 }
 
 // originOK refuses foreign browser origins (DNS rebinding: a web page must
-// not drive a local server).
+// not drive a local server) and lets the browser show an allowed origin's
+// page the answer (CORS).
 func (h *Handler) originOK(w http.ResponseWriter, r *http.Request) bool {
-	if o := r.Header.Get("Origin"); o != "" && !h.opts.AllowOrigin(o) {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true
+	}
+	if !h.opts.AllowOrigin(o) {
 		rpcError(w, http.StatusForbidden, mcp.CodeInvalidRequest, "Origin "+strconv.Quote(o)+" is not allowed; only requests without an Origin, from loopback pages and from configured origins may use this endpoint")
 		return false
 	}
+	hd := w.Header()
+	hd.Set("Access-Control-Allow-Origin", o)
+	hd.Add("Vary", "Origin")
+	hd.Set("Access-Control-Expose-Headers", "Mcp-Session-Id, WWW-Authenticate")
 	return true
+}
+
+// preflight answers a browser's CORS preflight for an allowed origin.
+func (h *Handler) preflight(w http.ResponseWriter, r *http.Request) {
+	hd := w.Header()
+	hd.Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
+	hd.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID")
+	hd.Set("Access-Control-Max-Age", "600")
+	w.WriteHeader(http.StatusNoContent)
 }
 
 func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (string, bool) {

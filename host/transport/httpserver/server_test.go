@@ -1,6 +1,20 @@
 package httpserver
 
-import "testing"
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nexus-mcp/nexus/host/mcp"
+)
 
 func TestAppendEvent(t *testing.T) {
 	got := string(appendEvent(nil, "p1", 3, []byte("a\nb")))
@@ -12,5 +26,225 @@ func TestAppendEvent(t *testing.T) {
 	}
 	if got := string(appendLegacyEvent(nil, []byte(`{"a":1}`))); got != "event: message\ndata: {\"a\":1}\n\n" {
 		t.Errorf("%q", got)
+	}
+}
+
+// server is an mcp.Server whose "talk" tool logs its argument and then
+// answers with it, so a test can see which stream each log went to.
+func server() ServeFunc {
+	s := mcp.NewServer(mcp.Implementation{Name: "t", Version: "1"}, mcp.ServerOptions{Logging: true})
+	s.AddTool(mcp.Tool{Name: "talk"}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var a struct{ Word string }
+		json.Unmarshal(req.Arguments, &a)
+		time.Sleep(20 * time.Millisecond) // both calls are in flight at once
+		req.Session.Log(ctx, "info", "talk", a.Word)
+		time.Sleep(20 * time.Millisecond)
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent(a.Word)}}, nil
+	})
+	return func(ctx context.Context, conn mcp.Conn, _ *Session) error { return s.Serve(ctx, conn) }
+}
+
+type env struct {
+	t   *testing.T
+	h   *Handler
+	url string
+}
+
+func newEnv(t *testing.T, o Options) *env {
+	t.Helper()
+	h := New(server(), o)
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", h)
+	mux.HandleFunc("/sse", h.LegacySSE)
+	mux.HandleFunc("/messages", h.LegacyMessage)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(func() { h.Close(); srv.CloseClientConnections(); srv.Close() })
+	return &env{t: t, h: h, url: srv.URL}
+}
+
+var client = &http.Client{Timeout: 30 * time.Second}
+
+func (e *env) do(method, path, body string, hdr map[string]string) (*http.Response, string) {
+	e.t.Helper()
+	req, _ := http.NewRequest(method, e.url+path, strings.NewReader(body))
+	if method == http.MethodPost {
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(b)
+}
+
+const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+
+func (e *env) open(hdr map[string]string) string {
+	e.t.Helper()
+	resp, body := e.do(http.MethodPost, "/mcp", initBody, hdr)
+	if resp.StatusCode != 200 {
+		e.t.Fatalf("initialize: %d %s", resp.StatusCode, body)
+	}
+	sid := resp.Header.Get("Mcp-Session-Id")
+	h := map[string]string{"Mcp-Session-Id": sid}
+	for k, v := range hdr {
+		h[k] = v
+	}
+	e.do(http.MethodPost, "/mcp", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, h)
+	return sid
+}
+
+// Two calls in flight at once: each one's log message travels on its own
+// request's stream (mcp.RelatedRequest), not the newest one's.
+func TestRelatedRequestRouting(t *testing.T) {
+	e := newEnv(t, Options{})
+	sid := e.open(nil)
+	var wg sync.WaitGroup
+	for _, word := range []string{"alpha", "beta"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, body := e.do(http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":"`+word+`","method":"tools/call","params":{"name":"talk","arguments":{"word":"`+word+`"}}}`,
+				map[string]string{"Mcp-Session-Id": sid})
+			other := map[string]string{"alpha": "beta", "beta": "alpha"}[word]
+			if !strings.Contains(body, `"data":"`+word+`"`) || strings.Contains(body, other) {
+				t.Errorf("%s's stream: %s", word, body)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestOriginsAndCORS(t *testing.T) {
+	e := newEnv(t, Options{AllowOrigin: func(o string) bool { return o == "https://app.example.com" }})
+	resp, body := e.do(http.MethodPost, "/mcp", initBody, map[string]string{"Origin": "https://evil.example"})
+	if resp.StatusCode != 403 || !strings.Contains(body, "not allowed") {
+		t.Errorf("foreign origin: %d %s", resp.StatusCode, body)
+	}
+	resp, _ = e.do(http.MethodOptions, "/mcp", "", map[string]string{"Origin": "https://app.example.com", "Access-Control-Request-Method": "POST"})
+	if resp.StatusCode != 204 || resp.Header.Get("Access-Control-Allow-Origin") != "https://app.example.com" ||
+		!strings.Contains(resp.Header.Get("Access-Control-Allow-Headers"), "Mcp-Session-Id") {
+		t.Errorf("preflight: %d %v", resp.StatusCode, resp.Header)
+	}
+	resp, _ = e.do(http.MethodPost, "/mcp", initBody, map[string]string{"Origin": "https://app.example.com"})
+	if resp.StatusCode != 200 || !strings.Contains(resp.Header.Get("Access-Control-Expose-Headers"), "Mcp-Session-Id") {
+		t.Errorf("allowed origin: %d %v", resp.StatusCode, resp.Header)
+	}
+}
+
+func TestAuthenticate(t *testing.T) {
+	e := newEnv(t, Options{Authenticate: func(r *http.Request) (string, error) {
+		switch r.Header.Get("Authorization") {
+		case "Bearer a":
+			return "alice", nil
+		case "Bearer b":
+			return "bob", nil
+		case "Bearer x":
+			return "", &AuthError{Status: 403, Message: "x may not"}
+		}
+		return "", errors.New("who are you")
+	}})
+	resp, body := e.do(http.MethodPost, "/mcp", initBody, nil)
+	if resp.StatusCode != 401 || !strings.Contains(body, "who are you") {
+		t.Errorf("no credentials: %d %s", resp.StatusCode, body)
+	}
+	resp, body = e.do(http.MethodPost, "/mcp", initBody, map[string]string{"Authorization": "Bearer x"})
+	if resp.StatusCode != 403 || !strings.Contains(body, "x may not") {
+		t.Errorf("refused: %d %s", resp.StatusCode, body)
+	}
+	sid := e.open(map[string]string{"Authorization": "Bearer a"})
+	for _, m := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
+		resp, _ = e.do(m, "/mcp", `{"jsonrpc":"2.0","id":2,"method":"ping"}`, map[string]string{"Authorization": "Bearer b", "Mcp-Session-Id": sid, "Accept": "application/json, text/event-stream"})
+		if resp.StatusCode != 403 {
+			t.Errorf("%s with another principal's session: %d", m, resp.StatusCode)
+		}
+	}
+}
+
+func TestLimits(t *testing.T) {
+	e := newEnv(t, Options{MaxRequestsPerSession: 1, MaxBodyBytes: 1024, Raise: func(l string) string { return "raise " + l }})
+	sid := e.open(nil)
+	resp, body := e.do(http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":1,"method":"x","params":"`+strings.Repeat("a", 2000)+`"}`, map[string]string{"Mcp-Session-Id": sid})
+	if resp.StatusCode != 413 || !strings.Contains(body, "raise max_body_bytes") {
+		t.Errorf("oversized: %d %s", resp.StatusCode, body)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.do(http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"talk","arguments":{"word":"w"}}}`, map[string]string{"Mcp-Session-Id": sid})
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, body = e.do(http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":3,"method":"ping"}`, map[string]string{"Mcp-Session-Id": sid})
+		if resp.StatusCode == 429 {
+			if !strings.Contains(body, "raise max_requests_per_session") || resp.Header.Get("Retry-After") == "" {
+				t.Errorf("429: %v %s", resp.Header, body)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("never refused a second request in flight")
+		}
+	}
+	<-done
+}
+
+// The legacy HTTP+SSE transport: the endpoint event, then every message on
+// the one stream; the session ends with it.
+func TestLegacy(t *testing.T) {
+	e := newEnv(t, Options{})
+	req, _ := http.NewRequest(http.MethodGet, e.url+"/sse", nil)
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	rd := bufio.NewReader(resp.Body)
+	event := func() (string, string) {
+		var name, data string
+		for {
+			line, err := rd.ReadString('\n')
+			if err != nil {
+				t.Fatal(err)
+			}
+			line = strings.TrimRight(line, "\n")
+			switch {
+			case line == "":
+				return name, data
+			case strings.HasPrefix(line, "event: "):
+				name = line[7:]
+			case strings.HasPrefix(line, "data: "):
+				data += line[6:]
+			}
+		}
+	}
+	name, endpoint := event()
+	if name != "endpoint" || !strings.HasPrefix(endpoint, "/messages?sessionId=") {
+		t.Fatalf("first event %q %q", name, endpoint)
+	}
+	r, body := e.do(http.MethodPost, endpoint, initBody, nil)
+	if r.StatusCode != 202 {
+		t.Fatalf("initialize: %d %s", r.StatusCode, body)
+	}
+	if name, data := event(); name != "message" || !strings.Contains(data, `"protocolVersion"`) {
+		t.Fatalf("answer %q %q", name, data)
+	}
+	r, _ = e.do(http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":2,"method":"ping"}`, map[string]string{"Mcp-Session-Id": strings.TrimPrefix(endpoint, "/messages?sessionId=")})
+	if r.StatusCode != 400 {
+		t.Errorf("a legacy session on the streamable endpoint: %d", r.StatusCode)
+	}
+	resp.Body.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for e.h.Sessions() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the legacy session outlived its stream")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
