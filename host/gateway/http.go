@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/nexus-mcp/nexus/host/config"
@@ -240,7 +241,13 @@ type ListenOptions struct {
 func (hh *HTTPHandler) ListenAndServe(ctx context.Context, o ListenOptions) error {
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {
-		return fmt.Errorf("cannot listen on %s: %w (is another process using the port? pick another with --listen)", o.Addr, err)
+		fix := "give --listen (or the gateway block's listen) as host:port, for example 127.0.0.1:8750"
+		if errors.Is(err, syscall.EADDRINUSE) {
+			fix = "another process is using the port: stop it, or pick another port with --listen"
+		} else if errors.Is(err, syscall.EADDRNOTAVAIL) {
+			fix = "this machine has no such address: use one of its own, or 127.0.0.1"
+		}
+		return fmt.Errorf("cannot listen on %s: %w; %s", o.Addr, err, fix)
 	}
 	return hh.Serve(ctx, ln, o)
 }

@@ -29,10 +29,25 @@ func TestAppendEvent(t *testing.T) {
 	}
 }
 
+// held and release let a test keep a "hold" call in flight.
+var (
+	held    = make(chan struct{}, 1)
+	release = make(chan struct{})
+)
+
 // server is an mcp.Server whose "talk" tool logs its argument and then
-// answers with it, so a test can see which stream each log went to.
+// answers with it, so a test can see which stream each log went to; its
+// "hold" tool answers once release is closed.
 func server() ServeFunc {
 	s := mcp.NewServer(mcp.Implementation{Name: "t", Version: "1"}, mcp.ServerOptions{Logging: true})
+	s.AddTool(mcp.Tool{Name: "hold"}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		held <- struct{}{}
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("released")}}, nil
+	})
 	s.AddTool(mcp.Tool{Name: "talk"}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var a struct{ Word string }
 		json.Unmarshal(req.Arguments, &a)
@@ -168,6 +183,7 @@ func TestAuthenticate(t *testing.T) {
 }
 
 func TestLimits(t *testing.T) {
+	release = make(chan struct{})
 	e := newEnv(t, Options{MaxRequestsPerSession: 1, MaxBodyBytes: 1024, Raise: func(l string) string { return "raise " + l }})
 	sid := e.open(nil)
 	resp, body := e.do(http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":1,"method":"x","params":"`+strings.Repeat("a", 2000)+`"}`, map[string]string{"Mcp-Session-Id": sid})
@@ -177,22 +193,23 @@ func TestLimits(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		e.do(http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"talk","arguments":{"word":"w"}}}`, map[string]string{"Mcp-Session-Id": sid})
+		e.do(http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":"held","method":"tools/call","params":{"name":"hold"}}`, map[string]string{"Mcp-Session-Id": sid})
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, body = e.do(http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":3,"method":"ping"}`, map[string]string{"Mcp-Session-Id": sid})
-		if resp.StatusCode == 429 {
-			if !strings.Contains(body, "raise max_requests_per_session") || resp.Header.Get("Retry-After") == "" {
-				t.Errorf("429: %v %s", resp.Header, body)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("never refused a second request in flight")
-		}
+	select {
+	case <-held:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the held call never started")
 	}
+	resp, body = e.do(http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":3,"method":"ping"}`, map[string]string{"Mcp-Session-Id": sid})
+	if resp.StatusCode != 429 || !strings.Contains(body, "raise max_requests_per_session") || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("a second request in flight: %d %v %s", resp.StatusCode, resp.Header, body)
+	}
+	close(release)
 	<-done
+	resp, _ = e.do(http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":4,"method":"ping"}`, map[string]string{"Mcp-Session-Id": sid})
+	if resp.StatusCode != 200 {
+		t.Errorf("after the held call: %d", resp.StatusCode)
+	}
 }
 
 // The legacy HTTP+SSE transport: the endpoint event, then every message on
