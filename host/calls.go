@@ -312,20 +312,48 @@ func (h *Host) GetPrompt(ctx context.Context, agent, server, name string, args m
 	return res, nil
 }
 
-// Complete asks a server for argument completions.
+// Complete asks a server for argument completions, through the chain:
+// policies see (and may change) the request, sanitizers the values.
 func (h *Host) Complete(ctx context.Context, agent, server string, p *mcp.CompleteParams) (*mcp.CompleteResult, error) {
 	c, err := h.session(ctx, agent, server, mcp.MethodComplete)
 	if err != nil {
 		return nil, err
 	}
+	params, err := json.Marshal(p)
+	if err != nil {
+		return nil, err
+	}
+	ev, err := h.before(ctx, agent, server, mcp.MethodComplete, params)
+	if err != nil {
+		return nil, err
+	}
+	if ev != nil && string(ev.Params) != string(params) {
+		p = new(mcp.CompleteParams)
+		if err := json.Unmarshal(ev.Params, p); err != nil {
+			return nil, &policy.DeniedError{Link: "chain", Method: mcp.MethodComplete, Server: server, Err: err}
+		}
+	}
 	res, err := c.Complete(ctx, p)
-	return res, h.Explain(server, err)
+	if err != nil {
+		return nil, h.Explain(server, err)
+	}
+	for i, v := range res.Completion.Values {
+		res.Completion.Values[i] = sanitize.ForDisplayLimit(v, 0)
+	}
+	if err := h.after(ctx, ev, res); err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
-// Ping measures a server's round trip.
+// Ping measures a server's round trip. Policies see it (a policy may keep
+// an agent from probing a server); there is nothing to sanitize.
 func (h *Host) Ping(ctx context.Context, agent, server string) (time.Duration, error) {
 	c, err := h.session(ctx, agent, server, mcp.MethodPing)
 	if err != nil {
+		return 0, err
+	}
+	if _, err := h.before(ctx, agent, server, mcp.MethodPing, json.RawMessage("{}")); err != nil {
 		return 0, err
 	}
 	d, err := c.Ping(ctx)

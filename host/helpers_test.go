@@ -135,7 +135,9 @@ func (w *world) host(t testing.TB, agents string, opts host.Options) *host.Host 
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.Dial = w.dial
+	if opts.Transport == nil {
+		opts.Dial = w.dial
+	}
 	h := host.New(cfg, opts)
 	t.Cleanup(func() { h.Close() })
 	return h
