@@ -215,6 +215,38 @@ func TestCallFailures(t *testing.T) {
 	}
 }
 
+// A plugin that overruns its filter's time limit (ignoring its context)
+// fails the call closed with an error naming it and the limit, and is
+// replaced: the next call is served by a new process.
+func TestCallTimeout(t *testing.T) {
+	m, _ := newManager(t, Options{})
+	p := openGood(t, m, "guard")
+	l, err := p.Filter(ctxT(t), &config.Filter{Name: "slowpoke", Kind: "policy", Plugin: "guard",
+		Config: map[string]any{"stuck_on": "stuck"}, Limits: config.Limits{Timeout: 300 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := p.cur.runner.pid
+	ctx := ctxT(t)
+	_, err = l.Handle(ctx, toolEvent("stuck"))
+	var te *TimeoutError
+	if !errors.As(err, &te) || te.Limit != 300*time.Millisecond {
+		t.Fatalf("overrun: %v", err)
+	}
+	for _, want := range []string{`plugin "guard"`, `filter "slowpoke"`, "300ms", "limits { timeout }"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error lacks %q: %v", want, err)
+		}
+	}
+	d, err := l.Handle(ctx, toolEvent("fine"))
+	if err != nil || d.Action != event.Allow {
+		t.Fatalf("after the overrun: %v %v", d, err)
+	}
+	if p.cur.runner.pid == pid {
+		t.Error("the stuck process was not replaced")
+	}
+}
+
 func dialT(t *testing.T, p *Plugin, cfg string) *mcp.Client {
 	t.Helper()
 	ctx := ctxT(t)

@@ -23,10 +23,11 @@ import (
 // It survives restarts of the plugin: after one, it configures the new
 // process with the same config on its next call.
 type Link struct {
-	p      *Plugin
-	kind   string // sdk.KindPolicy or sdk.KindSanitizer
-	name   string
-	config json.RawMessage
+	p       *Plugin
+	kind    string // sdk.KindPolicy or sdk.KindSanitizer
+	name    string
+	config  json.RawMessage
+	timeout time.Duration // each call's limit (the filter's limits { timeout })
 
 	mu   sync.Mutex
 	inst *instance
@@ -65,8 +66,27 @@ func (p *Plugin) Filter(ctx context.Context, f *config.Filter) (*Link, error) {
 		return nil, (&ConfigError{Plugin: p.cfg.Name, Kind: kind, User: "filter " + strconv.Quote(f.Name),
 			Source: f.Source, Pointer: "/config", Problems: problems}).Report()
 	}
-	return p.newLink(ctx, kind, f.Name, raw)
+	return p.newLink(ctx, kind, f.Name, raw, f.Limits.Timeout)
 }
+
+// DefaultCallTimeout bounds one Decide or Sanitize call of a filter whose
+// config sets no limits { timeout }.
+const DefaultCallTimeout = 5 * time.Second
+
+// TimeoutError is a filter call that overran its limit. The plugin process
+// was killed (it restarts for the next call) and the call fails closed.
+type TimeoutError struct {
+	Plugin, Filter, Call string
+	Limit                time.Duration
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("plugin %q (filter %q) did not answer %s within its %s limit, so it was stopped and restarts for the next call; "+
+		"if it needs longer, raise limits { timeout } on the filter block", e.Plugin, e.Filter, e.Call, e.Limit)
+}
+
+// Timeout makes it a net.Error-like timeout.
+func (e *TimeoutError) Timeout() bool { return true }
 
 // Policy returns a policy link named name with config (JSON; nil is {}).
 func (p *Plugin) Policy(ctx context.Context, name string, cfg json.RawMessage) (*Link, error) {
@@ -92,11 +112,14 @@ func (p *Plugin) checkedLink(ctx context.Context, kind, name string, cfg json.Ra
 	if len(problems) > 0 {
 		return nil, &ConfigError{Plugin: p.cfg.Name, Kind: kind, User: "filter " + strconv.Quote(name), Problems: problems}
 	}
-	return p.newLink(ctx, kind, name, cfg)
+	return p.newLink(ctx, kind, name, cfg, 0)
 }
 
-func (p *Plugin) newLink(ctx context.Context, kind, name string, cfg json.RawMessage) (*Link, error) {
-	l := &Link{p: p, kind: kind, name: name, config: cfg}
+func (p *Plugin) newLink(ctx context.Context, kind, name string, cfg json.RawMessage, timeout time.Duration) (*Link, error) {
+	if timeout <= 0 {
+		timeout = DefaultCallTimeout
+	}
+	l := &Link{p: p, kind: kind, name: name, config: cfg, timeout: timeout}
 	if _, _, err := l.instance(ctx, nil); err != nil {
 		return nil, err
 	}
@@ -129,6 +152,8 @@ func (l *Link) instance(ctx context.Context, stale *string) (*instance, string, 
 	}
 	req := &pb.ConfigureRequest{Name: l.name, Config: l.config}
 	var resp *pb.ConfigureResponse
+	ctx, cancel := context.WithTimeoutCause(ctx, l.timeout, errOverrun)
+	defer cancel()
 	call := "NewPolicy"
 	if l.kind == sdk.KindSanitizer {
 		call = "NewSanitizer"
@@ -145,11 +170,20 @@ func (l *Link) instance(ctx context.Context, stale *string) (*instance, string, 
 	if err != nil {
 		return nil, "", l.callErr(inst, ctx, call, err)
 	}
+	if resp == nil {
+		return nil, "", &FilterError{Plugin: l.p.cfg.Name, Call: call, Msg: "no answer"}
+	}
 	l.inst, l.id = inst, resp.Instance
 	return inst, l.id, nil
 }
 
 func (l *Link) callErr(inst *instance, ctx context.Context, call string, err error) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) && errors.Is(context.Cause(ctx), errOverrun) {
+		// The plugin, not the caller, ran out of time: it may be stuck
+		// for good, so it is replaced rather than trusted again.
+		inst.kill()
+		return &TimeoutError{Plugin: l.p.cfg.Name, Filter: l.name, Call: call, Limit: l.timeout}
+	}
 	code := status.Code(err)
 	if code == codes.Unavailable || code == codes.Canceled || inst.dead() {
 		if inst.exitedWithin(time.Second) {
@@ -161,6 +195,10 @@ func (l *Link) callErr(inst *instance, ctx context.Context, call string, err err
 	}
 	return &FilterError{Plugin: l.p.cfg.Name, Call: call, Msg: grpcMessage(err)}
 }
+
+// errOverrun is the cause of a call's context that ran out of the
+// filter's own time (not the caller's).
+var errOverrun = errors.New("the plugin's time limit passed")
 
 // unary is a Decide call of its own, for plugins without Decisions.
 func (l *Link) unary(ctx context.Context, inst *instance, req *pb.DecideRequest) (*pb.DecideResponse, error) {
@@ -194,24 +232,29 @@ func (l *Link) Handle(ctx context.Context, e *event.Event) (event.Decision, erro
 		}
 		req := &pb.DecideRequest{Instance: id, Event: b}
 		var resp *pb.DecideResponse
+		cctx, cancel := context.WithTimeoutCause(ctx, l.timeout, errOverrun)
 		ds, err := inst.decisions(l.kind == sdk.KindSanitizer)
 		if err == nil {
 			// The stream ends the moment the process does, failing the call.
-			resp, err = ds.call(ctx, req)
+			resp, err = ds.call(cctx, req)
 			if status.Code(err) == codes.Unimplemented {
 				err = errUnary
 			}
 		}
 		if errors.Is(err, errUnary) {
-			resp, err = l.unary(ctx, inst, req)
+			resp, err = l.unary(cctx, inst, req)
 		}
 		if err != nil {
 			if status.Code(err) == codes.NotFound && attempt == 0 {
+				cancel()
 				stale = &id // a reattached plugin restarted: configure again
 				continue
 			}
-			return event.Decision{}, l.callErr(inst, ctx, call, err)
+			err = l.callErr(inst, cctx, call, err)
+			cancel()
+			return event.Decision{}, err
 		}
+		cancel()
 		var d event.Decision
 		if err := json.Unmarshal(resp.Decision, &d); err != nil {
 			return event.Decision{}, &FilterError{Plugin: l.p.cfg.Name, Call: call, Msg: "the decision is not valid JSON: " + err.Error()}

@@ -202,6 +202,7 @@ type policyConfig struct {
 	DenyTools []string `json:"deny_tools"`
 	CrashOn   string   `json:"crash_on"`
 	HangOn    string   `json:"hang_on"`
+	StuckOn   string   `json:"stuck_on"` // ignores its context, as a wedged plugin would
 	FailOn    string   `json:"fail_on"`
 	PanicOn   string   `json:"panic_on"`
 	Stdout    bool     `json:"stdout"` // print to stdout on every call
@@ -212,7 +213,7 @@ type policyKind struct{}
 func (policyKind) ConfigSchema() json.RawMessage {
 	return json.RawMessage(`{"type": "object", "properties": {
 		"deny_tools": {"type": "array", "items": {"type": "string"}},
-		"crash_on": {"type": "string"}, "hang_on": {"type": "string"},
+		"crash_on": {"type": "string"}, "hang_on": {"type": "string"}, "stuck_on": {"type": "string"},
 		"fail_on": {"type": "string"}, "panic_on": {"type": "string"},
 		"stdout": {"type": "boolean"}}, "additionalProperties": false}`)
 }
@@ -245,6 +246,8 @@ func (d *decider) Decide(ctx context.Context, e *event.Event) (event.Decision, e
 	case d.c.HangOn:
 		<-ctx.Done()
 		return event.Decision{}, ctx.Err()
+	case d.c.StuckOn:
+		time.Sleep(time.Hour)
 	case d.c.FailOn:
 		return event.Decision{}, fmt.Errorf("authorization service unreachable")
 	case d.c.PanicOn:
