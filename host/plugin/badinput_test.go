@@ -204,6 +204,9 @@ func TestCallFailures(t *testing.T) {
 	if !errors.As(err, &fe) || !strings.Contains(err.Error(), "Decide panicked: nil map write") {
 		t.Errorf("panic: %v", err)
 	}
+	if strings.Contains(err.Error(), "\n") || strings.Contains(err.Error(), "goroutine") || !strings.Contains(err.Error(), "in Nexus's log") {
+		t.Errorf("a panic shows more than one line, or not where the rest is: %q", err)
+	}
 	// Garbage on stdout after the handshake is only logged.
 	if d, err := l.Handle(ctx, toolEvent("fine")); err != nil || d.Action != event.Allow {
 		t.Errorf("after all that: %v %v", d, err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -193,7 +194,14 @@ func (l *Link) callErr(inst *instance, ctx context.Context, call string, err err
 	if ctx.Err() != nil {
 		return fmt.Errorf("plugin %q %s: %w", l.p.cfg.Name, call, ctx.Err())
 	}
-	return &FilterError{Plugin: l.p.cfg.Name, Call: call, Msg: grpcMessage(err)}
+	msg := grpcMessage(err)
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		// A panic's stack is for whoever debugs the plugin, not for the
+		// person whose call was refused: one line here, all of it in the log.
+		l.p.m.log.Error("plugin call failed", "plugin", l.p.cfg.Name, "filter", l.name, "call", call, "report", msg)
+		msg = msg[:i] + " (the plugin's full report, with its stack, is in Nexus's log at level error)"
+	}
+	return &FilterError{Plugin: l.p.cfg.Name, Call: call, Msg: msg}
 }
 
 // errOverrun is the cause of a call's context that ran out of the
