@@ -5,10 +5,13 @@
 // A Manager launches each plugin block once and supervises it:
 //
 //   - Before anything runs, the binary must exist, be executable and match
-//     the sha256 pinned in its plugin block; the check is go-plugin's
-//     SecureConfig, done by the runner immediately before exec, so a binary
-//     that fails it never runs. Unpinned plugins run only with
-//     Options.InsecureSkipChecksum, and then with a loud warning.
+//     the sha256 pinned in its plugin block, and what runs is exactly what
+//     was hashed: on Linux the open file is executed through its descriptor
+//     (/proc/self/fd/N); elsewhere, and for scripts, the bytes are hashed
+//     as they are copied to a private directory and the copy runs. A
+//     binary swapped in at the path after the check never runs. Unpinned
+//     plugins run only with Options.InsecureSkipChecksum, and then with a
+//     loud warning.
 //   - The handshake is gRPC only, with go-plugin's magic cookie, AutoMTLS and
 //     versioned plugin sets (HostProtocolVersions), under a start timeout.
 //   - The child gets a sanitized environment (the stdio transport's

@@ -120,15 +120,15 @@ func launch(ctx context.Context, s launchSpec) (*instance, error) {
 			cc.Reattach.Protocol = goplugin.ProtocolGRPC
 		}
 	} else {
-		var verified <-chan error
+		var checked <-chan verified
 		if s.sha256 != nil {
 			// Hashed from now on, in parallel with the certificate go-plugin
 			// makes before it calls RunnerFunc; exec waits for the outcome.
-			verified = verifyChecksum(s.path, s.sha256)
+			checked = verifyChecksum(s.path, s.sha256)
 		}
 		cc.AutoMTLS = true
 		cc.RunnerFunc = func(_ hclog.Logger, cmd *exec.Cmd, _ string) (runner.Runner, error) {
-			r, err := newProcRunner(s.name, s.path, verified, pluginEnv(s.environ), cmd.Env)
+			r, err := newProcRunner(s.name, s.path, checked, pluginEnv(s.environ), cmd.Env)
 			inst.runner = r
 			return r, err
 		}

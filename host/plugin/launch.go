@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -30,7 +32,8 @@ import (
 type procRunner struct {
 	name     string
 	path     string
-	verified <-chan error // the checksum check's outcome; nil: not checked (an explicit, logged choice)
+	verified <-chan verified // the checksum check's outcome; nil: not checked (an explicit, logged choice)
+	after    func()          // releases what the verified binary needed once it has run
 	cmd      *exec.Cmd
 	stdout   io.ReadCloser
 	stderr   io.ReadCloser
@@ -43,7 +46,7 @@ type procRunner struct {
 
 var _ runner.Runner = (*procRunner)(nil)
 
-func newProcRunner(name, path string, verified <-chan error, env []string, pluginEnv []string) (*procRunner, error) {
+func newProcRunner(name, path string, verified <-chan verified, env []string, pluginEnv []string) (*procRunner, error) {
 	cmd := exec.Command(path)
 	cmd.Env = append(append([]string{}, env...), pluginEnv...)
 	cmd.Stdin = nil // /dev/null: a plugin never reads the host's stdin
@@ -61,18 +64,28 @@ func newProcRunner(name, path string, verified <-chan error, env []string, plugi
 
 func (r *procRunner) Start(ctx context.Context) error {
 	if r.verified != nil {
-		var err error
+		var v verified
 		select {
-		case err = <-r.verified:
+		case v = <-r.verified:
 		case <-ctx.Done():
-			err = fmt.Errorf("timeout while waiting for plugin to start: its checksum was still being verified (%w)", ctx.Err())
+			go func() { (<-r.verified).release() }()
+			v.err = fmt.Errorf("timeout while waiting for plugin to start: its checksum was still being verified (%w)", ctx.Err())
 		}
-		if err != nil {
+		if v.err != nil {
+			v.release()
 			close(r.exited) // it never ran: nothing to wait for
-			return err
+			return v.err
 		}
+		// Run the very bytes that were hashed, not whatever the path
+		// names by now (see verifyChecksum).
+		r.cmd.Path = v.exec
+		defer v.closeAfterStart()
+		r.after = v.cleanup
 	}
 	if err := r.cmd.Start(); err != nil {
+		if r.after != nil {
+			r.after()
+		}
 		close(r.exited)
 		return err
 	}
@@ -82,6 +95,9 @@ func (r *procRunner) Start(ctx context.Context) error {
 
 func (r *procRunner) Wait(context.Context) error {
 	err := r.cmd.Wait()
+	if r.after != nil {
+		r.after()
+	}
 	r.mu.Lock()
 	r.waitErr = err
 	r.mu.Unlock()
@@ -162,30 +178,92 @@ func foldKey(k string) string {
 	return k
 }
 
-// verifyChecksum checks the binary at path against sum with go-plugin's
-// SecureConfig and returns where the outcome arrives: nil, or the error
-// that stops the launch. It runs on its own goroutine from the start of a
-// launch, while go-plugin generates the host's AutoMTLS certificate (a
-// P-521 key and a signed certificate, 5-15 ms), since neither needs the
-// other; procRunner.Start waits for it, so the binary still never runs
-// unless it matched.
-func verifyChecksum(path string, sum []byte) <-chan error {
-	ch := make(chan error, 1)
-	go func() {
-		// A fresh Hash each check: SecureConfig.Check writes into it.
-		secure := &goplugin.SecureConfig{Checksum: sum, Hash: sha256.New()}
-		ok, err := secure.Check(path)
-		switch {
-		case err != nil:
-			ch <- fmt.Errorf("error verifying checksum: %w", err)
-		case !ok:
-			ch <- goplugin.ErrChecksumsDoNotMatch
-		default:
-			ch <- nil
-		}
-	}()
+// verified is the outcome of a checksum check: on success, what to
+// execute so that the bytes that run are the bytes that were hashed.
+type verified struct {
+	err  error
+	exec string // the path to execute
+	// keep is held open until the process has started (Linux: exec
+	// is the descriptor's /proc/self/fd path); cleanup runs once the
+	// process has ended (elsewhere: the private copy is removed).
+	keep    *os.File
+	cleanup func()
+}
+
+func (v verified) closeAfterStart() {
+	if v.keep != nil {
+		v.keep.Close()
+	}
+}
+
+// release drops a check's outcome that will never be executed.
+func (v verified) release() {
+	v.closeAfterStart()
+	if v.cleanup != nil {
+		v.cleanup()
+	}
+}
+
+// verifyChecksum checks the binary at path against sum, in the
+// background, and keeps hold of exactly what it hashed: a binary swapped
+// in at the path between the check and the exec must not run unverified.
+// On Linux the open file is hashed and then executed through its
+// descriptor (/proc/self/fd/N); elsewhere, and for scripts, the bytes are
+// hashed while they are copied to a private directory, and the copy is
+// executed.
+func verifyChecksum(path string, sum []byte) <-chan verified {
+	ch := make(chan verified, 1)
+	go func() { ch <- hashForExec(path, sum) }()
 	return ch
 }
+
+func hashForExec(path string, sum []byte) verified {
+	f, err := os.Open(path)
+	if err != nil {
+		return verified{err: fmt.Errorf("error verifying checksum: %w", err)}
+	}
+	h := sha256.New()
+	var src io.Reader = f
+	v := verified{}
+	// A script's interpreter opens the path it is given after the exec,
+	// when the descriptor is closed: scripts get the private copy too.
+	var magic [2]byte
+	n, _ := io.ReadFull(f, magic[:])
+	script := n == 2 && string(magic[:]) == "#!"
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		return verified{err: fmt.Errorf("error verifying checksum: %w", err)}
+	}
+	if runtime.GOOS == "linux" && !script {
+		v.keep, v.exec = f, "/proc/self/fd/"+strconv.Itoa(int(f.Fd()))
+	} else {
+		defer f.Close()
+		dir, err := os.MkdirTemp("", "nexus-plugin-")
+		if err != nil {
+			return verified{err: fmt.Errorf("error verifying checksum: making a private copy: %w", err)}
+		}
+		v.cleanup = func() { os.RemoveAll(dir) }
+		v.exec = filepath.Join(dir, filepath.Base(path))
+		dst, err := os.OpenFile(v.exec, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o500)
+		if err != nil {
+			v.release()
+			return verified{err: fmt.Errorf("error verifying checksum: making a private copy: %w", err)}
+		}
+		defer dst.Close()
+		src = io.TeeReader(f, dst)
+	}
+	if _, err := io.Copy(h, src); err != nil {
+		v.release()
+		return verified{err: fmt.Errorf("error verifying checksum: %w", err)}
+	}
+	if !hmacEqual(h.Sum(nil), sum) {
+		v.release()
+		return verified{err: goplugin.ErrChecksumsDoNotMatch}
+	}
+	return v
+}
+
+func hmacEqual(a, b []byte) bool { return subtle.ConstantTimeCompare(a, b) == 1 }
 
 // fileSHA256 returns the lower-case hex sha256 of the file at path.
 func fileSHA256(path string) (string, error) {
