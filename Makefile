@@ -42,8 +42,11 @@ test: testdeps crossbuild conformance
 	# -mod=mod lets it pick up the main module's new requirements by itself.
 	cd bench && GOFLAGS=-mod=mod $(GO) vet ./... && GOFLAGS=-mod=mod $(GO) test -race -count=1 -timeout 10m ./...
 
+# Silent for minutes on a cold cache, so each step says what it does.
 crossbuild:
+	@echo "crossbuild: windows/amd64 (every package; minutes on a cold build cache)"
 	GOOS=windows GOARCH=amd64 $(GO) build -o /dev/null ./...
+	@echo "crossbuild: darwin/arm64"
 	GOOS=darwin GOARCH=arm64 $(GO) build -o /dev/null ./...
 
 bench: testdeps

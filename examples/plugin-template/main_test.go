@@ -40,9 +40,11 @@ func TestDenyTools(t *testing.T) {
 // The real binary through the host, as Nexus runs it.
 func TestThroughHost(t *testing.T) {
 	m := plugintest.Manager(t)
+	// The deadline starts after the build: a cold build on a busy
+	// machine can take longer than the calls are given.
+	cfg := &config.Config{Plugins: []*config.Plugin{plugintest.Pinned(t, "template", plugintest.Build(t, "."))}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cfg := &config.Config{Plugins: []*config.Plugin{plugintest.Pinned(t, "template", plugintest.Build(t, "."))}}
 	san, err := m.Filter(ctx, cfg, &config.Filter{Name: "keys", Kind: "sanitizer", Plugin: "template",
 		Config: map[string]any{"pattern": `sk-[A-Za-z0-9]{8,}`}})
 	if err != nil {

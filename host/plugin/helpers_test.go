@@ -25,6 +25,8 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// The test plugin is built once, before any test's deadline starts.
+	buildTestPlugin()
 	code := m.Run()
 	if binDir != "" {
 		os.RemoveAll(binDir)
@@ -33,10 +35,8 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// testPlugin builds internal/testplugin once and returns the path of a link
-// to it named mode, which picks its behaviour.
-func testPlugin(t testing.TB, mode string) string {
-	t.Helper()
+// buildTestPlugin builds internal/testplugin, once.
+func buildTestPlugin() {
 	binOnce.Do(func() {
 		binDir, binErr = os.MkdirTemp("", "nexus-testplugin-")
 		if binErr != nil {
@@ -46,11 +46,18 @@ func testPlugin(t testing.TB, mode string) string {
 		// plugintest.BuildFlags), which this package cannot import.
 		cmd := exec.Command("go", "build", "-trimpath", "-tags", "grpcnotrace", "-ldflags=-s -w", "-o", filepath.Join(binDir, "testplugin"), "./host/plugin/internal/testplugin")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		cmd.Dir = testenv.Root(t)
+		cmd.Dir = testenv.RootDir()
 		if out, err := cmd.CombinedOutput(); err != nil {
 			binErr = fmt.Errorf("go build testplugin: %v\n%s", err, out)
 		}
 	})
+}
+
+// testPlugin returns the path of a link to the test plugin named mode,
+// which picks its behaviour.
+func testPlugin(t testing.TB, mode string) string {
+	t.Helper()
+	buildTestPlugin()
 	if binErr != nil {
 		t.Fatal(binErr)
 	}

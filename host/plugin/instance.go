@@ -166,6 +166,11 @@ func launch(ctx context.Context, s launchSpec) (*instance, error) {
 	defer cancel()
 	resp, err := inst.meta.Info(ictx, &pb.InfoRequest{})
 	if err != nil {
+		if ictx.Err() != nil {
+			// Out of time is not proof of a bad plugin: a busy machine, a
+			// slow start. Say which.
+			return fail(LoadTimeout, fmt.Errorf("timeout while waiting for plugin to start: it answered the handshake but not the Nexus Info call within the %s start timeout (%v)", s.timeout, ictx.Err()))
+		}
 		return fail(LoadBadPlugin, fmt.Errorf("it answered the handshake but not the Nexus Info call: %v", grpcMessage(err)))
 	}
 	info, err := infoFrom(s, client.NegotiatedVersion(), resp)

@@ -18,9 +18,19 @@ import (
 // Root is the repository root (the directory holding go.mod).
 func Root(t testing.TB) string {
 	t.Helper()
+	r := RootDir()
+	if r == "" {
+		t.Fatal("testenv: cannot locate source")
+	}
+	return r
+}
+
+// RootDir is Root for code that runs before any test (TestMain); "" if
+// the source cannot be located.
+func RootDir() string {
 	_, file, _, ok := runtime.Caller(0)
 	if !ok {
-		t.Fatal("testenv: cannot locate source")
+		return ""
 	}
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
 }

@@ -112,9 +112,11 @@ func TestSweepBoundsMemory(t *testing.T) {
 // TestThroughHost runs the real binary as a policy link in a chain.
 func TestThroughHost(t *testing.T) {
 	m := plugintest.Manager(t)
+	// The deadline starts after the build: a cold build on a busy
+	// machine can take longer than the calls are given.
+	pc := plugintest.Pinned(t, "ratelimit", plugintest.Build(t, "."))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	pc := plugintest.Pinned(t, "ratelimit", plugintest.Build(t, "."))
 	cfg := &hostconfig.Config{Plugins: []*hostconfig.Plugin{pc}}
 	link, err := m.Filter(ctx, cfg, &hostconfig.Filter{Name: "limits", Kind: "policy", Plugin: "ratelimit",
 		Config: map[string]any{"per_server": map[string]any{"rate": "2/h"}}})
