@@ -108,9 +108,13 @@ func (a *app) showText(v *config.View) {
 			fmt.Fprintln(w, "  "+clean(r))
 		}
 	}
-	for _, group := range [][]config.Entry{v.Servers, v.Plugins, v.Filters, v.Agents} {
+	for _, group := range [][]config.Entry{v.Servers, v.Plugins, v.Filters, v.Agents, v.Gateway} {
 		for _, e := range group {
-			fmt.Fprintf(w, "\n%s %q\n", e.Kind, e.Name)
+			if e.Name == "" {
+				fmt.Fprintf(w, "\n%s\n", e.Kind)
+			} else {
+				fmt.Fprintf(w, "\n%s %q\n", e.Kind, e.Name)
+			}
 			rows := [][2]string{{"origin", e.Source.String()}}
 			for _, o := range e.Overrides {
 				rows = append(rows, [2]string{"overrides", o.String()})
@@ -206,6 +210,9 @@ func (a *app) showJSON(v *config.View) error {
 	}
 	if v.Roots != nil {
 		doc["roots"] = v.Roots
+	}
+	if len(v.Gateway) > 0 {
+		doc["gateway"] = entries(v.Gateway)[0]
 	}
 	enc := json.NewEncoder(a.stdout)
 	enc.SetIndent("", "  ")

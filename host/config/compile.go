@@ -279,6 +279,9 @@ func (c *compiler) server(s *Server) map[string]any {
 		if s.FailIfNoTools {
 			e["fail_if_no_tools"] = true
 		}
+		if s.Prefix != nil {
+			e["prefix"] = *s.Prefix
+		}
 	} else {
 		if s.Timeout > 0 {
 			c.warn(s, "timeout %s cannot be expressed in %s", s.Timeout, c.format)
@@ -385,9 +388,28 @@ func (c *compiler) nexusExtras(doc map[string]any) {
 			putList(e, "servers", a.Servers)
 			putList(e, "allow", a.Allow)
 			putList(e, "deny", a.Deny)
+			if len(a.Tokens) > 0 {
+				ts := make([]any, len(a.Tokens))
+				for i, t := range a.Tokens {
+					ptr := pointer("/tokens", i)
+					if _, ref := a.Refs[ptr]; ref {
+						ts[i] = c.str(a.Refs, ptr, t)
+					} else {
+						// A literal token is a secret written into the file;
+						// compile-down never copies one.
+						ts[i] = "[a token written in " + a.Source.File + ": move it to a sensitive variable]"
+						c.warns = append(c.warns, Warning{Source: a.Source, Subject: subject("agent", a.Name),
+							Message: "a token written in the config file is left out; put it in a sensitive variable (tokens = [var.NAME]) so it compiles to a ${NAME} reference"})
+					}
+				}
+				e["tokens"] = ts
+			}
 			as[a.Name] = e
 		}
 		doc["agents"] = as
+	}
+	if cfg.Gateway != nil {
+		doc["gateway"] = gatewayJSON(cfg.Gateway)
 	}
 }
 

@@ -41,6 +41,7 @@ var (
 		{Type: "plugin", LabelNames: []string{"name"}},
 		{Type: "filter", LabelNames: []string{"name"}},
 		{Type: "agent", LabelNames: []string{"name"}},
+		{Type: "gateway"},
 	}}
 	earlySchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
 		{Type: "variable", LabelNames: []string{"name"}},
@@ -51,7 +52,7 @@ var (
 	}}
 	nexusSchema  = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "roots"}}}
 	serverSchema = &hcl.BodySchema{
-		Attributes: []hcl.AttributeSchema{{Name: "enabled"}, {Name: "timeout"}, {Name: "fail_if_no_tools"}},
+		Attributes: []hcl.AttributeSchema{{Name: "enabled"}, {Name: "timeout"}, {Name: "fail_if_no_tools"}, {Name: "prefix"}},
 		Blocks:     []hcl.BlockHeaderSchema{{Type: "stdio"}, {Type: "http"}, {Type: "plugin"}, {Type: "oauth"}},
 	}
 	stdioSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
@@ -76,7 +77,7 @@ var (
 	matchSchema  = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "servers"}, {Name: "tools"}, {Name: "methods"}}}
 	limitsSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "memory_mb"}, {Name: "timeout"}, {Name: "pool"}}}
 	agentSchema  = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
-		{Name: "permission", Required: true}, {Name: "servers"}, {Name: "allow"}, {Name: "deny"},
+		{Name: "permission", Required: true}, {Name: "servers"}, {Name: "allow"}, {Name: "deny"}, {Name: "tokens"},
 	}}
 )
 
@@ -155,8 +156,11 @@ func (ld *loader) parseHCLFile(f *file, filename string, isJSON bool) *fileConfi
 			if len(b.Labels) > 0 {
 				what = subject(b.Type, b.Labels[0])
 			}
-			h.errRange(b.DefRange, "", fmt.Sprintf("%s is defined twice in this file (first on line %d)", what, first.DefRange.Start.Line),
-				"Rename or remove one of the two blocks; within one file a name must be unique.")
+			fix := "Rename or remove one of the two blocks; within one file a name must be unique."
+			if len(b.Labels) == 0 {
+				fix = "Keep one " + b.Type + " block per file: merge the two."
+			}
+			h.errRange(b.DefRange, "", fmt.Sprintf("%s is defined twice in this file (first on line %d)", what, first.DefRange.Start.Line), fix)
 			continue
 		}
 		seen[key] = b
@@ -173,6 +177,8 @@ func (ld *loader) parseHCLFile(f *file, filename string, isJSON bool) *fileConfi
 			h.filter(b)
 		case "agent":
 			h.agent(b)
+		case "gateway":
+			h.gateway(b)
 		}
 	}
 	return &h.out
@@ -896,6 +902,14 @@ func (h *hclFile) decodeServer(b *hcl.Block) *Server {
 	if a := c.Attributes["fail_if_no_tools"]; a != nil {
 		s.FailIfNoTools, _ = h.boolean(a)
 	}
+	if a := c.Attributes["prefix"]; a != nil {
+		if p, ok := h.str(a, nil, ""); ok {
+			if bad := checkPrefix(p); bad != "" {
+				h.errRange(a.Expr.Range(), name, bad, `For example prefix = "gh_", or prefix = "" for the tools' own names.`)
+			}
+			s.Prefix = &p
+		}
+	}
 
 	var transports []*hcl.Block
 	var oauth *hcl.Block
@@ -1274,6 +1288,15 @@ func (h *hclFile) agent(b *hcl.Block) {
 	}
 	if x := at["servers"]; x != nil {
 		a.Servers, _ = h.strs(x, nil, "")
+	}
+	if x := at["tokens"]; x != nil {
+		refs := map[string]Template{}
+		if a.Tokens, _ = h.strs(x, refs, "/tokens"); len(refs) > 0 {
+			a.Refs = refs
+		}
+		if len(refs) == 0 && len(a.Tokens) > 0 {
+			h.warnRange(x.Expr.Range(), subject("agent", name), "the tokens are written in the config file; put them in sensitive variables (tokens = [var.%s_token]) so the file can be shared", name)
+		}
 	}
 	for _, n := range []string{"allow", "deny"} {
 		x := at[n]

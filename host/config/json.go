@@ -28,10 +28,10 @@ import (
 // twin. Comments and trailing commas are accepted, as VS Code does.
 
 var (
-	topKeys    = []string{"mcpServers", "servers", "inputs", "nexus", "plugins", "filters", "agents"}
+	topKeys    = []string{"mcpServers", "servers", "inputs", "nexus", "plugins", "filters", "agents", "gateway"}
 	serverKeys = []string{"name", "type", "command", "args", "env", "envFile", "env_passthrough", "cwd", "url", "headers",
 		"enabled", "disabled", "timeout", "fail_if_no_tools", "http_max_retries", "http_retry_backoff",
-		"http_allow_private_networks", "oauth", "plugin"}
+		"http_allow_private_networks", "oauth", "plugin", "prefix"}
 	oauthKeys = []string{"client_id", "client_secret", "scopes", "redirect_uri", "auth_url", "token_url",
 		"grant", "client_metadata_url", "private_key", "signing_alg", "key_id",
 		"id_token", "idp_token_url", "idp_issuer", "idp_client_id", "idp_client_secret"}
@@ -40,7 +40,7 @@ var (
 	filterKeys = []string{"name", "kind", "wasm", "plugin", "sha256", "abi", "on_error", "config", "match", "limits"}
 	matchKeys  = []string{"servers", "tools", "methods"}
 	limitKeys  = []string{"memory_mb", "timeout", "pool"}
-	agentKeys  = []string{"permission", "servers", "allow", "deny"}
+	agentKeys  = []string{"permission", "servers", "allow", "deny", "tokens"}
 )
 
 // jsonFile decodes one JSON config file.
@@ -91,6 +91,8 @@ func (ld *loader) parseJSONFile(f *file) *fileConfig {
 			j.filters(m.val)
 		case "agents":
 			j.agents(m.val)
+		case "gateway":
+			j.gateway(m.val)
 		default:
 			// Claude Desktop keeps its other settings in the same file, so
 			// only a near miss of a key Nexus reads is worth a word.
@@ -99,7 +101,7 @@ func (ld *loader) parseJSONFile(f *file) *fileConfig {
 			}
 		}
 	}
-	if serverKey == nil && root.get("plugins") == nil && root.get("filters") == nil && root.get("agents") == nil && root.get("nexus") == nil {
+	if serverKey == nil && root.get("plugins") == nil && root.get("filters") == nil && root.get("agents") == nil && root.get("nexus") == nil && root.get("gateway") == nil {
 		f.errAt(root.off, 1, "", `no "mcpServers" or "servers" key at the top level`,
 			`Use the Claude Desktop format: {"mcpServers": {"name": {"command": "...", "args": [...]}}}`)
 	}
@@ -547,6 +549,13 @@ func (j *jsonFile) server(name string, off int, v *jval, array bool) *Server {
 			s.Timeout, _ = d.duration(val, f)
 		case "fail_if_no_tools":
 			s.FailIfNoTools, _ = d.boolean(val, f)
+		case "prefix":
+			if p, ok := d.str(val, f, ""); ok {
+				if bad := checkPrefix(p); bad != "" {
+					d.errAt(val, bad, `For example "prefix": "gh_", or "" for the tools' own names.`)
+				}
+				s.Prefix = &p
+			}
 		case "http_max_retries":
 			if n, ok := d.integer(val, f, 0); ok {
 				s.MaxRetries = &n
@@ -1013,6 +1022,8 @@ func (j *jsonFile) agents(v *jval) {
 				}
 			case "servers":
 				a.Servers, _ = d.strs(e.val, "servers", "")
+			case "tokens":
+				a.Tokens, _ = d.strs(e.val, "tokens", "/tokens")
 			case "allow", "deny":
 				list, _ := d.strs(e.val, e.key, "")
 				if bad := checkPatterns(e.key, list); bad != "" {
@@ -1024,6 +1035,9 @@ func (j *jsonFile) agents(v *jval) {
 					a.Deny = list
 				}
 			}
+		}
+		if len(d.refs) > 0 {
+			a.Refs = d.refs
 		}
 		j.out.agents = append(j.out.agents, a)
 	}

@@ -213,6 +213,7 @@ type fileConfig struct {
 	roots    []string
 	hasRoots bool
 	inputs   []Input
+	gateway  *Gateway
 }
 
 func (ld *loader) load(files []File) (*Config, error) {
@@ -445,6 +446,13 @@ func merge(cfg *Config, parts []*fileConfig) {
 		if p.hasRoots {
 			cfg.Roots = p.roots
 		}
+		if g := p.gateway; g != nil {
+			// A later layer's gateway block replaces the whole block.
+			if old := cfg.Gateway; old != nil {
+				g.Overrides = append(append(g.Overrides, old.Overrides...), old.Source)
+			}
+			cfg.Gateway = g
+		}
 	}
 	for _, k := range sortedKeys(servers) {
 		cfg.Servers = append(cfg.Servers, servers[k])
@@ -495,6 +503,7 @@ func check(cfg *Config) Errors {
 			}
 		}
 	}
+	checkGateway(cfg, func(src diag.Source, problem string, fix ...string) { bad(src, "", problem, fix...) })
 	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Source.File < errs[j].Source.File })
 	return errs
 }

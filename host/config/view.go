@@ -11,13 +11,14 @@ type View struct {
 	Plugins  []Entry
 	Filters  []Entry // in run order
 	Agents   []Entry
+	Gateway  []Entry // the gateway block, if any
 	Roots    []string
 	Warnings []Warning
 }
 
-// Entry is one server, plugin, filter or agent.
+// Entry is one server, plugin, filter, agent or the gateway.
 type Entry struct {
-	Kind      string // "server", "plugin", "filter", "agent"
+	Kind      string // "server", "plugin", "filter", "agent", "gateway"
 	Name      string
 	Source    diag.Source
 	Overrides []diag.Source
@@ -51,6 +52,9 @@ func NewView(cfg *Config) *View {
 		for _, a := range cfg.Agents {
 			v.Agents = append(v.Agents, Entry{"agent", a.Name, a.Source, a.Overrides, as[a.Name].(map[string]any)})
 		}
+	}
+	if g, ok := doc["gateway"].(map[string]any); ok {
+		v.Gateway = []Entry{{"gateway", "", cfg.Gateway.Source, cfg.Gateway.Overrides, g}}
 	}
 	return v
 }

@@ -1,0 +1,423 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/nexus-mcp/nexus/host/diag"
+)
+
+// The gateway block (nexus serve), the server prefix and agent tokens.
+
+var (
+	gatewaySchema = &hcl.BodySchema{
+		Attributes: []hcl.AttributeSchema{{Name: "listen"}, {Name: "public_url"}, {Name: "allowed_origins"}, {Name: "required_servers"}},
+		Blocks:     []hcl.BlockHeaderSchema{{Type: "tls"}, {Type: "limits"}, {Type: "oauth"}},
+	}
+	gatewayTLSSchema    = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "cert", Required: true}, {Name: "key", Required: true}}}
+	gatewayLimitsSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+		{Name: "max_body_bytes"}, {Name: "max_sessions"}, {Name: "max_requests"}, {Name: "max_requests_per_session"},
+		{Name: "max_sse_events"}, {Name: "session_idle_timeout"}, {Name: "shutdown_grace"},
+	}}
+	gatewayOAuthSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+		{Name: "issuer", Required: true}, {Name: "jwks_url"}, {Name: "audience"}, {Name: "scopes"}, {Name: "agent_claim"}, {Name: "agents"},
+	}}
+)
+
+// gateway decodes a gateway block.
+func (h *hclFile) gateway(b *hcl.Block) {
+	c, ok := h.content(b, gatewaySchema)
+	if !ok {
+		return
+	}
+	g := &Gateway{Source: h.blockSource(b)}
+	errsBefore := len(h.errs)
+	at := c.Attributes
+	if a := at["listen"]; a != nil {
+		if g.Listen, ok = h.str(a, nil, ""); ok {
+			if p := checkListen(g.Listen); p != "" {
+				h.errRange(a.Expr.Range(), "", p, `Use host:port, for example listen = "127.0.0.1:8750" (loopback; "0.0.0.0:8750" serves every interface).`)
+			}
+		}
+	}
+	if a := at["public_url"]; a != nil {
+		if g.PublicURL, ok = h.str(a, nil, ""); ok {
+			if p := checkHTTPURL("public_url", g.PublicURL, false); p != "" {
+				h.errRange(a.Expr.Range(), "", p, `Use the URL clients reach the MCP endpoint at, for example "https://nexus.example.com/mcp".`)
+			}
+		}
+	}
+	if a := at["allowed_origins"]; a != nil {
+		if g.AllowedOrigins, ok = h.strs(a, nil, ""); ok {
+			for _, o := range g.AllowedOrigins {
+				if p := checkOrigin(o); p != "" {
+					h.errRange(a.Expr.Range(), "", p, `An origin is scheme://host[:port] with no path, for example "https://app.example.com".`)
+				}
+			}
+		}
+	}
+	if a := at["required_servers"]; a != nil {
+		g.RequiredServers, _ = h.strs(a, nil, "")
+	}
+	seen := map[string]bool{}
+	for _, blk := range c.Blocks {
+		if seen[blk.Type] {
+			h.errRange(blk.DefRange, "", fmt.Sprintf("a gateway block has at most one %s block", blk.Type))
+			continue
+		}
+		seen[blk.Type] = true
+		switch blk.Type {
+		case "tls":
+			if tc, ok := h.content(blk, gatewayTLSSchema); ok {
+				g.TLSCert, _ = h.path(tc.Attributes["cert"])
+				g.TLSKey, _ = h.path(tc.Attributes["key"])
+			}
+		case "limits":
+			h.gatewayLimits(blk, &g.Limits)
+		case "oauth":
+			g.OAuth = h.gatewayOAuth(blk)
+		}
+	}
+	if len(h.errs) > errsBefore {
+		return
+	}
+	h.out.gateway = g
+}
+
+func (h *hclFile) gatewayLimits(b *hcl.Block, l *GatewayLimits) {
+	c, ok := h.content(b, gatewayLimitsSchema)
+	if !ok {
+		return
+	}
+	for name, a := range c.Attributes {
+		switch name {
+		case "max_body_bytes":
+			l.MaxBodyBytes, _ = h.integer(a, 1)
+		case "max_sessions":
+			l.MaxSessions, _ = h.integer(a, 1)
+		case "max_requests":
+			l.MaxRequests, _ = h.integer(a, 1)
+		case "max_requests_per_session":
+			l.MaxRequestsPerSession, _ = h.integer(a, 1)
+		case "max_sse_events":
+			l.MaxSSEEvents, _ = h.integer(a, 1)
+		case "session_idle_timeout":
+			l.SessionIdleTimeout, _ = h.duration(a)
+		case "shutdown_grace":
+			l.ShutdownGrace, _ = h.duration(a)
+		}
+	}
+}
+
+func (h *hclFile) gatewayOAuth(b *hcl.Block) *GatewayOAuth {
+	c, ok := h.content(b, gatewayOAuthSchema)
+	if !ok {
+		return nil
+	}
+	o := &GatewayOAuth{AgentClaim: "sub"}
+	at := c.Attributes
+	if o.Issuer, ok = h.str(at["issuer"], nil, ""); ok {
+		if p := checkHTTPURL("issuer", o.Issuer, true); p != "" {
+			h.errRange(at["issuer"].Expr.Range(), "", p, `Use the authorization server's issuer URL, for example "https://login.example.com".`)
+		}
+	}
+	if a := at["jwks_url"]; a != nil {
+		if o.JWKSURL, ok = h.str(a, nil, ""); ok {
+			if p := checkHTTPURL("jwks_url", o.JWKSURL, true); p != "" {
+				h.errRange(a.Expr.Range(), "", p)
+			}
+		}
+	}
+	if a := at["audience"]; a != nil {
+		o.Audience, _ = h.str(a, nil, "")
+	}
+	if a := at["scopes"]; a != nil {
+		o.Scopes, _ = h.strs(a, nil, "")
+	}
+	if a := at["agent_claim"]; a != nil {
+		o.AgentClaim, _ = h.str(a, nil, "")
+	}
+	if a := at["agents"]; a != nil {
+		o.Agents, _ = h.strMap(a, map[string]Template{}, "")
+	}
+	return o
+}
+
+// checkListen says what is wrong with a listen address, or "".
+func checkListen(s string) string {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return fmt.Sprintf("listen %q is not host:port (%v)", s, err)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Sprintf("listen %q: the port must be a number from 0 to 65535", s)
+	}
+	if strings.ContainsAny(host, " /") {
+		return fmt.Sprintf("listen %q: %q is not a host", s, host)
+	}
+	return ""
+}
+
+// checkHTTPURL says what is wrong with an absolute http(s) URL, or "".
+// secure refuses plain http except to loopback hosts.
+func checkHTTPURL(field, s string, secure bool) string {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return fmt.Sprintf("%s %q is not an absolute http or https URL", field, s)
+	}
+	if secure && u.Scheme == "http" && !loopbackHost(u.Hostname()) {
+		return fmt.Sprintf("%s %q must use https (plain http is allowed for loopback hosts only)", field, s)
+	}
+	return ""
+}
+
+func loopbackHost(h string) bool {
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(h)
+	return err == nil && ip.Unmap().IsLoopback()
+}
+
+// checkOrigin says what is wrong with a browser origin, or "".
+func checkOrigin(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
+		return fmt.Sprintf("allowed origin %q is not scheme://host[:port]", s)
+	}
+	return ""
+}
+
+// checkPrefix says what is wrong with a server's name prefix, or "".
+func checkPrefix(p string) string {
+	if len(p) > 32 {
+		return fmt.Sprintf("prefix %q is longer than 32 characters; exposed names are at most 64", p)
+	}
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if !(c == '_' || c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return fmt.Sprintf("prefix %q may hold only letters, digits, '_' and '-' (what LLM providers accept in a tool name)", p)
+		}
+	}
+	return ""
+}
+
+// checkGateway validates the merged gateway block against the rest of
+// the config.
+func checkGateway(cfg *Config, bad func(src diag.Source, problem string, fix ...string)) {
+	g := cfg.Gateway
+	if g == nil {
+		return
+	}
+	for _, s := range g.RequiredServers {
+		if cfg.Server(s) == nil {
+			bad(g.Source, fmt.Sprintf("the gateway's required_servers names server %q, which is not configured in any layer.%s", s, didYouMean(s, cfg.Names())),
+				"Fix the name, or add the server.")
+		}
+	}
+	if g.OAuth != nil {
+		var names []string
+		for _, a := range cfg.Agents {
+			names = append(names, a.Name)
+		}
+		for claim, agent := range g.OAuth.Agents {
+			if cfg.Agent(agent) == nil {
+				bad(g.Source, fmt.Sprintf("the gateway's oauth agents map %q to agent %q, which is not configured in any layer.%s", claim, agent, didYouMean(agent, names)),
+					fmt.Sprintf("Add it: agent %q { permission = \"trusted\" }", agent))
+			}
+		}
+	}
+}
+
+// The same in the nexus-json dialect: "gateway" at the top level.
+var (
+	gatewayKeys        = []string{"listen", "public_url", "allowed_origins", "required_servers", "tls", "limits", "oauth"}
+	gatewayTLSKeys     = []string{"cert", "key"}
+	gatewayLimitKeys   = []string{"max_body_bytes", "max_sessions", "max_requests", "max_requests_per_session", "max_sse_events", "session_idle_timeout", "shutdown_grace"}
+	gatewayOAuthKeys   = []string{"issuer", "jwks_url", "audience", "scopes", "agent_claim", "agents"}
+	gatewayJSONExample = `{"listen": "127.0.0.1:8750"}`
+)
+
+func (j *jsonFile) gateway(v *jval) {
+	d := &dec{j: j, who: "", what: "gateway"}
+	if v.kind != '{' {
+		d.typeErr(v, "gateway", "an object", gatewayJSONExample)
+		return
+	}
+	if !d.keys(v, "gateway", gatewayKeys) {
+		return
+	}
+	g := &Gateway{Source: j.at(v.off)}
+	before := len(j.errs)
+	for _, m := range v.obj {
+		val := m.val
+		switch m.key {
+		case "listen":
+			if s, ok := d.str(val, m.key, ""); ok {
+				if p := checkListen(s); p != "" {
+					d.errAt(val, p, `Use host:port, for example "127.0.0.1:8750".`)
+				}
+				g.Listen = s
+			}
+		case "public_url":
+			if s, ok := d.str(val, m.key, ""); ok {
+				if p := checkHTTPURL("public_url", s, false); p != "" {
+					d.errAt(val, p)
+				}
+				g.PublicURL = s
+			}
+		case "allowed_origins":
+			if list, ok := d.strs(val, m.key, ""); ok {
+				for _, o := range list {
+					if p := checkOrigin(o); p != "" {
+						d.errAt(val, p)
+					}
+				}
+				g.AllowedOrigins = list
+			}
+		case "required_servers":
+			g.RequiredServers, _ = d.strs(val, m.key, "")
+		case "tls":
+			if val.kind != '{' || !d.keys(val, "tls", gatewayTLSKeys) {
+				if val.kind != '{' {
+					d.typeErr(val, "tls", "an object", `{"cert": "gw.pem", "key": "gw-key.pem"}`)
+				}
+				continue
+			}
+			for _, t := range val.obj {
+				if p, ok := d.str(t.val, t.key, ""); ok {
+					p = resolvePath(p, j.dir, j.ld.home)
+					if t.key == "cert" {
+						g.TLSCert = p
+					} else {
+						g.TLSKey = p
+					}
+				}
+			}
+			if (g.TLSCert == "") != (g.TLSKey == "") {
+				d.errAt(val, "tls needs both cert and key")
+			}
+		case "limits":
+			if val.kind != '{' {
+				d.typeErr(val, "limits", "an object", `{"max_sessions": 1000}`)
+				continue
+			}
+			if !d.keys(val, "limits", gatewayLimitKeys) {
+				continue
+			}
+			l := &g.Limits
+			for _, e := range val.obj {
+				switch e.key {
+				case "max_body_bytes":
+					l.MaxBodyBytes, _ = d.integer(e.val, e.key, 1)
+				case "max_sessions":
+					l.MaxSessions, _ = d.integer(e.val, e.key, 1)
+				case "max_requests":
+					l.MaxRequests, _ = d.integer(e.val, e.key, 1)
+				case "max_requests_per_session":
+					l.MaxRequestsPerSession, _ = d.integer(e.val, e.key, 1)
+				case "max_sse_events":
+					l.MaxSSEEvents, _ = d.integer(e.val, e.key, 1)
+				case "session_idle_timeout":
+					l.SessionIdleTimeout, _ = d.duration(e.val, e.key)
+				case "shutdown_grace":
+					l.ShutdownGrace, _ = d.duration(e.val, e.key)
+				}
+			}
+		case "oauth":
+			if val.kind != '{' {
+				d.typeErr(val, "oauth", "an object", `{"issuer": "https://login.example.com"}`)
+				continue
+			}
+			if !d.keys(val, "oauth", gatewayOAuthKeys) {
+				continue
+			}
+			o := &GatewayOAuth{AgentClaim: "sub"}
+			for _, e := range val.obj {
+				switch e.key {
+				case "issuer", "jwks_url":
+					if s, ok := d.str(e.val, e.key, ""); ok {
+						if p := checkHTTPURL(e.key, s, true); p != "" {
+							d.errAt(e.val, p)
+						}
+						if e.key == "issuer" {
+							o.Issuer = s
+						} else {
+							o.JWKSURL = s
+						}
+					}
+				case "audience":
+					o.Audience, _ = d.str(e.val, e.key, "")
+				case "agent_claim":
+					o.AgentClaim, _ = d.str(e.val, e.key, "")
+				case "scopes":
+					o.Scopes, _ = d.strs(e.val, e.key, "")
+				case "agents":
+					o.Agents, _ = d.strMap(e.val, e.key, "")
+				}
+			}
+			if o.Issuer == "" {
+				d.errAt(val, `the gateway's oauth needs an "issuer"`)
+			}
+			g.OAuth = o
+		}
+	}
+	if len(j.errs) > before {
+		return
+	}
+	j.out.gateway = g
+}
+
+// gatewayJSON is the gateway block in the nexus-json form.
+func gatewayJSON(g *Gateway) map[string]any {
+	e := map[string]any{}
+	set := func(k, v string) {
+		if v != "" {
+			e[k] = v
+		}
+	}
+	set("listen", g.Listen)
+	set("public_url", g.PublicURL)
+	putList(e, "allowed_origins", g.AllowedOrigins)
+	putList(e, "required_servers", g.RequiredServers)
+	if g.TLSCert != "" {
+		e["tls"] = map[string]any{"cert": g.TLSCert, "key": g.TLSKey}
+	}
+	l := map[string]any{}
+	for k, n := range map[string]int{"max_body_bytes": g.Limits.MaxBodyBytes, "max_sessions": g.Limits.MaxSessions, "max_requests": g.Limits.MaxRequests,
+		"max_requests_per_session": g.Limits.MaxRequestsPerSession, "max_sse_events": g.Limits.MaxSSEEvents} {
+		if n > 0 {
+			l[k] = n
+		}
+	}
+	if d := g.Limits.SessionIdleTimeout; d > 0 {
+		l["session_idle_timeout"] = d.String()
+	}
+	if d := g.Limits.ShutdownGrace; d > 0 {
+		l["shutdown_grace"] = d.String()
+	}
+	if len(l) > 0 {
+		e["limits"] = l
+	}
+	if o := g.OAuth; o != nil {
+		oe := map[string]any{"issuer": o.Issuer, "agent_claim": o.AgentClaim}
+		if o.JWKSURL != "" {
+			oe["jwks_url"] = o.JWKSURL
+		}
+		if o.Audience != "" {
+			oe["audience"] = o.Audience
+		}
+		putList(oe, "scopes", o.Scopes)
+		if len(o.Agents) > 0 {
+			oe["agents"] = o.Agents
+		}
+		e["oauth"] = oe
+	}
+	return e
+}

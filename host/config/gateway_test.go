@@ -1,0 +1,168 @@
+package config
+
+import (
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nexus-mcp/nexus/host/diag"
+)
+
+const gatewayHCL = `
+variable "claude_token" { sensitive = true }
+
+server "github" {
+  prefix = "gh_"
+  stdio { command = "gh-mcp" }
+}
+
+server "solo" {
+  prefix = ""
+  stdio { command = "solo" }
+}
+
+agent "claude" {
+  permission = "yolo"
+  tokens     = [var.claude_token]
+}
+
+agent "readonly" { permission = "trusted" }
+
+gateway {
+  listen           = "127.0.0.1:8750"
+  public_url       = "https://nexus.example.com/mcp"
+  allowed_origins  = ["https://app.example.com", "http://localhost:3000"]
+  required_servers = ["github"]
+  tls {
+    cert = "certs/gw.pem"
+    key  = "certs/gw-key.pem"
+  }
+  limits {
+    max_body_bytes           = 4194304
+    max_sessions             = 1000
+    max_requests             = 256
+    max_requests_per_session = 32
+    max_sse_events           = 1024
+    session_idle_timeout     = "30m"
+    shutdown_grace           = 10
+  }
+  oauth {
+    issuer      = "https://login.example.com"
+    scopes      = ["mcp"]
+    agent_claim = "email"
+    agents      = { "alice@example.com" = "claude", "*" = "readonly" }
+  }
+}
+`
+
+func TestGatewayBlock(t *testing.T) {
+	cfg := mustLoad(t, "nexus.hcl", gatewayHCL, env("CLAUDE_TOKEN", "tok-123"))
+	g := cfg.Gateway
+	if g == nil {
+		t.Fatal("no gateway")
+	}
+	if !filepath.IsAbs(g.TLSCert) || !strings.HasSuffix(g.TLSCert, "certs/gw.pem") || !strings.HasSuffix(g.TLSKey, "certs/gw-key.pem") {
+		t.Errorf("TLS paths are not resolved from the file's directory: %q %q", g.TLSCert, g.TLSKey)
+	}
+	want := &Gateway{
+		Listen: "127.0.0.1:8750", PublicURL: "https://nexus.example.com/mcp",
+		AllowedOrigins: []string{"https://app.example.com", "http://localhost:3000"}, RequiredServers: []string{"github"},
+		TLSCert: g.TLSCert, TLSKey: g.TLSKey,
+		Limits: GatewayLimits{MaxBodyBytes: 4194304, MaxSessions: 1000, MaxRequests: 256, MaxRequestsPerSession: 32, MaxSSEEvents: 1024,
+			SessionIdleTimeout: 30 * time.Minute, ShutdownGrace: 10 * time.Second},
+		OAuth: &GatewayOAuth{Issuer: "https://login.example.com", Scopes: []string{"mcp"}, AgentClaim: "email",
+			Agents: map[string]string{"alice@example.com": "claude", "*": "readonly"}},
+		Source: g.Source,
+	}
+	if !reflect.DeepEqual(g, want) {
+		t.Errorf("gateway\n got %+v\nwant %+v", g, want)
+	}
+	if p := cfg.Server("github").Prefix; p == nil || *p != "gh_" {
+		t.Errorf("github prefix %v", p)
+	}
+	if p := cfg.Server("solo").Prefix; p == nil || *p != "" {
+		t.Errorf("solo prefix %v", p)
+	}
+	a := cfg.Agent("claude")
+	if !reflect.DeepEqual(a.Tokens, []string{"tok-123"}) || a.Refs["/tokens/0"] == nil {
+		t.Errorf("tokens %v refs %v", a.Tokens, a.Refs)
+	}
+
+	// Its JSON twin says the same, and compiles without the token's value.
+	out, _, err := Compile(cfg, FormatNexusJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), "tok-123") || !strings.Contains(string(out), "${CLAUDE_TOKEN}") {
+		t.Errorf("compiled:\n%s", out)
+	}
+	twin := mustLoad(t, "nexus.json", string(out), env("CLAUDE_TOKEN", "tok-123"))
+	tg := twin.Gateway
+	tg.Source, g.Source = diag.Source{}, diag.Source{}
+	tg.TLSCert, tg.TLSKey = g.TLSCert, g.TLSKey // absolute already; the twin lives elsewhere
+	if !reflect.DeepEqual(tg, g) {
+		t.Errorf("the JSON twin's gateway\n got %+v\nwant %+v", tg, g)
+	}
+	if p := twin.Server("solo").Prefix; p == nil || *p != "" {
+		t.Errorf("twin prefix %v", p)
+	}
+	if !reflect.DeepEqual(twin.Agent("claude").Tokens, []string{"tok-123"}) {
+		t.Errorf("twin tokens %v", twin.Agent("claude").Tokens)
+	}
+}
+
+// A later layer's gateway block replaces the whole block.
+func TestGatewayLayers(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "a.hcl", "gateway {\n  listen = \"127.0.0.1:1\"\n  allowed_origins = [\"https://a.example\"]\n}\n")
+	write(t, dir, "b.hcl", "gateway {\n  listen = \"127.0.0.1:2\"\n}\n")
+	cfg, err := Load(Options{Files: []string{"a.hcl", "b.hcl"}, Dir: dir, Home: dir, LookupEnv: env()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := cfg.Gateway; g.Listen != "127.0.0.1:2" || g.AllowedOrigins != nil || len(g.Overrides) != 1 {
+		t.Errorf("merged gateway %+v", g)
+	}
+}
+
+func TestGatewayErrors(t *testing.T) {
+	cases := []struct{ name, src string }{
+		{"listen", "gateway {\n  listen = \"8750\"\n}\n"},
+		{"origin", "gateway {\n  allowed_origins = [\"https://app.example.com/path\"]\n}\n"},
+		{"tls_half", "gateway {\n  tls {\n    cert = \"c.pem\"\n  }\n}\n"},
+		{"unknown_attribute", "gateway {\n  listne = \"127.0.0.1:1\"\n}\n"},
+		{"insecure_issuer", "gateway {\n  oauth {\n    issuer = \"http://login.example.com\"\n  }\n}\n"},
+		{"references", "agent \"a\" {\n  permission = \"yolo\"\n}\ngateway {\n  required_servers = [\"gihub\"]\n  oauth {\n    issuer = \"https://login.example.com\"\n    agents = { \"x\" = \"b\" }\n  }\n}\n"},
+		{"twice", "gateway {\n}\ngateway {\n}\n"},
+		{"prefix", "server \"a\" {\n  prefix = \"gh.\"\n  stdio { command = \"x\" }\n}\n"},
+		{"limits", "gateway {\n  limits {\n    max_sessions = 0\n  }\n}\n"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := loadOne(t, "nexus.hcl", tc.src, nil)
+			if err == nil {
+				t.Fatal("loaded")
+			}
+			golden(t, "gateway_"+tc.name, errText(err))
+		})
+	}
+	_, err := loadOne(t, "nexus.json", `{"gateway": {"listen": "nope", "limits": {"max_sessions": "many"}}}`, nil)
+	if err == nil || !strings.Contains(err.Error(), "host:port") {
+		t.Errorf("JSON gateway: %v", err)
+	}
+}
+
+// Literal tokens load, with a warning to move them to a variable; they
+// never compile into another file.
+func TestLiteralTokens(t *testing.T) {
+	cfg := mustLoad(t, "nexus.hcl", "agent \"a\" {\n  permission = \"yolo\"\n  tokens = [\"in-the-file\"]\n}\n", nil)
+	if len(cfg.Warnings) == 0 || !strings.Contains(cfg.Warnings[0].String(), "sensitive variables") {
+		t.Errorf("warnings %v", cfg.Warnings)
+	}
+	out, _, err := Compile(cfg, FormatNexusJSON)
+	if err != nil || strings.Contains(string(out), "in-the-file") {
+		t.Errorf("compiled %v:\n%s", err, out)
+	}
+}
