@@ -20,6 +20,10 @@ import (
 	"github.com/nexus-mcp/nexus/internal/testenv"
 )
 
+// claudeToken is the token of agent claude in gatewayConfig, passed to
+// the gateway in $CLAUDE_TOKEN.
+const claudeToken = "test-token-0123456789abcdef"
+
 // gatewayConfig is the HCL of a gateway in front of the built-in test
 // server, with an agent whose rules hide the fail tool. mark goes into the
 // upstream's environment, so a test can find its process.
@@ -36,9 +40,12 @@ server "testserver" {
   }
 }
 
+variable "claude_token" { sensitive = true }
+
 agent "claude" {
   permission = "yolo"
   deny       = ["testserver.fail"]
+  tokens     = [var.claude_token]
 }
 `, bin, mark)
 	if err := os.WriteFile(path, []byte(hcl), 0o600); err != nil {
@@ -73,7 +80,7 @@ func serveHTTP(t *testing.T, config string, args ...string) (string, func() stri
 	t.Helper()
 	bin := testenv.Nexus(t)
 	cmd := exec.Command(bin, append([]string{"serve", "--config", config, "--listen", "127.0.0.1:0"}, args...)...)
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir()}
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir(), "CLAUDE_TOKEN=" + claudeToken}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -172,6 +179,7 @@ func TestServeSDKClientStdio(t *testing.T) {
 		"mode":    "stdio",
 		"command": testenv.Nexus(t),
 		"args":    []string{"serve", "--config", config, "--agent", "claude"},
+		"env":     map[string]string{"PATH": "/usr/bin:/bin", "CLAUDE_TOKEN": claudeToken},
 	})
 	if !strings.Contains(out, "ok: close") {
 		t.Fatalf("the client did not finish:\n%s", out)
@@ -182,10 +190,11 @@ func TestServeSDKClientStdio(t *testing.T) {
 func TestServeSDKClientHTTP(t *testing.T) {
 	mark := fmt.Sprintf("http-%d", time.Now().UnixNano())
 	config := gatewayConfig(t, mark)
-	url, stop := serveHTTP(t, config, "--agent", "claude")
-	sdkClient(t, map[string]any{"mode": "http", "url": url})
+	// Every request acts as the agent whose token it carries.
+	url, stop := serveHTTP(t, config)
+	sdkClient(t, map[string]any{"mode": "http", "url": url, "token": claudeToken})
 	// The legacy HTTP+SSE transport, for old clients.
-	sdkClient(t, map[string]any{"mode": "sse", "url": strings.TrimSuffix(url, "/mcp") + "/sse"})
+	sdkClient(t, map[string]any{"mode": "sse", "url": strings.TrimSuffix(url, "/mcp") + "/sse", "token": claudeToken})
 
 	for _, c := range []struct {
 		name, path, origin string
@@ -194,6 +203,7 @@ func TestServeSDKClientHTTP(t *testing.T) {
 		{"health", "/healthz", "", http.StatusOK},
 		{"ready", "/readyz", "", http.StatusOK},
 		{"foreign origin", "/mcp", "https://evil.example", http.StatusForbidden},
+		{"no token", "/mcp", "", http.StatusUnauthorized},
 		{"unknown path", "/nope", "", http.StatusNotFound},
 	} {
 		req, _ := http.NewRequest(http.MethodGet, strings.TrimSuffix(url, "/mcp")+c.path, nil)
@@ -208,6 +218,9 @@ func TestServeSDKClientHTTP(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != c.want {
 			t.Errorf("%s: status %d, want %d: %s", c.name, resp.StatusCode, c.want, body)
+		}
+		if c.want == http.StatusUnauthorized && !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
+			t.Errorf("%s: WWW-Authenticate %q", c.name, resp.Header.Get("WWW-Authenticate"))
 		}
 	}
 	log := stop()
@@ -226,7 +239,7 @@ func TestServeSIGTERM(t *testing.T) {
 	config := gatewayConfig(t, mark)
 	bin := testenv.Nexus(t)
 	cmd := exec.Command(bin, "serve", "--config", config, "--agent", "claude")
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir()}
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir(), "CLAUDE_TOKEN=" + claudeToken}
 	in, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {

@@ -4,7 +4,7 @@
 // the first failure "FAIL: NAME: why" and exit status 1.
 //
 // Usage: node gateway-client.mjs SDK_DIR JSON
-//   JSON: {"mode": "stdio", "command": "...", "args": [...]}
+//   JSON: {"mode": "stdio", "command": "...", "args": [...], "env": {...}}
 //      or {"mode": "http", "url": "...", "token": "..."}
 //      or {"mode": "sse", "url": "...", "token": "..."}
 import { pathToFileURL } from "node:url";
@@ -40,7 +40,7 @@ const headers = opts.token ? { Authorization: `Bearer ${opts.token}` } : {};
 function transport() {
   switch (opts.mode) {
     case "stdio":
-      return new StdioClientTransport({ command: opts.command, args: opts.args, stderr: "inherit" });
+      return new StdioClientTransport({ command: opts.command, args: opts.args, env: opts.env, stderr: "inherit" });
     case "http":
       return new StreamableHTTPClientTransport(new URL(opts.url), { requestInit: { headers } });
     case "sse":
