@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -252,7 +253,10 @@ func count(n int, what string) string {
 }
 
 func (a *app) configCompileCmd() *cobra.Command {
-	var format string
+	var (
+		format, viaAgent, viaURL string
+		via                      bool
+	)
 	cmd := &cobra.Command{
 		Use:   "compile",
 		Short: "Write the merged configuration as mcpServers JSON for other MCP clients",
@@ -261,12 +265,42 @@ func (a *app) configCompileCmd() *cobra.Command {
   vscode      {"servers", "inputs"} for VS Code's .vscode/mcp.json
   nexus-json  every Nexus setting, as JSON that loads back to the same config
 Secrets (sensitive variables, env(), ${VAR}) are written as ${NAME} references, never as
-values. What the target cannot express is listed as a warning on stderr.`,
+values. What the target cannot express is listed as a warning on stderr.
+
+With --via-gateway it writes a client config whose only server is Nexus:
+nexus serve --agent NAME over stdio, or (--url) a running gateway's HTTP
+endpoint with a bearer token the client fills in, so a team moves its
+Claude Code, Cursor or VS Code configs behind Nexus in one command.`,
+		Example: `  nexus config compile --format mcpservers > .mcp.json
+  nexus config compile --format mcpservers --via-gateway --agent claude > .mcp.json
+  nexus config compile --format vscode --via-gateway --url https://nexus.example.com/mcp > .vscode/mcp.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := a.loadConfig(true)
 			if err != nil {
 				return &exitError{exitUsage, err}
+			}
+			if cmd.Flags().Changed("agent") || cmd.Root().PersistentFlags().Changed("agent") {
+				viaAgent = a.agent
+			}
+			if via {
+				var files []string
+				for _, p := range a.configPaths {
+					abs, err := filepath.Abs(p)
+					if err != nil {
+						return usageErr("--config %s: %v", p, err)
+					}
+					files = append(files, abs)
+				}
+				out, err := config.ViaGateway(cfg, format, viaAgent, viaURL, files)
+				if err != nil {
+					return usageErr("%v", err)
+				}
+				_, err = a.stdout.Write(out)
+				return err
+			}
+			if viaAgent != "" || viaURL != "" {
+				return usageErr("--url and --agent (of compile) go with --via-gateway")
 			}
 			out, warns, err := config.Compile(cfg, format)
 			if err != nil {
@@ -278,7 +312,10 @@ values. What the target cannot express is listed as a warning on stderr.`,
 			return err
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", config.FormatMCPServers, "output format: "+strings.Join(config.Formats, ", "))
+	f := cmd.Flags()
+	f.StringVar(&format, "format", config.FormatMCPServers, "output format: "+strings.Join(config.Formats, ", "))
+	f.BoolVar(&via, "via-gateway", false, "write a client config whose only server is the Nexus gateway (with --agent or --url)")
+	f.StringVar(&viaURL, "url", "", "with --via-gateway: the gateway's MCP endpoint (http or https URL)")
 	return cmd
 }
 

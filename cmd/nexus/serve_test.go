@@ -358,3 +358,32 @@ agent "claude" { permission = "yolo" }
 		t.Errorf("the call after the crash: %s", got)
 	}
 }
+
+// config compile --via-gateway: the client config whose only server is
+// Nexus, for each way in, and its errors.
+func TestCompileViaGateway(t *testing.T) {
+	dir := t.TempDir()
+	files(t, dir, "nexus.hcl", "server \"testserver\" {\n  stdio {\n    command = \"nexus\"\n    args = [\"testserver\"]\n  }\n}\nagent \"claude\" {\n  permission = \"yolo\"\n}\n")
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"stdio_mcpservers", []string{"--config", "nexus.hcl", "config", "compile", "--via-gateway", "--agent", "claude"}, 0},
+		{"stdio_vscode", []string{"--config", "nexus.hcl", "config", "compile", "--format", "vscode", "--via-gateway", "--agent", "claude"}, 0},
+		{"http_mcpservers", []string{"--config", "nexus.hcl", "config", "compile", "--via-gateway", "--url", "https://nexus.example.com/mcp"}, 0},
+		{"http_vscode", []string{"--config", "nexus.hcl", "config", "compile", "--format", "vscode", "--via-gateway", "--url", "https://nexus.example.com/mcp"}, 0},
+		{"err_both", []string{"--config", "nexus.hcl", "config", "compile", "--via-gateway", "--agent", "claude", "--url", "https://x/mcp"}, 2},
+		{"err_unknown_agent", []string{"--config", "nexus.hcl", "config", "compile", "--via-gateway", "--agent", "cladue"}, 2},
+		{"err_bad_url", []string{"--config", "nexus.hcl", "config", "compile", "--via-gateway", "--url", "nexus.example.com"}, 2},
+		{"err_nexus_json", []string{"--config", "nexus.hcl", "config", "compile", "--format", "nexus-json", "--via-gateway", "--agent", "claude"}, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			stdout, stderr, code := nexusIn(t, dir, "", nil, c.args...)
+			if code != c.code {
+				t.Errorf("exit %d, want %d\n%s%s", code, c.code, stdout, stderr)
+			}
+			golden(t, "via_gateway_"+c.name, "$ nexus "+quoteArgs(c.args)+"\n--- stdout\n"+stdout+"--- stderr\n"+stderr)
+		})
+	}
+}

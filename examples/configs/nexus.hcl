@@ -40,6 +40,7 @@ server "testserver" {
 }
 
 server "github" {
+  prefix = "gh_" # its tools are exposed as gh_<tool> (default mcp_github_<tool>); "" for bare names
   http {
     url           = "https://api.githubcopilot.com/mcp/"
     headers       = { Authorization = local.bearer }
@@ -116,4 +117,26 @@ agent "ci" {
   servers    = ["testserver", "github"]
   allow      = ["testserver.*", "github.get_*"]
   deny       = ["*.delete_*"]
+}
+
+# An agent that reaches the gateway over HTTP: a request carrying one of
+# its tokens acts as it. Only the tokens' hashes are kept in memory.
+agent "claude" {
+  permission = "trusted" # its first use of each server is confirmed through the client (elicitation)
+  deny       = ["github.delete_*"]
+  tokens     = [var.github_token]
+}
+
+# nexus serve: the MCP server Nexus offers to agents. Flags override it.
+gateway {
+  listen           = "127.0.0.1:8750"
+  public_url       = "https://nexus.example.com/mcp"
+  allowed_origins  = ["https://app.example.com"]
+  required_servers = ["testserver"]
+  limits {
+    max_sessions             = 1000
+    max_requests_per_session = 32
+    session_idle_timeout     = "30m"
+    shutdown_grace           = "10s"
+  }
 }

@@ -444,6 +444,18 @@ func (c *compiler) lostGlobals() {
 	if len(cfg.Roots) > 0 {
 		c.warns = append(c.warns, Warning{Message: fmt.Sprintf("roots %v cannot be expressed in %s", cfg.Roots, c.format)})
 	}
+	if cfg.Gateway != nil {
+		c.warns = append(c.warns, Warning{Source: cfg.Gateway.Source, Message: fmt.Sprintf("the gateway block cannot be expressed in %s (it configures nexus serve; --via-gateway writes a client config that uses it)", c.format)})
+	}
+	var prefixed []string
+	for _, s := range cfg.Servers {
+		if s.Prefix != nil {
+			prefixed = append(prefixed, s.Name)
+		}
+	}
+	if len(prefixed) > 0 {
+		c.warns = append(c.warns, Warning{Message: fmt.Sprintf("the name prefixes of %s cannot be expressed in %s: the client names the tools itself", strings.Join(prefixed, ", "), c.format)})
+	}
 }
 
 // refWarnings says which variables the output needs from the client's

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/netip"
@@ -420,4 +421,61 @@ func gatewayJSON(g *Gateway) map[string]any {
 		e["oauth"] = oe
 	}
 	return e
+}
+
+// ViaGateway is a client config (format mcpservers or vscode) whose only
+// server is Nexus's gateway, named "nexus": `nexus serve --agent agent`
+// over stdio (with --config for each of configFiles, absolute, so the
+// client's Nexus loads the same config), or, with url, the gateway's
+// streamable HTTP endpoint with a bearer token the client fills in
+// ($NEXUS_TOKEN; VS Code asks for it as a password input). Exactly one of
+// agent and url is set.
+func ViaGateway(cfg *Config, format, agent, rawURL string, configFiles []string) ([]byte, error) {
+	switch {
+	case format != FormatMCPServers && format != FormatVSCode:
+		return nil, fmt.Errorf("--via-gateway writes a client config: use --format %s or %s, not %q", FormatMCPServers, FormatVSCode, format)
+	case (agent == "") == (rawURL == ""):
+		return nil, fmt.Errorf("--via-gateway needs exactly one of --agent NAME (the client starts nexus serve over stdio) and --url URL (the client connects to a running gateway)")
+	}
+	var server map[string]any
+	if agent != "" {
+		if cfg.Agent(agent) == nil {
+			var names []string
+			for _, a := range cfg.Agents {
+				names = append(names, a.Name)
+			}
+			return nil, fmt.Errorf("agent %q is not configured.%s Add an agent %q block first: the gateway serves each client as one agent", agent, didYouMean(agent, names), agent)
+		}
+		args := []any{"serve", "--agent", agent}
+		for _, f := range configFiles {
+			args = append(args, "--config", f)
+		}
+		server = map[string]any{"command": "nexus", "args": args}
+		if format == FormatVSCode {
+			server["type"] = "stdio"
+		}
+	} else {
+		if p := checkHTTPURL("--url", rawURL, false); p != "" {
+			return nil, fmt.Errorf("%s; give the gateway's MCP endpoint, for example https://nexus.example.com/mcp", p)
+		}
+		auth := "Bearer ${NEXUS_TOKEN}"
+		if format == FormatVSCode {
+			auth = "Bearer ${input:nexus-token}"
+		}
+		server = map[string]any{"type": "http", "url": rawURL, "headers": map[string]any{"Authorization": auth}}
+	}
+	var doc map[string]any
+	if format == FormatVSCode {
+		doc = map[string]any{"servers": map[string]any{"nexus": server}}
+		if rawURL != "" {
+			doc["inputs"] = []any{map[string]any{"type": "promptString", "id": "nexus-token", "description": "Your Nexus gateway token", "password": true}}
+		}
+	} else {
+		doc = map[string]any{"mcpServers": map[string]any{"nexus": server}}
+	}
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
 }
