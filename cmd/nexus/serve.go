@@ -113,7 +113,7 @@ With --listen (or a gateway block's listen) it serves streamable HTTP at
 			if agentGiven {
 				o.Agent = agent
 			}
-			if err := a.oauthOptions(gw, &o, listen, cert != ""); err != nil {
+			if err := gateway.OAuth(gw, gw.PublicURL, &o); err != nil {
 				return &exitError{exitUsage, err}
 			}
 			hh, err := g.HTTP(o)
@@ -139,13 +139,4 @@ With --listen (or a gateway block's listen) it serves streamable HTTP at
 
 func isEOF(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrClosed)
-}
-
-// oauthOptions makes the gateway an OAuth resource server when the config
-// has a gateway oauth block.
-func (a *app) oauthOptions(gw *config.Gateway, o *gateway.HTTPOptions, listen string, tls bool) error {
-	if gw.OAuth == nil {
-		return nil
-	}
-	return errors.New("the gateway's oauth block is not supported by this build yet; use agent tokens")
 }

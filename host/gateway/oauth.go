@@ -1,0 +1,62 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+
+	"github.com/nexus-mcp/nexus/host/auth"
+	"github.com/nexus-mcp/nexus/host/config"
+	"github.com/nexus-mcp/nexus/host/gateway/internal/jwtauth"
+	"github.com/nexus-mcp/nexus/host/transport/httpserver"
+)
+
+// OAuth makes the gateway an OAuth 2.1 resource server as the gateway
+// block's oauth says: it sets o's Verifier (JWT access tokens mapped to
+// agents), the 401 challenge pointing at the Protected Resource Metadata
+// (RFC 9728), and serves that metadata. publicURL is the MCP endpoint's
+// URL as clients reach it (gateway { public_url }). The issuer's metadata
+// and keys are fetched through the same SSRF guard as every OAuth call.
+func OAuth(g *config.Gateway, publicURL string, o *HTTPOptions) error {
+	if g == nil || g.OAuth == nil {
+		return nil
+	}
+	if publicURL == "" {
+		return errors.New("the gateway's oauth block needs gateway { public_url = \"https://...\" }: access tokens must name the gateway's URL as their audience")
+	}
+	oc := g.OAuth
+	v, err := jwtauth.New(jwtauth.Config{
+		Resource: publicURL, Issuer: oc.Issuer, JWKSURL: oc.JWKSURL, Audience: oc.Audience, Scopes: oc.Scopes,
+		AgentClaim: oc.AgentClaim, Agents: oc.Agents, HTTPClient: auth.NewHTTPClient(false),
+	})
+	if err != nil {
+		return err
+	}
+	meta := jwtauth.MetadataURL(publicURL)
+	u, err := url.Parse(meta)
+	if err != nil {
+		return fmt.Errorf("public_url %q: %v", publicURL, err)
+	}
+	o.Verifier = verifier{v, meta}
+	o.Challenge = `Bearer resource_metadata="` + meta + `"`
+	o.Metadata, o.MetadataPath = v.MetadataHandler(), u.Path
+	return nil
+}
+
+// verifier turns the validator's refusals into HTTP ones with the
+// challenge RFC 6750 and RFC 9728 ask for.
+type verifier struct {
+	v    *jwtauth.Validator
+	meta string
+}
+
+func (x verifier) Agent(ctx context.Context, token string) (string, error) {
+	a, err := x.v.Agent(ctx, token)
+	var e *jwtauth.Error
+	if errors.As(err, &e) {
+		return "", &httpserver.AuthError{Status: e.Status, Header: http.Header{"Www-Authenticate": {e.WWWAuthenticate(x.meta)}}, Message: e.Description}
+	}
+	return a, err
+}
