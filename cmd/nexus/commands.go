@@ -464,6 +464,7 @@ func (a *app) pingCmd() *cobra.Command {
 func (a *app) testserverCmd() *cobra.Command {
 	var toolCount, pageSize int
 	var httpAddr, wsAddr string
+	var conformance bool
 	cmd := &cobra.Command{
 		Use:   "testserver",
 		Short: "Run the built-in MCP test server on stdin/stdout (or HTTP with --http)",
@@ -475,7 +476,8 @@ tools for pagination tests (or MCP_TOOL_COUNT), --page-size sets the page size
 of every list (or MCP_PAGE_SIZE). --http ADDR serves streamable HTTP at
 http://ADDR/mcp instead, --ws ADDR MCP over WebSocket (bind to 127.0.0.1:
 the server has no authentication). MCP_START_DELAY=200ms makes it wait
-before serving, like a server that is slow to come up.`,
+before serving, like a server that is slow to come up. --conformance adds the
+fixtures the official conformance suite's server scenarios call.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o, err := testserver.OptionsFromEnv(os.Getenv)
@@ -488,6 +490,7 @@ before serving, like a server that is slow to come up.`,
 			if cmd.Flags().Changed("page-size") {
 				o.PageSize = pageSize
 			}
+			o.Conformance = o.Conformance || conformance
 			o.Logger = a.logger()
 			if httpAddr != "" {
 				ln, err := net.Listen("tcp", httpAddr)
@@ -507,5 +510,6 @@ before serving, like a server that is slow to come up.`,
 	cmd.Flags().StringVar(&httpAddr, "http", "", "serve streamable HTTP (with sessions and SSE) on ADDR, such as 127.0.0.1:8080, instead of stdio")
 	cmd.Flags().IntVar(&toolCount, "tool-count", 0, "number of generated tools tool_001.. to add")
 	cmd.Flags().IntVar(&pageSize, "page-size", 0, "page size for list results (0: one page)")
+	cmd.Flags().BoolVar(&conformance, "conformance", false, "add the fixtures of the official conformance suite's server scenarios (tools test_*, resources test://..., prompts test_*; or MCP_CONFORMANCE=1)")
 	return cmd
 }

@@ -127,6 +127,9 @@ func complete(ctx context.Context, s *mcp.ServerSession, p *mcp.CompleteParams) 
 				candidates = []string{"false", "true"}
 			}
 		case "summarize":
+		case "test_prompt_with_arguments":
+			candidates = conformanceCompletions
+		case "test_simple_prompt", "test_prompt_with_embedded_resource", "test_prompt_with_image":
 		default:
 			return nil, mcp.InvalidParams("completion/complete: unknown prompt %q", p.Ref.Name)
 		}

@@ -26,6 +26,8 @@ const (
 	// EnvStartDelay makes the server wait before it serves, like a real
 	// server that loads a model or connects to a database first.
 	EnvStartDelay = "MCP_START_DELAY"
+	// EnvConformance=1 adds the conformance suite's fixtures.
+	EnvConformance = "MCP_CONFORMANCE"
 )
 
 // MaxStartDelay bounds Options.StartDelay.
@@ -63,6 +65,9 @@ type Options struct {
 	// Logger receives the server's own diagnostics (never per-frame); nil
 	// discards them.
 	Logger hclog.Logger
+	// Conformance adds the fixtures the official conformance suite's server
+	// scenarios call (conformance.go). Env MCP_CONFORMANCE=1.
+	Conformance bool
 }
 
 // OptionsFromEnv reads MCP_TOOL_COUNT, MCP_PAGE_SIZE and MCP_START_DELAY through getenv
@@ -88,6 +93,7 @@ func OptionsFromEnv(getenv func(string) string) (Options, error) {
 		}
 		o.StartDelay = d
 	}
+	o.Conformance = strings.TrimSpace(getenv(EnvConformance)) == "1"
 	return o, nil
 }
 
@@ -144,6 +150,9 @@ func New(o Options) *mcp.Server {
 	addGeneratedTools(s, o.ToolCount)
 	addResources(s)
 	addPrompts(s)
+	if o.Conformance {
+		addConformance(s)
+	}
 	o.Logger.Debug("test server ready", "generated_tools", o.ToolCount, "page_size", o.PageSize)
 	return s
 }

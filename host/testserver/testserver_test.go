@@ -840,3 +840,38 @@ func BenchmarkEchoPipe(b *testing.B) {
 		}
 	}
 }
+
+// The conformance suite's fixtures come with Options.Conformance only.
+func TestConformanceFixtures(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		s := New(Options{Conformance: on})
+		a, b := mcp.Pipe()
+		go s.Serve(context.Background(), b)
+		c, err := mcp.Connect(context.Background(), a, mcp.ClientOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tools, _ := c.ListTools(context.Background())
+		has := false
+		for _, tl := range tools {
+			has = has || tl.Name == "test_simple_text"
+		}
+		if has != on {
+			t.Errorf("Conformance %v: test_simple_text listed: %v", on, has)
+		}
+		if on {
+			res, err := c.CallTool(context.Background(), "test_simple_text", nil, nil)
+			if err != nil || res.Content[0].Text != "This is a simple text response for testing." {
+				t.Errorf("test_simple_text: %v %+v", err, res)
+			}
+			rr, err := c.ReadResource(context.Background(), "test://template/123/data")
+			if err != nil || rr.Contents[0].Text != `{"data":"Data for ID: 123","id":"123","templateTest":true}` {
+				t.Errorf("template: %v %+v", err, rr)
+			}
+		}
+		c.Close()
+	}
+	if o, _ := OptionsFromEnv(func(k string) string { return map[string]string{EnvConformance: "1"}[k] }); !o.Conformance {
+		t.Error("MCP_CONFORMANCE=1 ignored")
+	}
+}
