@@ -141,6 +141,9 @@ func (s *session) startTask(ttlMS *int64, call func(ctx context.Context) (any, e
 	s.tasks.byID[t.id] = t
 	s.tasks.mu.Unlock()
 
+	// The answer says "working" even if the call is over before it is sent
+	// (tasks begin in working, and the client learns the rest by polling).
+	created := t.state()
 	go func() {
 		defer cancel()
 		res, err := call(ctx)
@@ -154,7 +157,7 @@ func (s *session) startTask(ttlMS *int64, call func(ctx context.Context) (any, e
 		}
 		s.taskStatus(t)
 	}()
-	return map[string]any{"task": t.state()}, nil
+	return map[string]any{"task": created}, nil
 }
 
 func isToolError(res any) bool {
