@@ -242,6 +242,8 @@ func TestServeSIGTERM(t *testing.T) {
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir(), "CLAUDE_TOKEN=" + claudeToken}
 	in, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -250,13 +252,16 @@ func TestServeSIGTERM(t *testing.T) {
 	fmt.Fprintln(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"mcp_testserver_echo","arguments":{"message":"x"}}}`)
 	sc := bufio.NewScanner(out)
-	for i := 0; i < 3 && sc.Scan(); i++ {
-		if strings.Contains(sc.Text(), `"id":2`) {
-			break
-		}
+	answered := false
+	for !answered && sc.Scan() {
+		answered = strings.Contains(sc.Text(), `"id":2`)
+	}
+	if !answered {
+		cmd.Wait()
+		t.Fatalf("no answer to the call; stderr:\n%s", stderr.String())
 	}
 	if len(marked(t, mark)) == 0 {
-		t.Fatal("the upstream is not running after a call")
+		t.Fatalf("the upstream is not running after a call; stderr:\n%s", stderr.String())
 	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	waited := make(chan error, 1)
