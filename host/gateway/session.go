@@ -279,27 +279,37 @@ func (s *session) startListing() func() {
 	}
 }
 
+// listed turns what the host listed into one page for the client: a
+// refusal of the whole list is the answer, servers that failed are logged
+// and left out, and each item is converted to its wire form.
+func listed[T, U any](s *session, method string, list []T, err error, params json.RawMessage, conv func(T) U) ([]U, string, error) {
+	if err != nil && list == nil {
+		if rerr := refusalOf(err); rerr != nil {
+			return nil, "", rerr
+		}
+	}
+	s.partial(method, err)
+	out := make([]U, len(list))
+	for i, x := range list {
+		out[i] = conv(x)
+	}
+	return paginate(out, params, s.g.opts.PageSize)
+}
+
 func (s *session) listTools(ctx context.Context, params json.RawMessage) (any, error) {
 	defer s.startListing()()
-	tools, err := s.host().Tools(ctx, s.agent)
-	if err != nil && tools == nil {
-		if rerr := refusalOf(err); rerr != nil {
-			return nil, rerr
-		}
-	}
-	s.partial("tools/list", err)
-	out := make([]mcp.Tool, len(tools))
-	for i, t := range tools {
-		out[i] = t.Tool
-		out[i].Name = t.Name
+	list, err := s.host().Tools(ctx, s.agent)
+	page, next, err := listed(s, mcp.MethodToolsList, list, err, params, func(t host.Tool) mcp.Tool {
+		out := t.Tool
+		out.Name = t.Name
 		if !requiresTask(t.Execution) {
 			// The gateway runs any tool as a task (tasks.go).
-			out[i].Execution = optionalTask
+			out.Execution = optionalTask
 		}
-	}
-	page, next, perr := paginate(out, params, s.g.opts.PageSize)
-	if perr != nil {
-		return nil, perr
+		return out
+	})
+	if err != nil {
+		return nil, err
 	}
 	return mcp.ListToolsResult{Tools: page, NextCursor: next}, nil
 }
@@ -307,19 +317,9 @@ func (s *session) listTools(ctx context.Context, params json.RawMessage) (any, e
 func (s *session) listResources(ctx context.Context, params json.RawMessage) (any, error) {
 	defer s.startListing()()
 	list, err := s.host().Resources(ctx, s.agent)
-	if err != nil && list == nil {
-		if rerr := refusalOf(err); rerr != nil {
-			return nil, rerr
-		}
-	}
-	s.partial("resources/list", err)
-	out := make([]mcp.Resource, len(list))
-	for i, r := range list {
-		out[i] = r.Resource
-	}
-	page, next, perr := paginate(out, params, s.g.opts.PageSize)
-	if perr != nil {
-		return nil, perr
+	page, next, err := listed(s, mcp.MethodResourcesList, list, err, params, func(r host.Resource) mcp.Resource { return r.Resource })
+	if err != nil {
+		return nil, err
 	}
 	return mcp.ListResourcesResult{Resources: page, NextCursor: next}, nil
 }
@@ -327,19 +327,9 @@ func (s *session) listResources(ctx context.Context, params json.RawMessage) (an
 func (s *session) listTemplates(ctx context.Context, params json.RawMessage) (any, error) {
 	defer s.startListing()()
 	list, err := s.host().Templates(ctx, s.agent)
-	if err != nil && list == nil {
-		if rerr := refusalOf(err); rerr != nil {
-			return nil, rerr
-		}
-	}
-	s.partial("resources/templates/list", err)
-	out := make([]mcp.ResourceTemplate, len(list))
-	for i, t := range list {
-		out[i] = t.ResourceTemplate
-	}
-	page, next, perr := paginate(out, params, s.g.opts.PageSize)
-	if perr != nil {
-		return nil, perr
+	page, next, err := listed(s, mcp.MethodResourcesTemplatesList, list, err, params, func(t host.Template) mcp.ResourceTemplate { return t.ResourceTemplate })
+	if err != nil {
+		return nil, err
 	}
 	return mcp.ListResourceTemplatesResult{ResourceTemplates: page, NextCursor: next}, nil
 }

@@ -696,16 +696,8 @@ func appendData(b, data []byte) []byte {
 // every server message follows on this one stream. The session ends with
 // the connection.
 func (h *Handler) LegacySSE(w http.ResponseWriter, r *http.Request) {
-	if !h.originOK(w, r) {
-		return
-	}
-	principal, ok := h.authenticate(w, r)
+	principal, ok := h.legacyEntry(w, r, http.MethodGet, "the SSE endpoint takes GET; POST messages to the endpoint its first event names")
 	if !ok {
-		return
-	}
-	if r.Method != http.MethodGet {
-		w.Header().Set("Allow", "GET")
-		rpcError(w, http.StatusMethodNotAllowed, mcp.CodeInvalidRequest, "the SSE endpoint takes GET; POST messages to the endpoint its first event names")
 		return
 	}
 	s, err := h.newSession(principal, true)
@@ -731,16 +723,8 @@ func (h *Handler) LegacySSE(w http.ResponseWriter, r *http.Request) {
 // with ?sessionId= delivers one message; whatever answers it travels on
 // the session's SSE stream, so the POST gets 202.
 func (h *Handler) LegacyMessage(w http.ResponseWriter, r *http.Request) {
-	if !h.originOK(w, r) {
-		return
-	}
-	principal, ok := h.authenticate(w, r)
+	principal, ok := h.legacyEntry(w, r, http.MethodPost, "the message endpoint takes POST")
 	if !ok {
-		return
-	}
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", "POST")
-		rpcError(w, http.StatusMethodNotAllowed, mcp.CodeInvalidRequest, "the message endpoint takes POST")
 		return
 	}
 	sid := r.URL.Query().Get("sessionId")
@@ -780,6 +764,24 @@ func (h *Handler) LegacyMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusAccepted)
+}
+
+// legacyEntry admits a request to a legacy endpoint: an allowed origin,
+// credentials, the endpoint's one method (else wrong says which).
+func (h *Handler) legacyEntry(w http.ResponseWriter, r *http.Request, method, wrong string) (string, bool) {
+	if !h.originOK(w, r) {
+		return "", false
+	}
+	principal, ok := h.authenticate(w, r)
+	if !ok {
+		return "", false
+	}
+	if r.Method != method {
+		w.Header().Set("Allow", method)
+		rpcError(w, http.StatusMethodNotAllowed, mcp.CodeInvalidRequest, wrong)
+		return "", false
+	}
+	return principal, true
 }
 
 func (h *Handler) session(id string) *session {
