@@ -86,7 +86,7 @@ With --listen (or a gateway block's listen) it serves streamable HTTP at
 			ctx, stop := context.WithCancel(cmd.Context())
 			defer stop()
 			prev := a.setInterrupt(stop)
-			defer a.setInterrupt(prev)
+			defer func() { a.setInterrupt(prev) }()
 			term := make(chan os.Signal, 1)
 			signal.Notify(term, syscall.SIGTERM)
 			defer signal.Stop(term)
