@@ -431,3 +431,55 @@ func TestRetryAfter(t *testing.T) {
 		t.Errorf("backoff not capped: %s", d)
 	}
 }
+
+// TestDribblingInitialize: a server that sends the initialize reply's
+// headers and then a byte a second must not hold the caller: the server's
+// timeout ends the read, and so does the caller's context (Ctrl-C).
+func TestDribblingInitialize(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	e := newEnv(t)
+	srv := e.serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", "500")
+		w.WriteHeader(http.StatusOK)
+		for range 500 {
+			if _, err := w.Write([]byte(" ")); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-release:
+				return
+			case <-r.Context().Done():
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	}))
+	cfg := e.config(srv + "/mcp")
+	cfg.Timeout = 300 * time.Millisecond
+	start := time.Now()
+	_, err := mcp.Connect(context.Background(), e.dialConn(cfg), mcp.ClientOptions{})
+	re := wantErrAs[*RequestError](t, err)
+	if !re.Timeout() {
+		t.Errorf("not a timeout: %v", re)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the server's 300ms timeout took %s to end the read", d)
+	}
+
+	// No timeout to speak of: the caller's context ends it.
+	cfg.Timeout = time.Hour
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start = time.Now()
+	_, err = mcp.Connect(ctx, e.dialConn(cfg), mcp.ClientOptions{})
+	if err == nil {
+		t.Fatal("connected")
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the caller's context took %s to end the read", d)
+	}
+}

@@ -509,7 +509,13 @@ func (c *Conn) sendInitialize(ctx context.Context, msg []byte, env *envelope) er
 	rctx, rcancel := context.WithCancel(c.ctx)
 	stop := context.AfterFunc(ctx, rcancel)
 	resp, _, err := c.doTracked(rctx, &exchange{method: http.MethodPost, body: msg, timeout: c.cfg.Timeout, noSession: true})
-	stop()
+	if err != nil || isStream(resp) {
+		stop()
+	} else {
+		// A JSON reply is read while the caller waits: its ctx (Ctrl-C)
+		// still ends the read, as the exchange's timeout does.
+		defer stop()
+	}
 	if err != nil {
 		rcancel()
 		var se *HTTPStatusError

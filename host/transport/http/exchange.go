@@ -168,6 +168,16 @@ func (c *Conn) roundTrip(ctx context.Context, x *exchange) (resp *http.Response,
 		timer = time.AfterFunc(x.timeout, func() { cancel(&timeoutError{what: "response", after: x.timeout}) })
 	}
 	resp, err = c.client.Do(req)
+	if timer != nil && err == nil && !isStream(resp) {
+		// A JSON reply is read under the same limit as its headers: a
+		// server that sends headers and then a byte a second must not
+		// hold the caller. (A stream's messages are bounded by the calls
+		// they answer.)
+		if tctx.Err() == nil {
+			resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel, ctx: tctx, timer: timer}
+			return resp, gen, withSession, nil
+		}
+	}
 	if timer != nil && !timer.Stop() {
 		// The timer fired: whatever Do returned, the exchange timed out.
 		if err == nil {
@@ -194,11 +204,26 @@ func (c *Conn) roundTrip(ctx context.Context, x *exchange) (resp *http.Response,
 type cancelBody struct {
 	io.ReadCloser
 	cancel context.CancelCauseFunc
+	ctx    context.Context // set with timer: a read that fails says why
+	timer  *time.Timer     // the exchange's limit, still running while the body is read
 }
 
 var errBodyClosed = errors.New("response body closed")
 
+func (b *cancelBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF && b.ctx != nil {
+		if cause := context.Cause(b.ctx); cause != nil && !errors.Is(cause, errBodyClosed) {
+			err = cause // the timeout (or the caller's cancellation), not "context canceled"
+		}
+	}
+	return n, err
+}
+
 func (b *cancelBody) Close() error {
+	if b.timer != nil {
+		b.timer.Stop()
+	}
 	b.cancel(errBodyClosed)
 	return b.ReadCloser.Close()
 }
