@@ -22,8 +22,8 @@ func TestDialGuard(t *testing.T) {
 		{"93.184.216.34:443", true, true},
 		{"169.254.169.254:80", false, false},
 		{"[fd00:ec2::254]:80", false, false},
-		{"169.254.10.1:80", false, false},
-		{"[fe80::1]:80", false, false},
+		{"169.254.10.1:80", false, true},
+		{"[fe80::1]:80", false, true},
 		{"10.0.0.1:443", false, true},
 		{"192.168.1.1:443", false, true},
 		{"172.16.0.1:443", false, true},
@@ -41,6 +41,15 @@ func TestDialGuard(t *testing.T) {
 		if err := checkDialAddr(tc.addr, true); (err == nil) != tc.allowedPriv {
 			t.Errorf("checkDialAddr(%s, private=true) = %v, want allowed=%v", tc.addr, err, tc.allowedPriv)
 		}
+	}
+	// Proxies from the environment are ignored: through one, the guard
+	// would see only the proxy's address.
+	if tr := NewHTTPClient(false).Transport.(*http.Transport); tr.Proxy != nil {
+		t.Error("the OAuth client takes a proxy from the environment")
+	}
+	// NAT64 of a private address is that private address.
+	if err := checkDialAddr("[64:ff9b::a00:1]:443", false); err == nil {
+		t.Error("NAT64 of 10.0.0.1 passed the guard")
 	}
 	if err := checkDialAddr("example.com:443", true); err == nil {
 		t.Error("an unresolved name passed the guard")

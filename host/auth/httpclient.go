@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -14,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	httptransport "github.com/nexus-mcp/nexus/host/transport/http"
 )
 
 // MaxBody bounds every OAuth response this package reads.
@@ -28,7 +31,9 @@ const MaxBody = 1 << 20
 //     rebinding cannot get past it: link-local and cloud metadata
 //     addresses, unspecified and multicast addresses are refused, and so
 //     are private ranges unless allowPrivate; loopback is allowed;
-//   - verifies TLS (1.2 or later) always.
+//   - verifies TLS (1.2 or later) always;
+//   - ignores HTTP(S)_PROXY, which would take the connection past the
+//     address check.
 //
 // Bodies are capped at MaxBody by the readers in this package.
 func NewHTTPClient(allowPrivate bool) *http.Client {
@@ -40,7 +45,9 @@ func NewHTTPClient(allowPrivate bool) *http.Client {
 		},
 	}
 	tr := &http.Transport{
-		Proxy:                  http.ProxyFromEnvironment,
+		// No proxy from the environment: the guard would see only the
+		// proxy's address, never the one the request goes to.
+		Proxy:                  nil,
 		DialContext:            d.DialContext,
 		TLSClientConfig:        &tls.Config{MinVersion: tls.VersionTLS12},
 		TLSHandshakeTimeout:    10 * time.Second,
@@ -69,18 +76,10 @@ func sameOriginRedirects(req *http.Request, via []*http.Request) error {
 	return nil
 }
 
-// metadataAddrs are cloud instance metadata services, refused whatever the
-// configuration says.
-var metadataAddrs = []netip.Addr{
-	netip.MustParseAddr("169.254.169.254"),
-	netip.MustParseAddr("169.254.170.2"),
-	netip.MustParseAddr("100.100.100.200"),
-	netip.MustParseAddr("fd00:ec2::254"),
-}
-
 // checkDialAddr decides whether a resolved address may be connected to.
 // It is the dialer's Control hook: it runs after resolution and before any
-// packet is sent.
+// packet is sent. The decision is the transport's (httptransport.CheckAddr),
+// so OAuth calls and MCP connections are guarded alike.
 func checkDialAddr(address string, allowPrivate bool) error {
 	host, _, err := net.SplitHostPort(address)
 	if err != nil {
@@ -90,36 +89,18 @@ func checkDialAddr(address string, allowPrivate bool) error {
 	if err != nil {
 		return fmt.Errorf("refusing to connect to %q: not an IP address", host)
 	}
-	ip = ip.Unmap()
-	for _, m := range metadataAddrs {
-		if ip == m {
-			return fmt.Errorf("refusing to connect to %s: a cloud metadata address", ip)
+	if err := httptransport.CheckAddr(ip, allowPrivate); err != nil {
+		var b *httptransport.BlockedAddressError
+		if errors.As(err, &b) {
+			fix := " (set allow_private_networks to allow it)"
+			if b.Always {
+				fix = " (never allowed: it would expose cloud credentials)"
+			}
+			return fmt.Errorf("refusing to connect to %s: %s%s", b.IP, b.Reason, fix)
 		}
-	}
-	switch {
-	case ip.IsLoopback():
-		return nil
-	case ip.IsUnspecified(), ip.IsMulticast(), ip.IsInterfaceLocalMulticast():
-		return fmt.Errorf("refusing to connect to %s: not a unicast address", ip)
-	case ip.IsLinkLocalUnicast(), ip.IsLinkLocalMulticast():
-		return fmt.Errorf("refusing to connect to %s: a link-local address", ip)
-	case ip.IsPrivate() || isSharedOrReserved(ip):
-		if allowPrivate {
-			return nil
-		}
-		return fmt.Errorf("refusing to connect to %s: a private network address (set allow_private_networks to allow it)", ip)
+		return err
 	}
 	return nil
-}
-
-var (
-	cgnat    = netip.MustParsePrefix("100.64.0.0/10")
-	thisNet  = netip.MustParsePrefix("0.0.0.0/8")
-	reserved = netip.MustParsePrefix("240.0.0.0/4")
-)
-
-func isSharedOrReserved(ip netip.Addr) bool {
-	return cgnat.Contains(ip) || thisNet.Contains(ip) || reserved.Contains(ip)
 }
 
 // readLimited reads at most MaxBody bytes of r, failing when there is more.

@@ -101,6 +101,17 @@ var (
 	nat64    = netip.MustParsePrefix("64:ff9b::/96")
 )
 
+// CheckAddr is the one address check of every outbound connection Nexus
+// makes (the transport's guard, OAuth, metadata and JWKS fetches): nil if
+// ip may be connected to, else a *BlockedAddressError saying why. Call it
+// on the address actually dialed, after resolution.
+func CheckAddr(ip netip.Addr, allowPrivate bool) error {
+	if reason, always := classify(ip); reason != "" && (always || !allowPrivate) {
+		return &BlockedAddressError{Host: ip.String(), IP: ip.WithZone("").Unmap(), Reason: reason, Always: always}
+	}
+	return nil
+}
+
 // classify says why ip is refused ("" if it is not). always marks
 // addresses refused even when private networks are allowed. Loopback is
 // always allowed: local servers are the common case.
@@ -120,11 +131,11 @@ func classify(ip netip.Addr) (reason string, always bool) {
 	case ip.IsLoopback():
 		return "", false
 	case ip.IsUnspecified():
-		return "the unspecified address", false
+		return "the unspecified address", true // never a server
 	case ip.IsLinkLocalUnicast():
 		return "a link-local address", false
 	case ip.IsMulticast():
-		return "a multicast address", false
+		return "a multicast address", true // never a server
 	case ip.IsPrivate():
 		return "a private network address", false
 	case cgnat.Contains(ip):
