@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/nexus-mcp/nexus/host/diag"
@@ -50,11 +51,19 @@ func FuzzHCL(f *testing.F) {
 		"locals {\n  a = local.b\n  b = local.a\n}\n",
 		"variable \"t\" {\n sensitive = true\n default = \"x\"\n}\nserver \"a\" {\n http {\n url = \"http://x/${var.t}\"\n headers = { A = lower(var.t) }\n }\n}\n",
 		"dynamic \"server\" {\n for_each = {a = 1}\n labels = [server.key]\n content {\n stdio { command = \"x\" }\n }\n}\n",
-		"server \"a\" { stdio { command = [] } }", "filter \"f\" {\n kind = \"policy\"\n wasm = \"x\"\n limits {}\n limits {}\n}\n")
+		"server \"a\" { stdio { command = [] } }", "filter \"f\" {\n kind = \"policy\"\n wasm = \"x\"\n limits {}\n limits {}\n}\n",
+		// Marks: env() and sensitive variables in defaults, locals and functions.
+		"variable \"tok\" {\n sensitive = true\n default = env(\"X\")\n}\nserver \"a\" {\n stdio {\n command = \"x\"\n env = { T = var.tok }\n }\n}\n",
+		"variable \"p\" {\n default = env(\"X\")\n}\nlocals {\n l = upper(var.p)\n m = \"${var.p}-${env(\"Y\")}\"\n}\nserver \"a\" {\n stdio {\n command = local.m\n args = [local.l]\n }\n}\n",
+		"variable \"n\" {\n sensitive = true\n default = 3\n}\n",
+		"variable \"s\" {\n sensitive = true\n default = env(\"X\")\n}\nagent \"a\" {\n permission = \"yolo\"\n tokens = [var.s, lower(var.s)]\n}\n",
+		"gateway {\n listen = \"127.0.0.1:1\"\n oauth {\n issuer = env(\"X\")\n agents = { (env(\"X\")) = \"a\" }\n }\n}\n")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, err := fuzzLoader().parseBytes(data, diag.Source{File: "fuzz.hcl", Layer: "fuzz"}, true)
 		if err != nil {
-			_ = errText(err)
+			if text := errText(err); strings.Contains(text, "Nexus failed while reading this file") {
+				t.Fatalf("the loader panicked (caught at its boundary):\n%s", text)
+			}
 		}
 	})
 }

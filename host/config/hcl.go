@@ -286,6 +286,7 @@ func (h *hclFile) variables(blocks hcl.Blocks) {
 		attrs := content.Attributes
 		var (
 			def       cty.Value = cty.NilVal
+			defTmpl   cty.Value = cty.NilVal // the default in the template pass: env() gives its sentinel there
 			sensitive bool
 			envVar    string
 		)
@@ -295,6 +296,9 @@ func (h *hclFile) variables(blocks hcl.Blocks) {
 				continue
 			}
 			def = v
+			if tv, diags := a.Expr.Value(&hcl.EvalContext{Functions: h.tmpl.Functions}); !diags.HasErrors() {
+				defTmpl = tv
+			}
 		}
 		if a := attrs["sensitive"]; a != nil {
 			sensitive, _ = h.boolean(a)
@@ -315,19 +319,19 @@ func (h *hclFile) variables(blocks hcl.Blocks) {
 			// variable "github_token" is $GITHUB_TOKEN.
 			envVar = envSafe(name)
 		}
-		if sensitive && def != cty.NilVal && !def.IsNull() && def.Type() != cty.String {
+		if sensitive && def != cty.NilVal && !def.IsNull() && def.Type() != cty.String { // marks do not change a type
 			h.errRange(attrs["default"].Expr.Range(), "", fmt.Sprintf("sensitive variable %q must be a string, so that it can be written as ${%s}", name, envVar))
 			continue
 		}
 
 		// Where the value comes from, first match wins.
-		val, found := cty.NilVal, false
+		val, found, fromDefault := cty.NilVal, false, false
 		if s, ok := h.ld.lookup("NEXUS_VAR_" + name); ok {
 			val, found = h.fromEnv(b, name, s, def), true
 		} else if s, ok := h.ld.lookup(envVar); ok && envVar != "" {
 			val, found = h.fromEnv(b, name, s, def), true
 		} else if def != cty.NilVal {
-			val, found = def, true
+			val, found, fromDefault = def, true, true
 		}
 		if !found {
 			if sensitive && h.ld.opts.AllowUnset {
@@ -347,10 +351,22 @@ func (h *hclFile) variables(blocks hcl.Blocks) {
 			val = cty.DynamicVal // its error is reported
 		}
 		real[name], tmpl[name] = val, val
+		if fromDefault && defTmpl != cty.NilVal && !sensitive {
+			// A default from env() is a secret: its uses compile to ${X},
+			// as env("X") itself does.
+			tmpl[name] = defTmpl
+		}
 		if sensitive && val.IsKnown() {
+			// The value may carry env()'s mark already (a default of
+			// env("X")); the variable's own reference replaces it.
+			plain, _ := val.Unmark()
+			if plain.IsNull() || plain.Type() != cty.String {
+				h.errRange(b.DefRange, "", fmt.Sprintf("sensitive variable %q must be a string", name))
+				continue
+			}
 			s := sentinel(envVar, "", false)
-			h.known[s] = val.AsString()
-			real[name] = val.Mark(secretMark{})
+			h.known[s] = plain.AsString()
+			real[name] = plain.Mark(secretMark{})
 			tmpl[name] = cty.StringVal(s).Mark(secretMark{})
 		}
 	}

@@ -233,6 +233,7 @@ func (ld *loader) load(files []File) (*Config, error) {
 			defer wg.Done()
 			f := &file{src: diag.Source{File: fl.Path, Layer: fl.Layer}}
 			done[i] = f
+			defer guardParse(f, &fcs[i])
 			if fl.Layer == LayerEmbedded && fl.Path == "" {
 				f.data = defaultHCL
 				fcs[i] = ld.parseHCLFile(f, "nexus.hcl", false)
@@ -261,6 +262,21 @@ func (ld *loader) load(files []File) (*Config, error) {
 		return &Config{Files: files, Warnings: cfg.Warnings}, errs
 	}
 	return cfg, nil
+}
+
+// guardParse is the last resort at the loader's boundary: a panic while
+// decoding a file (a bug in Nexus or a library, never the user's fault)
+// becomes a diagnostic for that file, never a stack trace.
+func guardParse(f *file, out **fileConfig) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	*out = nil
+	f.errs = append(f.errs, &diag.Report{Title: errTitle, Source: f.src,
+		Problem: fmt.Sprintf("Nexus failed while reading this file (%v)", r),
+		Causes:  []string{"A bug in Nexus's config loader, set off by something in this file"},
+		Fix:     []string{"Please report it with the file (secrets removed); meanwhile, simplify the part of the file you changed last."}})
 }
 
 // parse picks the front end by the file's name: *.hcl is HCL, *.hcl.json
@@ -308,15 +324,18 @@ func (ld *loader) parseBytes(data []byte, src diag.Source, hcl bool) (*Config, e
 	}
 	f.data = data
 	var fc *fileConfig
-	if hcl {
-		name := src.File
-		if name == "" {
-			name = "nexus.hcl"
+	func() {
+		defer guardParse(f, &fc)
+		if hcl {
+			name := src.File
+			if name == "" {
+				name = "nexus.hcl"
+			}
+			fc = ld.parseHCLFile(f, name, false)
+		} else {
+			fc = ld.parseJSONFile(f)
 		}
-		fc = ld.parseHCLFile(f, name, false)
-	} else {
-		fc = ld.parseJSONFile(f)
-	}
+	}()
 	if len(f.errs) > 0 {
 		f.sortErrs()
 		return nil, f.errs

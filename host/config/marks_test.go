@@ -1,0 +1,38 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+// A variable whose default is env("X") carries env()'s secret mark: it
+// loads (it panicked the loader once), its value is X's, and compiling
+// writes a reference, never the value (issue 20, item 7).
+func TestEnvDefaults(t *testing.T) {
+	cfg := mustLoad(t, "nexus.hcl", `
+variable "tok" {
+  sensitive = true
+  default   = env("X")
+}
+variable "plain" {
+  default = env("X")
+}
+server "a" {
+  stdio {
+    command = "x"
+    env     = { T = var.tok, P = var.plain }
+  }
+}
+`, env("X", "s3cret"))
+	s := cfg.Server("a")
+	if s.Env["T"] != "s3cret" || s.Env["P"] != "s3cret" {
+		t.Fatalf("env %v", s.Env)
+	}
+	out, _, err := Compile(cfg, FormatMCPServers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), "s3cret") || !strings.Contains(string(out), `"${TOK}"`) || !strings.Contains(string(out), `"${X}"`) {
+		t.Errorf("compiled:\n%s", out)
+	}
+}
