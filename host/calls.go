@@ -141,11 +141,13 @@ func findTool(ctx context.Context, c *mcp.Client, server, name string) (*mcp.Too
 			return &tools[i], nil
 		}
 	}
+	// Compared by the tool's own name: with the server's name in both,
+	// every short name would be "near".
 	cands := make([][]string, len(tools))
 	for i, t := range tools {
-		cands[i] = []string{server + "." + t.Name}
+		cands[i] = []string{server + "." + t.Name, t.Name}
 	}
-	return nil, &UnknownToolError{Name: name, Server: server, Suggestions: suggest(server+"."+name, cands)}
+	return nil, &UnknownToolError{Name: name, Server: server, Suggestions: suggest(name, cands)}
 }
 
 // sanitizeResult is the built-in sanitizer: text a server returns loses

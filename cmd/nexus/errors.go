@@ -271,7 +271,7 @@ func suggestFlag(cmd *cobra.Command, err error) error {
 	cmd.InheritedFlags().VisitAll(add)
 	sort.Strings(names)
 	if near := nearestName(name, names); near != "" {
-		return fmt.Errorf("%w\n\nDid you mean this?\n\t--%s", err, near)
+		return fmt.Errorf("%w\n\nDid you mean this?\n\t--%s\n", err, near)
 	}
 	return err
 }

@@ -56,6 +56,8 @@ type app struct {
 	agent       string
 	yes         bool
 	sampling    string
+	// samplingChosen: --sampling was given, not defaulted.
+	samplingChosen bool
 
 	conOnce sync.Once
 	con     *console         // the person at the terminal (interact.go)
@@ -208,6 +210,7 @@ func (a *app) rootCmd() *cobra.Command {
 		if hclog.LevelFromString(a.logLevel) == hclog.NoLevel {
 			return usageErr("--log-level must be one of trace, debug, info, warn, error, off")
 		}
+		a.samplingChosen = a.sampling != ""
 		switch a.sampling {
 		case "":
 			a.sampling = samplingDeny

@@ -38,8 +38,10 @@ func (a *app) samplingHandler(server string) mcp.SamplingHandler {
 	return func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
 		con := a.console()
 		switch {
-		case a.sampling == samplingDeny:
+		case a.sampling == samplingDeny && a.samplingChosen:
 			return nil, rejectSampling("sampling is turned off in this Nexus session (--sampling deny)")
+		case a.sampling == samplingDeny:
+			return nil, rejectSampling("Nexus has no model and no person at a terminal to answer (no terminal attached; on a terminal, --sampling ask lets you type the reply)")
 		case !con.canAsk():
 			return nil, rejectSampling("Nexus has no model and no person at a terminal to answer (no terminal attached)")
 		}
