@@ -195,13 +195,20 @@ func TestSampling(t *testing.T) {
 }
 
 func TestSamplingDenyWithoutTerminal(t *testing.T) {
-	a := &app{sampling: samplingDeny}
+	a := &app{sampling: samplingDeny, samplingChosen: true} // --sampling deny
 	a.con = &console{out: io.Discard}
 	a.conOnce.Do(func() {})
 	_, err := a.samplingHandler("ts")(context.Background(), &mcp.CreateMessageParams{})
 	var rerr *mcp.RPCError
 	if !asRPC(err, &rerr) || rerr.Code != -1 || !strings.Contains(rerr.Message, "--sampling deny") {
 		t.Fatalf("got %v", err)
+	}
+	// Denied by default (no terminal): the refusal does not cite a flag
+	// nobody passed.
+	a.samplingChosen = false
+	_, err = a.samplingHandler("ts")(context.Background(), &mcp.CreateMessageParams{})
+	if !asRPC(err, &rerr) || strings.Contains(rerr.Message, "--sampling deny") || !strings.Contains(rerr.Message, "no terminal") {
+		t.Fatalf("defaulted: %v", err)
 	}
 	res, err := a.elicitationHandler("ts")(context.Background(), &mcp.ElicitParams{Message: "m"})
 	if err != nil || res.Action != "decline" {
