@@ -5,7 +5,7 @@ NPM_DIR := tools/npm
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME ?= 10s
 
-.PHONY: all build run test testdeps conformance bench fuzz lint crossbuild clean
+.PHONY: all build run test testdeps conformance bench fuzz lint crossbuild clean cover
 
 all: build
 
@@ -66,6 +66,15 @@ fuzz:
 			$(GO) test -run='^$$' -fuzz="^$$t$$" -fuzztime=$(FUZZTIME) $$pkg; \
 		done; \
 	done
+
+# Coverage of every package (not part of make test): bin/cover.out, a
+# per-function summary, and bin/cover.html to read the gaps in.
+cover: testdeps
+	@mkdir -p bin
+	$(GO) test -count=1 -covermode=atomic -coverprofile=bin/cover.out ./...
+	$(GO) tool cover -func=bin/cover.out | tail -n 1
+	$(GO) tool cover -html=bin/cover.out -o bin/cover.html
+	@echo "cover: bin/cover.html"
 
 lint:
 	$(GO) vet ./...

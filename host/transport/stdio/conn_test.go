@@ -67,6 +67,15 @@ func checkNoLeak(t *testing.T) {
 	})
 }
 
+// coverDir is where a -cover build of the fake server writes its data:
+// the run's own GOCOVERDIR, else a throwaway directory.
+func coverDir(t *testing.T) string {
+	if d := os.Getenv("GOCOVERDIR"); d != "" {
+		return d
+	}
+	return t.TempDir()
+}
+
 // startFake starts the test binary as a fake server in the given mode.
 func startFake(t *testing.T, mode string, edit func(*Config)) (*Conn, *lockedBuffer) {
 	t.Helper()
@@ -77,9 +86,14 @@ func startFake(t *testing.T, mode string, edit func(*Config)) (*Conn, *lockedBuf
 		Command: []string{testExe(t)},
 		// The race runtime otherwise sleeps a second before exiting, which
 		// would outlast testGrace and turn every clean exit into a SIGTERM.
+		// GOCOVERDIR: a test binary built with -cover warns on stderr
+		// when it is unset, and these tests compare stderr exactly.
 		Env:        map[string]string{modeEnv: mode, "GORACE": "atexit_sleep_ms=0"},
 		CloseGrace: testGrace,
 		Logger:     hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Trace, DisableTime: true}),
+	}
+	if testing.CoverMode() != "" {
+		cfg.Env["GOCOVERDIR"] = coverDir(t)
 	}
 	if edit != nil {
 		edit(&cfg)
@@ -473,6 +487,7 @@ func readEnv(t *testing.T, c *Conn) map[string]string {
 	if err := json.Unmarshal([]byte(mustRead(t, c)), &env); err != nil {
 		t.Fatal(err)
 	}
+	delete(env, "GOCOVERDIR") // the harness's (startFake), not the transport's
 	return env
 }
 
