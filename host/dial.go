@@ -3,6 +3,10 @@ package host
 import (
 	"context"
 	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/nexus-mcp/nexus/host/config"
@@ -42,6 +46,25 @@ func (h *Host) dial(ctx context.Context, srv *config.Server) (*mcp.Client, error
 	return c, nil
 }
 
+// selfCommand runs a server whose command is "nexus" (the built-in test
+// server of the default config, nexus serve in a client config) with this
+// very binary when no nexus is on PATH: right after `make build`, before
+// bin/ is on PATH, the default config works. Only the nexus binary does
+// this; a program that embeds the host is not nexus.
+func selfCommand(cmd []string) []string {
+	if len(cmd) == 0 || cmd[0] != "nexus" {
+		return cmd
+	}
+	if _, err := exec.LookPath("nexus"); err == nil {
+		return cmd
+	}
+	self, err := os.Executable()
+	if err != nil || strings.TrimSuffix(filepath.Base(self), ".exe") != "nexus" {
+		return cmd
+	}
+	return append([]string{self}, cmd[1:]...)
+}
+
 // transport starts the server's transport.
 func (h *Host) transport(ctx context.Context, srv *config.Server) (mcp.Conn, error) {
 	if h.opts.Transport != nil {
@@ -51,7 +74,7 @@ func (h *Host) transport(ctx context.Context, srv *config.Server) (mcp.Conn, err
 	case config.TypeStdio:
 		return stdio.Start(ctx, stdio.Config{
 			Server:         srv.Name,
-			Command:        srv.Command,
+			Command:        selfCommand(srv.Command),
 			Env:            srv.Environ(),
 			EnvPassthrough: srv.EnvPassthrough,
 			Dir:            srv.Cwd,

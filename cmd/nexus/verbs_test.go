@@ -175,3 +175,20 @@ func TestInterruptExits130(t *testing.T) {
 		t.Fatal("still running 10 s after SIGINT")
 	}
 }
+
+// Right after `make build`, bin/ is not on PATH: a server whose command is
+// "nexus" (the default config's test server) runs this very binary.
+func TestNexusCommandWithoutPath(t *testing.T) {
+	bin := testenv.Nexus(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "mcp.json"), []byte(testConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--config", "mcp.json", "--yes", "call", "testserver.echo", "message=found")
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir} // no nexus here
+	out, err := cmd.CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "found" {
+		t.Fatalf("%v: %s", err, out)
+	}
+}
