@@ -15,12 +15,17 @@ import (
 // counts the rest, so a guest that writes megabytes costs the host a
 // counter, not its memory or its log.
 type logCapture struct {
-	limit   int
-	used    int
-	dropped int
-	lines   []LogLine
-	partial [2][]byte // unfinished stdout and stderr lines
+	limit        int
+	used         int
+	dropped      int // bytes
+	droppedLines int // lines past maxLogLines, or with no bytes left to keep
+	lines        []LogLine
+	partial      [2][]byte // unfinished stdout and stderr lines
 }
+
+// maxLogLines bounds the lines one call keeps: a guest looping on empty
+// log calls would otherwise cost a line each, whatever the byte cap.
+const maxLogLines = 256
 
 var streams = [2]string{"stdout", "stderr"}
 
@@ -58,7 +63,7 @@ func (c *logCapture) write(stream int, p []byte) {
 			line = append(c.partial[stream], line...)
 			c.partial[stream] = c.partial[stream][:0]
 		}
-		c.lines = append(c.lines, LogLine{Level: streamLevel(stream), Stream: streams[stream], Text: string(line)})
+		c.line(LogLine{Level: streamLevel(stream), Stream: streams[stream], Text: string(line)})
 		p = p[i+1:]
 	}
 }
@@ -71,11 +76,25 @@ func streamLevel(stream int) filter.Level {
 }
 
 func (c *logCapture) addBytes(level filter.Level, msg []byte) {
-	c.lines = append(c.lines, LogLine{Level: level, Stream: "log", Text: string(msg[:c.room(len(msg))])})
+	if c.used >= c.limit {
+		c.dropped += len(msg)
+		c.droppedLines++
+		return
+	}
+	c.line(LogLine{Level: level, Stream: "log", Text: string(msg[:c.room(len(msg))])})
 }
 
 func (c *logCapture) add(level filter.Level, stream, msg string) {
-	c.lines = append(c.lines, LogLine{Level: level, Stream: stream, Text: msg})
+	c.line(LogLine{Level: level, Stream: stream, Text: msg})
+}
+
+// line keeps l, unless the call has used its lines: then it is counted.
+func (c *logCapture) line(l LogLine) {
+	if len(c.lines) >= maxLogLines {
+		c.droppedLines++
+		return
+	}
+	c.lines = append(c.lines, l)
 }
 
 // lastError is the last error logged: a filter's reason for refusing its
@@ -122,7 +141,11 @@ func (c *logCapture) flush(logger hclog.Logger) []LogLine {
 			c.partial[s] = c.partial[s][:0]
 		}
 	}
-	if c.dropped > 0 {
+	switch {
+	case c.droppedLines > 0:
+		c.lines = append(c.lines, LogLine{Level: filter.LevelWarn, Stream: "log",
+			Text: fmt.Sprintf("output capped at %s and %d lines per call: %s and %d lines more dropped", size(c.limit), maxLogLines, size(c.dropped), c.droppedLines)})
+	case c.dropped > 0:
 		c.lines = append(c.lines, LogLine{Level: filter.LevelWarn, Stream: "log",
 			Text: fmt.Sprintf("output capped at %s per call: %s more dropped", size(c.limit), size(c.dropped))})
 	}
@@ -130,7 +153,7 @@ func (c *logCapture) flush(logger hclog.Logger) []LogLine {
 	for _, l := range lines {
 		logger.Log(hclogLevel(l.Level), l.Text, "stream", l.Stream)
 	}
-	c.lines, c.used, c.dropped = nil, 0, 0
+	c.lines, c.used, c.dropped, c.droppedLines = nil, 0, 0, 0
 	return lines
 }
 
