@@ -16,7 +16,10 @@
 // exits or runs out of time or memory is discarded and replaced; instances
 // are also recycled after a number of calls. Guests get no files, network,
 // environment or arguments; their stdout, stderr and log calls go to a
-// per-call capped log tagged with the filter's name.
+// per-call log capped in bytes and lines, tagged with the filter's name.
+// Tables live outside linear memory, so every table gets a maximum before
+// compiling (tables.go): growth past it fails in the guest, and a module
+// that declares or imports a table beyond MaxTableElems is refused.
 //
 // Every error names the filter, the event and the cause: load errors are
 // *diag.Report values whose Cause is a *LoadError, call errors are

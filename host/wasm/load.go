@@ -298,8 +298,15 @@ func (r *Runtime) compile(ctx context.Context, spec Spec, hash bool) (*module, e
 	cfg := wazero.NewRuntimeConfig().
 		WithCloseOnContextDone(true).
 		WithCompilationCache(r.cache)
+	capped, err := capTables(code)
+	if err != nil {
+		return nil, loadReport(spec, fmt.Errorf("%w: %v", ErrCompile, err),
+			fmt.Sprintf("%s is refused: %v", spec.Path, err), nil,
+			[]string{"A hand-written or hostile module declares a table larger than any filter needs."},
+			[]string{"Declare tables of at most " + fmt.Sprint(MaxTableElems) + " elements; modules built by the Go toolchain stay well under it."})
+	}
 	wr := wazero.NewRuntimeWithConfig(ctx, cfg)
-	compiled, err := wr.CompileModule(ctx, code)
+	compiled, err := wr.CompileModule(ctx, capped)
 	if err != nil {
 		wr.Close(ctx)
 		return nil, loadReport(spec, fmt.Errorf("%w: %v", ErrCompile, err),
