@@ -3,9 +3,20 @@ package gateway_test
 import (
 	"bufio"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"io"
+	"math/big"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -219,4 +230,79 @@ func TestHTTPNeedsAWayIn(t *testing.T) {
 	if _, err := e.g.HTTP(gateway.HTTPOptions{Agent: "nobody"}); err == nil || !strings.Contains(err.Error(), `"nobody" is not configured`) {
 		t.Errorf("unknown agent: %v", err)
 	}
+}
+
+// ListenAndServe with a certificate serves HTTPS, and stops cleanly when
+// its context ends.
+func TestHTTPS(t *testing.T) {
+	e := newEnv(t, nil)
+	hh, err := e.g.HTTP(gateway.HTTPOptions{Agent: "claude"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	certFile, keyFile, pool := selfSigned(t, dir)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	ready := make(chan net.Addr, 1)
+	go func() {
+		done <- hh.Serve(ctx, ln, gateway.ListenOptions{TLSCert: certFile, TLSKey: keyFile, Grace: time.Second, Ready: func(a net.Addr) { ready <- a }})
+	}()
+	addr := <-ready
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
+	defer tr.CloseIdleConnections()
+	defer client.CloseIdleConnections()
+	hc := &http.Client{Timeout: 30 * time.Second, Transport: tr}
+	resp, err := hc.Get("https://" + addr.String() + gateway.HealthPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.TLS == nil {
+		t.Errorf("health over TLS: %d %v", resp.StatusCode, resp.TLS)
+	}
+	// Plain HTTP to the TLS port is refused, not served.
+	if r, err := client.Get("http://" + addr.String() + gateway.HealthPath); err == nil {
+		r.Body.Close()
+		if r.StatusCode == 200 {
+			t.Error("plain HTTP was served on the TLS listener")
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Serve did not return after its context ended")
+	}
+}
+
+// selfSigned writes a certificate for 127.0.0.1 and its key.
+func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "nexus test"},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	pool = x509.NewCertPool()
+	pool.AddCert(cert)
+	kb, _ := x509.MarshalECPrivateKey(key)
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600)
+	return certFile, keyFile, pool
 }
