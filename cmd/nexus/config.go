@@ -77,7 +77,8 @@ With no config at all, the built-in default runs the test server.`,
 }
 
 func (a *app) configShowCmd() *cobra.Command {
-	return &cobra.Command{
+	var showSecrets bool
+	cmd := &cobra.Command{
 		Use:   "show",
 		Short: "Print the merged configuration with each entry's origin (layer, file, line)",
 		Args:  cobra.NoArgs,
@@ -86,7 +87,7 @@ func (a *app) configShowCmd() *cobra.Command {
 			if err != nil {
 				return &exitError{exitUsage, err}
 			}
-			v := config.NewView(cfg)
+			v := config.NewView(cfg, showSecrets)
 			if a.output == "json" {
 				return a.showJSON(v)
 			}
@@ -95,6 +96,8 @@ func (a *app) configShowCmd() *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&showSecrets, "show-secrets", false, "print credentials written in config files as they are (masked by default)")
+	return cmd
 }
 
 func (a *app) showText(v *config.View) {
@@ -255,7 +258,7 @@ func count(n int, what string) string {
 func (a *app) configCompileCmd() *cobra.Command {
 	var (
 		format, viaAgent, viaURL string
-		via                      bool
+		via, showSecrets         bool
 	)
 	cmd := &cobra.Command{
 		Use:   "compile",
@@ -302,7 +305,11 @@ Claude Code, Cursor or VS Code configs behind Nexus in one command.`,
 			if viaAgent != "" || viaURL != "" {
 				return usageErr("--url and --agent (of compile) go with --via-gateway")
 			}
-			out, warns, err := config.Compile(cfg, format)
+			compile := config.Compile
+			if showSecrets {
+				compile = config.CompileShowingSecrets
+			}
+			out, warns, err := compile(cfg, format)
 			if err != nil {
 				return usageErr("--format: %v", err)
 			}
@@ -314,6 +321,7 @@ Claude Code, Cursor or VS Code configs behind Nexus in one command.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&format, "format", config.FormatMCPServers, "output format: "+strings.Join(config.Formats, ", "))
+	f.BoolVar(&showSecrets, "show-secrets", false, "write credentials written in config files as they are (masked by default)")
 	f.BoolVar(&via, "via-gateway", false, "write a client config whose only server is the Nexus gateway (with --agent or --url)")
 	f.StringVar(&viaURL, "url", "", "with --via-gateway: the gateway's MCP endpoint (http or https URL)")
 	return cmd

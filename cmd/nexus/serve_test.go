@@ -392,3 +392,37 @@ func TestCompileViaGateway(t *testing.T) {
 		})
 	}
 }
+
+// Credentials written into a config file are masked by config show and
+// config compile, with a warning to move them to variables; --show-secrets
+// prints them (issue 20, item 8).
+func TestMaskedCredentials(t *testing.T) {
+	dir := t.TempDir()
+	files(t, dir, "mcp.json", `{"mcpServers": {
+  "remote": {"type": "http", "url": "https://user:pa55@mcp.example.com/mcp?api_key=abc123&region=eu", "headers": {"Authorization": "Bearer sk-live-123", "X-Trace": "on"}},
+  "local": {"command": "x", "env": {"GITHUB_TOKEN": "ghp_literal", "LOG_LEVEL": "debug"}}
+}}`)
+	secrets := []string{"pa55", "abc123", "sk-live-123", "ghp_literal"}
+	for _, c := range []struct {
+		name string
+		args []string
+		show bool
+	}{
+		{"show", []string{"--config", "mcp.json", "config", "show"}, false},
+		{"compile", []string{"--config", "mcp.json", "config", "compile"}, false},
+		{"compile_show_secrets", []string{"--config", "mcp.json", "config", "compile", "--show-secrets"}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			stdout, stderr, code := nexusIn(t, dir, "", nil, c.args...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			for _, s := range secrets {
+				if strings.Contains(stdout+stderr, s) != c.show {
+					t.Errorf("%q printed: %v, want %v", s, !c.show, c.show)
+				}
+			}
+			golden(t, "masked_"+c.name, "$ nexus "+quoteArgs(c.args)+"\n--- stdout\n"+stdout+"--- stderr\n"+stderr)
+		})
+	}
+}

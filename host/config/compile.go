@@ -26,8 +26,23 @@ var Formats = []string{FormatMCPServers, FormatVSCode, FormatNexusJSON}
 // (sorted keys, filters in run order). Secrets are written as references,
 // never as values, and everything the target cannot express comes back as
 // a warning rather than being dropped silently.
+//
+// A credential written into the config file itself (URL userinfo, a
+// token in a query parameter, a literal Authorization header, an env
+// value whose name says it is a secret) is masked, with a warning to move
+// it to a variable; CompileShowingSecrets writes it as it is.
 func Compile(cfg *Config, format string) ([]byte, []Warning, error) {
-	c := &compiler{cfg: cfg, format: format, envs: map[string]bool{}, inputs: map[string]bool{}}
+	return compile(cfg, format, false)
+}
+
+// CompileShowingSecrets is Compile that writes literal credentials as they
+// are (`--show-secrets`); secrets from variables stay references.
+func CompileShowingSecrets(cfg *Config, format string) ([]byte, []Warning, error) {
+	return compile(cfg, format, true)
+}
+
+func compile(cfg *Config, format string, show bool) ([]byte, []Warning, error) {
+	c := &compiler{cfg: cfg, format: format, envs: map[string]bool{}, inputs: map[string]bool{}, showSecrets: show}
 	var doc map[string]any
 	switch format {
 	case FormatMCPServers:
@@ -47,6 +62,7 @@ func Compile(cfg *Config, format string) ([]byte, []Warning, error) {
 		c.lostGlobals()
 	}
 	c.refWarnings()
+	c.maskWarning()
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
@@ -64,6 +80,9 @@ type compiler struct {
 	envs   map[string]bool // environment variables the output refers to
 	inputs map[string]bool // inputs the output refers to
 	dollar bool            // a literal ${ was written where it would be expanded
+
+	showSecrets bool     // write literal credentials as they are
+	masked      []string // where literal credentials were masked ("server \"a\" url")
 }
 
 func (c *compiler) warn(s *Server, format string, args ...any) {
@@ -78,6 +97,12 @@ func (c *compiler) warn(s *Server, format string, args ...any) {
 // value itself (with ${ escaped where the target would expand it).
 func (c *compiler) str(refs map[string]Template, ptr, val string) string {
 	t, ok := refs[ptr]
+	if !ok && !c.showSecrets {
+		if m := maskCredential(ptr, val); m != val {
+			c.masked = append(c.masked, ptr)
+			val = m
+		}
+	}
 	if !ok {
 		if strings.Contains(val, "${") {
 			if c.format == FormatNexusJSON {

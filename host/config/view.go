@@ -25,9 +25,10 @@ type Entry struct {
 	Settings  map[string]any
 }
 
-// NewView describes cfg.
-func NewView(cfg *Config) *View {
-	c := &compiler{cfg: cfg, format: FormatNexusJSON, envs: map[string]bool{}, inputs: map[string]bool{}}
+// NewView describes cfg, credentials written in its files masked unless
+// showSecrets.
+func NewView(cfg *Config, showSecrets bool) *View {
+	c := &compiler{cfg: cfg, format: FormatNexusJSON, envs: map[string]bool{}, inputs: map[string]bool{}, showSecrets: showSecrets}
 	v := &View{Files: cfg.Files, Roots: cfg.Roots, Warnings: cfg.Warnings}
 	for _, s := range cfg.Servers {
 		v.Servers = append(v.Servers, Entry{"server", s.Name, s.Source, s.Overrides, c.server(s)})
@@ -56,5 +57,7 @@ func NewView(cfg *Config) *View {
 	if g, ok := doc["gateway"].(map[string]any); ok {
 		v.Gateway = []Entry{{"gateway", "", cfg.Gateway.Source, cfg.Gateway.Overrides, g}}
 	}
+	c.maskWarning()
+	v.Warnings = append(v.Warnings, c.warns...)
 	return v
 }
