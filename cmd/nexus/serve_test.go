@@ -153,6 +153,19 @@ func marked(t *testing.T, mark string) []string {
 	return out
 }
 
+// someMarked waits (a while) for a process holding mark to show in /proc.
+func someMarked(t *testing.T, mark string) bool {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(marked(t, mark)) == 0 {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return true
+}
+
 // noneLeft waits for every process holding mark to be gone.
 func noneLeft(t *testing.T, mark string) {
 	t.Helper()
@@ -260,7 +273,7 @@ func TestServeSIGTERM(t *testing.T) {
 		cmd.Wait()
 		t.Fatalf("no answer to the call; stderr:\n%s", stderr.String())
 	}
-	if len(marked(t, mark)) == 0 {
+	if !someMarked(t, mark) {
 		t.Fatalf("the upstream is not running after a call; stderr:\n%s", stderr.String())
 	}
 	cmd.Process.Signal(syscall.SIGTERM)

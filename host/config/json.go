@@ -66,6 +66,7 @@ func (ld *loader) parseJSONFile(f *file) *fileConfig {
 			`Start from the Claude Desktop format: {"mcpServers": {"name": {"command": "...", "args": [...]}}}`)
 		return nil
 	}
+	strictJSON(f, data, root.get("servers") != nil)
 	j.x = ld.expander(nil)
 	if in := root.get("inputs"); in != nil {
 		j.inputs(in)
@@ -1041,6 +1042,41 @@ func (j *jsonFile) agents(v *jval) {
 		}
 		j.out.agents = append(j.out.agents, a)
 	}
+}
+
+// strictJSON warns when a file that a strict-JSON client reads (Claude
+// Desktop, Claude Code, Cursor: JSON.parse) has comments or trailing
+// commas. Nexus accepts them, as VS Code does, but the client would refuse
+// the file, and a person would learn that from the client, late.
+func strictJSON(f *file, stripped []byte, vscode bool) {
+	name := filepath.ToSlash(f.src.File)
+	if vscode || strings.Contains(name, ".vscode/") || strings.HasSuffix(name, ".jsonc") {
+		return
+	}
+	off := -1
+	for i := range f.data {
+		if i >= len(stripped) || f.data[i] != stripped[i] {
+			off = i
+			break
+		}
+	}
+	if off < 0 {
+		return
+	}
+	client := "Claude Desktop and Claude Code"
+	switch base := filepath.Base(name); {
+	case base == "claude_desktop_config.json":
+		client = "Claude Desktop"
+	case base == ".mcp.json":
+		client = "Claude Code"
+	case strings.Contains(name, ".cursor/"):
+		client = "Cursor"
+	}
+	what := "a comment"
+	if f.data[off] == ',' {
+		what = "a trailing comma"
+	}
+	f.warnAt(off, "", "this file has %s (and may have more), which %s rejects: it reads strict JSON. Nexus accepts it, as VS Code does; remove them if %s loads this file too", what, client, client)
 }
 
 // fileDir is the directory relative paths in a file start from; the
