@@ -148,7 +148,7 @@ type Filter struct {
 	Plugin    string // name of a plugin block, or ""
 	SHA256    string
 	ABI       int    // event ABI version; 1
-	OnError   string // "deny" (fail closed, the default), "allow" or "pass" (a failing filter lets the call or result through)
+	OnError   string // "deny" (fail closed, the default) or "allow" (a failing filter lets the call or result through)
 	Config    map[string]any
 	Match     []Match // empty: every call; else any one must match
 	Limits    Limits

@@ -166,3 +166,12 @@ func TestLiteralTokens(t *testing.T) {
 		t.Errorf("compiled %v:\n%s", err, out)
 	}
 }
+
+// on_error takes "deny" or "allow" for both kinds of filter; "pass", which
+// sanitizers once took, is refused with the fix.
+func TestOnErrorPass(t *testing.T) {
+	_, err := loadOne(t, "nexus.hcl", "filter \"f\" {\n  kind     = \"sanitizer\"\n  wasm     = \"f.wasm\"\n  on_error = \"pass\"\n}\n", nil)
+	if err == nil || !strings.Contains(err.Error(), `use on_error = "allow"`) {
+		t.Errorf("pass: %v", err)
+	}
+}

@@ -1219,7 +1219,7 @@ func (h *hclFile) filter(b *hcl.Block) {
 	}
 	if a := at["on_error"]; a != nil {
 		if s, ok := h.str(a, nil, ""); ok {
-			if bad := oneOf("on_error", s, onErrors); bad != "" {
+			if bad := checkOnError(s); bad != "" {
 				h.errRange(a.Expr.Range(), "", bad)
 			}
 			f.OnError = s

@@ -893,7 +893,7 @@ func (j *jsonFile) filters(v *jval) {
 				f.ABI, _ = d.integer(val, "abi", 1)
 			case "on_error":
 				if s, ok := d.str(val, "on_error", ""); ok {
-					if bad := oneOf("on_error", s, onErrors); bad != "" {
+					if bad := checkOnError(s); bad != "" {
 						d.errAt(val, bad)
 					}
 					f.OnError = s

@@ -20,10 +20,20 @@ import (
 
 var (
 	kinds       = []string{"policy", "sanitizer"}
-	onErrors    = []string{"deny", "allow", "pass"}
+	onErrors    = []string{"deny", "allow"}
 	permissions = []string{"yolo", "trusted", "sandboxed"}
 	sha256RE    = regexp.MustCompile(`^[0-9a-f]{64}$`)
 )
+
+// checkOnError says what is wrong with a filter's on_error, or "". One
+// word lets a failing filter's call go on for both kinds; "pass", which
+// sanitizers once took, gets the fix.
+func checkOnError(v string) string {
+	if v == "pass" {
+		return `on_error "pass" is not a value any more: use on_error = "allow", which lets a failing policy's request, or a failing sanitizer's result, go on`
+	}
+	return oneOf("on_error", v, onErrors)
+}
 
 func oneOf(field, v string, allowed []string) string {
 	for _, a := range allowed {

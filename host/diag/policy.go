@@ -87,10 +87,7 @@ func PolicyDenied(c Context, d Denial) *Report {
 		if d.LinkSource.File != "" {
 			where = " in " + shortenHome(d.LinkSource.File)
 		}
-		pass := `on_error = "allow"` // a policy lets the request go on
-		if kind == "sanitizer" {
-			pass = `on_error = "pass"` // a sanitizer lets the result through unchanged
-		}
+		pass := `on_error = "allow"` // the request, or the unsanitized result, goes on
 		r.FixHeading = "Fix"
 		r.Fix = []string{
 			"Check the filter with nexus filter inspect and nexus filter test",

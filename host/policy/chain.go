@@ -144,7 +144,7 @@ type WithheldError struct {
 }
 
 func (e *WithheldError) Error() string {
-	return fmt.Sprintf("result withheld: sanitizer %q failed: %v (set on_error = \"pass\" on the filter to let results through when it fails)", e.Link, e.Err)
+	return fmt.Sprintf("result withheld: sanitizer %q failed: %v (set on_error = \"allow\" on the filter to let results through when it fails)", e.Link, e.Err)
 }
 
 func (e *WithheldError) Unwrap() error { return e.Err }

@@ -3,9 +3,9 @@ package policy
 import "github.com/nexus-mcp/nexus/host/config"
 
 // EntryFor places a loaded filter in the chain as its config block says:
-// kind, match blocks and on_error. on_error "allow" (or "pass") lets a
-// policy's request through, and a sanitizer's result pass, when the filter
-// fails; anything else fails closed.
+// kind, match blocks and on_error. on_error "allow" lets a policy's
+// request through, and a sanitizer's result pass, when the filter fails;
+// anything else fails closed.
 func EntryFor(link Link, f *config.Filter) Entry {
 	en := Entry{Link: link, Kind: KindPolicy, OnError: OnErrorDeny}
 	if f.Kind == "sanitizer" {
