@@ -44,10 +44,14 @@ func main() {
 	args := flag.String("args", `{"message":"hello from an embedded Nexus"}`, "the tool's arguments, a JSON object")
 	flag.Parse()
 
+	// Kills any plugin process this program started, even on a panic
+	// (Close is the orderly way; this is the last line of defence).
+	defer host.CleanupPlugins()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if err := run(ctx, os.Stdout, *cfgPath, *agent, *tool, json.RawMessage(*args)); err != nil {
 		fmt.Fprintln(os.Stderr, err)
+		host.CleanupPlugins() // os.Exit skips the deferred call
 		os.Exit(1)
 	}
 }
