@@ -195,3 +195,27 @@ func TestLayeredConfigRuns(t *testing.T) {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 }
+
+// Every config this repository ships validates without its secrets, as a
+// CI job checking them would run it.
+func TestShippedExamplesValidate(t *testing.T) {
+	root := testenv.Root(t)
+	paths, _ := filepath.Glob(filepath.Join(root, "examples", "configs", "*"))
+	checked := 0
+	for _, p := range paths {
+		base := filepath.Base(p)
+		if base == "policy.json" || base == "example.env" || !(strings.HasSuffix(base, ".json") || strings.HasSuffix(base, ".hcl")) {
+			continue // a filter's settings and an env file, not configs
+		}
+		checked++
+		t.Run(base, func(t *testing.T) {
+			_, stderr, code := nexus(t, "", nil, "config", "validate", "--allow-unset", "--config", p)
+			if code != 0 {
+				t.Errorf("exit %d:\n%s", code, stderr)
+			}
+		})
+	}
+	if checked < 5 {
+		t.Fatalf("only %d example configs found", checked)
+	}
+}

@@ -82,13 +82,13 @@ dynamic "server" {
 }
 
 plugin "ssh" {
-  path   = "../../plugins/ssh/ssh"
+  path   = "../../bin/plugins/transport-ssh"  # make plugins builds it
   sha256 = "0000000000000000000000000000000000000000000000000000000000000000"
 }
 
 filter "deny-destructive" {
   kind     = "policy"
-  wasm     = "../../filters/deny-destructive/deny-destructive.wasm"
+  wasm     = "../../bin/filters/deny-destructive.wasm" # make filters builds it
   abi      = 1
   on_error = "deny"
   config   = jsondecode(file("policy.json"))
