@@ -70,8 +70,15 @@ func TestMinimal(t *testing.T) {
 		t.Fatal(d, err)
 	}
 	info := f.Inspect()
-	if info.ABI != "1.0" || info.Size != 214 || len(info.SHA256) != 64 || len(info.Exports) != 6 || len(info.Problems) != 0 {
+	if info.ABI != "1.0" || info.Size != 239 || len(info.SHA256) != 64 || len(info.Exports) != 6 || len(info.Problems) != 0 {
 		t.Fatalf("%+v", info)
+	}
+	// The example ABI.md shows grows its memory for a large input: an
+	// event over 64 KiB is decided, not failed.
+	big := toolCall()
+	big.Params = json.RawMessage(`{"name":"x","arguments":{"blob":"` + strings.Repeat("a", 300<<10) + `"}}`)
+	if d, err := f.Handle(context.Background(), big); err != nil || d.Action != event.Allow {
+		t.Fatalf("a 300 KiB event: %v %v", d, err)
 	}
 }
 
