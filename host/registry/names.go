@@ -15,10 +15,14 @@ import (
 // (^[a-zA-Z0-9_-]{1,64}$).
 const MaxNameLen = 64
 
-// ExposedName is the name a tool is offered under: mcp_<server>_<tool>
-// with every character outside [a-zA-Z0-9_-] replaced by '_'. A name over
-// 64 characters keeps its first 55 and gets '_' and 8 hex digits of a hash
-// of the exact server and tool names, so it stays unique and deterministic.
+// ExposedName is the name a tool is offered under: mcp_<server>_<tool>.
+// A name with characters outside [a-zA-Z0-9_-] (replaced by '_'), or over
+// 64 characters (cut to 55), gets '_' and 8 hex digits of a hash of the
+// exact server and tool names, so it is unique and a pure function of
+// them: the same across reconnects and whatever else is listed. The one
+// case a catalog must still settle is the underscore ambiguity (server
+// a_b's tool c and server a's tool b_c are both mcp_a_b_c): the later in
+// (server, tool) order gets a salted hash (Collision).
 func ExposedName(server, tool string) string {
 	return PrefixedName(DefaultPrefix(server), server, tool)
 }
@@ -35,24 +39,32 @@ func DefaultPrefix(server string) string { return "mcp_" + server + "_" }
 func PrefixedName(prefix, server, tool string) string {
 	var b strings.Builder
 	b.Grow(len(prefix) + len(tool))
-	writeSafe(&b, prefix)
-	writeSafe(&b, tool)
+	changed := writeSafe(&b, prefix)
+	changed = writeSafe(&b, tool) || changed
 	name := b.String()
-	if len(name) <= MaxNameLen && name != "" {
+	if !changed && len(name) <= MaxNameLen && name != "" {
 		return name
 	}
+	// A name that had to change carries a hash of the exact server and
+	// tool, so it cannot meet the name of a tool that needed no change
+	// ("b.c" and "b_c") and does not depend on what else is listed.
 	return name[:min(len(name), MaxNameLen-9)] + "_" + shortHash(server, tool, 0)
 }
 
-func writeSafe(b *strings.Builder, s string) {
+// writeSafe writes s with every byte outside [a-zA-Z0-9_-] as '_' and
+// reports whether any was replaced.
+func writeSafe(b *strings.Builder, s string) bool {
+	changed := false
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c == '_' || c == '-' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') {
 			b.WriteByte(c)
 		} else {
 			b.WriteByte('_')
+			changed = true
 		}
 	}
+	return changed
 }
 
 func shortHash(server, tool string, salt int) string {

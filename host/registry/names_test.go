@@ -17,10 +17,11 @@ func TestExposedName(t *testing.T) {
 	for _, tc := range []struct{ server, tool, want string }{
 		{"github", "create_issue", "mcp_github_create_issue"},
 		{"fs", "read-file", "mcp_fs_read-file"},
-		{"my server", "tool.name/v2", "mcp_my_server_tool_name_v2"},
-		{"s", "ünï", "mcp_s___n__"}, // each byte of a multi-byte rune becomes '_'
+		// A name that had to change carries a hash of the exact names.
+		{"my server", "tool.name/v2", "mcp_my_server_tool_name_v2_8c3fa970"},
+		{"s", "ünï", "mcp_s___n___b35940bf"}, // each byte of a multi-byte rune becomes '_'
 		{"s", "", "mcp_s_"},
-		{"s", "a\x00b\nc", "mcp_s_a_b_c"},
+		{"s", "a\x00b\nc", "mcp_s_a_b_c_3b082664"},
 	} {
 		if got := ExposedName(tc.server, tc.tool); got != tc.want {
 			t.Errorf("ExposedName(%q, %q) = %q, want %q", tc.server, tc.tool, got, tc.want)
@@ -132,13 +133,23 @@ func TestCatalogCollisions(t *testing.T) {
 		"my srv": {{Name: "t"}},
 	}
 	c := checkCatalog(t, lists)
-	// a.b.c, a.b_c and a_b.c all sanitize to mcp_a_b_c; so do the servers.
-	if len(c.Collisions) != 3 {
+	// a.b.c had to change, so its name carries a hash; a.b_c and a_b.c
+	// are both mcp_a_b_c as they are (the underscore ambiguity): the later
+	// in (server, tool) order is renamed. The servers with a dot and a
+	// space had to change too.
+	if len(c.Collisions) != 1 || c.Collisions[0].Then != (Ref{"a_b", "c"}) {
 		t.Fatalf("collisions: %v", c.Collisions)
 	}
-	e, _ := c.Lookup("a.b.c")
-	if e.Name != "mcp_a_b_c" {
-		t.Errorf("the first in (server, tool) order keeps the plain name; a.b.c got %q", e.Name)
+	if e, _ := c.Lookup("a.b_c"); e.Name != "mcp_a_b_c" {
+		t.Errorf("a.b_c, needing no change and first in order, got %q", e.Name)
+	}
+	if e, _ := c.Lookup("a.b.c"); e.Name != ExposedName("a", "b.c") || !strings.HasPrefix(e.Name, "mcp_a_b_c_") {
+		t.Errorf("a.b.c got %q", e.Name)
+	}
+	// A name is the same whatever else is listed.
+	alone := NewCatalog(map[string][]mcp.Tool{"a": {{Name: "b.c"}}}, nil)
+	if e, _ := alone.Lookup("a.b.c"); e.Name != ExposedName("a", "b.c") {
+		t.Errorf("a.b.c alone: %q", e.Name)
 	}
 	for _, col := range c.Collisions {
 		msg := col.String()
@@ -236,7 +247,7 @@ func TestCatalogPrefixes(t *testing.T) {
 	if e, _ := alone.Lookup("c.echo"); e.Name != "mcp_c_echo" {
 		t.Errorf("alone: %q", e.Name)
 	}
-	if got := PrefixedName("gh_", "github", "list repos"); got != "gh_list_repos" {
+	if got := PrefixedName("gh_", "github", "list_repos"); got != "gh_list_repos" {
 		t.Errorf("PrefixedName = %q", got)
 	}
 	if got := PrefixedName("", "s", strings.Repeat("x", 80)); len(got) != MaxNameLen {
