@@ -417,7 +417,7 @@ func (c *compiler) nexusExtras(doc map[string]any) {
 				ts := make([]any, len(a.Tokens))
 				for i, t := range a.Tokens {
 					ptr := pointer("/tokens", i)
-					if _, ref := a.Refs[ptr]; ref {
+					if _, ref := a.Refs[ptr]; ref || c.showSecrets {
 						ts[i] = c.str(a.Refs, ptr, t)
 					} else {
 						// A literal token is a secret written into the file;

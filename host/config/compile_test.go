@@ -38,7 +38,9 @@ func examples(t *testing.T) (root string, files []string) {
 	if len(files) < 5 {
 		t.Fatalf("examples: %v", files)
 	}
-	return root, files
+	// Configs that exercise what the shipped examples leave out.
+	extra, _ := filepath.Glob(filepath.Join(root, "host/config/testdata/configs/*.hcl"))
+	return root, append(files, extra...)
 }
 
 func loadExample(t *testing.T, root, path string, lookup func(string) (string, bool)) *Config {
@@ -110,6 +112,10 @@ func TestNexusJSONRoundTrip(t *testing.T) {
 func modelDiff(a, b *Config) string {
 	strip := func(c *Config) *Config {
 		c2 := &Config{Roots: c.Roots, Inputs: c.Inputs}
+		if c.Gateway != nil {
+			c2.Gateway = withoutSites(c.Gateway)
+			c2.Gateway.Source, c2.Gateway.Overrides = diag.Source{}, nil
+		}
 		for _, s := range c.Servers {
 			x := *s
 			x.Source, x.Overrides = diag.Source{}, nil
@@ -147,6 +153,8 @@ func modelDiff(a, b *Config) string {
 		return "filters"
 	case !reflect.DeepEqual(sa.Agents, sb.Agents):
 		return "agents"
+	case !reflect.DeepEqual(sa.Gateway, sb.Gateway):
+		return "gateway"
 	case !reflect.DeepEqual(sa.Roots, sb.Roots):
 		return "roots"
 	case !reflect.DeepEqual(sa.Inputs, sb.Inputs):

@@ -211,6 +211,19 @@ type Gateway struct {
 	OAuth           *GatewayOAuth
 	Source          diag.Source
 	Overrides       []diag.Source
+
+	// Where each of RequiredServers and each OAuth agent (by claim value)
+	// was written, so that the checks made after layers are merged can
+	// point at it.
+	requiredAt []*site
+	agentsAt   map[string]*site
+}
+
+// site is where a value was written: its source and the snippet under
+// it, kept for reports made when the file's text is no longer at hand.
+type site struct {
+	src   diag.Source
+	lines []string
 }
 
 // GatewayLimits bound what clients of the gateway can make it hold; zero

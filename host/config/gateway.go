@@ -8,8 +8,10 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
 
 	"github.com/nexus-mcp/nexus/host/diag"
 )
@@ -21,7 +23,7 @@ var (
 		Attributes: []hcl.AttributeSchema{{Name: "listen"}, {Name: "public_url"}, {Name: "allowed_origins"}, {Name: "required_servers"}},
 		Blocks:     []hcl.BlockHeaderSchema{{Type: "tls"}, {Type: "limits"}, {Type: "oauth"}},
 	}
-	gatewayTLSSchema    = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "cert", Required: true}, {Name: "key", Required: true}}}
+	gatewayTLSSchema    = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "cert"}, {Name: "key"}}}
 	gatewayLimitsSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 		{Name: "max_body_bytes"}, {Name: "max_sessions"}, {Name: "max_requests"}, {Name: "max_requests_per_session"},
 		{Name: "max_sse_events"}, {Name: "session_idle_timeout"}, {Name: "shutdown_grace"},
@@ -49,7 +51,7 @@ func (h *hclFile) gateway(b *hcl.Block) {
 	}
 	if a := at["public_url"]; a != nil {
 		if g.PublicURL, ok = h.str(a, nil, ""); ok {
-			if p := checkHTTPURL("public_url", g.PublicURL, false); p != "" {
+			if p := checkPublicURL(g.PublicURL); p != "" {
 				h.errRange(a.Expr.Range(), "", p, `Use the URL clients reach the MCP endpoint at, for example "https://nexus.example.com/mcp".`)
 			}
 		}
@@ -64,7 +66,9 @@ func (h *hclFile) gateway(b *hcl.Block) {
 		}
 	}
 	if a := at["required_servers"]; a != nil {
-		g.RequiredServers, _ = h.strs(a, nil, "")
+		if g.RequiredServers, ok = h.strs(a, nil, ""); ok {
+			g.requiredAt = h.elementSites(a, len(g.RequiredServers))
+		}
 	}
 	seen := map[string]bool{}
 	for _, blk := range c.Blocks {
@@ -76,13 +80,26 @@ func (h *hclFile) gateway(b *hcl.Block) {
 		switch blk.Type {
 		case "tls":
 			if tc, ok := h.content(blk, gatewayTLSSchema); ok {
-				g.TLSCert, _ = h.path(tc.Attributes["cert"])
-				g.TLSKey, _ = h.path(tc.Attributes["key"])
+				cert, key := tc.Attributes["cert"], tc.Attributes["key"]
+				if cert != nil {
+					g.TLSCert, _ = h.path(cert)
+				}
+				if key != nil {
+					g.TLSKey, _ = h.path(key)
+				}
+				if cert == nil || key == nil {
+					missing := "key"
+					if cert == nil {
+						missing = "cert"
+					}
+					h.errRange(blk.DefRange, "", fmt.Sprintf("tls needs both cert and key; %s is missing", missing),
+						"tls {\n  cert = \"certs/gateway.pem\"      # the certificate chain, PEM\n  key  = \"certs/gateway-key.pem\"  # its private key, PEM\n}")
+				}
 			}
 		case "limits":
 			h.gatewayLimits(blk, &g.Limits)
 		case "oauth":
-			g.OAuth = h.gatewayOAuth(blk)
+			g.OAuth, g.agentsAt = h.gatewayOAuth(blk)
 		}
 	}
 	if len(h.errs) > errsBefore {
@@ -96,30 +113,77 @@ func (h *hclFile) gatewayLimits(b *hcl.Block, l *GatewayLimits) {
 	if !ok {
 		return
 	}
+	// Zero is each limit's default, as leaving it out is.
 	for name, a := range c.Attributes {
 		switch name {
 		case "max_body_bytes":
-			l.MaxBodyBytes, _ = h.integer(a, 1)
+			l.MaxBodyBytes, _ = h.integer(a, 0)
 		case "max_sessions":
-			l.MaxSessions, _ = h.integer(a, 1)
+			l.MaxSessions, _ = h.integer(a, 0)
 		case "max_requests":
-			l.MaxRequests, _ = h.integer(a, 1)
+			l.MaxRequests, _ = h.integer(a, 0)
 		case "max_requests_per_session":
-			l.MaxRequestsPerSession, _ = h.integer(a, 1)
+			l.MaxRequestsPerSession, _ = h.integer(a, 0)
 		case "max_sse_events":
-			l.MaxSSEEvents, _ = h.integer(a, 1)
+			l.MaxSSEEvents, _ = h.integer(a, 0)
 		case "session_idle_timeout":
-			l.SessionIdleTimeout, _ = h.duration(a)
+			l.SessionIdleTimeout, _ = h.durationOrZero(a)
 		case "shutdown_grace":
-			l.ShutdownGrace, _ = h.duration(a)
+			l.ShutdownGrace, _ = h.durationOrZero(a)
 		}
 	}
 }
 
-func (h *hclFile) gatewayOAuth(b *hcl.Block) *GatewayOAuth {
+// durationOrZero is duration that also takes 0 (a limit's default).
+func (h *hclFile) durationOrZero(a *hcl.Attribute) (time.Duration, bool) {
+	v, ok := h.plain(a, cty.DynamicPseudoType)
+	if !ok {
+		return 0, false
+	}
+	if isZero(v) {
+		return 0, true
+	}
+	return h.duration(a)
+}
+
+func isZero(v cty.Value) bool {
+	switch v.Type() {
+	case cty.Number:
+		return v.AsBigFloat().Sign() == 0
+	case cty.String:
+		return isZeroDuration(v.AsString())
+	}
+	return false
+}
+
+func isZeroDuration(s string) bool {
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		return f == 0
+	}
+	d, err := time.ParseDuration(s)
+	return err == nil && d == 0
+}
+
+// elementSites is where each of the n elements of a list attribute was
+// written; the attribute itself where they cannot be told apart (a list
+// from a variable or a function).
+func (h *hclFile) elementSites(a *hcl.Attribute, n int) []*site {
+	out := make([]*site, n)
+	exprs, diags := hcl.ExprList(a.Expr)
+	for i := range out {
+		if !diags.HasErrors() && len(exprs) == n {
+			out[i] = h.site(exprs[i].Range())
+		} else {
+			out[i] = h.site(a.Expr.Range())
+		}
+	}
+	return out
+}
+
+func (h *hclFile) gatewayOAuth(b *hcl.Block) (*GatewayOAuth, map[string]*site) {
 	c, ok := h.content(b, gatewayOAuthSchema)
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	o := &GatewayOAuth{AgentClaim: "sub"}
 	at := c.Attributes
@@ -142,12 +206,32 @@ func (h *hclFile) gatewayOAuth(b *hcl.Block) *GatewayOAuth {
 		o.Scopes, _ = h.strs(a, nil, "")
 	}
 	if a := at["agent_claim"]; a != nil {
-		o.AgentClaim, _ = h.str(a, nil, "")
+		if o.AgentClaim, ok = h.str(a, nil, ""); ok && o.AgentClaim == "" {
+			h.errRange(a.Expr.Range(), "", `agent_claim is empty`, `Name the token claim that picks the agent, for example agent_claim = "sub" (the default) or "email".`)
+		}
 	}
+	var sites map[string]*site
 	if a := at["agents"]; a != nil {
-		o.Agents, _ = h.strMap(a, map[string]Template{}, "")
+		if v, ok := h.plain(a, cty.Map(cty.String)); ok {
+			o.Agents = map[string]string{}
+			sites = map[string]*site{}
+			for k, e := range v.AsValueMap() {
+				o.Agents[k] = e.AsString()
+				sites[k] = h.site(a.Expr.Range())
+			}
+			// Point at each value where the map is written out.
+			if pairs, diags := hcl.ExprMap(a.Expr); !diags.HasErrors() {
+				for _, p := range pairs {
+					if k, diags := p.Key.Value(nil); !diags.HasErrors() && k.Type() == cty.String && k.IsKnown() && !k.IsNull() {
+						if _, has := sites[k.AsString()]; has {
+							sites[k.AsString()] = h.site(p.Value.Range())
+						}
+					}
+				}
+			}
+		}
 	}
-	return o
+	return o, sites
 }
 
 // checkListen says what is wrong with a listen address, or "".
@@ -161,6 +245,23 @@ func checkListen(s string) string {
 	}
 	if strings.ContainsAny(host, " /") {
 		return fmt.Sprintf("listen %q: %q is not a host", s, host)
+	}
+	return ""
+}
+
+// checkPublicURL says what is wrong with the gateway's public URL, or "":
+// it is the OAuth resource identifier, which has no fragment (RFC 8707),
+// and clients are given it, so it carries no credentials.
+func checkPublicURL(s string) string {
+	if p := checkHTTPURL("public_url", s, false); p != "" {
+		return p
+	}
+	u, _ := url.Parse(s)
+	switch {
+	case u.User != nil:
+		return fmt.Sprintf("public_url %q holds a user name or password; it is given to every client, so it must not", s)
+	case u.Fragment != "" || strings.HasSuffix(s, "#"):
+		return fmt.Sprintf("public_url %q has a fragment (#...); a resource URL has none (RFC 8707)", s)
 	}
 	return ""
 }
@@ -211,15 +312,30 @@ func checkPrefix(p string) string {
 
 // checkGateway validates the merged gateway block against the rest of
 // the config.
-func checkGateway(cfg *Config, bad func(src diag.Source, problem string, fix ...string)) {
+func checkGateway(cfg *Config, bad func(src diag.Source, lines []string, problem string, fix ...string)) {
 	g := cfg.Gateway
 	if g == nil {
 		return
 	}
-	for _, s := range g.RequiredServers {
-		if cfg.Server(s) == nil {
-			bad(g.Source, fmt.Sprintf("the gateway's required_servers names server %q, which is not configured in any layer.%s", s, didYouMean(s, cfg.Names())),
-				"Fix the name, or add the server.")
+	at := func(s *site) (diag.Source, []string) {
+		if s == nil {
+			return g.Source, nil
+		}
+		return s.src, s.lines
+	}
+	for i, s := range g.RequiredServers {
+		var where *site
+		if i < len(g.requiredAt) {
+			where = g.requiredAt[i]
+		}
+		src, lines := at(where)
+		switch srv := cfg.Server(s); {
+		case srv == nil:
+			bad(src, lines, fmt.Sprintf("the gateway's required_servers names server %q, which is not configured in any layer.%s", s, didYouMean(s, cfg.Names())),
+				"Fix the name, or add the server; /readyz reports ready only when every required server is reachable.")
+		case !srv.Enabled:
+			bad(src, lines, fmt.Sprintf("the gateway's required_servers names server %q, which is disabled (%s), so the gateway would never be ready", s, srv.Source),
+				"Enable the server, or take it out of required_servers.")
 		}
 	}
 	if g.OAuth != nil {
@@ -227,11 +343,76 @@ func checkGateway(cfg *Config, bad func(src diag.Source, problem string, fix ...
 		for _, a := range cfg.Agents {
 			names = append(names, a.Name)
 		}
-		for claim, agent := range g.OAuth.Agents {
+		for _, claim := range sortedKeys(g.OAuth.Agents) {
+			agent := g.OAuth.Agents[claim]
 			if cfg.Agent(agent) == nil {
-				bad(g.Source, fmt.Sprintf("the gateway's oauth agents map %q to agent %q, which is not configured in any layer.%s", claim, agent, didYouMean(agent, names)),
-					fmt.Sprintf("Add it: agent %q { permission = \"trusted\" }", agent))
+				src, lines := at(g.agentsAt[claim])
+				bad(src, lines, fmt.Sprintf("the gateway's oauth agents map %q to agent %q, which is not configured in any layer.%s", claim, agent, didYouMean(agent, names)),
+					fmt.Sprintf("Add it: agent %q { permission = \"sandboxed\" }, or map %q to an agent that exists.", agent, claim))
 			}
+		}
+	}
+}
+
+// minTokenLen is the length under which a bearer token earns a warning:
+// a short one can be guessed by a client that tries many.
+const minTokenLen = 16
+
+// checkToken says what is wrong with agent a's token i: an error (an
+// empty token would let an empty bearer in) or a warning (written into
+// the file, or short). allowUnset: an empty token from a reference is a
+// variable not set in this environment, which show and compile allow.
+func checkToken(a *Agent, i int, allowUnset bool) (problem string, isErr bool) {
+	t := a.Tokens[i]
+	ref, fromRef := a.Refs[pointer("/tokens", i)]
+	switch {
+	case t == "" && fromRef && allowUnset:
+		return "", false
+	case t == "" && fromRef:
+		return fmt.Sprintf("agent %q's token %d is empty (%s is empty in this environment)", a.Name, i+1, ref), true
+	case t == "":
+		return fmt.Sprintf("agent %q's token %d is empty", a.Name, i+1), true
+	case !fromRef:
+		return fmt.Sprintf("token %d is written in the config file; put it in a sensitive variable (tokens = [var.%s_token]) so the file can be shared and compiled configs never hold it", i+1, envSafeLower(a.Name)), false
+	case len(t) < minTokenLen:
+		return fmt.Sprintf("token %d (%s) is %d characters long, short enough to guess; use at least %d random characters (openssl rand -hex 32)", i+1, ref, len(t), minTokenLen), false
+	}
+	return "", false
+}
+
+func tokenFix(agent string) string {
+	return fmt.Sprintf("Give the agent a long random token from a sensitive variable:\nvariable %q {\n  sensitive = true\n}\nand tokens = [var.%s] in agent %q.", envSafeLower(agent)+"_token", envSafeLower(agent)+"_token", agent)
+}
+
+// envSafeLower makes an agent name usable in a variable name.
+func envSafeLower(name string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '-' {
+			return '_'
+		}
+		return r
+	}, name)
+}
+
+// checkTokens refuses a token that acts as two agents: whichever the
+// gateway matched first would win.
+func checkTokens(cfg *Config, bad func(src diag.Source, lines []string, problem string, fix ...string)) {
+	type owner struct {
+		agent string
+		i     int
+	}
+	seen := map[string]owner{}
+	for _, a := range cfg.Agents {
+		for i, t := range a.Tokens {
+			if t == "" {
+				continue // unset, for show and compile
+			}
+			if o, dup := seen[t]; dup && o.agent != a.Name {
+				bad(a.Source, nil, fmt.Sprintf("agent %q's token %d is also agent %q's token %d: a token must identify one agent", a.Name, i+1, o.agent, o.i+1),
+					"Give each agent its own token (for example: openssl rand -hex 32).")
+				continue
+			}
+			seen[t] = owner{a.Name, i}
 		}
 	}
 }
@@ -268,8 +449,8 @@ func (j *jsonFile) gateway(v *jval) {
 			}
 		case "public_url":
 			if s, ok := d.str(val, m.key, ""); ok {
-				if p := checkHTTPURL("public_url", s, false); p != "" {
-					d.errAt(val, p)
+				if p := checkPublicURL(s); p != "" {
+					d.errAt(val, p, `Use the URL clients reach the MCP endpoint at, for example "https://nexus.example.com/mcp".`)
 				}
 				g.PublicURL = s
 			}
@@ -277,13 +458,18 @@ func (j *jsonFile) gateway(v *jval) {
 			if list, ok := d.strs(val, m.key, ""); ok {
 				for _, o := range list {
 					if p := checkOrigin(o); p != "" {
-						d.errAt(val, p)
+						d.errAt(val, p, `An origin is scheme://host[:port] with no path, for example "https://app.example.com".`)
 					}
 				}
 				g.AllowedOrigins = list
 			}
 		case "required_servers":
-			g.RequiredServers, _ = d.strs(val, m.key, "")
+			var ok bool
+			if g.RequiredServers, ok = d.strs(val, m.key, ""); ok {
+				for _, e := range val.arr {
+					g.requiredAt = append(g.requiredAt, j.site(e.off, len(e.str)+2))
+				}
+			}
 		case "tls":
 			if val.kind != '{' || !d.keys(val, "tls", gatewayTLSKeys) {
 				if val.kind != '{' {
@@ -301,8 +487,12 @@ func (j *jsonFile) gateway(v *jval) {
 					}
 				}
 			}
-			if (g.TLSCert == "") != (g.TLSKey == "") {
-				d.errAt(val, "tls needs both cert and key")
+			if val.get("cert") == nil || val.get("key") == nil {
+				missing := "key"
+				if val.get("cert") == nil {
+					missing = "cert"
+				}
+				d.errAt(val, fmt.Sprintf("tls needs both cert and key; %s is missing", missing), `"tls": {"cert": "certs/gateway.pem", "key": "certs/gateway-key.pem"}`)
 			}
 		case "limits":
 			if val.kind != '{' {
@@ -316,19 +506,19 @@ func (j *jsonFile) gateway(v *jval) {
 			for _, e := range val.obj {
 				switch e.key {
 				case "max_body_bytes":
-					l.MaxBodyBytes, _ = d.integer(e.val, e.key, 1)
+					l.MaxBodyBytes, _ = d.integer(e.val, e.key, 0)
 				case "max_sessions":
-					l.MaxSessions, _ = d.integer(e.val, e.key, 1)
+					l.MaxSessions, _ = d.integer(e.val, e.key, 0)
 				case "max_requests":
-					l.MaxRequests, _ = d.integer(e.val, e.key, 1)
+					l.MaxRequests, _ = d.integer(e.val, e.key, 0)
 				case "max_requests_per_session":
-					l.MaxRequestsPerSession, _ = d.integer(e.val, e.key, 1)
+					l.MaxRequestsPerSession, _ = d.integer(e.val, e.key, 0)
 				case "max_sse_events":
-					l.MaxSSEEvents, _ = d.integer(e.val, e.key, 1)
+					l.MaxSSEEvents, _ = d.integer(e.val, e.key, 0)
 				case "session_idle_timeout":
-					l.SessionIdleTimeout, _ = d.duration(e.val, e.key)
+					l.SessionIdleTimeout, _ = d.durationOrZero(e.val, e.key)
 				case "shutdown_grace":
-					l.ShutdownGrace, _ = d.duration(e.val, e.key)
+					l.ShutdownGrace, _ = d.durationOrZero(e.val, e.key)
 				}
 			}
 		case "oauth":
@@ -356,11 +546,25 @@ func (j *jsonFile) gateway(v *jval) {
 				case "audience":
 					o.Audience, _ = d.str(e.val, e.key, "")
 				case "agent_claim":
-					o.AgentClaim, _ = d.str(e.val, e.key, "")
+					var ok bool
+					if o.AgentClaim, ok = d.str(e.val, e.key, ""); ok && o.AgentClaim == "" {
+						d.errAt(e.val, `agent_claim is empty`, `Name the token claim that picks the agent, for example "agent_claim": "sub" (the default) or "email".`)
+					}
 				case "scopes":
 					o.Scopes, _ = d.strs(e.val, e.key, "")
 				case "agents":
-					o.Agents, _ = d.strMap(e.val, e.key, "")
+					if e.val.kind != '{' {
+						d.typeErr(e.val, "agents", "an object of agent names by claim value", `{"alice@example.com": "claude", "*": "readonly"}`)
+						continue
+					}
+					o.Agents = map[string]string{}
+					g.agentsAt = map[string]*site{}
+					for _, m := range e.val.obj {
+						if agent, ok := d.str(m.val, "agents."+m.key, ""); ok {
+							o.Agents[m.key] = agent
+							g.agentsAt[m.key] = j.site(m.val.off, len(m.val.str)+2)
+						}
+					}
 				}
 			}
 			if o.Issuer == "" {
@@ -373,6 +577,14 @@ func (j *jsonFile) gateway(v *jval) {
 		return
 	}
 	j.out.gateway = g
+}
+
+// durationOrZero is duration that also takes 0 (a limit's default).
+func (d *dec) durationOrZero(v *jval, field string) (time.Duration, bool) {
+	if (v.kind == '0' || v.kind == '"') && isZeroDuration(v.str) {
+		return 0, true
+	}
+	return d.duration(v, field)
 }
 
 // gatewayJSON is the gateway block in the nexus-json form.

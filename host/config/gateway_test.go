@@ -76,6 +76,10 @@ func TestGatewayBlock(t *testing.T) {
 			Agents: map[string]string{"alice@example.com": "claude", "*": "readonly"}},
 		Source: g.Source,
 	}
+	if len(g.requiredAt) != 1 || g.requiredAt[0].src.Line != 25 || len(g.agentsAt) != 2 || g.agentsAt["*"].src.Line != 43 {
+		t.Errorf("where required_servers and agents were written: %+v %+v", g.requiredAt, g.agentsAt)
+	}
+	g = withoutSites(g)
 	if !reflect.DeepEqual(g, want) {
 		t.Errorf("gateway\n got %+v\nwant %+v", g, want)
 	}
@@ -99,7 +103,7 @@ func TestGatewayBlock(t *testing.T) {
 		t.Errorf("compiled:\n%s", out)
 	}
 	twin := mustLoad(t, "nexus.json", string(out), env("CLAUDE_TOKEN", "tok-123"))
-	tg := twin.Gateway
+	tg := withoutSites(twin.Gateway)
 	tg.Source, g.Source = diag.Source{}, diag.Source{}
 	tg.TLSCert, tg.TLSKey = g.TLSCert, g.TLSKey // absolute already; the twin lives elsewhere
 	if !reflect.DeepEqual(tg, g) {
@@ -111,6 +115,13 @@ func TestGatewayBlock(t *testing.T) {
 	if !reflect.DeepEqual(twin.Agent("claude").Tokens, []string{"tok-123"}) {
 		t.Errorf("twin tokens %v", twin.Agent("claude").Tokens)
 	}
+}
+
+// withoutSites is g without the positions its checks point at.
+func withoutSites(g *Gateway) *Gateway {
+	x := *g
+	x.requiredAt, x.agentsAt = nil, nil
+	return &x
 }
 
 // A later layer's gateway block replaces the whole block.
@@ -137,7 +148,14 @@ func TestGatewayErrors(t *testing.T) {
 		{"references", "agent \"a\" {\n  permission = \"yolo\"\n}\ngateway {\n  required_servers = [\"gihub\"]\n  oauth {\n    issuer = \"https://login.example.com\"\n    agents = { \"x\" = \"b\" }\n  }\n}\n"},
 		{"twice", "gateway {\n}\ngateway {\n}\n"},
 		{"prefix", "server \"a\" {\n  prefix = \"gh.\"\n  stdio { command = \"x\" }\n}\n"},
-		{"limits", "gateway {\n  limits {\n    max_sessions = 0\n  }\n}\n"},
+		{"limits", "gateway {\n  limits {\n    max_sessions   = -1\n    shutdown_grace = \"-5s\"\n  }\n}\n"},
+		{"public_url", "gateway {\n  public_url = \"https://nexus.example.com/mcp#main\"\n}\n"},
+		{"public_url_relative", "gateway {\n  public_url = \"/mcp\"\n}\n"},
+		{"tls_no_cert", "gateway {\n  tls {\n    key = \"k.pem\"\n  }\n}\n"},
+		{"required_disabled", "server \"gh\" {\n  enabled = false\n  stdio { command = \"x\" }\n}\ngateway {\n  required_servers = [\"gh\"]\n}\n"},
+		{"agent_claim", "gateway {\n  oauth {\n    issuer      = \"https://login.example.com\"\n    agent_claim = \"\"\n  }\n}\n"},
+		{"empty_token", "agent \"a\" {\n  permission = \"yolo\"\n  tokens     = [\"\"]\n}\n"},
+		{"shared_token", "variable \"t\" {\n  sensitive = true\n  default   = \"0123456789abcdef0123\"\n}\nagent \"a\" {\n  permission = \"yolo\"\n  tokens     = [var.t]\n}\nagent \"b\" {\n  permission = \"sandboxed\"\n  tokens     = [var.t]\n}\n"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -148,9 +166,70 @@ func TestGatewayErrors(t *testing.T) {
 			golden(t, "gateway_"+tc.name, errText(err))
 		})
 	}
-	_, err := loadOne(t, "nexus.json", `{"gateway": {"listen": "nope", "limits": {"max_sessions": "many"}}}`, nil)
-	if err == nil || !strings.Contains(err.Error(), "host:port") {
-		t.Errorf("JSON gateway: %v", err)
+}
+
+// The nexus-json dialect says the same about the same mistakes.
+func TestGatewayJSONErrors(t *testing.T) {
+	cases := []struct{ name, src string }{
+		{"values", `{"gateway": {
+  "listen": "nope",
+  "public_url": "ftp://nexus.example.com/mcp",
+  "allowed_origins": ["https://app.example.com/x"],
+  "limits": {"max_sessions": "many", "max_requests": -2, "shutdown_grace": 0},
+  "tls": {"cert": "c.pem"}
+}}`},
+		{"oauth", `{"gateway": {"oauth": {"jwks_url": "http://keys.example.com/jwks", "agents": ["claude"]}}}`},
+		{"references", `{
+  "agents": {"a": {"permission": "yolo"}},
+  "gateway": {
+    "required_servers": ["gihub"],
+    "oauth": {"issuer": "https://login.example.com", "agents": {"x": "b"}}
+  }
+}`},
+		{"prefix_and_tokens", `{
+  "mcpServers": {"a": {"command": "x", "prefix": "a.b"}},
+  "agents": {"c": {"permission": "yolo", "tokens": [""]}, "d": {"permission": "yolo", "tokens": [7]}}
+}`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := loadOne(t, "nexus.json", tc.src, nil)
+			if err == nil {
+				t.Fatal("loaded")
+			}
+			golden(t, "gateway_json_"+tc.name, errText(err))
+		})
+	}
+}
+
+// Limits of 0 are the gateway's defaults, as leaving them out is.
+func TestGatewayZeroLimits(t *testing.T) {
+	for name, src := range map[string]string{
+		"nexus.hcl":  "gateway {\n  limits {\n    max_sessions = 0\n    shutdown_grace = 0\n    session_idle_timeout = \"0s\"\n  }\n}\n",
+		"nexus.json": `{"gateway": {"limits": {"max_sessions": 0, "shutdown_grace": "0", "session_idle_timeout": 0}}}`,
+	} {
+		cfg := mustLoad(t, name, src, nil)
+		if cfg.Gateway.Limits != (GatewayLimits{}) {
+			t.Errorf("%s: %+v", name, cfg.Gateway.Limits)
+		}
+	}
+}
+
+// Tokens from the environment: short ones warn, and with --allow-unset
+// (show, compile) an unset one is no error.
+func TestTokenChecks(t *testing.T) {
+	src := "variable \"t\" {\n  sensitive = true\n}\nagent \"a\" {\n  permission = \"yolo\"\n  tokens     = [var.t, env(\"OTHER\")]\n}\n"
+	cfg := mustLoad(t, "nexus.hcl", src, env("T", "short", "OTHER", "0123456789abcdef0123"))
+	if len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0].String(), "token 1 (${T}) is 5 characters long") || strings.Contains(cfg.Warnings[0].String(), "short\"") {
+		t.Errorf("warnings %v", cfg.Warnings)
+	}
+	if _, err := loadOne(t, "nexus.hcl", src, env("T", "", "OTHER", "0123456789abcdef0123")); err == nil || !strings.Contains(err.Error(), `token 1 is empty (${T} is empty in this environment)`) {
+		t.Errorf("empty from the environment: %v", err)
+	}
+	dir := t.TempDir()
+	write(t, dir, "nexus.hcl", src)
+	if _, err := Load(Options{Files: []string{"nexus.hcl"}, Dir: dir, Home: dir, LookupEnv: env(), AllowUnset: true}); err != nil {
+		t.Errorf("allow unset: %v", err)
 	}
 }
 
@@ -158,12 +237,17 @@ func TestGatewayErrors(t *testing.T) {
 // never compile into another file.
 func TestLiteralTokens(t *testing.T) {
 	cfg := mustLoad(t, "nexus.hcl", "agent \"a\" {\n  permission = \"yolo\"\n  tokens = [\"in-the-file\"]\n}\n", nil)
-	if len(cfg.Warnings) == 0 || !strings.Contains(cfg.Warnings[0].String(), "sensitive variables") {
+	if len(cfg.Warnings) == 0 || !strings.Contains(cfg.Warnings[0].String(), "put it in a sensitive variable") {
 		t.Errorf("warnings %v", cfg.Warnings)
 	}
 	out, _, err := Compile(cfg, FormatNexusJSON)
 	if err != nil || strings.Contains(string(out), "in-the-file") {
 		t.Errorf("compiled %v:\n%s", err, out)
+	}
+	// --show-secrets writes it, so the output loads back the same.
+	out, _, err = CompileShowingSecrets(cfg, FormatNexusJSON)
+	if err != nil || !strings.Contains(string(out), `"in-the-file"`) {
+		t.Errorf("compiled showing secrets %v:\n%s", err, out)
 	}
 }
 

@@ -215,6 +215,18 @@ func (h *hclFile) diags(ds hcl.Diagnostics) bool {
 }
 
 func (h *hclFile) errRange(rng hcl.Range, server, problem string, fix ...string) *diag.Report {
+	at := h.site(rng)
+	if server == "" {
+		server = h.server
+	}
+	r := &diag.Report{Title: errTitle, Server: server, Source: at.src, Problem: problem, Fix: fix}
+	r.Details = []diag.Section{{Lines: at.lines}}
+	h.errs = append(h.errs, r)
+	return r
+}
+
+// site is where rng is, with its snippet.
+func (h *hclFile) site(rng hcl.Range) *site {
 	src := h.src
 	src.Line, src.Column = rng.Start.Line, rng.Start.Column
 	width := 1
@@ -223,13 +235,7 @@ func (h *hclFile) errRange(rng hcl.Range, server, problem string, fix ...string)
 	} else {
 		width = 1 << 20 // to the end of the line
 	}
-	if server == "" {
-		server = h.server
-	}
-	r := &diag.Report{Title: errTitle, Server: server, Source: src, Problem: problem, Fix: fix}
-	r.Details = []diag.Section{{Lines: snippet(h.data, src.Line, src.Column, width, "")}}
-	h.errs = append(h.errs, r)
-	return r
+	return &site{src, snippet(h.data, src.Line, src.Column, width, "")}
 }
 
 func article(w string) string {
@@ -1307,11 +1313,22 @@ func (h *hclFile) agent(b *hcl.Block) {
 	}
 	if x := at["tokens"]; x != nil {
 		refs := map[string]Template{}
-		if a.Tokens, _ = h.strs(x, refs, "/tokens"); len(refs) > 0 {
+		var ok bool
+		if a.Tokens, ok = h.strs(x, refs, "/tokens"); len(refs) > 0 {
 			a.Refs = refs
 		}
-		if len(refs) == 0 && len(a.Tokens) > 0 {
-			h.warnRange(x.Expr.Range(), subject("agent", name), "the tokens are written in the config file; put them in sensitive variables (tokens = [var.%s_token]) so the file can be shared", name)
+		if ok {
+			sites := h.elementSites(x, len(a.Tokens))
+			for i := range a.Tokens {
+				switch bad, isErr := checkToken(a, i, h.ld.opts.AllowUnset); {
+				case bad == "":
+				case isErr:
+					r := h.errRange(x.Expr.Range(), "", bad, tokenFix(name))
+					r.Source, r.Details = sites[i].src, []diag.Section{{Lines: sites[i].lines}}
+				default:
+					h.warns = append(h.warns, Warning{Source: sites[i].src, Subject: subject("agent", name), Message: bad})
+				}
+			}
 		}
 	}
 	for _, n := range []string{"allow", "deny"} {

@@ -1024,7 +1024,19 @@ func (j *jsonFile) agents(v *jval) {
 			case "servers":
 				a.Servers, _ = d.strs(e.val, "servers", "")
 			case "tokens":
-				a.Tokens, _ = d.strs(e.val, "tokens", "/tokens")
+				var ok bool
+				if a.Tokens, ok = d.strs(e.val, "tokens", "/tokens"); ok {
+					a.Refs = d.refs
+					for i := range a.Tokens {
+						switch bad, isErr := checkToken(a, i, j.ld.opts.AllowUnset); {
+						case bad == "":
+						case isErr:
+							d.errAt(e.val.arr[i], bad, tokenFix(m.key))
+						default:
+							j.warnAt(e.val.arr[i].off, d.subject(), "%s", bad)
+						}
+					}
+				}
 			case "allow", "deny":
 				list, _ := d.strs(e.val, e.key, "")
 				if bad := checkPatterns(e.key, list); bad != "" {

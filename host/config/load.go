@@ -522,7 +522,15 @@ func check(cfg *Config) Errors {
 			}
 		}
 	}
-	checkGateway(cfg, func(src diag.Source, problem string, fix ...string) { bad(src, "", problem, fix...) })
+	at := func(src diag.Source, lines []string, problem string, fix ...string) {
+		r := &diag.Report{Title: errTitle, Source: src, Problem: problem, Fix: fix}
+		if len(lines) > 0 {
+			r.Details = []diag.Section{{Lines: lines}}
+		}
+		errs = append(errs, r)
+	}
+	checkGateway(cfg, at)
+	checkTokens(cfg, at)
 	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Source.File < errs[j].Source.File })
 	return errs
 }

@@ -112,6 +112,12 @@ func (f *file) errAt(off, width int, server, problem string, fix ...string) *dia
 	return r
 }
 
+// site is where the bytes at off are, with their snippet.
+func (f *file) site(off, width int) *site {
+	src := f.at(off)
+	return &site{src, snippet(f.data, src.Line, src.Column, width, "")}
+}
+
 // err records an error about the whole file.
 func (f *file) err(problem string, fix ...string) *diag.Report {
 	r := &diag.Report{Title: errTitle, Source: f.src, Problem: problem, Fix: fix}
