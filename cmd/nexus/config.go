@@ -302,10 +302,11 @@ Claude Code, Cursor or VS Code configs behind Nexus in one command.`,
 					}
 					files = append(files, abs)
 				}
-				out, err := config.ViaGateway(cfg, format, viaAgent, viaURL, files)
+				out, warns, err := config.ViaGateway(cfg, format, viaAgent, viaURL, files)
 				if err != nil {
 					return usageErr("%v", err)
 				}
+				a.printWarnings(warns)
 				_, err = a.stdout.Write(out)
 				return err
 			}

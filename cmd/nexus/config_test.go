@@ -219,3 +219,37 @@ func TestShippedExamplesValidate(t *testing.T) {
 		t.Fatalf("only %d example configs found", checked)
 	}
 }
+
+// config compile --via-gateway: what TestCompileViaGateway leaves out
+// (neither way in, a token that would cross the network in the clear, a
+// credential in the URL, a config found by discovery, the root --agent).
+func TestConfigViaGateway(t *testing.T) {
+	hcl := "server \"testserver\" {\n  stdio {\n    command = \"nexus\"\n    args    = [\"testserver\"]\n  }\n}\nagent \"claude\" {\n  permission = \"yolo\"\n}\n"
+	cases := []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"err_neither", []string{"--config", "nexus.hcl", "config", "compile", "--via-gateway"}, 2},
+		{"err_url_credential", []string{"--config", "nexus.hcl", "config", "compile", "--via-gateway", "--url", "https://nexus.example.com/mcp?token=s3cret"}, 2},
+		{"err_without_via", []string{"--config", "nexus.hcl", "config", "compile", "--url", "https://nexus.example.com/mcp"}, 2},
+		{"http_plain", []string{"--config", "nexus.hcl", "config", "compile", "--via-gateway", "--url", "http://10.0.0.7:8750/mcp"}, 0},
+		{"http_loopback", []string{"--config", "nexus.hcl", "config", "compile", "--format", "vscode", "--via-gateway", "--url", "http://127.0.0.1:8750/mcp"}, 0},
+		{"discovered", []string{"config", "compile", "--via-gateway", "--agent", "claude"}, 0},
+		{"root_agent", []string{"--agent", "claude", "--config", "nexus.hcl", "config", "compile", "--via-gateway"}, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			files(t, dir, "nexus.hcl", hcl)
+			stdout, stderr, code := nexusIn(t, dir, "", nil, tc.args...)
+			if code != tc.code {
+				t.Errorf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, stdout, stderr)
+			}
+			if strings.Contains(stdout+stderr, "s3cret") {
+				t.Errorf("a credential was printed:\n%s%s", stdout, stderr)
+			}
+			configGolden(t, "config_via_gateway_"+tc.name, "$ nexus "+shellArgs(tc.args)+"\n--- stdout\n"+stdout+"--- stderr\n"+stderr)
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -641,22 +642,27 @@ func gatewayJSON(g *Gateway) map[string]any {
 // client's Nexus loads the same config), or, with url, the gateway's
 // streamable HTTP endpoint with a bearer token the client fills in
 // ($NEXUS_TOKEN; VS Code asks for it as a password input). Exactly one of
-// agent and url is set.
-func ViaGateway(cfg *Config, format, agent, rawURL string, configFiles []string) ([]byte, error) {
+// agent and url is set. The warnings say what the client's side needs.
+func ViaGateway(cfg *Config, format, agent, rawURL string, configFiles []string) ([]byte, []Warning, error) {
 	switch {
 	case format != FormatMCPServers && format != FormatVSCode:
-		return nil, fmt.Errorf("--via-gateway writes a client config: use --format %s or %s, not %q", FormatMCPServers, FormatVSCode, format)
-	case (agent == "") == (rawURL == ""):
-		return nil, fmt.Errorf("--via-gateway needs exactly one of --agent NAME (the client starts nexus serve over stdio) and --url URL (the client connects to a running gateway)")
+		return nil, nil, fmt.Errorf("--via-gateway writes a client config: use --format %s or %s, not %q", FormatMCPServers, FormatVSCode, format)
+	case agent == "" && rawURL == "":
+		return nil, nil, fmt.Errorf("--via-gateway needs --agent NAME (the client starts nexus serve over stdio) or --url URL (the client connects to a running gateway)")
+	case agent != "" && rawURL != "":
+		return nil, nil, fmt.Errorf("--via-gateway takes one of --agent NAME (the client starts nexus serve over stdio) and --url URL (the client connects to a running gateway), not both")
 	}
-	var server map[string]any
+	var (
+		server map[string]any
+		warns  []Warning
+	)
 	if agent != "" {
 		if cfg.Agent(agent) == nil {
 			var names []string
 			for _, a := range cfg.Agents {
 				names = append(names, a.Name)
 			}
-			return nil, fmt.Errorf("agent %q is not configured.%s Add an agent %q block first: the gateway serves each client as one agent", agent, didYouMean(agent, names), agent)
+			return nil, nil, fmt.Errorf("agent %q is not configured.%s Add an agent %q block first: the gateway serves each client as one agent", agent, didYouMean(agent, names), agent)
 		}
 		args := []any{"serve", "--agent", agent}
 		for _, f := range configFiles {
@@ -666,13 +672,25 @@ func ViaGateway(cfg *Config, format, agent, rawURL string, configFiles []string)
 		if format == FormatVSCode {
 			server["type"] = "stdio"
 		}
+		if len(configFiles) == 0 {
+			warns = append(warns, Warning{Message: "no --config was given, so the client's nexus serve finds its configuration from the directory the client starts it in, which may not be this one; pass --config FILE to name it"})
+		}
 	} else {
 		if p := checkHTTPURL("--url", rawURL, false); p != "" {
-			return nil, fmt.Errorf("%s; give the gateway's MCP endpoint, for example https://nexus.example.com/mcp", p)
+			return nil, nil, fmt.Errorf("%s; give the gateway's MCP endpoint, for example https://nexus.example.com/mcp", p)
+		}
+		u, _ := url.Parse(rawURL)
+		if u.User != nil || u.RawQuery != "" && maskURL(rawURL) != rawURL {
+			return nil, nil, fmt.Errorf("--url %q holds a credential; the client sends its token in the Authorization header, so give the URL without it", maskURL(rawURL))
+		}
+		if u.Scheme == "http" && !loopbackHost(u.Hostname()) {
+			warns = append(warns, Warning{Message: fmt.Sprintf("--url %s is plain http to a host that is not loopback: the client's token would cross the network unencrypted; serve the gateway over https", rawURL)})
 		}
 		auth := "Bearer ${NEXUS_TOKEN}"
 		if format == FormatVSCode {
 			auth = "Bearer ${input:nexus-token}"
+		} else {
+			warns = append(warns, Warning{Message: "the client sends ${NEXUS_TOKEN} as its bearer token: set NEXUS_TOKEN to one of the agent's tokens in the environment the client runs in (Claude Code expands ${NAME}; Claude Desktop does not expand variables at all)"})
 		}
 		server = map[string]any{"type": "http", "url": rawURL, "headers": map[string]any{"Authorization": auth}}
 	}
@@ -685,9 +703,12 @@ func ViaGateway(cfg *Config, format, agent, rawURL string, configFiles []string)
 	} else {
 		doc = map[string]any{"mcpServers": map[string]any{"nexus": server}}
 	}
-	b, err := json.MarshalIndent(doc, "", "  ")
-	if err != nil {
-		return nil, err
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return nil, nil, err
 	}
-	return append(b, '\n'), nil
+	return b.Bytes(), warns, nil
 }

@@ -259,3 +259,12 @@ func TestOnErrorPass(t *testing.T) {
 		t.Errorf("pass: %v", err)
 	}
 }
+
+// A gateway URL is written as it is: encoding/json's HTML escaping would
+// turn & into \u0026, which clients read back the same but people do not.
+func TestViaGatewayURLAsWritten(t *testing.T) {
+	out, _, err := ViaGateway(&Config{}, FormatMCPServers, "", "https://nexus.example.com/mcp?tenant=a&region=eu", nil)
+	if err != nil || !strings.Contains(string(out), `"https://nexus.example.com/mcp?tenant=a&region=eu"`) {
+		t.Errorf("%v\n%s", err, out)
+	}
+}
