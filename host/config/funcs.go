@@ -120,6 +120,11 @@ func (h *hclFile) envFunc(template bool) function.Function {
 					h.unsetWarned[name] = true
 					h.warns = append(h.warns, Warning{Source: h.src, Message: fmt.Sprintf("env(%q): %s is not set in this environment", name, name)})
 				}
+			case h.inDefault:
+				// A variable's default: needed only if nothing else sets
+				// the variable, which variables() then reports.
+				h.unsetInDefault = append(h.unsetInDefault, name)
+				return cty.UnknownVal(cty.String).Mark(secretMark{}), nil
 			default:
 				return cty.NilVal, fmt.Errorf("environment variable %s is not set; export %s=... or give a default: env(%q, \"value\")", name, name, name)
 			}

@@ -111,6 +111,13 @@ type hclFile struct {
 	unsetWarned map[string]bool
 	server      string // the server block being decoded, for reports
 	early       bool   // a variable or local failed
+
+	// inDefault is set while a variable's default is evaluated: env() of
+	// an unset variable is then unknown rather than an error, since the
+	// default is not needed when the environment supplies the value;
+	// unsetInDefault lists those variables.
+	inDefault      bool
+	unsetInDefault []string
 }
 
 func (ld *loader) parseHCLFile(f *file, filename string, isJSON bool) *fileConfig {
@@ -296,15 +303,20 @@ func (h *hclFile) variables(blocks hcl.Blocks) {
 			sensitive bool
 			envVar    string
 		)
+		h.unsetInDefault = nil
 		if a := attrs["default"]; a != nil {
+			h.inDefault = true
 			v, diags := a.Expr.Value(&hcl.EvalContext{Functions: h.real.Functions})
+			if !diags.HasErrors() {
+				if tv, diags := a.Expr.Value(&hcl.EvalContext{Functions: h.tmpl.Functions}); !diags.HasErrors() {
+					defTmpl = tv
+				}
+			}
+			h.inDefault = false
 			if h.diags(diags) {
 				continue
 			}
 			def = v
-			if tv, diags := a.Expr.Value(&hcl.EvalContext{Functions: h.tmpl.Functions}); !diags.HasErrors() {
-				defTmpl = tv
-			}
 		}
 		if a := attrs["sensitive"]; a != nil {
 			sensitive, _ = h.boolean(a)
@@ -325,7 +337,7 @@ func (h *hclFile) variables(blocks hcl.Blocks) {
 			// variable "github_token" is $GITHUB_TOKEN.
 			envVar = envSafe(name)
 		}
-		if sensitive && def != cty.NilVal && !def.IsNull() && def.Type() != cty.String { // marks do not change a type
+		if sensitive && def != cty.NilVal && !def.IsNull() && def.Type() != cty.String && def.Type() != cty.DynamicPseudoType { // marks do not change a type
 			h.errRange(attrs["default"].Expr.Range(), "", fmt.Sprintf("sensitive variable %q must be a string, so that it can be written as ${%s}", name, envVar))
 			continue
 		}
@@ -352,6 +364,15 @@ func (h *hclFile) variables(blocks hcl.Blocks) {
 				h.errRange(b.DefRange, "", fmt.Sprintf("variable %q has no value", name), fix...)
 				val = cty.DynamicVal
 			}
+		}
+		if fromDefault && len(h.unsetInDefault) > 0 {
+			unset := h.unsetInDefault[0]
+			fix := []string{"export " + unset + "=...", "or export NEXUS_VAR_" + name + "=..."}
+			if envVar != "" {
+				fix = append(fix, "or export "+envVar+"=...")
+			}
+			h.errRange(attrs["default"].Expr.Range(), "", fmt.Sprintf("variable %q has no value: its default comes from env(%q), and %s is not set", name, unset, unset), fix...)
+			val = cty.NilVal
 		}
 		if val == cty.NilVal {
 			val = cty.DynamicVal // its error is reported

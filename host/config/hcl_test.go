@@ -168,6 +168,7 @@ func TestHCLErrors(t *testing.T) {
 		{"transformed_secret", "variable \"token\" {\n  sensitive = true\n  default   = \"Abc\"\n}\nserver \"a\" {\n  stdio {\n    command = \"x\"\n    env = { T = lower(var.token) }\n  }\n}\n"},
 		{"bad_values", "filter \"f\" {\n  kind = \"polcy\"\n  wasm = \"f.wasm\"\n  on_error = \"ignore\"\n}\nagent \"b\" {\n  permission = \"root\"\n}\n"},
 		{"unknown_variable", "server \"a\" {\n  stdio {\n    command = var.cmd\n  }\n}\n"},
+		{"env_default_unset", "variable \"token\" {\n  sensitive = true\n  default   = env(\"LEGACY_TOKEN\")\n}\n"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

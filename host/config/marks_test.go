@@ -36,3 +36,16 @@ server "a" {
 		t.Errorf("compiled:\n%s", out)
 	}
 }
+
+// A default from env() is needed only when nothing else sets the
+// variable: with $TOK set, an unset X is no error.
+func TestEnvDefaultNotNeeded(t *testing.T) {
+	src := "variable \"tok\" {\n  sensitive = true\n  default   = env(\"X\")\n}\nserver \"a\" {\n  stdio {\n    command = \"x\"\n    env     = { T = var.tok }\n  }\n}\n"
+	cfg := mustLoad(t, "nexus.hcl", src, env("TOK", "from-tok"))
+	if s := cfg.Server("a"); s.Env["T"] != "from-tok" || s.Refs["/env/T"].String() != "${TOK}" {
+		t.Errorf("env %v refs %v", s.Env, s.Refs)
+	}
+	if _, err := loadOne(t, "nexus.hcl", src, nil); err == nil || !strings.Contains(err.Error(), `its default comes from env("X"), and X is not set`) {
+		t.Errorf("neither set: %v", err)
+	}
+}
