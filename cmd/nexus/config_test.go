@@ -125,6 +125,13 @@ server "api" {
 `,
 }
 
+// literalCreds has credentials written into the file itself: a database
+// URL with its password in a server's args, and a token in a query.
+var literalCreds = []string{"mcp.json", `{"mcpServers": {
+  "db": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-postgres", "postgresql://app:pw-in-file@localhost/app"]},
+  "search": {"url": "https://search.example.com/mcp?region=eu&api_key=key-in-file"}
+}}`}
+
 func TestConfigCLI(t *testing.T) {
 	secrets := []string{"NOTES_TOKEN=notes-SECRET", "API_TOKEN=api-SECRET"}
 	cases := []struct {
@@ -154,6 +161,9 @@ func TestConfigCLI(t *testing.T) {
 		{"config_warnings", []string{"mcp.json", `{"mcpServers": {"t": {"command": "nexus", "args": ["testserver"], "timeuot": 5}}}`},
 			"", nil, []string{"config", "validate", "--config", "mcp.json"}, 0},
 		{"config_no_verb", nil, "", nil, []string{"config"}, 2},
+		{"config_show_masked", literalCreds, "", nil, []string{"config", "show", "--config", "mcp.json"}, 0},
+		{"config_show_masked_json", literalCreds, "", nil, []string{"config", "show", "-o", "json", "--config", "mcp.json"}, 0},
+		{"config_show_show_secrets", literalCreds, "", nil, []string{"config", "show", "--show-secrets", "--config", "mcp.json"}, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -166,7 +176,11 @@ func TestConfigCLI(t *testing.T) {
 			if code != tc.code {
 				t.Errorf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, stdout, stderr)
 			}
-			for _, s := range []string{"notes-SECRET", "api-SECRET"} {
+			shown := []string{"notes-SECRET", "api-SECRET"}
+			if !strings.Contains(tc.name, "show_secrets") {
+				shown = append(shown, "pw-in-file", "key-in-file")
+			}
+			for _, s := range shown {
 				if strings.Contains(stdout+stderr, s) {
 					t.Errorf("a secret value was printed:\n%s%s", stdout, stderr)
 				}

@@ -83,6 +83,7 @@ type compiler struct {
 
 	showSecrets bool     // write literal credentials as they are
 	masked      []string // where literal credentials were masked ("server \"a\" url")
+	cur         string   // what is being written, for masked: `server "a"`
 }
 
 func (c *compiler) warn(s *Server, format string, args ...any) {
@@ -99,7 +100,7 @@ func (c *compiler) str(refs map[string]Template, ptr, val string) string {
 	t, ok := refs[ptr]
 	if !ok && !c.showSecrets {
 		if m := maskCredential(ptr, val); m != val {
-			c.masked = append(c.masked, ptr)
+			c.masked = append(c.masked, strings.TrimSpace(c.cur+" "+fieldName(ptr)))
 			val = m
 		}
 	}
@@ -180,6 +181,8 @@ func (c *compiler) servers() map[string]any {
 }
 
 func (c *compiler) server(s *Server) map[string]any {
+	c.cur = subject("server", s.Name)
+	defer func() { c.cur = "" }()
 	nexus := c.format == FormatNexusJSON
 	if !s.Enabled && !nexus {
 		c.warn(s, "is disabled, so it is left out (%s has no way to mark a server disabled)", c.format)
@@ -376,7 +379,9 @@ func (c *compiler) nexusExtras(doc map[string]any) {
 				e["on_error"] = f.OnError
 			}
 			if f.Config != nil {
+				c.cur = subject("filter", f.Name)
 				e["config"] = c.anyValue(f.Refs, "/config", f.Config)
+				c.cur = ""
 			}
 			if len(f.Match) > 0 {
 				var ms []any

@@ -5,78 +5,123 @@ import (
 	"net/url"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 )
 
 // Masking literal credentials in what config show and compile print: a
 // secret written into a config file should move to a variable, and
 // printing it where a person (or their terminal's scrollback, or a CI
-// log) reads it makes matters worse.
+// log) reads it makes matters worse. Values from variables, env() and
+// ${NAME} are never printed anyway: they are written as references.
 
 const mask = "***"
 
-// secretName is an env, header or query parameter name that holds a
-// credential.
-var secretName = regexp.MustCompile(`(?i)(token|secret|passw|api[_-]?key|apikey|private[_-]?key|credential|auth|session|signature|^key$|^sig$|^code$)`)
+// secretName is an env, header, query parameter or config key whose value
+// is a credential. "auth" counts only as a word of its own (X-Auth-Token,
+// AUTH_HEADER), so AUTHOR and OAUTH_CLIENT_ID are not taken for secrets.
+var secretName = regexp.MustCompile(`(?i)(token|secret|passw|pwd|api[_-]?key|apikey|access[_-]?key|private[_-]?key|credential|(^|[_.-])auth($|[_.-])|cookie|session[_-]?(id|key)|signature|^key$|^sig$|^code$)`)
+
+// oauthSecrets are the OAuth settings that hold credentials.
+var oauthSecrets = map[string]bool{"client_secret": true, "private_key": true, "id_token": true, "idp_client_secret": true}
 
 // maskCredential returns val with the credentials in it masked, judged by
-// where it stands (ptr: "/url", "/headers/Authorization", "/env/NAME").
+// where it stands (ptr: "/url", "/headers/Authorization", "/env/NAME",
+// "/command/2", "/config/token", ...) and by what it holds (a URL with a
+// password or a credential query parameter, anywhere).
 func maskCredential(ptr, val string) string {
+	if val == "" {
+		return val
+	}
+	key := ptr[strings.LastIndex(ptr, "/")+1:]
+	key = strings.NewReplacer("~1", "/", "~0", "~").Replace(key)
 	switch {
-	case ptr == "/url":
-		return maskURL(val)
 	case strings.HasPrefix(ptr, "/headers/"):
-		name := strings.TrimPrefix(ptr, "/headers/")
-		if strings.EqualFold(name, "Authorization") || strings.EqualFold(name, "Proxy-Authorization") {
+		if strings.EqualFold(key, "Authorization") || strings.EqualFold(key, "Proxy-Authorization") {
 			if scheme, _, ok := strings.Cut(val, " "); ok && scheme != "" {
 				return scheme + " " + mask
 			}
 			return mask
 		}
-		if secretName.MatchString(name) || strings.EqualFold(name, "Cookie") {
+		if secretName.MatchString(key) {
 			return mask
 		}
-	case strings.HasPrefix(ptr, "/env/"):
-		if secretName.MatchString(strings.TrimPrefix(ptr, "/env/")) && val != "" {
+	case strings.HasPrefix(ptr, "/oauth/"):
+		if oauthSecrets[key] {
+			return mask
+		}
+	case strings.HasPrefix(ptr, "/env/"), strings.HasPrefix(ptr, "/config/"), strings.HasPrefix(ptr, "/plugin/config/"):
+		if secretName.MatchString(key) {
 			return mask
 		}
 	}
-	return val
+	return maskURLs(val)
 }
 
-// maskURL masks a URL's password and credential-like query values.
+// urlInText finds URLs inside a longer value ("--db=postgres://u:p@h/db").
+var urlInText = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>]+`)
+
+// maskURLs masks the credentials of every URL in s.
+func maskURLs(s string) string {
+	if !strings.Contains(s, "://") {
+		return s
+	}
+	return urlInText.ReplaceAllStringFunc(s, maskURL)
+}
+
+// maskURL masks a URL's userinfo (the password, or a user name standing
+// alone, which is usually a token: https://TOKEN@host) and the values of
+// credential-like query parameters. The rest is left as written.
 func maskURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
 		return raw
 	}
-	changed := false
-	if u.User != nil {
-		if _, has := u.User.Password(); has {
-			u.User = url.UserPassword(u.User.Username(), mask)
-		} else {
-			u.User = url.User(mask)
-		}
-		changed = true
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
 	}
-	if u.RawQuery != "" {
-		q := u.Query()
-		for k, vs := range q {
-			if secretName.MatchString(k) {
-				for i := range vs {
-					vs[i] = mask
-				}
-				changed = true
+	authority, tail := rest[:end], rest[end:]
+	if at := strings.LastIndex(authority, "@"); at >= 0 {
+		user, _, hasPass := strings.Cut(authority[:at], ":")
+		if hasPass {
+			authority = user + ":" + mask + authority[at:]
+		} else {
+			authority = mask + authority[at:]
+		}
+	}
+	path, query, hasQuery := strings.Cut(tail, "?")
+	if hasQuery {
+		query, frag, hasFrag := strings.Cut(query, "#")
+		params := strings.Split(query, "&")
+		for i, p := range params {
+			k, _, hasValue := strings.Cut(p, "=")
+			name, err := url.QueryUnescape(k)
+			if err != nil {
+				name = k
+			}
+			if hasValue && secretName.MatchString(name) {
+				params[i] = k + "=" + mask
 			}
 		}
-		if changed {
-			u.RawQuery = q.Encode()
+		tail = path + "?" + strings.Join(params, "&")
+		if hasFrag {
+			tail += "#" + frag
 		}
 	}
-	if !changed {
-		return raw
+	return scheme + "://" + authority + tail
+}
+
+// fieldName is how a person finds the value at ptr in a config file:
+// "url", "headers/Authorization", "args/2" (the command's third word).
+func fieldName(ptr string) string {
+	if rest, ok := strings.CutPrefix(ptr, "/command/"); ok {
+		if n, err := strconv.Atoi(rest); err == nil && n > 0 {
+			return "args/" + strconv.Itoa(n-1)
+		}
+		return "command"
 	}
-	return strings.ReplaceAll(u.String(), url.QueryEscape(mask), mask)
+	return strings.TrimPrefix(ptr, "/")
 }
 
 // maskWarning says what was masked and how to stop writing secrets into
@@ -89,9 +134,9 @@ func (c *compiler) maskWarning() {
 	for _, p := range c.masked {
 		where[p] = true
 	}
-	var list []string
+	list := make([]string, 0, len(where))
 	for p := range where {
-		list = append(list, strings.TrimPrefix(p, "/"))
+		list = append(list, p)
 	}
 	sort.Strings(list)
 	c.warns = append(c.warns, Warning{Message: fmt.Sprintf("credentials written in the config file are masked (%s): move each into a sensitive variable or ${NAME} reference so it is never printed; --show-secrets prints them as they are",
