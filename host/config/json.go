@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -1062,33 +1063,66 @@ func (j *jsonFile) agents(v *jval) {
 // the file, and a person would learn that from the client, late.
 func strictJSON(f *file, stripped []byte, vscode bool) {
 	name := filepath.ToSlash(f.src.File)
-	if vscode || strings.Contains(name, ".vscode/") || strings.HasSuffix(name, ".jsonc") {
+	if vscode || strings.Contains(name, ".vscode/") || strings.HasSuffix(name, ".jsonc") || nexusOnly(name) {
 		return
 	}
-	off := -1
-	for i := range f.data {
-		if i >= len(stripped) || f.data[i] != stripped[i] {
-			off = i
-			break
+	// stripJSONC blanks comments and trailing commas in place, so the
+	// bytes that differ are theirs: a run starting "//" or "/*" is a
+	// comment, a lone ',' a trailing comma.
+	first, comments, commas := -1, 0, 0
+	for i := 0; i < len(f.data) && i < len(stripped); i++ {
+		if f.data[i] == stripped[i] || i > 0 && f.data[i-1] != stripped[i-1] {
+			continue
+		}
+		switch {
+		case f.data[i] == ',':
+			commas++
+		case f.data[i] == '/':
+			comments++
+		default:
+			continue // the next line of a /* */ comment
+		}
+		if first < 0 {
+			first = i
 		}
 	}
-	if off < 0 {
+	if first < 0 {
 		return
 	}
-	client := "Claude Desktop and Claude Code"
+	client, rejects := "Claude Desktop and Claude Code", "reject"
 	switch base := filepath.Base(name); {
 	case base == "claude_desktop_config.json":
-		client = "Claude Desktop"
+		client, rejects = "Claude Desktop", "rejects"
 	case base == ".mcp.json":
-		client = "Claude Code"
+		client, rejects = "Claude Code", "rejects"
 	case strings.Contains(name, ".cursor/"):
-		client = "Cursor"
+		client, rejects = "Cursor", "rejects"
 	}
-	what := "a comment"
-	if f.data[off] == ',' {
-		what = "a trailing comma"
+	var what []string
+	if comments > 0 {
+		what = append(what, count(comments, "comment"))
 	}
-	f.warnAt(off, "", "this file has %s (and may have more), which %s rejects: it reads strict JSON. Nexus accepts it, as VS Code does; remove them if %s loads this file too", what, client, client)
+	if commas > 0 {
+		what = append(what, count(commas, "trailing comma"))
+	}
+	f.warnAt(first, "", "this file has %s (the first here), which %s %s: it reads strict JSON. Nexus accepts them, as VS Code does; remove them if %s loads this file too",
+		strings.Join(what, " and "), client, rejects, client)
+}
+
+// count is "1 comment" or "3 comments".
+func count(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// nexusOnly says whether only Nexus reads the file: a layer's
+// .nexus/mcp.json, or a file named for Nexus (nexus.json, the output of
+// config compile --format nexus-json), which is JSONC like VS Code's.
+func nexusOnly(name string) bool {
+	base := strings.ToLower(path.Base(name))
+	return strings.HasPrefix(name, ".nexus/") || strings.Contains(name, "/.nexus/") || strings.HasPrefix(base, "nexus")
 }
 
 // fileDir is the directory relative paths in a file start from; the
