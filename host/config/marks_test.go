@@ -3,6 +3,8 @@ package config
 import (
 	"strings"
 	"testing"
+
+	"github.com/nexus-mcp/nexus/host/diag"
 )
 
 // A variable whose default is env("X") carries env()'s secret mark: it
@@ -47,5 +49,25 @@ func TestEnvDefaultNotNeeded(t *testing.T) {
 	}
 	if _, err := loadOne(t, "nexus.hcl", src, nil); err == nil || !strings.Contains(err.Error(), `its default comes from env("X"), and X is not set`) {
 		t.Errorf("neither set: %v", err)
+	}
+}
+
+// The loader's last resort: a panic while decoding a file becomes that
+// file's diagnostic, with no stack (issue 20, item 7).
+func TestPanicBecomesDiagnostic(t *testing.T) {
+	f := &file{src: diag.Source{File: "nexus.hcl", Layer: LayerLocal}}
+	fc := &fileConfig{}
+	func() {
+		defer guardParse(f, &fc)
+		var m map[string]int
+		m["x"] = 1 // a nil-map write panics with a runtime error
+	}()
+	if fc != nil || len(f.errs) != 1 {
+		t.Fatalf("fc %v, errs %v", fc, f.errs)
+	}
+	text := f.errs[0].Error()
+	if !strings.Contains(text, "Nexus failed while reading this file") || !strings.Contains(text, "nil map") ||
+		strings.Contains(text, "goroutine") || strings.Contains(text, ".go:") {
+		t.Errorf("report:\n%s", text)
 	}
 }
