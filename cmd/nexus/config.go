@@ -245,9 +245,13 @@ references are warnings instead of errors.`,
 			for _, f := range cfg.Files {
 				fmt.Fprintln(a.stdout, "ok  "+clean(diag.Source{File: f.Path, Layer: f.Layer}.String()))
 			}
-			fmt.Fprintf(a.stdout, "The configuration is valid: %s, %s, %s, %s, %s.\n",
+			gateway := ""
+			if cfg.Gateway != nil {
+				gateway = " and a gateway block"
+			}
+			fmt.Fprintf(a.stdout, "The configuration is valid: %s, %s, %s, %s, %s%s.\n",
 				count(len(cfg.Files), "file"), count(len(cfg.Servers), "server"), count(len(cfg.Plugins), "plugin"),
-				count(len(cfg.Filters), "filter"), count(len(cfg.Agents), "agent"))
+				count(len(cfg.Filters), "filter"), count(len(cfg.Agents), "agent"), gateway)
 			return nil
 		},
 	}

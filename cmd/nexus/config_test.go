@@ -132,6 +132,35 @@ var literalCreds = []string{"mcp.json", `{"mcpServers": {
   "search": {"url": "https://search.example.com/mcp?region=eu&api_key=key-in-file"}
 }}`}
 
+// gatewayBlockConfig has a gateway block, an agent with a token from a
+// sensitive variable and a server with a name prefix.
+var gatewayBlockConfig = []string{"nexus.hcl", `variable "claude_token" {
+  sensitive = true
+}
+
+server "testserver" {
+  prefix = ""
+  stdio {
+    command = "nexus"
+    args    = ["testserver"]
+  }
+}
+
+agent "claude" {
+  permission = "trusted"
+  tokens     = [var.claude_token]
+}
+
+gateway {
+  listen           = "127.0.0.1:8750"
+  required_servers = ["testserver"]
+  limits {
+    max_sessions   = 100
+    shutdown_grace = "5s"
+  }
+}
+`}
+
 func TestConfigCLI(t *testing.T) {
 	secrets := []string{"NOTES_TOKEN=notes-SECRET", "API_TOKEN=api-SECRET"}
 	cases := []struct {
@@ -161,6 +190,9 @@ func TestConfigCLI(t *testing.T) {
 		{"config_warnings", []string{"mcp.json", `{"mcpServers": {"t": {"command": "nexus", "args": ["testserver"], "timeuot": 5}}}`},
 			"", nil, []string{"config", "validate", "--config", "mcp.json"}, 0},
 		{"config_no_verb", nil, "", nil, []string{"config"}, 2},
+		{"config_show_gateway", gatewayBlockConfig, "", []string{"CLAUDE_TOKEN=claude-SECRET-0123456789"}, []string{"config", "show", "--config", "nexus.hcl"}, 0},
+		{"config_validate_gateway", gatewayBlockConfig, "", []string{"CLAUDE_TOKEN=claude-SECRET-0123456789"}, []string{"config", "validate", "--config", "nexus.hcl"}, 0},
+		{"config_compile_gateway", gatewayBlockConfig, "", nil, []string{"config", "compile", "--format", "nexus-json", "--config", "nexus.hcl"}, 0},
 		{"config_show_masked", literalCreds, "", nil, []string{"config", "show", "--config", "mcp.json"}, 0},
 		{"config_show_masked_json", literalCreds, "", nil, []string{"config", "show", "-o", "json", "--config", "mcp.json"}, 0},
 		{"config_show_show_secrets", literalCreds, "", nil, []string{"config", "show", "--show-secrets", "--config", "mcp.json"}, 0},
@@ -176,7 +208,7 @@ func TestConfigCLI(t *testing.T) {
 			if code != tc.code {
 				t.Errorf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, stdout, stderr)
 			}
-			shown := []string{"notes-SECRET", "api-SECRET"}
+			shown := []string{"notes-SECRET", "api-SECRET", "claude-SECRET"}
 			if !strings.Contains(tc.name, "show_secrets") {
 				shown = append(shown, "pw-in-file", "key-in-file")
 			}
