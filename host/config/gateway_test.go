@@ -186,6 +186,7 @@ func TestGatewayJSONErrors(t *testing.T) {
     "oauth": {"issuer": "https://login.example.com", "agents": {"x": "b"}}
   }
 }`},
+		{"twice", "{\n  \"gateway\": {\"listen\": \"127.0.0.1:1\"},\n  \"gateway\": {\"listen\": \"127.0.0.1:2\"}\n}\n"},
 		{"prefix_and_tokens", `{
   "mcpServers": {"a": {"command": "x", "prefix": "a.b"}},
   "agents": {"c": {"permission": "yolo", "tokens": [""]}, "d": {"permission": "yolo", "tokens": [7]}}

@@ -51,6 +51,8 @@ type jsonFile struct {
 	x   *expander
 	dir string // the file's directory, for relative paths
 	out fileConfig
+
+	gatewayAt *jmember // the "gateway" key, once seen
 }
 
 func (ld *loader) parseJSONFile(f *file) *fileConfig {
@@ -94,6 +96,12 @@ func (ld *loader) parseJSONFile(f *file) *fileConfig {
 		case "agents":
 			j.agents(m.val)
 		case "gateway":
+			if j.gatewayAt != nil {
+				j.errAt(m.off, len(m.key)+2, "", fmt.Sprintf(`"gateway" is defined twice in this file (first on line %d)`, j.at(j.gatewayAt.off).Line),
+					`Keep one "gateway" object per file: merge the two.`)
+				continue
+			}
+			j.gatewayAt = m
 			j.gateway(m.val)
 		default:
 			// Claude Desktop keeps its other settings in the same file, so
