@@ -9,17 +9,22 @@
 //     Claude Code's .mcp.json (type, url, headers, ${VAR}, ${VAR:-default}),
 //     Cursor (${env:NAME}, ${userHome}, ${workspaceFolder}, envFile), VS Code
 //     ({"servers", "inputs"}, ${input:id}), the Nexus array format and the
-//     Nexus fields. Comments and trailing commas are accepted. Unknown
+//     Nexus fields. Comments and trailing commas are accepted, with a
+//     warning in a file a strict-JSON client reads (Claude, Cursor). Unknown
 //     fields warn (with the nearest known name); wrong types are errors.
 //   - HCL (hcl.go): nexus.hcl and nexus.hcl.json, decoded in phases:
 //     variables, locals (in dependency order; a cycle is an error), then the
-//     nexus, server, plugin, filter and agent blocks with dynamic blocks
-//     expanded. Functions: env(), file() and the go-cty standard library.
+//     nexus, server, plugin, filter, agent and gateway blocks with dynamic
+//     blocks expanded. Functions: env(), file() and the go-cty standard library.
 //     Relative paths start at the file's directory.
 //
 // Layering (load.go): ~/.nexus/, every ancestor directory's .nexus/, then
 // ./.nexus/ and ./nexus.hcl; in one directory mcp.json, nexus.hcl.json,
-// nexus.hcl. Later wins per name, and the winner lists what it overrode.
+// nexus.hcl. Later wins per name, and the winner lists what it overrode;
+// a later gateway block replaces the whole block (gateway.go). Names that
+// refer across layers (a transport's plugin, required_servers, the agents
+// of the gateway's oauth, tokens shared by two agents) are checked after
+// merging.
 // --config (Options.Files) or NEXUS_CONFIG replace discovery; with nothing
 // found, the built-in default (the repository's nexus.hcl) runs the test
 // server.
@@ -28,7 +33,11 @@
 // keeps a Template ("Bearer ${TOKEN}") beside its value. Compile (and
 // NewView, behind `nexus config show`) write the template, never the value,
 // and Compile lists whatever a target format cannot express as warnings.
-// The nexus-json format loads back to the same model.
+// The nexus-json format loads back to the same model. A credential written
+// into a file as it is (a URL's password, an api_key query parameter, an
+// Authorization header, a secret-named env value, an agent's token) is
+// masked with a warning to move it to a variable (mask.go);
+// CompileShowingSecrets and NewView(cfg, true) write it.
 //
 // Config files are outside input: at most 10 MiB (checked before reading),
 // UTF-8, and every problem is a diag.Report with the file, layer, line,
