@@ -9,7 +9,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/host/auth"
 	"github.com/nexus-mcp/nexus/host/config"
-	"github.com/nexus-mcp/nexus/host/gateway/internal/jwtauth"
+	"github.com/nexus-mcp/nexus/host/gateway/internal/resource"
 	"github.com/nexus-mcp/nexus/host/transport/httpserver"
 )
 
@@ -27,14 +27,14 @@ func OAuth(g *config.Gateway, publicURL string, o *HTTPOptions) error {
 		return errors.New("the gateway's oauth block needs gateway { public_url = \"https://...\" }: access tokens must name the gateway's URL as their audience")
 	}
 	oc := g.OAuth
-	v, err := jwtauth.New(jwtauth.Config{
+	v, err := resource.New(resource.Config{
 		Resource: publicURL, Issuer: oc.Issuer, JWKSURL: oc.JWKSURL, Audience: oc.Audience, Scopes: oc.Scopes,
 		AgentClaim: oc.AgentClaim, Agents: oc.Agents, HTTPClient: auth.NewHTTPClient(false),
 	})
 	if err != nil {
 		return err
 	}
-	meta := jwtauth.MetadataURL(publicURL)
+	meta := resource.MetadataURL(publicURL)
 	u, err := url.Parse(meta)
 	if err != nil {
 		return fmt.Errorf("public_url %q: %v", publicURL, err)
@@ -46,17 +46,22 @@ func OAuth(g *config.Gateway, publicURL string, o *HTTPOptions) error {
 }
 
 // verifier turns the validator's refusals into HTTP ones with the
-// challenge RFC 6750 and RFC 9728 ask for.
+// challenge RFC 6750 and RFC 9728 ask for. A token that could not be
+// judged at all (the issuer's keys cannot be fetched) is 503: the client's
+// token may be fine, and a 401 would send it to get a new one for nothing.
 type verifier struct {
-	v    *jwtauth.Validator
+	v    *resource.Validator
 	meta string
 }
 
 func (x verifier) Agent(ctx context.Context, token string) (string, error) {
 	a, err := x.v.Agent(ctx, token)
-	var e *jwtauth.Error
+	var e *resource.Error
 	if errors.As(err, &e) {
 		return "", &httpserver.AuthError{Status: e.Status, Header: http.Header{"Www-Authenticate": {e.WWWAuthenticate(x.meta)}}, Message: e.Description}
 	}
-	return a, err
+	if err != nil {
+		return "", &httpserver.AuthError{Status: http.StatusServiceUnavailable, Header: http.Header{"Retry-After": {"5"}}, Message: err.Error()}
+	}
+	return a, nil
 }

@@ -95,3 +95,38 @@ func TestOAuthResourceServer(t *testing.T) {
 		t.Errorf("an agent token: %d %s", r.StatusCode, body)
 	}
 }
+
+// An issuer whose keys cannot be fetched leaves a token unjudged: 503 with
+// Retry-After and a message naming the key set, not a 401 that would send
+// the client to get a new token it does not need.
+func TestOAuthIssuerDown(t *testing.T) {
+	idp := httptest.NewServer(http.NotFoundHandler())
+	idp.Close() // nothing listens there any more
+
+	e := newEnv(t, nil)
+	var handler http.Handler = http.NotFoundHandler()
+	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
+	defer gw.Close()
+	o := gateway.HTTPOptions{}
+	err := gateway.OAuth(&config.Gateway{OAuth: &config.GatewayOAuth{Issuer: idp.URL, JWKSURL: idp.URL + "/jwks", AgentClaim: "sub",
+		Agents: map[string]string{"alice@example.com": "claude"}}}, gw.URL+"/mcp", &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hh, err := e.g.HTTP(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hh.Close()
+	handler = hh
+
+	key, _ := rsa.GenerateKey(rand.Reader, 2048)
+	j := jwt.NewWithClaims(jwt.SigningMethodRS256, jwt.MapClaims{"iss": idp.URL, "aud": gw.URL + "/mcp", "sub": "alice@example.com", "exp": time.Now().Add(time.Hour).Unix()})
+	j.Header["kid"] = "k1"
+	tok, _ := j.SignedString(key)
+	henv := &httpEnv{env: e, hh: hh, url: gw.URL}
+	r, body := henv.post(initBody, map[string]string{"Authorization": "Bearer " + tok})
+	if r.StatusCode != 503 || r.Header.Get("Retry-After") == "" || !strings.Contains(body, "/jwks") {
+		t.Errorf("issuer down: %d %v %s", r.StatusCode, r.Header, body)
+	}
+}
