@@ -1148,6 +1148,14 @@ func (p *Peer) readLoop() {
 			p.fail(err)
 			return
 		}
+		if in != nil && in.method == MethodInitialize {
+			// Nothing may overtake initialize: a client that sends its
+			// first requests without waiting for the answer (allowed on
+			// an ordered stream) would have them refused as coming
+			// before it. So no other reader takes over while it is served.
+			p.worker(in)
+			continue
+		}
 		if in != nil {
 			// Requests that arrive together are answered together: while
 			// more are buffered, their responses wait for one write.

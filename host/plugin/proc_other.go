@@ -1,7 +1,0 @@
-//go:build !unix
-
-package plugin
-
-import "os/exec"
-
-func setProcAttr(*exec.Cmd) {}
