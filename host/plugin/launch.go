@@ -21,6 +21,7 @@ import (
 	goplugin "github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-plugin/runner"
 
+	"github.com/nexus-mcp/nexus/host/internal/proc"
 	"github.com/nexus-mcp/nexus/host/transport/stdio"
 )
 
@@ -35,6 +36,7 @@ type procRunner struct {
 	verified <-chan verified // the checksum check's outcome; nil: not checked (an explicit, logged choice)
 	after    func()          // releases what the verified binary needed once it has run
 	cmd      *exec.Cmd
+	grp      *proc.Group // set by Start
 	stdout   io.ReadCloser
 	stderr   io.ReadCloser
 
@@ -50,7 +52,6 @@ func newProcRunner(name, path string, verified <-chan verified, env []string, pl
 	cmd := exec.Command(path)
 	cmd.Env = append(append([]string{}, env...), pluginEnv...)
 	cmd.Stdin = nil // /dev/null: a plugin never reads the host's stdin
-	setProcAttr(cmd)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -82,19 +83,24 @@ func (r *procRunner) Start(ctx context.Context) error {
 		defer v.closeAfterStart()
 		r.after = v.cleanup
 	}
-	if err := r.cmd.Start(); err != nil {
+	grp, err := proc.Start(r.cmd)
+	if err != nil {
 		if r.after != nil {
 			r.after()
 		}
 		close(r.exited)
 		return err
 	}
-	r.pid = r.cmd.Process.Pid
+	r.grp, r.pid = grp, grp.PID()
 	return nil
 }
 
+// Wait reaps the plugin; whatever it spawned goes with it.
 func (r *procRunner) Wait(context.Context) error {
-	err := r.cmd.Wait()
+	if r.grp == nil {
+		return errors.New("plugin process was never started")
+	}
+	err := r.grp.Wait()
 	if r.after != nil {
 		r.after()
 	}
@@ -122,15 +128,12 @@ func (r *procRunner) exitText() string {
 	return ""
 }
 
+// Kill kills the plugin and everything it spawned.
 func (r *procRunner) Kill(context.Context) error {
-	if r.cmd.Process == nil {
-		return nil
+	if r.grp != nil {
+		r.grp.Kill()
 	}
-	err := r.cmd.Process.Kill()
-	if errors.Is(err, os.ErrProcessDone) {
-		return nil
-	}
-	return err
+	return nil
 }
 
 func (r *procRunner) Stdout() io.ReadCloser { return r.stdout }

@@ -2,10 +2,13 @@ package plugin
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -48,6 +51,53 @@ func TestCloseStopsEveryPlugin(t *testing.T) {
 	if _, err := m.Open(ctx, pinned(t, "late", testPlugin(t, "good"))); !errors.Is(err, ErrClosed) {
 		t.Errorf("Open after Close: %v", err)
 	}
+}
+
+// What a plugin spawned goes with it: stopped at Close and killed with
+// the plugin when it overruns or crashes (the kill reaches its group).
+func TestPluginChildrenStop(t *testing.T) {
+	path := testPlugin(t, "spawner")
+	record := filepath.Join(filepath.Dir(path), "spawner.children")
+	os.Remove(record)
+	m, _ := newManager(t, Options{})
+	ctx := ctxT(t)
+	if _, err := m.Open(ctx, pinned(t, "s", path)); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(record)
+	if err != nil {
+		t.Fatalf("the plugin recorded no child: %v", err)
+	}
+	child, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("record %q", b)
+	}
+	t.Cleanup(func() { syscall.Kill(child, syscall.SIGKILL) })
+	if !alive(child) {
+		t.Fatal("the plugin's child is not running")
+	}
+	m.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for running(child) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the plugin's child %d outlived Manager.Close by 10 s", child)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// running is alive, with a zombie nobody reaps counted as gone (an orphan
+// goes to PID 1, which in some containers never reaps).
+func running(pid int) bool {
+	if !alive(pid) {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return runtime.GOOS != "linux"
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return !(i > 0 && i+2 < len(b) && b[i+2] == 'Z')
 }
 
 func TestReattach(t *testing.T) {

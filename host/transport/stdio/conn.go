@@ -19,6 +19,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/nexus-mcp/nexus/host/internal/proc"
 	"github.com/nexus-mcp/nexus/host/mcp"
 )
 
@@ -69,9 +70,8 @@ type Conn struct {
 	maxFrame int
 
 	cmd *exec.Cmd
+	grp *proc.Group // the server and everything it spawns
 	pid int
-	//lint:ignore U1000 holds the job object on Windows; empty elsewhere
-	plat platform
 
 	stdin, stderr *os.File
 	stdout        stdoutReader
@@ -87,11 +87,6 @@ type Conn struct {
 
 	writeMu  sync.Mutex
 	writeBuf []byte
-
-	// procMu orders group signals against the reap: once the leader is
-	// reaped its PID may be recycled, so nothing may signal -pid after that.
-	procMu sync.Mutex
-	reaped bool
 
 	exited   chan struct{} // closed after exitCode/exitSig are set
 	exitCode int
@@ -195,16 +190,16 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 	}
 
 	cmd := &exec.Cmd{
-		Path:        path,
-		Args:        command,
-		Env:         env, // never nil: a nil Env would hand over the whole host environment
-		Dir:         cfg.Dir,
-		Stdin:       inR,
-		Stdout:      outW,
-		Stderr:      errW,
-		SysProcAttr: sysProcAttr(),
+		Path:   path,
+		Args:   command,
+		Env:    env, // never nil: a nil Env would hand over the whole host environment
+		Dir:    cfg.Dir,
+		Stdin:  inR,
+		Stdout: outW,
+		Stderr: errW,
 	}
-	if err := cmd.Start(); err != nil {
+	grp, err := proc.Start(cmd)
+	if err != nil {
 		closeAll()
 		switch {
 		case errors.Is(err, fs.ErrPermission):
@@ -230,6 +225,7 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 		grace:      cfg.CloseGrace,
 		maxFrame:   cfg.MaxFrame,
 		cmd:        cmd,
+		grp:        grp,
 		pid:        cmd.Process.Pid,
 		stdin:      inW,
 		stdout:     outR,
@@ -243,7 +239,6 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 	c.directOK = outR.SetReadDeadline(time.Time{}) == nil
 	c.rd = mcp.NewReadDeadline(outR.SetReadDeadline)
 	c.await, _ = outR.(awaiter)
-	c.platformStarted()
 	go c.wait()
 	go c.readStderr()
 	c.log.Debug("server started", "pid", c.pid, "command", path)
@@ -352,7 +347,7 @@ func (c *Conn) readFailed(err error) error {
 		c.setFatal(ferr)
 		c.log.Warn("server sent an oversized message; closing the session", "limit", c.maxFrame)
 		// No grace for a server that broke framing: kill now, then clean up.
-		c.signalGroup(killGroup)
+		c.grp.Kill()
 		_ = c.Close()
 		return ferr
 	}
@@ -488,10 +483,10 @@ func (c *Conn) shutdown() {
 	_ = c.stdin.Close()
 	if !c.waitExit(c.grace) {
 		c.log.Debug("server ignored stdin EOF; sending terminate", "pid", c.pid)
-		c.signalGroup(termGroup)
+		c.grp.Term()
 		if !c.waitExit(c.grace) {
 			c.log.Warn("server ignored terminate; killing it", "pid", c.pid)
-			c.signalGroup(killGroup)
+			c.grp.Kill()
 			<-c.exited
 		}
 	}
@@ -510,15 +505,6 @@ func (c *Conn) shutdown() {
 	<-c.stderrDone
 }
 
-// signalGroup runs a group-signal function unless the leader has been reaped.
-func (c *Conn) signalGroup(f func(*Conn)) {
-	c.procMu.Lock()
-	defer c.procMu.Unlock()
-	if !c.reaped {
-		f(c)
-	}
-}
-
 func (c *Conn) waitExit(d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -530,28 +516,13 @@ func (c *Conn) waitExit(d time.Duration) bool {
 	}
 }
 
-// wait reaps the leader and then kills the rest of its group at once:
-// descendants that inherited stdout would otherwise keep the session looking
-// alive after the server itself is gone.
+// wait reaps the leader; the group goes with it at once: descendants
+// that inherited stdout would otherwise keep the session looking alive
+// after the server itself is gone.
 func (c *Conn) wait() {
-	var err error
-	if waitNoReap(c.pid) {
-		c.procMu.Lock()
-		killGroup(c)
-		err = c.cmd.Wait()
-		c.reaped = true
-		releaseGroup(c)
-		c.procMu.Unlock()
-	} else {
-		err = c.cmd.Wait()
-		c.procMu.Lock()
-		killGroup(c)
-		c.reaped = true
-		releaseGroup(c)
-		c.procMu.Unlock()
-	}
+	err := c.grp.Wait()
 	if ps := c.cmd.ProcessState; ps != nil {
-		c.exitCode, c.exitSig = exitStatus(ps)
+		c.exitCode, c.exitSig = proc.ExitStatus(ps)
 	} else {
 		c.exitCode = -1
 		c.log.Warn("waiting for server failed", "error", err)

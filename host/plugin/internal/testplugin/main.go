@@ -56,6 +56,16 @@ func main() {
 			fmt.Fprintln(f, os.Getpid())
 			f.Close()
 		}
+	case "spawner":
+		// Starts a child of its own, as a plugin wrapping a tool might,
+		// and records its PID beside the binary.
+		child := exec.Command("sleep", "300")
+		if err := child.Start(); err == nil {
+			if f, err := os.OpenFile(filepath.Join(filepath.Dir(os.Args[0]), "spawner.children"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+				fmt.Fprintln(f, child.Process.Pid)
+				f.Close()
+			}
+		}
 	case "envdump":
 		plugin.Serve(plugin.Options{Policy: plugin.DecideFunc(func(ctx context.Context, e *event.Event) (event.Decision, error) {
 			b, _ := json.Marshal(map[string]any{"env": os.Environ(), "stdin": stdinState()})
