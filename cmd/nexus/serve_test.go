@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -287,6 +288,72 @@ func TestServeSIGTERM(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("nexus serve did not exit within 30 s of SIGTERM")
 	}
+	noneLeft(t, mark)
+}
+
+// SIGKILL of nexus serve leaves nothing behind: not the upstream (the
+// parent-death signal) and not what the upstream spawned (the watchdog of
+// host/internal/proc kills its group). The upstream's shell starts a
+// sleep beside the test server; both carry the mark.
+func TestServeSIGKILL(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("finds the upstream through /proc")
+	}
+	mark := fmt.Sprintf("kill-%d", time.Now().UnixNano())
+	bin := testenv.Nexus(t)
+	config := filepath.Join(t.TempDir(), "nexus.hcl")
+	hcl := fmt.Sprintf(`
+server "testserver" {
+  stdio {
+    command = "/bin/sh"
+    args    = ["-c", "sleep 300 & exec %s testserver"]
+    env     = { NEXUS_TEST_MARK = %q }
+  }
+}
+agent "claude" { permission = "yolo" }
+`, bin, mark)
+	if err := os.WriteFile(config, []byte(hcl), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // never leave a sleep behind, even when the test fails
+		for _, p := range marked(t, mark) {
+			if pid, err := strconv.Atoi(p); err == nil {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	cmd := exec.Command(bin, "serve", "--config", config, "--agent", "claude")
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir()}
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	fmt.Fprintln(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"mcp_testserver_echo","arguments":{"message":"x"}}}`)
+	sc := bufio.NewScanner(out)
+	answered := false
+	for !answered && sc.Scan() {
+		answered = strings.Contains(sc.Text(), `"id":2`)
+	}
+	if !answered {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("no answer to the call; stderr:\n%s", stderr.String())
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(marked(t, mark)) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("want the upstream and its sleep running, have %v", marked(t, mark))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
 	noneLeft(t, mark)
 }
 
