@@ -169,6 +169,7 @@ func TestHCLErrors(t *testing.T) {
 		{"bad_values", "filter \"f\" {\n  kind = \"polcy\"\n  wasm = \"f.wasm\"\n  on_error = \"ignore\"\n}\nagent \"b\" {\n  permission = \"root\"\n}\n"},
 		{"unknown_variable", "server \"a\" {\n  stdio {\n    command = var.cmd\n  }\n}\n"},
 		{"env_default_unset", "variable \"token\" {\n  sensitive = true\n  default   = env(\"LEGACY_TOKEN\")\n}\n"},
+		{"empty", " \n\n"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

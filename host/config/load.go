@@ -392,10 +392,13 @@ func checkBytes(data []byte, src diag.Source) *diag.Report {
 		return &diag.Report{Title: errTitle, Source: src, Problem: "the config file is over the 10 MiB limit"}
 	}
 	if len(bytes.TrimSpace(bytes.TrimPrefix(data, bom))) == 0 {
+		// The example is in the file's own syntax.
+		example := `Add a server, e.g. {"mcpServers": {"test": {"command": "nexus", "args": ["testserver"]}}}`
+		if strings.EqualFold(filepath.Ext(src.File), ".hcl") {
+			example = "Add a server, e.g.\nserver \"test\" {\n  stdio {\n    command = \"nexus\"\n    args    = [\"testserver\"]\n  }\n}"
+		}
 		return &diag.Report{Title: errTitle, Source: src, Problem: "the config file is empty",
-			Fix: []string{`Add a server, e.g. {"mcpServers": {"test": {"command": "nexus", "args": ["testserver"]}}}`,
-				"or in nexus.hcl: server \"test\" { stdio { command = \"nexus\"\n  args = [\"testserver\"] } }",
-				"or delete the file."}}
+			Fix: []string{example, "or delete the file."}}
 	}
 	if !utf8.Valid(data) {
 		off := 0

@@ -110,6 +110,7 @@ func hasDir(exe string) bool { return strings.ContainsAny(exe, `/\`) }
 // installHints says where the commonly used launchers come from. Most
 // command-not-found reports in practice are one of these.
 var installHints = map[string]string{
+	"nexus":   "Build it in your Nexus checkout with make build (it writes bin/nexus), then add bin/ to PATH or use bin/nexus's full path",
 	"npx":     "Install Node.js from https://nodejs.org (npx comes with it)",
 	"npm":     "Install Node.js from https://nodejs.org (npm comes with it)",
 	"node":    "Install Node.js from https://nodejs.org",
@@ -211,4 +212,40 @@ func sizeName(n int) string {
 		return "1 byte"
 	}
 	return strconv.Itoa(n) + " bytes"
+}
+
+// Fixes quote settings in the syntax of the file the server came from:
+// HCL for a .hcl file, JSON otherwise (and when the file is unknown, since
+// most people start from a client's JSON config).
+
+// hcl says whether the server's file is HCL.
+func (c Context) hcl() bool { return strings.EqualFold(filepath.Ext(c.Source.File), ".hcl") }
+
+// key names a setting as the file spells it: "env" in JSON, env in HCL,
+// where block says which block of the server holds it (stdio, http).
+func (c Context) key(name, block string) string {
+	if c.hcl() {
+		if block != "" {
+			return name + " (in the " + block + " block)"
+		}
+		return name
+	}
+	return `"` + name + `"`
+}
+
+// set renders a setting with its value, which is written the same way in
+// both (a string, a number or a list).
+func (c Context) set(name, value string) string {
+	if c.hcl() {
+		return name + " = " + value
+	}
+	return `"` + name + `": ` + value
+}
+
+// setMap renders a map setting with one entry.
+func (c Context) setMap(name, key, value string) string {
+	if c.hcl() {
+		return name + " = { " + key + " = " + value + " }"
+	}
+	return `"` + name + `": {"` + key + `": ` + value + `}`
 }

@@ -139,7 +139,7 @@ func explainConnRefused(c Context, line string, loc []int) (string, []string) {
 		return cause, []string{
 			check,
 			"Verify the address the server is given, often in an environment variable",
-			"Pass that variable to the server" + c.inFile() + " with \"env_passthrough\", or set it in \"env\"",
+			"Pass that variable to the server" + c.inFile() + " with " + c.key("env_passthrough", "stdio") + ", or set it in " + c.key("env", ""),
 		}
 	}
 	host := "localhost"
@@ -149,8 +149,8 @@ func explainConnRefused(c Context, line string, loc []int) (string, []string) {
 	return svc.name + " is not running or not reachable (connection refused by " + addr + ")", []string{
 		"Check if " + svc.name + " is running: " + strings.NewReplacer("HOST", host, "PORT", port).Replace(svc.check),
 		"Verify the " + svc.env + " environment variable is set",
-		"Add to env_passthrough" + c.inFile() + ": [\"" + svc.env + "\"]",
-		"Or set it explicitly in env: {\"" + svc.env + "\": \"" + svc.example + "\"}",
+		"Pass it to the server" + c.inFile() + ": " + c.set("env_passthrough", jsonArray([]string{svc.env})),
+		"Or set it explicitly: " + c.setMap("env", svc.env, quote(svc.example)),
 	}
 }
 
@@ -189,7 +189,7 @@ func explainModule(c Context, line string, loc []int) (string, []string) {
 		}
 		return cause, []string{
 			install,
-			"If the server has its own virtual environment, point \"command\" at that environment's python",
+			"If the server has its own virtual environment, point " + c.key("command", "") + " at that environment's python",
 		}
 	}
 	cause := "A Node.js dependency of the server is not installed"
@@ -198,7 +198,7 @@ func explainModule(c Context, line string, loc []int) (string, []string) {
 	}
 	return cause, []string{
 		"Install the server's dependencies: run npm install in the server's folder",
-		"If the server runs through npx, check the package name and version in \"command\"",
+		"If the server runs through npx, check the package name and version in " + c.key("args", ""),
 	}
 }
 
@@ -219,14 +219,14 @@ func explainMissingProgram(c Context, line string, loc []int) (string, []string)
 	if prog == "" {
 		return "A program or file the server needs is missing", []string{
 			"Check the path named in the message above exists",
-			"If the server expects to run in a particular folder, set \"cwd\"" + c.inFile(),
-			"If it runs another program that is installed, pass your PATH: \"env_passthrough\": [\"PATH\"]",
+			"If the server expects to run in a particular folder, set " + c.key("cwd", "stdio") + c.inFile(),
+			"If it runs another program that is installed, pass your PATH: " + c.set("env_passthrough", `["PATH"]`),
 		}
 	}
 	return "The server runs a program that is missing: " + prog, []string{
 		"Install " + prog + ", or check that it is in PATH: " + c.which(prog),
 		"Servers get a reduced environment; if " + prog + " is installed, pass your PATH" + c.inFile() +
-			": \"env_passthrough\": [\"PATH\"]",
+			": " + c.set("env_passthrough", `["PATH"]`),
 	}
 }
 
@@ -253,8 +253,8 @@ func explainCredential(c Context, line string, loc []int) (string, []string) {
 		name = "VARIABLE_NAME"
 	}
 	fix := []string{
-		"Set it for this server in \"env\"" + c.inFile() + ": {\"" + name + "\": \"...\"}",
-		"Or pass it from your environment: \"env_passthrough\": [\"" + name + "\"]",
+		"Set it for this server" + c.inFile() + ": " + c.setMap("env", name, `"..."`),
+		"Or pass it from your environment: " + c.set("env_passthrough", jsonArray([]string{name})),
 		"Nexus passes only a few safe variables (PATH, HOME, ...) to servers; others must be listed",
 	}
 	if rejected.MatchString(line) {

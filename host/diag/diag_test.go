@@ -48,6 +48,7 @@ func checkGolden(t *testing.T, name, got string) {
 var (
 	projectSource = Source{File: "/home/alice/app/.nexus/mcp.json", Layer: "project", Line: 3}
 	globalSource  = Source{File: "/home/alice/.nexus/mcp.json", Layer: "global"}
+	hclSource     = Source{File: "/home/alice/app/nexus.hcl", Layer: "project", Line: 7}
 	notFound      = &exec.Error{Name: "npx", Err: exec.ErrNotFound}
 )
 
@@ -82,6 +83,30 @@ func TestGolden(t *testing.T) {
 			Command: []string{"npx", "-y", "@modelcontextprotocol/server-filesystem", "/home/alice/docs"},
 			GOOS:    "linux",
 		}, "npx", "/usr/local/bin:/usr/bin:/bin", notFound)},
+
+		// A server from nexus.hcl gets its fixes in HCL.
+		{"command_not_found_hcl", CommandNotFound(Context{
+			Server:  "filesystem",
+			Source:  hclSource,
+			Command: []string{"npx", "-y", "@modelcontextprotocol/server-filesystem", "/home/alice/docs"},
+			GOOS:    "linux",
+		}, "npx", "/usr/local/bin:/usr/bin:/bin", notFound)},
+
+		{"server_crashed_missing_env_hcl", ServerCrashed(Context{
+			Server:  "github",
+			Source:  hclSource,
+			Command: []string{"npx", "-y", "@modelcontextprotocol/server-github"},
+			GOOS:    "linux",
+		}, 1, "", []string{
+			"Error: GITHUB_PERSONAL_ACCESS_TOKEN environment variable is not set",
+		}, nil)},
+
+		{"handshake_timeout_hcl", HandshakeTimeout(Context{
+			Server:  "slow-server",
+			Source:  hclSource,
+			Command: []string{"node", "server.js"},
+			GOOS:    "linux",
+		}, 30*time.Second, nil, errors.New("context deadline exceeded"))},
 
 		{"command_not_found_windows", CommandNotFound(Context{
 			Server:  "filesystem",

@@ -66,7 +66,7 @@ func HTTPStatus(c Context, method, rawURL string, status int, body, retryAfter s
 		}
 		r.Fix = []string{
 			"Log in with OAuth when the server supports it: nexus auth login " + c.Server,
-			"Or send a token in this server's entry" + c.inFile() + ":\n\"headers\": {\"Authorization\": \"Bearer ${input:token}\"}",
+			"Or send a token in this server's entry" + c.inFile() + ":\n" + c.tokenHeader(),
 		}
 	case status == http.StatusForbidden:
 		r.Causes = []string{
@@ -82,7 +82,7 @@ func HTTPStatus(c Context, method, rawURL string, status int, body, retryAfter s
 			"The URL is not the server's MCP endpoint (check the path, often /mcp)",
 			"The server ended the session (an expired Mcp-Session-Id); reconnecting starts a new one",
 		}
-		r.Fix = []string{"Check \"url\"" + c.inFile()}
+		r.Fix = []string{"Check " + c.key("url", "") + c.inFile()}
 		if curl != "" {
 			r.Fix = append(r.Fix, curl)
 		}
@@ -92,8 +92,8 @@ func HTTPStatus(c Context, method, rawURL string, status int, body, retryAfter s
 			"The URL is not the server's MCP endpoint",
 		}
 		r.Fix = []string{
-			"For a server that only offers the older HTTP+SSE transport, set \"type\": \"sse\"" + c.inFile(),
-			"Check \"url\"" + c.inFile(),
+			"For a server that only offers the older HTTP+SSE transport, set " + c.sse() + c.inFile(),
+			"Check " + c.key("url", "") + c.inFile(),
 		}
 	case status == http.StatusBadRequest:
 		r.Causes = []string{
@@ -166,4 +166,20 @@ func orHost(host, otherwise string) string {
 		return otherwise
 	}
 	return host
+}
+
+// tokenHeader is a header setting that sends a token kept out of the file.
+func (c Context) tokenHeader() string {
+	if c.hcl() {
+		return "headers = { Authorization = \"Bearer ${var.token}\" }  # in the http block, with variable \"token\" { sensitive = true }"
+	}
+	return `"headers": {"Authorization": "Bearer ${input:token}"}`
+}
+
+// sse is the setting that selects the legacy HTTP+SSE transport.
+func (c Context) sse() string {
+	if c.hcl() {
+		return "legacy_sse = true (in the http block)"
+	}
+	return `"type": "sse"`
 }

@@ -20,6 +20,8 @@ func TestGoldenHTTPAndPolicy(t *testing.T) {
 			`{"error":"invalid_token","error_description":"The access token expired"}`, "", errors.New("HTTP 401"))},
 		{"http_404_html", HTTPStatus(remote, "POST", "https://mcp.example.com/mcp", 404, html, "", nil)},
 		{"http_405", HTTPStatus(remote, "GET", "", 405, "", "", nil)},
+		{"http_405_hcl", HTTPStatus(Context{Server: "remote", Source: hclSource, URL: "https://mcp.example.com/mcp", GOOS: "linux"}, "GET", "", 405, "", "", nil)},
+		{"http_401_hcl", HTTPStatus(Context{Server: "remote", Source: hclSource, URL: "https://mcp.example.com/mcp", GOOS: "linux"}, "POST", "https://mcp.example.com/mcp", 401, "", "", nil)},
 		{"http_429", HTTPStatus(remote, "POST", "https://mcp.example.com/mcp", 429, "slow down", "30", nil)},
 		{"http_503", HTTPStatus(remote, "POST", "https://mcp.example.com/mcp", 503, "", "", nil)},
 		{"policy_permission", PolicyDenied(

@@ -30,7 +30,7 @@ func CommandNotFound(c Context, executable, pathSeen string, cause error) *Repor
 		}
 		r.Fix = []string{
 			"Check the path: " + check,
-			"Use an absolute path in \"command\"" + c.inFile(),
+			"Use an absolute path in " + c.key("command", "stdio") + c.inFile(),
 		}
 		if !c.windows() {
 			r.Fix = append(r.Fix, "For a script, check its first line (#!) names an installed interpreter")
@@ -62,15 +62,15 @@ func CommandNotFound(c Context, executable, pathSeen string, cause error) *Repor
 		executable + " is not installed",
 		executable + " is not in PATH for the MCP server process",
 	}
-	passthrough := `"env_passthrough": ["PATH"]`
+	passthrough := c.set("env_passthrough", `["PATH"]`)
 	if name == "npx" || name == "node" || name == "npm" {
-		passthrough = `"env_passthrough": ["PATH", "NODE_PATH"]`
+		passthrough = c.set("env_passthrough", `["PATH", "NODE_PATH"]`)
 	}
 	r.Fix = []string{
 		"Check if " + executable + " exists: " + c.which(executable),
 		"If not installed: " + install,
 		"If installed but not found: pass your PATH to the server" + c.inFile() + ":\n" + passthrough,
-		"Or use the full path in \"command\" (the output of command -v)",
+		"Or use the full path in " + c.key("command", "") + " (the output of command -v)",
 	}
 	return r
 }
@@ -108,7 +108,7 @@ func windowsCommandNotFound(c Context, r *Report, executable, name string) {
 	r.Fix = []string{
 		"Use the full command path: " + jsonArray(append([]string{full}, args[1:]...)),
 		"Use the cmd wrapper: " + jsonArray(append([]string{"cmd", "/c"}, args...)),
-		"Add to env_passthrough" + c.inFile() + ": [\"PATHEXT\", \"APPDATA\", \"LOCALAPPDATA\"]",
+		"Pass what Windows needs to find it" + c.inFile() + ": " + c.set("env_passthrough", `["PATHEXT", "APPDATA", "LOCALAPPDATA"]`),
 		"Check if " + executable + " exists: " + c.which(executable),
 	}
 	if install != "" {

@@ -32,6 +32,9 @@ func HandshakeTimeout(c Context, timeout time.Duration, stderr []string, cause e
 		next = 10
 	}
 	raise := "Increase \"timeout\" in this server's entry" + c.inFile() + " (seconds):\n\"timeout\": " + strconv.Itoa(next)
+	if c.hcl() {
+		raise = "Increase timeout in this server's block" + c.inFile() + ":\ntimeout = \"" + strconv.Itoa(next) + "s\""
+	}
 
 	if len(c.Command) == 0 && c.URL != "" {
 		r.Causes = []string{
