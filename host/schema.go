@@ -6,15 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/santhosh-tekuri/jsonschema/v6"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
+
+	"github.com/nexus-mcp/nexus/host/internal/schemaerr"
 )
 
 // schemas compiles tool schemas once and keeps them by content, so a tool
@@ -153,10 +152,7 @@ func (c *compiled) validate(raw json.RawMessage) ([]string, error) {
 	if !errors.As(err, &ve) {
 		return nil, err
 	}
-	var out []string
-	leaves(ve, &out)
-	sort.Strings(out)
-	return out, nil
+	return schemaerr.Lines(ve), nil
 }
 
 // decodeJSON decodes a document the way jsonschema.UnmarshalJSON does
@@ -268,18 +264,4 @@ func (d *jsonDecoder) str() string {
 	var s string
 	_ = json.Unmarshal(tok, &s) // a valid string token: it cannot fail
 	return s
-}
-
-var english = message.NewPrinter(language.English)
-
-// leaves collects the innermost causes: they name the field and the rule.
-func leaves(ve *jsonschema.ValidationError, out *[]string) {
-	if len(ve.Causes) == 0 {
-		loc := "/" + strings.Join(ve.InstanceLocation, "/")
-		*out = append(*out, loc+": "+ve.ErrorKind.LocalizedString(english))
-		return
-	}
-	for _, c := range ve.Causes {
-		leaves(c, out)
-	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nexus-mcp/nexus/host/plugin/plugintest"
 	"github.com/nexus-mcp/nexus/internal/testenv"
 )
 
@@ -20,6 +21,7 @@ func TestMain(m *testing.M) {
 	flag.Parse()
 	code := m.Run()
 	testenv.Cleanup()
+	plugintest.Cleanup()
 	os.Exit(code)
 }
 

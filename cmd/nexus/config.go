@@ -1,19 +1,24 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/nexus-mcp/nexus/host/config"
 	"github.com/nexus-mcp/nexus/host/diag"
+	"github.com/nexus-mcp/nexus/host/plugin"
 	"github.com/nexus-mcp/nexus/host/sanitize"
 )
 
@@ -225,14 +230,17 @@ func (a *app) showJSON(v *config.View) error {
 }
 
 func (a *app) configValidateCmd() *cobra.Command {
-	var allowUnset bool
+	var allowUnset, skipPlugins bool
 	cmd := &cobra.Command{
 		Use:   "validate",
 		Short: "Check every config layer; exit 2 on any error, listing them all",
 		Long: `Check every config layer; exit 2 on any error, listing them all.
 --allow-unset checks a config whose secrets are not set in this environment
 (CI checking the configs a repository ships): unset variables and ${VAR}
-references are warnings instead of errors.`,
+references are warnings instead of errors.
+Every plugin a filter or server uses is started (checksum first, as at any
+launch) to check their configs against the plugin's own schema;
+--skip-plugins checks everything else where the plugins are not built.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := a.loadConfig(allowUnset)
@@ -242,8 +250,19 @@ references are warnings instead of errors.`,
 			if err != nil {
 				return &exitError{exitUsage, err}
 			}
+			var plugins []string
+			if !skipPlugins {
+				var errs config.Errors
+				plugins, errs = a.checkPlugins(cmd.Context(), cfg)
+				if len(errs) > 0 {
+					return &exitError{exitUsage, errs}
+				}
+			}
 			for _, f := range cfg.Files {
 				fmt.Fprintln(a.stdout, "ok  "+clean(diag.Source{File: f.Path, Layer: f.Layer}.String()))
+			}
+			for _, p := range plugins {
+				fmt.Fprintln(a.stdout, "ok  "+p)
 			}
 			gateway := ""
 			if cfg.Gateway != nil {
@@ -256,7 +275,52 @@ references are warnings instead of errors.`,
 		},
 	}
 	cmd.Flags().BoolVar(&allowUnset, "allow-unset", false, "treat unset variables and ${VAR} references as warnings (to check shipped configs without their secrets)")
+	cmd.Flags().BoolVar(&skipPlugins, "skip-plugins", false, "do not start plugins to check their configs against their schemas")
 	return cmd
+}
+
+// checkPlugins starts the plugins cfg uses and checks their configs
+// against the plugins' schemas: a line for each plugin whose configs all
+// match, a report for each that does not or could not be started.
+func (a *app) checkPlugins(ctx context.Context, cfg *config.Config) ([]string, config.Errors) {
+	m := plugin.NewManager(plugin.Options{Logger: hclog.NewNullLogger()})
+	defer m.Close()
+	var ok []string
+	var errs config.Errors
+	for _, c := range m.Check(ctx, cfg) {
+		if len(c.Errs) == 0 {
+			verb := "match"
+			if c.Configs == 1 {
+				verb = "matches"
+			}
+			ok = append(ok, fmt.Sprintf("plugin %q: %s %s its schema", c.Plugin, count(c.Configs, "config"), verb))
+		}
+		for _, err := range c.Errs {
+			var rep *diag.Report
+			var bad *plugin.ConfigError
+			switch {
+			case errors.As(err, &rep) && errors.As(err, &bad):
+				// A config the plugin's schema refuses: its report as is.
+			case rep != nil:
+				// The plugin did not start: its own report, and how to
+				// check the rest meanwhile.
+				r := *rep
+				r.Fix = append(slices.Clone(r.Fix), "Or check everything else with nexus config validate --skip-plugins")
+				rep = &r
+			default:
+				var src diag.Source
+				if pc := cfg.Plugin(c.Plugin); pc != nil {
+					src = pc.Source
+				}
+				rep = &diag.Report{Title: "Plugin Config Not Checked", Source: src, Cause: err,
+					Problem: fmt.Sprintf("Plugin %q could not be started to check its configs: %v", c.Plugin, err),
+					Fix: []string{"Build the plugin (make plugins builds the first-party ones) and pin its sha256 in the plugin block",
+						"Or check everything else with nexus config validate --skip-plugins"}}
+			}
+			errs = append(errs, rep)
+		}
+	}
+	return ok, errs
 }
 
 func count(n int, what string) string {

@@ -17,6 +17,7 @@ import (
 	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/config"
 	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/host/plugin"
 	"github.com/nexus-mcp/nexus/host/policy"
 )
 
@@ -145,6 +146,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		rerr       *mcp.RPCError
 		denied     *policy.DeniedError
 		filterLoad *host.FilterLoadError
+		pluginCfg  *plugin.ConfigError
 		schema     *host.SchemaError
 	)
 	switch {
@@ -155,6 +157,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		code = exitUsage
 	case errors.As(err, &denied):
 		code = exitDenied
+	case errors.As(err, &pluginCfg):
+		code = exitUsage // a plugin config that fails the plugin's schema, as config validate says
 	case errors.As(err, &filterLoad):
 		code = exitUsage // a filter block that does not load is a config problem
 	case errors.As(err, &schema) && schema.What == "arguments":

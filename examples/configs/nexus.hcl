@@ -14,6 +14,13 @@ variable "github_token" {
   description = "GitHub token for the GitHub MCP server"
 }
 
+# The token the claude agent presents to the gateway (see agent "claude"):
+# its own secret, never a credential of an upstream server.
+variable "claude_token" {
+  sensitive   = true
+  description = "Bearer token of the claude agent at the gateway"
+}
+
 # A plain variable with a default; NEXUS_VAR_tool_count=30 overrides it.
 variable "tool_count" {
   default     = 10
@@ -106,10 +113,20 @@ filter "deny-destructive" {
   }
 }
 
-filter "redact" {
-  kind   = "sanitizer"
-  plugin = "ssh"
-  config = { token = var.github_token }
+# A policy plugin: nexus config validate starts it to check this config
+# against the plugin's own schema (--skip-plugins where it is not built).
+plugin "ratelimit" {
+  path   = "../../bin/plugins/policy-ratelimit" # make plugins builds it
+  sha256 = "0000000000000000000000000000000000000000000000000000000000000000" # sha256sum of the binary
+}
+
+filter "ratelimit" {
+  kind   = "policy"
+  plugin = "ratelimit"
+  config = {
+    per_agent = { rate = "120/m" }
+    tools     = { "github.delete_*" = { rate = "1/h" } }
+  }
 }
 
 agent "ci" {
@@ -124,7 +141,7 @@ agent "ci" {
 agent "claude" {
   permission = "trusted" # its first use of each server is confirmed through the client (elicitation)
   deny       = ["github.delete_*"]
-  tokens     = [var.github_token]
+  tokens     = [var.claude_token]
 }
 
 # nexus serve: the MCP server Nexus offers to agents. Flags override it.

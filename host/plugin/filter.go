@@ -48,26 +48,36 @@ func (l *Link) Kind() string { return l.kind }
 // (a *diag.Report with the filter's source if it fails) and the plugin
 // configures its instance now, so config errors surface at load.
 func (p *Plugin) Filter(ctx context.Context, f *config.Filter) (*Link, error) {
+	kind, raw, err := p.checkFilter(f)
+	if err != nil {
+		return nil, err
+	}
+	return p.newLink(ctx, kind, f.Name, raw, f.Limits.Timeout)
+}
+
+// checkFilter checks that the plugin serves f's kind and that f's config
+// matches the kind's schema; it returns the kind and the config as JSON.
+func (p *Plugin) checkFilter(f *config.Filter) (string, json.RawMessage, error) {
 	kind := sdk.KindPolicy
 	if f.Kind == "sanitizer" {
 		kind = sdk.KindSanitizer
 	}
 	if !p.Info().Has(kind) {
-		return nil, p.kindErr(kind)
+		return "", nil, p.kindErr(kind)
 	}
 	raw, err := configJSON(f.Config)
 	if err != nil {
-		return nil, fmt.Errorf("filter %q: config: %v", f.Name, err)
+		return "", nil, fmt.Errorf("filter %q: config: %v", f.Name, err)
 	}
 	problems, err := p.validate(kind, raw)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	if len(problems) > 0 {
-		return nil, (&ConfigError{Plugin: p.cfg.Name, Kind: kind, User: "filter " + strconv.Quote(f.Name),
+		return "", nil, (&ConfigError{Plugin: p.cfg.Name, Kind: kind, User: "filter " + strconv.Quote(f.Name),
 			Source: f.Source, Pointer: "/config", Problems: problems}).Report()
 	}
-	return p.newLink(ctx, kind, f.Name, raw, f.Limits.Timeout)
+	return kind, raw, nil
 }
 
 // DefaultCallTimeout bounds one Decide or Sanitize call of a filter whose

@@ -255,6 +255,62 @@ func (m *Manager) Filter(ctx context.Context, cfg *config.Config, f *config.Filt
 	return p.Filter(ctx, f)
 }
 
+// Checked is what Check found for one plugin block in use.
+type Checked struct {
+	Plugin  string
+	Configs int     // configs (filters' and servers') that match its schemas
+	Errs    []error // each failing config (a *diag.Report naming its source), or why the plugin could not start
+}
+
+// Check starts every plugin that cfg's filters and servers use, as any
+// launch does (checksum first), and checks each of their configs against
+// the plugin's own schema, without configuring an instance or opening a
+// session. It is what nexus config validate runs; plugins unused by any
+// filter or server are not started.
+func (m *Manager) Check(ctx context.Context, cfg *config.Config) []Checked {
+	var out []Checked
+	for _, pc := range cfg.Plugins {
+		var filters []*config.Filter
+		var servers []*config.Server
+		for _, f := range cfg.Filters {
+			if f.Plugin == pc.Name {
+				filters = append(filters, f)
+			}
+		}
+		for _, s := range cfg.Servers {
+			if s.Plugin != nil && s.Plugin.Name == pc.Name && s.Enabled {
+				servers = append(servers, s)
+			}
+		}
+		if len(filters)+len(servers) == 0 {
+			continue
+		}
+		c := Checked{Plugin: pc.Name}
+		p, err := m.Open(ctx, pc)
+		if err != nil {
+			c.Errs = append(c.Errs, err)
+			out = append(out, c)
+			continue
+		}
+		for _, f := range filters {
+			if _, _, err := p.checkFilter(f); err != nil {
+				c.Errs = append(c.Errs, err)
+			} else {
+				c.Configs++
+			}
+		}
+		for _, s := range servers {
+			if _, err := p.Transport(s); err != nil {
+				c.Errs = append(c.Errs, err)
+			} else {
+				c.Configs++
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
 // Close stops every plugin process (gracefully, then by force) and waits
 // for them. It is safe to call more than once.
 func (m *Manager) Close() error {

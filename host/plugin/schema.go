@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"sort"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/nexus-mcp/nexus/host/internal/schemaerr"
 )
 
 // maxSchemaSize bounds a config schema a plugin may hand the host.
@@ -66,25 +67,5 @@ func (s *schema) validate(config []byte) ([]string, error) {
 	if !ok {
 		return []string{err.Error()}, nil
 	}
-	var out []string
-	seen := map[string]bool{}
-	for _, u := range ve.BasicOutput().Errors {
-		if u.Error == nil {
-			continue
-		}
-		loc := u.InstanceLocation
-		if loc == "" {
-			loc = "/"
-		}
-		line := loc + ": " + u.Error.String()
-		if !seen[line] {
-			seen[line] = true
-			out = append(out, line)
-		}
-	}
-	if len(out) == 0 {
-		out = []string{ve.Error()}
-	}
-	sort.Strings(out)
-	return out, nil
+	return schemaerr.Lines(ve), nil
 }

@@ -82,6 +82,8 @@ func Cleanup() {
 	for _, d := range dirs {
 		os.RemoveAll(d)
 	}
+	// A later Build builds again rather than return a removed path.
+	dirs, built = nil, map[string]string{}
 }
 
 // Pinned is a plugin block for the binary at path with its real sha256.
