@@ -215,11 +215,30 @@ func TestProgressAndCancellation(t *testing.T) {
 }
 
 func TestTimeoutSendsCancelled(t *testing.T) {
-	c := connectPair(t, testServer(0), ClientOptions{Timeout: 50 * time.Millisecond})
-	_, err := c.CallTool(context.Background(), "slow", nil, nil)
+	s := testServer(0)
+	started, ended := make(chan struct{}, 1), make(chan struct{}, 1)
+	s.AddTool(Tool{Name: "block"}, func(ctx context.Context, r *CallToolRequest) (*CallToolResult, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		ended <- struct{}{}
+		return nil, ctx.Err()
+	})
+	c := connectPair(t, s, ClientOptions{Timeout: 50 * time.Millisecond})
+	_, err := c.CallTool(context.Background(), "block", nil, nil)
 	var te *TimeoutError
 	if !errors.As(err, &te) {
 		t.Fatalf("want TimeoutError, got %v", err)
+	}
+	// The server hears of it: its handler, which runs until cancelled, ends.
+	for _, w := range []struct {
+		ch   chan struct{}
+		what string
+	}{{started, "never started"}, {ended, "was not cancelled"}} {
+		select {
+		case <-w.ch:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("after 10 s, the server's handler %s", w.what)
+		}
 	}
 	// The session stays usable.
 	if _, err := c.CallTool(context.Background(), "echo", map[string]string{"message": "x"}, nil); err != nil {

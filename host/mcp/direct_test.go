@@ -101,14 +101,40 @@ func TestDirectReadConcurrent(t *testing.T) {
 // and the session stays usable afterwards.
 func TestDirectReadCancelAndTimeout(t *testing.T) {
 	c := connectDirect(t, testServer(0), ClientOptions{Timeout: 100 * time.Millisecond})
-	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(50*time.Millisecond, cancel)
-	t0 := time.Now()
-	if _, err := c.CallTool(ctx, "slow", nil, nil); !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancelled call: %v", err)
-	}
-	if d := time.Since(t0); d > 5*time.Second {
-		t.Fatalf("cancel took %v", d)
+	// The cancel comes while the call waits (not before it, and not racing
+	// its timeout: that one is long), and, unless the machine is too busy,
+	// while the caller reads its own reply. The reading role is free for
+	// idleDelay (1 ms) after a reply, then a background reader takes it and
+	// keeps it while nothing comes: so each try calls right after a reply,
+	// and a few tries are made.
+	for try := 1; ; try++ {
+		ctx, cancel := context.WithCancel(context.Background())
+		errc := make(chan error, 1)
+		go func() {
+			if _, err := c.CallTool(ctx, "echo", map[string]string{"message": "x"}, nil); err != nil {
+				errc <- err
+				return
+			}
+			_, err := c.CallTool(ctx, "slow", nil, &CallOptions{Timeout: time.Minute})
+			errc <- err
+		}()
+		direct := waitCallWaits(t, errc)
+		cancel()
+		select {
+		case err := <-errc:
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("cancelled call (reading its own reply: %v): %v", direct, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("cancel did not end a call (reading its own reply: %v)", direct)
+		}
+		if direct {
+			break
+		}
+		if try == 20 {
+			t.Log("in 20 tries no call read its own reply (a busy machine); cancel was checked on the background reader's path only")
+			break
+		}
 	}
 	var te *TimeoutError
 	if _, err := c.CallTool(context.Background(), "slow", nil, nil); !errors.As(err, &te) {
@@ -232,9 +258,36 @@ func TestDirectReadPeerGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	errc := make(chan error, 1)
-	go func() { _, err := c.CallTool(context.Background(), "slow", nil, nil); errc <- err }()
-	time.Sleep(20 * time.Millisecond)
+	// The server goes while a call waits reading its own reply. Right after
+	// a reply the reading role is free and the next call takes it (see
+	// TestDirectReadCancelAndTimeout); a try that a busy machine sent to
+	// the background reader is cancelled and made again.
+	var errc chan error
+	for try := 1; ; try++ {
+		cctx, ccancel := context.WithCancel(context.Background())
+		defer ccancel()
+		errc = make(chan error, 1)
+		go func() {
+			if _, err := c.CallTool(cctx, "echo", map[string]string{"message": "x"}, nil); err != nil {
+				errc <- err
+				return
+			}
+			_, err := c.CallTool(cctx, "slow", nil, nil)
+			errc <- err
+		}()
+		if waitCallWaits(t, errc) {
+			break
+		}
+		if try == 20 {
+			// Then the server goes with the background reader reading.
+			t.Log("in 20 tries no call read its own reply (a busy machine)")
+			break
+		}
+		ccancel()
+		if err := <-errc; !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled call: %v", err)
+		}
+	}
 	cancel()
 	b.Close()
 	<-done
@@ -375,4 +428,25 @@ func TestDeliverServesInline(t *testing.T) {
 	if served.Load() != 1 {
 		t.Errorf("served %d requests, want 1", served.Load())
 	}
+}
+
+// waitCallWaits waits until a CallTool whose result comes through errc is
+// waiting for its reply, and reports whether it reads that reply itself
+// (rather than waiting for a background reader to deliver it). It fails
+// the test if the call ends first, or does not wait within 10 s.
+func waitCallWaits(t *testing.T, errc chan error) (direct bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if len(errc) > 0 {
+			t.Fatalf("the call ended before the test acted: %v", <-errc)
+		}
+		if blockedIn("IO wait", "(*Peer).readOwn(", "(*Client).CallTool(") {
+			return true
+		}
+		if blockedIn("select", "(*Peer).CallRaw(", "(*Client).CallTool(") {
+			return false
+		}
+	}
+	t.Fatal("after 10 s, the call is not waiting for its reply")
+	return false
 }

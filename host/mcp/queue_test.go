@@ -245,9 +245,17 @@ func (c *silentConn) Close() error { c.closeOnce.Do(func() { close(c.closed) });
 // timer, whatever order they were made in: a short timeout made after
 // long ones still fires first, each timed-out call tells the server, and
 // a call that is answered in time is untouched by the reaper.
+//
+// No wall-clock upper bound: the long calls are made (and pending) before
+// the short one, and the short one must time out while both are still
+// pending. A reaper that kept its first, later deadline would time all
+// three out in one sweep, so the long ones would be gone by then; the
+// long timeout only has to outlast a delayed 50 ms timer on a loaded
+// machine.
 func TestCallsTimeOutAtTheirDeadlines(t *testing.T) {
+	const long = 3 * time.Second
 	conn := &silentConn{closed: make(chan struct{})}
-	p := NewPeer(conn, PeerOptions{Timeout: 400 * time.Millisecond})
+	p := NewPeer(conn, PeerOptions{Timeout: long})
 	p.Start()
 	defer p.Close()
 
@@ -255,31 +263,50 @@ func TestCallsTimeOutAtTheirDeadlines(t *testing.T) {
 		name    string
 		err     error
 		elapsed time.Duration
+		pending int // calls still pending when this one returned
 	}
 	results := make(chan result, 4)
-	start := time.Now()
 	call := func(name string, opts ...CallOption) {
+		start := time.Now()
 		_, err := p.CallRaw(context.Background(), name, nil, opts...)
-		results <- result{name, err, time.Since(start)}
+		r := result{name: name, err: err, elapsed: time.Since(start)}
+		p.mu.Lock()
+		r.pending = len(p.pending)
+		p.mu.Unlock()
+		results <- r
+	}
+	pending := func() int {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return len(p.pending)
 	}
 	go call("long/a")
 	go call("long/b")
-	time.Sleep(20 * time.Millisecond)
+	eventually(t, "the long calls are pending", func() bool { return pending() == 2 })
 	go call("short/c", WithTimeout(50*time.Millisecond))
 
 	var order []string
 	for range 3 {
-		r := <-results
+		var r result
+		select {
+		case r = <-results:
+		case <-time.After(long + 10*time.Second):
+			t.Fatalf("after %v, only %v timed out", long+10*time.Second, order)
+		}
 		var te *TimeoutError
 		if !errors.As(r.err, &te) {
 			t.Fatalf("%s: %v, want a TimeoutError", r.name, r.err)
 		}
 		order = append(order, r.name)
-		if r.name == "short/c" && r.elapsed > 300*time.Millisecond {
-			t.Fatalf("the 50 ms call took %v: it waited for the longer deadlines", r.elapsed)
-		}
-		if r.name != "short/c" && r.elapsed < 400*time.Millisecond {
-			t.Fatalf("%s timed out after %v, before its 400 ms", r.name, r.elapsed)
+		if r.name == "short/c" {
+			if r.pending != 2 {
+				t.Fatalf("the 50 ms call timed out after %v with %d long calls left pending, want 2: it waited for the longer deadline", r.elapsed, r.pending)
+			}
+			if r.elapsed < 50*time.Millisecond {
+				t.Fatalf("short/c timed out after %v, before its 50 ms", r.elapsed)
+			}
+		} else if r.elapsed < long {
+			t.Fatalf("%s timed out after %v, before its %v", r.name, r.elapsed, long)
 		}
 	}
 	if order[0] != "short/c" {

@@ -146,7 +146,10 @@ func TestCrashDuringCall(t *testing.T) {
 	m, _ := newManager(t, Options{RestartBackoff: 50 * time.Millisecond})
 	ctx := ctxT(t)
 	p := openGood(t, m, "guard")
-	l, err := p.Policy(ctx, "crashy", json.RawMessage(`{"crash_on": "explode", "deny_tools": ["rm"]}`))
+	// The filter's own time limit is far off, so only noticing the crash
+	// can end the call within the bound below (on a loaded machine too).
+	l, err := p.Filter(ctx, &config.Filter{Name: "crashy", Kind: "policy", Plugin: "guard",
+		Config: map[string]any{"crash_on": "explode", "deny_tools": []any{"rm"}}, Limits: config.Limits{Timeout: time.Minute}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +160,7 @@ func TestCrashDuringCall(t *testing.T) {
 	if !ok {
 		t.Fatalf("got %v, want a crash", err)
 	}
-	if d := time.Since(start); d > 3*time.Second {
+	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("the call in flight took %v to fail", d)
 	}
 	for _, w := range []string{`plugin "guard" crashed during policy Decide`, "exit status 2", "panic: boom in Decide"} {
@@ -220,12 +223,14 @@ func TestCallFailures(t *testing.T) {
 
 // A plugin that overruns its filter's time limit (ignoring its context)
 // fails the call closed with an error naming it and the limit, and is
-// replaced: the next call is served by a new process.
+// replaced: the next call is served by a new process. The limit is long
+// enough for the healthy calls (configuring a process just started among
+// them) on a loaded machine; only the stuck call pays it.
 func TestCallTimeout(t *testing.T) {
 	m, _ := newManager(t, Options{})
 	p := openGood(t, m, "guard")
 	l, err := p.Filter(ctxT(t), &config.Filter{Name: "slowpoke", Kind: "policy", Plugin: "guard",
-		Config: map[string]any{"stuck_on": "stuck"}, Limits: config.Limits{Timeout: 300 * time.Millisecond}})
+		Config: map[string]any{"stuck_on": "stuck"}, Limits: config.Limits{Timeout: 2 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,10 +238,10 @@ func TestCallTimeout(t *testing.T) {
 	ctx := ctxT(t)
 	_, err = l.Handle(ctx, toolEvent("stuck"))
 	var te *TimeoutError
-	if !errors.As(err, &te) || te.Limit != 300*time.Millisecond {
+	if !errors.As(err, &te) || te.Limit != 2*time.Second {
 		t.Fatalf("overrun: %v", err)
 	}
-	for _, want := range []string{`plugin "guard"`, `filter "slowpoke"`, "300ms", "limits { timeout }"} {
+	for _, want := range []string{`plugin "guard"`, `filter "slowpoke"`, "2s", "limits { timeout }"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error lacks %q: %v", want, err)
 		}
@@ -277,7 +282,7 @@ func TestCrashDuringStream(t *testing.T) {
 	if !errors.As(err, &rpcErr) || rpcErr.Code != CodePluginCrashed {
 		t.Fatalf("in-flight call: %v, want a JSON-RPC error with code %d", err, CodePluginCrashed)
 	}
-	if d := time.Since(start); d > 3*time.Second {
+	if d := time.Since(start); d > 10*time.Second { // the call's own timeout is 30 s
 		t.Errorf("took %v", d)
 	}
 	for _, w := range []string{`plugin "ws" crashed during transport stream`, "index out of range"} {
@@ -368,7 +373,9 @@ func TestSanitizedEnvironmentAndStdin(t *testing.T) {
 }
 
 func TestDownWhileBackingOff(t *testing.T) {
-	m, logs := newManager(t, Options{RestartBackoff: 5 * time.Second})
+	// The restart is 30 s away (MaxRestartBackoff), well beyond
+	// maxRestartWait however slowly the test runs.
+	m, logs := newManager(t, Options{RestartBackoff: 30 * time.Second})
 	ctx := ctxT(t)
 	p := openGood(t, m, "guard")
 	l, err := p.Policy(ctx, "crashy", json.RawMessage(`{"crash_on": "explode"}`))
@@ -378,7 +385,9 @@ func TestDownWhileBackingOff(t *testing.T) {
 	if _, err := l.Handle(ctx, toolEvent("explode")); err == nil {
 		t.Fatal("no crash")
 	}
-	// The restart is 5s away: a call now fails at once, saying so.
+	// A call now fails at once, saying so, rather than waiting as for a
+	// restart due within maxRestartWait (an in-process answer: no bound
+	// short of that is needed).
 	start := time.Now()
 	_, err = l.Handle(ctx, toolEvent("ls"))
 	var down *DownError
@@ -386,8 +395,8 @@ func TestDownWhileBackingOff(t *testing.T) {
 		!strings.Contains(err.Error(), "panic: boom in Decide") {
 		t.Fatalf("got %v, want a DownError with the crash", err)
 	}
-	if time.Since(start) > time.Second {
-		t.Errorf("waited %v", time.Since(start))
+	if d := time.Since(start); d >= maxRestartWait {
+		t.Errorf("waited %v", d)
 	}
 	if !strings.Contains(logs.String(), "plugin crashed; restarting") {
 		t.Errorf("crash not logged:\n%s", logs)

@@ -109,7 +109,6 @@ func TestReattach(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
 	var value string
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
@@ -119,6 +118,12 @@ func TestReattach(t *testing.T) {
 			break
 		}
 	}
+	// Done reading its stdout: Wait may run. exited is how the test sees
+	// the process end (kill(pid, 0) cannot: it succeeds on the zombie a
+	// killed child of ours stays until it is waited for).
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	defer func() { cmd.Process.Kill(); <-exited }()
 	if value == "" {
 		t.Fatal("the debug plugin printed no NEXUS_REATTACH_PLUGINS line")
 	}
@@ -140,13 +145,16 @@ func TestReattach(t *testing.T) {
 		t.Errorf("no warning about reattaching:\n%s", logs)
 	}
 	m.Close()
-	time.Sleep(100 * time.Millisecond)
-	if !alive(cmd.Process.Pid) {
-		t.Error("Manager.Close killed a plugin it only attached to")
+	// Close kills what it owns before it returns; a short look for an exit
+	// it set off in passing is enough.
+	select {
+	case <-exited:
+		t.Error("Manager.Close stopped a plugin it only attached to")
+	case <-time.After(200 * time.Millisecond):
 	}
 	// A stale value names a process that is gone.
 	cmd.Process.Kill()
-	cmd.Wait()
+	<-exited
 	m2, _ := newManager(t, Options{Reattach: &value})
 	_, err = m2.Open(ctx, &config.Plugin{Name: "testplugin", Path: "/not/used"})
 	var le *LoadError

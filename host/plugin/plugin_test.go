@@ -52,7 +52,7 @@ func TestPolicyAndSanitizer(t *testing.T) {
 		t.Fatalf("sanitizer: %s, %v", res, err)
 	}
 	// The plugin's hclog line reaches the host logger, tagged with its name.
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(logs.String(), "denied") && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}

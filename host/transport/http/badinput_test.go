@@ -241,7 +241,7 @@ func TestNeverAnswers(t *testing.T) {
 	if !re.Timeout() {
 		t.Errorf("not a timeout: %v", re)
 	}
-	if d := time.Since(start); d > 3*time.Second {
+	if d := time.Since(start); d > 10*time.Second { // without the timeout: never
 		t.Errorf("took %s", d)
 	}
 	wantContains(t, re.Error(), `server "test"`, "no response within 200ms")

@@ -379,7 +379,7 @@ func TestCloseEndsEverything(t *testing.T) {
 	if err := <-errc; err == nil {
 		t.Error("the call survived Close")
 	}
-	if d := time.Since(start); d > 2*time.Second {
+	if d := time.Since(start); d > 10*time.Second { // the call alone would last 30 s
 		t.Errorf("Close took %s", d)
 	}
 	if err := conn.WriteMessage(context.Background(), []byte(`{"jsonrpc":"2.0","method":"x"}`)); err != mcp.ErrClosed {

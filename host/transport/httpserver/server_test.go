@@ -51,12 +51,44 @@ func server() ServeFunc {
 	s.AddTool(mcp.Tool{Name: "talk"}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var a struct{ Word string }
 		json.Unmarshal(req.Arguments, &a)
-		time.Sleep(20 * time.Millisecond) // both calls are in flight at once
+		meet(ctx) // both calls are in flight at once
 		req.Session.Log(ctx, "info", "talk", a.Word)
-		time.Sleep(20 * time.Millisecond)
+		meet(ctx) // and stay so until both have logged
 		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent(a.Word)}}, nil
 	})
 	return func(ctx context.Context, conn mcp.Conn, _ *Session) error { return s.Serve(ctx, conn) }
+}
+
+var (
+	pairMu      sync.Mutex
+	pairWaiting chan struct{}
+)
+
+// meet holds a "talk" call until another one reaches meet too, then lets
+// both go on: a rendezvous of two calls in flight, not a sleep that hopes
+// for one.
+func meet(ctx context.Context) {
+	pairMu.Lock()
+	if w := pairWaiting; w != nil {
+		pairWaiting = nil
+		pairMu.Unlock()
+		close(w)
+		return
+	}
+	w := make(chan struct{})
+	pairWaiting = w
+	pairMu.Unlock()
+	select {
+	case <-w:
+		return
+	case <-ctx.Done():
+	case <-time.After(10 * time.Second): // the other never came; the test fails
+	}
+	pairMu.Lock()
+	if pairWaiting == w {
+		pairWaiting = nil
+	}
+	pairMu.Unlock()
 }
 
 type env struct {

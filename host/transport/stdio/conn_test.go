@@ -122,6 +122,29 @@ func mustWrite(t *testing.T, c *Conn, msg string) {
 	}
 }
 
+// waitBlocked waits until some goroutine is parked in state (as
+// runtime.Stack names it: "IO wait", "select", …) with fn in its stack, and
+// reports true; or until done holds a value, and reports false: the call
+// returned before it blocked. It fails the test after 10 s. Tests use it,
+// not a sleep, to act on a call that is really waiting.
+func waitBlocked(t *testing.T, done <-chan error, state, fn string) bool {
+	t.Helper()
+	buf := make([]byte, 1<<20)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if len(done) > 0 {
+			return false
+		}
+		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+			head, _, _ := strings.Cut(g, "\n")
+			if strings.Contains(head, " ["+state) && strings.Contains(g, fn) {
+				return true
+			}
+		}
+	}
+	t.Fatalf("after 10 s, no goroutine is parked (%s) in %s", state, fn)
+	return false
+}
+
 func waitExited(t *testing.T, c *Conn, within time.Duration) {
 	t.Helper()
 	select {
@@ -310,6 +333,10 @@ func TestCloseConcurrentWithRead(t *testing.T) {
 		_, err := c.ReadMessage()
 		errc <- err
 	}()
+	// Close while the read waits for the pipe, not before it starts.
+	if !waitBlocked(t, errc, "IO wait", "(*Conn).ReadMessage(") {
+		t.Fatalf("ReadMessage returned before Close: %v", <-errc)
+	}
 	var wg sync.WaitGroup
 	for range 3 {
 		wg.Go(func() { _ = c.Close() })
@@ -343,16 +370,26 @@ func TestWriteRespectsContext(t *testing.T) {
 		c, _ := startFake(t, "noread", nil)
 		mustRead(t, c)
 		ctx, cancel := context.WithCancel(context.Background())
-		time.AfterFunc(100*time.Millisecond, cancel)
-		start := time.Now()
-		// Larger than any pipe buffer, so part of it is written and then
-		// the write blocks.
-		err := c.WriteMessage(ctx, []byte(`{"big":"`+strings.Repeat("b", 4<<20)+`"}`))
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("err = %v, want context.Canceled", err)
+		defer cancel()
+		errc := make(chan error, 1)
+		go func() {
+			// Larger than any pipe buffer, so part of it is written and
+			// then the write blocks.
+			errc <- c.WriteMessage(ctx, []byte(`{"big":"`+strings.Repeat("b", 4<<20)+`"}`))
+		}()
+		// Cancel once it is stuck (a cancel before it starts is the
+		// pre-cancelled case, which writes nothing).
+		if !waitBlocked(t, errc, "IO wait", "(*Conn).WriteMessage(") {
+			t.Fatalf("the big write returned without blocking: %v", <-errc)
 		}
-		if d := time.Since(start); d > 5*time.Second {
-			t.Errorf("cancel took %v to unblock the write", d)
+		cancel()
+		select {
+		case err := <-errc:
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("err = %v, want context.Canceled", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("cancel did not unblock the write")
 		}
 		// Half a message is in the pipe: the session is over.
 		if err := c.WriteMessage(context.Background(), []byte(`{}`)); err == nil || !strings.Contains(err.Error(), "interrupted") {
@@ -585,7 +622,9 @@ func TestReadMessageBefore(t *testing.T) {
 	// the next wait; neither loses input.
 	errc := make(chan error, 1)
 	go func() { _, err := c.ReadMessageBefore(soon(time.Hour)); errc <- err }()
-	time.Sleep(20 * time.Millisecond)
+	if !waitBlocked(t, errc, "IO wait", "(*Conn).ReadMessageBefore(") {
+		t.Fatalf("ReadMessageBefore returned before the interrupt: %v", <-errc)
+	}
 	c.InterruptRead()
 	select {
 	case err := <-errc:
@@ -622,13 +661,24 @@ func TestReadMessageBefore(t *testing.T) {
 	if got := mustRead(t, c); got != big {
 		t.Fatalf("large frame: %d bytes, want %d", len(got), len(big))
 	}
-	// The next ReadMessage has no deadline left from the direct reads.
+	// The next ReadMessage has no deadline left from the direct reads: not
+	// even one that has passed, and it waits until the frame comes.
+	if _, err := c.ReadMessageBefore(soon(20 * time.Millisecond)); !errors.Is(err, mcp.ErrReadTimeout) {
+		t.Fatalf("nothing sent: %v, want mcp.ErrReadTimeout", err)
+	}
+	got := make(chan string, 1)
+	errc = make(chan error, 1)
 	go func() {
-		time.Sleep(100 * time.Millisecond)
-		c.WriteMessage(context.Background(), []byte(`{"id":3}`))
+		b, err := c.ReadMessage()
+		got <- string(b)
+		errc <- err
 	}()
-	if got := mustRead(t, c); got != `{"id":3}` {
-		t.Fatalf("got %q", got)
+	if !waitBlocked(t, errc, "IO wait", "(*Conn).ReadMessage(") {
+		t.Fatalf("ReadMessage did not wait for the frame: %v", <-errc)
+	}
+	mustWrite(t, c, `{"id":3}`)
+	if b, err := <-got, <-errc; err != nil || b != `{"id":3}` {
+		t.Fatalf("got %q, %v", b, err)
 	}
 }
 

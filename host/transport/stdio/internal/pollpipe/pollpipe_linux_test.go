@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -50,20 +51,70 @@ func within(t *testing.T, done <-chan error, d time.Duration) error {
 	}
 }
 
+// waitBlocked waits until some goroutine is parked in state (as
+// runtime.Stack names it) with fn in its stack, and reports true; or until
+// done holds a value, and reports false: the call returned before it
+// blocked. It fails the test after 10 s. The tests use it, not a sleep, to
+// act on a Read or Await that is really waiting.
+func waitBlocked(t *testing.T, done <-chan error, state, fn string) bool {
+	t.Helper()
+	buf := make([]byte, 1<<20)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if len(done) > 0 {
+			return false
+		}
+		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+			head, _, _ := strings.Cut(g, "\n")
+			if strings.Contains(head, " ["+state) && strings.Contains(g, fn) {
+				return true
+			}
+		}
+	}
+	t.Fatalf("after 10 s, no goroutine is parked (%s) in %s", state, fn)
+	return false
+}
+
+// readWaiting waits until a Read waits in the runtime's poller.
+func readWaiting(t *testing.T, done <-chan error) {
+	t.Helper()
+	if !waitBlocked(t, done, "IO wait", "pollpipe.(*Reader).Read(") {
+		t.Fatalf("Read returned before it waited: %v", <-done)
+	}
+}
+
+// awaitWaiting starts an Await with no deadline and returns once it waits
+// in ppoll(2). A signal may end a wait early (the runtime's preemption
+// signals among them, which the stack reads here set off), so an Await
+// that returns before it is seen waiting is started again; one that never
+// waits fails the test.
+func awaitWaiting(t *testing.T, r *Reader) <-chan error {
+	t.Helper()
+	for range 20 {
+		done := awaitAsync(r, time.Time{})
+		if waitBlocked(t, done, "syscall", "pollpipe.(*Reader).Await(") {
+			return done
+		}
+	}
+	t.Fatal("20 Awaits in a row returned without waiting")
+	return nil
+}
+
 func TestPollReaderReadsAndEnds(t *testing.T) {
 	r, w := newTestPipe(t)
 	done := make(chan string, 1)
+	errc := make(chan error, 1)
 	go func() {
 		buf := make([]byte, 16)
-		n, _ := r.Read(buf) // waits: nothing written yet
+		n, err := r.Read(buf) // waits: nothing written yet
 		done <- string(buf[:n])
+		errc <- err
 	}()
-	time.Sleep(10 * time.Millisecond)
+	readWaiting(t, errc)
 	if _, err := w.WriteString("hello\n"); err != nil {
 		t.Fatal(err)
 	}
 	if got := <-done; got != "hello\n" {
-		t.Fatalf("read %q", got)
+		t.Fatalf("read %q, %v", got, <-errc)
 	}
 	_ = w.Close()
 	if n, err := r.Read(make([]byte, 4)); n != 0 || err != io.EOF {
@@ -86,10 +137,22 @@ func TestPollReaderDeadline(t *testing.T) {
 		t.Fatalf("deadline cleared: %d, %v", n, err)
 	}
 
-	// A deadline in the future ends a waiting Read when it passes.
-	_ = r.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
-	if err := within(t, readAsync(r), 5*time.Second); !errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Fatalf("deadline passed while waiting: %v", err)
+	// A deadline in the future ends a waiting Read when it passes. A Read
+	// that starts too late finds it passed without waiting: then again,
+	// with a longer one.
+	for d := 20 * time.Millisecond; ; d *= 2 {
+		_ = r.SetReadDeadline(time.Now().Add(d))
+		done := readAsync(r)
+		waited := waitBlocked(t, done, "IO wait", "pollpipe.(*Reader).Read(")
+		if err := within(t, done, 5*time.Second+d); !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("deadline passed while waiting: %v", err)
+		}
+		if waited {
+			break
+		}
+		if d > 5*time.Second {
+			t.Fatal("a Read never started before its deadline passed")
+		}
 	}
 
 	// Moving the deadline into the past wakes a Read waiting without one
@@ -97,7 +160,7 @@ func TestPollReaderDeadline(t *testing.T) {
 	for range 50 {
 		_ = r.SetReadDeadline(time.Time{})
 		done := readAsync(r)
-		time.Sleep(time.Millisecond)
+		readWaiting(t, done)
 		_ = r.SetReadDeadline(time.Unix(1, 0))
 		if err := within(t, done, 5*time.Second); !errors.Is(err, os.ErrDeadlineExceeded) {
 			t.Fatalf("interrupted wait: %v", err)
@@ -108,7 +171,7 @@ func TestPollReaderDeadline(t *testing.T) {
 func TestPollReaderCloseWakesReader(t *testing.T) {
 	r, _ := newTestPipe(t)
 	done := readAsync(r)
-	time.Sleep(10 * time.Millisecond)
+	readWaiting(t, done)
 	closed := make(chan error, 1)
 	go func() { closed <- r.Close() }()
 	if err := within(t, done, 5*time.Second); !errors.Is(err, os.ErrClosed) {
@@ -160,8 +223,7 @@ func TestPollReaderAwaitWakes(t *testing.T) {
 	r.window = time.Hour // only what the test does can end a wait
 
 	// A reply ends the wait, and the Read after it has it.
-	done := awaitAsync(r, time.Time{})
-	time.Sleep(10 * time.Millisecond)
+	done := awaitWaiting(t, r)
 	if _, err := w.WriteString("reply\n"); err != nil {
 		t.Fatal(err)
 	}
@@ -170,21 +232,30 @@ func TestPollReaderAwaitWakes(t *testing.T) {
 		t.Fatalf("read after Await: %d, %v", n, err)
 	}
 
-	// Its own deadline ends it.
-	within(t, awaitAsync(r, time.Now().Add(20*time.Millisecond)), 5*time.Second)
+	// Its own deadline ends it (again with a longer one if it started too
+	// late to wait, or a signal ended its wait early).
+	for d := 20 * time.Millisecond; ; d *= 2 {
+		done := awaitAsync(r, time.Now().Add(d))
+		waited := waitBlocked(t, done, "syscall", "pollpipe.(*Reader).Await(")
+		within(t, done, 5*time.Second+d)
+		if waited {
+			break
+		}
+		if d > 5*time.Second {
+			t.Fatal("an Await never started before its deadline passed")
+		}
+	}
 
 	// A deadline change (an interrupt) ends it, however often.
 	for range 50 {
-		done := awaitAsync(r, time.Time{})
-		time.Sleep(time.Millisecond)
+		done := awaitWaiting(t, r)
 		_ = r.SetReadDeadline(time.Unix(1, 0))
 		within(t, done, 5*time.Second)
 		_ = r.SetReadDeadline(time.Time{})
 	}
 
 	// Close ends it, and waits for it.
-	done = awaitAsync(r, time.Time{})
-	time.Sleep(10 * time.Millisecond)
+	done = awaitWaiting(t, r)
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -206,22 +277,32 @@ func TestAwaitLeavesAProcessor(t *testing.T) {
 	a, _ := newTestPipe(t)
 	b, wb := newTestPipe(t)
 	a.window, b.window = time.Hour, time.Hour
-	first := awaitAsync(a, time.Time{})
-	for awaiting.Load() == 0 {
-		time.Sleep(time.Millisecond)
+	var first <-chan error
+	for attempt := 0; ; attempt++ {
+		first = awaitWaiting(t, a)
+		other := awaitAsync(b, time.Time{})
+		select {
+		case <-other: // no processor to spare: it returned at once
+		case <-first:
+			// A signal ended the first wait early, so the other may
+			// rightly wait: end it and try again.
+			_ = b.SetReadDeadline(time.Unix(1, 0))
+			within(t, other, 5*time.Second)
+			_ = b.SetReadDeadline(time.Time{})
+			if attempt == 20 {
+				t.Fatal("the first Await never kept waiting")
+			}
+			continue
+		case <-time.After(5 * time.Second):
+			t.Fatal("a second Await waited while the first did")
+		}
+		break
 	}
-	within(t, awaitAsync(b, time.Time{}), 5*time.Second) // no processor to spare
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
 	within(t, first, 5*time.Second)
-	second := awaitAsync(b, time.Time{})
-	time.Sleep(20 * time.Millisecond)
-	select {
-	case <-second:
-		t.Fatal("Await returned at once with a processor to spare")
-	default:
-	}
+	second := awaitWaiting(t, b) // fails if it keeps returning at once
 	if _, err := wb.WriteString("x"); err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +337,7 @@ func TestPollReaderArmsOnlyWhileReadWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := readAsync(r) // waits, armed
-	time.Sleep(10 * time.Millisecond)
+	readWaiting(t, done)
 	if _, err := w.WriteString("b"); err != nil {
 		t.Fatal(err)
 	}
