@@ -96,7 +96,12 @@ func (h *Host) CallTool(ctx context.Context, agent, name string, args any, o *Ca
 	if o != nil {
 		co = &mcp.CallOptions{OnProgress: o.OnProgress, Timeout: o.Timeout}
 	}
-	res, err := c.CallTool(ctx, toolName, raw, co)
+	var res *mcp.CallToolResult
+	if tool.TaskSupport() == "required" {
+		res, err = c.CallToolAsTask(ctx, toolName, raw, co)
+	} else {
+		res, err = c.CallTool(ctx, toolName, raw, co)
+	}
 	if err != nil {
 		return nil, h.Explain(server, err)
 	}

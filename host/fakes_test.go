@@ -24,6 +24,7 @@ import (
 //	dynamic     tools t, grow (adds t2 and sends list_changed), shrink (removes t2)
 //	die-once    the first process to get a tools/call exits (code 3); later ones answer
 //	crash-init  exits right after the initialized notification
+//	tasks       tools that run only as tasks (fake_tasks_test.go)
 //
 // Each process appends its pid to NEXUS_FAKE_STARTS when that is set.
 func init() {
@@ -52,6 +53,8 @@ func hostFake(mode string) int {
 	}
 	var conn mcp.Conn = mcp.StdioConn()
 	switch mode {
+	case "tasks":
+		return runTaskFake()
 	case "slow":
 		d, _ := time.ParseDuration(os.Getenv("NEXUS_FAKE_DELAY"))
 		time.Sleep(d)

@@ -14,6 +14,7 @@ import (
 	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/config"
 	"github.com/nexus-mcp/nexus/host/gateway"
+	"github.com/nexus-mcp/nexus/host/internal/taskfake"
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/host/testserver"
 )
@@ -81,6 +82,20 @@ func newEnv(t testing.TB, edit func(*config.Config)) *env {
 		Transport: func(_ context.Context, srv *config.Server) (mcp.Conn, error) {
 			var s *mcp.Server
 			switch srv.Command[0] {
+			case "tasks":
+				client, server := mcp.Pipe()
+				p := mcp.NewPeer(server, mcp.PeerOptions{Handler: &taskfake.Server{}})
+				p.Start()
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					select {
+					case <-p.Done():
+					case <-ctx.Done():
+						p.Close()
+					}
+				}()
+				return client, nil
 			case "probe":
 				s = e.probe.server()
 			default:
@@ -433,6 +448,25 @@ func TestBadInput(t *testing.T) {
 
 // Any tool runs as a task: created at once, polled, its result waited
 // for, listed, cancelled (which cancels the call upstream).
+// A tool its server runs only as a task reaches clients through the
+// gateway either way: called plainly (the host runs the task upstream and
+// answers with its result) or as a task of the gateway's own.
+func TestTaskRequiredUpstream(t *testing.T) {
+	e := newEnv(t, func(c *config.Config) {
+		c.Servers = append(c.Servers, &config.Server{Name: "jobs", Type: config.TypeStdio, Command: []string{"tasks"}, Enabled: true})
+	})
+	c := e.connect("claude", mcp.ClientOptions{})
+	ctx := ctxT(t)
+	res, err := c.CallTool(ctx, "mcp_jobs_job", json.RawMessage(`{"n":1}`), nil)
+	if err != nil || len(res.Content) == 0 || res.Content[0].Text != `job done {"n":1}` {
+		t.Fatalf("plain call: %v %+v", err, res)
+	}
+	res, err = c.CallToolAsTask(ctx, "mcp_jobs_job", json.RawMessage(`{"n":2}`), nil)
+	if err != nil || len(res.Content) == 0 || res.Content[0].Text != `job done {"n":2}` {
+		t.Fatalf("as a task: %v %+v", err, res)
+	}
+}
+
 func TestTasks(t *testing.T) {
 	e := newEnv(t, nil)
 	c := e.connect("claude", mcp.ClientOptions{})

@@ -302,10 +302,9 @@ func (s *session) listTools(ctx context.Context, params json.RawMessage) (any, e
 	page, next, err := listed(s, mcp.MethodToolsList, list, err, params, func(t host.Tool) mcp.Tool {
 		out := t.Tool
 		out.Name = t.Name
-		if !requiresTask(t.Execution) {
-			// The gateway runs any tool as a task (tasks.go).
-			out.Execution = optionalTask
-		}
+		// The gateway runs any tool as a task (tasks.go), and one its
+		// server requires a task for also when called plainly.
+		out.Execution = optionalTask
 		return out
 	})
 	if err != nil {
@@ -469,15 +468,6 @@ func (s *session) call(ctx, nctx context.Context, p mcp.CallToolParams) (any, er
 }
 
 var optionalTask = json.RawMessage(`{"taskSupport":"optional"}`)
-
-// requiresTask reports an upstream tool that must be called as a task
-// upstream; the gateway passes its declaration on as it is.
-func requiresTask(exec json.RawMessage) bool {
-	var e struct {
-		TaskSupport string `json:"taskSupport"`
-	}
-	return len(exec) > 0 && json.Unmarshal(exec, &e) == nil && e.TaskSupport == "required"
-}
 
 // serverOf guesses the server an exposed tool name belongs to, for
 // routing what the server asks meanwhile; a wrong guess only costs the

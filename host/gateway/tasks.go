@@ -14,24 +14,25 @@ import (
 
 // Tasks (MCP 2025-11-25, experimental): the gateway is the receiver of
 // task-augmented tools/call requests for every tool, whatever its server
-// supports. The call runs through the chain like any other, detached from
+// supports; a tool its server runs only as a task is called as one
+// upstream by the host (mcp.Client.CallToolAsTask), so it also serves
+// clients that call it plainly. The call runs through the chain like any other, detached from
 // the request that created it; the client polls tasks/get, waits in
 // tasks/result, lists and cancels. Tasks live in their session and end
 // with it.
 
 const (
-	methodTasksGet    = "tasks/get"
-	methodTasksResult = "tasks/result"
-	methodTasksList   = "tasks/list"
-	methodTasksCancel = "tasks/cancel"
+	methodTasksGet    = mcp.MethodTasksGet
+	methodTasksResult = mcp.MethodTasksResult
+	methodTasksList   = mcp.MethodTasksList
+	methodTasksCancel = mcp.MethodTasksCancel
 	notifyTaskStatus  = "notifications/tasks/status"
 	relatedTaskKey    = "io.modelcontextprotocol/related-task"
 
-	// Task statuses.
-	taskWorking   = "working"
-	taskCompleted = "completed"
-	taskFailed    = "failed"
-	taskCancelled = "cancelled"
+	taskWorking   = mcp.TaskWorking
+	taskCompleted = mcp.TaskCompleted
+	taskFailed    = mcp.TaskFailed
+	taskCancelled = mcp.TaskCancelled
 
 	defaultTaskTTL = time.Hour
 	maxTaskTTL     = 24 * time.Hour

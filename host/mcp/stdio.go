@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"os"
+	"sync"
 )
 
 // StdioConn is the server side of the stdio transport: a StreamConn over
@@ -13,5 +14,11 @@ import (
 // then wait for the runtime to notice (tens of microseconds to milliseconds)
 // before it runs; with the poller it runs the moment the reader parks.
 func StdioConn() *StreamConn {
-	return NewStreamConn(pollable(os.Stdin), os.Stdout, 0)
+	return NewStreamConn(stdin(), os.Stdout, 0)
 }
+
+// stdin is the process's stdin made pollable, once: a second conversion
+// would find fd 0 already registered with the poller and fall back to
+// plain reads of a non-blocking descriptor, which fail with EAGAIN as
+// soon as no input is waiting.
+var stdin = sync.OnceValue(func() *os.File { return pollable(os.Stdin) })
