@@ -14,12 +14,13 @@ import (
 // they refer to, with values that must never appear in compiled output.
 var exampleEnv = env(
 	"GITHUB_TOKEN", "ghp_SECRET_VALUE",
+	"CLAUDE_TOKEN", "CLAUDE_SECRET_VALUE",
 	"NEXUS_INPUT_API_KEY", "INPUT_SECRET_VALUE",
 	"HOME", "/home/user",
 	"PATH", "/usr/bin",
 )
 
-var secretValues = []string{"ghp_SECRET_VALUE", "INPUT_SECRET_VALUE"}
+var secretValues = []string{"ghp_SECRET_VALUE", "CLAUDE_SECRET_VALUE", "INPUT_SECRET_VALUE"}
 
 func examples(t *testing.T) (root string, files []string) {
 	t.Helper()
