@@ -302,15 +302,15 @@ func TestSchemaValidation(t *testing.T) {
 
 var allowedName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
-// TestNameCollisions: two servers whose tools sanitize to the same name
-// both stay callable, by their different exposed names and by server.tool,
-// and the collision is reported.
+// TestNameCollisions: server a's tool b_c and server a_b's tool c would
+// both be mcp_a_b_c. Both stay callable, by different exposed names and by
+// server.tool, and every agent sees the same names whichever servers it
+// sees: a.b_c carries a hash, a_b.c keeps its plain name.
 func TestNameCollisions(t *testing.T) {
 	w := newWorld()
 	w.server("a", echoTool("b_c"))
 	w.server("a_b", echoTool("c"))
-	var logs logBuffer
-	h := w.host(t, `{"y": {"permission": "yolo"}, "one": {"permission": "yolo", "servers": ["a_b"]}}`, host.Options{Logger: logs.logger()})
+	h := w.host(t, `{"y": {"permission": "yolo"}, "one": {"permission": "yolo", "servers": ["a"]}}`, host.Options{})
 	tools, err := h.Tools(ctx, "y")
 	if err != nil {
 		t.Fatal(err)
@@ -318,10 +318,9 @@ func TestNameCollisions(t *testing.T) {
 	if len(tools) != 2 || tools[0].Name == tools[1].Name {
 		t.Fatalf("tools %v", toolNames(tools))
 	}
-	if !strings.Contains(logs.String(), "collision") || !strings.Contains(logs.String(), "a_b.c") {
-		t.Errorf("the collision was not reported:\n%s", logs.String())
-	}
+	byRef := map[string]string{}
 	for _, tool := range tools {
+		byRef[tool.Server+"."+tool.Tool.Name] = tool.Name
 		if !allowedName.MatchString(tool.Name) {
 			t.Errorf("name %q", tool.Name)
 		}
@@ -333,20 +332,21 @@ func TestNameCollisions(t *testing.T) {
 			t.Errorf("%s.%s reached %q", tool.Server, tool.Tool.Name, got)
 		}
 	}
+	if byRef["a_b.c"] != "mcp_a_b_c" || !strings.HasPrefix(byRef["a.b_c"], "mcp_a_b_c_") {
+		t.Errorf("names %v", byRef)
+	}
 
-	// An agent that sees only one of the servers has no collision, so its
-	// tool keeps the plain name, and that name leads to its tool even after
-	// another agent's calls named the other one so.
+	// An agent that sees only server a gets a's tool under the same name.
 	tools, err = h.Tools(ctx, "one")
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantNames(t, tools, "mcp_a_b_c")
-	if got := ok(t, h, "one", "mcp_a_b_c", hi); !strings.HasPrefix(got, "a_b.c: ") {
-		t.Fatalf("agent one's mcp_a_b_c reached %q", got)
+	wantNames(t, tools, byRef["a.b_c"])
+	if got := ok(t, h, "one", byRef["a.b_c"], hi); !strings.HasPrefix(got, "a.b_c: ") {
+		t.Fatalf("agent one's %s reached %q", byRef["a.b_c"], got)
 	}
-	if got := ok(t, h, "y", "mcp_a_b_c", hi); !strings.HasPrefix(got, "a.b_c: ") {
-		t.Fatalf("agent y's mcp_a_b_c reached %q", got)
+	if _, err := h.CallTool(ctx, "one", "mcp_a_b_c", hi, nil); err == nil {
+		t.Fatal("agent one reached a_b.c, a server it may not see")
 	}
 }
 

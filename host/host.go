@@ -84,9 +84,9 @@ type Host struct {
 	mu     sync.Mutex
 	stdio  map[string]*stdio.Conn // live stdio transports, for stderr in errors
 	catGen uint64                 // bumped on every change; catalogs are rebuilt lazily
-	// catalogs are by agent: exposed names depend on which servers an agent
-	// sees (a collision with a server it cannot see renames nothing), so
-	// one agent's names must never resolve another's.
+	// catalogs are by agent: each holds only what the agent may see, so
+	// one agent's lookups never resolve a tool it cannot use (the names
+	// themselves are the same for every agent; see namer).
 	catalogs map[string]builtCatalog
 	logLevel mcp.LoggingLevel // set by SetLogLevel; servers that connect later get it too
 }
@@ -102,6 +102,9 @@ type core struct {
 
 	chainOnce sync.Once
 	chainErr  error
+
+	namerOnce sync.Once
+	names     *registry.Namer
 
 	oauth authClients // OAuth clients of HTTP servers (auth.go)
 
@@ -444,35 +447,37 @@ func (h *Host) buildCatalog(ctx context.Context, agent string) (*registry.Catalo
 		mu.Unlock()
 		return nil
 	})
-	cat := registry.NewCatalog(lists, h.prefixes())
+	cat := registry.NewCatalog(lists, h.namer())
 	h.mu.Lock()
 	h.catalogs[agent] = builtCatalog{cat, gen}
 	h.mu.Unlock()
 	return cat, err
 }
 
-// prefixes are the servers' configured name prefixes (see config.Server.Prefix).
-func (h *Host) prefixes() map[string]string {
-	var out map[string]string
-	for _, s := range h.cfg.Servers {
-		if s.Prefix != nil {
-			if out == nil {
-				out = map[string]string{}
+// namer names the tools and prompts of the config's servers (see
+// registry.Namer): by their prefixes, and the same whichever servers an
+// agent sees or are up.
+func (h *Host) namer() *registry.Namer {
+	h.namerOnce.Do(func() {
+		var prefixes map[string]string
+		names := make([]string, 0, len(h.cfg.Servers))
+		for _, s := range h.cfg.Servers {
+			names = append(names, s.Name)
+			if s.Prefix != nil {
+				if prefixes == nil {
+					prefixes = map[string]string{}
+				}
+				prefixes[s.Name] = *s.Prefix
 			}
-			out[s.Name] = *s.Prefix
 		}
-	}
-	return out
+		h.names = registry.NewNamer(names, prefixes)
+	})
+	return h.names
 }
 
 // ExposedName is the name a server's tool or prompt is exposed under: its
 // prefix (by default mcp_<server>_) and its own name.
-func (h *Host) ExposedName(server, name string) string {
-	if s := h.cfg.Server(server); s != nil && s.Prefix != nil {
-		return registry.PrefixedName(*s.Prefix, server, name)
-	}
-	return registry.ExposedName(server, name)
-}
+func (h *Host) ExposedName(server, name string) string { return h.namer().Name(server, name) }
 
 // resolve finds the server and tool for a name: server.tool, or an exposed
 // name looked up among the servers agent can see (connecting them).

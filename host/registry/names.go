@@ -20,9 +20,9 @@ const MaxNameLen = 64
 // 64 characters (cut to 55), gets '_' and 8 hex digits of a hash of the
 // exact server and tool names, so it is unique and a pure function of
 // them: the same across reconnects and whatever else is listed. The one
-// case a catalog must still settle is the underscore ambiguity (server
-// a_b's tool c and server a's tool b_c are both mcp_a_b_c): the later in
-// (server, tool) order gets a salted hash (Collision).
+// thing it cannot see is the underscore ambiguity (server a_b's tool c
+// and server a's tool b_c would both be mcp_a_b_c), which depends on the
+// config's other servers: a Namer settles it.
 func ExposedName(server, tool string) string {
 	return PrefixedName(DefaultPrefix(server), server, tool)
 }
@@ -67,6 +67,56 @@ func writeSafe(b *strings.Builder, s string) bool {
 	return changed
 }
 
+// Namer names the tools and prompts of one config's servers. A name
+// depends only on its server and tool and on the config's server names
+// and prefixes, never on what is listed: it is the same across
+// reconnects, list orders and agents that see different servers.
+type Namer struct {
+	prefixes map[string]string // configured prefixes, by server
+	plain    map[string]bool   // servers under the default prefix
+}
+
+// NewNamer names for a config with these servers, where prefixes holds
+// the servers' configured prefixes (a server missing there has
+// DefaultPrefix).
+func NewNamer(servers []string, prefixes map[string]string) *Namer {
+	n := &Namer{prefixes: prefixes, plain: make(map[string]bool, len(servers))}
+	for _, s := range servers {
+		if _, custom := prefixes[s]; !custom {
+			n.plain[s] = true
+		}
+	}
+	return n
+}
+
+// Name is the exposed name of server's tool (or prompt): PrefixedName
+// under its prefix, except for the underscore ambiguity between two
+// servers under the default prefix: server a's tool b_c would be
+// mcp_a_b_c, which is server a_b's tool c, so where the config has a
+// server a_b, the tools of a that start with b_ carry a hash (as a
+// changed name does) and a_b's keep their plain names.
+func (n *Namer) Name(server, tool string) string {
+	if p, custom := n.prefixes[server]; custom {
+		return PrefixedName(p, server, tool)
+	}
+	name := ExposedName(server, tool)
+	if n.shadowed(server, tool) && !strings.HasSuffix(name, "_"+shortHash(server, tool, 0)) {
+		name = name[:min(len(name), MaxNameLen-9)] + "_" + shortHash(server, tool, 0)
+	}
+	return name
+}
+
+// shadowed says whether a configured server under the default prefix is
+// named server_Y where tool starts with Y_.
+func (n *Namer) shadowed(server, tool string) bool {
+	for i := 0; i < len(tool); i++ {
+		if tool[i] == '_' && n.plain[server+"_"+tool[:i]] {
+			return true
+		}
+	}
+	return false
+}
+
 func shortHash(server, tool string, salt int) string {
 	h := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%d", server, tool, salt)))
 	return hex.EncodeToString(h[:4])
@@ -89,10 +139,10 @@ type Entry struct {
 }
 
 // Collision reports two tools whose names came out the same exposed name.
-// Where both servers have the default prefix (their names differ only in
-// characters that sanitizing replaced), the later one (in server, tool
-// order) got a hashed name; where a configured prefix made them collide
-// the later one is left out (Renamed is "") and the config must change.
+// Under the default prefix a Namer leaves none but a tool named to look
+// like another's hashed name; then the later one (in server, tool order)
+// got a salted hash. Where a configured prefix made them collide the later
+// one is left out (Renamed is "") and the config must change.
 type Collision struct {
 	Name        string
 	First, Then Ref
@@ -115,10 +165,11 @@ type Catalog struct {
 	byRef      map[Ref]int
 }
 
-// NewCatalog names every tool of every server under its prefix (prefixes,
-// by server; a server missing there has DefaultPrefix). It is
-// deterministic: the same lists give the same names in any order.
-func NewCatalog(lists map[string][]mcp.Tool, prefixes map[string]string) *Catalog {
+// NewCatalog names every tool of every server with n (nil: a Namer for
+// just the listed servers, under the default prefix). Names do not depend
+// on the order of the lists; with the config's Namer they do not depend on
+// which servers are listed either.
+func NewCatalog(lists map[string][]mcp.Tool, n *Namer) *Catalog {
 	servers := make([]string, 0, len(lists))
 	total := 0
 	for s, tools := range lists {
@@ -126,6 +177,10 @@ func NewCatalog(lists map[string][]mcp.Tool, prefixes map[string]string) *Catalo
 		total += len(tools)
 	}
 	sort.Strings(servers)
+	if n == nil {
+		n = NewNamer(servers, nil)
+	}
+	prefixes := n.prefixes
 	c := &Catalog{Entries: make([]Entry, 0, total), byName: make(map[string]int, total), byRef: make(map[Ref]int, total)}
 	for _, s := range servers {
 		// Append the server's tools, sort them by name in place, then name
@@ -141,11 +196,8 @@ func NewCatalog(lists map[string][]mcp.Tool, prefixes map[string]string) *Catalo
 			if _, dup := c.byRef[e.Ref]; dup {
 				continue // a server listing one name twice: keep the first
 			}
-			prefix, custom := prefixes[s]
-			if !custom {
-				prefix = DefaultPrefix(s)
-			}
-			name := PrefixedName(prefix, s, e.Tool.Name)
+			_, custom := prefixes[s]
+			name := n.Name(s, e.Tool.Name)
 			if i, taken := c.byName[name]; taken && (custom || customOf(prefixes, c.Entries[i].Server)) {
 				c.Collisions = append(c.Collisions, Collision{Name: name, First: c.Entries[i].Ref, Then: e.Ref})
 				continue

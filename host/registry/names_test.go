@@ -133,18 +133,34 @@ func TestCatalogCollisions(t *testing.T) {
 		"my srv": {{Name: "t"}},
 	}
 	c := checkCatalog(t, lists)
-	// a.b.c had to change, so its name carries a hash; a.b_c and a_b.c
-	// are both mcp_a_b_c as they are (the underscore ambiguity): the later
-	// in (server, tool) order is renamed. The servers with a dot and a
-	// space had to change too.
-	if len(c.Collisions) != 1 || c.Collisions[0].Then != (Ref{"a_b", "c"}) {
+	// a.b.c had to change, so its name carries a hash; a.b_c would be
+	// mcp_a_b_c, which is a_b.c's name (the underscore ambiguity): since
+	// server a_b exists, a's tools that start with b_ carry a hash and
+	// a_b.c keeps its plain name. The servers with a dot and a space had
+	// to change too. Nothing collides.
+	if len(c.Collisions) != 0 {
 		t.Fatalf("collisions: %v", c.Collisions)
 	}
-	if e, _ := c.Lookup("a.b_c"); e.Name != "mcp_a_b_c" {
-		t.Errorf("a.b_c, needing no change and first in order, got %q", e.Name)
+	if e, _ := c.Lookup("a_b.c"); e.Name != "mcp_a_b_c" {
+		t.Errorf("a_b.c got %q", e.Name)
+	}
+	if e, _ := c.Lookup("a.b_c"); !strings.HasPrefix(e.Name, "mcp_a_b_c_") {
+		t.Errorf("a.b_c got %q", e.Name)
 	}
 	if e, _ := c.Lookup("a.b.c"); e.Name != ExposedName("a", "b.c") || !strings.HasPrefix(e.Name, "mcp_a_b_c_") {
 		t.Errorf("a.b.c got %q", e.Name)
+	}
+	// With the config's Namer, a name does not depend on which servers
+	// are listed (up, or visible to an agent).
+	namer := NewNamer([]string{"a", "a_b", "my.srv", "my srv"}, nil)
+	full := NewCatalog(lists, namer)
+	for _, only := range []string{"a", "a_b"} {
+		part := NewCatalog(map[string][]mcp.Tool{only: lists[only]}, namer)
+		for _, e := range part.Entries {
+			if n, _ := full.Name(e.Ref); n != e.Name {
+				t.Errorf("%v: %q with every server listed, %q with only %s", e.Ref, n, e.Name, only)
+			}
+		}
 	}
 	// A name is the same whatever else is listed.
 	alone := NewCatalog(map[string][]mcp.Tool{"a": {{Name: "b.c"}}}, nil)
@@ -223,7 +239,7 @@ func TestCatalogPrefixes(t *testing.T) {
 		"b": {{Name: "echo"}, {Name: "sub"}},
 		"c": {{Name: "echo"}},
 	}
-	c := NewCatalog(lists, map[string]string{"a": "", "b": ""})
+	c := NewCatalog(lists, NewNamer([]string{"a", "b", "c"}, map[string]string{"a": "", "b": ""}))
 	var names []string
 	for _, e := range c.Entries {
 		names = append(names, e.Name+"="+e.Ref.String())
