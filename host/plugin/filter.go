@@ -197,7 +197,10 @@ func (l *Link) callErr(inst *instance, ctx context.Context, call string, err err
 	}
 	code := status.Code(err)
 	if code == codes.Unavailable || code == codes.Canceled || inst.dead() {
-		if inst.exitedWithin(time.Second) {
+		// Generous: on a loaded machine the exit can trail the broken
+		// call by a while, and a crash reported as an ordinary error
+		// would not restart the plugin's state as a crash does.
+		if inst.exitedWithin(crashWait) {
 			return inst.goneError(l.kind + " " + call)
 		}
 	}

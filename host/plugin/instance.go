@@ -269,6 +269,10 @@ func (i *instance) dead() bool {
 	}
 }
 
+// crashWait is how long a call that broke as a crash does (gRPC
+// Unavailable or Canceled) waits for the process exit that confirms it.
+const crashWait = 5 * time.Second
+
 // exitedWithin waits up to d for the process to be gone: a broken gRPC
 // call usually means a crash, and the process exit follows within
 // milliseconds.

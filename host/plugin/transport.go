@@ -113,7 +113,9 @@ func (p *Plugin) dial(ctx context.Context, server string, cfg json.RawMessage) (
 	}
 	resp, err := inst.transport.Open(ctx, &pb.OpenRequest{Config: cfg})
 	if err != nil {
-		if inst.exitedWithin(500 * time.Millisecond) {
+		// Only a broken call waits for the exit that would make it a
+		// crash; the plugin's own refusal to open is answered at once.
+		if code := status.Code(err); (code == codes.Unavailable || code == codes.Canceled || inst.dead()) && inst.exitedWithin(crashWait) {
 			return nil, inst.goneError("transport Open")
 		}
 		if ctx.Err() != nil {
