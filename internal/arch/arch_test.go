@@ -75,8 +75,10 @@ func TestDependencyRules(t *testing.T) {
 			case from == "host/mcp" && strings.HasPrefix(to, "host/"):
 				bad = "host/mcp is the pure protocol and imports no other host package"
 			case strings.HasPrefix(from, "host/transport/") && strings.HasPrefix(to, "host/") &&
-				to != "host/mcp" && to != "host/diag" && !strings.HasPrefix(to, from):
-				bad = "transports import only host/mcp and host/diag"
+				to != "host/mcp" && to != "host/diag" && to != "host/internal/proc" && !strings.HasPrefix(to, from):
+				bad = "transports import only host/mcp, host/diag and host/internal/proc"
+			case from == "host/internal/proc":
+				bad = "host/internal/proc starts processes for transports and plugins alike, and imports no other Nexus package"
 			case strings.HasPrefix(from, "sdk/") && strings.HasPrefix(to, "host/"):
 				bad = "sdk packages never import host packages"
 			case strings.HasPrefix(from, "filters/") && to != "sdk/filter" && to != "sdk/event":
