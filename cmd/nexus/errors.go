@@ -271,6 +271,7 @@ func suggestFlag(cmd *cobra.Command, err error) error {
 	cmd.InheritedFlags().VisitAll(add)
 	sort.Strings(names)
 	if near := nearestName(name, names); near != "" {
+		//lint:ignore ST1005 the blank line after it is the one every usage error has (err_unknown_flag.golden)
 		return fmt.Errorf("%w\n\nDid you mean this?\n\t--%s\n", err, near)
 	}
 	return err

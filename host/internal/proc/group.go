@@ -12,8 +12,9 @@ type Group struct {
 
 	// mu orders group signals against the reap: once the leader is
 	// reaped its PID may be recycled, so nothing may signal -pid after.
-	mu      sync.Mutex
-	reaped  bool
+	mu     sync.Mutex
+	reaped bool
+	//lint:ignore U1000 holds the job object on Windows; empty elsewhere
 	plat    platform
 	unwatch func()
 }
