@@ -1358,7 +1358,22 @@ func (p *Peer) onNotification(method string, params json.RawMessage) {
 // now; otherwise it is queued, or refused when the queue is full.
 func (p *Peer) onRequest(id json.RawMessage, method string, params json.RawMessage) *inbound {
 	if method == MethodPing {
-		go p.respond(id, json.RawMessage("{}"), nil, false)
+		// Answered aside from the handlers, but counted with them, so the
+		// drain at the end of input waits for its answer too.
+		p.hmu.Lock()
+		draining := p.draining
+		if !draining {
+			p.serving.Add(1)
+		}
+		p.hmu.Unlock()
+		if draining {
+			go p.respond(id, nil, &RPCError{Code: CodeInternalError, Message: "the session is closing"}, false)
+			return nil
+		}
+		go func() {
+			defer p.serving.Done()
+			p.respond(id, json.RawMessage("{}"), nil, false)
+		}()
 		return nil
 	}
 	in := &inbound{id: id, method: method, params: params}

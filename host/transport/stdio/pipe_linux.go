@@ -5,7 +5,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/nexus-mcp/nexus/host/transport/stdio/internal/pollpipe"
+	"github.com/nexus-mcp/nexus/host/internal/pollpipe"
 )
 
 // newPollReader is pollpipe.New; tests make it fail.

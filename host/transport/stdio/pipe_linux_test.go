@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/nexus-mcp/nexus/host/transport/stdio/internal/pollpipe"
+	"github.com/nexus-mcp/nexus/host/internal/pollpipe"
 )
 
 // The read end is a pollpipe.Reader, close-on-exec like the write end; the

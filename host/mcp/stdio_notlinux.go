@@ -1,0 +1,10 @@
+//go:build !linux
+
+package mcp
+
+import (
+	"io"
+	"os"
+)
+
+func stdinReader(f *os.File) io.Reader { return pollable(f) }
