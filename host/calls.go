@@ -136,6 +136,32 @@ func (h *Host) CallTool(ctx context.Context, agent, name string, args any, o *Ca
 }
 
 // findTool returns the tool's definition from the session's cached list.
+// Tool finds one tool the agent may use, by exposed name or server.tool
+// (which connects that server only), as CallTool would call it: to read its
+// input schema before a call, say. A tool the agent may not use is
+// unknown, as it is to Tools.
+func (h *Host) Tool(ctx context.Context, agent, name string) (Tool, error) {
+	server, toolName, err := h.resolve(ctx, agent, name)
+	if err != nil {
+		return Tool{}, err
+	}
+	if !h.Visible(agent, server) || !h.perms.ToolAllowed(agent, server, toolName) {
+		return Tool{}, &UnknownToolError{Name: name, Server: server}
+	}
+	c, err := h.reg.Client(ctx, server, agent)
+	if err != nil {
+		return Tool{}, h.Explain(server, err)
+	}
+	t, err := findTool(ctx, c, server, toolName)
+	if err != nil {
+		if _, unknown := err.(*UnknownToolError); unknown {
+			return Tool{}, err
+		}
+		return Tool{}, h.Explain(server, err)
+	}
+	return Tool{Name: h.ExposedName(server, toolName), Server: server, Tool: *t}, nil
+}
+
 func findTool(ctx context.Context, c *mcp.Client, server, name string) (*mcp.Tool, error) {
 	tools, err := c.Tools(ctx)
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"os"
 	"os/exec"
@@ -111,6 +112,9 @@ func TestCLI(t *testing.T) {
 		{"denied_without_yes", testConfig, []string{"--config", "mcp.json", "call", "testserver.echo", "message=hi"}, 4},
 		{"denied_unknown_agent", `{"mcpServers": {"testserver": {"command": "nexus", "args": ["testserver"]}}}`, []string{"--config", "mcp.json", "--agent", "robot", "call", "testserver.echo", "message=hi"}, 4},
 		{"call_exposed_name", testConfig, []string{"--config", "mcp.json", "--yes", "call", "mcp_testserver_add", "a=1", "b=2"}, 0},
+		// The schema says message is a string: 123 stays a string; message:=123 forces JSON.
+		{"call_typed_args", testConfig, []string{"--config", "mcp.json", "--yes", "call", "testserver.echo", "message=123"}, 0},
+		{"err_forced_json", testConfig, []string{"--config", "mcp.json", "--yes", "call", "testserver.echo", "message:=123"}, 2},
 		{"err_schema", testConfig, []string{"--config", "mcp.json", "--yes", "call", "testserver.add", "a=one", "b=2"}, 2},
 		{"servers", testConfig, []string{"--config", "mcp.json", "servers"}, 0},
 		{"servers_connect", testConfig + "\n", []string{"--config", "mcp.json", "servers", "--connect", "-o", "json"}, 0},
@@ -146,18 +150,28 @@ func quoteArgs(args []string) string {
 }
 
 func TestParseArgs(t *testing.T) {
-	got, err := parseArgs([]string{"n=3", "s=hello", "b=true", "o={\"x\":1}", "e=", "q=\"7\""}, `{"base": 1, "n": 0}`)
+	args, err := parseArgs([]string{"n=3", "s=hello", "b=true", "o={\"x\":1}", "e=", "q=\"7\"", "msg=123", "id=42", "j:=5", "u=null"}, `{"base": 1, "n": 0}`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]any{"base": float64(1), "n": float64(3), "s": "hello", "b": true, "o": map[string]any{"x": float64(1)}, "e": "", "q": "7"}
+	schema := json.RawMessage(`{"type":"object","properties":{"msg":{"type":"string"},"id":{"type":["string","null"]},"j":{"type":"string"},"n":{"type":"integer"}}}`)
+	got := args.resolve(schema)
+	want := map[string]any{"base": float64(1), "n": float64(3), "s": "hello", "b": true, "o": map[string]any{"x": float64(1)}, "e": "", "q": "7",
+		"msg": "123", "id": "42", "j": float64(5), "u": nil}
 	for k, v := range want {
 		if !equalJSON(got[k], v) {
 			t.Errorf("%s = %#v, want %#v", k, got[k], v)
 		}
 	}
+	// Without a schema a value that parses as JSON is JSON.
+	if got := args.resolve(nil); !equalJSON(got["msg"], float64(123)) {
+		t.Errorf("untyped msg = %#v", got["msg"])
+	}
 	if _, err := parseArgs([]string{"=x"}, ""); err == nil {
 		t.Fatal("empty key accepted")
+	}
+	if _, err := parseArgs([]string{"n:=three"}, ""); err == nil || !strings.Contains(err.Error(), "is not JSON") {
+		t.Fatalf("key:= with a value that is not JSON: %v", err)
 	}
 	if _, err := parseArgs(nil, "[1]"); err == nil {
 		t.Fatal("non-object --args-json accepted")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -27,28 +28,84 @@ func splitTarget(s, what string) (string, string, error) {
 	return server, name, nil
 }
 
-// parseArgs turns key=value pairs into a JSON object; a value that parses as
-// JSON is JSON, anything else is a string.
-func parseArgs(pairs []string, argsJSON string) (map[string]any, error) {
-	out := map[string]any{}
+// toolArgs are a call's arguments as typed: --args-json, then key=value
+// pairs, which resolve types by the tool's input schema.
+type toolArgs struct {
+	base  map[string]any
+	pairs []argPair
+}
+
+type argPair struct {
+	key, value string
+	json       bool // key:=value: always JSON
+}
+
+// parseArgs reads key=value and key:=value pairs over --args-json.
+func parseArgs(pairs []string, argsJSON string) (*toolArgs, error) {
+	t := &toolArgs{base: map[string]any{}}
 	if argsJSON != "" {
-		if err := json.Unmarshal([]byte(argsJSON), &out); err != nil {
+		if err := json.Unmarshal([]byte(argsJSON), &t.base); err != nil {
 			return nil, usageErr("--args-json is not a JSON object: %v", err)
 		}
 	}
 	for _, p := range pairs {
 		k, v, ok := strings.Cut(p, "=")
+		forced := strings.HasSuffix(k, ":")
+		k = strings.TrimSuffix(k, ":")
 		if !ok || k == "" {
 			return nil, usageErr("argument %q is not key=value (for example message=hello or count=3)", p)
 		}
+		if forced && !json.Valid([]byte(v)) {
+			return nil, usageErr("%s:=%s is not JSON: key:=VALUE sends VALUE as JSON (n:=3, tags:='[\"a\"]'); key=VALUE follows the tool's schema", k, v)
+		}
+		t.pairs = append(t.pairs, argPair{k, v, forced})
+	}
+	return t, nil
+}
+
+// resolve makes the arguments object. A key=value pair is a string where
+// the tool's input schema says the property is a string (message=123 is
+// "123"), and JSON where it says another type and the value parses (n=3,
+// ok=true, tags=["a"]); for a property the schema does not type, a value
+// that parses as JSON is JSON and anything else a string. key:=value is
+// always JSON.
+func (t *toolArgs) resolve(inputSchema json.RawMessage) map[string]any {
+	var schema struct {
+		Properties map[string]struct {
+			Type json.RawMessage `json:"type"`
+		} `json:"properties"`
+	}
+	_ = json.Unmarshal(inputSchema, &schema) // no schema: no types
+	out := make(map[string]any, len(t.base)+len(t.pairs))
+	for k, v := range t.base {
+		out[k] = v
+	}
+	for _, p := range t.pairs {
 		var j any
-		if json.Unmarshal([]byte(v), &j) == nil {
-			out[k] = j
-		} else {
-			out[k] = v
+		parsed := json.Unmarshal([]byte(p.value), &j) == nil
+		switch {
+		case p.json:
+			out[p.key] = j
+		case wantsString(schema.Properties[p.key].Type):
+			out[p.key] = p.value
+		case parsed:
+			out[p.key] = j
+		default:
+			out[p.key] = p.value
 		}
 	}
-	return out, nil
+	return out
+}
+
+// wantsString says whether a schema's type admits a string ("string", or
+// a list holding it).
+func wantsString(typ json.RawMessage) bool {
+	var one string
+	if json.Unmarshal(typ, &one) == nil {
+		return one == "string"
+	}
+	var many []string
+	return json.Unmarshal(typ, &many) == nil && slices.Contains(many, "string")
 }
 
 // only keeps the rows of one server when --server is set.
@@ -156,9 +213,12 @@ func (a *app) callCmd() *cobra.Command {
 	var argsJSON string
 	cmd := &cobra.Command{
 		Use:   "call SERVER.TOOL [key=value ...]",
-		Short: "Call a tool; a value that parses as JSON is sent as JSON, else as a string",
-		Long: `Call a tool. key=value pairs are its arguments: a value that parses as JSON is sent as
-JSON, anything else as a string.
+		Short: "Call a tool; key=value arguments take the types the tool's schema gives them",
+		Long: `Call a tool. key=value pairs are its arguments, typed by the tool's input schema: a
+string property gets the value as written (message=123 sends "123"), a number, boolean,
+object or array property gets it as JSON (n=3, ok=true, tags='["a"]'). Where the schema
+gives no type, a value that parses as JSON is JSON and anything else a string.
+key:=value always sends JSON; --args-json '{...}' gives the whole object.
 
 While the tool runs, the progress it reports shows on stderr (a bar on a terminal, plain
 lines otherwise) and its log messages at or above --log-level, tagged with the server.
@@ -169,6 +229,7 @@ type the reply (--sampling deny refuses them), elicitation forms are asked field
 field. Without a terminal both are refused.`,
 		Example: `  nexus call testserver.echo message=hello
   nexus call testserver.add a=2 b=3
+  nexus call testserver.echo message=123          # "123": the schema says string
   nexus call testserver.echo --args-json '{"message": "hi"}'`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -194,10 +255,17 @@ field. Without a terminal both are refused.`,
 	return cmd
 }
 
-// call calls a tool and prints its result.
-func (a *app) call(ctx context.Context, h *host.Host, name string, toolArgs map[string]any) error {
+// call calls a tool, its key=value arguments typed by its input schema,
+// and prints its result.
+func (a *app) call(ctx context.Context, h *host.Host, name string, args *toolArgs) error {
 	a.target, _, _ = strings.Cut(name, ".")
-	res, err := a.callTool(ctx, h, name, toolArgs)
+	// A tool that cannot be looked up is called untyped: the call then
+	// fails with its own precise error (a denial names its rule).
+	var schema json.RawMessage
+	if tool, err := h.Tool(ctx, a.agent, name); err == nil {
+		schema = tool.InputSchema
+	}
+	res, err := a.callTool(ctx, h, name, args.resolve(schema))
 	if err != nil {
 		return err
 	}

@@ -111,7 +111,7 @@ func (a *app) explainErr(err error) error {
 		if schema.What == "arguments" {
 			r.Fix = []string{
 				"See the tool's inputSchema: nexus tools --server " + schema.Server + " -o json",
-				"key=value sends a value that parses as JSON as JSON (n=3, b=true, o={\"x\":1}) and anything else as a string",
+				"key=value takes the type the schema gives the property (a string stays a string; n=3, b=true, o={\"x\":1} are JSON for a number, boolean or object); key:=value always sends JSON",
 			}
 		} else {
 			r.Fix = []string{"The server's result breaks its own outputSchema: report it to the server's authors"}
