@@ -269,9 +269,12 @@ func (a *app) call(ctx context.Context, h *host.Host, name string, args *toolArg
 	if err != nil {
 		return err
 	}
-	if a.output == "json" {
+	switch {
+	case a.output == "json":
 		a.printJSON(res)
-	} else {
+	case res.IsError:
+		a.printToolError(renderContent(res.Content, res.StructuredContent))
+	default:
 		a.printResult(renderContent(res.Content, res.StructuredContent))
 	}
 	if res.IsError {

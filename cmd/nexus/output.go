@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"unicode/utf8"
 
@@ -46,6 +47,24 @@ func (a *app) printResult(s string) {
 		return
 	}
 	a.printText(forTerminal(s))
+}
+
+// printToolError shows a result the tool marked isError on stderr, under a
+// line that says so (red on a terminal, unless NO_COLOR is set): on stdout
+// it would read as a success.
+func (a *app) printToolError(s string) {
+	s = sanitize.ForDisplay(s)
+	head := "Tool returned an error:"
+	if isTerminal(a.stderr) {
+		s = forTerminal(s)
+		if os.Getenv("NO_COLOR") == "" {
+			head = "\x1b[31m✗ " + head + "\x1b[0m"
+		}
+	}
+	if s != "" && !strings.HasSuffix(s, "\n") {
+		s += "\n"
+	}
+	io.WriteString(a.stderr, head+"\n"+s)
 }
 
 // forTerminal summarises binary-looking text and cuts long text.
