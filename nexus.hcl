@@ -9,8 +9,10 @@
 # `--config FILE` (repeatable) or NEXUS_CONFIG replace the search.
 # `nexus config show` prints what was loaded and from where.
 
-# The built-in MCP test server, over stdio.
+# The built-in MCP test server, over stdio. Its reads are harmless, so a
+# trusted agent (the command line's "cli") is asked only before tool calls.
 server "testserver" {
+  confirm = "tool_calls"
   stdio {
     command = "nexus"
     args    = ["testserver"]

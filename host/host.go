@@ -143,7 +143,13 @@ func New(cfg *config.Config, opts Options) *Host {
 	if opts.Roots == nil && len(cfg.Roots) > 0 {
 		c.opts.Roots = configRoots(cfg.Roots)
 	}
-	c.perms = policy.NewPermissions(agents(cfg), opts.Confirm)
+	var callsOnly []string
+	for _, s := range cfg.Servers {
+		if s.Confirm == config.ConfirmToolCalls {
+			callsOnly = append(callsOnly, s.Name)
+		}
+	}
+	c.perms = policy.NewPermissions(agents(cfg), opts.Confirm, callsOnly...)
 	return newHost(c, hooks{
 		roots: c.opts.Roots, sampling: opts.Sampling, elicitation: opts.Elicitation,
 		onLog: opts.OnLog, onChange: opts.OnChange,

@@ -56,6 +56,9 @@ func nexus(t *testing.T, config string, extraEnv []string, args ...string) (stdo
 
 var binDir = regexp.MustCompile(`/[^\s"]*nexus-testbin-[0-9]+`)
 
+// pingTime is a ping's round trip, different in every run.
+var pingTime = regexp.MustCompile(`ok [0-9.]+ ms`)
+
 // golden compares got with testdata/name.golden (rewritten with -update).
 func golden(t *testing.T, name, got string) {
 	t.Helper()
@@ -101,6 +104,11 @@ func TestCLI(t *testing.T) {
 		{"env_config", testConfig, []string{"tools", "--server", "nope"}, 2},
 		// No config anywhere: the built-in default (nexus.hcl) runs the test server.
 		{"err_no_config", "", []string{"tools"}, 0},
+		// The default's test server has confirm = "tool_calls": reads and pings
+		// ask nobody, a tool call still needs --yes where nobody can be asked.
+		{"default_read_unasked", "", []string{"read", "testserver", "file:///readme.txt"}, 0},
+		{"default_ping_unasked", "", []string{"ping"}, 0},
+		{"default_call_asks", "", []string{"call", "testserver.echo", "message=hi"}, 4},
 		{"err_config_missing", "", []string{"--config", "missing.json", "tools"}, 2},
 		{"err_config_syntax", "{\n  \"mcpServers\": {\n    \"a\": { \"command\": \"x\" \"args\": [] }\n  }\n}\n", []string{"--config", "mcp.json", "tools"}, 2},
 		{"err_config_no_transport", `{"mcpServers": {"a": {"args": ["x"]}}}`, []string{"--config", "mcp.json", "tools"}, 2},
@@ -132,6 +140,7 @@ func TestCLI(t *testing.T) {
 			if code != tc.code {
 				t.Errorf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, stdout, stderr)
 			}
+			stdout = pingTime.ReplaceAllString(stdout, "ok $$MS ms")
 			golden(t, tc.name, "$ nexus "+quoteArgs(args)+"\n--- stdout\n"+stdout+"--- stderr\n"+stderr)
 		})
 	}

@@ -36,6 +36,7 @@ locals {
 server "testserver" {
   timeout          = "30s"
   fail_if_no_tools = true
+  confirm          = "tool_calls" # trusted agents are asked before tool calls only, not reads
   stdio {
     command         = "nexus"
     args            = ["testserver", "--tool-count", tostring(var.tool_count)]

@@ -307,6 +307,9 @@ func (c *compiler) server(s *Server) map[string]any {
 		if s.FailIfNoTools {
 			e["fail_if_no_tools"] = true
 		}
+		if s.Confirm != "" {
+			e["confirm"] = s.Confirm
+		}
 		if s.Prefix != nil {
 			e["prefix"] = *s.Prefix
 		}
@@ -316,6 +319,9 @@ func (c *compiler) server(s *Server) map[string]any {
 		}
 		if s.FailIfNoTools {
 			c.warn(s, "fail_if_no_tools cannot be expressed in %s", c.format)
+		}
+		if s.Confirm != "" {
+			c.warn(s, "confirm %q cannot be expressed in %s; the client asks as it does for any server", s.Confirm, c.format)
 		}
 	}
 	return e

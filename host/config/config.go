@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"maps"
 	"regexp"
 	"time"
@@ -47,6 +48,9 @@ type Server struct {
 	Enabled       bool
 	Timeout       time.Duration // per request; 0 = the host default
 	FailIfNoTools bool
+	// Confirm is what of a trusted agent's use of the server a person
+	// confirms: ConfirmFirstUse (the default, "") or ConfirmToolCalls.
+	Confirm string
 	// Prefix is put before the server's tool, prompt and resource template
 	// names where they are exposed (the gateway's catalog, exposed tool
 	// names in the CLI). nil means the default "mcp_<server>_"; a pointer
@@ -317,3 +321,23 @@ func (c *Config) Agent(name string) *Agent {
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 const nameRule = "Use 1 to 64 letters, digits, '_' or '-' (a tool is called as server.tool, so no dots)."
+
+// Values of Server.Confirm.
+const (
+	// ConfirmFirstUse: a trusted agent's first use of the server, of any
+	// kind, is confirmed (the default).
+	ConfirmFirstUse = "first_use"
+	// ConfirmToolCalls: only tool calls are confirmed; reading resources
+	// and prompts, completion and ping are not (a server whose reads are
+	// harmless, such as the built-in test server).
+	ConfirmToolCalls = "tool_calls"
+)
+
+// checkConfirm says what is wrong with a confirm value, or "".
+func checkConfirm(v string) string {
+	if v == ConfirmFirstUse || v == ConfirmToolCalls {
+		return ""
+	}
+	return fmt.Sprintf("confirm %q is not one of %q (the default) and %q", v, ConfirmFirstUse, ConfirmToolCalls)
+}
+

@@ -52,7 +52,7 @@ var (
 	}}
 	nexusSchema  = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "roots"}}}
 	serverSchema = &hcl.BodySchema{
-		Attributes: []hcl.AttributeSchema{{Name: "enabled"}, {Name: "timeout"}, {Name: "fail_if_no_tools"}, {Name: "prefix"}},
+		Attributes: []hcl.AttributeSchema{{Name: "enabled"}, {Name: "timeout"}, {Name: "fail_if_no_tools"}, {Name: "prefix"}, {Name: "confirm"}},
 		Blocks:     []hcl.BlockHeaderSchema{{Type: "stdio"}, {Type: "http"}, {Type: "plugin"}, {Type: "oauth"}},
 	}
 	stdioSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
@@ -944,6 +944,14 @@ func (h *hclFile) decodeServer(b *hcl.Block) *Server {
 	}
 	if a := c.Attributes["fail_if_no_tools"]; a != nil {
 		s.FailIfNoTools, _ = h.boolean(a)
+	}
+	if a := c.Attributes["confirm"]; a != nil {
+		if v, ok := h.str(a, nil, ""); ok {
+			if bad := checkConfirm(v); bad != "" {
+				h.errRange(a.Expr.Range(), name, bad, `For example confirm = "tool_calls" to confirm only tool calls.`)
+			}
+			s.Confirm = v
+		}
 	}
 	if a := c.Attributes["prefix"]; a != nil {
 		if p, ok := h.str(a, nil, ""); ok {

@@ -170,6 +170,7 @@ func TestHCLErrors(t *testing.T) {
 		{"unknown_variable", "server \"a\" {\n  stdio {\n    command = var.cmd\n  }\n}\n"},
 		{"env_default_unset", "variable \"token\" {\n  sensitive = true\n  default   = env(\"LEGACY_TOKEN\")\n}\n"},
 		{"empty", " \n\n"},
+		{"bad_confirm", "server \"a\" {\n  confirm = \"always\"\n  stdio { command = \"x\" }\n}\n"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

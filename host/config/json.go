@@ -31,7 +31,7 @@ import (
 var (
 	topKeys    = []string{"mcpServers", "servers", "inputs", "nexus", "plugins", "filters", "agents", "gateway"}
 	serverKeys = []string{"name", "type", "command", "args", "env", "envFile", "env_passthrough", "cwd", "url", "headers",
-		"enabled", "disabled", "timeout", "fail_if_no_tools", "http_max_retries", "http_retry_backoff",
+		"enabled", "disabled", "timeout", "fail_if_no_tools", "confirm", "http_max_retries", "http_retry_backoff",
 		"http_allow_private_networks", "oauth", "plugin", "prefix"}
 	oauthKeys = []string{"client_id", "client_secret", "scopes", "redirect_uri", "auth_url", "token_url",
 		"grant", "client_metadata_url", "private_key", "signing_alg", "key_id",
@@ -559,6 +559,13 @@ func (j *jsonFile) server(name string, off int, v *jval, array bool) *Server {
 			s.Timeout, _ = d.duration(val, f)
 		case "fail_if_no_tools":
 			s.FailIfNoTools, _ = d.boolean(val, f)
+		case "confirm":
+			if v, ok := d.str(val, f, ""); ok {
+				if bad := checkConfirm(v); bad != "" {
+					d.errAt(val, bad, `For example "confirm": "tool_calls" to confirm only tool calls.`)
+				}
+				s.Confirm = v
+			}
 		case "prefix":
 			if p, ok := d.str(val, f, ""); ok {
 				if bad := checkPrefix(p); bad != "" {

@@ -89,7 +89,30 @@ func Load(opts Options) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ld.load(files)
+	cfg, err := ld.load(files)
+	if err != nil || len(cfg.Servers) > 0 || !ld.discovered() || opts.NoDefault || files[0].Layer == LayerEmbedded {
+		return cfg, err
+	}
+	// Layers were found, but none defines a server (a ~/.nexus/nexus.hcl
+	// that only grants agent "cli" its permission, say): the built-in
+	// default stays beneath them, so the test server does not vanish.
+	with, err := ld.load(append([]File{{Layer: LayerEmbedded}}, files...))
+	if err != nil {
+		return cfg, nil
+	}
+	with.Warnings = append(with.Warnings, Warning{Message: "no config file found defines a server, so the built-in default's (the test server) are used beneath them; " +
+		"a server block in any of them replaces the default (nexus config show lists the layers)"})
+	return with, nil
+}
+
+// discovered says whether the layers come from discovery rather than
+// --config or NEXUS_CONFIG, which name exactly what to read.
+func (ld *loader) discovered() bool {
+	if len(ld.opts.Files) > 0 {
+		return false
+	}
+	v, ok := ld.lookup("NEXUS_CONFIG")
+	return !ok || v == ""
 }
 
 func newLoader(opts Options) (*loader, error) {

@@ -114,6 +114,40 @@ func TestEmbeddedDefault(t *testing.T) {
 	}
 }
 
+// A layer that only adds an agent (as the permission error advises) keeps
+// the built-in default's test server beneath it, with a warning; a layer
+// with a server of its own replaces the default, and --config reads
+// exactly what it names.
+func TestDefaultBeneathServerlessLayers(t *testing.T) {
+	home := t.TempDir()
+	os.MkdirAll(filepath.Join(home, ".nexus"), 0o700)
+	user := filepath.Join(home, ".nexus", "nexus.hcl")
+	os.WriteFile(user, []byte("agent \"cli\" {\n  permission = \"yolo\"\n}\n"), 0o600)
+	cfg, err := Load(Options{Dir: t.TempDir(), Home: home, LookupEnv: env()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := cfg.Server("testserver"); s == nil || s.Source.Layer != LayerEmbedded {
+		t.Fatalf("servers %v", cfg.Names())
+	}
+	if a := cfg.Agent("cli"); a == nil || a.Permission != "yolo" {
+		t.Fatalf("the user layer's agent was lost: %+v", a)
+	}
+	if len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0].Message, "built-in default") {
+		t.Errorf("warnings %v", cfg.Warnings)
+	}
+
+	os.WriteFile(user, []byte("agent \"cli\" {\n  permission = \"yolo\"\n}\nserver \"mine\" {\n  stdio { command = \"x\" }\n}\n"), 0o600)
+	if cfg, err := Load(Options{Dir: t.TempDir(), Home: home, LookupEnv: env()}); err != nil || !reflect.DeepEqual(cfg.Names(), []string{"mine"}) || len(cfg.Warnings) != 0 {
+		t.Errorf("a layer with a server: %v %v %v", cfg.Names(), cfg.Warnings, err)
+	}
+	only := filepath.Join(t.TempDir(), "agents.hcl")
+	os.WriteFile(only, []byte("agent \"cli\" {\n  permission = \"yolo\"\n}\n"), 0o600)
+	if cfg, err := Load(Options{Files: []string{only}, LookupEnv: env()}); err != nil || len(cfg.Servers) != 0 {
+		t.Errorf("--config: %v %v", cfg.Names(), err)
+	}
+}
+
 // The built-in default is the repository's nexus.hcl; go:embed cannot
 // reach outside the package, so a copy is kept and this keeps it honest.
 func TestDefaultMatchesRootNexusHCL(t *testing.T) {

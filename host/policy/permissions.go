@@ -47,8 +47,9 @@ type Confirmer interface {
 // Permissions are the built-in policy: permission levels with confirmation
 // and the agent's allow and deny rules. It runs before every other link.
 type Permissions struct {
-	agents  map[string]Agent
-	confirm Confirmer
+	agents    map[string]Agent
+	confirm   Confirmer
+	callsOnly map[string]bool // servers whose reads a trusted agent uses unasked
 
 	mu      sync.Mutex
 	allowed map[[2]string]bool // agent, server: confirmed "always" this session
@@ -56,10 +57,15 @@ type Permissions struct {
 
 // NewPermissions makes the check for the configured agents. confirm may be
 // nil: trusted agents are then denied where they would be asked.
-func NewPermissions(agents []Agent, confirm Confirmer) *Permissions {
-	p := &Permissions{agents: map[string]Agent{}, confirm: confirm, allowed: map[[2]string]bool{}}
+// callsOnly names the servers (confirm = "tool_calls") where only a
+// trusted agent's tool calls are confirmed, not its reads.
+func NewPermissions(agents []Agent, confirm Confirmer, callsOnly ...string) *Permissions {
+	p := &Permissions{agents: map[string]Agent{}, confirm: confirm, allowed: map[[2]string]bool{}, callsOnly: map[string]bool{}}
 	for _, a := range agents {
 		p.agents[a.Name] = a
+	}
+	for _, s := range callsOnly {
+		p.callsOnly[s] = true
 	}
 	return p
 }
@@ -123,6 +129,10 @@ func (p *Permissions) Check(ctx context.Context, r ConfirmRequest) error {
 		return nil
 	case a.Permission != event.Trusted:
 		return deny("permission", fmt.Sprintf("agent %q has unknown permission %q; use \"yolo\", \"trusted\" or \"sandboxed\"%s", r.Agent, a.Permission, from(a)))
+	case r.Method == "ping":
+		return nil // a ping uses nothing of the server
+	case r.Method != "tools/call" && p.callsOnly[r.Server]:
+		return nil // the server's reads need no confirmation (confirm = "tool_calls")
 	}
 	key := [2]string{r.Agent, r.Server}
 	p.mu.Lock()

@@ -77,3 +77,37 @@ func TestPermissionLevels(t *testing.T) {
 		t.Fatal("deny must win over allow")
 	}
 }
+
+// A trusted agent's ping asks nobody; on a server with confirm =
+// "tool_calls" its reads ask nobody either, while its tool calls still do.
+// The rules and the sandbox still hold for both.
+func TestConfirmOnlyToolCalls(t *testing.T) {
+	ctx := context.Background()
+	agents := []Agent{
+		{Name: "t", Permission: event.Trusted},
+		{Name: "s", Permission: event.Sandboxed},
+		{Name: "r", Permission: event.Trusted, Servers: []string{"gh"}},
+	}
+	p := NewPermissions(agents, nil, "ts") // nobody can be asked
+	req := func(agent, server, method string) ConfirmRequest {
+		return ConfirmRequest{Agent: agent, Server: server, Method: method}
+	}
+	for _, m := range []string{"resources/read", "prompts/get", "completion/complete", "ping"} {
+		if err := p.Check(ctx, req("t", "ts", m)); err != nil {
+			t.Errorf("%s of ts: %v", m, err)
+		}
+	}
+	if err := p.Check(ctx, req("t", "gh", "ping")); err != nil {
+		t.Errorf("ping of gh: %v", err)
+	}
+	for _, tc := range []ConfirmRequest{
+		{Agent: "t", Server: "ts", Tool: "echo", Method: "tools/call"}, // a call is still confirmed
+		req("t", "gh", "resources/read"),                               // gh's reads are
+		req("s", "ts", "resources/read"),                               // the sandbox holds
+		req("r", "ts", "ping"),                                         // and the agent's servers list
+	} {
+		if err := p.Check(ctx, tc); err == nil {
+			t.Errorf("%+v was allowed", tc)
+		}
+	}
+}
