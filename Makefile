@@ -9,8 +9,10 @@ FUZZTIME ?= 10s
 
 all: build
 
+# -buildvcs=auto stamps the commit (nexus version) even where GOFLAGS
+# turns stamping off; outside a git checkout it is left out quietly.
 build:
-	$(GO) build -o $(BIN) ./cmd/nexus
+	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/nexus
 
 # The main job on the default config (./nexus.hcl, also built in): the
 # built-in test server over stdio. Its command is `nexus`, found in bin/.

@@ -8,10 +8,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/plugin/plugintest"
 	"github.com/nexus-mcp/nexus/internal/testenv"
 )
@@ -125,6 +127,8 @@ func TestCLI(t *testing.T) {
 		{"err_forced_json", testConfig, []string{"--config", "mcp.json", "--yes", "call", "testserver.echo", "message:=123"}, 2},
 		{"err_schema", testConfig, []string{"--config", "mcp.json", "--yes", "call", "testserver.add", "a=one", "b=2"}, 2},
 		{"servers", testConfig, []string{"--config", "mcp.json", "servers"}, 0},
+		{"tools_positional", testConfig, []string{"--config", "mcp.json", "tools", "testserver"}, 0},
+		{"err_server_twice", testConfig, []string{"--config", "mcp.json", "prompts", "testserver", "--server", "other"}, 2},
 		{"servers_connect", testConfig + "\n", []string{"--config", "mcp.json", "servers", "--connect", "-o", "json"}, 0},
 		{"err_unknown_server", testConfig, []string{"--config", "mcp.json", "--yes", "call", "other.echo"}, 2},
 	}
@@ -202,5 +206,16 @@ func equalJSON(a, b any) bool {
 		return true
 	default:
 		return a == b
+	}
+}
+
+// nexus version and --version say the release, the commit and the Go
+// version, in one line.
+func TestVersion(t *testing.T) {
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		stdout, stderr, code := nexus(t, "", nil, args...)
+		if code != 0 || !strings.HasPrefix(stdout, "nexus "+host.Version+" (") || !strings.Contains(stdout, runtime.Version()) || strings.Count(stdout, "\n") != 1 {
+			t.Errorf("%v: exit %d\nstdout: %q\nstderr: %s", args, code, stdout, stderr)
+		}
 	}
 }

@@ -108,6 +108,18 @@ func wantsString(typ json.RawMessage) bool {
 	return json.Unmarshal(typ, &many) == nil && slices.Contains(many, "string")
 }
 
+// serverArg takes a listing's SERVER argument, the same as --server.
+func serverArg(args []string, server *string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	if *server != "" && *server != args[0] {
+		return usageErr("SERVER %q and --server %q name different servers; give one", args[0], *server)
+	}
+	*server = args[0]
+	return nil
+}
+
 // only keeps the rows of one server when --server is set.
 func only[T any](rows []T, server string, of func(T) string) []T {
 	if server == "" {
@@ -172,10 +184,13 @@ func unjoin(err error) []error {
 func (a *app) toolsCmd() *cobra.Command {
 	var server string
 	cmd := &cobra.Command{
-		Use:   "tools",
-		Short: "List the tools of every configured server (or one with --server)",
-		Args:  cobra.NoArgs,
+		Use:   "tools [SERVER]",
+		Short: "List the tools of every configured server (or one: SERVER or --server)",
+		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := serverArg(args, &server); err != nil {
+				return err
+			}
 			h, err := a.openHost()
 			if err != nil {
 				return err
@@ -286,10 +301,13 @@ func (a *app) call(ctx context.Context, h *host.Host, name string, args *toolArg
 func (a *app) resourcesCmd() *cobra.Command {
 	var server string
 	cmd := &cobra.Command{
-		Use:   "resources",
-		Short: "List the resources of every configured server (or one with --server)",
-		Args:  cobra.NoArgs,
+		Use:   "resources [SERVER]",
+		Short: "List the resources of every configured server (or one: SERVER or --server)",
+		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := serverArg(args, &server); err != nil {
+				return err
+			}
 			h, err := a.openHost()
 			if err != nil {
 				return err
@@ -366,10 +384,13 @@ func (a *app) read(ctx context.Context, h *host.Host, server, uri string) error 
 func (a *app) promptsCmd() *cobra.Command {
 	var server string
 	cmd := &cobra.Command{
-		Use:   "prompts",
-		Short: "List the prompts of every configured server (or one with --server)",
-		Args:  cobra.NoArgs,
+		Use:   "prompts [SERVER]",
+		Short: "List the prompts of every configured server (or one: SERVER or --server)",
+		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := serverArg(args, &server); err != nil {
+				return err
+			}
 			h, err := a.openHost()
 			if err != nil {
 				return err

@@ -15,16 +15,19 @@ import (
 func (a *app) templatesCmd() *cobra.Command {
 	var server string
 	cmd := &cobra.Command{
-		Use:   "templates",
-		Short: "List the resource templates of every configured server (or one with --server)",
-		Long: `List the resource templates of every configured server (or one with --server).
+		Use:   "templates [SERVER]",
+		Short: "List the resource templates of every configured server (or one: SERVER or --server)",
+		Long: `List the resource templates of every configured server (or one: SERVER or --server).
 
 A template's variables are filled in to make a URI for nexus read; nexus complete
 --template suggests values for them when the server offers completions.`,
 		Example: `  nexus templates
   nexus read testserver file:///users/2`,
-		Args: cobra.NoArgs,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := serverArg(args, &server); err != nil {
+				return err
+			}
 			h, err := a.openHost()
 			if err != nil {
 				return err

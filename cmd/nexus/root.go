@@ -237,6 +237,8 @@ func (a *app) rootCmd() *cobra.Command {
 	root.AddCommand(a.pluginCmd())
 	root.AddCommand(a.filterCmd())
 	root.AddCommand(a.authCmd())
+	root.AddCommand(a.versionCmd())
+	root.SetVersionTemplate(versionText() + "\n")
 	root.AddCommand(a.serveCmd())
 	return root
 }

@@ -340,4 +340,3 @@ func checkConfirm(v string) string {
 	}
 	return fmt.Sprintf("confirm %q is not one of %q (the default) and %q", v, ConfirmFirstUse, ConfirmToolCalls)
 }
-

@@ -894,10 +894,39 @@ func (h *hclFile) path(a *hcl.Attribute) (string, bool) {
 // arguments and blocks, suggesting the nearest known name.
 func (h *hclFile) content(b *hcl.Block, schema *hcl.BodySchema) (*hcl.BodyContent, bool) {
 	c, diags := b.Body.Content(schema)
+	for _, d := range diags {
+		// hcl suggests only near spellings; other tools' names for a
+		// setting (arguments for args) get theirs here.
+		var name string
+		if d.Summary == "Unsupported argument" && !strings.Contains(d.Detail, "Did you mean") &&
+			firstQuoted(d.Detail, &name) {
+			known := make([]string, len(schema.Attributes))
+			for i, a := range schema.Attributes {
+				known[i] = a.Name
+			}
+			if alt := suggest(name, known); alt != "" {
+				d.Detail += fmt.Sprintf(" Did you mean %q?", alt)
+			}
+		}
+	}
 	if h.diags(diags) {
 		return nil, false
 	}
 	return c, true
+}
+
+// firstQuoted reads the first quoted name in s.
+func firstQuoted(s string, name *string) bool {
+	i := strings.IndexByte(s, '"')
+	if i < 0 {
+		return false
+	}
+	j := strings.IndexByte(s[i+1:], '"')
+	if j < 0 {
+		return false
+	}
+	*name = s[i+1 : i+1+j]
+	return true
 }
 
 // --- blocks ---------------------------------------------------------------

@@ -170,6 +170,7 @@ func TestHCLErrors(t *testing.T) {
 		{"unknown_variable", "server \"a\" {\n  stdio {\n    command = var.cmd\n  }\n}\n"},
 		{"env_default_unset", "variable \"token\" {\n  sensitive = true\n  default   = env(\"LEGACY_TOKEN\")\n}\n"},
 		{"empty", " \n\n"},
+		{"synonym_argument", "server \"a\" {\n  stdio {\n    command   = \"x\"\n    arguments = [\"-y\"]\n  }\n}\n"},
 		{"bad_confirm", "server \"a\" {\n  confirm = \"always\"\n  stdio { command = \"x\" }\n}\n"},
 	}
 	for _, tc := range cases {

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -164,6 +165,9 @@ func snippet(data []byte, line, col, width int, note string) []string {
 // suggest returns the known word nearest to s, if it is near enough to be
 // a typo: "comand" → "command", "mcpServer" → "mcpServers".
 func suggest(s string, known []string) string {
+	if alt, ok := synonyms[strings.ToLower(s)]; ok && slices.Contains(known, alt) {
+		return alt
+	}
 	best, bestD := "", 1<<30
 	for _, k := range known {
 		if d := editDistance(strings.ToLower(s), strings.ToLower(k)); d < bestD {
@@ -221,4 +225,16 @@ func didYouMean(s string, known []string) string {
 		return fmt.Sprintf(" Did you mean %q?", k)
 	}
 	return ""
+}
+
+// synonyms are names other tools and habits use for settings Nexus spells
+// otherwise, too far apart for the edit distance to find.
+var synonyms = map[string]string{
+	"arguments": "args", "argv": "args",
+	"environment": "env", "envs": "env", "environment_variables": "env",
+	"cmd": "command", "exec": "command", "executable": "command",
+	"workdir": "cwd", "working_dir": "cwd", "working_directory": "cwd", "dir": "cwd",
+	"endpoint": "url", "uri": "url", "address": "url",
+	"header":   "headers",
+	"disabled": "enabled",
 }
