@@ -566,7 +566,12 @@ func (c *Client) refreshChanged(ctx context.Context, kind string, fetch func(con
 	c.mu.Unlock()
 	for {
 		if err := fetch(ctx); err != nil {
-			c.log.Warn("refreshing list after list_changed failed", "kind", kind, "error", err)
+			if ctx.Err() != nil || c.peer.Err() != nil || errors.Is(err, ErrClosed) {
+				// The session is ending: the list no longer matters.
+				c.log.Debug("refreshing list after list_changed stopped with the session", "kind", kind, "error", err)
+			} else {
+				c.log.Warn("refreshing list after list_changed failed", "kind", kind, "error", err)
+			}
 		}
 		if c.opts.OnListChanged != nil {
 			c.opts.OnListChanged(kind)

@@ -1294,7 +1294,13 @@ func (p *Peer) onResponse(e *envelope) {
 	}
 	p.mu.Unlock()
 	if !ok {
-		p.log.Warn("dropping response that matches no pending request", "id", id)
+		if id > 0 && id <= p.nextID.Load() {
+			// A request this side sent and gave up on (cancelled, timed
+			// out): its answer is late, not wrong.
+			p.log.Debug("dropping a late response to a request no longer waited for", "id", id)
+		} else {
+			p.log.Warn("dropping response that matches no request this side sent", "id", id)
+		}
 		return
 	}
 	switch {
