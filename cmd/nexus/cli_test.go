@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -217,5 +218,23 @@ func TestVersion(t *testing.T) {
 		if code != 0 || !strings.HasPrefix(stdout, "nexus "+host.Version+" (") || !strings.Contains(stdout, runtime.Version()) || strings.Count(stdout, "\n") != 1 {
 			t.Errorf("%v: exit %d\nstdout: %q\nstderr: %s", args, code, stdout, stderr)
 		}
+	}
+}
+
+// A server that refuses connections is retried out loud: the wait says
+// what is retried, for how long and how many times (a silent wait of
+// seconds looks like a hang).
+func TestRetriesAreSaid(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + ln.Addr().String() + "/mcp"
+	ln.Close() // nothing listens there now: connections are refused
+	config := `{"mcpServers": {"down": {"type": "http", "url": "` + url + `", "http_max_retries": 2, "http_retry_backoff": "10ms", "allow_private_networks": true}}}`
+	_, stderr, code := nexus(t, config, nil, "--config", "mcp.json", "tools")
+	if code != 3 || strings.Count(stderr, "cannot connect; retrying") != 2 || !strings.Contains(stderr, url) ||
+		!strings.Contains(stderr, `retry="1 of 2 (http_max_retries)"`) || !strings.Contains(stderr, `retry="2 of 2 (http_max_retries)"`) {
+		t.Fatalf("exit %d\n%s", code, stderr)
 	}
 }

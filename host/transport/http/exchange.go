@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -55,7 +56,10 @@ func (c *Conn) doTracked(ctx context.Context, x *exchange) (*http.Response, int,
 			}
 			if retry && isDialError(err) {
 				d := c.backoff(attempt)
-				c.log.Debug("cannot connect; retrying", "attempt", attempt+1, "wait", d, "error", err)
+				// Said at the default log level: a wait of seconds with
+				// nothing on screen looks like a hang.
+				c.log.Warn("cannot connect; retrying", "url", c.target(x), "in", d,
+					"retry", fmt.Sprintf("%d of %d (http_max_retries)", attempt+1, c.cfg.MaxRetries), "error", err)
 				if !sleep(ctx, d) {
 					return nil, gen, c.reqErr(x, context.Cause(ctx))
 				}
@@ -93,7 +97,8 @@ func (c *Conn) doTracked(ctx context.Context, x *exchange) (*http.Response, int,
 			if retry {
 				d := retryAfter(resp.Header, c.backoff(attempt))
 				discard(resp.Body)
-				c.log.Debug("server busy; retrying", "status", s, "attempt", attempt+1, "wait", d)
+				c.log.Warn("server busy; retrying", "url", c.target(x), "status", s, "in", d,
+					"retry", fmt.Sprintf("%d of %d (http_max_retries)", attempt+1, c.cfg.MaxRetries))
 				if !sleep(ctx, d) {
 					return nil, gen, c.reqErr(x, context.Cause(ctx))
 				}
