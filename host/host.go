@@ -339,8 +339,8 @@ func (h *Host) visibleNames(agent string) []string {
 
 // Tool is a tool as an agent sees it.
 type Tool struct {
-	Name   string // exposed name, mcp_<server>_<tool>
-	Server string
+	Name   string `json:"exposedName"` // mcp_<server>_<tool>, or under the server's prefix
+	Server string `json:"server"`
 	mcp.Tool
 }
 

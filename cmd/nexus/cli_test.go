@@ -126,6 +126,9 @@ func TestCLI(t *testing.T) {
 		// The schema says message is a string: 123 stays a string; message:=123 forces JSON.
 		{"call_typed_args", testConfig, []string{"--config", "mcp.json", "--yes", "call", "testserver.echo", "message=123"}, 0},
 		{"err_forced_json", testConfig, []string{"--config", "mcp.json", "--yes", "call", "testserver.echo", "message:=123"}, 2},
+		// With -o json a failure is a JSON object too (on stderr, with the exit code).
+		{"err_json_schema", testConfig, []string{"--config", "mcp.json", "--yes", "-o", "json", "call", "testserver.add", "a=one", "b=2"}, 2},
+		{"err_json_config", `{"mcpServers": {"a": {"args": ["x"]}}}`, []string{"--config", "mcp.json", "-o", "json", "tools"}, 2},
 		{"err_schema", testConfig, []string{"--config", "mcp.json", "--yes", "call", "testserver.add", "a=one", "b=2"}, 2},
 		{"servers", testConfig, []string{"--config", "mcp.json", "servers"}, 0},
 		{"tools_positional", testConfig, []string{"--config", "mcp.json", "tools", "testserver"}, 0},

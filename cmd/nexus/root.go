@@ -170,6 +170,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if code == exitToolError && ee != nil {
 		return code // the result is already printed
 	}
+	if a.output == "json" {
+		printJSONErrors(stderr, a.explainErr(err), code)
+		return code
+	}
 	renderAll(stderr, a.explainErr(err))
 	if code == exitUsage && isUsage(err) {
 		fmt.Fprintln(stderr, "Run 'nexus --help' for usage.")
