@@ -241,3 +241,36 @@ func TestRetriesAreSaid(t *testing.T) {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
 }
+
+// --out writes the bytes a terminal only summarizes: a resource's blob
+// decoded, a tool result's images, audio and embedded blobs (FILE, FILE-2,
+// ...), or one of them to stdout when it is not a terminal.
+func TestOut(t *testing.T) {
+	dir := t.TempDir()
+	png := []byte("\x89PNG\r\n\x1a\n")
+	logo := filepath.Join(dir, "logo.png")
+	if _, stderr, code := nexus(t, testConfig, nil, "--config", "mcp.json", "--yes", "read", "testserver", "file:///logo.png", "--out", logo); code != 0 {
+		t.Fatalf("read --out: exit %d\n%s", code, stderr)
+	}
+	if b, _ := os.ReadFile(logo); !bytes.HasPrefix(b, png) {
+		t.Errorf("read --out wrote %q", b)
+	}
+	stdout, stderr, code := nexus(t, testConfig, nil, "--config", "mcp.json", "--yes", "read", "testserver", "file:///logo.png", "--out", "-")
+	if code != 0 || !strings.HasPrefix(stdout, string(png)) {
+		t.Errorf("read --out -: exit %d, stdout %q\n%s", code, stdout, stderr)
+	}
+	out := filepath.Join(dir, "result.bin")
+	stdout, stderr, code = nexus(t, testConfig, nil, "--config", "mcp.json", "--yes", "call", "testserver.emit_binary", "--out", out)
+	if code != 0 || !strings.Contains(stdout, "nexus-testserver") {
+		t.Fatalf("call --out: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if b, _ := os.ReadFile(out); !bytes.HasPrefix(b, png) {
+		t.Errorf("the image block: %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "result-2.bin")); !bytes.HasPrefix(b, []byte("RIFF")) {
+		t.Errorf("the audio block: %q", b)
+	}
+	if _, stderr, code := nexus(t, testConfig, nil, "--config", "mcp.json", "--yes", "call", "testserver.emit_binary", "--out", "-"); code != 2 || !strings.Contains(stderr, "writes one") {
+		t.Errorf("call --out - with two blocks: exit %d\n%s", code, stderr)
+	}
+}

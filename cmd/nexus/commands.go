@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -225,7 +228,7 @@ func (a *app) listTools(ctx context.Context, h *host.Host, server string) ([]hos
 }
 
 func (a *app) callCmd() *cobra.Command {
-	var argsJSON string
+	var argsJSON, out string
 	cmd := &cobra.Command{
 		Use:   "call SERVER.TOOL [key=value ...]",
 		Short: "Call a tool; key=value arguments take the types the tool's schema gives them",
@@ -263,10 +266,12 @@ field. Without a terminal both are refused.`,
 				return err
 			}
 			defer h.Close()
+			a.out = out
 			return a.call(cmd.Context(), h, args[0], toolArgs)
 		},
 	}
 	cmd.Flags().StringVar(&argsJSON, "args-json", "", "arguments as one JSON object (key=value pairs are merged over it)")
+	cmd.Flags().StringVar(&out, "out", "", "write the result's binary content (images, audio, embedded blobs) to this file, the second to FILE-2 and so on (- for stdout when it is not a terminal)")
 	return cmd
 }
 
@@ -287,6 +292,8 @@ func (a *app) call(ctx context.Context, h *host.Host, name string, args *toolArg
 	switch {
 	case a.output == "json":
 		a.printJSON(res)
+	case a.out != "" && !res.IsError:
+		return a.writeBinaries(res, name)
 	case res.IsError:
 		a.printToolError(renderContent(res.Content, res.StructuredContent))
 	default:
@@ -346,20 +353,109 @@ func (a *app) listResources(ctx context.Context, h *host.Host, server string) ([
 }
 
 func (a *app) readCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:     "read SERVER URI",
-		Short:   "Read a resource",
-		Example: "  nexus read testserver file:///readme.txt",
-		Args:    cobra.ExactArgs(2),
+	var out string
+	cmd := &cobra.Command{
+		Use:   "read SERVER URI",
+		Short: "Read a resource; --out FILE writes its bytes (a blob decoded)",
+		Example: `  nexus read testserver file:///readme.txt
+  nexus read testserver file:///logo.png --out logo.png
+  nexus read testserver file:///logo.png --out - | file -`,
+		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			h, err := a.openHost()
 			if err != nil {
 				return err
 			}
 			defer h.Close()
+			if out != "" {
+				return a.readTo(cmd.Context(), h, args[0], args[1], out)
+			}
 			return a.read(cmd.Context(), h, args[0], args[1])
 		},
 	}
+	cmd.Flags().StringVar(&out, "out", "", "write the resource's bytes to this file (- for stdout when it is not a terminal)")
+	return cmd
+}
+
+// readTo reads a resource and writes its contents' bytes, texts as they
+// are and blobs decoded, in order.
+func (a *app) readTo(ctx context.Context, h *host.Host, server, uri, path string) error {
+	a.target = server
+	res, err := h.ReadResource(ctx, a.agent, server, uri)
+	if err != nil {
+		return err
+	}
+	var data []byte
+	for _, rc := range res.Contents {
+		b, err := rc.Bytes()
+		if err != nil {
+			return fmt.Errorf("resource %s from server %q: %w", rc.URI, server, err)
+		}
+		data = append(data, b...)
+	}
+	return a.writeOut(path, data)
+}
+
+// writeBinaries writes a result's binary blocks (--out of call): the
+// first to a.out, the next to a.out with -2, -3 ... before its extension;
+// the result's text still prints, unless the bytes go to stdout.
+func (a *app) writeBinaries(res *mcp.CallToolResult, name string) error {
+	var blobs [][]byte
+	var text []mcp.Content
+	for _, c := range res.Content {
+		var b64 string
+		switch {
+		case c.Type == mcp.ContentImage || c.Type == mcp.ContentAudio:
+			b64 = c.Data
+		case c.Type == mcp.ContentResource && c.Resource != nil && c.Resource.Blob != "":
+			b64 = c.Resource.Blob
+		default:
+			text = append(text, c)
+			continue
+		}
+		b, err := base64.StdEncoding.DecodeString(b64)
+		if err != nil {
+			return fmt.Errorf("tool %s returned %s content that is not valid base64: %w", name, c.Type, err)
+		}
+		blobs = append(blobs, b)
+	}
+	switch {
+	case len(blobs) == 0:
+		return fmt.Errorf("tool %s returned no binary content for --out (images, audio or embedded blobs); its result is printed without --out", name)
+	case a.out == "-" && len(blobs) > 1:
+		return usageErr("tool %s returned %d binary blocks; --out - writes one: give a file name (FILE, FILE-2, ...)", name, len(blobs))
+	}
+	for i, b := range blobs {
+		path := a.out
+		if i > 0 {
+			ext := filepath.Ext(path)
+			path = strings.TrimSuffix(path, ext) + "-" + strconv.Itoa(i+1) + ext
+		}
+		if err := a.writeOut(path, b); err != nil {
+			return err
+		}
+	}
+	if a.out != "-" && len(text) > 0 {
+		a.printResult(renderContent(text, nil))
+	}
+	return nil
+}
+
+// writeOut writes data to path, or to stdout for "-" when stdout is not a
+// terminal (raw bytes on a terminal can rewrite the screen).
+func (a *app) writeOut(path string, data []byte) error {
+	if path == "-" {
+		if isTerminal(a.stdout) {
+			return usageErr("--out - writes raw bytes to stdout, which is a terminal here; give a file name, or pipe the output")
+		}
+		_, err := a.stdout.Write(data)
+		return err
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	fmt.Fprintf(a.stderr, "wrote %d bytes to %s\n", len(data), path)
+	return nil
 }
 
 // read reads a resource and prints it.

@@ -196,7 +196,7 @@ func renderContent(content []mcp.Content, structured json.RawMessage) string {
 			parts = append(parts, c.Text)
 			hasText = true
 		case mcp.ContentImage, mcp.ContentAudio:
-			parts = append(parts, fmt.Sprintf("[%s: %s, %s]", c.Type, c.MimeType, sizeOf(c.Data)))
+			parts = append(parts, fmt.Sprintf("[%s: %s, %s; --out FILE writes it]", c.Type, c.MimeType, sizeOf(c.Data)))
 		case mcp.ContentResourceLink:
 			s := "[resource link: " + c.URI
 			if c.Name != "" {
@@ -223,7 +223,7 @@ func renderContent(content []mcp.Content, structured json.RawMessage) string {
 
 func renderResource(rc mcp.ResourceContents) string {
 	if rc.Blob != "" {
-		return fmt.Sprintf("[blob %s: %s, %s]", rc.URI, rc.MimeType, sizeOf(rc.Blob))
+		return fmt.Sprintf("[blob %s: %s, %s; --out FILE writes it]", rc.URI, rc.MimeType, sizeOf(rc.Blob))
 	}
 	return rc.Text
 }

@@ -52,6 +52,7 @@ type app struct {
 
 	configPaths []string
 	output      string
+	out         string // call --out: where the result's binary content goes
 	timeout     time.Duration
 	logLevel    string
 	agent       string

@@ -1,7 +1,9 @@
 package mcp
 
 import (
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 )
 
 // Protocol versions. The client asks for Latest and accepts the older ones a
@@ -210,6 +212,19 @@ type ResourceContents struct {
 	Text     string `json:"text,omitempty"`
 	Blob     string `json:"blob,omitempty"`
 	Meta     Meta   `json:"_meta,omitempty"`
+}
+
+// Bytes is the content itself: the text as UTF-8, or the blob decoded
+// from base64.
+func (r ResourceContents) Bytes() ([]byte, error) {
+	if r.Blob == "" {
+		return []byte(r.Text), nil
+	}
+	b, err := base64.StdEncoding.DecodeString(r.Blob)
+	if err != nil {
+		return nil, fmt.Errorf("its blob is not valid base64: %w", err)
+	}
+	return b, nil
 }
 
 type ReadResourceResult struct {
