@@ -42,6 +42,9 @@ type Options struct {
 	// Confirm asks a person before a trusted agent's first use of a server;
 	// nil denies where it would ask.
 	Confirm policy.Confirmer
+	// Approvals remember a person's "always" answers across processes
+	// (policy.OpenApprovals keeps them in a file); nil: for this process.
+	Approvals policy.Approvals
 	// Links are the filters (WASM, plugins) that run after the built-in
 	// permission check, in order.
 	Links []policy.Entry
@@ -149,7 +152,7 @@ func New(cfg *config.Config, opts Options) *Host {
 			callsOnly = append(callsOnly, s.Name)
 		}
 	}
-	c.perms = policy.NewPermissions(agents(cfg), opts.Confirm, callsOnly...)
+	c.perms = policy.NewPermissions(agents(cfg), policy.PermissionOptions{Confirm: opts.Confirm, Approvals: opts.Approvals, CallsOnly: callsOnly})
 	return newHost(c, hooks{
 		roots: c.opts.Roots, sampling: opts.Sampling, elicitation: opts.Elicitation,
 		onLog: opts.OnLog, onChange: opts.OnChange,
@@ -694,4 +697,26 @@ func rawArgs(args any) (json.RawMessage, error) {
 		return nil, fmt.Errorf("encoding arguments: %w", err)
 	}
 	return b, nil
+}
+
+// Fingerprints are what each of cfg's servers is for a remembered approval
+// (policy.FileApprovals): its transport and what it runs or reaches. A
+// server whose command, arguments, working directory, URL or transport
+// plugin changed is a different server, asked about again.
+func Fingerprints(cfg *config.Config) map[string]string {
+	out := make(map[string]string, len(cfg.Servers))
+	for _, s := range cfg.Servers {
+		parts := []string{s.Type}
+		switch {
+		case len(s.Command) > 0:
+			parts = append(append(parts, s.Command...), "cwd="+s.Cwd)
+		case s.Plugin != nil:
+			b, _ := json.Marshal(s.Plugin.Config) // map keys sorted: stable
+			parts = append(parts, s.Plugin.Name, string(b))
+		default:
+			parts = append(parts, s.URL)
+		}
+		out[s.Name] = policy.Fingerprint(parts...)
+	}
+	return out
 }

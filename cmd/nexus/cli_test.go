@@ -15,7 +15,10 @@ import (
 	"testing"
 
 	"github.com/nexus-mcp/nexus/host"
+	"github.com/nexus-mcp/nexus/host/config"
+	"github.com/nexus-mcp/nexus/host/diag"
 	"github.com/nexus-mcp/nexus/host/plugin/plugintest"
+	"github.com/nexus-mcp/nexus/host/policy"
 	"github.com/nexus-mcp/nexus/internal/testenv"
 )
 
@@ -272,5 +275,48 @@ func TestOut(t *testing.T) {
 	}
 	if _, stderr, code := nexus(t, testConfig, nil, "--config", "mcp.json", "--yes", "call", "testserver.emit_binary", "--out", "-"); code != 2 || !strings.Contains(stderr, "writes one") {
 		t.Errorf("call --out - with two blocks: exit %d\n%s", code, stderr)
+	}
+}
+
+// An "always" is remembered in the approvals file: a later run needs no
+// --yes, nexus approvals lists it, revoke forgets it.
+func TestApprovals(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "approvals.json")
+	env := []string{"NEXUS_APPROVALS=" + file}
+	cfg, err := config.Parse([]byte(testConfig), diag.Source{File: "mcp.json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As a person's "always" at the prompt writes it.
+	store, err := policy.OpenApprovals(file, host.Fingerprints(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Approve(host.CLIAgent, "testserver", ""); err != nil {
+		t.Fatal(err)
+	}
+	if stdout, stderr, code := nexus(t, testConfig, env, "--config", "mcp.json", "call", "testserver.echo", "message=remembered"); code != 0 || stdout != "remembered\n" {
+		t.Fatalf("call with a remembered approval: exit %d\n%s%s", code, stdout, stderr)
+	}
+	stdout, _, code := nexus(t, testConfig, env, "--config", "mcp.json", "approvals")
+	if code != 0 || !strings.Contains(stdout, "agent cli  testserver (every use)") || strings.Contains(stdout, "stale") {
+		t.Errorf("approvals: exit %d\n%s", code, stdout)
+	}
+	// Another server config under the same name is stale.
+	other := `{"mcpServers": {"testserver": {"command": "nexus", "args": ["testserver", "--tool-count", "3"]}}}`
+	if stdout, _, _ := nexus(t, other, env, "--config", "mcp.json", "approvals"); !strings.Contains(stdout, "stale") {
+		t.Errorf("a changed server's approval is not shown stale:\n%s", stdout)
+	}
+	if _, stderr, code := nexus(t, other, env, "--config", "mcp.json", "call", "testserver.echo", "message=x"); code != 4 {
+		t.Errorf("a changed server was not asked again: exit %d\n%s", code, stderr)
+	}
+	if stdout, stderr, code := nexus(t, testConfig, env, "approvals", "revoke", "cli", "testserver"); code != 0 || !strings.Contains(stdout, "Revoked 1") {
+		t.Fatalf("revoke: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if _, _, code := nexus(t, testConfig, env, "--config", "mcp.json", "call", "testserver.echo", "message=x"); code != 4 {
+		t.Errorf("after revoke: exit %d, want 4 (nobody to ask)", code)
+	}
+	if _, stderr, code := nexus(t, testConfig, env, "approvals", "revoke", "cli", "testserver"); code != 2 || !strings.Contains(stderr, "no approval") {
+		t.Errorf("revoking what is not there: exit %d\n%s", code, stderr)
 	}
 }

@@ -54,7 +54,7 @@ func (t *terminalConfirm) Confirm(ctx context.Context, r policy.ConfirmRequest) 
 	all := t.allowAll[r.Server]
 	t.mu.Unlock()
 	if all {
-		return policy.Always, nil
+		return policy.Yes, nil // approved for this shell only, never remembered
 	}
 	c := t.con
 	c.begin()
@@ -67,8 +67,12 @@ func (t *terminalConfirm) Confirm(ctx context.Context, r policy.ConfirmRequest) 
 	if len(r.Arguments) > 0 && len(r.Arguments) < 2000 {
 		c.say("  arguments: %s\n", sanitize.ForDisplay(string(r.Arguments)))
 	}
+	question := "Allow? [y]es, [n]o, [a]lways for this server: "
+	if r.Tool != "" {
+		question = "Allow? [y]es, [n]o, [a]lways for this server, [t]his tool always: "
+	}
 	for {
-		line, err := c.read(ctx, "Allow? [y]es, [n]o, [a]lways for this server: ")
+		line, err := c.read(ctx, question)
 		switch {
 		case errors.Is(err, io.EOF):
 			return policy.No, errors.New("the terminal closed before an answer")
@@ -82,6 +86,10 @@ func (t *terminalConfirm) Confirm(ctx context.Context, r policy.ConfirmRequest) 
 			return policy.Yes, nil
 		case "a", "always":
 			return policy.Always, nil
+		case "t", "tool":
+			if r.Tool != "" {
+				return policy.AlwaysTool, nil
+			}
 		case "n", "no", "":
 			return policy.No, nil
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/creack/pty"
 
+	"github.com/nexus-mcp/nexus/host/policy"
 	"github.com/nexus-mcp/nexus/internal/testenv"
 )
 
@@ -173,11 +174,27 @@ func TestTerminalSampling(t *testing.T) {
 func TestTerminalConfirmation(t *testing.T) {
 	tm := startTerm(t, testConfig, "--config", "mcp.json", "call", "testserver.echo", "message=confirmed")
 	tm.expect(`Agent "cli" wants to use server "testserver" (tool testserver.echo).`)
-	tm.expect("Allow? [y]es, [n]o, [a]lways for this server: ")
+	tm.expect("Allow? [y]es, [n]o, [a]lways for this server, [t]his tool always: ")
 	tm.send("y\r")
 	tm.expect("confirmed")
 	if code := tm.exit(); code != 0 {
 		t.Fatalf("exit %d\n%s", code, tm.screen())
+	}
+}
+
+// "This tool always" is remembered in ~/.nexus/approvals.json for that
+// tool alone; "yes" is not remembered at all.
+func TestTerminalAlwaysRemembered(t *testing.T) {
+	tm := startTerm(t, testConfig, "--config", "mcp.json", "call", "testserver.echo", "message=once")
+	tm.expect("[t]his tool always: ")
+	tm.send("t\r")
+	tm.expect("once")
+	if code := tm.exit(); code != 0 {
+		t.Fatalf("exit %d\n%s", code, tm.screen())
+	}
+	list, err := policy.ReadApprovals(filepath.Join(tm.dir, ".nexus", "approvals.json"))
+	if err != nil || len(list) != 1 || list[0].Agent != "cli" || list[0].Server != "testserver" || list[0].Tool != "echo" {
+		t.Fatalf("remembered %+v, %v", list, err)
 	}
 }
 

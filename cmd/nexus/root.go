@@ -242,7 +242,7 @@ func (a *app) rootCmd() *cobra.Command {
 	root.AddCommand(a.pluginCmd())
 	root.AddCommand(a.filterCmd())
 	root.AddCommand(a.authCmd())
-	root.AddCommand(a.versionCmd())
+	root.AddCommand(a.versionCmd(), a.approvalsCmd())
 	root.SetVersionTemplate(versionText() + "\n")
 	root.AddCommand(a.serveCmd())
 	return root
@@ -265,6 +265,7 @@ func (a *app) openHost() (*host.Host, error) {
 		Logger:      a.logger(),
 		Timeout:     a.timeout,
 		Confirm:     a.confirmer(),
+		Approvals:   a.approvals(cfg),
 		Sampling:    a.samplingHandler,
 		Elicitation: a.elicitationHandler,
 		OnLog:       a.onLog,

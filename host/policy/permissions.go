@@ -25,10 +25,20 @@ type Agent struct {
 type Answer int
 
 const (
-	No     Answer = iota // deny this call
-	Yes                  // allow this call
-	Always               // allow this and every later call to the server in this session
+	No         Answer = iota // deny this call
+	Yes                      // allow this call
+	Always                   // allow this and every later use of the server (remembered where Approvals are kept)
+	AlwaysTool               // allow this and every later call of this tool (remembered likewise)
 )
+
+// Approvals remember "always" answers beyond one process (see
+// FileApprovals): by agent and server, and by tool where the person chose
+// that (tool ""). A store forgets, in effect, an approval of a server
+// whose command or URL has changed since.
+type Approvals interface {
+	Approved(agent, server, tool string) bool
+	Approve(agent, server, tool string) error
+}
 
 // ConfirmRequest is what a person is asked about.
 type ConfirmRequest struct {
@@ -49,22 +59,32 @@ type Confirmer interface {
 type Permissions struct {
 	agents    map[string]Agent
 	confirm   Confirmer
+	approvals Approvals
 	callsOnly map[string]bool // servers whose reads a trusted agent uses unasked
 
 	mu      sync.Mutex
-	allowed map[[2]string]bool // agent, server: confirmed "always" this session
+	allowed map[[3]string]bool // agent, server, tool ("" for all): confirmed "always" this session
 }
 
-// NewPermissions makes the check for the configured agents. confirm may be
-// nil: trusted agents are then denied where they would be asked.
-// callsOnly names the servers (confirm = "tool_calls") where only a
-// trusted agent's tool calls are confirmed, not its reads.
-func NewPermissions(agents []Agent, confirm Confirmer, callsOnly ...string) *Permissions {
-	p := &Permissions{agents: map[string]Agent{}, confirm: confirm, allowed: map[[2]string]bool{}, callsOnly: map[string]bool{}}
+// PermissionOptions complete the agents' permissions.
+type PermissionOptions struct {
+	// Confirm asks a person; nil: trusted agents are denied where they
+	// would be asked.
+	Confirm Confirmer
+	// Approvals, if set, remember "always" answers across processes.
+	Approvals Approvals
+	// CallsOnly names the servers (confirm = "tool_calls") where only a
+	// trusted agent's tool calls are confirmed, not its reads.
+	CallsOnly []string
+}
+
+// NewPermissions makes the check for the configured agents.
+func NewPermissions(agents []Agent, o PermissionOptions) *Permissions {
+	p := &Permissions{agents: map[string]Agent{}, confirm: o.Confirm, approvals: o.Approvals, allowed: map[[3]string]bool{}, callsOnly: map[string]bool{}}
 	for _, a := range agents {
 		p.agents[a.Name] = a
 	}
-	for _, s := range callsOnly {
+	for _, s := range o.CallsOnly {
 		p.callsOnly[s] = true
 	}
 	return p
@@ -74,6 +94,17 @@ func NewPermissions(agents []Agent, confirm Confirmer, callsOnly ...string) *Per
 func (p *Permissions) Agent(name string) (Agent, bool) {
 	a, ok := p.agents[name]
 	return a, ok
+}
+
+// approved says whether a remembered approval covers r.
+func (p *Permissions) approved(r ConfirmRequest) bool {
+	if p.approvals == nil {
+		return false
+	}
+	if p.approvals.Approved(r.Agent, r.Server, "") {
+		return true
+	}
+	return r.Tool != "" && p.approvals.Approved(r.Agent, r.Server, r.Tool)
 }
 
 // ServerVisible reports whether agent may see server at all.
@@ -134,11 +165,11 @@ func (p *Permissions) Check(ctx context.Context, r ConfirmRequest) error {
 	case r.Method != "tools/call" && p.callsOnly[r.Server]:
 		return nil // the server's reads need no confirmation (confirm = "tool_calls")
 	}
-	key := [2]string{r.Agent, r.Server}
+	server, tool := [3]string{r.Agent, r.Server, ""}, [3]string{r.Agent, r.Server, r.Tool}
 	p.mu.Lock()
-	ok = p.allowed[key]
+	ok = p.allowed[server] || (r.Tool != "" && p.allowed[tool])
 	p.mu.Unlock()
-	if ok {
+	if ok || p.approved(r) {
 		return nil
 	}
 	if p.confirm == nil {
@@ -149,10 +180,19 @@ func (p *Permissions) Check(ctx context.Context, r ConfirmRequest) error {
 		return deny("permission", fmt.Sprintf("confirmation for server %q could not be asked (%v); pass --yes to approve non-interactively, or set permission = \"yolo\" for agent %q", r.Server, err, r.Agent))
 	}
 	switch ans {
-	case Always:
+	case Always, AlwaysTool:
+		key, t := server, ""
+		if ans == AlwaysTool && r.Tool != "" {
+			key, t = tool, r.Tool
+		}
 		p.mu.Lock()
 		p.allowed[key] = true
 		p.mu.Unlock()
+		if p.approvals != nil {
+			// Not remembering is no reason to refuse what a person
+			// just allowed; the store reports its own trouble.
+			_ = p.approvals.Approve(r.Agent, r.Server, t)
+		}
 		return nil
 	case Yes:
 		return nil
@@ -167,7 +207,9 @@ func from(a Agent) string {
 	return " (agent defined in " + a.Source + ")"
 }
 
-// AllowAll is a Confirmer that says "always": what --yes means.
+// AllowAll is a Confirmer that says yes to everything: what --yes means.
 type AllowAll struct{}
 
-func (AllowAll) Confirm(context.Context, ConfirmRequest) (Answer, error) { return Always, nil }
+// Yes, not Always: --yes approves this run's uses, and is never
+// remembered as a person's "always" would be.
+func (AllowAll) Confirm(context.Context, ConfirmRequest) (Answer, error) { return Yes, nil }

@@ -3,6 +3,8 @@ package policy
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -34,7 +36,7 @@ func TestPermissionLevels(t *testing.T) {
 		return ConfirmRequest{Agent: agent, Server: server, Tool: tool, Method: "tools/call"}
 	}
 	conf := &scripted{answers: []Answer{Yes, Always}}
-	p := NewPermissions(agents, conf)
+	p := NewPermissions(agents, PermissionOptions{Confirm: conf})
 	if err := p.Check(ctx, call("y", "gh", "x")); err != nil {
 		t.Fatal(err)
 	}
@@ -67,13 +69,13 @@ func TestPermissionLevels(t *testing.T) {
 	if err := p.Check(ctx, call("r", "gh", "list_repos")); err != nil {
 		t.Fatal(err)
 	}
-	if err := NewPermissions(agents, nil).Check(ctx, call("t", "gh", "x")); err == nil {
+	if err := NewPermissions(agents, PermissionOptions{}).Check(ctx, call("t", "gh", "x")); err == nil {
 		t.Fatal("trusted without a confirmer must be denied")
 	}
-	if err := NewPermissions(agents, AllowAll{}).Check(ctx, call("t", "gh", "x")); err != nil {
+	if err := NewPermissions(agents, PermissionOptions{Confirm: AllowAll{}}).Check(ctx, call("t", "gh", "x")); err != nil {
 		t.Fatal(err)
 	}
-	if NewPermissions(agents, nil).ToolAllowed("r", "gh", "delete_x") {
+	if NewPermissions(agents, PermissionOptions{}).ToolAllowed("r", "gh", "delete_x") {
 		t.Fatal("deny must win over allow")
 	}
 }
@@ -88,7 +90,7 @@ func TestConfirmOnlyToolCalls(t *testing.T) {
 		{Name: "s", Permission: event.Sandboxed},
 		{Name: "r", Permission: event.Trusted, Servers: []string{"gh"}},
 	}
-	p := NewPermissions(agents, nil, "ts") // nobody can be asked
+	p := NewPermissions(agents, PermissionOptions{CallsOnly: []string{"ts"}}) // nobody can be asked
 	req := func(agent, server, method string) ConfirmRequest {
 		return ConfirmRequest{Agent: agent, Server: server, Method: method}
 	}
@@ -109,5 +111,61 @@ func TestConfirmOnlyToolCalls(t *testing.T) {
 		if err := p.Check(ctx, tc); err == nil {
 			t.Errorf("%+v was allowed", tc)
 		}
+	}
+}
+
+// "Always" outlives the process where Approvals are kept, by server or by
+// tool; an approval of a server that changed since no longer applies;
+// --yes (AllowAll) is never remembered.
+func TestRememberedApprovals(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "approvals.json")
+	fps := map[string]string{"gh": Fingerprint("stdio", "gh-server"), "fs": Fingerprint("stdio", "fs-server")}
+	open := func(fps map[string]string) *FileApprovals {
+		t.Helper()
+		a, err := OpenApprovals(path, fps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	agents := []Agent{{Name: "t", Permission: event.Trusted}}
+	call := func(server, tool string) ConfirmRequest {
+		return ConfirmRequest{Agent: "t", Server: server, Tool: tool, Method: "tools/call"}
+	}
+	first := NewPermissions(agents, PermissionOptions{Confirm: &scripted{answers: []Answer{Always, AlwaysTool}}, Approvals: open(fps)})
+	if err := first.Check(ctx, call("gh", "x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Check(ctx, call("fs", "read")); err != nil {
+		t.Fatal(err)
+	}
+	// A new process, nobody to ask: the remembered answers hold.
+	later := NewPermissions(agents, PermissionOptions{Approvals: open(fps)})
+	for _, r := range []ConfirmRequest{call("gh", "x"), call("gh", "y"), call("fs", "read")} {
+		if err := later.Check(ctx, r); err != nil {
+			t.Errorf("%+v: %v", r, err)
+		}
+	}
+	if err := later.Check(ctx, call("fs", "write")); err == nil {
+		t.Error("fs.write passed on an approval of fs.read alone")
+	}
+	// gh now runs something else: asked again.
+	changed := map[string]string{"gh": Fingerprint("stdio", "gh-server", "--evil"), "fs": fps["fs"]}
+	if err := NewPermissions(agents, PermissionOptions{Approvals: open(changed)}).Check(ctx, call("gh", "x")); err == nil {
+		t.Error("an approval outlived a change of the server's command")
+	}
+	// --yes approves, and is not remembered.
+	os.Remove(path)
+	if err := NewPermissions(agents, PermissionOptions{Confirm: AllowAll{}, Approvals: open(fps)}).Check(ctx, call("gh", "x")); err != nil {
+		t.Fatal(err)
+	}
+	if list, _ := ReadApprovals(path); len(list) != 0 {
+		t.Errorf("--yes was remembered: %+v", list)
+	}
+	// A file that is not an approvals file says so.
+	os.WriteFile(path, []byte("{oops"), 0o600)
+	if _, err := OpenApprovals(path, fps); err == nil || !strings.Contains(err.Error(), "revoke --all") {
+		t.Errorf("a broken file: %v", err)
 	}
 }
