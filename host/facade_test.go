@@ -126,9 +126,13 @@ func TestAllowDenyRules(t *testing.T) {
 	}
 	wantNames(t, tools, "mcp_a_echo", "mcp_a_list", "mcp_c_read_x")
 
-	for _, name := range []string{"a.danger_drop", "mcp_a_danger_drop", "c.write_x", "mcp_c_write_x"} {
+	// Each denial names the rule that decided.
+	for name, rule := range map[string]string{
+		"a.danger_drop": `its deny rule "a.danger*" matches it`, "mcp_a_danger_drop": `its deny rule "a.danger*" matches it`,
+		"c.write_x": `no pattern of its allow list ["a.*" "c.read*"] matches it`, "mcp_c_write_x": `no pattern of its allow list`,
+	} {
 		_, err := h.CallTool(ctx, "r", name, hi, nil)
-		denied(t, err, "rules", "allow/deny")
+		denied(t, err, "rules", rule)
 	}
 	_, err = h.CallTool(ctx, "r", "b.echo", hi, nil)
 	denied(t, err, "rules", `server "b"`)

@@ -130,13 +130,24 @@ func (p *Permissions) ToolAllowed(agent, server, tool string) bool {
 	return len(a.Allow) == 0 || matchAny(a.Allow, ref)
 }
 
-func matchAny(globs []string, s string) bool {
+func matchAny(globs []string, s string) bool { return matching(globs, s) != "" }
+
+// matching is the first of globs that matches s, or "".
+func matching(globs []string, s string) string {
 	for _, g := range globs {
 		if ok, _ := path.Match(g, s); ok {
-			return true
+			return g
 		}
 	}
-	return false
+	return ""
+}
+
+// ruleOf says which of the agent's rules keeps it from server.tool.
+func ruleOf(a Agent, ref string) string {
+	if g := matching(a.Deny, ref); g != "" {
+		return fmt.Sprintf("its deny rule %q matches it", g)
+	}
+	return fmt.Sprintf("no pattern of its allow list %q matches it", a.Allow)
 }
 
 // Check decides whether agent may make this call, asking for confirmation
@@ -155,7 +166,7 @@ func (p *Permissions) Check(ctx context.Context, r ConfirmRequest) error {
 	case !p.ServerVisible(r.Agent, r.Server):
 		return deny("rules", fmt.Sprintf("agent %q may not use server %q (its servers list: %v)%s", r.Agent, r.Server, a.Servers, from(a)))
 	case r.Tool != "" && !p.ToolAllowed(r.Agent, r.Server, r.Tool):
-		return deny("rules", fmt.Sprintf("%s.%s is not allowed for agent %q by its allow/deny rules%s", r.Server, r.Tool, r.Agent, from(a)))
+		return deny("rules", fmt.Sprintf("%s.%s is not allowed for agent %q: %s%s", r.Server, r.Tool, r.Agent, ruleOf(a, r.Server+"."+r.Tool), from(a)))
 	case a.Permission == event.Yolo:
 		return nil
 	case a.Permission != event.Trusted:

@@ -31,6 +31,7 @@ func TestPermissionLevels(t *testing.T) {
 		{Name: "t", Permission: event.Trusted},
 		{Name: "s", Permission: event.Sandboxed},
 		{Name: "r", Permission: event.Yolo, Servers: []string{"gh"}, Allow: []string{"gh.*"}, Deny: []string{"gh.delete_*"}},
+		{Name: "l", Permission: event.Yolo, Allow: []string{"gh.get_*"}},
 	}
 	call := func(agent, server, tool string) ConfirmRequest {
 		return ConfirmRequest{Agent: agent, Server: server, Tool: tool, Method: "tools/call"}
@@ -58,7 +59,8 @@ func TestPermissionLevels(t *testing.T) {
 		{"s", "gh", "x", "sandboxed"},
 		{"nobody", "gh", "x", `agent "nobody" has no permission configured`},
 		{"r", "fs", "x", `may not use server "fs"`},
-		{"r", "gh", "delete_repo", "allow/deny rules"},
+		{"r", "gh", "delete_repo", `its deny rule "gh.delete_*" matches it`},
+		{"l", "gh", "star", `no pattern of its allow list ["gh.get_*"] matches it`},
 	} {
 		err := p.Check(ctx, call(tc.agent, tc.server, tc.tool))
 		var de *DeniedError
