@@ -74,10 +74,60 @@ func (a *app) configCmd() *cobra.Command {
 With no config at all, the built-in default runs the test server.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return usageErr("config needs a verb: show, validate or compile")
+			return usageErr("config needs a verb: init, show, validate or compile")
 		},
 	}
-	cmd.AddCommand(a.configShowCmd(), a.configValidateCmd(), a.configCompileCmd())
+	cmd.AddCommand(a.configInitCmd(), a.configShowCmd(), a.configValidateCmd(), a.configCompileCmd())
+	return cmd
+}
+
+func (a *app) configInitCmd() *cobra.Command {
+	var from, out string
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "init",
+		Short: "Write a starter nexus.hcl, or convert a Claude, Cursor or VS Code config to one (--from)",
+		Long: `Write a starter nexus.hcl: the built-in test server and commented examples of
+the other blocks. With --from FILE, convert a client's config (Claude Desktop,
+Claude Code, Cursor, VS Code) instead: its servers, with every value that came
+from the environment still read from it (env("NAME")), and VS Code inputs as
+sensitive variables read from NEXUS_INPUT_<ID>. An existing file is kept unless
+--force.`,
+		Example: `  nexus config init
+  nexus config init --from ~/.cursor/mcp.json
+  nexus config init --from .vscode/mcp.json --out - | less`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			data := config.DefaultHCL()
+			if from != "" {
+				// Unset variables are fine: they stay references.
+				cfg, err := config.Load(config.Options{Files: []string{from}, AllowUnset: true, NoDefault: true})
+				if err != nil {
+					return &exitError{exitUsage, err}
+				}
+				var warns []string
+				data, warns = config.ToHCL(cfg, filepath.Base(from))
+				for _, w := range warns {
+					fmt.Fprintln(a.stderr, "Warning: "+w)
+				}
+			}
+			if out == "-" {
+				_, err := a.stdout.Write(data)
+				return err
+			}
+			if _, err := os.Stat(out); err == nil && !force {
+				return usageErr("%s exists; it is kept (--force replaces it, --out - prints instead)", out)
+			}
+			if err := os.WriteFile(out, data, 0o644); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "Wrote %s. Check it with: nexus config validate --config %s\n", out, out)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&from, "from", "", "a client's config file to convert (mcpServers JSON, VS Code's mcp.json)")
+	cmd.Flags().StringVar(&out, "out", "nexus.hcl", "where to write it (- for stdout)")
+	cmd.Flags().BoolVar(&force, "force", false, "replace an existing file")
 	return cmd
 }
 

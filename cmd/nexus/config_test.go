@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nexus-mcp/nexus/host/config"
 	"github.com/nexus-mcp/nexus/internal/testenv"
 )
 
@@ -297,5 +298,29 @@ func TestConfigViaGateway(t *testing.T) {
 			}
 			configGolden(t, "config_via_gateway_"+tc.name, "$ nexus "+shellArgs(tc.args)+"\n--- stdout\n"+stdout+"--- stderr\n"+stderr)
 		})
+	}
+}
+
+// config init writes the commented starter (the default config, which then
+// runs as it is), keeps an existing file, and converts a client's config.
+func TestConfigInit(t *testing.T) {
+	dir := t.TempDir()
+	stdout, stderr, code := nexusIn(t, dir, "", nil, "config", "init")
+	if code != 0 || !strings.Contains(stdout, "Wrote nexus.hcl") {
+		t.Fatalf("init: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "nexus.hcl")); string(b) != string(config.DefaultHCL()) {
+		t.Errorf("the starter is not the default config:\n%s", b)
+	}
+	if _, stderr, code := nexusIn(t, dir, "", nil, "config", "init"); code != 2 || !strings.Contains(stderr, "is kept") {
+		t.Errorf("a second init: exit %d\n%s", code, stderr)
+	}
+	os.WriteFile(filepath.Join(dir, "claude.json"), []byte(`{"mcpServers": {"gh": {"command": "nexus", "args": ["testserver"], "env": {"TOKEN": "${GH_TOKEN}"}}}}`), 0o600)
+	if _, stderr, code := nexusIn(t, dir, "", nil, "config", "init", "--from", "claude.json", "--out", "gh.hcl"); code != 0 {
+		t.Fatalf("init --from: exit %d\n%s", code, stderr)
+	}
+	stdout, stderr, code = nexusIn(t, dir, "", []string{"GH_TOKEN=x"}, "config", "validate", "--config", "gh.hcl")
+	if code != 0 || !strings.Contains(stdout, "1 server") {
+		t.Errorf("the converted config: exit %d\n%s%s", code, stdout, stderr)
 	}
 }

@@ -1,0 +1,65 @@
+package config
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A client's config converted to nexus.hcl loads back to the same servers
+// (compiled to nexus-json, the two are equal), with references to the
+// environment and to inputs kept as references.
+func TestToHCLRoundTrip(t *testing.T) {
+	for name, src := range map[string]string{
+		"claude.json": `{"mcpServers": {
+  "github": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github", "${HOME}/repos"], "env": {"GITHUB_TOKEN": "${GITHUB_TOKEN}", "MODE": "ro ${MODE:-safe} $${x}"}},
+  "remote": {"type": "http", "url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer ${API_TOKEN}", "X-Odd/Key": "%{not a directive}"}},
+  "old": {"type": "sse", "url": "https://old.example.com/sse", "disabled": true}
+}}`,
+		"mcp.json": `{"inputs": [{"id": "api-key", "type": "promptString", "description": "The API key", "password": true}],
+ "servers": {"svc": {"type": "stdio", "command": "svc", "args": ["--key", "${input:api-key}"], "cwd": "/srv"}}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			env := env("HOME", "/home/u", "GITHUB_TOKEN", "ghp_x", "API_TOKEN", "tok", "MODE", "m", "NEXUS_INPUT_API_KEY", "k")
+			dir := t.TempDir()
+			path := filepath.Join(dir, name)
+			os.WriteFile(path, []byte(src), 0o600)
+			before, err := Load(Options{Files: []string{path}, LookupEnv: env})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, warns := ToHCL(before, name)
+			if len(warns) != 0 {
+				t.Errorf("warnings %v", warns)
+			}
+			hcl := filepath.Join(dir, "nexus.hcl")
+			os.WriteFile(hcl, out, 0o600)
+			after, err := Load(Options{Files: []string{hcl}, LookupEnv: env})
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			a, _, err := Compile(before, "nexus-json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _, err := Compile(after, "nexus-json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// An input is read from its NEXUS_INPUT_ variable in HCL (which
+			// has no prompt of its own); otherwise nothing changes.
+			want := strings.ReplaceAll(string(a), "${input:api-key}", "${NEXUS_INPUT_API_KEY}")
+			var w, g struct {
+				Servers json.RawMessage `json:"mcpServers"`
+			}
+			json.Unmarshal([]byte(want), &w)
+			json.Unmarshal(b, &g)
+			if string(w.Servers) != string(g.Servers) {
+				t.Errorf("the converted config differs:\n%s\nwas\n%s\nfrom\n%s", b, a, out)
+			}
+			golden(t, "tohcl_"+name, string(out))
+		})
+	}
+}
