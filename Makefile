@@ -5,9 +5,14 @@ NPM_DIR := tools/npm
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME ?= 10s
 
-.PHONY: all build run test testdeps conformance bench fuzz lint crossbuild clean cover
+.PHONY: all build run test testdeps conformance bench fuzz lint crossbuild clean cover man
 
 all: build
+
+# Man pages for every command, from the command tree: bin/man/*.1
+# (man -l bin/man/nexus-call.1).
+man:
+	$(GO) test ./cmd/nexus -run '^TestManPages$$' -count=1 -args -man=$(CURDIR)/bin/man
 
 # -buildvcs=auto stamps the commit (nexus version) even where GOFLAGS
 # turns stamping off; outside a git checkout it is left out quietly.
