@@ -320,3 +320,32 @@ func TestApprovals(t *testing.T) {
 		t.Errorf("revoking what is not there: exit %d\n%s", code, stderr)
 	}
 }
+
+// While the shell waits for a command, a server's log line goes above its
+// prompt, which is drawn again; otherwise above the progress bar.
+func TestLogAbovePrompt(t *testing.T) {
+	var out bytes.Buffer
+	c := &console{out: &out, outTTY: true}
+	c.setPrompt("nexus> ")
+	c.printLine("[s] info: hello")
+	if got := out.String(); got != "\r\x1b[2K[s] info: hello\nnexus> " {
+		t.Errorf("at the prompt: %q", got)
+	}
+	out.Reset()
+	c.setPrompt("")
+	c.printLine("[s] info: again")
+	if got := out.String(); got != "[s] info: again\n" {
+		t.Errorf("without a prompt: %q", got)
+	}
+}
+
+func TestWrapWords(t *testing.T) {
+	got := wrapWords("Echo back a message. Also sends a log notification (level info, logger \"echo\").", 24)
+	want := []string{"Echo back a message.", "Also sends a log", "notification (level", "info, logger \"echo\")."}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("got %q", got)
+	}
+	if got := wrapWords("averyveryverylongwordthatdoesnotfit x", 10); len(got) != 2 || got[0] != "averyveryverylongwordthatdoesnotfit" {
+		t.Errorf("long word: %q", got)
+	}
+}

@@ -46,6 +46,15 @@ type console struct {
 	mu     sync.Mutex // guards what follows
 	bar    string     // the status line on screen, "" if none
 	asking bool       // a question is on screen: no bar until it is answered
+	prompt string     // the shell's prompt while it waits for a command, "" otherwise
+}
+
+// setPrompt tells the console the shell's prompt is on screen (p) or not
+// (""), so a log line that arrives meanwhile goes above it.
+func (c *console) setPrompt(p string) {
+	c.mu.Lock()
+	c.prompt = p
+	c.mu.Unlock()
 }
 
 // console returns the app's console, made on first use: a person can be
@@ -102,10 +111,17 @@ func (c *console) read(ctx context.Context, prompt string) (string, error) {
 	return c.lines.readLine(ctx, prompt)
 }
 
-// printLine writes one line (a server log message) above the bar.
+// printLine writes one line (a server log message) above the bar, or,
+// while the shell waits for a command, above its prompt: the prompt's line
+// is cleared, the message written, and the prompt drawn again (what was
+// typed shows again at the next key: the line editor redraws it).
 func (c *console) printLine(s string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.outTTY && c.prompt != "" {
+		io.WriteString(c.out, "\r\x1b[2K"+s+"\n"+c.prompt)
+		return
+	}
 	c.clearBar()
 	io.WriteString(c.out, s+"\n")
 	c.drawBar()
@@ -306,7 +322,7 @@ func mcpToHclog(l mcp.LoggingLevel) hclog.Level {
 // onLog shows a server's log message at or above --log-level, tagged with
 // the server's name; the text is the server's, so it is sanitized.
 func (a *app) onLog(server string, m mcp.LogMessage) {
-	lvl := hclog.LevelFromString(a.logLevel)
+	lvl := a.showLevel()
 	if lvl == hclog.Off || mcpToHclog(m.Level) < lvl {
 		return
 	}
@@ -353,4 +369,15 @@ func (a *app) callTool(ctx context.Context, h *host.Host, name string, args any)
 	p := a.console().progress(name)
 	defer p.done()
 	return h.CallTool(ctx, a.agent, name, args, &host.CallOptions{OnProgress: p.update})
+}
+
+// showLevel is the level from which servers' log messages show: --log-level,
+// or what the shell's /loglevel set since.
+func (a *app) showLevel() hclog.Level {
+	a.levelMu.Lock()
+	defer a.levelMu.Unlock()
+	if a.shown != hclog.NoLevel {
+		return a.shown
+	}
+	return hclog.LevelFromString(a.logLevel)
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"golang.org/x/term"
+
 	"github.com/nexus-mcp/nexus/host/diag"
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/host/sanitize"
@@ -165,17 +167,53 @@ func (a *app) printTable(rows [][2]string) {
 	for _, r := range rows {
 		w = max(w, utf8.RuneCountInString(sanitize.ForDisplay(r[0])))
 	}
+	// On a terminal the second column wraps at word boundaries, its
+	// continuation lines under its start.
+	avail := 0
+	if f, ok := a.stdout.(*os.File); ok && isTerminal(f) {
+		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols-w-2 >= 20 {
+			avail = cols - w - 2
+		}
+	}
 	var b strings.Builder
 	for _, r := range rows {
 		left := sanitize.ForDisplay(r[0])
 		b.WriteString(left)
 		if r[1] != "" {
 			b.WriteString(strings.Repeat(" ", w-utf8.RuneCountInString(left)+2))
-			b.WriteString(sanitize.ForDisplay(r[1]))
+			lines := []string{sanitize.ForDisplay(r[1])}
+			if avail > 0 && utf8.RuneCountInString(lines[0]) > avail {
+				lines = wrapWords(lines[0], avail)
+			}
+			b.WriteString(strings.Join(lines, "\n"+strings.Repeat(" ", w+2)))
 		}
 		b.WriteByte('\n')
 	}
 	io.WriteString(a.stdout, b.String())
+}
+
+// wrapWords breaks s into lines of at most width runes at spaces; a word
+// longer than width gets a line of its own.
+func wrapWords(s string, width int) []string {
+	var lines []string
+	var line []string
+	n := 0
+	for _, word := range strings.Fields(s) {
+		wl := utf8.RuneCountInString(word)
+		if n > 0 && n+1+wl > width {
+			lines = append(lines, strings.Join(line, " "))
+			line, n = nil, 0
+		}
+		if n > 0 {
+			n++
+		}
+		line = append(line, word)
+		n += wl
+	}
+	if len(line) > 0 || len(lines) == 0 {
+		lines = append(lines, strings.Join(line, " "))
+	}
+	return lines
 }
 
 func renderErr(w io.Writer, err error) { diag.Render(w, err) }

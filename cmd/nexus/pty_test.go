@@ -261,6 +261,18 @@ func TestShell(t *testing.T) {
 	tm.expect("testserver.slow_operation")
 	tm.expect("nexus> ")
 
+	// The echo tool logs at info: shown with /loglevel info (the default
+	// --log-level warn hides it), tagged with the server.
+	tm.send("/loglevel info\r")
+	tm.expect("Servers' log messages from info up are shown.")
+	tm.expect("nexus> ")
+	tm.send("/call testserver.echo message=logged\r")
+	tm.expect("[testserver] info echo")
+	tm.expect("nexus> ")
+	tm.send("/loglevel loud\r")
+	tm.expect(`unknown log level "loud"`)
+	tm.expect("nexus> ")
+
 	tm.send("/read testserver file:///readme.txt\r")
 	tm.expect("sample text resource")
 	tm.expect("nexus> ")

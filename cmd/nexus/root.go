@@ -53,11 +53,14 @@ type app struct {
 	configPaths []string
 	output      string
 	out         string // call --out: where the result's binary content goes
-	timeout     time.Duration
-	logLevel    string
-	agent       string
-	yes         bool
-	sampling    string
+
+	levelMu  sync.Mutex
+	shown    hclog.Level // servers' log messages shown from here (the shell's /loglevel); NoLevel: --log-level
+	timeout  time.Duration
+	logLevel string
+	agent    string
+	yes      bool
+	sampling string
 	// samplingChosen: --sampling was given, not defaulted.
 	samplingChosen bool
 

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nexus-mcp/nexus/host"
+	"github.com/nexus-mcp/nexus/host/mcp"
 )
 
 // The interactive shell keeps one host, and so its connections, open
@@ -33,9 +34,12 @@ const shellHelp = `Commands:
   /mcp templates [server]                   list resource templates
   /mcp prompts [server]                     list prompts
   /mcp retry <name>                         list a server's tools again (after tools/list failed)
-  /call <server.tool> [key=value ...]       call a tool (values that parse as JSON are sent as JSON)
+  /call <server.tool> [key=value ...]       call a tool (values take the types its schema gives; k:=v is JSON)
   /read <server> <uri>                      read a resource
   /prompt <server.prompt> [key=value ...]   get a prompt
+  /loglevel <level>                         servers' log messages shown from this level up (debug, info,
+                                            notice, warning, error, ...); servers are told (logging/setLevel)
+  /clear                                    clear the screen
   /cd [dir]                                 change the working directory (the servers' root)
   /pwd                                      print the working directory
   /help                                     this list
@@ -43,7 +47,7 @@ const shellHelp = `Commands:
 Tab completes commands, server names and tool names; Up and Down walk the history.
 Ctrl-C stops the running command; at the prompt it clears the line.`
 
-var shellCommands = []string{"/mcp", "/call", "/read", "/prompt", "/cd", "/pwd", "/help", "/quit", "/exit"}
+var shellCommands = []string{"/mcp", "/call", "/read", "/prompt", "/loglevel", "/clear", "/cd", "/pwd", "/help", "/quit", "/exit"}
 var mcpSubcommands = []string{"connect", "disconnect", "tools", "resources", "templates", "prompts", "retry"}
 
 func (a *app) shellCmd() *cobra.Command {
@@ -60,6 +64,8 @@ keeps none).`,
 		RunE: func(cmd *cobra.Command, args []string) error { return a.runShell(cmd.Context()) },
 	}
 }
+
+const shellPrompt = "nexus> "
 
 // shell is one interactive session.
 type shell struct {
@@ -167,7 +173,9 @@ func (a *app) runShell(ctx context.Context) error {
 	fmt.Fprintf(a.stdout, "Nexus %s shell: %s configured (%s). /help lists the commands, Ctrl-D leaves.\n",
 		host.Version, count(len(names), "server"), strings.Join(names, ", "))
 	for {
-		line, err := ln.Prompt("nexus> ")
+		con.setPrompt(shellPrompt)
+		line, err := ln.Prompt(shellPrompt)
+		con.setPrompt("")
 		switch {
 		case errors.Is(err, liner.ErrPromptAborted):
 			continue
@@ -238,6 +246,10 @@ func (sh *shell) run(ctx context.Context, line string) (quit bool) {
 		return true
 	case "/help", "/?":
 		fmt.Fprintln(a.stdout, shellHelp)
+	case "/clear":
+		fmt.Fprint(a.stdout, "\x1b[H\x1b[2J")
+	case "/loglevel":
+		sh.fail(sh.logLevel(ctx, args))
 	case "/mcp":
 		sh.fail(sh.mcp(ctx, args))
 	case "/call":
@@ -728,4 +740,22 @@ func splitWords(line string) ([]string, error) {
 		return nil, errors.New("empty command")
 	}
 	return words, nil
+}
+
+// logLevel sets the level from which servers' log messages show, here and
+// at the servers (logging/setLevel).
+func (sh *shell) logLevel(ctx context.Context, args []string) error {
+	if len(args) != 1 {
+		return usageErr("/loglevel needs a level: one of %v", mcp.LoggingLevels)
+	}
+	level := mcp.LoggingLevel(strings.ToLower(args[0]))
+	if level.Severity() < 0 {
+		return usageErr("unknown log level %q: one of %v", args[0], mcp.LoggingLevels)
+	}
+	err := sh.h.SetLogLevel(ctx, sh.a.agent, level)
+	sh.a.levelMu.Lock()
+	sh.a.shown = mcpToHclog(level)
+	sh.a.levelMu.Unlock()
+	fmt.Fprintf(sh.a.stdout, "Servers' log messages from %s up are shown.\n", level)
+	return err
 }
