@@ -291,6 +291,73 @@ func TestServeSIGTERM(t *testing.T) {
 	noneLeft(t, mark)
 }
 
+// stdioServe is nexus serve --agent claude over stdio on a config of one
+// stdio upstream (command, args) marked with mark, with an initialized
+// session: send writes a line, answer waits for the response to id.
+type stdioServe struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	in   io.WriteCloser
+	line chan string
+}
+
+func startStdioServe(t *testing.T, name, command, args, mark string) *stdioServe {
+	t.Helper()
+	bin := testenv.Nexus(t)
+	config := filepath.Join(t.TempDir(), "nexus.hcl")
+	hcl := fmt.Sprintf("server %q {\n  stdio {\n    command = %q\n    args    = %s\n    env     = { NEXUS_TEST_MARK = %q }\n  }\n}\nagent \"claude\" { permission = \"yolo\" }\n",
+		name, command, args, mark)
+	if err := os.WriteFile(config, []byte(hcl), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // never leave an upstream or what it started behind
+		for _, p := range marked(t, mark) {
+			if pid, err := strconv.Atoi(p); err == nil {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	s := &stdioServe{t: t, cmd: exec.Command(bin, "serve", "--config", config, "--agent", "claude"), line: make(chan string, 16)}
+	s.cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir()}
+	s.in, _ = s.cmd.StdinPipe()
+	out, _ := s.cmd.StdoutPipe()
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.in.Close(); s.cmd.Process.Kill(); s.cmd.Wait() })
+	go func() {
+		sc := bufio.NewScanner(out)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			s.line <- sc.Text()
+		}
+		close(s.line)
+	}()
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	s.answer("1")
+	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return s
+}
+
+func (s *stdioServe) send(line string) { fmt.Fprintln(s.in, line) }
+
+func (s *stdioServe) answer(id string) string {
+	s.t.Helper()
+	for {
+		select {
+		case l, ok := <-s.line:
+			if !ok {
+				s.t.Fatal("nexus serve ended")
+			}
+			if strings.Contains(l, `"id":`+id+`,`) {
+				return l
+			}
+		case <-time.After(60 * time.Second):
+			s.t.Fatalf("no answer to request %s", id)
+		}
+	}
+}
+
 // SIGKILL of nexus serve leaves nothing behind: not the upstream (the
 // parent-death signal) and not what the upstream spawned (the watchdog of
 // host/internal/proc kills its group). The upstream's shell starts a
@@ -300,50 +367,10 @@ func TestServeSIGKILL(t *testing.T) {
 		t.Skip("finds the upstream through /proc")
 	}
 	mark := fmt.Sprintf("kill-%d", time.Now().UnixNano())
-	bin := testenv.Nexus(t)
-	config := filepath.Join(t.TempDir(), "nexus.hcl")
-	hcl := fmt.Sprintf(`
-server "testserver" {
-  stdio {
-    command = "/bin/sh"
-    args    = ["-c", "sleep 300 & exec %s testserver"]
-    env     = { NEXUS_TEST_MARK = %q }
-  }
-}
-agent "claude" { permission = "yolo" }
-`, bin, mark)
-	if err := os.WriteFile(config, []byte(hcl), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { // never leave a sleep behind, even when the test fails
-		for _, p := range marked(t, mark) {
-			if pid, err := strconv.Atoi(p); err == nil {
-				syscall.Kill(pid, syscall.SIGKILL)
-			}
-		}
-	})
-	cmd := exec.Command(bin, "serve", "--config", config, "--agent", "claude")
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir()}
-	in, _ := cmd.StdinPipe()
-	out, _ := cmd.StdoutPipe()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-	fmt.Fprintln(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"mcp_testserver_echo","arguments":{"message":"x"}}}`)
-	sc := bufio.NewScanner(out)
-	answered := false
-	for !answered && sc.Scan() {
-		answered = strings.Contains(sc.Text(), `"id":2`)
-	}
-	if !answered {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("no answer to the call; stderr:\n%s", stderr.String())
+	s := startStdioServe(t, "testserver", "/bin/sh", fmt.Sprintf("[\"-c\", \"sleep 300 & exec %s testserver\"]", testenv.Nexus(t)), mark)
+	s.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"mcp_testserver_echo","arguments":{"message":"x"}}}`)
+	if got := s.answer("2"); !strings.Contains(got, `"result"`) {
+		t.Fatalf("the call: %s", got)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for len(marked(t, mark)) < 2 {
@@ -352,8 +379,8 @@ agent "claude" { permission = "yolo" }
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	cmd.Process.Kill()
-	cmd.Wait()
+	s.cmd.Process.Kill()
+	s.cmd.Wait()
 	noneLeft(t, mark)
 }
 
@@ -364,58 +391,9 @@ func TestServeUpstreamCrash(t *testing.T) {
 		t.Skip("finds the upstream through /proc")
 	}
 	mark := fmt.Sprintf("crash-%d", time.Now().UnixNano())
-	bin := testenv.Nexus(t)
-	config := filepath.Join(t.TempDir(), "nexus.hcl")
-	hcl := fmt.Sprintf(`
-server "flaky" {
-  stdio {
-    command = "/bin/sh"
-    args    = ["-c", "echo 'flaky: warming up the cache' >&2; exec %s testserver"]
-    env     = { NEXUS_TEST_MARK = %q }
-  }
-}
-agent "claude" { permission = "yolo" }
-`, bin, mark)
-	if err := os.WriteFile(config, []byte(hcl), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "serve", "--config", config, "--agent", "claude")
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir()}
-	in, _ := cmd.StdinPipe()
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { in.Close(); cmd.Process.Kill(); cmd.Wait() }()
-	lines := make(chan string, 16)
-	go func() {
-		sc := bufio.NewScanner(out)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	answer := func(id string) string {
-		t.Helper()
-		for {
-			select {
-			case l, ok := <-lines:
-				if !ok {
-					t.Fatal("nexus serve ended")
-				}
-				if strings.Contains(l, `"id":`+id+`,`) {
-					return l
-				}
-			case <-time.After(60 * time.Second):
-				t.Fatalf("no answer to request %s", id)
-			}
-		}
-	}
-	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-	answer("1")
-	fmt.Fprintln(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"mcp_flaky_echo","arguments":{"message":"up"}}}`)
+	s := startStdioServe(t, "flaky", "/bin/sh", fmt.Sprintf("[\"-c\", \"echo 'flaky: warming up the cache' >&2; exec %s testserver\"]", testenv.Nexus(t)), mark)
+	in, answer := s.in, s.answer
+	s.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"mcp_flaky_echo","arguments":{"message":"up"}}}`)
 	answer("2")
 	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"mcp_flaky_slow_operation","arguments":{"duration":60}}}`)
 	deadline := time.Now().Add(30 * time.Second)

@@ -172,7 +172,7 @@ func (c *Client) fetchASMetadata(ctx context.Context, issuer string) (*ServerMet
 		return nil, c.fail(ErrInsecureURL, "authorization server", issuer, nil)
 	}
 	var lastErr error
-	for _, u := range asMetadataURLs(issuer) {
+	for _, u := range MetadataURLs(issuer) {
 		var m ServerMetadata
 		if err := c.getJSON(ctx, u, &m); err != nil {
 			if ctx.Err() != nil {
@@ -197,7 +197,7 @@ func (c *Client) fetchASMetadata(ctx context.Context, issuer string) (*ServerMet
 	}
 	return nil, c.failWith(&Error{
 		Kind: ErrDiscovery, Op: "fetch the authorization server metadata of " + issuer,
-		URL: asMetadataURLs(issuer)[0], Err: lastErr,
+		URL: MetadataURLs(issuer)[0], Err: lastErr,
 	})
 }
 
@@ -231,7 +231,7 @@ func (c *Client) legacyMetadata(ctx context.Context) (*ServerMetadata, error) {
 		return nil, c.fail(ErrConfig, "parse server URL", c.resource, err)
 	}
 	base := origin(u)
-	for _, mu := range asMetadataURLs(base) {
+	for _, mu := range MetadataURLs(base) {
 		var m ServerMetadata
 		if err := c.getJSON(ctx, mu, &m); err != nil {
 			if ctx.Err() != nil {

@@ -157,11 +157,11 @@ func TestURLHelpers(t *testing.T) {
 	if got := prmURLs("https://example.com"); len(got) != 1 {
 		t.Errorf("prmURLs at root: %v", got)
 	}
-	if got := asMetadataURLs("https://auth.example.com/tenant1"); strings.Join(got, " ") !=
+	if got := MetadataURLs("https://auth.example.com/tenant1"); strings.Join(got, " ") !=
 		"https://auth.example.com/.well-known/oauth-authorization-server/tenant1 https://auth.example.com/.well-known/openid-configuration/tenant1 https://auth.example.com/tenant1/.well-known/openid-configuration" {
 		t.Errorf("asMetadataURLs: %v", got)
 	}
-	if got := asMetadataURLs("https://auth.example.com/"); strings.Join(got, " ") !=
+	if got := MetadataURLs("https://auth.example.com/"); strings.Join(got, " ") !=
 		"https://auth.example.com/.well-known/oauth-authorization-server https://auth.example.com/.well-known/openid-configuration" {
 		t.Errorf("asMetadataURLs root: %v", got)
 	}

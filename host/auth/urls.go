@@ -125,11 +125,12 @@ func prmURLs(serverURL string) []string {
 	return append(out, origin(u)+wk)
 }
 
-// asMetadataURLs are the Authorization Server metadata locations for an
+// MetadataURLs are the Authorization Server metadata locations for an
 // issuer, in the order the MCP spec requires: for an issuer with a path,
 // RFC 8414 with path insertion, OIDC with path insertion, OIDC with path
-// appending; for one without, RFC 8414 then OIDC.
-func asMetadataURLs(issuer string) []string {
+// appending; for one without, RFC 8414 then OIDC. The OAuth client and the
+// gateway's resource server both look there.
+func MetadataURLs(issuer string) []string {
 	u, err := url.Parse(issuer)
 	if err != nil {
 		return nil

@@ -155,7 +155,6 @@ func (s *Server) mapHCL(ptr string, m map[string]string) string {
 	return b.String()
 }
 
-
 // inputVar is the HCL variable an input becomes.
 func inputVar(id string) string { return strings.ToLower(envSafe(id)) }
 

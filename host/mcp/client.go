@@ -216,22 +216,31 @@ func (c *Client) CallTool(ctx context.Context, name string, args any, o *CallOpt
 		params.Arguments = b
 	}
 	var opts []CallOption
-	if o != nil {
-		params.Meta = o.Meta
-		if o.Timeout > 0 {
-			opts = append(opts, WithTimeout(o.Timeout))
-		}
-		if o.OnProgress != nil {
-			tok := c.peer.NewProgressToken()
-			params.Meta = withProgressToken(params.Meta, tok)
-			opts = append(opts, WithProgress(tok, o.OnProgress))
-		}
-	}
+	params.Meta, opts = c.callOptions(o)
 	var res CallToolResult
 	if err := c.peer.Call(ctx, MethodToolsCall, &params, &res, opts...); err != nil {
 		return nil, err
 	}
 	return &res, nil
+}
+
+// callOptions are a tools/call's _meta and call options from o: its
+// timeout, and a progress token routed to o.OnProgress.
+func (c *Client) callOptions(o *CallOptions) (Meta, []CallOption) {
+	if o == nil {
+		return nil, nil
+	}
+	meta := o.Meta
+	var opts []CallOption
+	if o.Timeout > 0 {
+		opts = append(opts, WithTimeout(o.Timeout))
+	}
+	if o.OnProgress != nil {
+		tok := c.peer.NewProgressToken()
+		meta = withProgressToken(meta, tok)
+		opts = append(opts, WithProgress(tok, o.OnProgress))
+	}
+	return meta, opts
 }
 
 func withProgressToken(m Meta, tok json.RawMessage) Meta {

@@ -77,17 +77,7 @@ func (c *Client) CallToolAsTask(ctx context.Context, name string, args json.RawM
 		Task      struct{}        `json:"task"`
 	}{Name: name, Arguments: args}
 	var opts []CallOption
-	if o != nil {
-		params.Meta = o.Meta
-		if o.Timeout > 0 {
-			opts = append(opts, WithTimeout(o.Timeout))
-		}
-		if o.OnProgress != nil {
-			tok := c.peer.NewProgressToken()
-			params.Meta = withProgressToken(params.Meta, tok)
-			opts = append(opts, WithProgress(tok, o.OnProgress))
-		}
-	}
+	params.Meta, opts = c.callOptions(o)
 	var created struct {
 		Task *Task `json:"task"`
 	}

@@ -8,10 +8,11 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/nexus-mcp/nexus/host/auth"
 )
 
 // fetchError is a failure to get the issuer's keys: the token could not be
@@ -175,36 +176,12 @@ func (v *Validator) fetchKeySet(ctx context.Context) (*keySet, error) {
 	return &keySet{keys: keys, url: jwksURL, fetched: now, expires: now.Add(cacheTTL(hdr))}, nil
 }
 
-// metadataURLs are where the issuer's metadata may be, in the order the MCP
-// specification tries them: RFC 8414 then OpenID Connect with the
-// well-known path inserted after the host, then (for an issuer with a path)
-// OpenID Connect's own appended form.
-func metadataURLs(issuer string) []string {
-	u, err := url.Parse(issuer)
-	if err != nil {
-		return nil
-	}
-	base := u.Scheme + "://" + u.Host
-	path := strings.TrimSuffix(u.EscapedPath(), "/")
-	if path == "" {
-		return []string{
-			base + "/.well-known/oauth-authorization-server",
-			base + "/.well-known/openid-configuration",
-		}
-	}
-	return []string{
-		base + "/.well-known/oauth-authorization-server" + path,
-		base + "/.well-known/openid-configuration" + path,
-		base + path + "/.well-known/openid-configuration",
-	}
-}
-
 // discover finds jwks_uri in the issuer's metadata. A document whose
 // issuer is not the configured one is not used (RFC 8414 section 3.3): it
 // would let one authorization server stand in for another.
 func (v *Validator) discover(ctx context.Context) (string, error) {
 	var problems []string
-	for _, mu := range metadataURLs(v.cfg.Issuer) {
+	for _, mu := range auth.MetadataURLs(v.cfg.Issuer) {
 		body, hdr, err := v.get(ctx, mu, "metadata")
 		if err != nil {
 			if ctx.Err() != nil {
