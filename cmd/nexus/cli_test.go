@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -347,5 +350,33 @@ func TestWrapWords(t *testing.T) {
 	}
 	if got := wrapWords("averyveryverylongwordthatdoesnotfit x", 10); len(got) != 2 || got[0] != "averyveryverylongwordthatdoesnotfit" {
 		t.Errorf("long word: %q", got)
+	}
+}
+
+// A sampling block answers a server's sampling request with the model at
+// its endpoint (a fake one on loopback here): unattended with confirm =
+// false; refused without a terminal when a person must confirm.
+func TestSamplingModel(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Model    string                     `json:"model"`
+			Messages []struct{ Content string } `json:"messages"`
+		}
+		json.NewDecoder(r.Body).Decode(&body)
+		json.NewEncoder(w).Encode(map[string]any{"model": body.Model, "choices": []any{map[string]any{
+			"message": map[string]any{"role": "assistant", "content": "the model says: " + body.Messages[len(body.Messages)-1].Content}, "finish_reason": "stop"}}})
+	}))
+	defer srv.Close()
+	config := func(confirm bool) string {
+		return fmt.Sprintf(`{"mcpServers": {"testserver": {"command": "nexus", "args": ["testserver"]}},
+ "sampling": {"url": %q, "model": "fake-llm", "servers": ["testserver"], "confirm": %v}}`, srv.URL+"/v1", confirm)
+	}
+	stdout, stderr, code := nexus(t, config(false), nil, "--config", "mcp.json", "--yes", "call", "testserver.sample", "prompt=hello there")
+	if code != 0 || !strings.Contains(stdout, "the model says: hello there") {
+		t.Errorf("unattended: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	stdout, stderr, code = nexus(t, config(true), nil, "--config", "mcp.json", "--yes", "call", "testserver.sample", "prompt=hi")
+	if code != 1 || !strings.Contains(stdout+stderr, "confirm = false") {
+		t.Errorf("confirm without a terminal: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 }

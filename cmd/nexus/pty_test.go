@@ -4,8 +4,11 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -333,5 +336,24 @@ func TestShell(t *testing.T) {
 	}
 	if strings.Contains(ansi.ReplaceAllString(tm.screen(), ""), "\x1b]") {
 		t.Errorf("a server's escape sequence reached the terminal")
+	}
+}
+
+// With a sampling block that asks for confirmation, the request is shown at
+// the terminal and goes to the model only after a yes.
+func TestTerminalSamplingModel(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode(map[string]any{"model": "fake-llm", "choices": []any{map[string]any{
+			"message": map[string]any{"role": "assistant", "content": "modelled reply"}, "finish_reason": "stop"}}})
+	}))
+	defer srv.Close()
+	config := `{"mcpServers": {"testserver": {"command": "nexus", "args": ["testserver"]}},
+ "sampling": {"url": "` + srv.URL + `/v1", "model": "fake-llm", "servers": ["testserver"]}}`
+	tm := startTerm(t, config, "--config", "mcp.json", "--yes", "call", "testserver.sample", "prompt=hi")
+	tm.expect(`Send it to model "fake-llm"? [y]es, [n]o: `)
+	tm.send("y\r")
+	tm.expect("modelled reply")
+	if code := tm.exit(); code != 0 {
+		t.Fatalf("exit %d\n%s", code, tm.screen())
 	}
 }

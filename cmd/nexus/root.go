@@ -19,6 +19,7 @@ import (
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/host/plugin"
 	"github.com/nexus-mcp/nexus/host/policy"
+	"github.com/nexus-mcp/nexus/host/sampling"
 )
 
 // Exit codes.
@@ -53,6 +54,9 @@ type app struct {
 	configPaths []string
 	output      string
 	out         string // call --out: where the result's binary content goes
+
+	modelOnce sync.Once
+	sampler   *sampling.Model // the config's sampling model, nil without one
 
 	levelMu  sync.Mutex
 	shown    hclog.Level // servers' log messages shown from here (the shell's /loglevel); NoLevel: --log-level

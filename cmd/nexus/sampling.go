@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/host/sampling"
 )
 
 // Sampling at the terminal: Nexus has no model of its own, so a server's
@@ -33,10 +34,27 @@ func rejectSampling(why string) *mcp.RPCError {
 	return &mcp.RPCError{Code: codeUserRejected, Message: "User rejected sampling request: " + why}
 }
 
-// samplingHandler answers one server's sampling requests.
+// model is the config's sampling model, made on first use; nil without a
+// sampling block.
+func (a *app) model() *sampling.Model {
+	a.modelOnce.Do(func() {
+		if a.cfg != nil && a.cfg.Sampling != nil {
+			a.sampler = sampling.New(a.cfg.Sampling, nil)
+		}
+	})
+	return a.sampler
+}
+
+// samplingHandler answers one server's sampling requests: through the
+// config's model where its sampling block lists the server (a person
+// confirming each request unless confirm = false), else typed at the
+// terminal.
 func (a *app) samplingHandler(server string) mcp.SamplingHandler {
 	return func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
 		con := a.console()
+		if m := a.model(); m != nil && m.Allowed(server) && !(a.sampling == samplingDeny && a.samplingChosen) {
+			return a.sampleModel(ctx, con, m, server, p)
+		}
 		switch {
 		case a.sampling == samplingDeny && a.samplingChosen:
 			return nil, rejectSampling("sampling is turned off in this Nexus session (--sampling deny)")
@@ -173,4 +191,26 @@ func indent(s, prefix string) string {
 		return prefix + "(empty)\n"
 	}
 	return prefix + strings.ReplaceAll(s, "\n", "\n"+prefix) + "\n"
+}
+
+// sampleModel sends a request to the model, after a person confirmed it
+// where the sampling block asks for that.
+func (a *app) sampleModel(ctx context.Context, con *console, m *sampling.Model, server string, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+	if a.cfg.Sampling.Confirm {
+		if !con.canAsk() {
+			return nil, rejectSampling(fmt.Sprintf("the sampling block has each request confirmed by a person and no terminal is attached; set confirm = false in it to let model %q answer unattended", m.Name()))
+		}
+		con.begin()
+		con.say("%s", describeSampling(server, p))
+		answer, err := con.read(ctx, fmt.Sprintf("Send it to model %q? [y]es, [n]o: ", m.Name()))
+		con.end()
+		if err != nil || !strings.EqualFold(strings.TrimSpace(answer), "y") && !strings.EqualFold(strings.TrimSpace(answer), "yes") {
+			return nil, rejectSampling("declined at the terminal")
+		}
+	}
+	res, err := m.Create(ctx, server, p)
+	if err != nil {
+		return nil, &mcp.RPCError{Code: mcp.CodeInternalError, Message: err.Error()}
+	}
+	return res, nil
 }

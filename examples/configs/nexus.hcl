@@ -145,6 +145,18 @@ agent "claude" {
   tokens     = [var.claude_token]
 }
 
+# A model that answers servers' sampling requests: any OpenAI-compatible
+# chat-completions endpoint (here a local Ollama; api_key = var.NAME for a
+# hosted one). Only the servers listed may sample; each request is
+# confirmed at the terminal unless confirm = false.
+sampling {
+  url        = "http://127.0.0.1:11434/v1"
+  model      = "llama3.1"
+  servers    = ["testserver"]
+  max_tokens = 512
+  per_minute = 6
+}
+
 # nexus serve: the MCP server Nexus offers to agents. Flags override it.
 gateway {
   listen           = "127.0.0.1:8750"

@@ -447,6 +447,9 @@ func (c *compiler) nexusExtras(doc map[string]any) {
 	if cfg.Gateway != nil {
 		doc["gateway"] = gatewayJSON(cfg.Gateway)
 	}
+	if cfg.Sampling != nil {
+		doc["sampling"] = c.samplingJSON(cfg.Sampling)
+	}
 }
 
 func putList(m map[string]any, k string, v []string) {
@@ -482,6 +485,9 @@ func (c *compiler) lostGlobals() {
 	}
 	if cfg.Gateway != nil {
 		c.warns = append(c.warns, Warning{Source: cfg.Gateway.Source, Message: fmt.Sprintf("the gateway block cannot be expressed in %s (it configures nexus serve; --via-gateway writes a client config that uses it)", c.format)})
+	}
+	if cfg.Sampling != nil {
+		c.warns = append(c.warns, Warning{Source: cfg.Sampling.Source, Message: fmt.Sprintf("the sampling block cannot be expressed in %s: the client answers sampling requests with its own model", c.format)})
 	}
 	var prefixed []string
 	for _, s := range cfg.Servers {

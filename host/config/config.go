@@ -271,6 +271,7 @@ type Config struct {
 	Filters  []*Filter // in run order
 	Agents   []*Agent  // sorted by name
 	Gateway  *Gateway  // nil: no gateway block (nexus serve uses defaults and flags)
+	Sampling *Sampling // nil: no model; servers' sampling requests go to a person
 	Roots    []string  // absolute paths offered to servers as MCP roots
 	Inputs   []Input   // the VS Code inputs the servers refer to, by id
 	Files    []File    // lowest layer first

@@ -42,6 +42,7 @@ var (
 		{Type: "filter", LabelNames: []string{"name"}},
 		{Type: "agent", LabelNames: []string{"name"}},
 		{Type: "gateway"},
+		{Type: "sampling"},
 	}}
 	earlySchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
 		{Type: "variable", LabelNames: []string{"name"}},
@@ -186,6 +187,8 @@ func (ld *loader) parseHCLFile(f *file, filename string, isJSON bool) *fileConfi
 			h.agent(b)
 		case "gateway":
 			h.gateway(b)
+		case "sampling":
+			h.sampling(b)
 		}
 	}
 	return &h.out

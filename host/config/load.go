@@ -237,6 +237,7 @@ type fileConfig struct {
 	hasRoots bool
 	inputs   []Input
 	gateway  *Gateway
+	sampling *Sampling
 }
 
 func (ld *loader) load(files []File) (*Config, error) {
@@ -490,6 +491,13 @@ func merge(cfg *Config, parts []*fileConfig) {
 		}
 		if p.hasRoots {
 			cfg.Roots = p.roots
+		}
+		if sm := p.sampling; sm != nil {
+			// A later layer's sampling block replaces the whole block.
+			if old := cfg.Sampling; old != nil {
+				sm.Overrides = append(append(sm.Overrides, old.Overrides...), old.Source)
+			}
+			cfg.Sampling = sm
 		}
 		if g := p.gateway; g != nil {
 			// A later layer's gateway block replaces the whole block.
