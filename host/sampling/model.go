@@ -66,11 +66,15 @@ type Error struct {
 	Msg    string
 }
 
-func (e *Error) Error() string { return "sampling for server " + fmt.Sprintf("%q", e.Server) + ": " + e.Msg }
+func (e *Error) Error() string {
+	return "sampling for server " + fmt.Sprintf("%q", e.Server) + ": " + e.Msg
+}
 
 // Create answers one request of server's.
 func (m *Model) Create(ctx context.Context, server string, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
-	fail := func(format string, args ...any) error { return &Error{Server: server, Msg: fmt.Sprintf(format, args...)} }
+	fail := func(format string, args ...any) error {
+		return &Error{Server: server, Msg: fmt.Sprintf(format, args...)}
+	}
 	if !m.Allowed(server) {
 		return nil, fail("the server is not in the sampling block's servers %q", m.cfg.Servers)
 	}
