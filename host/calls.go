@@ -474,3 +474,40 @@ func (h *Host) SetLogLevel(ctx context.Context, agent string, level mcp.LoggingL
 	}
 	return errors.Join(errs...)
 }
+
+// Definitions are what a server offers, as it says so itself: its
+// implementation and every tool, prompt and resource template, whatever an
+// agent's rules or the filters would hide from a listing. It is what a
+// lockfile pins (nexus lock).
+type Definitions struct {
+	Info      mcp.Implementation
+	Tools     []mcp.Tool
+	Prompts   []mcp.Prompt
+	Templates []mcp.ResourceTemplate
+}
+
+// Definitions connects server (as agent may) and reads its definitions.
+func (h *Host) Definitions(ctx context.Context, agent, server string) (Definitions, error) {
+	c, err := h.reg.Client(ctx, server, agent)
+	if err != nil {
+		return Definitions{}, h.Explain(server, err)
+	}
+	d := Definitions{Info: c.ServerInfo()}
+	caps := c.Capabilities()
+	if caps.Tools != nil {
+		if d.Tools, err = c.Tools(ctx); err != nil {
+			return d, h.Explain(server, err)
+		}
+	}
+	if caps.Prompts != nil {
+		if d.Prompts, err = c.Prompts(ctx); err != nil {
+			return d, h.Explain(server, err)
+		}
+	}
+	if caps.Resources != nil {
+		if d.Templates, err = c.ListResourceTemplates(ctx); err != nil {
+			return d, h.Explain(server, err)
+		}
+	}
+	return d, nil
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"os"
 	"os/exec"
@@ -322,5 +323,47 @@ func TestConfigInit(t *testing.T) {
 	stdout, stderr, code = nexusIn(t, dir, "", []string{"GH_TOKEN=x"}, "config", "validate", "--config", "gh.hcl")
 	if code != 0 || !strings.Contains(stdout, "1 server") {
 		t.Errorf("the converted config: exit %d\n%s%s", code, stdout, stderr)
+	}
+}
+
+// nexus lock pins the servers' definitions; --check passes until a server
+// changes, then fails with the difference; --server accepts it; a broken
+// lockfile is refused with where it is broken.
+func TestLock(t *testing.T) {
+	dir := t.TempDir()
+	write := func(args string) {
+		hcl := "server \"testserver\" {\n  stdio {\n    command = \"nexus\"\n    args    = " + args + "\n  }\n}\n"
+		if err := os.WriteFile(filepath.Join(dir, "nexus.hcl"), []byte(hcl), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`["testserver"]`)
+	if stdout, stderr, code := nexusIn(t, dir, "", nil, "lock"); code != 0 || !strings.Contains(stdout, "Wrote $DIR/nexus.lock.hcl: 1 server") {
+		t.Fatalf("lock: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if stdout, _, code := nexusIn(t, dir, "", nil, "lock", "--check"); code != 0 || !strings.Contains(stdout, "offer what") {
+		t.Fatalf("check after lock: exit %d\n%s", code, stdout)
+	}
+	write(`["testserver", "--tool-count", "12"]`) // the server now offers more tools
+	stdout, _, code := nexusIn(t, dir, "", nil, "lock", "--check")
+	if code != 1 || !strings.Contains(stdout, "tool testserver.") || !strings.Contains(stdout, ": added") {
+		t.Fatalf("check after a change: exit %d\n%s", code, stdout)
+	}
+	stdout, _, _ = nexusIn(t, dir, "", nil, "-o", "json", "lock", "--check")
+	var report struct {
+		Changes []struct{ Server, Kind, What string }
+	}
+	if err := json.Unmarshal([]byte(stdout), &report); err != nil || len(report.Changes) == 0 || report.Changes[0].What != "added" {
+		t.Errorf("check -o json: %v\n%s", err, stdout)
+	}
+	if _, stderr, code := nexusIn(t, dir, "", nil, "lock", "--server", "testserver"); code != 0 {
+		t.Fatalf("lock --server: exit %d\n%s", code, stderr)
+	}
+	if _, _, code := nexusIn(t, dir, "", nil, "lock", "--check"); code != 0 {
+		t.Errorf("check after accepting: exit %d", code)
+	}
+	os.WriteFile(filepath.Join(dir, "nexus.lock.hcl"), []byte("server \"testserver\" {\n  tool \"add\" {\n    sha256 = \"nope\"\n  }\n}\n"), 0o600)
+	if _, stderr, code := nexusIn(t, dir, "", nil, "lock", "--check"); code != 2 || !strings.Contains(stderr, "nexus.lock.hcl:3:14") {
+		t.Errorf("a broken lockfile: exit %d\n%s", code, stderr)
 	}
 }

@@ -249,7 +249,7 @@ func (a *app) rootCmd() *cobra.Command {
 	root.AddCommand(a.pluginCmd())
 	root.AddCommand(a.filterCmd())
 	root.AddCommand(a.authCmd())
-	root.AddCommand(a.versionCmd(), a.approvalsCmd())
+	root.AddCommand(a.versionCmd(), a.approvalsCmd(), a.lockCmd())
 	root.SetVersionTemplate(versionText() + "\n")
 	root.AddCommand(a.serveCmd())
 	return root

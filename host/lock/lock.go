@@ -1,0 +1,287 @@
+package lock
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/gowebpki/jcs"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/nexus-mcp/nexus/host/mcp"
+)
+
+// MaxFile bounds a lockfile Read accepts.
+const MaxFile = 16 << 20
+
+// FileName is the lockfile's name, beside the first config file.
+const FileName = "nexus.lock.hcl"
+
+// Lock is a lockfile: the servers it pins, by name.
+type Lock struct {
+	Servers []*Server // sorted by name
+}
+
+// Server is one server's pinned definitions.
+type Server struct {
+	Name      string
+	Info      string // serverInfo "name version", for the reader
+	Tools     []Item // sorted by name
+	Prompts   []Item
+	Templates []Item
+}
+
+// Item is one pinned tool, prompt or resource template: its name, the
+// sha256 of the canonical JSON (RFC 8785) of its definition, and its
+// description, so that a change reads as one in review.
+type Item struct {
+	Name        string
+	SHA256      string
+	Description string
+}
+
+// Server returns the pinned server called name, or nil.
+func (l *Lock) Server(name string) *Server {
+	for _, s := range l.Servers {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// Put replaces (or adds) a server's entry.
+func (l *Lock) Put(s *Server) {
+	l.Servers = slices.DeleteFunc(l.Servers, func(x *Server) bool { return x.Name == s.Name })
+	l.Servers = append(l.Servers, s)
+	slices.SortFunc(l.Servers, func(a, b *Server) int { return strings.Compare(a.Name, b.Name) })
+}
+
+// ToolItem pins a tool: what the model reads (title, description) and
+// what it may send and get (inputSchema, outputSchema, annotations).
+func ToolItem(t mcp.Tool) (Item, error) {
+	def := map[string]any{}
+	put := func(k string, v json.RawMessage) {
+		if len(v) > 0 {
+			def[k] = v
+		}
+	}
+	if t.Title != "" {
+		def["title"] = t.Title
+	}
+	if t.Description != "" {
+		def["description"] = t.Description
+	}
+	put("inputSchema", t.InputSchema)
+	put("outputSchema", t.OutputSchema)
+	if t.Annotations != nil {
+		b, err := json.Marshal(t.Annotations)
+		if err != nil {
+			return Item{}, err
+		}
+		put("annotations", b)
+	}
+	return item(t.Name, t.Description, def)
+}
+
+// PromptItem pins a prompt: its title, description and arguments.
+func PromptItem(p mcp.Prompt) (Item, error) {
+	def := map[string]any{"title": p.Title, "description": p.Description, "arguments": p.Arguments}
+	return item(p.Name, p.Description, def)
+}
+
+// TemplateItem pins a resource template: its URI template, title,
+// description and MIME type.
+func TemplateItem(t mcp.ResourceTemplate) (Item, error) {
+	def := map[string]any{"uriTemplate": t.URITemplate, "title": t.Title, "description": t.Description, "mimeType": t.MimeType}
+	return item(t.Name, t.Description, def)
+}
+
+func item(name, desc string, def map[string]any) (Item, error) {
+	raw, err := json.Marshal(def)
+	if err != nil {
+		return Item{}, fmt.Errorf("%s: %w", name, err)
+	}
+	canon, err := jcs.Transform(raw)
+	if err != nil {
+		return Item{}, fmt.Errorf("%s: canonical JSON: %w", name, err)
+	}
+	sum := sha256.Sum256(canon)
+	return Item{Name: name, SHA256: hex.EncodeToString(sum[:]), Description: desc}, nil
+}
+
+func sortItems(items []Item) {
+	slices.SortFunc(items, func(a, b Item) int { return strings.Compare(a.Name, b.Name) })
+}
+
+// Write renders the lockfile: HCL, servers and items in name order, so a
+// change shows as a small diff.
+func (l *Lock) Write() []byte {
+	f := hclwrite.NewEmptyFile()
+	body := f.Body()
+	for i, s := range l.Servers {
+		if i > 0 {
+			body.AppendNewline()
+		}
+		sb := body.AppendNewBlock("server", []string{s.Name}).Body()
+		if s.Info != "" {
+			sb.SetAttributeValue("info", cty.StringVal(s.Info))
+		}
+		for _, kind := range []struct {
+			block string
+			items []Item
+		}{{"tool", s.Tools}, {"prompt", s.Prompts}, {"template", s.Templates}} {
+			for _, it := range kind.items {
+				sb.AppendNewline()
+				ib := sb.AppendNewBlock(kind.block, []string{it.Name}).Body()
+				ib.SetAttributeValue("sha256", cty.StringVal(it.SHA256))
+				ib.SetAttributeValue("description", cty.StringVal(it.Description))
+			}
+		}
+	}
+	var b bytes.Buffer
+	b.WriteString("# nexus.lock.hcl: the definitions of every server's tools, prompts and resource\n")
+	b.WriteString("# templates as `nexus lock` saw them. Review a change to it as you would code;\n")
+	b.WriteString("# `nexus lock --check` compares the servers with it.\n\n")
+	b.Write(f.Bytes())
+	return b.Bytes()
+}
+
+var (
+	lockSchema   = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "server", LabelNames: []string{"name"}}}}
+	serverSchema = &hcl.BodySchema{
+		Attributes: []hcl.AttributeSchema{{Name: "info"}},
+		Blocks: []hcl.BlockHeaderSchema{{Type: "tool", LabelNames: []string{"name"}}, {Type: "prompt", LabelNames: []string{"name"}},
+			{Type: "template", LabelNames: []string{"name"}}},
+	}
+	itemSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "sha256", Required: true}, {Name: "description"}}}
+	hexSHA256  = regexp.MustCompile(`^[0-9a-f]{64}$`)
+)
+
+// Read reads a lockfile; none at path is (nil, nil). A file that cannot be
+// used is an error that says where (file:line:column) and what is wrong:
+// a host must not run unpinned because its lockfile is broken.
+func Read(path string) (*Lock, error) {
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFile {
+		return nil, fmt.Errorf("lockfile %s is over %d bytes", path, MaxFile)
+	}
+	return Parse(data, path)
+}
+
+// Parse reads a lockfile's text.
+func Parse(data []byte, filename string) (*Lock, error) {
+	f, diags := hclsyntax.ParseConfig(data, filename, hcl.InitialPos)
+	if diags.HasErrors() {
+		return nil, lockErr(diags)
+	}
+	c, diags := f.Body.Content(lockSchema)
+	if diags.HasErrors() {
+		return nil, lockErr(diags)
+	}
+	l := &Lock{}
+	var errs hcl.Diagnostics
+	str := func(a *hcl.Attribute) string {
+		v, d := a.Expr.Value(nil)
+		if d.HasErrors() || v.Type() != cty.String || v.IsNull() {
+			errs = append(errs, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Not a string", Detail: fmt.Sprintf("%s must be a quoted string.", a.Name), Subject: a.Expr.Range().Ptr()})
+			return ""
+		}
+		return v.AsString()
+	}
+	seen := map[string]bool{}
+	for _, b := range c.Blocks {
+		name := b.Labels[0]
+		if seen[name] {
+			errs = append(errs, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Server pinned twice", Detail: fmt.Sprintf("server %q has two blocks; keep one (nexus lock --server %s writes it anew).", name, name), Subject: b.DefRange.Ptr()})
+			continue
+		}
+		seen[name] = true
+		sc, d := b.Body.Content(serverSchema)
+		if d.HasErrors() {
+			errs = append(errs, d...)
+			continue
+		}
+		s := &Server{Name: name}
+		if a := sc.Attributes["info"]; a != nil {
+			s.Info = str(a)
+		}
+		names := map[string]bool{}
+		for _, ib := range sc.Blocks {
+			key := ib.Type + " " + ib.Labels[0]
+			if names[key] {
+				errs = append(errs, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Pinned twice", Detail: fmt.Sprintf("%s %q of server %q appears twice.", ib.Type, ib.Labels[0], name), Subject: ib.DefRange.Ptr()})
+				continue
+			}
+			names[key] = true
+			ic, d := ib.Body.Content(itemSchema)
+			if d.HasErrors() {
+				errs = append(errs, d...)
+				continue
+			}
+			it := Item{Name: ib.Labels[0], SHA256: str(ic.Attributes["sha256"])}
+			if a := ic.Attributes["description"]; a != nil {
+				it.Description = str(a)
+			}
+			if it.SHA256 != "" && !hexSHA256.MatchString(it.SHA256) {
+				errs = append(errs, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Not a sha256",
+					Detail: "sha256 must be 64 lowercase hex digits; a lockfile is written by nexus lock, not by hand.", Subject: ic.Attributes["sha256"].Expr.Range().Ptr()})
+			}
+			switch ib.Type {
+			case "tool":
+				s.Tools = append(s.Tools, it)
+			case "prompt":
+				s.Prompts = append(s.Prompts, it)
+			default:
+				s.Templates = append(s.Templates, it)
+			}
+		}
+		sortItems(s.Tools)
+		sortItems(s.Prompts)
+		sortItems(s.Templates)
+		l.Servers = append(l.Servers, s)
+	}
+	if errs.HasErrors() {
+		return nil, lockErr(errs)
+	}
+	slices.SortFunc(l.Servers, func(a, b *Server) int { return strings.Compare(a.Name, b.Name) })
+	return l, nil
+}
+
+// lockErr renders diagnostics as file:line:column: summary: detail, one a
+// line, with the fix.
+func lockErr(ds hcl.Diagnostics) error {
+	var b strings.Builder
+	for _, d := range ds {
+		if d.Severity != hcl.DiagError {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		if d.Subject != nil {
+			fmt.Fprintf(&b, "%s:%d:%d: ", d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column)
+		}
+		b.WriteString(d.Summary)
+		if d.Detail != "" {
+			b.WriteString(": " + d.Detail)
+		}
+	}
+	b.WriteString("\nThe lockfile is written by nexus lock: restore it from version control, or write it anew with nexus lock (and review the diff).")
+	return fmt.Errorf("%s", b.String())
+}
