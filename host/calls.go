@@ -62,6 +62,9 @@ func (h *Host) CallTool(ctx context.Context, agent, name string, args any, o *Ca
 		}
 		return nil, h.Explain(server, err) // the session failed listing its tools
 	}
+	if why := h.withheld(server, tool); why != "" {
+		return nil, lockDenial(server, toolName, why)
+	}
 
 	var ev *event.Event
 	if h.chain.Len() > 0 {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/host/config"
 	"github.com/nexus-mcp/nexus/host/diag"
+	"github.com/nexus-mcp/nexus/host/lock"
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/host/plugin"
 	"github.com/nexus-mcp/nexus/host/policy"
@@ -42,6 +43,9 @@ type Options struct {
 	// Confirm asks a person before a trusted agent's first use of a server;
 	// nil denies where it would ask.
 	Confirm policy.Confirmer
+	// Lock, when set, is the tool lockfile the host enforces: tools not
+	// pinned as they are now are withheld (locked.go).
+	Lock *lock.Lock
 	// Approvals remember a person's "always" answers across processes
 	// (policy.OpenApprovals keeps them in a file); nil: for this process.
 	Approvals policy.Approvals
@@ -108,6 +112,8 @@ type core struct {
 
 	namerOnce sync.Once
 	names     *registry.Namer
+
+	lockv lockVerdicts
 
 	oauth authClients // OAuth clients of HTTP servers (auth.go)
 
@@ -400,6 +406,9 @@ func (h *Host) Tools(ctx context.Context, agent string) ([]Tool, error) {
 	var out []Tool
 	for _, e := range cat.Entries {
 		if !h.perms.ToolAllowed(agent, e.Server, e.Tool.Name) {
+			continue
+		}
+		if h.withheld(e.Server, &e.Tool) != "" {
 			continue
 		}
 		if h.chain.Len() > 0 && !h.listAllowed(ctx, agent, e) {

@@ -356,8 +356,18 @@ func TestLock(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &report); err != nil || len(report.Changes) == 0 || report.Changes[0].What != "added" {
 		t.Errorf("check -o json: %v\n%s", err, stdout)
 	}
+	// Enforced meanwhile: the new tools are withheld from listings and calls.
+	if stdout, _, _ := nexusIn(t, dir, "", nil, "tools"); strings.Contains(stdout, "tool_001") || !strings.Contains(stdout, "testserver.echo") {
+		t.Errorf("tools with unpinned ones:\n%s", stdout)
+	}
+	if _, stderr, code := nexusIn(t, dir, "", nil, "--yes", "call", "testserver.tool_001"); code != 4 || !strings.Contains(stderr, "new since the lockfile was written") || !strings.Contains(stderr, "nexus lock --server testserver") {
+		t.Errorf("a call of an unpinned tool: exit %d\n%s", code, stderr)
+	}
 	if _, stderr, code := nexusIn(t, dir, "", nil, "lock", "--server", "testserver"); code != 0 {
 		t.Fatalf("lock --server: exit %d\n%s", code, stderr)
+	}
+	if stdout, _, _ := nexusIn(t, dir, "", nil, "tools"); !strings.Contains(stdout, "tool_001") {
+		t.Errorf("tools after accepting:\n%s", stdout)
 	}
 	if _, _, code := nexusIn(t, dir, "", nil, "lock", "--check"); code != 0 {
 		t.Errorf("check after accepting: exit %d", code)
@@ -365,5 +375,12 @@ func TestLock(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "nexus.lock.hcl"), []byte("server \"testserver\" {\n  tool \"add\" {\n    sha256 = \"nope\"\n  }\n}\n"), 0o600)
 	if _, stderr, code := nexusIn(t, dir, "", nil, "lock", "--check"); code != 2 || !strings.Contains(stderr, "nexus.lock.hcl:3:14") {
 		t.Errorf("a broken lockfile: exit %d\n%s", code, stderr)
+	}
+	// A host does not run unpinned on a broken lockfile; nexus lock writes it anew.
+	if _, stderr, code := nexusIn(t, dir, "", nil, "tools"); code != 2 || !strings.Contains(stderr, "nexus.lock.hcl:3:14") {
+		t.Errorf("tools on a broken lockfile: exit %d\n%s", code, stderr)
+	}
+	if _, stderr, code := nexusIn(t, dir, "", nil, "lock"); code != 0 || !strings.Contains(stderr, "written anew") {
+		t.Errorf("lock over a broken lockfile: exit %d\n%s", code, stderr)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nexus-mcp/nexus/host/config"
 	"github.com/nexus-mcp/nexus/host/lock"
 )
 
@@ -35,20 +36,22 @@ not, for CI; -o json for machines.`,
   nexus lock --server github      # accept github's new definitions after review`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			a.noLock = true
 			h, err := a.openHost()
 			if err != nil {
 				return err
 			}
 			defer h.Close()
 			if path == "" {
-				path = lock.FileName
-				if len(a.cfg.Files) > 0 && a.cfg.Files[0].Path != "" {
-					path = filepath.Join(filepath.Dir(a.cfg.Files[0].Path), lock.FileName)
-				}
+				path = lockPath(a.cfg)
 			}
 			pinned, err := lock.Read(path)
-			if err != nil {
+			switch {
+			case err != nil && check:
 				return &exitError{exitUsage, err}
+			case err != nil:
+				fmt.Fprintf(a.stderr, "Warning: the lockfile cannot be read, so it is written anew from the servers (review the whole diff):\n%v\n", err)
+				pinned = nil
 			}
 			if pinned == nil {
 				pinned = &lock.Lock{}
@@ -108,4 +111,23 @@ not, for CI; -o json for machines.`,
 	cmd.Flags().StringVar(&server, "server", "", "update this server only")
 	cmd.Flags().BoolVar(&check, "check", false, "compare, write nothing; exit 1 on any difference")
 	return cmd
+}
+
+// lockPath is where the lockfile of cfg is: nexus.lock.hcl beside its
+// first config file (the working directory for the built-in default).
+func lockPath(cfg *config.Config) string {
+	if len(cfg.Files) > 0 && cfg.Files[0].Path != "" {
+		return filepath.Join(filepath.Dir(cfg.Files[0].Path), lock.FileName)
+	}
+	return lock.FileName
+}
+
+// readLock reads cfg's lockfile for enforcement: none is nil; a broken one
+// stops the command, since running unpinned would be silent.
+func readLock(cfg *config.Config) (*lock.Lock, error) {
+	l, err := lock.Read(lockPath(cfg))
+	if err != nil {
+		return nil, &exitError{exitUsage, err}
+	}
+	return l, nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/config"
+	"github.com/nexus-mcp/nexus/host/lock"
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/host/plugin"
 	"github.com/nexus-mcp/nexus/host/policy"
@@ -55,6 +56,7 @@ type app struct {
 	output      string
 	out         string // call --out: where the result's binary content goes
 
+	noLock    bool // nexus lock: the lockfile is what it writes, not what it obeys
 	modelOnce sync.Once
 	sampler   *sampling.Model // the config's sampling model, nil without one
 
@@ -268,7 +270,14 @@ func (a *app) openHost() (*host.Host, error) {
 	}
 	a.printWarnings(cfg.Warnings)
 	a.cfg = cfg
+	var pinned *lock.Lock
+	if !a.noLock {
+		if pinned, err = readLock(cfg); err != nil {
+			return nil, err
+		}
+	}
 	opts := host.Options{
+		Lock:        pinned,
 		Logger:      a.logger(),
 		Timeout:     a.timeout,
 		Confirm:     a.confirmer(),

@@ -76,7 +76,11 @@ With --listen (or a gateway block's listen) it serves streamable HTTP at
 				confirm = policy.AllowAll{}
 			}
 			log := a.logger()
-			h := host.New(cfg, host.Options{Logger: log, Timeout: a.timeout, Confirm: confirm})
+			pinned, err := readLock(cfg)
+			if err != nil {
+				return err
+			}
+			h := host.New(cfg, host.Options{Logger: log, Timeout: a.timeout, Confirm: confirm, Lock: pinned})
 			defer h.Close()
 			g := gateway.New(h, gateway.Options{Logger: log.Named("gateway")})
 			defer g.Close()

@@ -1,0 +1,83 @@
+package host
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/nexus-mcp/nexus/host/lock"
+	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/host/policy"
+)
+
+// Enforcing the lockfile (Options.Lock): a tool whose definition is not
+// the one pinned, or that is not pinned at all, is withheld: not listed,
+// and a call is refused naming what changed and how to review and accept
+// it. Servers the lockfile does not name at all are withheld whole, since
+// every tool of theirs is new. Checked wherever the tool list is read, so
+// a re-list after notifications/tools/list_changed is checked too.
+
+// lockVerdicts caches a tool's verdict by its definition's hash input, so
+// an unchanged catalog is not hashed again.
+type lockVerdicts struct {
+	mu   sync.Mutex
+	seen map[string]string // server "\x00" tool "\x00" description "\x00" schema -> withholding reason ("" = pinned)
+}
+
+// withheld says why the lockfile withholds server's tool, or "".
+func (h *Host) withheld(server string, t *mcp.Tool) string {
+	l := h.opts.Lock
+	if l == nil {
+		return ""
+	}
+	key := server + "\x00" + t.Name + "\x00" + t.Title + "\x00" + t.Description + "\x00" + string(t.InputSchema) + "\x00" + string(t.OutputSchema)
+	if t.Annotations != nil {
+		key += fmt.Sprintf("\x00%+v", *t.Annotations)
+	}
+	h.lockv.mu.Lock()
+	why, ok := h.lockv.seen[key]
+	h.lockv.mu.Unlock()
+	if ok {
+		return why
+	}
+	why = lockReason(l, server, t)
+	if why != "" {
+		h.log.Warn("tool withheld by the lockfile", "server", server, "tool", t.Name, "why", why)
+	}
+	h.lockv.mu.Lock()
+	if h.lockv.seen == nil {
+		h.lockv.seen = map[string]string{}
+	}
+	h.lockv.seen[key] = why
+	h.lockv.mu.Unlock()
+	return why
+}
+
+func lockReason(l *lock.Lock, server string, t *mcp.Tool) string {
+	s := l.Server(server)
+	if s == nil {
+		return fmt.Sprintf("server %q is not in the lockfile, so none of its tools is approved; review them, then pin them with nexus lock --server %s", server, server)
+	}
+	live, err := lock.ToolItem(*t)
+	if err != nil {
+		return fmt.Sprintf("its definition cannot be checked against the lockfile: %v", err)
+	}
+	for _, it := range s.Tools {
+		if it.Name != t.Name {
+			continue
+		}
+		if it.SHA256 == live.SHA256 {
+			return ""
+		}
+		what := "its schema, title or annotations changed (the description is the same)"
+		if it.Description != live.Description {
+			what = fmt.Sprintf("its description changed from %q to %q", it.Description, live.Description)
+		}
+		return fmt.Sprintf("%s.%s is not what the lockfile pins: %s; review it with nexus lock --check, accept it with nexus lock --server %s", server, t.Name, what, server)
+	}
+	return fmt.Sprintf("%s.%s is new since the lockfile was written; review it with nexus lock --check, accept it with nexus lock --server %s", server, t.Name, server)
+}
+
+// lockDenial is a call the lockfile refuses.
+func lockDenial(server, tool, why string) error {
+	return &policy.DeniedError{Link: "lock", Kind: policy.KindPolicy, Method: mcp.MethodToolsCall, Server: server, Tool: tool, Reason: why}
+}
