@@ -354,7 +354,10 @@ func TestResponsesCorked(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := writes.n.Load(); n > 3 {
+	// Four responses a write at most (corkMax) makes three the floor; a
+	// loaded machine may hand the batch over in two reads, which costs a
+	// write or two more. Without corking it would be ten.
+	if n := writes.n.Load(); n > 5 {
 		t.Errorf("10 requests that arrived together took %d writes to answer", n)
 	}
 
