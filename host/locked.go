@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/nexus-mcp/nexus/host/config"
 	"github.com/nexus-mcp/nexus/host/lock"
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/host/policy"
@@ -39,9 +40,21 @@ func (h *Host) withheld(server string, t *mcp.Tool) string {
 	if ok {
 		return why
 	}
-	why = lockReason(l, server, t)
+	why, isNew := lockReason(l, server, t)
 	if why != "" {
-		h.log.Warn("tool withheld by the lockfile", "server", server, "tool", t.Name, "why", why)
+		action := config.LockBlock
+		if p := h.cfg.Lock; p != nil {
+			action = p.OnChange
+			if isNew {
+				action = p.OnNew
+			}
+		}
+		if action == config.LockWarn {
+			h.log.Warn("tool not pinned as it is, allowed (lock { on_change/on_new = \"warn\" })", "server", server, "tool", t.Name, "why", why)
+			why = ""
+		} else {
+			h.log.Warn("tool withheld by the lockfile", "server", server, "tool", t.Name, "why", why)
+		}
 	}
 	h.lockv.mu.Lock()
 	if h.lockv.seen == nil {
@@ -52,29 +65,31 @@ func (h *Host) withheld(server string, t *mcp.Tool) string {
 	return why
 }
 
-func lockReason(l *lock.Lock, server string, t *mcp.Tool) string {
+// lockReason says why the lockfile does not cover server's tool as it
+// is, or "", and whether the tool (or its server) is new to it.
+func lockReason(l *lock.Lock, server string, t *mcp.Tool) (string, bool) {
 	s := l.Server(server)
 	if s == nil {
-		return fmt.Sprintf("server %q is not in the lockfile, so none of its tools is approved; review them, then pin them with nexus lock --server %s", server, server)
+		return fmt.Sprintf("server %q is not in the lockfile, so none of its tools is approved; review them, then pin them with nexus lock --server %s", server, server), true
 	}
 	live, err := lock.ToolItem(*t)
 	if err != nil {
-		return fmt.Sprintf("its definition cannot be checked against the lockfile: %v", err)
+		return fmt.Sprintf("its definition cannot be checked against the lockfile: %v", err), false
 	}
 	for _, it := range s.Tools {
 		if it.Name != t.Name {
 			continue
 		}
 		if it.SHA256 == live.SHA256 {
-			return ""
+			return "", false
 		}
 		what := "its schema, title or annotations changed (the description is the same)"
 		if it.Description != live.Description {
 			what = fmt.Sprintf("its description changed from %q to %q", it.Description, live.Description)
 		}
-		return fmt.Sprintf("%s.%s is not what the lockfile pins: %s; review it with nexus lock --check, accept it with nexus lock --server %s", server, t.Name, what, server)
+		return fmt.Sprintf("%s.%s is not what the lockfile pins: %s; review it with nexus lock --check, accept it with nexus lock --server %s", server, t.Name, what, server), false
 	}
-	return fmt.Sprintf("%s.%s is new since the lockfile was written; review it with nexus lock --check, accept it with nexus lock --server %s", server, t.Name, server)
+	return fmt.Sprintf("%s.%s is new since the lockfile was written; review it with nexus lock --check, accept it with nexus lock --server %s", server, t.Name, server), true
 }
 
 // lockDenial is a call the lockfile refuses.

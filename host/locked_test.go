@@ -45,3 +45,25 @@ func TestLockfileEnforced(t *testing.T) {
 	_, err = h.CallTool(ctx, "y", "other.x", hi, nil)
 	denied(t, err, "lock", `server "other" is not in the lockfile`)
 }
+
+// A lock block can let through, with a warning, what the lockfile does not
+// pin: new tools (on_new = "warn") while changed ones stay withheld.
+func TestLockBlockWarn(t *testing.T) {
+	w := newWorld()
+	changed := echoTool("write")
+	changed.Description = "Write a file, now differently."
+	w.server("fs", echoTool("read"), changed, echoTool("delete"))
+	approved := echoTool("write")
+	approved.Description = "Write a file."
+	pinned, _ := lock.Pin("fs", mcp.Implementation{}, []mcp.Tool{echoTool("read"), approved}, nil, nil)
+	l := &lock.Lock{}
+	l.Put(pinned)
+	h := w.host(t, yolo+`, "lock": {"on_new": "warn"}`, host.Options{Lock: l})
+	tools, err := h.Tools(ctx, "y")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantNames(t, tools, "mcp_fs_delete", "mcp_fs_read")
+	_, err = h.CallTool(ctx, "y", "fs.write", hi, nil)
+	denied(t, err, "lock", "description changed")
+}

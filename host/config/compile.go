@@ -450,6 +450,9 @@ func (c *compiler) nexusExtras(doc map[string]any) {
 	if cfg.Sampling != nil {
 		doc["sampling"] = c.samplingJSON(cfg.Sampling)
 	}
+	if cfg.Lock != nil {
+		doc["lock"] = map[string]any{"on_change": cfg.Lock.OnChange, "on_new": cfg.Lock.OnNew}
+	}
 }
 
 func putList(m map[string]any, k string, v []string) {
@@ -485,6 +488,9 @@ func (c *compiler) lostGlobals() {
 	}
 	if cfg.Gateway != nil {
 		c.warns = append(c.warns, Warning{Source: cfg.Gateway.Source, Message: fmt.Sprintf("the gateway block cannot be expressed in %s (it configures nexus serve; --via-gateway writes a client config that uses it)", c.format)})
+	}
+	if cfg.Lock != nil {
+		c.warns = append(c.warns, Warning{Source: cfg.Lock.Source, Message: fmt.Sprintf("the lock block cannot be expressed in %s: a client does not read nexus.lock.hcl", c.format)})
 	}
 	if cfg.Sampling != nil {
 		c.warns = append(c.warns, Warning{Source: cfg.Sampling.Source, Message: fmt.Sprintf("the sampling block cannot be expressed in %s: the client answers sampling requests with its own model", c.format)})

@@ -268,13 +268,14 @@ type File struct {
 type Config struct {
 	Servers  []*Server // sorted by name
 	Plugins  []*Plugin
-	Filters  []*Filter // in run order
-	Agents   []*Agent  // sorted by name
-	Gateway  *Gateway  // nil: no gateway block (nexus serve uses defaults and flags)
-	Sampling *Sampling // nil: no model; servers' sampling requests go to a person
-	Roots    []string  // absolute paths offered to servers as MCP roots
-	Inputs   []Input   // the VS Code inputs the servers refer to, by id
-	Files    []File    // lowest layer first
+	Filters  []*Filter   // in run order
+	Agents   []*Agent    // sorted by name
+	Gateway  *Gateway    // nil: no gateway block (nexus serve uses defaults and flags)
+	Sampling *Sampling   // nil: no model; servers' sampling requests go to a person
+	Lock     *LockPolicy // nil: what the lockfile does not pin is withheld
+	Roots    []string    // absolute paths offered to servers as MCP roots
+	Inputs   []Input     // the VS Code inputs the servers refer to, by id
+	Files    []File      // lowest layer first
 	Warnings []Warning
 }
 

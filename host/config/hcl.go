@@ -43,6 +43,7 @@ var (
 		{Type: "agent", LabelNames: []string{"name"}},
 		{Type: "gateway"},
 		{Type: "sampling"},
+		{Type: "lock"},
 	}}
 	earlySchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
 		{Type: "variable", LabelNames: []string{"name"}},
@@ -189,6 +190,8 @@ func (ld *loader) parseHCLFile(f *file, filename string, isJSON bool) *fileConfi
 			h.gateway(b)
 		case "sampling":
 			h.sampling(b)
+		case "lock":
+			h.lock(b)
 		}
 	}
 	return &h.out

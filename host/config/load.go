@@ -238,6 +238,7 @@ type fileConfig struct {
 	inputs   []Input
 	gateway  *Gateway
 	sampling *Sampling
+	lock     *LockPolicy
 }
 
 func (ld *loader) load(files []File) (*Config, error) {
@@ -491,6 +492,9 @@ func merge(cfg *Config, parts []*fileConfig) {
 		}
 		if p.hasRoots {
 			cfg.Roots = p.roots
+		}
+		if lp := p.lock; lp != nil {
+			cfg.Lock = lp // a later layer's lock block replaces the whole block
 		}
 		if sm := p.sampling; sm != nil {
 			// A later layer's sampling block replaces the whole block.

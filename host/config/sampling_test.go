@@ -72,3 +72,19 @@ func warnText(ws []Warning) string {
 	}
 	return b.String()
 }
+
+// A lock block decodes in both syntaxes; anything but block or warn is an
+// error at the value.
+func TestLockBlock(t *testing.T) {
+	cfg, err := loadOne(t, "nexus.hcl", "lock {\n  on_new = \"warn\"\n}\n", nil)
+	if err != nil || cfg.Lock == nil || cfg.Lock.OnNew != LockWarn || cfg.Lock.OnChange != LockBlock {
+		t.Fatalf("%+v %v", cfg.Lock, err)
+	}
+	cfg, err = loadOne(t, "nexus.json", `{"lock": {"on_change": "warn"}}`, nil)
+	if err != nil || cfg.Lock == nil || cfg.Lock.OnChange != LockWarn || cfg.Lock.OnNew != LockBlock {
+		t.Fatalf("json: %+v %v", cfg.Lock, err)
+	}
+	if _, err := loadOne(t, "nexus.hcl", "lock {\n  on_change = \"allow\"\n}\n", nil); err == nil || !strings.Contains(err.Error(), `on_change "allow" is not "block"`) {
+		t.Errorf("a bad action: %v", err)
+	}
+}
