@@ -372,6 +372,17 @@ func TestLock(t *testing.T) {
 	if _, _, code := nexusIn(t, dir, "", nil, "lock", "--check"); code != 0 {
 		t.Errorf("check after accepting: exit %d", code)
 	}
+	// A pinned server no longer configured is said; a full nexus lock drops it.
+	lockfile := filepath.Join(dir, "nexus.lock.hcl")
+	b, _ := os.ReadFile(lockfile)
+	os.WriteFile(lockfile, append(b, []byte("\nserver \"gone\" {\n}\n")...), 0o600)
+	if _, stderr, _ := nexusIn(t, dir, "", nil, "tools"); !strings.Contains(stderr, `pins server "gone", which is not configured`) {
+		t.Errorf("a pinned server no longer configured:\n%s", stderr)
+	}
+	nexusIn(t, dir, "", nil, "lock")
+	if b, _ := os.ReadFile(lockfile); strings.Contains(string(b), `"gone"`) {
+		t.Errorf("nexus lock kept an unconfigured server:\n%s", b)
+	}
 	os.WriteFile(filepath.Join(dir, "nexus.lock.hcl"), []byte("server \"testserver\" {\n  tool \"add\" {\n    sha256 = \"nope\"\n  }\n}\n"), 0o600)
 	if _, stderr, code := nexusIn(t, dir, "", nil, "lock", "--check"); code != 2 || !strings.Contains(stderr, "nexus.lock.hcl:3:14") {
 		t.Errorf("a broken lockfile: exit %d\n%s", code, stderr)

@@ -64,7 +64,10 @@ not, for CI; -o json for machines.`,
 				names = []string{server}
 			}
 			var changes []lock.Change
-			next := &lock.Lock{Servers: slices.Clone(pinned.Servers)}
+			next := &lock.Lock{}
+			if server != "" {
+				next.Servers = slices.Clone(pinned.Servers) // the others stay as pinned
+			}
 			for _, name := range names {
 				if s := h.Config().Server(name); s == nil || !s.Enabled {
 					continue
@@ -123,11 +126,20 @@ func lockPath(cfg *config.Config) string {
 }
 
 // readLock reads cfg's lockfile for enforcement: none is nil; a broken one
-// stops the command, since running unpinned would be silent.
-func readLock(cfg *config.Config) (*lock.Lock, error) {
-	l, err := lock.Read(lockPath(cfg))
+// stops the command, since running unpinned would be silent. Entries of
+// servers the config no longer has are said (nexus lock drops them).
+func (a *app) readLock(cfg *config.Config) (*lock.Lock, error) {
+	path := lockPath(cfg)
+	l, err := lock.Read(path)
 	if err != nil {
 		return nil, &exitError{exitUsage, err}
+	}
+	if l != nil {
+		for _, s := range l.Servers {
+			if cfg.Server(s.Name) == nil {
+				fmt.Fprintf(a.stderr, "Warning: %s pins server %q, which is not configured; nexus lock drops it\n", path, s.Name)
+			}
+		}
 	}
 	return l, nil
 }

@@ -272,7 +272,7 @@ func (a *app) openHost() (*host.Host, error) {
 	a.cfg = cfg
 	var pinned *lock.Lock
 	if !a.noLock {
-		if pinned, err = readLock(cfg); err != nil {
+		if pinned, err = a.readLock(cfg); err != nil {
 			return nil, err
 		}
 	}

@@ -76,7 +76,7 @@ With --listen (or a gateway block's listen) it serves streamable HTTP at
 				confirm = policy.AllowAll{}
 			}
 			log := a.logger()
-			pinned, err := readLock(cfg)
+			pinned, err := a.readLock(cfg)
 			if err != nil {
 				return err
 			}
