@@ -15,6 +15,7 @@ import (
 	"github.com/nexus-mcp/nexus/host/config"
 	"github.com/nexus-mcp/nexus/host/gateway"
 	"github.com/nexus-mcp/nexus/host/internal/taskfake"
+	"github.com/nexus-mcp/nexus/host/lock"
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/host/testserver"
 )
@@ -59,6 +60,12 @@ func ptr[T any](v T) *T { return &v }
 
 func newEnv(t testing.TB, edit func(*config.Config)) *env {
 	t.Helper()
+	return newEnvLocked(t, edit, nil)
+}
+
+// newEnvLocked is newEnv with a lockfile the host enforces.
+func newEnvLocked(t testing.TB, edit func(*config.Config), pinned *lock.Lock) *env {
+	t.Helper()
 	before := runtime.NumGoroutine()
 	cfg := &config.Config{
 		Servers: []*config.Server{
@@ -78,6 +85,7 @@ func newEnv(t testing.TB, edit func(*config.Config)) *env {
 	e := &env{t: t, cfg: cfg, probe: newProbe(), ctx: ctx}
 	var wg sync.WaitGroup
 	e.h = host.New(cfg, host.Options{
+		Lock:    pinned,
 		Confirm: gateway.Confirm{},
 		Transport: func(_ context.Context, srv *config.Server) (mcp.Conn, error) {
 			var s *mcp.Server
@@ -448,6 +456,48 @@ func TestBadInput(t *testing.T) {
 
 // Any tool runs as a task: created at once, polled, its result waited
 // for, listed, cancelled (which cancels the call upstream).
+// Through the gateway a lockfile holds as in the CLI: a client does not
+// see a tool that is not pinned as it is, and calling it by name is
+// refused, with the fix, as a tool result the model can read.
+func TestLockfileThroughGateway(t *testing.T) {
+	l := &lock.Lock{} // filled below, before the first check reads it
+	e := newEnvLocked(t, nil, l)
+	ctx := ctxT(t)
+	d, err := e.h.Definitions(ctx, "claude", "testserver")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keep []mcp.Tool
+	for _, tl := range d.Tools {
+		if tl.Name != "add" { // add is new to this lockfile
+			keep = append(keep, tl)
+		}
+	}
+	pinned, err := lock.Pin("testserver", d.Info, keep, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Put(pinned)
+	l.Put(&lock.Server{Name: "probe"})
+	c := e.connect("claude", mcp.ClientOptions{})
+	listed, err := c.ListTools(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range listed {
+		if tl.Name == "mcp_testserver_add" {
+			t.Fatal("a tool the lockfile does not pin is listed")
+		}
+	}
+	res, err := c.CallTool(ctx, "mcp_testserver_add", json.RawMessage(`{"a":1,"b":2}`), nil)
+	if err != nil || !res.IsError || !strings.Contains(res.Content[0].Text, "new since the lockfile was written") {
+		t.Fatalf("calling it: %v %+v", err, res)
+	}
+	if res, err := c.CallTool(ctx, "mcp_testserver_echo", json.RawMessage(`{"message":"pinned"}`), nil); err != nil || res.IsError {
+		t.Fatalf("a pinned tool: %v %+v", err, res)
+	}
+}
+
 // A tool its server runs only as a task reaches clients through the
 // gateway either way: called plainly (the host runs the task upstream and
 // answers with its result) or as a task of the gateway's own.
