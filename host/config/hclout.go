@@ -102,42 +102,39 @@ func serverHCL(s *Server) string {
 }
 
 // valueHCL is a string setting: its template where it came from the
-// environment or an input, else the value.
+// environment or an input (a reference alone is the expression itself),
+// else the value.
 func (s *Server) valueHCL(ptr, v string) string {
 	t, ok := s.Refs[ptr]
 	if !ok {
 		return hclString(v)
 	}
 	if len(t) == 1 && t[0].Ref != nil {
-		// A reference alone is the expression itself.
-		q := s.valueHCLParts(t)
-		return q[3 : len(q)-2]
+		return refHCL(*t[0].Ref)
 	}
-	return s.valueHCLParts(t)
-}
-
-func (s *Server) valueHCLParts(t Template) string {
 	var b strings.Builder
 	b.WriteByte('"')
 	for _, p := range t {
 		if p.Ref == nil {
 			q := hclString(p.Text)
 			b.WriteString(q[1 : len(q)-1])
-			continue
+		} else {
+			b.WriteString("${" + refHCL(*p.Ref) + "}")
 		}
-		b.WriteString("${")
-		switch {
-		case p.Ref.Input != "":
-			b.WriteString("var." + inputVar(p.Ref.Input))
-		case p.Ref.HasDefault:
-			fmt.Fprintf(&b, "env(%s, %s)", hclString(p.Ref.Env), hclString(p.Ref.Default))
-		default:
-			fmt.Fprintf(&b, "env(%s)", hclString(p.Ref.Env))
-		}
-		b.WriteByte('}')
 	}
 	b.WriteByte('"')
 	return b.String()
+}
+
+// refHCL is the HCL expression that reads what r refers to.
+func refHCL(r Ref) string {
+	switch {
+	case r.Input != "":
+		return "var." + inputVar(r.Input)
+	case r.HasDefault:
+		return fmt.Sprintf("env(%s, %s)", hclString(r.Env), hclString(r.Default))
+	}
+	return fmt.Sprintf("env(%s)", hclString(r.Env))
 }
 
 func (s *Server) mapHCL(ptr string, m map[string]string) string {

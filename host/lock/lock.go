@@ -5,7 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"regexp"
 	"slices"
@@ -171,15 +174,21 @@ var (
 // used is an error that says where (file:line:column) and what is wrong:
 // a host must not run unpinned because its lockfile is broken.
 func Read(path string) (*Lock, error) {
-	data, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
+	defer f.Close()
+	// Read no more than the limit allows: the file is outside input.
+	data, err := io.ReadAll(io.LimitReader(f, MaxFile+1))
+	if err != nil {
+		return nil, err
+	}
 	if len(data) > MaxFile {
-		return nil, fmt.Errorf("lockfile %s is over %d bytes", path, MaxFile)
+		return nil, fmt.Errorf("lockfile %s is over %d bytes; it is written by nexus lock: restore it from version control, or write it anew with nexus lock", path, MaxFile)
 	}
 	return Parse(data, path)
 }

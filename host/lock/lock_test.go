@@ -1,7 +1,10 @@
 package lock
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -99,4 +102,19 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Read reads a lockfile only up to its limit; none at all is no error.
+func TestReadLimit(t *testing.T) {
+	dir := t.TempDir()
+	if l, err := Read(filepath.Join(dir, "none.hcl")); l != nil || err != nil {
+		t.Errorf("no file: %v %v", l, err)
+	}
+	big := filepath.Join(dir, "big.hcl")
+	if err := os.WriteFile(big, bytes.Repeat([]byte("#\n"), MaxFile/2+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Read(big); err == nil || !strings.Contains(err.Error(), "over") {
+		t.Errorf("an oversized lockfile: %v", err)
+	}
 }
