@@ -419,7 +419,7 @@ func checkBytes(data []byte, src diag.Source) *diag.Report {
 	if len(bytes.TrimSpace(bytes.TrimPrefix(data, bom))) == 0 {
 		// The example is in the file's own syntax.
 		example := `Add a server, e.g. {"mcpServers": {"test": {"command": "nexus", "args": ["testserver"]}}}`
-		if strings.EqualFold(filepath.Ext(src.File), ".hcl") {
+		if src.HCL() {
 			example = "Add a server, e.g.\nserver \"test\" {\n  stdio {\n    command = \"nexus\"\n    args    = [\"testserver\"]\n  }\n}"
 		}
 		return &diag.Report{Title: errTitle, Source: src, Problem: "the config file is empty",

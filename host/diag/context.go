@@ -219,7 +219,7 @@ func sizeName(n int) string {
 // most people start from a client's JSON config).
 
 // hcl says whether the server's file is HCL.
-func (c Context) hcl() bool { return strings.EqualFold(filepath.Ext(c.Source.File), ".hcl") }
+func (c Context) hcl() bool { return c.Source.HCL() }
 
 // key names a setting as the file spells it: "env" in JSON, env in HCL,
 // where block says which block of the server holds it (stdio, http).

@@ -2,6 +2,7 @@ package diag
 
 import (
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -28,6 +29,10 @@ var layerNames = map[string]string{
 	"builtin":  "built-in default",
 	"env":      "environment",
 }
+
+// HCL says whether the file is nexus.hcl syntax (a .hcl file), so that a
+// fix can be written the way the file is.
+func (s Source) HCL() bool { return strings.EqualFold(filepath.Ext(s.File), ".hcl") }
 
 // String renders s as in "~/.nexus/mcp.json (global config), line 4". The
 // home directory is shortened to ~ because that is how people type it. A
