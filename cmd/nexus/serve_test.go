@@ -146,7 +146,7 @@ func marked(t *testing.T, mark string) []string {
 			continue
 		}
 		stat, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if i := bytes.LastIndexByte(stat, ')'); i > 0 && len(stat) > i+2 && stat[i+2] == 'Z' {
+		if testenv.Zombie(stat) {
 			continue // a zombie is gone, only not yet reaped by its parent
 		}
 		out = append(out, e.Name())

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/nexus-mcp/nexus/internal/testenv"
 )
 
 // osPipePair is a client and server conn over real pipes, where both
@@ -443,10 +445,10 @@ func waitCallWaits(t *testing.T, errc chan error) (direct bool) {
 		if len(errc) > 0 {
 			t.Fatalf("the call ended before the test acted: %v", <-errc)
 		}
-		if blockedIn("IO wait", "(*Peer).readOwn(", "(*Client).CallTool(") {
+		if testenv.BlockedIn("IO wait", "(*Peer).readOwn(", "(*Client).CallTool(") {
 			return true
 		}
-		if blockedIn("select", "(*Peer).CallRaw(", "(*Client).CallTool(") {
+		if testenv.BlockedIn("select", "(*Peer).CallRaw(", "(*Client).CallTool(") {
 			return false
 		}
 	}

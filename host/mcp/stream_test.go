@@ -6,11 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nexus-mcp/nexus/internal/testenv"
 )
 
 func TestStreamConnLimit(t *testing.T) {
@@ -103,7 +104,7 @@ func TestStreamConnCloseUnblocksRead(t *testing.T) {
 	}()
 	// Close while the read waits in the pipe, not before it starts (a read
 	// after Close fails without waiting).
-	if !waitBlocked(t, errc, "select", "(*StreamConn).ReadMessage(", "io.(*pipe).read(") {
+	if !testenv.WaitBlocked(t, errc, "select", "(*StreamConn).ReadMessage(", "io.(*pipe).read(") {
 		t.Fatalf("ReadMessage returned before Close: %v", <-errc)
 	}
 	c.Close()
@@ -168,45 +169,3 @@ func FuzzStreamConn(f *testing.F) {
 }
 
 func isSpace(b byte) bool { return b == ' ' || b == '\t' || b == '\r' || b == '\n' }
-
-// waitBlocked waits until some goroutine is parked in state (as
-// runtime.Stack names it: "select", "IO wait", "syscall", …) with each of
-// fns in its stack, and reports true; or until done holds a value, and
-// reports false: the call it watches returned before it blocked. It fails
-// the test after 10 s. It is how a test makes sure it acts on a call that
-// is waiting, rather than sleeping and hoping.
-func waitBlocked[T any](t *testing.T, done <-chan T, state string, fns ...string) bool {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		if len(done) > 0 {
-			return false
-		}
-		if blockedIn(state, fns...) {
-			return true
-		}
-	}
-	t.Fatalf("after 10 s, no goroutine is parked (%s) in %s", state, strings.Join(fns, " and "))
-	return false
-}
-
-// blockedIn reports whether some goroutine is parked in state with each of
-// fns in its stack.
-func blockedIn(state string, fns ...string) bool {
-	buf := make([]byte, 1<<20)
-	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
-		head, _, _ := strings.Cut(g, "\n")
-		if strings.Contains(head, " ["+state) && containsAll(g, fns) {
-			return true
-		}
-	}
-	return false
-}
-
-func containsAll(s string, subs []string) bool {
-	for _, sub := range subs {
-		if !strings.Contains(s, sub) {
-			return false
-		}
-	}
-	return true
-}

@@ -2,12 +2,10 @@ package plugin
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nexus-mcp/nexus/host/config"
+	"github.com/nexus-mcp/nexus/internal/testenv"
 	"github.com/nexus-mcp/nexus/sdk/event"
 )
 
@@ -78,26 +77,12 @@ func TestPluginChildrenStop(t *testing.T) {
 	}
 	m.Close()
 	deadline := time.Now().Add(10 * time.Second)
-	for running(child) {
+	for testenv.Running(child) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the plugin's child %d outlived Manager.Close by 10 s", child)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// running is alive, with a zombie nobody reaps counted as gone (an orphan
-// goes to PID 1, which in some containers never reaps).
-func running(pid int) bool {
-	if !alive(pid) {
-		return false
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return runtime.GOOS != "linux"
-	}
-	i := bytes.LastIndexByte(b, ')')
-	return !(i > 0 && i+2 < len(b) && b[i+2] == 'Z')
 }
 
 func TestReattach(t *testing.T) {

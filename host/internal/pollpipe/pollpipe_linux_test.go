@@ -7,12 +7,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/nexus-mcp/nexus/internal/testenv"
 )
 
 func newTestPipe(t *testing.T) (*Reader, *os.File) {
@@ -51,33 +52,10 @@ func within(t *testing.T, done <-chan error, d time.Duration) error {
 	}
 }
 
-// waitBlocked waits until some goroutine is parked in state (as
-// runtime.Stack names it) with fn in its stack, and reports true; or until
-// done holds a value, and reports false: the call returned before it
-// blocked. It fails the test after 10 s. The tests use it, not a sleep, to
-// act on a Read or Await that is really waiting.
-func waitBlocked(t *testing.T, done <-chan error, state, fn string) bool {
-	t.Helper()
-	buf := make([]byte, 1<<20)
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		if len(done) > 0 {
-			return false
-		}
-		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
-			head, _, _ := strings.Cut(g, "\n")
-			if strings.Contains(head, " ["+state) && strings.Contains(g, fn) {
-				return true
-			}
-		}
-	}
-	t.Fatalf("after 10 s, no goroutine is parked (%s) in %s", state, fn)
-	return false
-}
-
 // readWaiting waits until a Read waits in the runtime's poller.
 func readWaiting(t *testing.T, done <-chan error) {
 	t.Helper()
-	if !waitBlocked(t, done, "IO wait", "pollpipe.(*Reader).Read(") {
+	if !testenv.WaitBlocked(t, done, "IO wait", "pollpipe.(*Reader).Read(") {
 		t.Fatalf("Read returned before it waited: %v", <-done)
 	}
 }
@@ -91,7 +69,7 @@ func awaitWaiting(t *testing.T, r *Reader) <-chan error {
 	t.Helper()
 	for range 20 {
 		done := awaitAsync(r, time.Time{})
-		if waitBlocked(t, done, "syscall", "pollpipe.(*Reader).Await(") {
+		if testenv.WaitBlocked(t, done, "syscall", "pollpipe.(*Reader).Await(") {
 			return done
 		}
 	}
@@ -143,7 +121,7 @@ func TestPollReaderDeadline(t *testing.T) {
 	for d := 20 * time.Millisecond; ; d *= 2 {
 		_ = r.SetReadDeadline(time.Now().Add(d))
 		done := readAsync(r)
-		waited := waitBlocked(t, done, "IO wait", "pollpipe.(*Reader).Read(")
+		waited := testenv.WaitBlocked(t, done, "IO wait", "pollpipe.(*Reader).Read(")
 		if err := within(t, done, 5*time.Second+d); !errors.Is(err, os.ErrDeadlineExceeded) {
 			t.Fatalf("deadline passed while waiting: %v", err)
 		}
@@ -236,7 +214,7 @@ func TestPollReaderAwaitWakes(t *testing.T) {
 	// late to wait, or a signal ended its wait early).
 	for d := 20 * time.Millisecond; ; d *= 2 {
 		done := awaitAsync(r, time.Now().Add(d))
-		waited := waitBlocked(t, done, "syscall", "pollpipe.(*Reader).Await(")
+		waited := testenv.WaitBlocked(t, done, "syscall", "pollpipe.(*Reader).Await(")
 		within(t, done, 5*time.Second+d)
 		if waited {
 			break

@@ -7,12 +7,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nexus-mcp/nexus/internal/testenv"
 )
 
 // The test binary doubles as a host: NEXUS_PROC_HOST=guard starts a child
@@ -59,31 +60,13 @@ func runHost(mode string) {
 		p := wd.proc
 		wd.mu.Unlock()
 		_ = p.Kill() // left for send to find and reap
-		for alive(p.Pid) {
+		for testenv.Running(p.Pid) {
 			time.Sleep(time.Millisecond)
 		}
 		pids = append(pids, spawn())
 	}
 	fmt.Println(strings.Trim(fmt.Sprint(pids), "[]"))
 	select {}
-}
-
-// alive says whether pid runs; a zombie nobody reaps (PID 1 in some
-// containers does not) counts as gone.
-func alive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	if runtime.GOOS == "linux" {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if err != nil {
-			return false
-		}
-		if i := strings.LastIndexByte(string(b), ')'); i > 0 && i+2 < len(b) && b[i+2] == 'Z' {
-			return false
-		}
-	}
-	return true
 }
 
 // host starts the test binary as a host in mode and returns it and the
@@ -132,7 +115,7 @@ func gone(pids []int, within time.Duration) bool {
 	for {
 		n := 0
 		for _, p := range pids {
-			if alive(p) {
+			if testenv.Running(p) {
 				n++
 			}
 		}

@@ -18,6 +18,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
+
+	"github.com/nexus-mcp/nexus/internal/testenv"
 )
 
 const testGrace = 100 * time.Millisecond
@@ -120,29 +122,6 @@ func mustWrite(t *testing.T, c *Conn, msg string) {
 	if err := c.WriteMessage(context.Background(), []byte(msg)); err != nil {
 		t.Fatalf("WriteMessage: %v", err)
 	}
-}
-
-// waitBlocked waits until some goroutine is parked in state (as
-// runtime.Stack names it: "IO wait", "select", …) with fn in its stack, and
-// reports true; or until done holds a value, and reports false: the call
-// returned before it blocked. It fails the test after 10 s. Tests use it,
-// not a sleep, to act on a call that is really waiting.
-func waitBlocked(t *testing.T, done <-chan error, state, fn string) bool {
-	t.Helper()
-	buf := make([]byte, 1<<20)
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		if len(done) > 0 {
-			return false
-		}
-		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
-			head, _, _ := strings.Cut(g, "\n")
-			if strings.Contains(head, " ["+state) && strings.Contains(g, fn) {
-				return true
-			}
-		}
-	}
-	t.Fatalf("after 10 s, no goroutine is parked (%s) in %s", state, fn)
-	return false
 }
 
 func waitExited(t *testing.T, c *Conn, within time.Duration) {
@@ -334,7 +313,7 @@ func TestCloseConcurrentWithRead(t *testing.T) {
 		errc <- err
 	}()
 	// Close while the read waits for the pipe, not before it starts.
-	if !waitBlocked(t, errc, "IO wait", "(*Conn).ReadMessage(") {
+	if !testenv.WaitBlocked(t, errc, "IO wait", "(*Conn).ReadMessage(") {
 		t.Fatalf("ReadMessage returned before Close: %v", <-errc)
 	}
 	var wg sync.WaitGroup
@@ -379,7 +358,7 @@ func TestWriteRespectsContext(t *testing.T) {
 		}()
 		// Cancel once it is stuck (a cancel before it starts is the
 		// pre-cancelled case, which writes nothing).
-		if !waitBlocked(t, errc, "IO wait", "(*Conn).WriteMessage(") {
+		if !testenv.WaitBlocked(t, errc, "IO wait", "(*Conn).WriteMessage(") {
 			t.Fatalf("the big write returned without blocking: %v", <-errc)
 		}
 		cancel()
@@ -622,7 +601,7 @@ func TestReadMessageBefore(t *testing.T) {
 	// the next wait; neither loses input.
 	errc := make(chan error, 1)
 	go func() { _, err := c.ReadMessageBefore(soon(time.Hour)); errc <- err }()
-	if !waitBlocked(t, errc, "IO wait", "(*Conn).ReadMessageBefore(") {
+	if !testenv.WaitBlocked(t, errc, "IO wait", "(*Conn).ReadMessageBefore(") {
 		t.Fatalf("ReadMessageBefore returned before the interrupt: %v", <-errc)
 	}
 	c.InterruptRead()
@@ -673,7 +652,7 @@ func TestReadMessageBefore(t *testing.T) {
 		got <- string(b)
 		errc <- err
 	}()
-	if !waitBlocked(t, errc, "IO wait", "(*Conn).ReadMessage(") {
+	if !testenv.WaitBlocked(t, errc, "IO wait", "(*Conn).ReadMessage(") {
 		t.Fatalf("ReadMessage did not wait for the frame: %v", <-errc)
 	}
 	mustWrite(t, c, `{"id":3}`)
