@@ -30,25 +30,10 @@ func TestOAuthResourceServer(t *testing.T) {
 	}))
 	defer idp.Close()
 
-	e := newEnv(t, nil)
-	var handler http.Handler = http.NotFoundHandler()
-	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
-	defer gw.Close()
-	public := gw.URL + "/mcp"
-	o := gateway.HTTPOptions{}
-	err := gateway.OAuth(&config.Gateway{OAuth: &config.GatewayOAuth{Issuer: idp.URL, JWKSURL: idp.URL + "/jwks", AgentClaim: "sub",
-		Agents: map[string]string{"alice@example.com": "claude"}}}, public, &o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hh, err := e.g.HTTP(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hh.Close()
-	handler = hh
+	henv := oauthGateway(t, idp.URL)
+	public := henv.url + "/mcp"
 
-	resp, err := client.Get(gw.URL + "/.well-known/oauth-protected-resource/mcp")
+	resp, err := client.Get(henv.url + "/.well-known/oauth-protected-resource/mcp")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,9 +47,8 @@ func TestOAuthResourceServer(t *testing.T) {
 		t.Errorf("metadata %+v", meta)
 	}
 
-	henv := &httpEnv{env: e, hh: hh, url: gw.URL}
 	r, body := henv.post(initBody, nil)
-	if r.StatusCode != 401 || !strings.Contains(r.Header.Get("WWW-Authenticate"), `resource_metadata="`+gw.URL+`/.well-known/oauth-protected-resource/mcp"`) {
+	if r.StatusCode != 401 || !strings.Contains(r.Header.Get("WWW-Authenticate"), `resource_metadata="`+henv.url+`/.well-known/oauth-protected-resource/mcp"`) {
 		t.Errorf("no token: %d %v %s", r.StatusCode, r.Header, body)
 	}
 	tok := func(sub string, exp time.Time) string {
@@ -103,12 +87,28 @@ func TestOAuthIssuerDown(t *testing.T) {
 	idp := httptest.NewServer(http.NotFoundHandler())
 	idp.Close() // nothing listens there any more
 
+	henv := oauthGateway(t, idp.URL)
+	key, _ := rsa.GenerateKey(rand.Reader, 2048)
+	j := jwt.NewWithClaims(jwt.SigningMethodRS256, jwt.MapClaims{"iss": idp.URL, "aud": henv.url + "/mcp", "sub": "alice@example.com", "exp": time.Now().Add(time.Hour).Unix()})
+	j.Header["kid"] = "k1"
+	tok, _ := j.SignedString(key)
+	r, body := henv.post(initBody, map[string]string{"Authorization": "Bearer " + tok})
+	if r.StatusCode != 503 || r.Header.Get("Retry-After") == "" || !strings.Contains(body, "/jwks") {
+		t.Errorf("issuer down: %d %v %s", r.StatusCode, r.Header, body)
+	}
+}
+
+// oauthGateway is the gateway as an OAuth resource server for issuer (keys
+// at issuer/jwks, alice@example.com acting as claude) on loopback, its MCP
+// endpoint at url/mcp.
+func oauthGateway(t *testing.T, issuer string) *httpEnv {
+	t.Helper()
 	e := newEnv(t, nil)
 	var handler http.Handler = http.NotFoundHandler()
 	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
-	defer gw.Close()
+	t.Cleanup(gw.Close)
 	o := gateway.HTTPOptions{}
-	err := gateway.OAuth(&config.Gateway{OAuth: &config.GatewayOAuth{Issuer: idp.URL, JWKSURL: idp.URL + "/jwks", AgentClaim: "sub",
+	err := gateway.OAuth(&config.Gateway{OAuth: &config.GatewayOAuth{Issuer: issuer, JWKSURL: issuer + "/jwks", AgentClaim: "sub",
 		Agents: map[string]string{"alice@example.com": "claude"}}}, gw.URL+"/mcp", &o)
 	if err != nil {
 		t.Fatal(err)
@@ -117,16 +117,8 @@ func TestOAuthIssuerDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer hh.Close()
+	t.Cleanup(func() { hh.Close() })
 	handler = hh
-
-	key, _ := rsa.GenerateKey(rand.Reader, 2048)
-	j := jwt.NewWithClaims(jwt.SigningMethodRS256, jwt.MapClaims{"iss": idp.URL, "aud": gw.URL + "/mcp", "sub": "alice@example.com", "exp": time.Now().Add(time.Hour).Unix()})
-	j.Header["kid"] = "k1"
-	tok, _ := j.SignedString(key)
-	henv := &httpEnv{env: e, hh: hh, url: gw.URL}
-	r, body := henv.post(initBody, map[string]string{"Authorization": "Bearer " + tok})
-	if r.StatusCode != 503 || r.Header.Get("Retry-After") == "" || !strings.Contains(body, "/jwks") {
-		t.Errorf("issuer down: %d %v %s", r.StatusCode, r.Header, body)
-	}
+	return &httpEnv{env: e, hh: hh, url: gw.URL}
 }
+
