@@ -121,4 +121,3 @@ func oauthGateway(t *testing.T, issuer string) *httpEnv {
 	handler = hh
 	return &httpEnv{env: e, hh: hh, url: gw.URL}
 }
-
