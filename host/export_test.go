@@ -1,5 +1,7 @@
 package host
 
+import "github.com/nexus-mcp/nexus/host/mcp"
+
 // PIDs returns, by server, the process id of the last stdio process the
 // host started for it.
 func (h *Host) PIDs() map[string]int {
@@ -17,4 +19,14 @@ func (h *Host) SchemaCacheLen() int {
 	h.sch.mu.Lock()
 	defer h.sch.mu.Unlock()
 	return len(h.sch.cache)
+}
+
+// Withheld is the lockfile's verdict on server's tool.
+func (h *Host) Withheld(server string, t *mcp.Tool) string { return h.withheld(server, t) }
+
+// LockCacheLen is how many tool verdicts the host keeps.
+func (h *Host) LockCacheLen() int {
+	h.lockv.mu.Lock()
+	defer h.lockv.mu.Unlock()
+	return len(h.lockv.seen)
 }

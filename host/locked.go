@@ -1,6 +1,7 @@
 package host
 
 import (
+	"encoding/json"
 	"fmt"
 	"sync"
 
@@ -18,11 +19,15 @@ import (
 // a re-list after notifications/tools/list_changed is checked too.
 
 // lockVerdicts caches a tool's verdict by its definition's hash input, so
-// an unchanged catalog is not hashed again.
+// an unchanged catalog is not hashed again. It holds at most
+// maxLockVerdicts entries: a server that changes its definitions on every
+// list must not grow it without end.
 type lockVerdicts struct {
 	mu   sync.Mutex
-	seen map[string]string // server "\x00" tool "\x00" description "\x00" schema -> withholding reason ("" = pinned)
+	seen map[string]string // server "\x00" tool "\x00" definition -> withholding reason ("" = pinned)
 }
+
+const maxLockVerdicts = 4096
 
 // withheld says why the lockfile withholds server's tool, or "".
 func (h *Host) withheld(server string, t *mcp.Tool) string {
@@ -32,7 +37,9 @@ func (h *Host) withheld(server string, t *mcp.Tool) string {
 	}
 	key := server + "\x00" + t.Name + "\x00" + t.Title + "\x00" + t.Description + "\x00" + string(t.InputSchema) + "\x00" + string(t.OutputSchema)
 	if t.Annotations != nil {
-		key += fmt.Sprintf("\x00%+v", *t.Annotations)
+		// By value: its hints are pointers, new with every list.
+		b, _ := json.Marshal(t.Annotations)
+		key += "\x00" + string(b)
 	}
 	h.lockv.mu.Lock()
 	why, ok := h.lockv.seen[key]
@@ -57,7 +64,7 @@ func (h *Host) withheld(server string, t *mcp.Tool) string {
 		}
 	}
 	h.lockv.mu.Lock()
-	if h.lockv.seen == nil {
+	if h.lockv.seen == nil || len(h.lockv.seen) >= maxLockVerdicts {
 		h.lockv.seen = map[string]string{}
 	}
 	h.lockv.seen[key] = why

@@ -1,6 +1,7 @@
 package host_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/nexus-mcp/nexus/host"
@@ -66,4 +67,32 @@ func TestLockBlockWarn(t *testing.T) {
 	wantNames(t, tools, "mcp_fs_delete", "mcp_fs_read")
 	_, err = h.CallTool(ctx, "y", "fs.write", hi, nil)
 	denied(t, err, "lock", "description changed")
+}
+
+// The verdict cache knows a tool by its definition's values: the same tool
+// listed again (its annotation hints new pointers) is one entry, and a
+// server that changes its definitions on every list does not grow it
+// without bound.
+func TestLockVerdictCache(t *testing.T) {
+	w := newWorld()
+	w.server("fs", echoTool("read"))
+	h := w.host(t, yolo, host.Options{Lock: &lock.Lock{}})
+	tool := func(desc string) *mcp.Tool {
+		yes := true
+		t := echoTool("read")
+		t.Description = desc
+		t.Annotations = &mcp.ToolAnnotations{ReadOnlyHint: &yes}
+		return &t
+	}
+	h.Withheld("fs", tool("Read."))
+	h.Withheld("fs", tool("Read."))
+	if n := h.LockCacheLen(); n != 1 {
+		t.Errorf("the same definition twice made %d entries", n)
+	}
+	for i := range 5000 {
+		h.Withheld("fs", tool(fmt.Sprint("Read, version ", i)))
+	}
+	if n := h.LockCacheLen(); n > 4096 {
+		t.Errorf("%d entries after 5000 definitions", n)
+	}
 }
