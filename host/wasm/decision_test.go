@@ -11,7 +11,7 @@ import (
 // valid decision or an error, never a panic.
 func FuzzDecodeDecision(f *testing.F) {
 	for _, s := range []string{`{"action":"allow"}`, `{"action":"deny","reason":"no"}`, `{"action":"modify","params":{"a":1}}`,
-		`{"action":"modify","result":[]}`, `{"error":"x"}`, `{"action":"maybe"}`, `hello`, `{"action":"modify"}`, `null`, `[]`} {
+		`{"action":"modify","result":[]}`, `{"error":"x"}`, `{"action":"maybe"}`, `hello`, `{"action":"modify"}`, `null`, `[]`, `{"action":"allow","flags":["a","b"]}`, `{"action":"deny","flags":[1]}`} {
 		f.Add([]byte(s), false)
 		f.Add([]byte(s), true)
 	}
@@ -30,5 +30,24 @@ func FuzzDecodeDecision(f *testing.F) {
 		if !d.Valid(phase) {
 			t.Fatalf("%q: invalid decision %+v accepted", out, d)
 		}
+		if len(d.Flags) > maxFlags+1 {
+			t.Fatalf("%q: %d flags kept", out, len(d.Flags))
+		}
 	})
+}
+
+// A guest that flags without end has its flags cut, saying how many.
+func TestDecisionFlagsBounded(t *testing.T) {
+	out := []byte(`{"action":"allow","flags":[`)
+	for i := range 40 {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, `"f"`...)
+	}
+	out = append(out, `]}`...)
+	d, err := decodeDecision(out, event.PhaseRequest)
+	if err != nil || len(d.Flags) != maxFlags+1 || d.Flags[maxFlags] != "(and 24 more)" {
+		t.Fatalf("%+v %v", d.Flags, err)
+	}
 }

@@ -66,6 +66,13 @@ func appendEvent(b []byte, e *event.Event) ([]byte, error) {
 			}
 			b = append(b, '}')
 		}
+		if len(t.Definition) > 0 {
+			if !validJSON(t.Definition) && !json.Valid(t.Definition) {
+				return b, errors.New("tool.definition is not valid JSON")
+			}
+			b = append(b, `,"definition":`...)
+			b = append(b, t.Definition...)
+		}
 		b = append(b, '}')
 	}
 	for _, f := range []struct {

@@ -18,6 +18,8 @@ func TestEncodeEvent(t *testing.T) {
 			Tool:   &event.Tool{Name: "t", Annotations: &event.Annotations{Title: "T", ReadOnlyHint: &no, DestructiveHint: &yes, IdempotentHint: &yes, OpenWorldHint: &no}},
 			Params: json.RawMessage(`{"a":[1,2,{"b":null}]}`), Result: json.RawMessage(`{"content":[]}`)},
 		{Phase: "response", Tool: &event.Tool{Name: "x", Annotations: &event.Annotations{}}, Result: json.RawMessage(`"bad \u00ff"`)},
+		{Method: "tools/list", Tool: &event.Tool{Name: "d", Definition: json.RawMessage(`{"name":"d","description":"<IMPORTANT>","inputSchema":{"type":"object"}}`)},
+			Listing: &event.Listing{ID: "1", Tools: []event.ListedTool{{Server: "s", Name: "d"}}}},
 	} {
 		got, err := appendEvent(nil, &e)
 		if err != nil {
@@ -32,6 +34,9 @@ func TestEncodeEvent(t *testing.T) {
 	if _, err := appendEvent(nil, &event.Event{Params: json.RawMessage(`{nope`)}); err == nil {
 		t.Fatal("invalid params encoded")
 	}
+	if _, err := appendEvent(nil, &event.Event{Tool: &event.Tool{Name: "x", Definition: json.RawMessage(`{`)}}); err == nil {
+		t.Fatal("invalid definition encoded")
+	}
 }
 
 func sameJSON(a, b []byte) bool {
@@ -42,7 +47,8 @@ func sameJSON(a, b []byte) bool {
 // appendEvent writes every field of the schema: a field added to
 // sdk/event must be added there too.
 func TestEncodeEventKnowsTheSchema(t *testing.T) {
-	known := map[string]int{"Event": 8, "Agent": 2, "Server": 2, "Info": 2, "Tool": 2, "Annotations": 5}
+	// Event.Listing is not in the JSON (json:"-"): 9 fields, 8 written.
+	known := map[string]int{"Event": 9, "Agent": 2, "Server": 2, "Info": 2, "Tool": 3, "Annotations": 5}
 	for _, v := range []any{event.Event{}, event.Agent{}, event.Server{}, event.Info{}, event.Tool{}, event.Annotations{}} {
 		typ := reflect.TypeOf(v)
 		if typ.NumField() != known[typ.Name()] {

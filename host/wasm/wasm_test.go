@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -250,6 +251,27 @@ func TestGoGuest(t *testing.T) {
 		want, _ := json.Marshal(e)
 		if err != nil || d.Reason != string(want) {
 			t.Fatalf("got  %s\nwant %s\n%v", d.Reason, want, err)
+		}
+	})
+	t.Run("listing", func(t *testing.T) {
+		// ABI 1.1: a tools/list event's definition and listing come through
+		// the field host function, and a decision's flags come back.
+		f := mode("listing", 0)
+		listing := &event.Listing{ID: "gen-7", Tools: []event.ListedTool{{Server: "a", Name: "x"}, {Server: "b", Name: "y"}, {Server: "c", Name: "bad\tname"}}}
+		e := &event.Event{Method: "tools/list", Server: event.Server{Name: "a"},
+			Tool: &event.Tool{Name: "x", Definition: json.RawMessage(`{"name":"x","description":"fine"}`)}, Listing: listing}
+		d, err := f.Handle(context.Background(), e)
+		want := []string{`definition {"name":"x","description":"fine"}`, "listing a\tx\nb\ty\n", "id gen-7"}
+		if err != nil || d.Action != event.Allow || !reflect.DeepEqual(d.Flags, want) {
+			t.Fatalf("%+v %v", d, err)
+		}
+		e.Tool.Definition = json.RawMessage(`{"name":"x","description":"withhold me"}`)
+		if d, err := f.Handle(context.Background(), e); err != nil || d.Action != event.Deny || d.Reason != "withheld" || len(d.Flags) != 3 {
+			t.Fatalf("%+v %v", d, err)
+		}
+		// Without them (a tools/call), the fields are absent.
+		if d, err := f.Handle(context.Background(), toolCall()); err != nil || !reflect.DeepEqual(d.Flags, []string{"definition ", "listing ", "id "}) {
+			t.Fatalf("%+v %v", d, err)
 		}
 	})
 	t.Run("modify", func(t *testing.T) {

@@ -1,6 +1,9 @@
 package event
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strings"
+)
 
 // ABI is the major version of the event and decision JSON. A filter or
 // plugin built for another major version is refused at load.
@@ -40,6 +43,46 @@ type Event struct {
 	Params json.RawMessage `json:"params,omitempty"`
 	// Result of the response phase.
 	Result json.RawMessage `json:"result,omitempty"`
+
+	// Listing is, for a tools/list event, every tool of the listing the
+	// event's tool is part of. It is not in the event JSON, which would make
+	// a listing of n tools cost n² bytes: a WASM filter fetches it through
+	// the host function "field" (ids 11 and 12) when it needs it.
+	Listing *Listing `json:"-"`
+}
+
+// Listing is the tools one tools/list shows an agent, from every server.
+type Listing struct {
+	// ID changes whenever the listing does, so a filter can parse the
+	// listing once and keep it.
+	ID    string
+	Tools []ListedTool
+}
+
+// ListedTool is one tool of a Listing: its server's name and its own.
+type ListedTool struct {
+	Server, Name string
+}
+
+// Text is the listing as the host function "field" sends it: one line per
+// tool, its server's name, a tab and its name. A tool whose names hold a
+// tab or a line break is left out, since it would break the lines.
+func (l *Listing) Text() string {
+	n := 0
+	for _, t := range l.Tools {
+		n += len(t.Server) + len(t.Name) + 2
+	}
+	b := make([]byte, 0, n)
+	for _, t := range l.Tools {
+		if strings.ContainsAny(t.Server, "\t\r\n") || strings.ContainsAny(t.Name, "\t\r\n") {
+			continue
+		}
+		b = append(b, t.Server...)
+		b = append(b, '\t')
+		b = append(b, t.Name...)
+		b = append(b, '\n')
+	}
+	return string(b)
 }
 
 // Agent is who makes the call.
@@ -65,6 +108,12 @@ type Info struct {
 type Tool struct {
 	Name        string       `json:"name"`
 	Annotations *Annotations `json:"annotations,omitempty"`
+	// Definition is, for a tools/list event, the tool's definition as the
+	// server listed it (name, title, description, inputSchema,
+	// outputSchema, annotations): what a policy reviews before the agent
+	// sees the tool. Absent for tools/call: a tool a policy hides from the
+	// listing cannot be called either.
+	Definition json.RawMessage `json:"definition,omitempty"`
 }
 
 // Annotations are the MCP tool annotations.
@@ -95,6 +144,11 @@ type Decision struct {
 	Reason string          `json:"reason,omitempty"`
 	Params json.RawMessage `json:"params,omitempty"`
 	Result json.RawMessage `json:"result,omitempty"`
+	// Flags are findings about a tools/list event's tool definition (a
+	// poisoning scan's, say), one sentence each. With allow they are
+	// warnings; with deny, the reasons behind the withholding. Either way
+	// the host logs them, and nexus lock refuses to pin a flagged tool.
+	Flags []string `json:"flags,omitempty"`
 }
 
 // Valid reports whether d names a known action and carries what it needs.

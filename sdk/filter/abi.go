@@ -9,7 +9,7 @@ const (
 	ABIMajor = 1
 	// ABIMinor is the minor version this SDK implements. Minor versions
 	// only add host functions or optional exports.
-	ABIMinor = 0
+	ABIMinor = 1
 
 	// MaxOutput bounds a decision: the host refuses a larger one.
 	MaxOutput = 10 << 20
@@ -53,6 +53,11 @@ const (
 	FieldSession     Field = 7
 	FieldParams      Field = 8 // the params, as JSON
 	FieldResult      Field = 9 // the result, as JSON
+
+	// Since 1.1, for tools/list events:
+	FieldDefinition Field = 10 // the tool's definition as the server listed it, as JSON
+	FieldListing    Field = 11 // every tool of the listing: "server\ttool\n" lines
+	FieldListingID  Field = 12 // changes whenever the listing does
 )
 
 // Results of the field and content_text host functions other than a

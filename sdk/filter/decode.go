@@ -224,6 +224,10 @@ func (r *reader) event(e *event.Event) (bool, error) {
 					}
 					e.Tool.Annotations = new(event.Annotations)
 					ok = r.annotations(e.Tool.Annotations)
+				case "definition":
+					var b []byte
+					b, ok = r.raw()
+					e.Tool.Definition = append(json.RawMessage(nil), b...)
 				}
 				return ok
 			})

@@ -49,6 +49,21 @@ func FieldOf(e *event.Event, id Field, session string) (string, int32) {
 			return "", Absent
 		}
 		s = string(e.Result)
+	case FieldDefinition:
+		if e.Tool == nil || len(e.Tool.Definition) == 0 {
+			return "", Absent
+		}
+		s = string(e.Tool.Definition)
+	case FieldListing:
+		if e.Listing == nil {
+			return "", Absent
+		}
+		s = e.Listing.Text()
+	case FieldListingID:
+		if e.Listing == nil {
+			return "", Absent
+		}
+		s = e.Listing.ID
 	default:
 		return "", UnknownID
 	}

@@ -73,6 +73,20 @@ func Denyf(format string, args ...any) event.Decision {
 	return Deny(fmt.Sprintf(format, args...))
 }
 
+// Warn lets a tools/list event's tool through, with flags: findings about
+// its definition, one sentence each. The host logs them, and nexus lock
+// refuses to pin a flagged tool unless told to accept it.
+func Warn(flags ...string) event.Decision {
+	return event.Decision{Action: event.Allow, Flags: flags}
+}
+
+// Withhold denies a tools/list event's tool (the agent does not see it
+// and cannot call it) because of flags, which the host logs; reason is
+// the one-sentence summary the user sees.
+func Withhold(reason string, flags ...string) event.Decision {
+	return event.Decision{Action: event.Deny, Reason: reason, Flags: flags}
+}
+
 // ModifyParams replaces the request's params with params (JSON).
 func ModifyParams(params json.RawMessage, reason string) event.Decision {
 	return event.Decision{Action: event.Modify, Params: params, Reason: reason}
@@ -183,7 +197,7 @@ var allowJSON = []byte(`{"action":"allow"}`)
 
 // appendDecision writes d as the decision JSON of the ABI.
 func appendDecision(b []byte, d event.Decision) []byte {
-	if d.Action == event.Allow && d.Reason == "" && d.Params == nil && d.Result == nil {
+	if d.Action == event.Allow && d.Reason == "" && d.Params == nil && d.Result == nil && d.Flags == nil {
 		return append(b, allowJSON...)
 	}
 	if d.Action == actionFail {
@@ -204,6 +218,16 @@ func appendDecision(b []byte, d event.Decision) []byte {
 	if len(d.Result) > 0 {
 		b = append(b, `,"result":`...)
 		b = append(b, d.Result...)
+	}
+	if len(d.Flags) > 0 {
+		b = append(b, `,"flags":[`...)
+		for i, f := range d.Flags {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = AppendString(b, f)
+		}
+		b = append(b, ']')
 	}
 	return append(b, '}')
 }

@@ -116,7 +116,8 @@ func TestDecodeEvent(t *testing.T) {
 	yes := true
 	e := event.Event{ABI: 1, Phase: "response", Method: "tools/call", Agent: event.Agent{ID: "a\"b", Permission: "yolo"},
 		Server: event.Server{Name: "s", Info: &event.Info{Name: "n", Version: "1"}},
-		Tool:   &event.Tool{Name: "t", Annotations: &event.Annotations{Title: "T", DestructiveHint: &yes}},
+		Tool: &event.Tool{Name: "t", Annotations: &event.Annotations{Title: "T", DestructiveHint: &yes},
+			Definition: json.RawMessage(`{"name":"t","inputSchema":{"type":"object"}}`)},
 		Params: json.RawMessage(`{"x":[1,2]}`), Result: json.RawMessage(`{"content":[{"type":"text","text":"é\n"}]}`)}
 	raw, _ := json.Marshal(e)
 	var got event.Event
@@ -135,11 +136,11 @@ func TestDecodeEvent(t *testing.T) {
 // every call).
 func TestDecodeEventKnowsTheSchema(t *testing.T) {
 	known := map[string][]string{
-		"Event":       {"abi", "phase", "method", "agent", "server", "tool", "params", "result"},
+		"Event":       {"abi", "phase", "method", "agent", "server", "tool", "params", "result", "-"},
 		"Agent":       {"id", "permission"},
 		"Server":      {"name", "info"},
 		"Info":        {"name", "version"},
-		"Tool":        {"name", "annotations"},
+		"Tool":        {"name", "annotations", "definition"},
 		"Annotations": {"title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"},
 	}
 	for _, v := range []any{event.Event{}, event.Agent{}, event.Server{}, event.Info{}, event.Tool{}, event.Annotations{}} {
@@ -157,6 +158,7 @@ func TestDecodeEventKnowsTheSchema(t *testing.T) {
 func FuzzDecodeEvent(f *testing.F) {
 	f.Add([]byte(`{"abi":1,"phase":"request","method":"tools/call","agent":{"id":"cli","permission":"trusted"},"server":{"name":"s","info":null},"tool":{"name":"t","annotations":{"destructiveHint":true}},"params":{"a":[1,{"b":null}]}}`))
 	f.Add([]byte(`{"tool":null,"result":"x"}`))
+	f.Add([]byte(`{"method":"tools/list","tool":{"name":"t","definition":{"name":"t","description":"d"}}}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		var fast, std event.Event
 		errFast := DecodeEvent(raw, &fast)
@@ -172,7 +174,13 @@ func FuzzDecodeEvent(f *testing.F) {
 
 // normalize compacts raw fields so that both decoders compare by value.
 func normalize(e event.Event) event.Event {
-	for _, r := range []*json.RawMessage{&e.Params, &e.Result} {
+	raws := []*json.RawMessage{&e.Params, &e.Result}
+	if e.Tool != nil {
+		t := *e.Tool
+		e.Tool = &t
+		raws = append(raws, &t.Definition)
+	}
+	for _, r := range raws {
 		if *r != nil {
 			var b bytes.Buffer
 			if json.Compact(&b, *r) == nil {

@@ -22,7 +22,7 @@ type View struct {
 	textsDone bool
 }
 
-const numFields = int(FieldResult) + 1
+const numFields = int(FieldListingID) + 1
 
 type fieldCache struct {
 	s    string
@@ -71,12 +71,18 @@ func (v *View) Field(id Field) (string, bool) {
 }
 
 func (v *View) field(id Field) (string, bool) {
-	if id == FieldParams || id == FieldResult {
+	if raw(id) {
 		b := v.rawField(id)
 		return string(b), b != nil
 	}
 	s, n := fieldHost(v, id)
 	return s, n >= 0
+}
+
+// raw reports whether a field can be long: such fields are fetched
+// straight into a slice of their own (see rawField).
+func raw(id Field) bool {
+	return id == FieldParams || id == FieldResult || id == FieldDefinition || id == FieldListing
 }
 
 func (v *View) str(id Field) string { s, _ := v.Field(id); return s }
@@ -127,6 +133,23 @@ func (v *View) Params() []byte { return v.rawField(FieldParams) }
 // rewrites, fetched without parsing the event. The bytes are the filter's
 // to keep; every call of Result during one event returns the same slice.
 func (v *View) Result() []byte { return v.rawField(FieldResult) }
+
+// Definition is, for a tools/list event, the tool's definition as the
+// server listed it (name, title, description, inputSchema, outputSchema,
+// annotations) as JSON, or nil: what a policy reviews before the agent
+// sees the tool. The bytes are the filter's to keep.
+func (v *View) Definition() []byte { return v.rawField(FieldDefinition) }
+
+// Listing is, for a tools/list event, every tool of the listing the
+// event's tool is part of, from every server the agent sees: one line per
+// tool, its server's name, a tab and its name. Nil when absent. A listing
+// of n tools sends n events with the same listing: parse it once per
+// ListingID and keep it.
+func (v *View) Listing() []byte { return v.rawField(FieldListing) }
+
+// ListingID changes whenever the listing does; "" when the event has no
+// listing.
+func (v *View) ListingID() string { return v.str(FieldListingID) }
 
 // rawField fetches a JSON field straight into a slice of its own: one
 // allocation and one copy, however long the field is.

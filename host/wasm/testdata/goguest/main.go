@@ -50,6 +50,15 @@ func decide(v *filter.View) event.Decision {
 		}
 		b, _ := json.Marshal(e)
 		return filter.Deny(string(b))
+	case "listing":
+		// The 1.1 fields of a tools/list event, returned as flags; a
+		// definition that mentions "withhold" is withheld.
+		def, listing, id := v.Definition(), v.Listing(), v.ListingID()
+		flags := []string{"definition " + string(def), "listing " + string(listing), "id " + id}
+		if strings.Contains(string(def), "withhold") {
+			return filter.Withhold("withheld", flags...)
+		}
+		return filter.Warn(flags...)
 	case "modify":
 		if v.Phase() == event.PhaseResponse {
 			return filter.ModifyResult(json.RawMessage(`{"content":[{"type":"text","text":"replaced"}]}`), "replaced")
