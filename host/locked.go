@@ -91,6 +91,12 @@ func lockReason(l *lock.Lock, server string, t *mcp.Tool) (string, bool) {
 			return "", false
 		}
 		what := "its schema, title or annotations changed (the description is the same)"
+		if fs := lock.Fields(it, live); len(fs) > 0 {
+			what = "its definition changed (the description is the same): " + fs[0].String()
+			if len(fs) > 1 {
+				what += fmt.Sprintf(" (and %d more)", len(fs)-1)
+			}
+		}
 		if it.Description != live.Description {
 			what = fmt.Sprintf("its description changed from %q to %q", it.Description, live.Description)
 		}

@@ -383,7 +383,18 @@ func TestLock(t *testing.T) {
 	if b, _ := os.ReadFile(lockfile); strings.Contains(string(b), `"gone"`) {
 		t.Errorf("nexus lock kept an unconfigured server:\n%s", b)
 	}
-	os.WriteFile(filepath.Join(dir, "nexus.lock.hcl"), []byte("server \"testserver\" {\n  tool \"add\" {\n    sha256 = \"nope\"\n  }\n}\n"), 0o600)
+	// A description edited by hand no longer hashes to its sha256: refused,
+	// at that sha256, as a reviewer would read what is not pinned.
+	b, _ = os.ReadFile(lockfile)
+	edited := strings.Replace(string(b), `description = "Echo`, `description = "Safely echo`, 1)
+	if edited == string(b) {
+		t.Fatalf("no echo description in\n%s", b)
+	}
+	os.WriteFile(lockfile, []byte(edited), 0o600)
+	if _, stderr, code := nexusIn(t, dir, "", nil, "tools"); code != 2 || !strings.Contains(stderr, "Edited by hand") || !strings.Contains(stderr, `tool "echo"`) {
+		t.Errorf("tools on a hand-edited lockfile: exit %d\n%s", code, stderr)
+	}
+	os.WriteFile(filepath.Join(dir, "nexus.lock.hcl"), []byte("server \"testserver\" {\n  tool \"add\" {\n    sha256 = \"nope\"\n    rest   = {}\n  }\n}\n"), 0o600)
 	if _, stderr, code := nexusIn(t, dir, "", nil, "lock", "--check"); code != 2 || !strings.Contains(stderr, "nexus.lock.hcl:3:14") {
 		t.Errorf("a broken lockfile: exit %d\n%s", code, stderr)
 	}

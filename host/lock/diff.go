@@ -1,7 +1,12 @@
 package lock
 
 import (
+	"encoding/json"
 	"fmt"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
@@ -49,6 +54,112 @@ type Change struct {
 	// OnlyDefinition: the description is the same, so the schema, title
 	// or annotations changed.
 	OnlyDefinition bool `json:"definitionChanged,omitempty"`
+	// Fields are the places in the rest of the definition (all but the
+	// description) that changed, for a changed item.
+	Fields []Field `json:"fields,omitempty"`
+}
+
+// Field is one place where the rest of a definition changed: a path into
+// it, such as inputSchema.properties.notes, and its JSON before and after
+// ("" where it was or is absent), each cut to maxFieldText bytes.
+type Field struct {
+	Path string `json:"path"`
+	Old  string `json:"old,omitempty"`
+	New  string `json:"new,omitempty"`
+}
+
+func (f Field) String() string {
+	switch {
+	case f.Old == "":
+		return f.Path + ": added " + f.New
+	case f.New == "":
+		return f.Path + ": removed (was " + f.Old + ")"
+	}
+	return f.Path + ": was " + f.Old + ", now " + f.New
+}
+
+const (
+	maxFields    = 20  // per change; one more says how many were left out
+	maxFieldText = 200 // bytes of JSON per side
+)
+
+// Fields lists where the rest of live's definition (all but the
+// description) differs from pinned's.
+func Fields(pinned, live Item) []Field { return fields(pinned.Rest, live.Rest) }
+
+// fields lists where the canonical JSON rest of a definition changed.
+func fields(old, now string) []Field {
+	var a, b any
+	if json.Unmarshal([]byte(old), &a) != nil || json.Unmarshal([]byte(now), &b) != nil {
+		return nil
+	}
+	var out []Field
+	more := 0
+	var walk func(path string, a, b any)
+	walk = func(path string, a, b any) {
+		am, aok := a.(map[string]any)
+		bm, bok := b.(map[string]any)
+		if aok && bok {
+			keys := make([]string, 0, len(am)+len(bm))
+			for k := range am {
+				keys = append(keys, k)
+			}
+			for k := range bm {
+				if _, ok := am[k]; !ok {
+					keys = append(keys, k)
+				}
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				walk(joinPath(path, k), am[k], bm[k])
+			}
+			return
+		}
+		as, aok := a.([]any)
+		bs, bok := b.([]any)
+		if aok && bok && len(as) == len(bs) {
+			for i := range as {
+				walk(fmt.Sprintf("%s[%d]", path, i), as[i], bs[i])
+			}
+			return
+		}
+		if reflect.DeepEqual(a, b) {
+			return
+		}
+		if len(out) == maxFields {
+			more++
+			return
+		}
+		out = append(out, Field{Path: path, Old: fieldText(a), New: fieldText(b)})
+	}
+	walk("", a, b)
+	if more > 0 {
+		out = append(out, Field{Path: fmt.Sprintf("(and %d more)", more)})
+	}
+	return out
+}
+
+var ident = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$-]*$`)
+
+func joinPath(path, key string) string {
+	if !ident.MatchString(key) {
+		return path + "[" + strconv.Quote(key) + "]"
+	}
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func fieldText(v any) string {
+	if v == nil {
+		return ""
+	}
+	b, _ := json.Marshal(v)
+	if len(b) > maxFieldText {
+		return string(b[:maxFieldText]) + "..."
+	}
+	return string(b)
 }
 
 // String is the change as one line for a person.
@@ -59,11 +170,14 @@ func (c Change) String() string {
 	s := fmt.Sprintf("%s %s.%s: %s", c.Kind, c.Server, c.Name, c.What)
 	switch {
 	case c.What == "changed" && c.OnlyDefinition:
-		s += " (its schema, title or annotations; the description is the same)"
+		s += " (the description is the same)"
 	case c.What == "changed":
 		s += fmt.Sprintf("\n    description was: %q\n    description now: %q", c.Old, c.New)
 	case c.What == "added" && c.New != "":
 		s += fmt.Sprintf("\n    description: %q", c.New)
+	}
+	for _, f := range c.Fields {
+		s += "\n    " + f.String()
 	}
 	return s
 }
@@ -91,7 +205,7 @@ func Diff(pinned, live *Server) []Change {
 				out = append(out, Change{Server: live.Name, Kind: kind.name, Name: it.Name, What: "added", New: it.Description})
 			case o.SHA256 != it.SHA256:
 				out = append(out, Change{Server: live.Name, Kind: kind.name, Name: it.Name, What: "changed", Old: o.Description, New: it.Description,
-					OnlyDefinition: o.Description == it.Description})
+					OnlyDefinition: o.Description == it.Description, Fields: Fields(o, it)})
 			}
 		}
 		for _, it := range kind.old {

@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/zclconf/go-cty/cty"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
 )
@@ -44,12 +45,20 @@ type Server struct {
 }
 
 // Item is one pinned tool, prompt or resource template: its name, the
-// sha256 of the canonical JSON (RFC 8785) of its definition, and its
-// description, so that a change reads as one in review.
+// sha256 of the canonical JSON (RFC 8785) of its definition, its
+// description, so that a change reads as one in review, and the rest of
+// the definition. With the rest written out, the hash can be checked
+// against what the file says: a description edited by hand (one a
+// reviewer approves while the hash pins another) is caught when the file
+// is read, and nexus lock --check can show what in a schema changed.
 type Item struct {
 	Name        string
 	SHA256      string
 	Description string
+	// Rest is the canonical JSON of the definition without its
+	// description: the title, schemas and annotations of a tool, the
+	// arguments of a prompt, the URI template of a resource template.
+	Rest string
 }
 
 // Server returns the pinned server called name, or nil.
@@ -98,28 +107,77 @@ func ToolItem(t mcp.Tool) (Item, error) {
 
 // PromptItem pins a prompt: its title, description and arguments.
 func PromptItem(p mcp.Prompt) (Item, error) {
-	def := map[string]any{"title": p.Title, "description": p.Description, "arguments": p.Arguments}
+	def := map[string]any{"title": p.Title, "arguments": p.Arguments}
+	if p.Description != "" {
+		def["description"] = p.Description
+	}
 	return item(p.Name, p.Description, def)
 }
 
 // TemplateItem pins a resource template: its URI template, title,
 // description and MIME type.
 func TemplateItem(t mcp.ResourceTemplate) (Item, error) {
-	def := map[string]any{"uriTemplate": t.URITemplate, "title": t.Title, "description": t.Description, "mimeType": t.MimeType}
+	def := map[string]any{"uriTemplate": t.URITemplate, "title": t.Title, "mimeType": t.MimeType}
+	if t.Description != "" {
+		def["description"] = t.Description
+	}
 	return item(t.Name, t.Description, def)
 }
 
+// item hashes def, whose "description" (when not empty) is desc.
 func item(name, desc string, def map[string]any) (Item, error) {
 	raw, err := json.Marshal(def)
 	if err != nil {
 		return Item{}, fmt.Errorf("%s: %w", name, err)
 	}
-	canon, err := jcs.Transform(raw)
+	sum, err := hash(raw)
+	if err != nil {
+		return Item{}, fmt.Errorf("%s: %w", name, err)
+	}
+	delete(def, "description")
+	if raw, err = json.Marshal(def); err != nil {
+		return Item{}, fmt.Errorf("%s: %w", name, err)
+	}
+	rest, err := jcs.Transform(raw)
 	if err != nil {
 		return Item{}, fmt.Errorf("%s: canonical JSON: %w", name, err)
 	}
+	return Item{Name: name, SHA256: sum, Description: desc, Rest: string(rest)}, nil
+}
+
+// hash is the hex sha256 of the canonical JSON of def.
+func hash(def []byte) (string, error) {
+	canon, err := jcs.Transform(def)
+	if err != nil {
+		return "", fmt.Errorf("canonical JSON: %w", err)
+	}
 	sum := sha256.Sum256(canon)
-	return Item{Name: name, SHA256: hex.EncodeToString(sum[:]), Description: desc}, nil
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// verify checks that it.SHA256 is the hash of its description and rest,
+// as written: what a hand edit of either breaks.
+func (it Item) verify() error {
+	var def map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(it.Rest), &def); err != nil || def == nil {
+		return errors.New("rest is not a JSON object")
+	}
+	if it.Description != "" {
+		b, _ := json.Marshal(it.Description)
+		def["description"] = b
+	}
+	raw, err := json.Marshal(def)
+	if err != nil {
+		return err
+	}
+	sum, err := hash(raw)
+	if err != nil {
+		return err
+	}
+	if sum != it.SHA256 {
+		return errors.New("sha256 does not match")
+	}
+	return nil
 }
 
 func sortItems(items []Item) {
@@ -148,15 +206,47 @@ func (l *Lock) Write() []byte {
 				ib := sb.AppendNewBlock(kind.block, []string{it.Name}).Body()
 				ib.SetAttributeValue("sha256", cty.StringVal(it.SHA256))
 				ib.SetAttributeValue("description", cty.StringVal(it.Description))
+				ib.SetAttributeValue("rest", restValue(it.Rest))
 			}
 		}
 	}
 	var b bytes.Buffer
 	b.WriteString("# nexus.lock.hcl: the definitions of every server's tools, prompts and resource\n")
 	b.WriteString("# templates as `nexus lock` saw them. Review a change to it as you would code;\n")
-	b.WriteString("# `nexus lock --check` compares the servers with it.\n\n")
+	b.WriteString("# `nexus lock --check` compares the servers with it. Each sha256 is that of the\n")
+	b.WriteString("# definition made of the description and the rest beside it.\n\n")
 	b.Write(f.Bytes())
 	return b.Bytes()
+}
+
+// restValue is the canonical JSON of an item's rest as an HCL value, so
+// that a schema reads (and diffs) in review as the rest of the file does.
+func restValue(rest string) cty.Value {
+	ty, err := ctyjson.ImpliedType([]byte(rest))
+	if err != nil {
+		return cty.StringVal(rest) // never for what item wrote; Parse refuses it
+	}
+	v, err := ctyjson.Unmarshal([]byte(rest), ty)
+	if err != nil {
+		return cty.StringVal(rest)
+	}
+	return v
+}
+
+// restJSON turns a rest read from the file back into canonical JSON.
+func restJSON(v cty.Value) (string, error) {
+	if !v.IsWhollyKnown() || v.IsNull() || !(v.Type().IsObjectType() || v.Type().IsMapType()) {
+		return "", errors.New("rest must be an object")
+	}
+	b, err := ctyjson.Marshal(v, v.Type())
+	if err != nil {
+		return "", err
+	}
+	canon, err := jcs.Transform(b)
+	if err != nil {
+		return "", err
+	}
+	return string(canon), nil
 }
 
 var (
@@ -166,7 +256,7 @@ var (
 		Blocks: []hcl.BlockHeaderSchema{{Type: "tool", LabelNames: []string{"name"}}, {Type: "prompt", LabelNames: []string{"name"}},
 			{Type: "template", LabelNames: []string{"name"}}},
 	}
-	itemSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "sha256", Required: true}, {Name: "description"}}}
+	itemSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "sha256", Required: true}, {Name: "description"}, {Name: "rest", Required: true}}}
 	hexSHA256  = regexp.MustCompile(`^[0-9a-f]{64}$`)
 )
 
@@ -247,9 +337,27 @@ func Parse(data []byte, filename string) (*Lock, error) {
 			if a := ic.Attributes["description"]; a != nil {
 				it.Description = str(a)
 			}
-			if it.SHA256 != "" && !hexSHA256.MatchString(it.SHA256) {
+			if a := ic.Attributes["rest"]; a != nil {
+				v, d := a.Expr.Value(nil)
+				var err error
+				if d.HasErrors() {
+					errs = append(errs, d...)
+				} else if it.Rest, err = restJSON(v); err != nil {
+					errs = append(errs, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Not a definition",
+						Detail: fmt.Sprintf("rest of %s %q of server %q: %v; it holds the definition without its description, as nexus lock wrote it.", ib.Type, it.Name, name, err), Subject: a.Expr.Range().Ptr()})
+				}
+			}
+			switch {
+			case it.SHA256 != "" && !hexSHA256.MatchString(it.SHA256):
 				errs = append(errs, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Not a sha256",
 					Detail: "sha256 must be 64 lowercase hex digits; a lockfile is written by nexus lock, not by hand.", Subject: ic.Attributes["sha256"].Expr.Range().Ptr()})
+			case it.SHA256 != "" && it.Rest != "":
+				if err := it.verify(); err != nil {
+					errs = append(errs, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Edited by hand",
+						Detail: fmt.Sprintf("the sha256 of %s %q of server %q is not the hash of the description and rest written beside it (%v), so what a reviewer reads is not what is pinned; "+
+							"write the entry anew from the live server with nexus lock --server %s and review that diff", ib.Type, it.Name, name, err, name),
+						Subject: ic.Attributes["sha256"].Expr.Range().Ptr()})
+				}
 			}
 			switch ib.Type {
 			case "tool":
