@@ -55,7 +55,7 @@ func (h *Host) CallTool(ctx context.Context, agent, name string, args any, o *Ca
 	if err != nil {
 		return nil, h.Explain(server, err)
 	}
-	tool, err := findTool(ctx, c, server, toolName)
+	tool, ver, err := findTool(ctx, c, server, toolName)
 	if err != nil {
 		if _, unknown := err.(*UnknownToolError); unknown {
 			return nil, err
@@ -68,6 +68,9 @@ func (h *Host) CallTool(ctx context.Context, agent, name string, args any, o *Ca
 
 	var ev *event.Event
 	if h.chain.Len() > 0 {
+		if err := h.callListed(ctx, agent, server, tool, ver); err != nil {
+			return nil, err
+		}
 		ev = h.event(agent, server, mcp.MethodToolsCall, tool)
 		params, err := json.Marshal(&mcp.CallToolParams{Name: toolName, Arguments: raw})
 		if err != nil {
@@ -155,7 +158,7 @@ func (h *Host) Tool(ctx context.Context, agent, name string) (Tool, error) {
 	if err != nil {
 		return Tool{}, h.Explain(server, err)
 	}
-	t, err := findTool(ctx, c, server, toolName)
+	t, _, err := findTool(ctx, c, server, toolName)
 	if err != nil {
 		if _, unknown := err.(*UnknownToolError); unknown {
 			return Tool{}, err
@@ -165,14 +168,16 @@ func (h *Host) Tool(ctx context.Context, agent, name string) (Tool, error) {
 	return Tool{Name: h.ExposedName(server, toolName), Server: server, Tool: *t}, nil
 }
 
-func findTool(ctx context.Context, c *mcp.Client, server, name string) (*mcp.Tool, error) {
-	tools, err := c.Tools(ctx)
+// findTool finds server's tool name, with the version of the list it is
+// from (mcp.Client.ToolsVersion).
+func findTool(ctx context.Context, c *mcp.Client, server, name string) (*mcp.Tool, uint64, error) {
+	tools, ver, err := c.ToolsVersion(ctx)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	for i := range tools {
 		if tools[i].Name == name {
-			return &tools[i], nil
+			return &tools[i], ver, nil
 		}
 	}
 	// Compared by the tool's own name: with the server's name in both,
@@ -181,7 +186,7 @@ func findTool(ctx context.Context, c *mcp.Client, server, name string) (*mcp.Too
 	for i, t := range tools {
 		cands[i] = []string{server + "." + t.Name, t.Name}
 	}
-	return nil, &UnknownToolError{Name: name, Server: server, Suggestions: suggest(name, cands)}
+	return nil, 0, &UnknownToolError{Name: name, Server: server, Suggestions: suggest(name, cands)}
 }
 
 // sanitizeResult is the built-in sanitizer: text a server returns loses

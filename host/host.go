@@ -95,6 +95,7 @@ type Host struct {
 	// one agent's lookups never resolve a tool it cannot use (the names
 	// themselves are the same for every agent; see namer).
 	catalogs map[string]builtCatalog
+	listv    map[string]listVerdict // by agent, server and tool (listed.go)
 	logLevel mcp.LoggingLevel // set by SetLogLevel; servers that connect later get it too
 }
 
@@ -135,8 +136,9 @@ type hooks struct {
 }
 
 type builtCatalog struct {
-	cat *registry.Catalog
-	gen uint64 // catGen it was built at
+	cat  *registry.Catalog
+	gen  uint64            // catGen it was built at
+	vers map[string]uint64 // each server's tool list version (mcp.Client.ToolsVersion)
 }
 
 // New makes a host for cfg. Nothing connects until Start or first use.
@@ -402,7 +404,9 @@ func (h *Host) Tools(ctx context.Context, agent string) ([]Tool, error) {
 	if err := h.loadChain(ctx); err != nil {
 		return nil, err
 	}
-	cat, err := h.buildCatalog(ctx, agent)
+	b, err := h.buildCatalog(ctx, agent)
+	cat := b.cat
+	var l *event.Listing
 	var out []Tool
 	for _, e := range cat.Entries {
 		if !h.perms.ToolAllowed(agent, e.Server, e.Tool.Name) {
@@ -411,8 +415,13 @@ func (h *Host) Tools(ctx context.Context, agent string) ([]Tool, error) {
 		if h.withheld(e.Server, &e.Tool) != "" {
 			continue
 		}
-		if h.chain.Len() > 0 && !h.listAllowed(ctx, agent, e) {
-			continue
+		if h.chain.Len() > 0 {
+			if l == nil {
+				l = listing(cat.Entries)
+			}
+			if h.listed(ctx, agent, e.Server, &e.Tool, l, b.gen, b.vers[e.Server], true) != nil {
+				continue
+			}
 		}
 		out = append(out, Tool{Name: e.Name, Server: e.Server, Tool: e.Tool})
 	}
@@ -435,41 +444,34 @@ func (h *Host) mayList(ctx context.Context, agent, method string) error {
 	return h.perms.Check(ctx, policy.ConfirmRequest{Agent: agent, Method: method})
 }
 
-// listAllowed asks the filters whether a tool may be listed: a policy that
-// denies a tools/list event for a tool hides it.
-func (h *Host) listAllowed(ctx context.Context, agent string, e registry.Entry) bool {
-	ev := h.event(agent, e.Server, mcp.MethodToolsList, &e.Tool)
-	_, err := h.chain.Request(ctx, ev)
-	return err == nil
-}
-
 // buildCatalog names the tools of every server agent can see (connecting
 // them) and keeps the catalog for the agent's name lookups, so a name
 // Tools returned resolves to that very tool.
-func (h *Host) buildCatalog(ctx context.Context, agent string) (*registry.Catalog, error) {
+func (h *Host) buildCatalog(ctx context.Context, agent string) (builtCatalog, error) {
 	h.mu.Lock()
 	gen := h.catGen
 	h.mu.Unlock()
 	var mu sync.Mutex
 	lists := map[string][]mcp.Tool{}
+	vers := map[string]uint64{}
 	err := h.each(ctx, agent, func(ctx context.Context, server string, c *mcp.Client) error {
 		if c.Capabilities().Tools == nil {
 			return nil
 		}
-		tools, err := c.Tools(ctx)
+		tools, ver, err := c.ToolsVersion(ctx)
 		if err != nil {
 			return err
 		}
 		mu.Lock()
-		lists[server] = tools
+		lists[server], vers[server] = tools, ver
 		mu.Unlock()
 		return nil
 	})
-	cat := registry.NewCatalog(lists, h.namer())
+	b := builtCatalog{registry.NewCatalog(lists, h.namer()), gen, vers}
 	h.mu.Lock()
-	h.catalogs[agent] = builtCatalog{cat, gen}
+	h.catalogs[agent] = b
 	h.mu.Unlock()
-	return cat, err
+	return b, err
 }
 
 // namer names the tools and prompts of the config's servers (see
@@ -512,7 +514,8 @@ func (h *Host) resolve(ctx context.Context, agent, name string) (server, tool st
 			return e.Server, e.Tool.Name, nil
 		}
 	}
-	cat, _ := h.buildCatalog(ctx, agent)
+	b, _ = h.buildCatalog(ctx, agent)
+	cat := b.cat
 	if e, ok := cat.Lookup(name); ok {
 		return e.Server, e.Tool.Name, nil
 	}

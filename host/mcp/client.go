@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -74,7 +75,13 @@ type cached[T any] struct {
 	items []T
 	valid bool
 	gen   uint64
+	ver   uint64 // listVersions number of items, while valid
 }
+
+// listVersions numbers every list a client caches, across all clients of
+// the process, so a version never comes back with other items (a
+// reconnected server's new client starts no count of its own).
+var listVersions atomic.Uint64
 
 // UnsupportedVersionError is returned when the server answers initialize
 // with a protocol version this client does not speak.
@@ -339,6 +346,37 @@ func (c *Client) Tools(ctx context.Context) ([]Tool, error) {
 	return c.ListTools(ctx)
 }
 
+// CachedTools returns the tool list if one is cached and fresh, without
+// asking the server.
+func (c *Client) CachedTools() ([]Tool, bool) { return cachedItems(c, c.tools) }
+
+// ToolsVersion is Tools with the list's version: a number that changes
+// whenever the list does, unique in the process, for caching what was
+// decided about a tool as it was listed. 0 when the list could not be
+// cached (a list_changed arrived while it was fetched).
+func (c *Client) ToolsVersion(ctx context.Context) ([]Tool, uint64, error) {
+	c.mu.Lock()
+	items, ok, ver := c.tools.items, c.tools.valid, c.tools.ver
+	c.mu.Unlock()
+	if ok {
+		return items, ver, nil
+	}
+	items, err := c.ListTools(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tools.valid && sameSlice(c.tools.items, items) {
+		return items, c.tools.ver, nil
+	}
+	return items, 0, nil
+}
+
+func sameSlice[T any](a, b []T) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
 // Resources returns the cached resource list, fetching it when stale.
 func (c *Client) Resources(ctx context.Context) ([]Resource, error) {
 	if items, ok := cachedItems(c, c.resources); ok {
@@ -373,7 +411,7 @@ func refresh[T any](ctx context.Context, c *Client, k *cached[T], fetch func(con
 	}
 	c.mu.Lock()
 	if k.gen == gen {
-		k.items, k.valid = items, true
+		k.items, k.valid, k.ver = items, true, listVersions.Add(1)
 	}
 	c.mu.Unlock()
 	return items, nil

@@ -115,6 +115,8 @@ type DeniedError struct {
 	Tool   string
 	// Err is set when the link failed and failed closed.
 	Err error
+	// Flags are the link's findings behind a withheld tools/list tool.
+	Flags []string
 }
 
 func (e *DeniedError) Error() string {
@@ -152,6 +154,28 @@ func (e *WithheldError) Unwrap() error { return e.Err }
 // Request runs the policies for a request event and returns the params to
 // send (changed by any modify decisions), or a *DeniedError.
 func (c *Chain) Request(ctx context.Context, e *event.Event) (json.RawMessage, error) {
+	return c.request(ctx, e, nil)
+}
+
+// Flag is a finding a link reported about the definition of a tool in a
+// tools/list event (see event.Decision.Flags).
+type Flag struct {
+	Link string // the filter or plugin
+	Text string
+}
+
+func (f Flag) String() string { return f.Link + ": " + f.Text }
+
+// List runs the policies for the tools/list event of one tool: nil when
+// the agent may see it, or the *DeniedError that withholds it; and the
+// flags links reported on the way, from allow and deny decisions alike.
+func (c *Chain) List(ctx context.Context, e *event.Event) ([]Flag, error) {
+	var flags []Flag
+	_, err := c.request(ctx, e, &flags)
+	return flags, err
+}
+
+func (c *Chain) request(ctx context.Context, e *event.Event, flags *[]Flag) (json.RawMessage, error) {
 	e.Phase = event.PhaseRequest
 	if c == nil {
 		return e.Params, nil
@@ -167,9 +191,16 @@ func (c *Chain) Request(ctx context.Context, e *event.Event) (json.RawMessage, e
 			}
 			return nil, c.denied(en, e, "", err)
 		}
+		if flags != nil {
+			for _, f := range d.Flags {
+				*flags = append(*flags, Flag{Link: en.Link.Name(), Text: f})
+			}
+		}
 		switch d.Action {
 		case event.Deny:
-			return nil, c.denied(en, e, d.Reason, nil)
+			de := c.denied(en, e, d.Reason, nil)
+			de.Flags = d.Flags
+			return nil, de
 		case event.Modify:
 			e.Params = d.Params
 		}
@@ -220,6 +251,7 @@ func (c *Chain) decide(ctx context.Context, en Entry, e *event.Event) (event.Dec
 	if !d.Valid(e.Phase) {
 		return d, fmt.Errorf("%w: action %q in the %s phase", ErrInvalidDecision, d.Action, e.Phase)
 	}
+	d.Flags = clipFlags(d.Flags)
 	if d.Action == event.Modify {
 		field := d.Params
 		if e.Phase == event.PhaseResponse {
@@ -232,7 +264,34 @@ func (c *Chain) decide(ctx context.Context, en Entry, e *event.Event) (event.Dec
 	return d, nil
 }
 
-func (c *Chain) denied(en Entry, e *event.Event, reason string, err error) error {
+// What a link's flags may take: they are logged, and a filter that flags
+// every word of a description must not flood the log.
+const (
+	maxFlags    = 16
+	maxFlagText = 4 << 10
+)
+
+// clipFlags keeps at most maxFlags flags of at most maxFlagText bytes
+// each, and says how many more there were.
+func clipFlags(flags []string) []string {
+	if len(flags) == 0 {
+		return nil
+	}
+	out := make([]string, 0, min(len(flags), maxFlags+1))
+	for i, f := range flags {
+		if i == maxFlags {
+			out = append(out, fmt.Sprintf("(and %d more)", len(flags)-maxFlags))
+			break
+		}
+		if len(f) > maxFlagText {
+			f = f[:maxFlagText] + "..."
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+func (c *Chain) denied(en Entry, e *event.Event, reason string, err error) *DeniedError {
 	tool := ""
 	if e.Tool != nil {
 		tool = e.Tool.Name

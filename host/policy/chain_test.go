@@ -85,3 +85,33 @@ func TestMatch(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// List gathers the flags of every link that decided, from allow and deny
+// decisions alike, and a denial carries its link's flags; a link's flags
+// are kept to maxFlags of maxFlagText bytes.
+func TestListFlags(t *testing.T) {
+	ctx := context.Background()
+	many := make([]string, 40)
+	for i := range many {
+		many[i] = strings.Repeat("x", maxFlagText+10)
+	}
+	c := NewChain(
+		Entry{Link: decide("warns", event.Decision{Action: event.Allow, Flags: []string{"ansi: ESC in description"}}, nil)},
+		Entry{Link: decide("floods", event.Decision{Action: event.Allow, Flags: many}, nil)},
+		Entry{Link: decide("withholds", event.Decision{Action: event.Deny, Reason: "hidden: poisoned", Flags: []string{"tags: <IMPORTANT> in description"}}, nil)},
+		Entry{Link: decide("never", event.Decision{Action: event.Allow, Flags: []string{"not reached"}}, nil)},
+	)
+	flags, err := c.List(ctx, ev())
+	var de *DeniedError
+	if !errors.As(err, &de) || de.Link != "withholds" || len(de.Flags) != 1 || de.Flags[0] != "tags: <IMPORTANT> in description" {
+		t.Fatalf("%+v", err)
+	}
+	if len(flags) != 1+maxFlags+1+1 || flags[0] != (Flag{"warns", "ansi: ESC in description"}) ||
+		len(flags[1].Text) != maxFlagText+3 || flags[maxFlags+1].Text != "(and 24 more)" || flags[len(flags)-1].Link != "withholds" {
+		t.Fatalf("%d flags: %v", len(flags), flags[len(flags)-1])
+	}
+	// Request ignores flags; a chain that allows lists with none.
+	if _, err := NewChain(Entry{Link: decide("ok", event.Decision{Action: event.Allow}, nil)}).List(ctx, ev()); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -498,7 +498,7 @@ func decodeDecision(out []byte, phase string) (event.Decision, error) {
 			*raw = nil
 		}
 	}
-	d := event.Decision{Action: w.Action, Reason: clip(w.Reason, maxReason), Params: w.Params, Result: w.Result, Flags: clipFlags(w.Flags)}
+	d := event.Decision{Action: w.Action, Reason: clip(w.Reason, maxReason), Params: w.Params, Result: w.Result, Flags: w.Flags}
 	switch d.Action {
 	case event.Allow, event.Deny:
 		return d, nil
@@ -512,27 +512,6 @@ func decodeDecision(out []byte, phase string) (event.Decision, error) {
 		return d, nil
 	}
 	return event.Decision{}, fmt.Errorf("%w: unknown action %q (want allow, deny or modify)", ErrBadDecision, clip(d.Action, 64))
-}
-
-// maxFlags bounds the flags of one decision: they are logged, and a
-// filter that flags every word of a description must not flood the log.
-const maxFlags = 16
-
-// clipFlags keeps at most maxFlags flags of at most maxReason bytes each,
-// and says how many more there were.
-func clipFlags(flags []string) []string {
-	if len(flags) == 0 {
-		return nil
-	}
-	out := make([]string, 0, min(len(flags), maxFlags+1))
-	for i, f := range flags {
-		if i == maxFlags {
-			out = append(out, fmt.Sprintf("(and %d more)", len(flags)-maxFlags))
-			break
-		}
-		out = append(out, clip(f, maxReason))
-	}
-	return out
 }
 
 func preview(b []byte) string {

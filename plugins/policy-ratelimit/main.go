@@ -193,6 +193,13 @@ func (l *limiter) toolLimit(name string) *limit {
 // Decide takes a token from every bucket the call belongs to, or none and
 // denies the call naming the limit that stopped it and the wait.
 func (l *limiter) Decide(_ context.Context, e *event.Event) (event.Decision, error) {
+	if e.Method == "tools/list" {
+		// A listing is not a call: the host asks about each listed tool
+		// (and again before a call, while its listing verdict is not
+		// known), and counting those would spend an agent's budget on
+		// looking.
+		return plugin.Allow(), nil
+	}
 	var checks []check
 	if l.agent != nil {
 		checks = append(checks, check{"a\x00" + e.Agent.ID, l.agent, "agent " + strconv.Quote(e.Agent.ID)})

@@ -96,6 +96,25 @@ func TestBuckets(t *testing.T) {
 	}
 }
 
+// Listing tools spends nothing: only calls count.
+func TestListingIsFree(t *testing.T) {
+	c := &clock{t: time.Unix(1_700_000_000, 0)}
+	d := newLimiter(t, `{"per_agent": {"rate": "1/h"}}`, c)
+	list := call("a", "github", "get_issue")
+	list.Method = "tools/list"
+	for range 5 {
+		if dec := decide(t, d, list); dec.Action != event.Allow {
+			t.Fatalf("a listing was limited: %+v", dec)
+		}
+	}
+	if dec := decide(t, d, call("a", "github", "get_issue")); dec.Action != event.Allow {
+		t.Fatalf("the first call after listing: %+v", dec)
+	}
+	if dec := decide(t, d, call("a", "github", "get_issue")); dec.Action != event.Deny {
+		t.Fatalf("the second call: %+v", dec)
+	}
+}
+
 func TestSweepBoundsMemory(t *testing.T) {
 	c := &clock{t: time.Unix(1_700_000_000, 0)}
 	d := newLimiter(t, `{"per_agent": {"rate": "1/s"}}`, c).(*limiter)

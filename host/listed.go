@@ -1,0 +1,164 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/host/policy"
+	"github.com/nexus-mcp/nexus/host/registry"
+	"github.com/nexus-mcp/nexus/sdk/event"
+)
+
+// What the chain's policies decide about listing a tool holds for calling
+// it: a tool a policy withholds from an agent's tools/list (tool-poisoning
+// finding a hidden instruction, say) cannot be called by that agent
+// either, whether or not the agent listed first. The verdicts are kept per
+// agent and tool until the catalog changes, so a call pays one map lookup.
+
+// listVerdict is the chain's verdict on listing one tool to one agent.
+type listVerdict struct {
+	gen  uint64 // catGen it was reached at: the listing it saw
+	ver  uint64 // the version of the server's tool list: the definition it saw
+	full bool   // with the agent's whole listing (Tools), not a call's partial one
+	err  error  // the *policy.DeniedError that withholds the tool, or nil
+}
+
+// maxListVerdicts bounds the cache: a server that renames its tools on
+// every list must not grow it without end.
+const maxListVerdicts = 1 << 16
+
+// listingSeq numbers listings: an id must never come back with other
+// tools, in any session of the process, since filters keep a listing by
+// its id (and the filter runtime is shared by a gateway's sessions).
+var listingSeq atomic.Uint64
+
+// listing is what a tools/list event's policies see of the rest of the
+// listing: every tool of entries, under an id of its own.
+func listing(entries []registry.Entry) *event.Listing {
+	l := &event.Listing{ID: strconv.FormatUint(listingSeq.Add(1), 10), Tools: make([]event.ListedTool, len(entries))}
+	for i, e := range entries {
+		l.Tools[i] = event.ListedTool{Server: e.Server, Name: e.Tool.Name}
+	}
+	return l
+}
+
+// listEvent is the tools/list event of server's tool t: with its
+// definition as the server listed it (not HTML-escaped, so a filter
+// reads "<IMPORTANT>" as it is) and the listing it is part of.
+func (h *Host) listEvent(agent, server string, t *mcp.Tool, l *event.Listing) *event.Event {
+	e := h.event(agent, server, mcp.MethodToolsList, t)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(t) == nil {
+		e.Tool.Definition = bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	}
+	e.Listing = l
+	return e
+}
+
+// listed asks the chain whether agent may see server's tool t (nil, or
+// the *policy.DeniedError that withholds it), from the cache when it
+// holds a verdict reached at gen on version ver of the server's tool list
+// (a full one, when full is asked for; ver 0 is never cached). A new
+// verdict's flags are logged.
+func (h *Host) listed(ctx context.Context, agent, server string, t *mcp.Tool, l *event.Listing, gen, ver uint64, full bool) error {
+	key := agent + "\x00" + server + "\x00" + t.Name
+	h.mu.Lock()
+	v, ok := h.listv[key]
+	h.mu.Unlock()
+	if ok && ver != 0 && v.gen == gen && v.ver == ver && (v.full || !full) {
+		return v.err
+	}
+	e := h.listEvent(agent, server, t, l)
+	flags, err := h.chain.List(ctx, e)
+	for _, f := range flags {
+		h.log.Warn("tool flagged", "server", server, "tool", t.Name, "by", f.Link, "finding", f.Text)
+	}
+	var de *policy.DeniedError
+	if err != nil && !errors.As(err, &de) || ctx.Err() != nil {
+		return err // not a verdict: the chain could not run; ask again next time
+	}
+	h.mu.Lock()
+	if h.listv == nil || len(h.listv) >= maxListVerdicts {
+		h.listv = map[string]listVerdict{}
+	}
+	h.listv[key] = listVerdict{gen: gen, ver: ver, full: full, err: err}
+	h.mu.Unlock()
+	return err
+}
+
+// callListed refuses a call of a tool the chain withholds from agent's
+// listings. Without a verdict from a listing at this catalog generation,
+// it asks the chain with what is at hand: the agent's catalog when it is
+// fresh, else the tools of the servers already connected (a nexus call
+// connects one server only), so it never connects a server for this.
+func (h *Host) callListed(ctx context.Context, agent, server string, t *mcp.Tool, ver uint64) error {
+	h.mu.Lock()
+	gen := h.catGen
+	b, fresh := h.catalogs[agent]
+	fresh = fresh && b.gen == gen
+	h.mu.Unlock()
+	var entries []registry.Entry
+	if fresh {
+		entries = b.cat.Entries
+	} else {
+		for name, c := range h.reg.Live(agent) {
+			if tools, ok := c.CachedTools(); ok {
+				for _, tt := range tools {
+					entries = append(entries, registry.Entry{Ref: registry.Ref{Server: name, Tool: tt.Name}, Tool: tt})
+				}
+			}
+		}
+	}
+	err := h.listed(ctx, agent, server, t, listing(entries), gen, ver, false)
+	var de *policy.DeniedError
+	if !errors.As(err, &de) {
+		return err
+	}
+	cp := *de
+	cp.Method = mcp.MethodToolsCall
+	cp.Reason = "withheld from the agent's tools/list: " + de.Reason
+	return &cp
+}
+
+// Review runs the chain's tools/list policies over the tools of defs (by
+// server), as agent would list them together, and returns each flagged
+// tool's flags by server and tool name: what nexus lock refuses to pin. A
+// tool a policy withholds without flags (an allowlist) is not flagged.
+func (h *Host) Review(ctx context.Context, agent string, defs map[string][]mcp.Tool) (map[string]map[string][]policy.Flag, error) {
+	if err := h.loadChain(ctx); err != nil {
+		return nil, err
+	}
+	out := map[string]map[string][]policy.Flag{}
+	if h.chain.Len() == 0 {
+		return out, nil
+	}
+	var entries []registry.Entry
+	for server, tools := range defs {
+		for _, t := range tools {
+			entries = append(entries, registry.Entry{Ref: registry.Ref{Server: server, Tool: t.Name}, Tool: t})
+		}
+	}
+	l := listing(entries)
+	for _, en := range entries {
+		e := h.listEvent(agent, en.Server, &en.Tool, l)
+		flags, err := h.chain.List(ctx, e)
+		var de *policy.DeniedError
+		if err != nil && !errors.As(err, &de) {
+			return nil, err
+		}
+		if len(flags) > 0 {
+			if out[en.Server] == nil {
+				out[en.Server] = map[string][]policy.Flag{}
+			}
+			out[en.Server][en.Tool.Name] = flags
+		}
+	}
+	return out, nil
+}
