@@ -96,7 +96,7 @@ type Host struct {
 	// themselves are the same for every agent; see namer).
 	catalogs map[string]builtCatalog
 	listv    map[string]listVerdict // by agent, server and tool (listed.go)
-	logLevel mcp.LoggingLevel // set by SetLogLevel; servers that connect later get it too
+	logLevel mcp.LoggingLevel       // set by SetLogLevel; servers that connect later get it too
 }
 
 // core is what a host and its sessions share.
