@@ -651,7 +651,7 @@ func (a *app) pingCmd() *cobra.Command {
 
 func (a *app) testserverCmd() *cobra.Command {
 	var toolCount, pageSize int
-	var httpAddr, wsAddr string
+	var httpAddr, wsAddr, variant string
 	var conformance bool
 	cmd := &cobra.Command{
 		Use:   "testserver",
@@ -665,7 +665,10 @@ of every list (or MCP_PAGE_SIZE). --http ADDR serves streamable HTTP at
 http://ADDR/mcp instead, --ws ADDR MCP over WebSocket (bind to 127.0.0.1:
 the server has no authentication). MCP_START_DELAY=200ms makes it wait
 before serving, like a server that is slow to come up. --conformance adds the
-fixtures the official conformance suite's server scenarios call.`,
+fixtures the official conformance suite's server scenarios call. --variant
+changed|poisoned changes the echo tool's definition (or MCP_TOOL_VARIANT);
+--variant rug-pull adds a rug_pull tool that poisons it mid-session: for
+trying nexus lock.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o, err := testserver.OptionsFromEnv(os.Getenv)
@@ -679,6 +682,12 @@ fixtures the official conformance suite's server scenarios call.`,
 				o.PageSize = pageSize
 			}
 			o.Conformance = o.Conformance || conformance
+			if cmd.Flags().Changed("variant") {
+				o.Variant = variant
+			}
+			if err := testserver.CheckOptions(o); err != nil {
+				return usageErr("%v", err)
+			}
 			o.Logger = a.logger()
 			if httpAddr != "" {
 				ln, err := net.Listen("tcp", httpAddr)
@@ -698,6 +707,7 @@ fixtures the official conformance suite's server scenarios call.`,
 	cmd.Flags().StringVar(&httpAddr, "http", "", "serve streamable HTTP (with sessions and SSE) on ADDR, such as 127.0.0.1:8080, instead of stdio")
 	cmd.Flags().IntVar(&toolCount, "tool-count", 0, "number of generated tools tool_001.. to add")
 	cmd.Flags().IntVar(&pageSize, "page-size", 0, "page size for list results (0: one page)")
+	cmd.Flags().StringVar(&variant, "variant", "", `change the echo tool's definition: "changed", "poisoned", or "rug-pull" (adds rug_pull, which poisons it mid-session)`)
 	cmd.Flags().BoolVar(&conformance, "conformance", false, "add the fixtures of the official conformance suite's server scenarios (tools test_*, resources test://..., prompts test_*; or MCP_CONFORMANCE=1)")
 	return cmd
 }

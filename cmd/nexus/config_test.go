@@ -372,6 +372,26 @@ func TestLock(t *testing.T) {
 	if _, _, code := nexusIn(t, dir, "", nil, "lock", "--check"); code != 0 {
 		t.Errorf("check after accepting: exit %d", code)
 	}
+	// The server's definitions change between runs: a description and a
+	// schema. --check shows both; the changed tool is withheld until
+	// accepted.
+	write(`["testserver", "--tool-count", "12", "--variant", "changed"]`)
+	stdout, _, code = nexusIn(t, dir, "", nil, "lock", "--check")
+	for _, want := range []string{"tool testserver.echo: changed", `description now: "Echo back a message. Also sends a log notification (level info, logger \"echo\"). Messages are trimmed."`,
+		`inputSchema.properties.trim: added {"description":"Trim spaces first.","type":"boolean"}`} {
+		if code != 1 || !strings.Contains(stdout, want) {
+			t.Errorf("check after a change of definition: exit %d, want %q in\n%s", code, want, stdout)
+		}
+	}
+	if _, stderr, code := nexusIn(t, dir, "", nil, "--yes", "call", "testserver.echo", "message=hi"); code != 4 || !strings.Contains(stderr, "its description changed") {
+		t.Errorf("a call of a changed tool: exit %d\n%s", code, stderr)
+	}
+	if _, stderr, code := nexusIn(t, dir, "", nil, "lock", "--server", "testserver"); code != 0 {
+		t.Fatalf("lock --server: exit %d\n%s", code, stderr)
+	}
+	if _, stderr, code := nexusIn(t, dir, "", nil, "--yes", "call", "testserver.echo", "message=hi"); code != 0 {
+		t.Errorf("a call of the accepted tool: exit %d\n%s", code, stderr)
+	}
 	// A pinned server no longer configured is said; a full nexus lock drops it.
 	lockfile := filepath.Join(dir, "nexus.lock.hcl")
 	b, _ := os.ReadFile(lockfile)

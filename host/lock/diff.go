@@ -47,7 +47,7 @@ type Change struct {
 	Server string `json:"server"`
 	Kind   string `json:"kind"` // "tool", "prompt", "template", or "server" for one not pinned at all
 	Name   string `json:"name,omitempty"`
-	What   string `json:"what"` // "added", "removed" or "changed"
+	What   string `json:"what"` // "added", "removed", "changed", or "flagged" (see Flags)
 	// The descriptions before and after, for a changed or added item.
 	Old string `json:"oldDescription,omitempty"`
 	New string `json:"newDescription,omitempty"`
@@ -57,6 +57,9 @@ type Change struct {
 	// Fields are the places in the rest of the definition (all but the
 	// description) that changed, for a changed item.
 	Fields []Field `json:"fields,omitempty"`
+	// Flags are the findings against a "flagged" item: the chain's
+	// tools/list policies flag it, and no one accepted them.
+	Flags []string `json:"flags,omitempty"`
 }
 
 // Field is one place where the rest of a definition changed: a path into
@@ -178,6 +181,9 @@ func (c Change) String() string {
 	}
 	for _, f := range c.Fields {
 		s += "\n    " + f.String()
+	}
+	for _, f := range c.Flags {
+		s += "\n    " + f
 	}
 	return s
 }

@@ -59,6 +59,10 @@ type Item struct {
 	// description: the title, schemas and annotations of a tool, the
 	// arguments of a prompt, the URI template of a resource template.
 	Rest string
+	// Flags are the findings of the chain's tools/list policies (a
+	// poisoning scan's) that a person accepted with nexus lock
+	// --accept-flagged, written for review. Not part of the hash.
+	Flags []string
 }
 
 // Server returns the pinned server called name, or nil.
@@ -207,6 +211,13 @@ func (l *Lock) Write() []byte {
 				ib.SetAttributeValue("sha256", cty.StringVal(it.SHA256))
 				ib.SetAttributeValue("description", cty.StringVal(it.Description))
 				ib.SetAttributeValue("rest", restValue(it.Rest))
+				if len(it.Flags) > 0 {
+					fs := make([]cty.Value, len(it.Flags))
+					for i, f := range it.Flags {
+						fs[i] = cty.StringVal(f)
+					}
+					ib.SetAttributeValue("flags", cty.ListVal(fs))
+				}
 			}
 		}
 	}
@@ -256,7 +267,7 @@ var (
 		Blocks: []hcl.BlockHeaderSchema{{Type: "tool", LabelNames: []string{"name"}}, {Type: "prompt", LabelNames: []string{"name"}},
 			{Type: "template", LabelNames: []string{"name"}}},
 	}
-	itemSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "sha256", Required: true}, {Name: "description"}, {Name: "rest", Required: true}}}
+	itemSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "sha256", Required: true}, {Name: "description"}, {Name: "rest", Required: true}, {Name: "flags"}}}
 	hexSHA256  = regexp.MustCompile(`^[0-9a-f]{64}$`)
 )
 
@@ -345,6 +356,24 @@ func Parse(data []byte, filename string) (*Lock, error) {
 				} else if it.Rest, err = restJSON(v); err != nil {
 					errs = append(errs, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Not a definition",
 						Detail: fmt.Sprintf("rest of %s %q of server %q: %v; it holds the definition without its description, as nexus lock wrote it.", ib.Type, it.Name, name, err), Subject: a.Expr.Range().Ptr()})
+				}
+			}
+			if a := ic.Attributes["flags"]; a != nil {
+				v, d := a.Expr.Value(nil)
+				ok := !d.HasErrors() && v.IsWhollyKnown() && !v.IsNull() && (v.Type().IsListType() || v.Type().IsTupleType())
+				if ok {
+					for it2 := v.ElementIterator(); it2.Next(); {
+						_, f := it2.Element()
+						if f.IsNull() || f.Type() != cty.String {
+							ok = false
+							break
+						}
+						it.Flags = append(it.Flags, f.AsString())
+					}
+				}
+				if !ok {
+					errs = append(errs, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Not a list of strings",
+						Detail: "flags must be a list of quoted strings, the findings nexus lock --accept-flagged accepted.", Subject: a.Expr.Range().Ptr()})
 				}
 			}
 			switch {

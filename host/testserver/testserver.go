@@ -28,6 +28,8 @@ const (
 	EnvStartDelay = "MCP_START_DELAY"
 	// EnvConformance=1 adds the conformance suite's fixtures.
 	EnvConformance = "MCP_CONFORMANCE"
+	// EnvVariant picks a variant of the echo tool's definition.
+	EnvVariant = "MCP_TOOL_VARIANT"
 )
 
 // MaxStartDelay bounds Options.StartDelay.
@@ -68,6 +70,10 @@ type Options struct {
 	// Conformance adds the fixtures the official conformance suite's server
 	// scenarios call (conformance.go). Env MCP_CONFORMANCE=1.
 	Conformance bool
+	// Variant changes the echo tool's definition: "" as usual,
+	// VariantChanged, VariantPoisoned or VariantRugPull, for the lockfile's tests (a
+	// server whose definitions change between runs). Env MCP_TOOL_VARIANT.
+	Variant string
 }
 
 // OptionsFromEnv reads MCP_TOOL_COUNT, MCP_PAGE_SIZE and MCP_START_DELAY through getenv
@@ -94,7 +100,23 @@ func OptionsFromEnv(getenv func(string) string) (Options, error) {
 		o.StartDelay = d
 	}
 	o.Conformance = strings.TrimSpace(getenv(EnvConformance)) == "1"
+	o.Variant = strings.TrimSpace(getenv(EnvVariant))
+	if err := o.checkVariant(); err != nil {
+		return Options{}, fmt.Errorf("environment variable %s: %w", EnvVariant, err)
+	}
 	return o, nil
+}
+
+// CheckOptions refuses options the server cannot serve.
+func CheckOptions(o Options) error { return o.checkVariant() }
+
+// checkVariant refuses a variant the server does not have.
+func (o Options) checkVariant() error {
+	switch o.Variant {
+	case "", VariantChanged, VariantPoisoned, VariantRugPull:
+		return nil
+	}
+	return fmt.Errorf("unknown tool variant %q (want %q, %q or %q)", o.Variant, VariantChanged, VariantPoisoned, VariantRugPull)
 }
 
 // waitStart sleeps for o.StartDelay, or until ctx ends.
@@ -146,7 +168,7 @@ func New(o Options) *mcp.Server {
 			Completion:   complete,
 			Logging:      true,
 		})
-	addTools(s)
+	addTools(s, o.Variant)
 	addGeneratedTools(s, o.ToolCount)
 	addResources(s)
 	addPrompts(s)

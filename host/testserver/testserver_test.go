@@ -875,3 +875,54 @@ func TestConformanceFixtures(t *testing.T) {
 		t.Error("MCP_CONFORMANCE=1 ignored")
 	}
 }
+
+// The echo tool's variants change its definition between runs; rug-pull
+// poisons it mid-session and says so with list_changed.
+func TestVariants(t *testing.T) {
+	echoOf := func(c *mcp.Client) mcp.Tool {
+		t.Helper()
+		tools, err := c.ListTools(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tl := range tools {
+			if tl.Name == "echo" {
+				return tl
+			}
+		}
+		t.Fatal("no echo")
+		return mcp.Tool{}
+	}
+	plain := echoOf(connect(t, Options{}, mcp.ClientOptions{}))
+	changed := echoOf(connect(t, Options{Variant: VariantChanged}, mcp.ClientOptions{}))
+	poisoned := echoOf(connect(t, Options{Variant: VariantPoisoned}, mcp.ClientOptions{}))
+	if changed.Description == plain.Description || string(changed.InputSchema) == string(plain.InputSchema) || !strings.Contains(string(changed.InputSchema), `"trim"`) {
+		t.Errorf("changed: %+v", changed)
+	}
+	if !strings.Contains(poisoned.Description, "<IMPORTANT>") || !strings.Contains(string(poisoned.InputSchema), "id_rsa") {
+		t.Errorf("poisoned: %+v", poisoned)
+	}
+	if _, err := OptionsFromEnv(func(k string) string { return map[string]string{EnvVariant: "evil"}[k] }); err == nil || !strings.Contains(err.Error(), `unknown tool variant "evil"`) {
+		t.Errorf("a bad variant: %v", err)
+	}
+
+	changes := make(chan string, 4)
+	c := connect(t, Options{Variant: VariantRugPull}, mcp.ClientOptions{OnListChanged: func(kind string) { changes <- kind }})
+	if echoOf(c).Description != plain.Description {
+		t.Fatal("rug-pull starts poisoned")
+	}
+	if _, err := c.CallTool(context.Background(), "rug_pull", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case kind := <-changes:
+		if kind != "tools" {
+			t.Fatalf("list_changed for %s", kind)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no list_changed after rug_pull")
+	}
+	if got := echoOf(c); got.Description != poisoned.Description {
+		t.Errorf("after rug_pull: %q", got.Description)
+	}
+}
