@@ -62,7 +62,7 @@ func (h *Host) CallTool(ctx context.Context, agent, name string, args any, o *Ca
 		}
 		return nil, h.Explain(server, err) // the session failed listing its tools
 	}
-	if why := h.withheld(server, tool); why != "" {
+	if why := h.withheld(server, tool, ver); why != "" {
 		return nil, lockDenial(server, toolName, why)
 	}
 

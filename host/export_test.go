@@ -21,12 +21,23 @@ func (h *Host) SchemaCacheLen() int {
 	return len(h.sch.cache)
 }
 
-// Withheld is the lockfile's verdict on server's tool.
-func (h *Host) Withheld(server string, t *mcp.Tool) string { return h.withheld(server, t) }
+// Withheld is the lockfile's verdict on server's tool, from version ver
+// of its tool list.
+func (h *Host) Withheld(server string, t *mcp.Tool, ver uint64) string {
+	return h.withheld(server, t, ver)
+}
 
 // LockCacheLen is how many tool verdicts the host keeps.
 func (h *Host) LockCacheLen() int {
 	h.lockv.mu.Lock()
 	defer h.lockv.mu.Unlock()
 	return len(h.lockv.seen)
+}
+
+// ForgetLockVerdicts empties the lockfile's verdict cache, so the next
+// listing checks every tool again.
+func (h *Host) ForgetLockVerdicts() {
+	h.lockv.mu.Lock()
+	h.lockv.seen = nil
+	h.lockv.mu.Unlock()
 }

@@ -412,7 +412,7 @@ func (h *Host) Tools(ctx context.Context, agent string) ([]Tool, error) {
 		if !h.perms.ToolAllowed(agent, e.Server, e.Tool.Name) {
 			continue
 		}
-		if h.withheld(e.Server, &e.Tool) != "" {
+		if h.withheld(e.Server, &e.Tool, b.vers[e.Server]) != "" {
 			continue
 		}
 		if h.chain.Len() > 0 {

@@ -1,7 +1,6 @@
 package host
 
 import (
-	"encoding/json"
 	"fmt"
 	"sync"
 
@@ -18,34 +17,36 @@ import (
 // every tool of theirs is new. Checked wherever the tool list is read, so
 // a re-list after notifications/tools/list_changed is checked too.
 
-// lockVerdicts caches a tool's verdict by its definition's hash input, so
-// an unchanged catalog is not hashed again. It holds at most
-// maxLockVerdicts entries: a server that changes its definitions on every
-// list must not grow it without end.
+// lockVerdicts caches a tool's verdict by the version of its server's
+// tool list (mcp.Client.ToolsVersion), so an unchanged catalog is not
+// hashed again, and a call pays a map lookup. It holds at most
+// maxLockVerdicts entries: a server that renames its tools on every list
+// must not grow it without end.
 type lockVerdicts struct {
 	mu   sync.Mutex
-	seen map[string]string // server "\x00" tool "\x00" definition -> withholding reason ("" = pinned)
+	seen map[string]lockVerdict // server "\x00" tool
+}
+
+type lockVerdict struct {
+	ver uint64 // the list version it was reached on
+	why string // withholding reason ("" = pinned)
 }
 
 const maxLockVerdicts = 4096
 
-// withheld says why the lockfile withholds server's tool, or "".
-func (h *Host) withheld(server string, t *mcp.Tool) string {
+// withheld says why the lockfile withholds server's tool t, from version
+// ver of the server's tool list (0: not cached), or "".
+func (h *Host) withheld(server string, t *mcp.Tool, ver uint64) string {
 	l := h.opts.Lock
 	if l == nil {
 		return ""
 	}
-	key := server + "\x00" + t.Name + "\x00" + t.Title + "\x00" + t.Description + "\x00" + string(t.InputSchema) + "\x00" + string(t.OutputSchema)
-	if t.Annotations != nil {
-		// By value: its hints are pointers, new with every list.
-		b, _ := json.Marshal(t.Annotations)
-		key += "\x00" + string(b)
-	}
+	key := server + "\x00" + t.Name
 	h.lockv.mu.Lock()
-	why, ok := h.lockv.seen[key]
+	v, ok := h.lockv.seen[key]
 	h.lockv.mu.Unlock()
-	if ok {
-		return why
+	if ok && ver != 0 && v.ver == ver {
+		return v.why
 	}
 	why, isNew := lockReason(l, server, t)
 	if why != "" {
@@ -63,11 +64,14 @@ func (h *Host) withheld(server string, t *mcp.Tool) string {
 			h.log.Warn("tool withheld by the lockfile", "server", server, "tool", t.Name, "why", why)
 		}
 	}
+	if ver == 0 {
+		return why
+	}
 	h.lockv.mu.Lock()
 	if h.lockv.seen == nil || len(h.lockv.seen) >= maxLockVerdicts {
-		h.lockv.seen = map[string]string{}
+		h.lockv.seen = map[string]lockVerdict{}
 	}
-	h.lockv.seen[key] = why
+	h.lockv.seen[key] = lockVerdict{ver, why}
 	h.lockv.mu.Unlock()
 	return why
 }
@@ -83,15 +87,12 @@ func lockReason(l *lock.Lock, server string, t *mcp.Tool) (string, bool) {
 	if err != nil {
 		return fmt.Sprintf("its definition cannot be checked against the lockfile: %v", err), false
 	}
-	for _, it := range s.Tools {
-		if it.Name != t.Name {
-			continue
-		}
+	if it := s.Tool(t.Name); it != nil {
 		if it.SHA256 == live.SHA256 {
 			return "", false
 		}
 		what := "its schema, title or annotations changed (the description is the same)"
-		if fs := lock.Fields(it, live); len(fs) > 0 {
+		if fs := lock.Fields(*it, live); len(fs) > 0 {
 			what = "its definition changed (the description is the same): " + fs[0].String()
 			if len(fs) > 1 {
 				what += fmt.Sprintf(" (and %d more)", len(fs)-1)

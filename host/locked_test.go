@@ -2,6 +2,7 @@ package host_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/nexus-mcp/nexus/host"
@@ -70,14 +71,14 @@ func TestLockBlockWarn(t *testing.T) {
 	denied(t, err, "lock", "description changed")
 }
 
-// The verdict cache knows a tool by its definition's values: the same tool
-// listed again (its annotation hints new pointers) is one entry, and a
-// server that changes its definitions on every list does not grow it
+// The verdict cache knows a tool by the version of its server's tool
+// list: the same version is not checked again, a new one is (a changed
+// definition comes with a new version), version 0 is never cached, and a
+// server that renames its tools on every list does not grow the cache
 // without bound.
 func TestLockVerdictCache(t *testing.T) {
 	w := newWorld()
 	w.server("fs", echoTool("read"))
-	h := w.host(t, yolo, host.Options{Lock: &lock.Lock{}})
 	tool := func(desc string) *mcp.Tool {
 		yes := true
 		t := echoTool("read")
@@ -85,16 +86,30 @@ func TestLockVerdictCache(t *testing.T) {
 		t.Annotations = &mcp.ToolAnnotations{ReadOnlyHint: &yes}
 		return &t
 	}
-	h.Withheld("fs", tool("Read."))
-	h.Withheld("fs", tool("Read."))
-	if n := h.LockCacheLen(); n != 1 {
-		t.Errorf("the same definition twice made %d entries", n)
+	pinned, err := lock.Pin("fs", mcp.Implementation{}, []mcp.Tool{*tool("Read.")}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &lock.Lock{}
+	l.Put(pinned)
+	h := w.host(t, yolo, host.Options{Lock: l})
+	if why := h.Withheld("fs", tool("Read."), 7); why != "" {
+		t.Fatalf("the pinned tool: %s", why)
+	}
+	if why := h.Withheld("fs", tool("Read, and more."), 7); why != "" {
+		t.Errorf("version 7 was checked again: %s", why)
+	}
+	if why := h.Withheld("fs", tool("Read, and more."), 8); !strings.Contains(why, "description changed") {
+		t.Errorf("version 8 was not checked: %q", why)
+	}
+	if why := h.Withheld("fs", tool("Read, and more."), 0); !strings.Contains(why, "description changed") {
+		t.Errorf("version 0: %q", why)
 	}
 	for i := range 5000 {
-		h.Withheld("fs", tool(fmt.Sprint("Read, version ", i)))
+		h.Withheld("fs", &mcp.Tool{Name: fmt.Sprint("t", i)}, uint64(100+i))
 	}
 	if n := h.LockCacheLen(); n > 4096 {
-		t.Errorf("%d entries after 5000 definitions", n)
+		t.Errorf("%d entries after 5000 tools", n)
 	}
 }
 

@@ -13,8 +13,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
-	"github.com/gowebpki/jcs"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
@@ -75,6 +75,15 @@ func (l *Lock) Server(name string) *Server {
 	return nil
 }
 
+// Tool returns the pinned tool called name, or nil.
+func (s *Server) Tool(name string) *Item {
+	i, ok := slices.BinarySearchFunc(s.Tools, name, func(it Item, name string) int { return strings.Compare(it.Name, name) })
+	if !ok {
+		return nil
+	}
+	return &s.Tools[i]
+}
+
 // Put replaces (or adds) a server's entry.
 func (l *Lock) Put(s *Server) {
 	l.Servers = slices.DeleteFunc(l.Servers, func(x *Server) bool { return x.Name == s.Name })
@@ -85,75 +94,109 @@ func (l *Lock) Put(s *Server) {
 // ToolItem pins a tool: what the model reads (title, description) and
 // what it may send and get (inputSchema, outputSchema, annotations).
 func ToolItem(t mcp.Tool) (Item, error) {
-	def := map[string]any{}
-	put := func(k string, v json.RawMessage) {
-		if len(v) > 0 {
-			def[k] = v
-		}
-	}
-	if t.Title != "" {
-		def["title"] = t.Title
-	}
-	if t.Description != "" {
-		def["description"] = t.Description
-	}
-	put("inputSchema", t.InputSchema)
-	put("outputSchema", t.OutputSchema)
+	var fs []field
 	if t.Annotations != nil {
 		b, err := json.Marshal(t.Annotations)
 		if err != nil {
 			return Item{}, err
 		}
-		put("annotations", b)
+		fs = append(fs, field{"annotations", b})
 	}
-	return item(t.Name, t.Description, def)
+	if len(t.InputSchema) > 0 {
+		fs = append(fs, field{"inputSchema", t.InputSchema})
+	}
+	if len(t.OutputSchema) > 0 {
+		fs = append(fs, field{"outputSchema", t.OutputSchema})
+	}
+	if t.Title != "" {
+		fs = append(fs, field{"title", quote(t.Title)})
+	}
+	return item(t.Name, t.Description, fs)
 }
 
 // PromptItem pins a prompt: its title, description and arguments.
 func PromptItem(p mcp.Prompt) (Item, error) {
-	def := map[string]any{"title": p.Title, "arguments": p.Arguments}
-	if p.Description != "" {
-		def["description"] = p.Description
+	args, err := json.Marshal(p.Arguments)
+	if err != nil {
+		return Item{}, err
 	}
-	return item(p.Name, p.Description, def)
+	return item(p.Name, p.Description, []field{{"arguments", args}, {"title", quote(p.Title)}})
 }
 
 // TemplateItem pins a resource template: its URI template, title,
 // description and MIME type.
 func TemplateItem(t mcp.ResourceTemplate) (Item, error) {
-	def := map[string]any{"uriTemplate": t.URITemplate, "title": t.Title, "mimeType": t.MimeType}
-	if t.Description != "" {
-		def["description"] = t.Description
-	}
-	return item(t.Name, t.Description, def)
+	return item(t.Name, t.Description, []field{{"mimeType", quote(t.MimeType)}, {"title", quote(t.Title)}, {"uriTemplate", quote(t.URITemplate)}})
 }
 
-// item hashes def, whose "description" (when not empty) is desc.
-func item(name, desc string, def map[string]any) (Item, error) {
-	raw, err := json.Marshal(def)
-	if err != nil {
-		return Item{}, fmt.Errorf("%s: %w", name, err)
+// field is one member of a definition: its key and its JSON.
+type field struct {
+	key string
+	raw []byte
+}
+
+// quote is s as a canonical JSON string. Like encoding/json, it writes
+// each byte that is not UTF-8 as U+FFFD (a server's strings came through
+// a JSON decoder, which did the same, so this is for Go callers).
+func quote(s string) []byte {
+	if !utf8.ValidString(s) {
+		b := make([]byte, 0, len(s)+8)
+		for i := 0; i < len(s); {
+			r, n := utf8.DecodeRuneInString(s[i:])
+			b = utf8.AppendRune(b, r)
+			i += n
+		}
+		s = string(b)
 	}
-	sum, err := hash(raw)
-	if err != nil {
-		return Item{}, fmt.Errorf("%s: %w", name, err)
+	return appendString(nil, s)
+}
+
+// item pins a definition made of fields (their keys plain ASCII, in
+// order, none "description") and desc, its description when not empty:
+// the sha256 of the canonical JSON of it all, and the canonical rest.
+func item(name, desc string, fields []field) (Item, error) {
+	full := make([]byte, 1, 512)
+	full[0] = '{'
+	rest := make([]byte, 1, 512)
+	rest[0] = '{'
+	described := desc == ""
+	var value []byte
+	for _, f := range fields {
+		if !described && f.key > "description" {
+			full = appendMember(full, "description", quote(desc))
+			described = true
+		}
+		var err error
+		if value, err = canonical(value[:0], f.raw); err != nil {
+			return Item{}, fmt.Errorf("%s: %s: %w", name, f.key, err)
+		}
+		full = appendMember(full, f.key, value)
+		rest = appendMember(rest, f.key, value)
 	}
-	delete(def, "description")
-	if raw, err = json.Marshal(def); err != nil {
-		return Item{}, fmt.Errorf("%s: %w", name, err)
+	if !described {
+		full = appendMember(full, "description", quote(desc))
 	}
-	rest, err := jcs.Transform(raw)
-	if err != nil {
-		return Item{}, fmt.Errorf("%s: canonical JSON: %w", name, err)
+	full = append(full, '}')
+	rest = append(rest, '}')
+	sum := sha256.Sum256(full)
+	return Item{Name: name, SHA256: hex.EncodeToString(sum[:]), Description: desc, Rest: string(rest)}, nil
+}
+
+// appendMember appends `,"key":value` (no comma after the opening brace).
+func appendMember(b []byte, key string, value []byte) []byte {
+	if b[len(b)-1] != '{' {
+		b = append(b, ',')
 	}
-	return Item{Name: name, SHA256: sum, Description: desc, Rest: string(rest)}, nil
+	b = appendString(b, key)
+	b = append(b, ':')
+	return append(b, value...)
 }
 
 // hash is the hex sha256 of the canonical JSON of def.
 func hash(def []byte) (string, error) {
-	canon, err := jcs.Transform(def)
+	canon, err := canonical(nil, def)
 	if err != nil {
-		return "", fmt.Errorf("canonical JSON: %w", err)
+		return "", err
 	}
 	sum := sha256.Sum256(canon)
 	return hex.EncodeToString(sum[:]), nil
@@ -253,7 +296,7 @@ func restJSON(v cty.Value) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	canon, err := jcs.Transform(b)
+	canon, err := canonical(nil, b)
 	if err != nil {
 		return "", err
 	}
