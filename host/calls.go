@@ -63,6 +63,7 @@ func (h *Host) CallTool(ctx context.Context, agent, name string, args any, o *Ca
 		return nil, h.Explain(server, err) // the session failed listing its tools
 	}
 	if why := h.withheld(server, tool, ver); why != "" {
+		h.toolDecision(ToolDecision{Agent: agent, Server: server, Tool: toolName, Method: mcp.MethodToolsCall, Link: "lock", Withheld: true, Reason: why})
 		return nil, lockDenial(server, toolName, why)
 	}
 

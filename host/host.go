@@ -62,6 +62,10 @@ type Options struct {
 	OnLog func(server string, m mcp.LogMessage)
 	// OnChange is told when a server's lists change or it (re)connects or dies.
 	OnChange func(server string)
+	// OnToolDecision is told each time a tool's definition decides what
+	// an agent gets: the lockfile or a tools/list policy withholds it (in
+	// a listing or a call) or a policy flags it. Audit records them.
+	OnToolDecision func(ToolDecision)
 
 	// CloseGrace is how long a stdio server gets to exit after its stdin
 	// closes, and again after SIGTERM (default 2 s).
@@ -412,7 +416,8 @@ func (h *Host) Tools(ctx context.Context, agent string) ([]Tool, error) {
 		if !h.perms.ToolAllowed(agent, e.Server, e.Tool.Name) {
 			continue
 		}
-		if h.withheld(e.Server, &e.Tool, b.vers[e.Server]) != "" {
+		if why := h.withheld(e.Server, &e.Tool, b.vers[e.Server]); why != "" {
+			h.toolDecision(ToolDecision{Agent: agent, Server: e.Server, Tool: e.Tool.Name, Method: mcp.MethodToolsList, Link: "lock", Withheld: true, Reason: why})
 			continue
 		}
 		if h.chain.Len() > 0 {

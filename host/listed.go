@@ -22,10 +22,56 @@ import (
 
 // listVerdict is the chain's verdict on listing one tool to one agent.
 type listVerdict struct {
-	gen  uint64 // catGen it was reached at: the listing it saw
-	ver  uint64 // the version of the server's tool list: the definition it saw
-	full bool   // with the agent's whole listing (Tools), not a call's partial one
-	err  error  // the *policy.DeniedError that withholds the tool, or nil
+	gen   uint64        // catGen it was reached at: the listing it saw
+	ver   uint64        // the version of the server's tool list: the definition it saw
+	full  bool          // with the agent's whole listing (Tools), not a call's partial one
+	err   error         // the *policy.DeniedError that withholds the tool, or nil
+	flags []policy.Flag // what links flagged on the way
+}
+
+// ToolDecision is a decision about a tool that rests on its definition:
+// the lockfile (Link "lock") or a tools/list policy withheld it from an
+// agent, or a policy flagged it and let it through.
+type ToolDecision struct {
+	Agent, Server, Tool string
+	Method              string // tools/list, or tools/call for a call refused
+	Link                string // "lock", or the filter or plugin that decided
+	Withheld            bool
+	Reason              string
+	Flags               []string // the link's findings
+}
+
+// toolDecision tells Options.OnToolDecision.
+func (h *Host) toolDecision(d ToolDecision) {
+	if h.opts.OnToolDecision != nil {
+		h.opts.OnToolDecision(d)
+	}
+}
+
+// reportVerdict tells OnToolDecision what a tools/list verdict decided:
+// the link that withheld the tool, and each link that flagged it.
+func (h *Host) reportVerdict(agent, server, tool, method string, v listVerdict) {
+	if h.opts.OnToolDecision == nil {
+		return
+	}
+	var de *policy.DeniedError
+	errors.As(v.err, &de)
+	byLink := map[string][]string{}
+	var links []string
+	for _, f := range v.flags {
+		if byLink[f.Link] == nil {
+			links = append(links, f.Link)
+		}
+		byLink[f.Link] = append(byLink[f.Link], f.Text)
+	}
+	for _, l := range links {
+		if de == nil || l != de.Link {
+			h.toolDecision(ToolDecision{Agent: agent, Server: server, Tool: tool, Method: method, Link: l, Flags: byLink[l]})
+		}
+	}
+	if de != nil {
+		h.toolDecision(ToolDecision{Agent: agent, Server: server, Tool: tool, Method: method, Link: de.Link, Withheld: true, Reason: de.Reason, Flags: de.Flags})
+	}
 }
 
 // maxListVerdicts bounds the cache: a server that renames its tools on
@@ -73,6 +119,9 @@ func (h *Host) listed(ctx context.Context, agent, server string, t *mcp.Tool, l 
 	v, ok := h.listv[key]
 	h.mu.Unlock()
 	if ok && ver != 0 && v.gen == gen && v.ver == ver && (v.full || !full) {
+		if full {
+			h.reportVerdict(agent, server, t.Name, mcp.MethodToolsList, v)
+		}
 		return v.err
 	}
 	e := h.listEvent(agent, server, t, l)
@@ -84,11 +133,15 @@ func (h *Host) listed(ctx context.Context, agent, server string, t *mcp.Tool, l 
 	if err != nil && !errors.As(err, &de) || ctx.Err() != nil {
 		return err // not a verdict: the chain could not run; ask again next time
 	}
+	v = listVerdict{gen: gen, ver: ver, full: full, err: err, flags: flags}
+	if full {
+		h.reportVerdict(agent, server, t.Name, mcp.MethodToolsList, v)
+	}
 	h.mu.Lock()
 	if h.listv == nil || len(h.listv) >= maxListVerdicts {
 		h.listv = map[string]listVerdict{}
 	}
-	h.listv[key] = listVerdict{gen: gen, ver: ver, full: full, err: err}
+	h.listv[key] = v
 	h.mu.Unlock()
 	return err
 }
@@ -121,6 +174,7 @@ func (h *Host) callListed(ctx context.Context, agent, server string, t *mcp.Tool
 	if !errors.As(err, &de) {
 		return err
 	}
+	h.toolDecision(ToolDecision{Agent: agent, Server: server, Tool: t.Name, Method: mcp.MethodToolsCall, Link: de.Link, Withheld: true, Reason: de.Reason, Flags: de.Flags})
 	cp := *de
 	cp.Method = mcp.MethodToolsCall
 	cp.Reason = "withheld from the agent's tools/list: " + de.Reason

@@ -31,13 +31,22 @@ func TestLockfileEnforced(t *testing.T) {
 	}
 	l := &lock.Lock{}
 	l.Put(pinned)
-	h := w.host(t, yolo, host.Options{Lock: l})
+	var withheld []string
+	h := w.host(t, yolo, host.Options{Lock: l, OnToolDecision: func(d host.ToolDecision) {
+		if d.Link == "lock" && d.Withheld {
+			withheld = append(withheld, d.Method+" "+d.Server+"."+d.Tool)
+		}
+	}})
 
 	tools, err := h.Tools(ctx, "y")
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantNames(t, tools, "mcp_fs_read")
+	// Audit sees the lockfile's withholding as a decision of link "lock".
+	if got := strings.Join(withheld, ", "); got != "tools/list fs.delete, tools/list fs.write, tools/list other.x" {
+		t.Errorf("decisions: %s", got)
+	}
 	if got := ok(t, h, "y", "fs.read", hi); got == "" {
 		t.Error("the pinned tool did not answer")
 	}
