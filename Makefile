@@ -128,7 +128,7 @@ plugins:
 
 # ---- WASM filters (sdk/filter, filters/<name>)
 .PHONY: filters
-FILTERS := deny-destructive redact-secrets tool-allowlist spotlight
+FILTERS := deny-destructive redact-secrets tool-allowlist spotlight tool-poisoning
 
 # Build the first-party WASM filters into bin/filters and print the sha256
 # each filter block pins. The standard Go toolchain is all it takes; tests
