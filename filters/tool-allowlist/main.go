@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"strconv"
 	"strings"
 
 	"github.com/nexus-mcp/nexus/sdk/event"
@@ -24,18 +23,10 @@ func configure(c Config) error {
 	if len(c.Allow) == 0 {
 		return errors.New(`config: allow must list at least one "server.tool" glob, such as "github.get_*"`)
 	}
-	allow, patterns = nil, c.Allow
-	for _, p := range c.Allow {
-		g, err := filter.CompileGlob(p)
-		if err != nil {
-			return errors.New("config: allow: bad glob " + strconv.Quote(p) + ": " + err.Error())
-		}
-		if !strings.Contains(p, ".") {
-			return errors.New("config: allow: " + strconv.Quote(p) + " has no dot; write \"server.tool\" (use \"" + p + ".*\" for every tool of a server)")
-		}
-		allow = append(allow, g)
-	}
-	return nil
+	var err error
+	allow, err = filter.ToolGlobs("allow", c.Allow)
+	patterns = c.Allow
+	return err
 }
 
 // decide needs two fields of the event, so it reads them through the View

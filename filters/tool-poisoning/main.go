@@ -82,18 +82,9 @@ func configure(c Config) error {
 			*l.to = l.v
 		}
 	}
-	ignore = nil
-	for _, p := range c.Ignore {
-		g, err := filter.CompileGlob(p)
-		if err != nil {
-			return errors.New("config: ignore: bad glob " + strconv.Quote(p) + ": " + err.Error())
-		}
-		if !strings.Contains(p, ".") {
-			return errors.New("config: ignore: " + strconv.Quote(p) + " has no dot; write \"server.tool\" (\"" + p + ".*\" for every tool of a server)")
-		}
-		ignore = append(ignore, g)
-	}
-	return nil
+	var err error
+	ignore, err = filter.ToolGlobs("ignore", c.Ignore)
+	return err
 }
 
 // The listing of the last event, parsed once for all its events.

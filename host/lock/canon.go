@@ -323,30 +323,25 @@ func (c *canonicalizer) number(dst []byte) ([]byte, error) {
 		return nil, c.errorf("bad number")
 	}
 	plain := true
-	if c.pos < len(c.src) && c.src[c.pos] == '.' {
+	// digitsAfter skips the marker at pos (and a sign, for an exponent)
+	// and the digits after it, of which there must be one or more.
+	digitsAfter := func(signed bool) bool {
 		plain = false
 		c.pos++
+		if signed && c.pos < len(c.src) && (c.src[c.pos] == '+' || c.src[c.pos] == '-') {
+			c.pos++
+		}
 		n := c.pos
 		for c.pos < len(c.src) && c.src[c.pos] >= '0' && c.src[c.pos] <= '9' {
 			c.pos++
 		}
-		if c.pos == n {
-			return nil, c.errorf("bad number")
-		}
+		return c.pos > n
 	}
-	if c.pos < len(c.src) && (c.src[c.pos] == 'e' || c.src[c.pos] == 'E') {
-		plain = false
-		c.pos++
-		if c.pos < len(c.src) && (c.src[c.pos] == '+' || c.src[c.pos] == '-') {
-			c.pos++
-		}
-		n := c.pos
-		for c.pos < len(c.src) && c.src[c.pos] >= '0' && c.src[c.pos] <= '9' {
-			c.pos++
-		}
-		if c.pos == n {
-			return nil, c.errorf("bad number")
-		}
+	if c.pos < len(c.src) && c.src[c.pos] == '.' && !digitsAfter(false) {
+		return nil, c.errorf("bad number")
+	}
+	if c.pos < len(c.src) && (c.src[c.pos] == 'e' || c.src[c.pos] == 'E') && !digitsAfter(true) {
+		return nil, c.errorf("bad number")
 	}
 	lit := c.src[start:c.pos]
 	if plain && intLen <= 15 {

@@ -1,7 +1,9 @@
 package filter
 
 import (
+	"errors"
 	"path"
+	"strconv"
 	"strings"
 )
 
@@ -21,6 +23,24 @@ const (
 	globAffix        // prefix*suffix, one star, no other metacharacters
 	globGeneral
 )
+
+// ToolGlobs compiles "server.tool" globs, the patterns a config setting
+// lists to name tools; an error names the setting and the pattern, and a
+// pattern without a dot (a server's name alone) says how to write it.
+func ToolGlobs(setting string, patterns []string) ([]Glob, error) {
+	out := make([]Glob, 0, len(patterns))
+	for _, p := range patterns {
+		g, err := CompileGlob(p)
+		if err != nil {
+			return nil, errors.New("config: " + setting + ": bad glob " + strconv.Quote(p) + ": " + err.Error())
+		}
+		if !strings.Contains(p, ".") {
+			return nil, errors.New("config: " + setting + ": " + strconv.Quote(p) + " has no dot; write \"server.tool\" (use \"" + p + ".*\" for every tool of a server)")
+		}
+		out = append(out, g)
+	}
+	return out, nil
+}
 
 // CompileGlob checks pattern and compiles it.
 func CompileGlob(pattern string) (Glob, error) {

@@ -2,6 +2,7 @@ package filter
 
 import (
 	"path"
+	"strings"
 	"testing"
 )
 
@@ -38,4 +39,19 @@ func FuzzGlob(f *testing.F) {
 			t.Fatalf("%q ~ %q: %v, path.Match says %v", p, s, !want, want)
 		}
 	})
+}
+
+func TestToolGlobs(t *testing.T) {
+	gs, err := ToolGlobs("allow", []string{"github.get_*", "db.query"})
+	if err != nil || len(gs) != 2 || !gs[0].Match("github.get_issue") || gs[1].Match("db.query2") {
+		t.Fatalf("%v %v", gs, err)
+	}
+	for p, want := range map[string]string{
+		"github": `config: allow: "github" has no dot; write "server.tool" (use "github.*" for every tool of a server)`,
+		"a.[":    `config: allow: bad glob "a.["`,
+	} {
+		if _, err := ToolGlobs("allow", []string{p}); err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
 }
