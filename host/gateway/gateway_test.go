@@ -106,8 +106,12 @@ func newEnvLocked(t testing.TB, edit func(*config.Config), pinned *lock.Lock) *e
 				return client, nil
 			case "probe":
 				s = e.probe.server()
-			default:
-				s = testserver.New(testserver.Options{})
+			default: // testserver [VARIANT]
+				o := testserver.Options{}
+				if len(srv.Command) > 1 {
+					o.Variant = srv.Command[1]
+				}
+				s = testserver.New(o)
 			}
 			client, server := mcp.Pipe()
 			wg.Add(1)
@@ -495,6 +499,61 @@ func TestLockfileThroughGateway(t *testing.T) {
 	}
 	if res, err := c.CallTool(ctx, "mcp_testserver_echo", json.RawMessage(`{"message":"pinned"}`), nil); err != nil || res.IsError {
 		t.Fatalf("a pinned tool: %v %+v", err, res)
+	}
+}
+
+// A rug pull mid-session through the gateway: the upstream poisons a
+// pinned tool and sends list_changed; the gateway tells its client, whose
+// re-list no longer shows the tool, and a call of it is refused with what
+// changed.
+func TestRugPullThroughGateway(t *testing.T) {
+	l := &lock.Lock{}
+	e := newEnvLocked(t, func(c *config.Config) {
+		c.Servers = append(c.Servers, &config.Server{Name: "rugged", Type: config.TypeStdio, Command: []string{"testserver", testserver.VariantRugPull}, Enabled: true})
+	}, l)
+	ctx := ctxT(t)
+	for _, name := range []string{"rugged", "testserver", "probe"} {
+		d, err := e.h.Definitions(ctx, "claude", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pinned, err := lock.Pin(name, d.Info, d.Tools, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Put(pinned)
+	}
+	changed := make(chan string, 8)
+	c := e.connect("claude", mcp.ClientOptions{OnListChanged: func(kind string) { changed <- kind }})
+	has := func(name string) bool {
+		tools, err := c.ListTools(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tl := range tools {
+			if tl.Name == name {
+				return true
+			}
+		}
+		return false
+	}
+	if !has("mcp_rugged_echo") {
+		t.Fatal("the pinned echo is not listed")
+	}
+	if res, err := c.CallTool(ctx, "mcp_rugged_rug_pull", nil, nil); err != nil || res.IsError {
+		t.Fatalf("rug_pull: %v %+v", err, res)
+	}
+	select {
+	case <-changed:
+	case <-ctx.Done():
+		t.Fatal("no list_changed reached the client")
+	}
+	if has("mcp_rugged_echo") {
+		t.Error("the poisoned echo is still listed")
+	}
+	res, err := c.CallTool(ctx, "mcp_rugged_echo", json.RawMessage(`{"message":"hi"}`), nil)
+	if err != nil || !res.IsError || !strings.Contains(res.Content[0].Text, "its description changed") || !strings.Contains(res.Content[0].Text, "nexus lock --server rugged") {
+		t.Fatalf("calling the poisoned echo: %v %+v", err, res)
 	}
 }
 
