@@ -384,6 +384,9 @@ func (c *compiler) nexusExtras(doc map[string]any) {
 			if f.OnError != "deny" {
 				e["on_error"] = f.OnError
 			}
+			if f.Mode != "" {
+				e["mode"] = f.Mode
+			}
 			if f.Config != nil {
 				c.cur = subject("filter", f.Name)
 				e["config"] = c.anyValue(f.Refs, "/config", f.Config)

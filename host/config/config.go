@@ -153,6 +153,7 @@ type Filter struct {
 	SHA256    string
 	ABI       int    // event ABI version; 1
 	OnError   string // "deny" (fail closed, the default) or "allow" (a failing filter lets the call or result through)
+	Mode      string // ModeEnforce (the default) or ModeShadow: decisions recorded as would-deny / would-modify, not enforced
 	Config    map[string]any
 	Match     []Match // empty: every call; else any one must match
 	Limits    Limits
@@ -160,6 +161,12 @@ type Filter struct {
 	Overrides []diag.Source
 	Refs      map[string]Template // by JSON pointer into the filter ("/config/token")
 }
+
+// Modes of a filter (and of an agent's deny rules).
+const (
+	ModeEnforce = "enforce"
+	ModeShadow  = "shadow"
+)
 
 // Match selects the calls a filter sees; each list holds glob patterns and
 // an empty list matches anything.

@@ -73,7 +73,7 @@ var (
 	pluginSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "path", Required: true}, {Name: "sha256"}}}
 	filterSchema = &hcl.BodySchema{
 		Attributes: []hcl.AttributeSchema{{Name: "kind", Required: true}, {Name: "wasm"}, {Name: "plugin"}, {Name: "sha256"},
-			{Name: "abi"}, {Name: "on_error"}, {Name: "config"}},
+			{Name: "abi"}, {Name: "on_error"}, {Name: "mode"}, {Name: "config"}},
 		Blocks: []hcl.BlockHeaderSchema{{Type: "match"}, {Type: "limits"}},
 	}
 	matchSchema  = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "servers"}, {Name: "tools"}, {Name: "methods"}}}
@@ -1293,6 +1293,14 @@ func (h *hclFile) filter(b *hcl.Block) {
 				h.errRange(a.Expr.Range(), "", bad)
 			}
 			f.OnError = s
+		}
+	}
+	if a := at["mode"]; a != nil {
+		if s, ok := h.str(a, nil, ""); ok {
+			if bad := oneOf("mode", s, modes); bad != "" {
+				h.errRange(a.Expr.Range(), "", bad)
+			}
+			f.Mode = s
 		}
 	}
 	if a := at["config"]; a != nil {

@@ -172,6 +172,7 @@ func TestHCLErrors(t *testing.T) {
 		{"empty", " \n\n"},
 		{"synonym_argument", "server \"a\" {\n  stdio {\n    command   = \"x\"\n    arguments = [\"-y\"]\n  }\n}\n"},
 		{"bad_confirm", "server \"a\" {\n  confirm = \"always\"\n  stdio { command = \"x\" }\n}\n"},
+		{"bad_mode", "filter \"f\" {\n  kind = \"policy\"\n  wasm = \"f.wasm\"\n  mode = \"shaddow\"\n}\n"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

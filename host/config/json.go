@@ -38,7 +38,7 @@ var (
 		"id_token", "idp_token_url", "idp_issuer", "idp_client_id", "idp_client_secret"}
 	inputKeys  = []string{"type", "id", "description", "password", "default", "options", "command", "args"}
 	pluginKeys = []string{"path", "sha256"}
-	filterKeys = []string{"name", "kind", "wasm", "plugin", "sha256", "abi", "on_error", "config", "match", "limits"}
+	filterKeys = []string{"name", "kind", "wasm", "plugin", "sha256", "abi", "on_error", "mode", "config", "match", "limits"}
 	matchKeys  = []string{"servers", "tools", "methods"}
 	limitKeys  = []string{"memory_mb", "timeout", "pool"}
 	agentKeys  = []string{"permission", "servers", "allow", "deny", "tokens"}
@@ -917,6 +917,13 @@ func (j *jsonFile) filters(v *jval) {
 						d.errAt(val, bad)
 					}
 					f.OnError = s
+				}
+			case "mode":
+				if s, ok := d.str(val, "mode", ""); ok {
+					if bad := oneOf("mode", s, modes); bad != "" {
+						d.errAt(val, bad)
+					}
+					f.Mode = s
 				}
 			case "config":
 				if val.kind != '{' {

@@ -21,6 +21,7 @@ import (
 var (
 	kinds       = []string{"policy", "sanitizer"}
 	onErrors    = []string{"deny", "allow"}
+	modes       = []string{ModeEnforce, ModeShadow}
 	permissions = []string{"yolo", "trusted", "sandboxed"}
 	sha256RE    = regexp.MustCompile(`^[0-9a-f]{64}$`)
 )

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"sync"
+	"time"
 
 	"github.com/nexus-mcp/nexus/sdk/event"
 )
@@ -75,6 +77,12 @@ type Entry struct {
 	Kind    Kind
 	Match   []Match // the link sees an event if any Match selects it; none selects all
 	OnError string  // "" means the kind's fail-closed default
+	// Shadow records what the link decides without enforcing it: a deny
+	// is a would-deny, a modify a would-modify, a failure an error that
+	// stops nothing. How a new policy is rolled out.
+	Shadow bool
+	// Source is where the link is defined, file:line, for traces.
+	Source string
 }
 
 func (en Entry) selects(e *event.Event) bool {
@@ -180,13 +188,15 @@ func (c *Chain) request(ctx context.Context, e *event.Event, flags *[]Flag) (jso
 	if c == nil {
 		return e.Params, nil
 	}
+	tr := TraceFrom(ctx)
 	for _, en := range c.entries {
 		if en.Kind != KindPolicy || !en.selects(e) {
 			continue
 		}
-		d, err := c.decide(ctx, en, e)
+		d, took, err := c.timed(ctx, en, e, tr)
 		if err != nil {
-			if en.OnError == OnErrorAllow {
+			tr.add(en, e.Method, ActionError, err.Error(), nil, took)
+			if en.OnError == OnErrorAllow || en.Shadow {
 				continue
 			}
 			return nil, c.denied(en, e, "", err)
@@ -195,6 +205,10 @@ func (c *Chain) request(ctx context.Context, e *event.Event, flags *[]Flag) (jso
 			for _, f := range d.Flags {
 				*flags = append(*flags, Flag{Link: en.Link.Name(), Text: f})
 			}
+		}
+		tr.add(en, e.Method, d.Action, d.Reason, d.Flags, took)
+		if en.Shadow {
+			continue
 		}
 		switch d.Action {
 		case event.Deny:
@@ -208,6 +222,17 @@ func (c *Chain) request(ctx context.Context, e *event.Event, flags *[]Flag) (jso
 	return e.Params, nil
 }
 
+// timed is decide, measured when a trace wants the time.
+func (c *Chain) timed(ctx context.Context, en Entry, e *event.Event, tr *Trace) (event.Decision, time.Duration, error) {
+	if tr == nil {
+		d, err := c.decide(ctx, en, e)
+		return d, 0, err
+	}
+	start := time.Now()
+	d, err := c.decide(ctx, en, e)
+	return d, time.Since(start), err
+}
+
 // Response runs the sanitizers for a response event and returns the result
 // to hand back (changed by any modify decisions), or an error: a
 // *DeniedError when a sanitizer denies it, a *WithheldError when one fails.
@@ -216,16 +241,22 @@ func (c *Chain) Response(ctx context.Context, e *event.Event) (json.RawMessage, 
 	if c == nil {
 		return e.Result, nil
 	}
+	tr := TraceFrom(ctx)
 	for _, en := range c.entries {
 		if en.Kind != KindSanitizer || !en.selects(e) {
 			continue
 		}
-		d, err := c.decide(ctx, en, e)
+		d, took, err := c.timed(ctx, en, e, tr)
 		if err != nil {
-			if en.OnError == OnErrorPass {
+			tr.add(en, e.Method, ActionError, err.Error(), nil, took)
+			if en.OnError == OnErrorPass || en.Shadow {
 				continue
 			}
 			return nil, &WithheldError{Link: en.Link.Name(), Err: err}
+		}
+		tr.add(en, e.Method, d.Action, d.Reason, d.Flags, took)
+		if en.Shadow {
+			continue
 		}
 		switch d.Action {
 		case event.Deny:
@@ -308,4 +339,73 @@ type Func struct {
 func (f Func) Name() string { return f.N }
 func (f Func) Handle(ctx context.Context, e *event.Event) (event.Decision, error) {
 	return f.F(ctx, e)
+}
+
+// Actions a Step records beside event.Allow, Deny and Modify.
+const (
+	ActionError       = "error"        // the link failed
+	ActionWouldDeny   = "would-deny"   // a shadow link denied: not enforced
+	ActionWouldModify = "would-modify" // a shadow link modified: not applied
+)
+
+// Step is what one link did with one event.
+type Step struct {
+	Link   string
+	Kind   Kind
+	Source string // where the link is defined, file:line
+	Method string
+	// Action is event.Allow, Deny or Modify, or ActionError, or for a
+	// shadow link ActionWouldDeny or ActionWouldModify.
+	Action   string
+	Reason   string
+	Flags    []string
+	Duration time.Duration
+}
+
+// Trace collects the steps of every event decided under a context that
+// carries it (WithTrace): what audit, explain and tracing report. Without
+// one, the chain measures nothing.
+type Trace struct {
+	mu    sync.Mutex
+	steps []Step
+}
+
+type traceKey struct{}
+
+// WithTrace returns ctx carrying tr.
+func WithTrace(ctx context.Context, tr *Trace) context.Context {
+	return context.WithValue(ctx, traceKey{}, tr)
+}
+
+// TraceFrom returns the trace ctx carries, or nil.
+func TraceFrom(ctx context.Context) *Trace {
+	tr, _ := ctx.Value(traceKey{}).(*Trace)
+	return tr
+}
+
+// Steps returns a copy of the steps so far.
+func (t *Trace) Steps() []Step {
+	if t == nil {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]Step(nil), t.steps...)
+}
+
+func (t *Trace) add(en Entry, method, action, reason string, flags []string, took time.Duration) {
+	if t == nil {
+		return
+	}
+	if en.Shadow {
+		switch action {
+		case event.Deny:
+			action = ActionWouldDeny
+		case event.Modify:
+			action = ActionWouldModify
+		}
+	}
+	t.mu.Lock()
+	t.steps = append(t.steps, Step{Link: en.Link.Name(), Kind: en.Kind, Source: en.Source, Method: method, Action: action, Reason: reason, Flags: flags, Duration: took})
+	t.mu.Unlock()
 }

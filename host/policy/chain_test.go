@@ -115,3 +115,54 @@ func TestListFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A shadow link's deny and modify are recorded, as would-deny and
+// would-modify, and not enforced; its failure stops nothing. A trace
+// records every link that ran, with its source and time; without a trace
+// nothing is measured.
+func TestShadowAndTrace(t *testing.T) {
+	tr := &Trace{}
+	ctx := WithTrace(context.Background(), tr)
+	c := NewChain(
+		Entry{Link: decide("new-rule", event.Decision{Action: event.Deny, Reason: "would be refused"}, nil), Shadow: true, Source: "nexus.hcl:12"},
+		Entry{Link: decide("rewrite", event.Decision{Action: event.Modify, Params: json.RawMessage(`{"name":"x"}`)}, nil), Shadow: true},
+		Entry{Link: decide("flaky", event.Decision{}, errors.New("trap")), Shadow: true},
+		Entry{Link: decide("ok", event.Decision{Action: event.Allow}, nil), Source: "nexus.hcl:30"},
+	)
+	p, err := c.Request(ctx, ev())
+	if err != nil || string(p) != `{"name":"delete_repo"}` {
+		t.Fatalf("a shadow chain enforced something: %s %v", p, err)
+	}
+	steps := tr.Steps()
+	var got []string
+	for _, s := range steps {
+		got = append(got, s.Link+" "+s.Action+" "+s.Source+" "+s.Method)
+	}
+	want := "new-rule would-deny nexus.hcl:12 tools/call|rewrite would-modify  tools/call|flaky error  tools/call|ok allow nexus.hcl:30 tools/call"
+	if strings.Join(got, "|") != want {
+		t.Errorf("steps %q\nwant %q", strings.Join(got, "|"), want)
+	}
+	if steps[0].Reason != "would be refused" || steps[2].Reason != "trap" {
+		t.Errorf("reasons: %+v", steps)
+	}
+	// Enforced, the same deny stops the request, and is the last step.
+	tr = &Trace{}
+	ctx = WithTrace(context.Background(), tr)
+	c = NewChain(Entry{Link: decide("rule", event.Decision{Action: event.Deny, Reason: "no"}, nil)}, Entry{Link: decide("never", event.Decision{Action: event.Allow}, nil)})
+	if _, err := c.Request(ctx, ev()); err == nil {
+		t.Fatal("an enforced deny let the request through")
+	}
+	if s := tr.Steps(); len(s) != 1 || s[0].Action != event.Deny {
+		t.Errorf("steps %+v", s)
+	}
+	// A sanitizer in shadow mode leaves the result as it was.
+	tr = &Trace{}
+	ctx = WithTrace(context.Background(), tr)
+	c = NewChain(Entry{Kind: KindSanitizer, Link: decide("redact", event.Decision{Action: event.Modify, Result: json.RawMessage(`{"content":["x"]}`)}, nil), Shadow: true})
+	if r, err := c.Response(ctx, ev()); err != nil || string(r) != `{"content":[]}` {
+		t.Errorf("a shadow sanitizer changed the result: %s %v", r, err)
+	}
+	if s := tr.Steps(); len(s) != 1 || s[0].Action != ActionWouldModify || s[0].Kind != KindSanitizer {
+		t.Errorf("steps %+v", s)
+	}
+}

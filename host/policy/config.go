@@ -1,6 +1,10 @@
 package policy
 
-import "github.com/nexus-mcp/nexus/host/config"
+import (
+	"fmt"
+
+	"github.com/nexus-mcp/nexus/host/config"
+)
 
 // EntryFor places a loaded filter in the chain as its config block says:
 // kind, match blocks and on_error. on_error "allow" lets a policy's
@@ -20,6 +24,10 @@ func EntryFor(link Link, f *config.Filter) Entry {
 	}
 	for _, m := range f.Match {
 		en.Match = append(en.Match, Match{Servers: m.Servers, Tools: m.Tools, Methods: m.Methods})
+	}
+	en.Shadow = f.Mode == config.ModeShadow
+	if f.Source.File != "" && f.Source.Line > 0 {
+		en.Source = fmt.Sprintf("%s:%d", f.Source.File, f.Source.Line)
 	}
 	return en
 }

@@ -1,0 +1,17 @@
+# A filter rolled out in shadow mode: its decisions are recorded as
+# would-deny and would-modify, not enforced.
+server "testserver" {
+  stdio {
+    command = "nexus"
+    args    = ["testserver"]
+  }
+}
+
+filter "tool-poisoning" {
+  kind   = "policy"
+  wasm   = "bin/filters/tool-poisoning.wasm"
+  mode   = "shadow"
+  match {
+    methods = ["tools/list"]
+  }
+}
