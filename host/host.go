@@ -240,8 +240,12 @@ func agents(cfg *config.Config) []policy.Agent {
 	var out []policy.Agent
 	hasCLI := false
 	for _, a := range cfg.Agents {
-		out = append(out, policy.Agent{Name: a.Name, Permission: a.Permission, Servers: a.Servers,
-			Allow: a.Allow, Deny: a.Deny, Source: a.Source.String()})
+		pa := policy.Agent{Name: a.Name, Permission: a.Permission, Servers: a.Servers,
+			Allow: a.Allow, Deny: a.Deny, Source: a.Source.String(), ShadowRules: a.Mode == config.ModeShadow}
+		if a.Source.File != "" && a.Source.Line > 0 {
+			pa.Where = fmt.Sprintf("%s:%d", a.Source.File, a.Source.Line)
+		}
+		out = append(out, pa)
 		hasCLI = hasCLI || a.Name == CLIAgent
 	}
 	if !hasCLI {

@@ -427,6 +427,9 @@ func (c *compiler) nexusExtras(doc map[string]any) {
 			putList(e, "servers", a.Servers)
 			putList(e, "allow", a.Allow)
 			putList(e, "deny", a.Deny)
+			if a.Mode != "" {
+				e["mode"] = a.Mode
+			}
 			if len(a.Tokens) > 0 {
 				ts := make([]any, len(a.Tokens))
 				for i, t := range a.Tokens {

@@ -191,6 +191,9 @@ type Agent struct {
 	Servers    []string // servers it may use; empty = all
 	Allow      []string // "server.tool" glob patterns
 	Deny       []string
+	// Mode is ModeShadow to record what the servers, allow and deny rules
+	// refuse (would-deny) without enforcing it; "" or ModeEnforce enforce.
+	Mode string
 	// Tokens are the bearer tokens that act as this agent on the gateway's
 	// HTTP listener (usually references to sensitive variables). The
 	// gateway keeps only their hashes and compares in constant time.

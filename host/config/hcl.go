@@ -79,7 +79,7 @@ var (
 	matchSchema  = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "servers"}, {Name: "tools"}, {Name: "methods"}}}
 	limitsSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "memory_mb"}, {Name: "timeout"}, {Name: "pool"}}}
 	agentSchema  = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
-		{Name: "permission", Required: true}, {Name: "servers"}, {Name: "allow"}, {Name: "deny"}, {Name: "tokens"},
+		{Name: "permission", Required: true}, {Name: "servers"}, {Name: "allow"}, {Name: "deny"}, {Name: "mode"}, {Name: "tokens"},
 	}}
 )
 
@@ -1382,6 +1382,14 @@ func (h *hclFile) agent(b *hcl.Block) {
 	}
 	if x := at["servers"]; x != nil {
 		a.Servers, _ = h.strs(x, nil, "")
+	}
+	if x := at["mode"]; x != nil {
+		if s, ok := h.str(x, nil, ""); ok {
+			if bad := oneOf("mode", s, modes); bad != "" {
+				h.errRange(x.Expr.Range(), "", bad)
+			}
+			a.Mode = s
+		}
 	}
 	if x := at["tokens"]; x != nil {
 		refs := map[string]Template{}

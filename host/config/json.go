@@ -41,7 +41,7 @@ var (
 	filterKeys = []string{"name", "kind", "wasm", "plugin", "sha256", "abi", "on_error", "mode", "config", "match", "limits"}
 	matchKeys  = []string{"servers", "tools", "methods"}
 	limitKeys  = []string{"memory_mb", "timeout", "pool"}
-	agentKeys  = []string{"permission", "servers", "allow", "deny", "tokens"}
+	agentKeys  = []string{"permission", "servers", "allow", "deny", "mode", "tokens"}
 )
 
 // jsonFile decodes one JSON config file.
@@ -1050,6 +1050,13 @@ func (j *jsonFile) agents(v *jval) {
 				}
 			case "servers":
 				a.Servers, _ = d.strs(e.val, "servers", "")
+			case "mode":
+				if s, ok := d.str(e.val, "mode", ""); ok {
+					if bad := oneOf("mode", s, modes); bad != "" {
+						d.errAt(e.val, bad)
+					}
+					a.Mode = s
+				}
 			case "tokens":
 				var ok bool
 				if a.Tokens, ok = d.strs(e.val, "tokens", "/tokens"); ok {

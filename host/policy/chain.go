@@ -393,6 +393,17 @@ func (t *Trace) Steps() []Step {
 	return append([]Step(nil), t.steps...)
 }
 
+// Add records a step of a built-in link (permission, rules, lock,
+// schema): the chain records its own.
+func (t *Trace) Add(s Step) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	t.steps = append(t.steps, s)
+	t.mu.Unlock()
+}
+
 func (t *Trace) add(en Entry, method, action, reason string, flags []string, took time.Duration) {
 	if t == nil {
 		return

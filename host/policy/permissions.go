@@ -19,6 +19,11 @@ type Agent struct {
 	Allow      []string // "server.tool" globs; empty means every tool
 	Deny       []string // wins over Allow
 	Source     string   // where the agent was configured, for errors
+	// ShadowRules records what Servers, Allow and Deny refuse as
+	// would-deny, without refusing it (mode = "shadow"); Where is the
+	// agent block's file:line for that record.
+	ShadowRules bool
+	Where       string
 }
 
 // Answer is a person's reply to a confirmation.
@@ -107,22 +112,30 @@ func (p *Permissions) approved(r ConfirmRequest) bool {
 	return r.Tool != "" && p.approvals.Approved(r.Agent, r.Server, r.Tool)
 }
 
-// ServerVisible reports whether agent may see server at all.
+// ServerVisible reports whether agent may see server at all. An agent
+// whose rules are in shadow mode sees every server.
 func (p *Permissions) ServerVisible(agent, server string) bool {
 	a, ok := p.agents[agent]
 	if !ok || a.Permission == event.Sandboxed || a.Permission == "" {
 		return false
 	}
-	return len(a.Servers) == 0 || anyGlob(a.Servers, server)
+	return a.ShadowRules || serverAllowed(a, server)
 }
 
+func serverAllowed(a Agent, server string) bool { return len(a.Servers) == 0 || anyGlob(a.Servers, server) }
+
 // ToolAllowed applies the agent's rules to server.tool: deny wins, and a
-// non-empty allow list admits only what it names.
+// non-empty allow list admits only what it names. Rules in shadow mode
+// allow everything (Check records what they would refuse).
 func (p *Permissions) ToolAllowed(agent, server, tool string) bool {
 	a, ok := p.agents[agent]
 	if !ok || !p.ServerVisible(agent, server) {
 		return false
 	}
+	return a.ShadowRules || toolAllowed(a, server, tool)
+}
+
+func toolAllowed(a Agent, server, tool string) bool {
 	ref := server + "." + tool
 	if matchAny(a.Deny, ref) {
 		return false
@@ -158,15 +171,19 @@ func (p *Permissions) Check(ctx context.Context, r ConfirmRequest) error {
 		return &DeniedError{Link: link, Kind: KindPolicy, Reason: reason, Method: r.Method, Server: r.Server, Tool: r.Tool}
 	}
 	a, ok := p.agents[r.Agent]
+	if ok && a.Permission != "" && a.Permission != event.Sandboxed {
+		if why := rulesRefuse(a, r); why != "" {
+			if !a.ShadowRules {
+				return deny("rules", why)
+			}
+			TraceFrom(ctx).Add(Step{Link: "rules", Source: a.Where, Method: r.Method, Action: ActionWouldDeny, Reason: why})
+		}
+	}
 	switch {
 	case !ok || a.Permission == "":
 		return deny("permission", fmt.Sprintf("agent %q has no permission configured, so it has no MCP access; grant it with agent %q { permission = \"trusted\" } (or \"yolo\") in nexus.hcl", r.Agent, r.Agent))
 	case a.Permission == event.Sandboxed:
 		return deny("permission", fmt.Sprintf("agent %q is sandboxed, which allows no MCP access; change its permission to \"trusted\" or \"yolo\"%s", r.Agent, from(a)))
-	case !p.ServerVisible(r.Agent, r.Server):
-		return deny("rules", fmt.Sprintf("agent %q may not use server %q (its servers list: %v)%s", r.Agent, r.Server, a.Servers, from(a)))
-	case r.Tool != "" && !p.ToolAllowed(r.Agent, r.Server, r.Tool):
-		return deny("rules", fmt.Sprintf("%s.%s is not allowed for agent %q: %s%s", r.Server, r.Tool, r.Agent, ruleOf(a, r.Server+"."+r.Tool), from(a)))
 	case a.Permission == event.Yolo:
 		return nil
 	case a.Permission != event.Trusted:
@@ -209,6 +226,18 @@ func (p *Permissions) Check(ctx context.Context, r ConfirmRequest) error {
 		return nil
 	}
 	return deny("permission", "declined at the confirmation prompt")
+}
+
+// rulesRefuse says why the agent's servers, allow and deny rules refuse
+// r, or "".
+func rulesRefuse(a Agent, r ConfirmRequest) string {
+	switch {
+	case r.Server != "" && !serverAllowed(a, r.Server):
+		return fmt.Sprintf("agent %q may not use server %q (its servers list: %v)%s", r.Agent, r.Server, a.Servers, from(a))
+	case r.Server != "" && r.Tool != "" && !toolAllowed(a, r.Server, r.Tool):
+		return fmt.Sprintf("%s.%s is not allowed for agent %q: %s%s", r.Server, r.Tool, r.Agent, ruleOf(a, r.Server+"."+r.Tool), from(a))
+	}
+	return ""
 }
 
 func from(a Agent) string {

@@ -171,3 +171,34 @@ func TestRememberedApprovals(t *testing.T) {
 		t.Errorf("a broken file: %v", err)
 	}
 }
+
+// An agent's rules in shadow mode refuse nothing: a call they would deny
+// goes through, recorded as would-deny by link "rules" at the agent's
+// block, and the tool stays listed.
+func TestShadowRules(t *testing.T) {
+	call := func(agent, server, tool string) ConfirmRequest {
+		return ConfirmRequest{Agent: agent, Server: server, Tool: tool, Method: "tools/call"}
+	}
+	p := NewPermissions([]Agent{{Name: "y", Permission: event.Yolo, Servers: []string{"gh"}, Deny: []string{"gh.delete_*"}, ShadowRules: true, Where: "nexus.hcl:7"}}, PermissionOptions{})
+	tr := &Trace{}
+	ctx := WithTrace(context.Background(), tr)
+	if err := p.Check(ctx, call("y", "gh", "delete_repo")); err != nil {
+		t.Fatalf("a shadow rule refused: %v", err)
+	}
+	if err := p.Check(ctx, call("y", "db", "query")); err != nil {
+		t.Fatalf("a shadow servers list refused: %v", err)
+	}
+	s := tr.Steps()
+	if len(s) != 2 || s[0].Link != "rules" || s[0].Action != ActionWouldDeny || s[0].Source != "nexus.hcl:7" ||
+		!strings.Contains(s[0].Reason, `deny rule "gh.delete_*"`) || !strings.Contains(s[1].Reason, `may not use server "db"`) {
+		t.Errorf("steps %+v", s)
+	}
+	if !p.ToolAllowed("y", "gh", "delete_repo") || !p.ServerVisible("y", "db") {
+		t.Error("a shadow rule hid a tool or a server")
+	}
+	// Enforced, the same rules refuse.
+	p = NewPermissions([]Agent{{Name: "y", Permission: event.Yolo, Deny: []string{"gh.delete_*"}}}, PermissionOptions{})
+	if err := p.Check(context.Background(), call("y", "gh", "delete_repo")); err == nil {
+		t.Error("an enforced deny rule let the call through")
+	}
+}

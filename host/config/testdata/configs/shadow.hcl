@@ -15,3 +15,11 @@ filter "tool-poisoning" {
     methods = ["tools/list"]
   }
 }
+
+# An agent whose rules are tried out first: what its deny list refuses is
+# recorded as would-deny, and goes through.
+agent "claude" {
+  permission = "yolo"
+  deny       = ["testserver.fail", "testserver.large_*"]
+  mode       = "shadow"
+}
