@@ -122,7 +122,9 @@ func (p *Permissions) ServerVisible(agent, server string) bool {
 	return a.ShadowRules || serverAllowed(a, server)
 }
 
-func serverAllowed(a Agent, server string) bool { return len(a.Servers) == 0 || anyGlob(a.Servers, server) }
+func serverAllowed(a Agent, server string) bool {
+	return len(a.Servers) == 0 || anyGlob(a.Servers, server)
+}
 
 // ToolAllowed applies the agent's rules to server.tool: deny wins, and a
 // non-empty allow list admits only what it names. Rules in shadow mode
