@@ -32,6 +32,39 @@ type CallOptions struct {
 // A refusal is a *policy.DeniedError naming the link that decided. A tool
 // that ran and failed returns a result with IsError set.
 func (h *Host) CallTool(ctx context.Context, agent, name string, args any, o *CallOptions) (*mcp.CallToolResult, error) {
+	p, err := h.prepareCall(ctx, agent, name, args)
+	if err != nil {
+		return nil, err
+	}
+	var co *mcp.CallOptions
+	if o != nil {
+		co = &mcp.CallOptions{OnProgress: o.OnProgress, Timeout: o.Timeout}
+	}
+	var res *mcp.CallToolResult
+	if p.tool.TaskSupport() == "required" {
+		res, err = p.client.CallToolAsTask(ctx, p.toolName, p.args, co)
+	} else {
+		res, err = p.client.CallTool(ctx, p.toolName, p.args, co)
+	}
+	if err != nil {
+		return nil, h.Explain(p.server, err)
+	}
+	return h.finishCall(ctx, p, res)
+}
+
+// call is a tools/call the chain has let through, ready to send.
+type call struct {
+	server, toolName string
+	tool             *mcp.Tool
+	client           *mcp.Client
+	args             json.RawMessage // as the filters left them
+	ev               *event.Event    // the chain's event; nil without a chain
+}
+
+// prepareCall runs what comes before the server: the permission check,
+// the lockfile, the listing verdict, the policies and the argument schema.
+// Under a context with a policy.Trace, each built-in check is a step too.
+func (h *Host) prepareCall(ctx context.Context, agent, name string, args any) (*call, error) {
 	server, toolName, err := h.resolve(ctx, agent, name)
 	if err != nil {
 		// An agent with no MCP access learns that, not that no tool has
@@ -45,8 +78,18 @@ func (h *Host) CallTool(ctx context.Context, agent, name string, args any, o *Ca
 	if err != nil {
 		return nil, err
 	}
-	if err := h.perms.Check(ctx, policy.ConfirmRequest{Agent: agent, Server: server, Tool: toolName, Method: mcp.MethodToolsCall, Arguments: raw}); err != nil {
+	tr := policy.TraceFrom(ctx)
+	start := tr.Now()
+	err = h.perms.Check(ctx, policy.ConfirmRequest{Agent: agent, Server: server, Tool: toolName, Method: mcp.MethodToolsCall, Arguments: raw})
+	var ask *policy.WouldAskError
+	switch {
+	case errors.As(err, &ask): // a dry run: say so, and go on
+		tr.Add(policy.Step{Link: "permission", Method: mcp.MethodToolsCall, Action: policy.ActionAsk, Reason: ask.Error()})
+	case err != nil:
+		tr.Builtin("permission", mcp.MethodToolsCall, err, start)
 		return nil, err
+	default:
+		tr.Builtin("permission", mcp.MethodToolsCall, nil, start)
 	}
 	if err := h.loadChain(ctx); err != nil {
 		return nil, err
@@ -62,9 +105,15 @@ func (h *Host) CallTool(ctx context.Context, agent, name string, args any, o *Ca
 		}
 		return nil, h.Explain(server, err) // the session failed listing its tools
 	}
+	start = tr.Now()
 	if why := h.withheld(server, tool, ver); why != "" {
 		h.toolDecision(ToolDecision{Agent: agent, Server: server, Tool: toolName, Method: mcp.MethodToolsCall, Link: "lock", Withheld: true, Reason: why})
-		return nil, lockDenial(server, toolName, why)
+		err := lockDenial(server, toolName, why)
+		tr.Builtin("lock", mcp.MethodToolsCall, err, start)
+		return nil, err
+	}
+	if h.opts.Lock != nil {
+		tr.Builtin("lock", mcp.MethodToolsCall, nil, start)
 	}
 
 	var ev *event.Event
@@ -93,39 +142,35 @@ func (h *Host) CallTool(ctx context.Context, agent, name string, args any, o *Ca
 		raw = p.Arguments
 	}
 
-	if probs, err := h.sch.get(server, toolName, false, tool.InputSchema).validate(raw); err != nil {
-		return nil, &SchemaError{Server: server, Tool: toolName, What: "arguments", Problems: []string{err.Error()}}
-	} else if len(probs) > 0 {
-		return nil, &SchemaError{Server: server, Tool: toolName, What: "arguments", Problems: probs}
+	start = tr.Now()
+	if probs, err := h.sch.get(server, toolName, false, tool.InputSchema).validate(raw); err != nil || len(probs) > 0 {
+		if err != nil {
+			probs = []string{err.Error()}
+		}
+		serr := &SchemaError{Server: server, Tool: toolName, What: "arguments", Problems: probs}
+		tr.Builtin("schema", mcp.MethodToolsCall, serr, start)
+		return nil, serr
 	}
+	tr.Builtin("schema", mcp.MethodToolsCall, nil, start)
+	return &call{server: server, toolName: toolName, tool: tool, client: c, args: raw, ev: ev}, nil
+}
 
-	var co *mcp.CallOptions
-	if o != nil {
-		co = &mcp.CallOptions{OnProgress: o.OnProgress, Timeout: o.Timeout}
-	}
-	var res *mcp.CallToolResult
-	if tool.TaskSupport() == "required" {
-		res, err = c.CallToolAsTask(ctx, toolName, raw, co)
-	} else {
-		res, err = c.CallTool(ctx, toolName, raw, co)
-	}
-	if err != nil {
-		return nil, h.Explain(server, err)
-	}
-
+// finishCall runs what comes after the server: the output schema, the
+// built-in sanitizer, the chain's sanitizers and the output cap.
+func (h *Host) finishCall(ctx context.Context, p *call, res *mcp.CallToolResult) (*mcp.CallToolResult, error) {
 	if len(res.StructuredContent) > 0 && !res.IsError {
-		if probs, err := h.sch.get(server, toolName, true, tool.OutputSchema).validate(res.StructuredContent); err == nil && len(probs) > 0 {
-			return nil, &SchemaError{Server: server, Tool: toolName, What: "structured output", Problems: probs}
+		if probs, err := h.sch.get(p.server, p.toolName, true, p.tool.OutputSchema).validate(res.StructuredContent); err == nil && len(probs) > 0 {
+			return nil, &SchemaError{Server: p.server, Tool: p.toolName, What: "structured output", Problems: probs}
 		}
 	}
 	sanitizeResult(res)
-	if ev != nil {
+	if p.ev != nil {
 		b, err := res.MarshalJSON()
 		if err != nil {
 			return nil, err
 		}
-		ev.Result = b
-		out, err := h.chain.Response(ctx, ev)
+		p.ev.Result = b
+		out, err := h.chain.Response(ctx, p.ev)
 		if err != nil {
 			return nil, err
 		}

@@ -346,6 +346,7 @@ const (
 	ActionError       = "error"        // the link failed
 	ActionWouldDeny   = "would-deny"   // a shadow link denied: not enforced
 	ActionWouldModify = "would-modify" // a shadow link modified: not applied
+	ActionAsk         = "ask"          // a person would be asked (a dry run)
 )
 
 // Step is what one link did with one event.
@@ -391,6 +392,32 @@ func (t *Trace) Steps() []Step {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return append([]Step(nil), t.steps...)
+}
+
+// Now is the time a built-in check starts, when the trace wants times.
+func (t *Trace) Now() time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return time.Now()
+}
+
+// Builtin records a built-in check (permission, lock, schema) that began
+// at start: allowed when err is nil, else denied (or, for a request a
+// person would be asked about, "ask").
+func (t *Trace) Builtin(link, method string, err error, start time.Time) {
+	if t == nil {
+		return
+	}
+	s := Step{Link: link, Method: method, Action: event.Allow, Duration: time.Since(start)}
+	if err != nil {
+		s.Action, s.Reason = event.Deny, err.Error()
+		var de *DeniedError
+		if errors.As(err, &de) && de.Reason != "" {
+			s.Reason = de.Reason
+		}
+	}
+	t.Add(s)
 }
 
 // Add records a step of a built-in link (permission, rules, lock,

@@ -202,6 +202,9 @@ func (p *Permissions) Check(ctx context.Context, r ConfirmRequest) error {
 	if ok || p.approved(r) {
 		return nil
 	}
+	if dryRun(ctx) {
+		return &WouldAskError{Agent: r.Agent, Server: r.Server}
+	}
 	if p.confirm == nil {
 		return deny("permission", fmt.Sprintf("agent %q is trusted, so its first use of server %q needs a person's confirmation, and nobody can be asked here; pass --yes, or set permission = \"yolo\" for the agent", r.Agent, r.Server))
 	}
@@ -229,6 +232,23 @@ func (p *Permissions) Check(ctx context.Context, r ConfirmRequest) error {
 	}
 	return deny("permission", "declined at the confirmation prompt")
 }
+
+// WouldAskError is what Check returns under WithDryRun where it would
+// ask a person: nexus explain says so rather than asking.
+type WouldAskError struct{ Agent, Server string }
+
+func (e *WouldAskError) Error() string {
+	return fmt.Sprintf("agent %q is trusted, so its first use of server %q asks a person (or takes --yes, or a remembered approval)", e.Agent, e.Server)
+}
+
+type dryRunKey struct{}
+
+// WithDryRun marks ctx as a dry run: Check asks nobody.
+func WithDryRun(ctx context.Context) context.Context {
+	return context.WithValue(ctx, dryRunKey{}, true)
+}
+
+func dryRun(ctx context.Context) bool { b, _ := ctx.Value(dryRunKey{}).(bool); return b }
 
 // rulesRefuse says why the agent's servers, allow and deny rules refuse
 // r, or "".

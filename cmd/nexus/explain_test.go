@@ -1,0 +1,83 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+)
+
+// stepTimes are what differs between runs of nexus explain.
+var (
+	stepTimes = regexp.MustCompile(`[0-9]+\.[0-9]{3} ms`)
+	stepUs    = regexp.MustCompile(`"us": [0-9.e+-]+`)
+)
+
+// TestExplain: nexus explain runs the chain without making the call: each
+// check with its verdict, reason and source, a shadow filter's would-deny,
+// a refusal (exit 4), the sanitizers on a sample result, -o json.
+func TestExplain(t *testing.T) {
+	deny, denySum := buildFilter(t, "deny-destructive")
+	redact, redactSum := buildFilter(t, "redact-secrets")
+	dir := t.TempDir()
+	cfg := `server "testserver" {
+  stdio {
+    command = "nexus"
+    args    = ["testserver"]
+  }
+}
+
+filter "no-destructive" {
+  kind   = "policy"
+  wasm   = "` + deny + `"
+  sha256 = "` + denySum + `"
+  config = { tools = ["testserver.fail"] }
+}
+
+filter "new-rule" {
+  kind   = "policy"
+  wasm   = "` + deny + `"
+  sha256 = "` + denySum + `"
+  mode   = "shadow"
+  config = { tools = ["testserver.echo"] }
+}
+
+filter "redact" {
+  kind   = "sanitizer"
+  wasm   = "` + redact + `"
+  sha256 = "` + redactSum + `"
+}
+`
+	for name, body := range map[string]string{
+		"nexus.hcl":   cfg,
+		"result.json": `{"content": [{"type": "text", "text": "key AKIAIOSFODNN7EXAMPLE"}]}`,
+		"bad.json":    `{"content": `,
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"explain_shadow", []string{"explain", "testserver.echo", "message=hi"}, 0},
+		{"explain_denied", []string{"explain", "testserver.fail"}, 4},
+		{"explain_schema", []string{"explain", "testserver.add", "a=x", "b=2"}, 4},
+		{"explain_result", []string{"explain", "testserver.echo", "message=hi", "--result", "result.json"}, 0},
+		{"explain_json", []string{"-o", "json", "explain", "testserver.fail"}, 4},
+		{"explain_unknown", []string{"explain", "testserver.nope"}, 2},
+		{"explain_bad_result", []string{"explain", "testserver.echo", "--result", "bad.json"}, 2},
+		{"explain_method", []string{"explain", "testserver.echo", "--method", "prompts/get"}, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			stdout, stderr, code := nexusIn(t, dir, "", nil, c.args...)
+			if code != c.code {
+				t.Errorf("exit %d, want %d\n%s%s", code, c.code, stdout, stderr)
+			}
+			out := stepUs.ReplaceAllString(stepTimes.ReplaceAllString(stdout, "$$TIME"), `"us": $$US`)
+			golden(t, c.name, "--- stdout\n"+out+"--- stderr\n"+stderr)
+		})
+	}
+}

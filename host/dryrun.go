@@ -1,0 +1,73 @@
+package host
+
+import (
+	"context"
+	"errors"
+
+	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/host/policy"
+)
+
+// Verdict is what the chain decides about a tool call, worked out without
+// sending it (nexus explain).
+type Verdict struct {
+	Server, Tool string
+	// Steps are every check in order, built-in (permission, rules, lock,
+	// schema) and configured (the policies, the tools/list review, the
+	// sanitizers on a sample result), each with its action, reason,
+	// source and time.
+	Steps []policy.Step
+	// Err is the refusal (a *policy.DeniedError, a *SchemaError, a
+	// *policy.WithheldError) or nil when the call would go through.
+	Err error
+	// Result is the sample result as the sanitizers left it.
+	Result *mcp.CallToolResult
+}
+
+// DryRun runs the whole chain for a call of name with args as agent would
+// make it, without sending it to the server: the tool's server is
+// connected to read its definition, nothing more. A sample result, when
+// given, goes through the sanitizers as the server's would. Nobody is
+// asked: where a person would be, the permission step says "ask".
+//
+// The error is for what stops the dry run itself (an unknown tool, a
+// server that cannot be reached); a refusal is the Verdict's Err.
+func (h *Host) DryRun(ctx context.Context, agent, name string, args any, result *mcp.CallToolResult) (*Verdict, error) {
+	tr := &policy.Trace{}
+	ctx = policy.WithTrace(policy.WithDryRun(ctx), tr)
+	v := &Verdict{}
+	p, err := h.prepareCall(ctx, agent, name, args)
+	if p != nil {
+		v.Server, v.Tool = p.server, p.toolName
+	}
+	switch {
+	case err == nil && result != nil:
+		res := *result
+		v.Result, v.Err = h.finishCall(ctx, p, &res)
+	case err != nil && !isRefusal(err):
+		return nil, err
+	default:
+		v.Err = err
+	}
+	if v.Server == "" {
+		var de *policy.DeniedError
+		var se *SchemaError
+		switch {
+		case errors.As(v.Err, &de):
+			v.Server, v.Tool = de.Server, de.Tool
+		case errors.As(v.Err, &se):
+			v.Server, v.Tool = se.Server, se.Tool
+		}
+	}
+	v.Steps = tr.Steps()
+	return v, nil
+}
+
+// isRefusal reports whether err is a check saying no, rather than a failure
+// to check.
+func isRefusal(err error) bool {
+	var de *policy.DeniedError
+	var we *policy.WithheldError
+	var se *SchemaError
+	return errors.As(err, &de) || errors.As(err, &we) || errors.As(err, &se)
+}
