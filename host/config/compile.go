@@ -459,6 +459,21 @@ func (c *compiler) nexusExtras(doc map[string]any) {
 	if cfg.Lock != nil {
 		doc["lock"] = map[string]any{"on_change": cfg.Lock.OnChange, "on_new": cfg.Lock.OnNew}
 	}
+	if a := cfg.Audit; a != nil {
+		e := map[string]any{"path": a.Path}
+		for k, v := range map[string]int{"max_bytes": a.MaxBytes, "keep": a.Keep, "buffer": a.Buffer} {
+			if v != 0 {
+				e[k] = v
+			}
+		}
+		if a.FailClosed {
+			e["fail_closed"] = true
+		}
+		if a.IncludeArguments {
+			e["include_arguments"] = true
+		}
+		doc["audit"] = e
+	}
 }
 
 func putList(m map[string]any, k string, v []string) {
@@ -497,6 +512,9 @@ func (c *compiler) lostGlobals() {
 	}
 	if cfg.Lock != nil {
 		c.warns = append(c.warns, Warning{Source: cfg.Lock.Source, Message: fmt.Sprintf("the lock block cannot be expressed in %s: a client does not read nexus.lock.hcl", c.format)})
+	}
+	if cfg.Audit != nil {
+		c.warns = append(c.warns, Warning{Source: cfg.Audit.Source, Message: fmt.Sprintf("the audit block cannot be expressed in %s: only Nexus keeps an audit log", c.format)})
 	}
 	if cfg.Sampling != nil {
 		c.warns = append(c.warns, Warning{Source: cfg.Sampling.Source, Message: fmt.Sprintf("the sampling block cannot be expressed in %s: the client answers sampling requests with its own model", c.format)})

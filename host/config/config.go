@@ -283,6 +283,7 @@ type Config struct {
 	Gateway  *Gateway    // nil: no gateway block (nexus serve uses defaults and flags)
 	Sampling *Sampling   // nil: no model; servers' sampling requests go to a person
 	Lock     *LockPolicy // nil: what the lockfile does not pin is withheld
+	Audit    *Audit      // nil: no audit log
 	Roots    []string    // absolute paths offered to servers as MCP roots
 	Inputs   []Input     // the VS Code inputs the servers refer to, by id
 	Files    []File      // lowest layer first

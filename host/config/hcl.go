@@ -44,6 +44,7 @@ var (
 		{Type: "gateway"},
 		{Type: "sampling"},
 		{Type: "lock"},
+		{Type: "audit"},
 	}}
 	earlySchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
 		{Type: "variable", LabelNames: []string{"name"}},
@@ -192,6 +193,8 @@ func (ld *loader) parseHCLFile(f *file, filename string, isJSON bool) *fileConfi
 			h.sampling(b)
 		case "lock":
 			h.lock(b)
+		case "audit":
+			h.audit(b)
 		}
 	}
 	return &h.out

@@ -239,6 +239,7 @@ type fileConfig struct {
 	gateway  *Gateway
 	sampling *Sampling
 	lock     *LockPolicy
+	audit    *Audit
 }
 
 func (ld *loader) load(files []File) (*Config, error) {
@@ -495,6 +496,9 @@ func merge(cfg *Config, parts []*fileConfig) {
 		}
 		if lp := p.lock; lp != nil {
 			cfg.Lock = lp // a later layer's lock block replaces the whole block
+		}
+		if a := p.audit; a != nil {
+			cfg.Audit = a // likewise the audit block
 		}
 		if sm := p.sampling; sm != nil {
 			// A later layer's sampling block replaces the whole block.

@@ -23,3 +23,12 @@ agent "claude" {
   deny       = ["testserver.fail", "testserver.large_*"]
   mode       = "shadow"
 }
+
+# Every decision recorded, hash-chained (nexus audit verify checks it).
+audit {
+  path              = "nexus-audit.jsonl"
+  max_bytes         = 1048576
+  keep              = 3
+  fail_closed       = true
+  include_arguments = true
+}
