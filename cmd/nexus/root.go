@@ -251,7 +251,7 @@ func (a *app) rootCmd() *cobra.Command {
 	root.AddCommand(a.pluginCmd())
 	root.AddCommand(a.filterCmd())
 	root.AddCommand(a.authCmd())
-	root.AddCommand(a.versionCmd(), a.approvalsCmd(), a.lockCmd(), a.explainCmd())
+	root.AddCommand(a.versionCmd(), a.approvalsCmd(), a.lockCmd(), a.explainCmd(), a.auditCmd())
 	root.SetVersionTemplate(versionText() + "\n")
 	root.AddCommand(a.serveCmd())
 	return root

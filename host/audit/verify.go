@@ -11,16 +11,18 @@ import (
 
 // Report is what Verify read.
 type Report struct {
-	Files, Records int
-	First, Last    uint64 // seq
+	Files   int    `json:"files"`
+	Records int    `json:"records"`
+	First   uint64 `json:"first"` // seq
+	Last    uint64 `json:"last"`
 }
 
 // Error is the first break of the chain Verify found.
 type Error struct {
-	File    string
-	Line    int
-	Seq     uint64 // of the record at Line, 0 when unknown
-	Problem string
+	File    string `json:"file"`
+	Line    int    `json:"line"`
+	Seq     uint64 `json:"seq,omitempty"` // of the record at Line, 0 when unknown
+	Problem string `json:"problem"`
 }
 
 func (e *Error) Error() string {

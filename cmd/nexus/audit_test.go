@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nexus-mcp/nexus/host/audit"
+)
+
+// TestAuditVerify: nexus audit verify passes an intact log (rotated files
+// too) and names the first broken record of an edited one.
+func TestAuditVerify(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "nexus-audit.jsonl")
+	w, err := audit.Open(audit.Options{Path: path, MaxBytes: 800, Keep: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 12 {
+		w.Write(audit.Record{Time: time.Unix(1_800_000_000, 0), Agent: "claude", Server: "github", Method: "tools/call", Tool: "get_issue", Decision: "allow", Reason: strings.Repeat("r", i)})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := w.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	b, _ := os.ReadFile(path + ".1")
+	os.WriteFile(filepath.Join(dir, "edited.jsonl"), []byte(strings.Replace(string(b), `"decision":"allow"`, `"decision":"deny"`, 1)), 0o600)
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"audit_verify", []string{"audit", "verify", "nexus-audit.jsonl.2", "nexus-audit.jsonl.1", "nexus-audit.jsonl"}, 0},
+		{"audit_verify_json", []string{"-o", "json", "audit", "verify", "nexus-audit.jsonl.1", "nexus-audit.jsonl"}, 0},
+		{"audit_verify_edited", []string{"audit", "verify", "edited.jsonl"}, 1},
+		{"audit_verify_order", []string{"audit", "verify", "nexus-audit.jsonl", "nexus-audit.jsonl.1"}, 1},
+		{"audit_verify_missing", []string{"audit", "verify", "nope.jsonl"}, 3},
+		{"audit_no_verb", []string{"audit"}, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			stdout, stderr, code := nexusIn(t, dir, "", nil, c.args...)
+			if code != c.code {
+				t.Errorf("exit %d, want %d\n%s%s", code, c.code, stdout, stderr)
+			}
+			golden(t, c.name, "--- stdout\n"+stdout+"--- stderr\n"+stderr)
+		})
+	}
+}
