@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nexus-mcp/nexus/host/audit"
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/host/policy"
 	"github.com/nexus-mcp/nexus/host/sanitize"
@@ -32,8 +33,42 @@ type CallOptions struct {
 // A refusal is a *policy.DeniedError naming the link that decided. A tool
 // that ran and failed returns a result with IsError set.
 func (h *Host) CallTool(ctx context.Context, agent, name string, args any, o *CallOptions) (*mcp.CallToolResult, error) {
-	p, err := h.prepareCall(ctx, agent, name, args)
+	if w, _ := h.auditLog(); w == nil && !h.failClosed() {
+		return h.callTool(ctx, agent, name, args, o)
+	}
+	rec := audit.Record{Agent: agent, Method: mcp.MethodToolsCall}
+	var res *mcp.CallToolResult
+	err := h.audited(ctx, &rec, func(ctx context.Context) error {
+		var err error
+		res, err = h.callTool(ctx, agent, name, args, o)
+		return err
+	})
 	if err != nil {
+		var ae *AuditError
+		if errors.As(err, &ae) {
+			return nil, err
+		}
+	}
+	return res, err
+}
+
+// callTool is CallTool; rec, when not nil, is the call's audit record.
+func (h *Host) callTool(ctx context.Context, agent, name string, args any, o *CallOptions) (*mcp.CallToolResult, error) {
+	rec := auditRecordFrom(ctx)
+	if rec != nil {
+		if raw, err := rawArgs(args); err == nil {
+			h.argsRecord(rec, raw)
+		}
+		rec.Server, rec.Tool, _ = cutDot(name)
+	}
+	p, err := h.prepareCall(ctx, agent, name, args)
+	if rec != nil && p != nil {
+		rec.Server, rec.Tool = p.server, p.toolName
+	}
+	if err != nil {
+		if rec != nil {
+			fillTarget(rec, err)
+		}
 		return nil, err
 	}
 	var co *mcp.CallOptions
@@ -49,7 +84,11 @@ func (h *Host) CallTool(ctx context.Context, agent, name string, args any, o *Ca
 	if err != nil {
 		return nil, h.Explain(p.server, err)
 	}
-	return h.finishCall(ctx, p, res)
+	res, err = h.finishCall(ctx, p, res)
+	if rec != nil {
+		resultRecord(rec, res)
+	}
+	return res, err
 }
 
 // call is a tools/call the chain has let through, ready to send.
@@ -334,7 +373,19 @@ func (h *Host) Prompts(ctx context.Context, agent string) ([]Prompt, error) {
 }
 
 // ReadResource reads a resource through the chain.
-func (h *Host) ReadResource(ctx context.Context, agent, server, uri string) (*mcp.ReadResourceResult, error) {
+func (h *Host) ReadResource(ctx context.Context, agent, server, uri string) (res *mcp.ReadResourceResult, err error) {
+	if w, _ := h.auditLog(); w != nil || h.failClosed() {
+		rec := audit.Record{Agent: agent, Server: server, Method: mcp.MethodResourcesRead, URI: uri}
+		err = h.audited(ctx, &rec, func(ctx context.Context) error {
+			res, err = h.readResource(ctx, agent, server, uri)
+			return err
+		})
+		return res, err
+	}
+	return h.readResource(ctx, agent, server, uri)
+}
+
+func (h *Host) readResource(ctx context.Context, agent, server, uri string) (*mcp.ReadResourceResult, error) {
 	c, err := h.session(ctx, agent, server, mcp.MethodResourcesRead)
 	if err != nil {
 		return nil, err
@@ -366,7 +417,22 @@ func (h *Host) ReadResource(ctx context.Context, agent, server, uri string) (*mc
 }
 
 // GetPrompt fetches a prompt through the chain.
-func (h *Host) GetPrompt(ctx context.Context, agent, server, name string, args map[string]string) (*mcp.GetPromptResult, error) {
+func (h *Host) GetPrompt(ctx context.Context, agent, server, name string, args map[string]string) (res *mcp.GetPromptResult, err error) {
+	if w, _ := h.auditLog(); w != nil || h.failClosed() {
+		rec := audit.Record{Agent: agent, Server: server, Method: mcp.MethodPromptsGet, Prompt: name}
+		if b, err := json.Marshal(args); err == nil {
+			h.argsRecord(&rec, b)
+		}
+		err = h.audited(ctx, &rec, func(ctx context.Context) error {
+			res, err = h.getPrompt(ctx, agent, server, name, args)
+			return err
+		})
+		return res, err
+	}
+	return h.getPrompt(ctx, agent, server, name, args)
+}
+
+func (h *Host) getPrompt(ctx context.Context, agent, server, name string, args map[string]string) (*mcp.GetPromptResult, error) {
 	c, err := h.session(ctx, agent, server, mcp.MethodPromptsGet)
 	if err != nil {
 		return nil, err

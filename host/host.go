@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/nexus-mcp/nexus/host/audit"
 	"github.com/nexus-mcp/nexus/host/config"
 	"github.com/nexus-mcp/nexus/host/diag"
 	"github.com/nexus-mcp/nexus/host/lock"
@@ -62,6 +63,9 @@ type Options struct {
 	OnLog func(server string, m mcp.LogMessage)
 	// OnChange is told when a server's lists change or it (re)connects or dies.
 	OnChange func(server string)
+	// Audit, when set, is the audit log every decision point is recorded
+	// in; nil opens the config's audit block's, if it has one.
+	Audit *audit.Writer
 	// OnToolDecision is told each time a tool's definition decides what
 	// an agent gets: the lockfile or a tools/list policy withholds it (in
 	// a listing or a call) or a policy flags it. Audit records them.
@@ -120,6 +124,10 @@ type core struct {
 
 	lockv lockVerdicts
 
+	auditOnce sync.Once
+	auditW    *audit.Writer // the audit block's log, opened on first use
+	auditErr  error
+
 	oauth authClients // OAuth clients of HTTP servers (auth.go)
 
 	xmu     sync.Mutex
@@ -130,6 +138,7 @@ type core struct {
 // hooks are what a host's upstream sessions call back into.
 type hooks struct {
 	agent         string // whom server-initiated requests go to, for the chain's events
+	session       string // the downstream session, for the audit log
 	roots         mcp.RootsHandler
 	sampling      func(server string) mcp.SamplingHandler
 	elicitation   func(server string) mcp.ElicitationHandler
@@ -192,7 +201,9 @@ func newHost(c *core, hk hooks, root bool) *Host {
 type SessionOptions struct {
 	// Agent is whom the session's server-initiated requests go to, as the
 	// chain's events say.
-	Agent       string
+	Agent string
+	// Session names the downstream session in the audit log.
+	Session     string
 	Roots       mcp.RootsHandler
 	Sampling    func(server string) mcp.SamplingHandler
 	Elicitation func(server string) mcp.ElicitationHandler
@@ -215,7 +226,7 @@ type SessionOptions struct {
 // connections open on first use; Close ends them and nothing of h's.
 func (h *Host) NewSession(o SessionOptions) *Host {
 	return newHost(h.core, hooks{
-		agent: o.Agent, roots: o.Roots, sampling: o.Sampling, elicitation: o.Elicitation,
+		agent: o.Agent, session: o.Session, roots: o.Roots, sampling: o.Sampling, elicitation: o.Elicitation,
 		onLog: o.OnLog, onChange: o.OnChange, onListChanged: o.OnListChanged, onUpdated: o.OnResourceUpdated,
 	}, false)
 }
@@ -693,6 +704,12 @@ func (h *Host) Close() error {
 	h.reg.Close()
 	if h.root {
 		h.closeExtensions(context.Background())
+		h.auditOnce.Do(func() {}) // a log not opened yet stays closed; one opened is seen
+		if h.auditW != nil {
+			if err := h.auditW.Close(); err != nil {
+				h.log.Error("closing the audit log", "error", err)
+			}
+		}
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/nexus-mcp/nexus/host/audit"
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/host/policy"
 )
@@ -16,7 +17,22 @@ import (
 
 // guarded wraps a handler of server-initiated requests with the chain.
 func guarded[P, R any](h *Host, server, method string, f func(context.Context, *P) (*R, error)) func(context.Context, *P) (*R, error) {
-	return func(ctx context.Context, p *P) (*R, error) {
+	return func(ctx context.Context, p *P) (res *R, err error) {
+		if w, _ := h.auditLog(); w != nil || h.failClosed() {
+			rec := audit.Record{Agent: h.hooks.agent, Server: server, Method: method}
+			err = h.audited(ctx, &rec, func(ctx context.Context) error {
+				res, err = guardedRun(ctx, h, server, method, p, f)
+				return err
+			})
+			return res, err
+		}
+		return guardedRun(ctx, h, server, method, p, f)
+	}
+}
+
+// guardedRun is one server-initiated request through the chain.
+func guardedRun[P, R any](ctx context.Context, h *Host, server, method string, p *P, f func(context.Context, *P) (*R, error)) (*R, error) {
+	{
 		if err := h.loadChain(ctx); err != nil {
 			return nil, refusal(err)
 		}

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"strconv"
 	"sync/atomic"
+	"time"
 
+	"github.com/nexus-mcp/nexus/host/audit"
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/host/policy"
 	"github.com/nexus-mcp/nexus/host/registry"
@@ -41,10 +43,24 @@ type ToolDecision struct {
 	Flags               []string // the link's findings
 }
 
-// toolDecision tells Options.OnToolDecision.
+// toolDecision tells Options.OnToolDecision, and the audit log of a
+// listing's (a call's own record holds the call's).
 func (h *Host) toolDecision(d ToolDecision) {
 	if h.opts.OnToolDecision != nil {
 		h.opts.OnToolDecision(d)
+	}
+	if d.Method != mcp.MethodToolsList {
+		return
+	}
+	if w, _ := h.auditLog(); w != nil {
+		decision := event.Allow
+		if d.Withheld {
+			decision = event.Deny
+		}
+		if err := w.Write(audit.Record{Time: time.Now().UTC(), Agent: d.Agent, Session: h.hooks.session, Server: d.Server, Method: d.Method, Tool: d.Tool,
+			Decision: decision, Link: d.Link, Reason: d.Reason, Flags: d.Flags}); err != nil {
+			h.log.Error("the audit log cannot record a withheld tool", "server", d.Server, "tool", d.Tool, "error", err)
+		}
 	}
 }
 

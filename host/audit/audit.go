@@ -213,6 +213,10 @@ func (w *Writer) drop(why string) {
 	}
 }
 
+// FailClosed says whether calls must stop while the log cannot be
+// written (Options.FailClosed).
+func (w *Writer) FailClosed() bool { return w.o.FailClosed }
+
 // Dropped counts the records lost so far.
 func (w *Writer) Dropped() uint64 { return w.dropped.Load() }
 

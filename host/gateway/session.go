@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +23,7 @@ import (
 type session struct {
 	g      *Gateway
 	agent  string
+	id     string // names the session in the audit log (never the HTTP session id, which admits to it)
 	peer   *mcp.Peer
 	ctx    context.Context // ends with the session: tasks run under it
 	cancel context.CancelFunc
@@ -46,7 +49,9 @@ type promptRef struct{ server, name string }
 
 func newSession(g *Gateway, agent string) *session {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &session{g: g, agent: agent, up: g.h, level: -1, subs: map[string]string{}, ctx: ctx, cancel: cancel,
+	id := make([]byte, 8)
+	rand.Read(id)
+	return &session{g: g, agent: agent, id: hex.EncodeToString(id), up: g.h, level: -1, subs: map[string]string{}, ctx: ctx, cancel: cancel,
 		calls: map[string][]json.RawMessage{}, connected: map[string]bool{}}
 }
 
@@ -84,6 +89,7 @@ var versions = []string{mcp.Version20251125, mcp.Version20250618, mcp.Version202
 
 // HandleRequest implements mcp.Handler.
 func (s *session) HandleRequest(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	ctx = host.WithSession(ctx, s.id)
 	if method == mcp.MethodInitialize {
 		return s.initialize(params)
 	}
@@ -180,6 +186,7 @@ func (s *session) initialize(params json.RawMessage) (any, error) {
 func (s *session) sessionOptions(c mcp.ClientCapabilities) host.SessionOptions {
 	o := host.SessionOptions{
 		Agent:             s.agent,
+		Session:           s.id,
 		OnLog:             s.forwardLog,
 		OnListChanged:     s.listChanged,
 		OnResourceUpdated: s.updated,

@@ -1,0 +1,216 @@
+package host
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nexus-mcp/nexus/host/audit"
+	"github.com/nexus-mcp/nexus/host/config"
+	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/host/policy"
+	"github.com/nexus-mcp/nexus/sdk/event"
+)
+
+// The audit log (the audit block, or Options.Audit): one record per
+// decision point, each with the steps of the chain that led to it. The
+// log is opened on first use; with fail_closed, a call is refused while
+// it cannot be written, rather than made unrecorded.
+
+// auditLog returns the log, opening the audit block's on first use; nil
+// when there is none.
+func (c *core) auditLog() (*audit.Writer, error) {
+	if c.opts.Audit != nil {
+		return c.opts.Audit, nil
+	}
+	a := c.cfg.Audit
+	if a == nil {
+		return nil, nil
+	}
+	c.auditOnce.Do(func() {
+		c.auditW, c.auditErr = audit.Open(audit.Options{Path: a.Path, MaxBytes: int64(a.MaxBytes), Keep: a.Keep, Buffer: a.Buffer,
+			FailClosed: a.FailClosed, Logger: c.log.Named("audit")})
+		if c.auditErr != nil {
+			c.log.Error("the audit log cannot be opened", "path", a.Path, "error", c.auditErr)
+		}
+	})
+	return c.auditW, c.auditErr
+}
+
+// failClosed says whether calls must stop when the log cannot be written.
+func (c *core) failClosed() bool {
+	return c.opts.Audit == nil && c.cfg.Audit != nil && c.cfg.Audit.FailClosed
+}
+
+// AuditError is a call refused because the audit log, with fail_closed,
+// cannot record it.
+type AuditError struct{ Err error }
+
+func (e *AuditError) Error() string {
+	return fmt.Sprintf("refused: the audit log cannot record this call, and the audit block says fail_closed = true: %v (fix the log's disk or path, or set fail_closed = false to go on unrecorded)", e.Err)
+}
+
+func (e *AuditError) Unwrap() error { return e.Err }
+
+// audited runs do as one decision point under a trace, then records it:
+// rec as do filled it in, with the decision and steps the trace shows.
+func (h *Host) audited(ctx context.Context, rec *audit.Record, do func(ctx context.Context) error) error {
+	w, err := h.auditLog()
+	if w == nil {
+		if err != nil && h.failClosed() {
+			return &AuditError{err}
+		}
+		return do(ctx)
+	}
+	if w.FailClosed() {
+		if err := w.Err(); err != nil {
+			return &AuditError{err}
+		}
+	}
+	tr := policy.TraceFrom(ctx)
+	if tr == nil {
+		tr = &policy.Trace{}
+		ctx = policy.WithTrace(ctx, tr)
+	}
+	before := len(tr.Steps())
+	rec.Time = time.Now().UTC()
+	rec.Session = h.hooks.session
+	if id, ok := ctx.Value(sessionKey{}).(string); ok {
+		rec.Session = id
+	}
+	err = do(context.WithValue(ctx, recordKey{}, rec))
+	decide(rec, tr.Steps()[before:], err)
+	if werr := w.Write(*rec); werr != nil {
+		return &AuditError{werr}
+	}
+	return err
+}
+
+type recordKey struct{}
+
+type sessionKey struct{}
+
+// WithSession names, for the audit log, the downstream session a
+// request comes from (the gateway's).
+func WithSession(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, sessionKey{}, id)
+}
+
+// auditRecordFrom is the record a decision point being audited fills in,
+// or nil.
+func auditRecordFrom(ctx context.Context) *audit.Record {
+	r, _ := ctx.Value(recordKey{}).(*audit.Record)
+	return r
+}
+
+// fillTarget takes the server and tool of a refusal into a record that
+// does not have them yet (a call refused before its tool was found).
+func fillTarget(rec *audit.Record, err error) {
+	var de *policy.DeniedError
+	if errors.As(err, &de) && de.Server != "" {
+		rec.Server, rec.Tool = de.Server, de.Tool
+	}
+}
+
+// decide fills in a record's decision, the link that made it, and the
+// steps, from what the chain did and how the request ended.
+func decide(rec *audit.Record, steps []policy.Step, err error) {
+	rec.Decision = event.Allow
+	for _, s := range steps {
+		rec.Steps = append(rec.Steps, audit.Step{Link: s.Link, Source: s.Source, Action: s.Action, Micros: float64(s.Duration.Nanoseconds()) / 1e3})
+		switch s.Action {
+		case event.Modify:
+			rec.Decision, rec.Link, rec.Source, rec.Reason = event.Modify, s.Link, s.Source, s.Reason
+		case policy.ActionWouldDeny, policy.ActionWouldModify:
+			if rec.Decision == event.Allow {
+				rec.Decision, rec.Link, rec.Source, rec.Reason = s.Action, s.Link, s.Source, s.Reason
+			}
+		}
+	}
+	if err == nil {
+		return
+	}
+	var de *policy.DeniedError
+	var se *SchemaError
+	var we *policy.WithheldError
+	switch {
+	case errors.As(err, &de):
+		rec.Decision, rec.Link, rec.Reason, rec.Flags = event.Deny, de.Link, de.Reason, de.Flags
+		if de.Err != nil {
+			rec.Reason = de.Err.Error()
+		}
+	case errors.As(err, &se):
+		rec.Decision, rec.Link, rec.Reason = event.Deny, "schema", err.Error()
+	case errors.As(err, &we):
+		rec.Decision, rec.Link, rec.Reason = policy.ActionError, we.Link, err.Error()
+	default:
+		rec.Decision, rec.Reason = policy.ActionError, err.Error()
+		// A refusal told to a server as a JSON-RPC error: the steps say
+		// which link it was.
+		for i := len(steps) - 1; i >= 0; i-- {
+			if steps[i].Action == event.Deny {
+				rec.Decision, rec.Link, rec.Reason = event.Deny, steps[i].Link, steps[i].Reason
+				break
+			}
+		}
+	}
+	rec.Source = ""
+	for i := len(steps) - 1; i >= 0; i-- {
+		if steps[i].Link == rec.Link {
+			rec.Source = steps[i].Source
+			break
+		}
+	}
+}
+
+// argsRecord sets a call's argument hash, and with include_arguments the
+// arguments themselves, their credential-named values masked.
+func (h *Host) argsRecord(rec *audit.Record, raw json.RawMessage) {
+	sum := sha256.Sum256(raw)
+	rec.ArgsSHA256 = hex.EncodeToString(sum[:])
+	if a := h.cfg.Audit; a != nil && a.IncludeArguments {
+		var v any
+		if json.Unmarshal(raw, &v) == nil {
+			if b, err := json.Marshal(maskArgs("", v)); err == nil {
+				rec.Args = b
+			}
+		}
+	}
+}
+
+// maskArgs masks the credentials in an argument value (see
+// config.MaskValue), by key.
+func maskArgs(key string, v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = maskArgs(k, e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = maskArgs(key, e)
+		}
+	case string:
+		return config.MaskValue(key, x)
+	}
+	return v
+}
+
+// resultRecord sets what a call's result was: an error or not, and its
+// size.
+func resultRecord(rec *audit.Record, res *mcp.CallToolResult) {
+	if res == nil {
+		return
+	}
+	isErr := res.IsError
+	rec.IsError = &isErr
+	n := len(res.StructuredContent)
+	for _, c := range res.Content {
+		n += len(c.Text) + len(c.Data)
+	}
+	rec.Bytes = n
+}

@@ -1,0 +1,182 @@
+package host_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nexus-mcp/nexus/host"
+	"github.com/nexus-mcp/nexus/host/audit"
+	"github.com/nexus-mcp/nexus/host/config"
+	"github.com/nexus-mcp/nexus/host/diag"
+	"github.com/nexus-mcp/nexus/host/lock"
+	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/host/policy"
+	"github.com/nexus-mcp/nexus/sdk/event"
+)
+
+// readAudit flushes w and returns its records.
+func readAudit(t *testing.T, w *audit.Writer, path string) []audit.Record {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := w.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := audit.Verify(path); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	var out []audit.Record
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var r audit.Record
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// Every decision point is one record: calls allowed, denied (by the rules,
+// a policy, the schema), modified, failed, shadowed; a tool the lockfile
+// withholds from a listing; a resource read; a prompt. Each says which
+// link decided, with the steps; arguments only as their hash.
+func TestAuditRecords(t *testing.T) {
+	w := newWorld()
+	s := w.server("gh", echoTool("get_issue"), echoTool("delete_repo"), echoTool("rename"), echoTool("shadowed"), echoTool("boom"))
+	s.AddTool(mcp.Tool{Name: "boom", InputSchema: echoSchema}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return nil, errors.New("the server broke")
+	})
+	s.AddResource(mcp.Resource{URI: "file:///readme", Name: "readme"}, func(ctx context.Context, ss *mcp.ServerSession, uri string) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []mcp.ResourceContents{{URI: uri, Text: "hello"}}}, nil
+	})
+	w.server("unpinned", echoTool("x"))
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	aw, err := audit.Open(audit.Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer aw.Close()
+	links := []policy.Entry{
+		{Link: policy.Func{N: "no-delete", F: func(ctx context.Context, e *event.Event) (event.Decision, error) {
+			if e.Method == mcp.MethodToolsCall && e.Tool.Name == "delete_repo" {
+				return event.Decision{Action: event.Deny, Reason: "deletes are off"}, nil
+			}
+			return event.Decision{Action: event.Allow}, nil
+		}}, Source: "nexus.hcl:3"},
+		{Link: policy.Func{N: "rename", F: func(ctx context.Context, e *event.Event) (event.Decision, error) {
+			if e.Method == mcp.MethodToolsCall && e.Tool.Name == "rename" {
+				return event.Decision{Action: event.Modify, Params: json.RawMessage(`{"name":"rename","arguments":{"message":"changed"}}`)}, nil
+			}
+			return event.Decision{Action: event.Allow}, nil
+		}}, Source: "nexus.hcl:9"},
+		{Link: policy.Func{N: "trial", F: func(ctx context.Context, e *event.Event) (event.Decision, error) {
+			if e.Tool != nil && e.Tool.Name == "shadowed" && e.Method == mcp.MethodToolsCall {
+				return event.Decision{Action: event.Deny, Reason: "would say no"}, nil
+			}
+			return event.Decision{Action: event.Allow}, nil
+		}}, Shadow: true, Source: "nexus.hcl:15"},
+	}
+	pinned, _ := lock.Pin("gh", mcp.Implementation{}, []mcp.Tool{echoTool("get_issue"), echoTool("delete_repo"), echoTool("rename"), echoTool("shadowed"), echoTool("boom")}, nil, nil)
+	l := &lock.Lock{}
+	l.Put(pinned)
+	h := w.host(t, `{"y": {"permission": "yolo", "deny": ["gh.get_*"]}}`, host.Options{Links: links, Audit: aw, Lock: l})
+	secret := map[string]any{"message": "token=SECRET_VALUE_123"}
+	for _, name := range []string{"gh.rename", "gh.get_issue", "gh.delete_repo", "gh.shadowed", "gh.boom"} {
+		h.CallTool(ctx, "y", name, secret, nil)
+	}
+	h.CallTool(ctx, "y", "gh.rename", map[string]any{"message": 7}, nil) // the policy rewrites 7 to "changed": no schema error
+	h.CallTool(ctx, "y", "gh.shadowed", map[string]any{"message": 7}, nil)
+	h.Tools(ctx, "y")
+	h.ReadResource(ctx, "y", "gh", "file:///readme")
+
+	recs := readAudit(t, aw, path)
+	var got []string
+	for _, r := range recs {
+		got = append(got, r.Method+" "+r.Server+"."+r.Tool+r.URI+" "+r.Decision+" "+r.Link+" "+r.Source)
+		if r.Args != nil {
+			t.Errorf("arguments written without include_arguments: %s", r.Args)
+		}
+	}
+	want := []string{
+		"tools/call gh.rename modify rename nexus.hcl:9",
+		"tools/call gh.get_issue deny rules ",
+		"tools/call gh.delete_repo deny no-delete nexus.hcl:3",
+		"tools/call gh.shadowed would-deny trial nexus.hcl:15",
+		"tools/call gh.boom error  ",
+		"tools/call gh.rename modify rename nexus.hcl:9",
+		"tools/call gh.shadowed deny schema ",
+		"tools/list unpinned.x deny lock ",
+		"resources/read gh.file:///readme allow  ",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("records:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	b, _ := os.ReadFile(path)
+	if strings.Contains(string(b), "SECRET_VALUE_123") {
+		t.Error("an argument's secret reached the audit log")
+	}
+	r := recs[2]
+	if r.Agent != "y" || r.ArgsSHA256 == "" || r.Reason != "deletes are off" || len(r.Steps) < 3 || r.Steps[len(r.Steps)-1].Link != "no-delete" {
+		t.Errorf("a denied call's record: %+v", r)
+	}
+	if r := recs[0]; r.IsError == nil || *r.IsError || r.Bytes == 0 {
+		t.Errorf("a call's result in its record: %+v", r)
+	}
+}
+
+// The audit block of a config: with include_arguments the arguments are
+// written, credential-named values and URL passwords masked.
+func TestAuditBlock(t *testing.T) {
+	w := newWorld()
+	w.server("gh", mcp.Tool{Name: "login", InputSchema: json.RawMessage(`{"type":"object"}`)})
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	doc := `{"mcpServers": {"gh": {"command": "in-process"}}, "agents": {"y": {"permission": "yolo"}},
+	  "audit": {"path": ` + strconvQuote(path) + `, "include_arguments": true}}`
+	cfg, err := config.Parse([]byte(doc), diag.Source{File: "test.json", Layer: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := host.New(cfg, host.Options{Dial: w.dial})
+	if _, err := h.CallTool(ctx, "y", "gh.login", map[string]any{"user": "ann", "password": "hunter2", "db": "postgres://ann:pw@db/x"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	h.Close() // flushes the log it opened
+	b, _ := os.ReadFile(path)
+	if strings.Contains(string(b), "hunter2") || strings.Contains(string(b), ":pw@") || !strings.Contains(string(b), `"user":"ann"`) || !strings.Contains(string(b), `"password":"***"`) {
+		t.Errorf("arguments in the log:\n%s", b)
+	}
+	if _, err := audit.Verify(path); err != nil {
+		t.Error(err)
+	}
+}
+
+func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// A log that cannot be written, fail-closed, refuses the call.
+func TestAuditFailClosed(t *testing.T) {
+	w := newWorld()
+	w.server("gh", echoTool("get_issue"))
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	aw, err := audit.Open(audit.Options{Path: path, FailClosed: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := w.host(t, yolo, host.Options{Audit: aw})
+	if _, err := h.CallTool(ctx, "y", "gh.get_issue", map[string]any{"message": "hi"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	readAudit(t, aw, path)
+	aw.Close()
+	_, err = h.CallTool(ctx, "y", "gh.get_issue", map[string]any{"message": "hi"}, nil)
+	var ae *host.AuditError
+	if !errors.As(err, &ae) || !strings.Contains(err.Error(), "fail_closed") {
+		t.Fatalf("a call with the log closed, fail-closed: %v", err)
+	}
+}
