@@ -52,3 +52,50 @@ func TestAuditVerify(t *testing.T) {
 		})
 	}
 }
+
+// The CLI records its calls in the audit block's log: allowed, failed
+// and denied; the log verifies.
+func TestAuditFromCLI(t *testing.T) {
+	dir := t.TempDir()
+	cfg := `server "testserver" {
+  stdio {
+    command = "nexus"
+    args    = ["testserver"]
+  }
+}
+
+agent "cli" {
+  permission = "yolo"
+  deny       = ["testserver.add"]
+}
+
+audit {
+  path = "audit.jsonl"
+}
+`
+	if err := os.WriteFile(filepath.Join(dir, "nexus.hcl"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"call", "testserver.echo", "message=hi"}, 0},
+		{[]string{"call", "testserver.fail"}, 1},
+		{[]string{"call", "testserver.add", "a=1", "b=2"}, 4},
+	} {
+		if stdout, stderr, code := nexusIn(t, dir, "", nil, c.args...); code != c.code {
+			t.Fatalf("%v: exit %d, want %d\n%s%s", c.args, code, c.code, stdout, stderr)
+		}
+	}
+	rep, err := audit.Verify(filepath.Join(dir, "audit.jsonl"))
+	if err != nil || rep.Records != 3 {
+		t.Fatalf("%+v %v", rep, err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "audit.jsonl"))
+	for _, want := range []string{`"tool":"echo","decision":"allow"`, `"tool":"fail","decision":"allow"`, `"is_error":true`, `"tool":"add","decision":"deny","link":"rules"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("the log lacks %s:\n%s", want, b)
+		}
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nexus-mcp/nexus/host"
+	"github.com/nexus-mcp/nexus/host/audit"
 	"github.com/nexus-mcp/nexus/host/config"
 	"github.com/nexus-mcp/nexus/host/gateway"
 	"github.com/nexus-mcp/nexus/host/internal/taskfake"
@@ -66,6 +69,12 @@ func newEnv(t testing.TB, edit func(*config.Config)) *env {
 // newEnvLocked is newEnv with a lockfile the host enforces.
 func newEnvLocked(t testing.TB, edit func(*config.Config), pinned *lock.Lock) *env {
 	t.Helper()
+	return newEnvOpts(t, edit, func(o *host.Options) { o.Lock = pinned })
+}
+
+// newEnvOpts is newEnv with the host's options changed by opts.
+func newEnvOpts(t testing.TB, edit func(*config.Config), opts func(*host.Options)) *env {
+	t.Helper()
 	before := runtime.NumGoroutine()
 	cfg := &config.Config{
 		Servers: []*config.Server{
@@ -84,8 +93,7 @@ func newEnvLocked(t testing.TB, edit func(*config.Config), pinned *lock.Lock) *e
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &env{t: t, cfg: cfg, probe: newProbe(), ctx: ctx}
 	var wg sync.WaitGroup
-	e.h = host.New(cfg, host.Options{
-		Lock:    pinned,
+	ho := host.Options{
 		Confirm: gateway.Confirm{},
 		Transport: func(_ context.Context, srv *config.Server) (mcp.Conn, error) {
 			var s *mcp.Server
@@ -118,7 +126,11 @@ func newEnvLocked(t testing.TB, edit func(*config.Config), pinned *lock.Lock) *e
 			go func() { defer wg.Done(); s.Serve(ctx, server) }()
 			return client, nil
 		},
-	})
+	}
+	if opts != nil {
+		opts(&ho)
+	}
+	e.h = host.New(cfg, ho)
 	e.g = gateway.New(e.h, gateway.Options{PageSize: 3})
 	t.Cleanup(func() {
 		e.g.Close()
@@ -554,6 +566,51 @@ func TestRugPullThroughGateway(t *testing.T) {
 	res, err := c.CallTool(ctx, "mcp_rugged_echo", json.RawMessage(`{"message":"hi"}`), nil)
 	if err != nil || !res.IsError || !strings.Contains(res.Content[0].Text, "its description changed") || !strings.Contains(res.Content[0].Text, "nexus lock --server rugged") {
 		t.Fatalf("calling the poisoned echo: %v %+v", err, res)
+	}
+}
+
+// Calls through the gateway are audited, each record naming the
+// downstream session (its own id, the same for the session's calls,
+// another for the next session), and the log verifies.
+func TestAuditThroughGateway(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	aw, err := audit.Open(audit.Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer aw.Close()
+	e := newEnvOpts(t, nil, func(o *host.Options) { o.Audit = aw })
+	ctx := ctxT(t)
+	for range 2 {
+		c := e.connect("claude", mcp.ClientOptions{})
+		if res, err := c.CallTool(ctx, "mcp_testserver_echo", json.RawMessage(`{"message":"hi"}`), nil); err != nil || res.IsError {
+			t.Fatalf("%v %+v", err, res)
+		}
+		if _, err := c.CallTool(ctx, "mcp_testserver_fail", nil, nil); err == nil {
+			t.Fatal("a tool the agent's rules deny was called")
+		}
+	}
+	if err := aw.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := audit.Verify(path); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	var sessions []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var r audit.Record
+		json.Unmarshal([]byte(line), &r)
+		if r.Method != mcp.MethodToolsCall {
+			continue
+		}
+		sessions = append(sessions, r.Session)
+		if r.Agent != "claude" || (r.Tool == "fail") != (r.Decision == "deny") {
+			t.Errorf("record %+v", r)
+		}
+	}
+	if len(sessions) != 4 || sessions[0] == "" || sessions[0] != sessions[1] || sessions[1] == sessions[2] || sessions[2] != sessions[3] {
+		t.Errorf("sessions %q", sessions)
 	}
 }
 
