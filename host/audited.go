@@ -13,6 +13,7 @@ import (
 	"github.com/nexus-mcp/nexus/host/config"
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/host/policy"
+	"github.com/nexus-mcp/nexus/host/telemetry"
 	"github.com/nexus-mcp/nexus/sdk/event"
 )
 
@@ -25,6 +26,7 @@ import (
 // when there is none.
 func (c *core) auditLog() (*audit.Writer, error) {
 	if c.opts.Audit != nil {
+		c.auditOnce.Do(func() { c.opts.Telemetry.Metrics().AuditDropped(c.opts.Audit.Dropped) })
 		return c.opts.Audit, nil
 	}
 	a := c.cfg.Audit
@@ -36,7 +38,9 @@ func (c *core) auditLog() (*audit.Writer, error) {
 			FailClosed: a.FailClosed, Logger: c.log.Named("audit")})
 		if c.auditErr != nil {
 			c.log.Error("the audit log cannot be opened", "path", a.Path, "error", c.auditErr)
+			return
 		}
+		c.opts.Telemetry.Metrics().AuditDropped(c.auditW.Dropped)
 	})
 	return c.auditW, c.auditErr
 }
@@ -56,17 +60,26 @@ func (e *AuditError) Error() string {
 
 func (e *AuditError) Unwrap() error { return e.Err }
 
-// audited runs do as one decision point under a trace, then records it:
-// rec as do filled it in, with the decision and steps the trace shows.
+// observing says whether anything watches decision points: the audit
+// log (or its failure, fail-closed), traces, metrics. When nothing does,
+// a request takes no trace and pays nothing for them.
+func (h *Host) observing() bool {
+	if w, _ := h.auditLog(); w != nil || h.failClosed() {
+		return true
+	}
+	t := h.opts.Telemetry
+	return t.Tracing() || t.Metrics() != nil
+}
+
+// audited runs do as one decision point under a trace, then reports it:
+// rec as do filled it in, with the decision and steps the trace shows, to
+// the audit log, as a span with a child per link, and to the metrics.
 func (h *Host) audited(ctx context.Context, rec *audit.Record, do func(ctx context.Context) error) error {
 	w, err := h.auditLog()
-	if w == nil {
-		if err != nil && h.failClosed() {
-			return &AuditError{err}
-		}
-		return do(ctx)
+	if w == nil && err != nil && h.failClosed() {
+		return &AuditError{err}
 	}
-	if w.FailClosed() {
+	if w != nil && w.FailClosed() {
 		if err := w.Err(); err != nil {
 			return &AuditError{err}
 		}
@@ -82,12 +95,61 @@ func (h *Host) audited(ctx context.Context, rec *audit.Record, do func(ctx conte
 	if id, ok := ctx.Value(sessionKey{}).(string); ok {
 		rec.Session = id
 	}
+	tel := h.opts.Telemetry
+	meta, _ := ctx.Value(metaKey{}).(map[string]string)
+	ctx, sp := tel.Start(ctx, rec.Method, meta, telemetry.Attrs(rec.Method, rec.Tool, rec.URI, rec.Session)...)
 	err = do(context.WithValue(ctx, recordKey{}, rec))
-	decide(rec, tr.Steps()[before:], err)
-	if werr := w.Write(*rec); werr != nil {
-		return &AuditError{werr}
+	steps := tr.Steps()[before:]
+	decide(rec, steps, err)
+	if tel != nil {
+		ts := make([]telemetry.Step, len(steps))
+		for i, s := range steps {
+			ts[i] = telemetry.Step{Link: s.Link, Source: s.Source, Action: s.Action, Method: s.Method, Start: s.Start, Duration: s.Duration}
+		}
+		tel.Steps(ctx, ts)
+		tel.Metrics().Request(rec.Method, rec.Server, rec.Tool, rec.Decision, ts)
+		if sp.IsRecording() {
+			if name := rec.Tool + rec.Prompt; name != "" {
+				sp.SetName(rec.Method + " " + name)
+			}
+			sp.SetAttributes(telemetry.Attrs(rec.Method, rec.Tool, rec.URI, rec.Session)...)
+		}
+	}
+	telemetry.End(sp, rec.Decision, rec.Server, err)
+	if w != nil {
+		if werr := w.Write(*rec); werr != nil {
+			return &AuditError{werr}
+		}
 	}
 	return err
+}
+
+type metaKey struct{}
+
+// WithTraceContext hands a request's W3C trace context (its _meta's
+// "traceparent" and "tracestate") to the host, whose span then continues
+// it.
+func WithTraceContext(ctx context.Context, meta map[string]string) context.Context {
+	return context.WithValue(ctx, metaKey{}, meta)
+}
+
+// upstreamMeta is the _meta that carries ctx's trace context upstream, or
+// nil without tracing.
+func (h *Host) upstreamMeta(ctx context.Context) mcp.Meta {
+	if !h.opts.Telemetry.Tracing() {
+		return nil
+	}
+	m := map[string]string{}
+	h.opts.Telemetry.Inject(ctx, m)
+	if len(m) == 0 {
+		return nil
+	}
+	out := mcp.Meta{}
+	for k, v := range m {
+		b, _ := json.Marshal(v)
+		out[k] = b
+	}
+	return out
 }
 
 type recordKey struct{}

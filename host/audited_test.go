@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,7 +18,9 @@ import (
 	"github.com/nexus-mcp/nexus/host/lock"
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/host/policy"
+	"github.com/nexus-mcp/nexus/host/telemetry"
 	"github.com/nexus-mcp/nexus/sdk/event"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
 // readAudit flushes w and returns its records.
@@ -178,5 +181,55 @@ func TestAuditFailClosed(t *testing.T) {
 	var ae *host.AuditError
 	if !errors.As(err, &ae) || !strings.Contains(err.Error(), "fail_closed") {
 		t.Fatalf("a call with the log closed, fail-closed: %v", err)
+	}
+}
+
+// Tracing a call: its span continues the caller's traceparent, the chain's
+// links are its children (the policy twice: reviewing the tool's listing,
+// then the call), and the server gets the trace context in
+// _meta; the metrics count the call.
+func TestTelemetry(t *testing.T) {
+	w := newWorld()
+	s := w.server("gh")
+	var meta mcp.Meta
+	s.AddTool(mcp.Tool{Name: "get_issue", InputSchema: echoSchema}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		meta = req.Meta
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("ok")}}, nil
+	})
+	exp := tracetest.NewInMemoryExporter()
+	tel, err := telemetry.New(context.Background(), telemetry.Options{Exporter: exp, Metrics: true, Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	links := []policy.Entry{{Link: policy.Func{N: "ok", F: func(ctx context.Context, e *event.Event) (event.Decision, error) {
+		return event.Decision{Action: event.Allow}, nil
+	}}, Source: "nexus.hcl:1"}}
+	h := w.host(t, yolo, host.Options{Telemetry: tel, Links: links})
+	cctx := host.WithTraceContext(ctx, map[string]string{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"})
+	if _, err := h.CallTool(cctx, "y", "gh.get_issue", map[string]any{"message": "hi"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := tel.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, sp := range exp.GetSpans() {
+		names = append(names, sp.Name)
+		if sp.SpanContext.TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" {
+			t.Errorf("span %s in trace %s", sp.Name, sp.SpanContext.TraceID())
+		}
+	}
+	if got := strings.Join(names, ", "); got != "nexus.link permission, nexus.link ok, nexus.link ok, nexus.link schema, tools/call get_issue" {
+		t.Errorf("spans: %s", got)
+	}
+	var tp string
+	json.Unmarshal(meta["traceparent"], &tp)
+	if !strings.HasPrefix(tp, "00-4bf92f3577b34da6a3ce929d0e0e4736-") {
+		t.Errorf("the server got traceparent %q", tp)
+	}
+	rec := httptest.NewRecorder()
+	tel.Metrics().Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if !strings.Contains(rec.Body.String(), `nexus_requests_total{decision="allow",method="tools/call",server="gh",tool="get_issue"} 1`) {
+		t.Errorf("metrics:\n%s", rec.Body.String())
 	}
 }

@@ -33,7 +33,7 @@ type CallOptions struct {
 // A refusal is a *policy.DeniedError naming the link that decided. A tool
 // that ran and failed returns a result with IsError set.
 func (h *Host) CallTool(ctx context.Context, agent, name string, args any, o *CallOptions) (*mcp.CallToolResult, error) {
-	if w, _ := h.auditLog(); w == nil && !h.failClosed() {
+	if !h.observing() {
 		return h.callTool(ctx, agent, name, args, o)
 	}
 	rec := audit.Record{Agent: agent, Method: mcp.MethodToolsCall}
@@ -74,6 +74,12 @@ func (h *Host) callTool(ctx context.Context, agent, name string, args any, o *Ca
 	var co *mcp.CallOptions
 	if o != nil {
 		co = &mcp.CallOptions{OnProgress: o.OnProgress, Timeout: o.Timeout}
+	}
+	if meta := h.upstreamMeta(ctx); meta != nil {
+		if co == nil {
+			co = &mcp.CallOptions{}
+		}
+		co.Meta = meta
 	}
 	var res *mcp.CallToolResult
 	if p.tool.TaskSupport() == "required" {
@@ -374,7 +380,7 @@ func (h *Host) Prompts(ctx context.Context, agent string) ([]Prompt, error) {
 
 // ReadResource reads a resource through the chain.
 func (h *Host) ReadResource(ctx context.Context, agent, server, uri string) (res *mcp.ReadResourceResult, err error) {
-	if w, _ := h.auditLog(); w != nil || h.failClosed() {
+	if h.observing() {
 		rec := audit.Record{Agent: agent, Server: server, Method: mcp.MethodResourcesRead, URI: uri}
 		err = h.audited(ctx, &rec, func(ctx context.Context) error {
 			res, err = h.readResource(ctx, agent, server, uri)
@@ -418,7 +424,7 @@ func (h *Host) readResource(ctx context.Context, agent, server, uri string) (*mc
 
 // GetPrompt fetches a prompt through the chain.
 func (h *Host) GetPrompt(ctx context.Context, agent, server, name string, args map[string]string) (res *mcp.GetPromptResult, err error) {
-	if w, _ := h.auditLog(); w != nil || h.failClosed() {
+	if h.observing() {
 		rec := audit.Record{Agent: agent, Server: server, Method: mcp.MethodPromptsGet, Prompt: name}
 		if b, err := json.Marshal(args); err == nil {
 			h.argsRecord(&rec, b)

@@ -19,6 +19,7 @@ import (
 	"github.com/nexus-mcp/nexus/host/plugin"
 	"github.com/nexus-mcp/nexus/host/policy"
 	"github.com/nexus-mcp/nexus/host/registry"
+	"github.com/nexus-mcp/nexus/host/telemetry"
 	"github.com/nexus-mcp/nexus/host/transport/stdio"
 	"github.com/nexus-mcp/nexus/host/wasm"
 	"github.com/nexus-mcp/nexus/sdk/event"
@@ -66,6 +67,10 @@ type Options struct {
 	// Audit, when set, is the audit log every decision point is recorded
 	// in; nil opens the config's audit block's, if it has one.
 	Audit *audit.Writer
+	// Telemetry, when set, traces every request (a span with a child per
+	// link, continuing a traceparent the request carries and passing it
+	// upstream) and counts them for Prometheus.
+	Telemetry *telemetry.Telemetry
 	// OnToolDecision is told each time a tool's definition decides what
 	// an agent gets: the lockfile or a tools/list policy withholds it (in
 	// a listing or a call) or a policy flags it. Audit records them.
@@ -269,6 +274,9 @@ func (h *Host) changed(server string) {
 	h.mu.Lock()
 	h.catGen++
 	h.mu.Unlock()
+	if m := h.opts.Telemetry.Metrics(); m != nil {
+		m.Upstream(server, h.reg.Connected(server))
+	}
 	if h.hooks.onChange != nil {
 		h.hooks.onChange(server)
 	}

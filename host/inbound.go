@@ -18,7 +18,7 @@ import (
 // guarded wraps a handler of server-initiated requests with the chain.
 func guarded[P, R any](h *Host, server, method string, f func(context.Context, *P) (*R, error)) func(context.Context, *P) (*R, error) {
 	return func(ctx context.Context, p *P) (res *R, err error) {
-		if w, _ := h.auditLog(); w != nil || h.failClosed() {
+		if h.observing() {
 			rec := audit.Record{Agent: h.hooks.agent, Server: server, Method: method}
 			err = h.audited(ctx, &rec, func(ctx context.Context) error {
 				res, err = guardedRun(ctx, h, server, method, p, f)

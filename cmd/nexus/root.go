@@ -51,6 +51,7 @@ func usageErr(format string, args ...any) error {
 type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	atExit         []func() // run when the command ends (telemetry's queued spans)
 
 	configPaths []string
 	output      string
@@ -135,6 +136,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}()
 	err := root.ExecuteContext(ctx)
+	for _, f := range a.atExit {
+		f()
+	}
 	a.intMu.Lock()
 	interrupted := a.interrupted
 	a.intMu.Unlock()
@@ -276,7 +280,12 @@ func (a *app) openHost() (*host.Host, error) {
 			return nil, err
 		}
 	}
+	tel, err := a.telemetry(false)
+	if err != nil {
+		return nil, err
+	}
 	opts := host.Options{
+		Telemetry:   tel,
 		Lock:        pinned,
 		Logger:      a.logger(),
 		Timeout:     a.timeout,

@@ -22,8 +22,8 @@ import (
 
 func (a *app) serveCmd() *cobra.Command {
 	var (
-		listen, cert, key string
-		grace             time.Duration
+		listen, cert, key, metrics string
+		grace                      time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -37,7 +37,12 @@ With --listen (or a gateway block's listen) it serves streamable HTTP at
 /mcp (and the legacy HTTP+SSE endpoints /sse and /messages), /healthz and
 /readyz; each request acts as the agent whose token it carries
 (Authorization: Bearer TOKEN, from an agent block's tokens) or, with
---agent, as that agent. Logs go to stderr, never stdout.`,
+--agent, as that agent. Logs go to stderr, never stdout.
+
+--metrics ADDR (or the gateway block's metrics) serves Prometheus metrics at
+http://ADDR/metrics. Traces go to an OpenTelemetry collector when the
+standard OTEL_EXPORTER_OTLP_ENDPOINT (and _PROTOCOL: http/protobuf or grpc)
+say where; a traceparent in a request's _meta is continued.`,
 		Example: `  nexus serve --agent claude
   nexus serve --listen 127.0.0.1:8750
   nexus serve --listen 127.0.0.1:8750 --agent ci   # every request acts as ci: loopback only`,
@@ -62,6 +67,9 @@ With --listen (or a gateway block's listen) it serves streamable HTTP at
 			if !cmd.Flags().Changed("tls-key") {
 				key = gw.TLSKey
 			}
+			if !cmd.Flags().Changed("metrics") {
+				metrics = gw.Metrics
+			}
 			if (cert == "") != (key == "") {
 				return usageErr("--tls-cert and --tls-key go together")
 			}
@@ -80,9 +88,13 @@ With --listen (or a gateway block's listen) it serves streamable HTTP at
 			if err != nil {
 				return err
 			}
-			h := host.New(cfg, host.Options{Logger: log, Timeout: a.timeout, Confirm: confirm, Lock: pinned})
+			tel, err := a.telemetry(metrics != "")
+			if err != nil {
+				return err
+			}
+			h := host.New(cfg, host.Options{Logger: log, Timeout: a.timeout, Confirm: confirm, Lock: pinned, Telemetry: tel})
 			defer h.Close()
-			g := gateway.New(h, gateway.Options{Logger: log.Named("gateway")})
+			g := gateway.New(h, gateway.Options{Logger: log.Named("gateway"), Metrics: tel.Metrics()})
 			defer g.Close()
 
 			// SIGINT and SIGTERM stop the gateway cleanly (exit 0): it stops
@@ -101,6 +113,13 @@ With --listen (or a gateway block's listen) it serves streamable HTTP at
 				case <-ctx.Done():
 				}
 			}()
+			if metrics != "" {
+				addr, err := serveMetrics(ctx, metrics, tel.Metrics(), log.Error)
+				if err != nil {
+					return &exitError{exitConnection, err}
+				}
+				fmt.Fprintf(a.stderr, "nexus: serving metrics at http://%s/metrics\n", addr)
+			}
 
 			if listen == "" {
 				if !h.Agent(agent) {
@@ -135,6 +154,7 @@ With --listen (or a gateway block's listen) it serves streamable HTTP at
 	}
 	f := cmd.Flags()
 	f.StringVar(&listen, "listen", "", "serve streamable HTTP on this address (host:port; default: stdio)")
+	f.StringVar(&metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (host:port; or the gateway block's metrics)")
 	f.StringVar(&cert, "tls-cert", "", "PEM certificate chain for HTTPS")
 	f.StringVar(&key, "tls-key", "", "PEM private key for HTTPS")
 	f.DurationVar(&grace, "grace", 10*time.Second, "how long calls in flight get to finish on SIGINT or SIGTERM")

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,6 +18,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/nexus-mcp/nexus/internal/testenv"
 )
@@ -205,8 +209,34 @@ func TestServeSDKClientHTTP(t *testing.T) {
 	mark := fmt.Sprintf("http-%d", time.Now().UnixNano())
 	config := gatewayConfig(t, mark)
 	// Every request acts as the agent whose token it carries.
-	url, stop := serveHTTP(t, config)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metricsAddr := ln.Addr().String()
+	ln.Close()
+	url, stop := serveHTTP(t, config, "--metrics", metricsAddr)
 	sdkClient(t, map[string]any{"mode": "http", "url": url, "token": claudeToken})
+	// The calls are counted, in the Prometheus text format.
+	resp, err := http.Get("http://" + metricsAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0.0
+	if f := fams["nexus_requests_total"]; f != nil {
+		for _, m := range f.Metric {
+			calls += m.Counter.GetValue()
+		}
+	}
+	if calls < 3 || fams["nexus_downstream_sessions"] == nil || fams["nexus_link_duration_seconds"] == nil {
+		t.Errorf("metrics after the SDK client's calls: %v requests counted; families %v", calls, len(fams))
+	}
 	// The legacy HTTP+SSE transport, for old clients.
 	sdkClient(t, map[string]any{"mode": "sse", "url": strings.TrimSuffix(url, "/mcp") + "/sse", "token": claudeToken})
 

@@ -209,6 +209,9 @@ type Gateway struct {
 	// Listen is the streamable HTTP listener's address ("127.0.0.1:8750");
 	// "" serves stdio only unless --listen is given.
 	Listen string
+	// Metrics is the address Prometheus metrics are served on
+	// (http://ADDR/metrics); "" serves none unless --metrics is given.
+	Metrics string
 	// PublicURL is the URL clients reach the MCP endpoint at, behind any
 	// proxy ("https://nexus.example.com/mcp"). It is the OAuth resource
 	// identifier (the audience JWTs must name); default: from Listen.

@@ -21,7 +21,7 @@ import (
 
 var (
 	gatewaySchema = &hcl.BodySchema{
-		Attributes: []hcl.AttributeSchema{{Name: "listen"}, {Name: "public_url"}, {Name: "allowed_origins"}, {Name: "required_servers"}},
+		Attributes: []hcl.AttributeSchema{{Name: "listen"}, {Name: "public_url"}, {Name: "allowed_origins"}, {Name: "required_servers"}, {Name: "metrics"}},
 		Blocks:     []hcl.BlockHeaderSchema{{Type: "tls"}, {Type: "limits"}, {Type: "oauth"}},
 	}
 	gatewayTLSSchema    = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "cert"}, {Name: "key"}}}
@@ -47,6 +47,13 @@ func (h *hclFile) gateway(b *hcl.Block) {
 		if g.Listen, ok = h.str(a, nil, ""); ok {
 			if p := checkListen(g.Listen); p != "" {
 				h.errRange(a.Expr.Range(), "", p, `Use host:port, for example listen = "127.0.0.1:8750" (loopback; "0.0.0.0:8750" serves every interface).`)
+			}
+		}
+	}
+	if a := at["metrics"]; a != nil {
+		if g.Metrics, ok = h.str(a, nil, ""); ok {
+			if p := checkListen(g.Metrics); p != "" {
+				h.errRange(a.Expr.Range(), "", strings.Replace(p, "listen", "metrics", 1), `Use host:port, for example metrics = "127.0.0.1:9464" (Prometheus scrapes http://127.0.0.1:9464/metrics).`)
 			}
 		}
 	}
@@ -420,7 +427,7 @@ func checkTokens(cfg *Config, bad func(src diag.Source, lines []string, problem 
 
 // The same in the nexus-json dialect: "gateway" at the top level.
 var (
-	gatewayKeys        = []string{"listen", "public_url", "allowed_origins", "required_servers", "tls", "limits", "oauth"}
+	gatewayKeys        = []string{"listen", "public_url", "allowed_origins", "required_servers", "metrics", "tls", "limits", "oauth"}
 	gatewayTLSKeys     = []string{"cert", "key"}
 	gatewayLimitKeys   = []string{"max_body_bytes", "max_sessions", "max_requests", "max_requests_per_session", "max_sse_events", "session_idle_timeout", "shutdown_grace"}
 	gatewayOAuthKeys   = []string{"issuer", "jwks_url", "audience", "scopes", "agent_claim", "agents"}
@@ -447,6 +454,13 @@ func (j *jsonFile) gateway(v *jval) {
 					d.errAt(val, p, `Use host:port, for example "127.0.0.1:8750".`)
 				}
 				g.Listen = s
+			}
+		case "metrics":
+			if s, ok := d.str(val, m.key, ""); ok {
+				if p := checkListen(s); p != "" {
+					d.errAt(val, strings.Replace(p, "listen", "metrics", 1), `Use host:port, for example "127.0.0.1:9464".`)
+				}
+				g.Metrics = s
 			}
 		case "public_url":
 			if s, ok := d.str(val, m.key, ""); ok {
@@ -597,6 +611,7 @@ func gatewayJSON(g *Gateway) map[string]any {
 		}
 	}
 	set("listen", g.Listen)
+	set("metrics", g.Metrics)
 	set("public_url", g.PublicURL)
 	putList(e, "allowed_origins", g.AllowedOrigins)
 	putList(e, "required_servers", g.RequiredServers)

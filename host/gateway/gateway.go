@@ -10,6 +10,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/host/telemetry"
 )
 
 // Options tune a Gateway. The zero value is usable.
@@ -25,6 +26,8 @@ type Options struct {
 	// MaxRequests bounds the requests one session serves at once (default
 	// 64); beyond it the client is told to retry.
 	MaxRequests int
+	// Metrics, when set, counts the sessions.
+	Metrics *telemetry.Metrics
 }
 
 // Gateway serves a host to MCP clients. It is safe for concurrent use.
@@ -108,7 +111,9 @@ func (g *Gateway) Serve(ctx context.Context, conn mcp.Conn, agent string) error 
 	g.sessions[s] = struct{}{}
 	g.wg.Add(1)
 	g.mu.Unlock()
+	g.opts.Metrics.Sessions(1)
 	defer func() {
+		g.opts.Metrics.Sessions(-1)
 		g.mu.Lock()
 		delete(g.sessions, s)
 		g.mu.Unlock()

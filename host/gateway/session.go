@@ -456,6 +456,9 @@ func (s *session) call(ctx, nctx context.Context, p mcp.CallToolParams) (any, er
 	if server, ok := s.serverOf(p.Name); ok {
 		defer s.track(ctx, server)()
 	}
+	if tc := traceContext(p.Meta); tc != nil {
+		ctx = host.WithTraceContext(ctx, tc)
+	}
 	res, err := h.CallTool(ctx, s.agent, p.Name, args, o)
 	if err != nil {
 		var de *policy.DeniedError
@@ -853,4 +856,20 @@ func oneLine(err error) string {
 		s = s[:i]
 	}
 	return s
+}
+
+// traceContext is the W3C trace context a request's _meta carries
+// ("traceparent", "tracestate"), or nil.
+func traceContext(meta mcp.Meta) map[string]string {
+	var out map[string]string
+	for _, k := range []string{"traceparent", "tracestate"} {
+		var v string
+		if raw, ok := meta[k]; ok && json.Unmarshal(raw, &v) == nil && v != "" && len(v) <= 512 {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
+		}
+	}
+	return out
 }

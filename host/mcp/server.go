@@ -38,6 +38,8 @@ type CallToolRequest struct {
 	Arguments json.RawMessage
 	// ProgressToken is the caller's token, nil if it asked for no progress.
 	ProgressToken json.RawMessage
+	// Meta is the request's _meta (a W3C traceparent, say).
+	Meta Meta
 }
 
 // Progress sends notifications/progress for this call when the caller asked for it.
@@ -388,7 +390,7 @@ func (ss *ServerSession) HandleRequest(ctx context.Context, method string, param
 		if h == nil {
 			return nil, InvalidParams("unknown tool %q", p.Name)
 		}
-		req := &CallToolRequest{Session: ss, Name: p.Name, Arguments: p.Arguments}
+		req := &CallToolRequest{Session: ss, Name: p.Name, Arguments: p.Arguments, Meta: p.Meta}
 		if tok, ok := p.Meta["progressToken"]; ok {
 			req.ProgressToken = tok
 		}

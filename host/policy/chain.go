@@ -193,9 +193,9 @@ func (c *Chain) request(ctx context.Context, e *event.Event, flags *[]Flag) (jso
 		if en.Kind != KindPolicy || !en.selects(e) {
 			continue
 		}
-		d, took, err := c.timed(ctx, en, e, tr)
+		d, start, err := c.timed(ctx, en, e, tr)
 		if err != nil {
-			tr.add(en, e.Method, ActionError, err.Error(), nil, took)
+			tr.add(en, e.Method, ActionError, err.Error(), nil, start)
 			if en.OnError == OnErrorAllow || en.Shadow {
 				continue
 			}
@@ -206,7 +206,7 @@ func (c *Chain) request(ctx context.Context, e *event.Event, flags *[]Flag) (jso
 				*flags = append(*flags, Flag{Link: en.Link.Name(), Text: f})
 			}
 		}
-		tr.add(en, e.Method, d.Action, d.Reason, d.Flags, took)
+		tr.add(en, e.Method, d.Action, d.Reason, d.Flags, start)
 		if en.Shadow {
 			continue
 		}
@@ -223,14 +223,14 @@ func (c *Chain) request(ctx context.Context, e *event.Event, flags *[]Flag) (jso
 }
 
 // timed is decide, measured when a trace wants the time.
-func (c *Chain) timed(ctx context.Context, en Entry, e *event.Event, tr *Trace) (event.Decision, time.Duration, error) {
+func (c *Chain) timed(ctx context.Context, en Entry, e *event.Event, tr *Trace) (event.Decision, time.Time, error) {
 	if tr == nil {
 		d, err := c.decide(ctx, en, e)
-		return d, 0, err
+		return d, time.Time{}, err
 	}
 	start := time.Now()
 	d, err := c.decide(ctx, en, e)
-	return d, time.Since(start), err
+	return d, start, err
 }
 
 // Response runs the sanitizers for a response event and returns the result
@@ -246,15 +246,15 @@ func (c *Chain) Response(ctx context.Context, e *event.Event) (json.RawMessage, 
 		if en.Kind != KindSanitizer || !en.selects(e) {
 			continue
 		}
-		d, took, err := c.timed(ctx, en, e, tr)
+		d, start, err := c.timed(ctx, en, e, tr)
 		if err != nil {
-			tr.add(en, e.Method, ActionError, err.Error(), nil, took)
+			tr.add(en, e.Method, ActionError, err.Error(), nil, start)
 			if en.OnError == OnErrorPass || en.Shadow {
 				continue
 			}
 			return nil, &WithheldError{Link: en.Link.Name(), Err: err}
 		}
-		tr.add(en, e.Method, d.Action, d.Reason, d.Flags, took)
+		tr.add(en, e.Method, d.Action, d.Reason, d.Flags, start)
 		if en.Shadow {
 			continue
 		}
@@ -360,6 +360,7 @@ type Step struct {
 	Action   string
 	Reason   string
 	Flags    []string
+	Start    time.Time // zero when no time was taken
 	Duration time.Duration
 }
 
@@ -409,7 +410,7 @@ func (t *Trace) Builtin(link, method string, err error, start time.Time) {
 	if t == nil {
 		return
 	}
-	s := Step{Link: link, Method: method, Action: event.Allow, Duration: time.Since(start)}
+	s := Step{Link: link, Method: method, Action: event.Allow, Start: start, Duration: time.Since(start)}
 	if err != nil {
 		s.Action, s.Reason = event.Deny, err.Error()
 		var de *DeniedError
@@ -431,7 +432,7 @@ func (t *Trace) Add(s Step) {
 	t.mu.Unlock()
 }
 
-func (t *Trace) add(en Entry, method, action, reason string, flags []string, took time.Duration) {
+func (t *Trace) add(en Entry, method, action, reason string, flags []string, start time.Time) {
 	if t == nil {
 		return
 	}
@@ -444,6 +445,7 @@ func (t *Trace) add(en Entry, method, action, reason string, flags []string, too
 		}
 	}
 	t.mu.Lock()
-	t.steps = append(t.steps, Step{Link: en.Link.Name(), Kind: en.Kind, Source: en.Source, Method: method, Action: action, Reason: reason, Flags: flags, Duration: took})
+	t.steps = append(t.steps, Step{Link: en.Link.Name(), Kind: en.Kind, Source: en.Source, Method: method, Action: action, Reason: reason, Flags: flags,
+		Start: start, Duration: time.Since(start)})
 	t.mu.Unlock()
 }

@@ -507,6 +507,19 @@ func (r *Registry) Status() []Status {
 	return out
 }
 
+// Connected reports whether server's session is up, without asking it
+// anything.
+func (r *Registry) Connected(server string) bool {
+	e := r.get(server)
+	if e == nil {
+		return false
+	}
+	e.mu.Lock()
+	c := e.client
+	e.mu.Unlock()
+	return c != nil && c.Err() == nil
+}
+
 // Live returns the connected sessions agent can see, by server name.
 func (r *Registry) Live(agent string) map[string]*mcp.Client {
 	out := map[string]*mcp.Client{}

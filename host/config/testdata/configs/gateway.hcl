@@ -37,6 +37,7 @@ agent "readonly" {
 
 gateway {
   listen           = "0.0.0.0:8443"
+  metrics          = "127.0.0.1:9464"
   public_url       = "https://nexus.example.com/mcp"
   allowed_origins  = ["https://app.example.com", "http://localhost:3000"]
   required_servers = ["github", "solo"]

@@ -1,0 +1,333 @@
+package telemetry
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Options configure Telemetry.
+type Options struct {
+	// Tracing turns traces on whatever the environment says; the OTLP
+	// exporter then takes its endpoint from Endpoint or the standard
+	// OTEL_EXPORTER_OTLP_* variables.
+	Tracing bool
+	// Endpoint of the OTLP receiver ("http://127.0.0.1:4318"); "" leaves
+	// it to OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT.
+	Endpoint string
+	// Protocol is "http/protobuf" (the default) or "grpc"; "" reads
+	// OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL.
+	Protocol string
+	// ServiceName names the process in traces (default "nexus", or
+	// OTEL_SERVICE_NAME).
+	ServiceName string
+	// Metrics keeps Prometheus metrics (Handler serves them).
+	Metrics bool
+	// Exporter replaces the OTLP exporter (tests: an in-memory one).
+	Exporter sdktrace.SpanExporter
+	// Getenv reads the environment (default os.Getenv).
+	Getenv func(string) string
+}
+
+// Telemetry is the process's traces and metrics. A nil *Telemetry, or
+// one with neither on, costs a call nothing but a nil check.
+type Telemetry struct {
+	tp      *sdktrace.TracerProvider
+	tracer  trace.Tracer
+	prop    propagation.TextMapPropagator
+	metrics *Metrics
+}
+
+// New sets up what o and the environment ask for: tracing when
+// o.Tracing, o.Exporter, OTEL_TRACES_EXPORTER=otlp or an OTLP endpoint
+// variable says so (OTEL_TRACES_EXPORTER=none turns it off), metrics
+// when o.Metrics.
+func New(ctx context.Context, o Options) (*Telemetry, error) {
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	t := &Telemetry{prop: propagation.TraceContext{}}
+	if o.Metrics {
+		t.metrics = NewMetrics()
+	}
+	if !tracingWanted(o, getenv) {
+		return t, nil
+	}
+	exp := o.Exporter
+	if exp == nil {
+		var err error
+		if exp, err = otlpExporter(ctx, o, getenv); err != nil {
+			return nil, err
+		}
+	}
+	name := o.ServiceName
+	if name == "" {
+		name = getenv("OTEL_SERVICE_NAME")
+	}
+	if name == "" {
+		name = "nexus"
+	}
+	res := resource.NewWithAttributes(semconv.SchemaURL, semconv.ServiceName(name))
+	t.tp = sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	t.tracer = t.tp.Tracer("github.com/nexus-mcp/nexus/host")
+	return t, nil
+}
+
+func tracingWanted(o Options, getenv func(string) string) bool {
+	switch strings.ToLower(strings.TrimSpace(getenv("OTEL_TRACES_EXPORTER"))) {
+	case "none":
+		return false
+	case "otlp":
+		return true
+	}
+	return o.Tracing || o.Exporter != nil || o.Endpoint != "" ||
+		getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
+}
+
+// otlpExporter makes the OTLP exporter the options and environment ask
+// for; the exporters read the rest of OTEL_EXPORTER_OTLP_* themselves.
+func otlpExporter(ctx context.Context, o Options, getenv func(string) string) (sdktrace.SpanExporter, error) {
+	proto := o.Protocol
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
+		if proto == "" {
+			proto = strings.TrimSpace(getenv(k))
+		}
+	}
+	switch proto {
+	case "", "http/protobuf":
+		var opts []otlptracehttp.Option
+		if o.Endpoint != "" {
+			opts = append(opts, otlptracehttp.WithEndpointURL(o.Endpoint))
+		}
+		return otlptracehttp.New(ctx, opts...)
+	case "grpc":
+		var opts []otlptracegrpc.Option
+		if o.Endpoint != "" {
+			opts = append(opts, otlptracegrpc.WithEndpointURL(o.Endpoint))
+		}
+		return otlptracegrpc.New(ctx, opts...)
+	}
+	return nil, fmt.Errorf("telemetry: OTLP protocol %q is not one this Nexus speaks; use \"http/protobuf\" or \"grpc\"", proto)
+}
+
+// Tracing reports whether spans are made.
+func (t *Telemetry) Tracing() bool { return t != nil && t.tracer != nil }
+
+// Metrics returns the metrics, or nil when they are off.
+func (t *Telemetry) Metrics() *Metrics {
+	if t == nil {
+		return nil
+	}
+	return t.metrics
+}
+
+// Start begins a request's span, continuing the W3C trace context carried
+// in meta (a request's _meta: "traceparent", "tracestate") when it has
+// one. Without tracing it returns ctx and a span that records nothing.
+func (t *Telemetry) Start(ctx context.Context, name string, meta map[string]string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	if !t.Tracing() {
+		return ctx, trace.SpanFromContext(context.Background())
+	}
+	if len(meta) > 0 {
+		ctx = t.prop.Extract(ctx, propagation.MapCarrier(meta))
+	}
+	return t.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+}
+
+// Inject writes ctx's trace context into meta, for an upstream request's
+// _meta; it does nothing without tracing.
+func (t *Telemetry) Inject(ctx context.Context, meta map[string]string) {
+	if t.Tracing() {
+		t.prop.Inject(ctx, propagation.MapCarrier(meta))
+	}
+}
+
+// Step is one link of the chain as a child span: it ran from Start for
+// Duration and ended with Action.
+type Step struct {
+	Link, Source, Action string
+	Method               string // what the link decided on (a call's review of the tool's listing is tools/list)
+	Start                time.Time
+	Duration             time.Duration
+}
+
+// Steps adds the chain's steps under the request's span, each as a
+// child span with its own times.
+func (t *Telemetry) Steps(ctx context.Context, steps []Step) {
+	if !t.Tracing() {
+		return
+	}
+	for _, s := range steps {
+		if s.Start.IsZero() {
+			continue
+		}
+		_, sp := t.tracer.Start(ctx, "nexus.link "+s.Link, trace.WithTimestamp(s.Start), trace.WithAttributes(
+			attribute.String("nexus.link", s.Link), attribute.String("nexus.decision", s.Action), attribute.String("nexus.link.source", s.Source),
+			attribute.String("nexus.link.method", s.Method)))
+		if s.Action == "deny" || s.Action == "error" {
+			sp.SetStatus(codes.Error, s.Action)
+		}
+		sp.End(trace.WithTimestamp(s.Start.Add(s.Duration)))
+	}
+}
+
+// Attrs are the span attributes of a request, after the semantic
+// conventions for MCP and GenAI tools.
+func Attrs(method, tool, uri, session string) []attribute.KeyValue {
+	a := []attribute.KeyValue{semconv.McpMethodNameKey.String(method)}
+	if tool != "" {
+		a = append(a, semconv.GenAIToolNameKey.String(tool), semconv.GenAIOperationNameExecuteTool)
+	}
+	if uri != "" {
+		a = append(a, semconv.McpResourceURIKey.String(uri))
+	}
+	if session != "" {
+		a = append(a, semconv.McpSessionIDKey.String(session))
+	}
+	return a
+}
+
+// End ends a request's span with its decision.
+func End(sp trace.Span, decision, server string, err error) {
+	if !sp.IsRecording() {
+		return
+	}
+	sp.SetAttributes(attribute.String("nexus.decision", decision), attribute.String("nexus.server", server))
+	if err != nil {
+		sp.SetStatus(codes.Error, err.Error())
+	}
+	sp.End()
+}
+
+// Flush sends the spans queued so far.
+func (t *Telemetry) Flush(ctx context.Context) error {
+	if t == nil || t.tp == nil {
+		return nil
+	}
+	return t.tp.ForceFlush(ctx)
+}
+
+// Shutdown sends the spans still queued and stops.
+func (t *Telemetry) Shutdown(ctx context.Context) error {
+	if t == nil || t.tp == nil {
+		return nil
+	}
+	return t.tp.Shutdown(ctx)
+}
+
+// Metrics are the Prometheus metrics of a host and its gateway.
+type Metrics struct {
+	reg      *prometheus.Registry
+	calls    *prometheus.CounterVec
+	links    *prometheus.HistogramVec
+	errors   *prometheus.CounterVec
+	up       *prometheus.GaugeVec
+	restarts *prometheus.CounterVec
+	sessions prometheus.Gauge
+	dropped  prometheus.GaugeFunc
+	dropFn   atomic.Pointer[func() uint64]
+
+	mu    sync.Mutex
+	state map[string]bool // each upstream's last state, for restarts
+}
+
+// NewMetrics makes the metrics, in a registry of their own.
+func NewMetrics() *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry(), state: map[string]bool{}}
+	m.calls = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nexus_requests_total",
+		Help: "Requests through the chain (tool calls, reads, prompts, servers' requests), by method, server, tool and decision."},
+		[]string{"method", "server", "tool", "decision"})
+	m.links = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "nexus_link_duration_seconds",
+		Help:    "Time each link of the chain took to decide, by link and action.",
+		Buckets: []float64{5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 5e-3, 0.025, 0.1, 0.5}},
+		[]string{"link", "action"})
+	m.errors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nexus_link_errors_total",
+		Help: "Links that failed to decide (a trap, a timeout, an invalid decision), by link."}, []string{"link"})
+	m.up = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "nexus_upstream_up",
+		Help: "1 while an upstream server's session is up, 0 while it is down."}, []string{"server"})
+	m.restarts = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nexus_upstream_restarts_total",
+		Help: "Upstream sessions that ended and were opened again, by server."}, []string{"server"})
+	m.sessions = prometheus.NewGauge(prometheus.GaugeOpts{Name: "nexus_downstream_sessions", Help: "Clients connected to nexus serve."})
+	m.dropped = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nexus_audit_dropped_records",
+		Help: "Audit records dropped since start (queue full or the log unwritable)."}, func() float64 {
+		if fn := m.dropFn.Load(); fn != nil {
+			return float64((*fn)())
+		}
+		return 0
+	})
+	m.reg.MustRegister(m.calls, m.links, m.errors, m.up, m.restarts, m.sessions, m.dropped)
+	return m
+}
+
+// Handler serves the metrics in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+}
+
+// Request counts one request and its links' times.
+func (m *Metrics) Request(method, server, tool, decision string, steps []Step) {
+	if m == nil {
+		return
+	}
+	m.calls.WithLabelValues(method, server, tool, decision).Inc()
+	for _, s := range steps {
+		if s.Duration > 0 {
+			m.links.WithLabelValues(s.Link, s.Action).Observe(s.Duration.Seconds())
+		}
+		if s.Action == "error" {
+			m.errors.WithLabelValues(s.Link).Inc()
+		}
+	}
+}
+
+// Upstream records a server's session's state; up after down is a
+// restart.
+func (m *Metrics) Upstream(server string, up bool) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	was, seen := m.state[server]
+	m.state[server] = up
+	m.mu.Unlock()
+	if up {
+		m.up.WithLabelValues(server).Set(1)
+		if seen && !was {
+			m.restarts.WithLabelValues(server).Inc()
+		}
+	} else {
+		m.up.WithLabelValues(server).Set(0)
+	}
+}
+
+// Sessions adds n to the count of downstream sessions.
+func (m *Metrics) Sessions(n int) {
+	if m != nil {
+		m.sessions.Add(float64(n))
+	}
+}
+
+// AuditDropped has the metrics read the audit log's drop count from fn.
+func (m *Metrics) AuditDropped(fn func() uint64) {
+	if m != nil {
+		m.dropFn.Store(&fn)
+	}
+}
