@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/nexus-mcp/nexus/host/audit"
 	"github.com/nexus-mcp/nexus/host/config"
 	"github.com/nexus-mcp/nexus/host/mcp"
@@ -136,20 +138,16 @@ func WithTraceContext(ctx context.Context, meta map[string]string) context.Conte
 // upstreamMeta is the _meta that carries ctx's trace context upstream, or
 // nil without tracing.
 func (h *Host) upstreamMeta(ctx context.Context) mcp.Meta {
-	if !h.opts.Telemetry.Tracing() {
+	tp := h.opts.Telemetry.Traceparent(ctx)
+	if tp == "" {
 		return nil
 	}
-	m := map[string]string{}
-	h.opts.Telemetry.Inject(ctx, m)
-	if len(m) == 0 {
-		return nil
+	m := mcp.Meta{"traceparent": json.RawMessage(`"` + tp + `"`)}
+	if ts := trace.SpanContextFromContext(ctx).TraceState().String(); ts != "" {
+		b, _ := json.Marshal(ts)
+		m["tracestate"] = b
 	}
-	out := mcp.Meta{}
-	for k, v := range m {
-		b, _ := json.Marshal(v)
-		out[k] = b
-	}
-	return out
+	return m
 }
 
 type recordKey struct{}

@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"os"
@@ -150,6 +151,29 @@ func (t *Telemetry) Start(ctx context.Context, name string, meta map[string]stri
 		ctx = t.prop.Extract(ctx, propagation.MapCarrier(meta))
 	}
 	return t.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+}
+
+// Traceparent is ctx's span as a W3C traceparent value, or "" without
+// tracing: what an upstream request's _meta carries (a tracestate, when
+// the trace has one, goes with Inject).
+func (t *Telemetry) Traceparent(ctx context.Context) string {
+	if !t.Tracing() {
+		return ""
+	}
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return ""
+	}
+	tid, sid := sc.TraceID(), sc.SpanID()
+	b := make([]byte, 0, 55)
+	b = append(b, "00-"...)
+	b = hex.AppendEncode(b, tid[:])
+	b = append(b, '-')
+	b = hex.AppendEncode(b, sid[:])
+	if sc.IsSampled() {
+		return string(append(b, "-01"...))
+	}
+	return string(append(b, "-00"...))
 }
 
 // Inject writes ctx's trace context into meta, for an upstream request's
