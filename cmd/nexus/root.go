@@ -280,7 +280,7 @@ func (a *app) openHost() (*host.Host, error) {
 			return nil, err
 		}
 	}
-	tel, err := a.telemetry(false)
+	tel, err := a.telemetry(cfg, false)
 	if err != nil {
 		return nil, err
 	}

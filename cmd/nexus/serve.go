@@ -88,7 +88,7 @@ say where; a traceparent in a request's _meta is continued.`,
 			if err != nil {
 				return err
 			}
-			tel, err := a.telemetry(metrics != "")
+			tel, err := a.telemetry(cfg, metrics != "")
 			if err != nil {
 				return err
 			}

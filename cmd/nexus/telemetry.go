@@ -8,15 +8,20 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/nexus-mcp/nexus/host/config"
 	"github.com/nexus-mcp/nexus/host/telemetry"
 )
 
-// telemetry sets up traces as the OTEL_* variables say (none without an
-// exporter: then nothing is traced) and, with metrics, Prometheus
-// metrics. Spans still queued are sent when the command ends, for at most
+// telemetry sets up traces as the config's telemetry block and the
+// OTEL_* variables say (none without either: then nothing is traced) and,
+// with metrics, Prometheus metrics. Spans still queued are sent when the command ends, for at most
 // five seconds.
-func (a *app) telemetry(metrics bool) (*telemetry.Telemetry, error) {
-	t, err := telemetry.New(context.Background(), telemetry.Options{Metrics: metrics})
+func (a *app) telemetry(cfg *config.Config, metrics bool) (*telemetry.Telemetry, error) {
+	o := telemetry.Options{Metrics: metrics}
+	if b := cfg.Telemetry; b != nil {
+		o.Tracing, o.Endpoint, o.Protocol, o.ServiceName = true, b.Endpoint, b.Protocol, b.ServiceName
+	}
+	t, err := telemetry.New(context.Background(), o)
 	if err != nil {
 		return nil, &exitError{exitUsage, err}
 	}

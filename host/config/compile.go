@@ -459,6 +459,15 @@ func (c *compiler) nexusExtras(doc map[string]any) {
 	if cfg.Lock != nil {
 		doc["lock"] = map[string]any{"on_change": cfg.Lock.OnChange, "on_new": cfg.Lock.OnNew}
 	}
+	if t := cfg.Telemetry; t != nil {
+		e := map[string]any{}
+		for k, v := range map[string]string{"endpoint": t.Endpoint, "protocol": t.Protocol, "service_name": t.ServiceName} {
+			if v != "" {
+				e[k] = v
+			}
+		}
+		doc["telemetry"] = e
+	}
 	if a := cfg.Audit; a != nil {
 		e := map[string]any{"path": a.Path}
 		for k, v := range map[string]int{"max_bytes": a.MaxBytes, "keep": a.Keep, "buffer": a.Buffer} {
@@ -512,6 +521,9 @@ func (c *compiler) lostGlobals() {
 	}
 	if cfg.Lock != nil {
 		c.warns = append(c.warns, Warning{Source: cfg.Lock.Source, Message: fmt.Sprintf("the lock block cannot be expressed in %s: a client does not read nexus.lock.hcl", c.format)})
+	}
+	if cfg.Telemetry != nil {
+		c.warns = append(c.warns, Warning{Source: cfg.Telemetry.Source, Message: fmt.Sprintf("the telemetry block cannot be expressed in %s: the client does not trace through Nexus", c.format)})
 	}
 	if cfg.Audit != nil {
 		c.warns = append(c.warns, Warning{Source: cfg.Audit.Source, Message: fmt.Sprintf("the audit block cannot be expressed in %s: only Nexus keeps an audit log", c.format)})

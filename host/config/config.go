@@ -279,18 +279,19 @@ type File struct {
 
 // Config is a loaded, merged configuration.
 type Config struct {
-	Servers  []*Server // sorted by name
-	Plugins  []*Plugin
-	Filters  []*Filter   // in run order
-	Agents   []*Agent    // sorted by name
-	Gateway  *Gateway    // nil: no gateway block (nexus serve uses defaults and flags)
-	Sampling *Sampling   // nil: no model; servers' sampling requests go to a person
-	Lock     *LockPolicy // nil: what the lockfile does not pin is withheld
-	Audit    *Audit      // nil: no audit log
-	Roots    []string    // absolute paths offered to servers as MCP roots
-	Inputs   []Input     // the VS Code inputs the servers refer to, by id
-	Files    []File      // lowest layer first
-	Warnings []Warning
+	Servers   []*Server // sorted by name
+	Plugins   []*Plugin
+	Filters   []*Filter   // in run order
+	Agents    []*Agent    // sorted by name
+	Gateway   *Gateway    // nil: no gateway block (nexus serve uses defaults and flags)
+	Sampling  *Sampling   // nil: no model; servers' sampling requests go to a person
+	Lock      *LockPolicy // nil: what the lockfile does not pin is withheld
+	Audit     *Audit      // nil: no audit log
+	Telemetry *Telemetry  // nil: traces as the OTEL_* variables say
+	Roots     []string    // absolute paths offered to servers as MCP roots
+	Inputs    []Input     // the VS Code inputs the servers refer to, by id
+	Files     []File      // lowest layer first
+	Warnings  []Warning
 }
 
 // Server returns the server called name, or nil.

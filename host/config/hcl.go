@@ -45,6 +45,7 @@ var (
 		{Type: "sampling"},
 		{Type: "lock"},
 		{Type: "audit"},
+		{Type: "telemetry"},
 	}}
 	earlySchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
 		{Type: "variable", LabelNames: []string{"name"}},
@@ -195,6 +196,8 @@ func (ld *loader) parseHCLFile(f *file, filename string, isJSON bool) *fileConfi
 			h.lock(b)
 		case "audit":
 			h.audit(b)
+		case "telemetry":
+			h.telemetry(b)
 		}
 	}
 	return &h.out

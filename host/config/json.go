@@ -29,7 +29,7 @@ import (
 // twin. Comments and trailing commas are accepted, as VS Code does.
 
 var (
-	topKeys    = []string{"mcpServers", "servers", "inputs", "nexus", "plugins", "filters", "agents", "gateway", "sampling", "lock", "audit"}
+	topKeys    = []string{"mcpServers", "servers", "inputs", "nexus", "plugins", "filters", "agents", "gateway", "sampling", "lock", "audit", "telemetry"}
 	serverKeys = []string{"name", "type", "command", "args", "env", "envFile", "env_passthrough", "cwd", "url", "headers",
 		"enabled", "disabled", "timeout", "fail_if_no_tools", "confirm", "http_max_retries", "http_retry_backoff",
 		"http_allow_private_networks", "oauth", "plugin", "prefix"}
@@ -109,6 +109,8 @@ func (ld *loader) parseJSONFile(f *file) *fileConfig {
 			j.lock(m.val)
 		case "audit":
 			j.audit(m.val)
+		case "telemetry":
+			j.telemetry(m.val)
 		default:
 			// Claude Desktop keeps its other settings in the same file, so
 			// only a near miss of a key Nexus reads is worth a word.
@@ -117,7 +119,7 @@ func (ld *loader) parseJSONFile(f *file) *fileConfig {
 			}
 		}
 	}
-	if serverKey == nil && root.get("plugins") == nil && root.get("filters") == nil && root.get("agents") == nil && root.get("nexus") == nil && root.get("gateway") == nil && root.get("sampling") == nil && root.get("lock") == nil && root.get("audit") == nil {
+	if serverKey == nil && root.get("plugins") == nil && root.get("filters") == nil && root.get("agents") == nil && root.get("nexus") == nil && root.get("gateway") == nil && root.get("sampling") == nil && root.get("lock") == nil && root.get("audit") == nil && root.get("telemetry") == nil {
 		f.errAt(root.off, 1, "", `no "mcpServers" or "servers" key at the top level`,
 			`Use the Claude Desktop format: {"mcpServers": {"name": {"command": "...", "args": [...]}}}`)
 	}

@@ -229,17 +229,18 @@ func (ld *loader) exists(p string) bool {
 
 // fileConfig is what one file defines, before layers are merged.
 type fileConfig struct {
-	servers  []*Server
-	plugins  []*Plugin
-	filters  []*Filter
-	agents   []*Agent
-	roots    []string
-	hasRoots bool
-	inputs   []Input
-	gateway  *Gateway
-	sampling *Sampling
-	lock     *LockPolicy
-	audit    *Audit
+	servers   []*Server
+	plugins   []*Plugin
+	filters   []*Filter
+	agents    []*Agent
+	roots     []string
+	hasRoots  bool
+	inputs    []Input
+	gateway   *Gateway
+	sampling  *Sampling
+	lock      *LockPolicy
+	audit     *Audit
+	telemetry *Telemetry
 }
 
 func (ld *loader) load(files []File) (*Config, error) {
@@ -499,6 +500,9 @@ func merge(cfg *Config, parts []*fileConfig) {
 		}
 		if a := p.audit; a != nil {
 			cfg.Audit = a // likewise the audit block
+		}
+		if t := p.telemetry; t != nil {
+			cfg.Telemetry = t // and the telemetry block
 		}
 		if sm := p.sampling; sm != nil {
 			// A later layer's sampling block replaces the whole block.

@@ -32,3 +32,10 @@ audit {
   fail_closed       = true
   include_arguments = true
 }
+
+# Traces to a local collector (the OTEL_* variables would do as well).
+telemetry {
+  endpoint     = "http://127.0.0.1:4318"
+  protocol     = "http/protobuf"
+  service_name = "nexus-shadow"
+}
