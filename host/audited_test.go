@@ -219,7 +219,7 @@ func TestTelemetry(t *testing.T) {
 			t.Errorf("span %s in trace %s", sp.Name, sp.SpanContext.TraceID())
 		}
 	}
-	if got := strings.Join(names, ", "); got != "nexus.link permission, nexus.link ok, nexus.link ok, nexus.link schema, tools/call get_issue" {
+	if got := strings.Join(names, ", "); got != "nexus.link permission, nexus.link ok, nexus.link ok, nexus.link schema, nexus.link upstream, tools/call get_issue" {
 		t.Errorf("spans: %s", got)
 	}
 	var tp string

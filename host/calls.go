@@ -82,10 +82,19 @@ func (h *Host) callTool(ctx context.Context, agent, name string, args any, o *Ca
 		co.Meta = meta
 	}
 	var res *mcp.CallToolResult
+	tr := policy.TraceFrom(ctx)
+	start := tr.Now()
 	if p.tool.TaskSupport() == "required" {
 		res, err = p.client.CallToolAsTask(ctx, p.toolName, p.args, co)
 	} else {
 		res, err = p.client.CallTool(ctx, p.toolName, p.args, co)
+	}
+	if tr != nil {
+		s := policy.Step{Link: "upstream", Method: mcp.MethodToolsCall, Action: event.Allow, Start: start, Duration: time.Since(start)}
+		if err != nil {
+			s.Action, s.Reason = policy.ActionError, err.Error()
+		}
+		tr.Add(s)
 	}
 	if err != nil {
 		return nil, h.Explain(p.server, err)

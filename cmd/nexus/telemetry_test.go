@@ -67,7 +67,7 @@ telemetry {
 	mu.Lock()
 	defer mu.Unlock()
 	sort.Strings(names)
-	if got := strings.Join(names, ", "); got != "nexus.link permission, nexus.link schema, tools/call echo" || len(traces) != 1 {
+	if got := strings.Join(names, ", "); got != "nexus.link permission, nexus.link schema, nexus.link upstream, tools/call echo" || len(traces) != 1 {
 		t.Errorf("spans %s in %d traces", got, len(traces))
 	}
 }
