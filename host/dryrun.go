@@ -2,7 +2,9 @@ package host
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/host/policy"
@@ -20,8 +22,10 @@ type Verdict struct {
 	// Err is the refusal (a *policy.DeniedError, a *SchemaError, a
 	// *policy.WithheldError) or nil when the call would go through.
 	Err error
-	// Result is the sample result as the sanitizers left it.
+	// Result is the sample result as the sanitizers left it; Raw is
+	// that of a read or a prompt (DryRunRequest), as JSON.
 	Result *mcp.CallToolResult
+	Raw    json.RawMessage
 }
 
 // DryRun runs the whole chain for a call of name with args as agent would
@@ -70,4 +74,60 @@ func isRefusal(err error) bool {
 	var we *policy.WithheldError
 	var se *SchemaError
 	return errors.As(err, &de) || errors.As(err, &we) || errors.As(err, &se)
+}
+
+// DryRunRequest is DryRun for a resources/read of the URI target, or a
+// prompts/get of the prompt target with args, on server: the permission
+// check and the policies, and with a sample result (JSON, as the server
+// would send it) the sanitizers. Nothing is sent to the server.
+func (h *Host) DryRunRequest(ctx context.Context, agent, method, server, target string, args map[string]string, result json.RawMessage) (*Verdict, error) {
+	var params any
+	switch method {
+	case mcp.MethodResourcesRead:
+		params = map[string]string{"uri": target}
+	case mcp.MethodPromptsGet:
+		params = map[string]any{"name": target, "arguments": args}
+	default:
+		return nil, fmt.Errorf("dry run: %s is not a request the chain decides here (tools/call, resources/read, prompts/get)", method)
+	}
+	tr := &policy.Trace{}
+	ctx = policy.WithTrace(policy.WithDryRun(ctx), tr)
+	v := &Verdict{Server: server, Tool: target}
+	defer func() { v.Steps = tr.Steps() }()
+	start := tr.Now()
+	err := h.perms.Check(ctx, policy.ConfirmRequest{Agent: agent, Server: server, Method: method})
+	var ask *policy.WouldAskError
+	switch {
+	case errors.As(err, &ask):
+		tr.Add(policy.Step{Link: "permission", Method: method, Action: policy.ActionAsk, Reason: ask.Error()})
+	case err != nil:
+		tr.Builtin("permission", method, err, start)
+		v.Err = err
+		return v, nil
+	default:
+		tr.Builtin("permission", method, nil, start)
+	}
+	if h.cfg.Server(server) == nil {
+		return nil, &UnknownServerError{Name: server, Known: h.visibleNames(agent)}
+	}
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	ev, err := h.before(ctx, agent, server, method, raw)
+	if err != nil {
+		if !isRefusal(err) {
+			return nil, err
+		}
+		v.Err = err
+		return v, nil
+	}
+	if result != nil {
+		res := append(json.RawMessage(nil), result...)
+		if err := h.after(ctx, ev, &res); err != nil {
+			v.Err = err
+		}
+		v.Raw = res
+	}
+	return v, nil
 }

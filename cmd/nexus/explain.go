@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,7 +23,7 @@ const maxSampleResult = 10 << 20
 func (a *app) explainCmd() *cobra.Command {
 	var argsJSON, resultFile, method string
 	cmd := &cobra.Command{
-		Use:   "explain SERVER.TOOL [key=value ...]",
+		Use:   "explain SERVER.TOOL [key=value ...] | --method resources/read SERVER URI | --method prompts/get SERVER.PROMPT [key=value ...]",
 		Short: "Run the whole chain for a call without making it: each check's verdict, reason, source and time",
 		Long: `Run the whole chain for a tool call as the agent (--agent) would make it, without
 sending it to the server: the permission level and rules, the lockfile, the
@@ -33,16 +34,25 @@ sanitizers run on that sample too, and the result they leave is shown.
 Arguments are given as for nexus call. Nobody is asked: where a trusted agent's
 first use of a server would ask a person, the permission step says "ask".
 
+--method resources/read SERVER URI and --method prompts/get SERVER.PROMPT
+[key=value ...] explain a read or a prompt likewise (--result then takes a
+resources/read or prompts/get result).
+
 Exit 0 when the call would go through, 4 when it would be refused; -o json
 prints the steps for machines. A filter in shadow mode shows would-deny or
 would-modify and refuses nothing.`,
 		Example: `  nexus explain testserver.echo message=hi
   nexus explain github.delete_repo repo=x --agent claude
-  nexus explain testserver.echo message=hi --result result.json -o json`,
+  nexus explain testserver.echo message=hi --result result.json -o json
+  nexus explain --method resources/read testserver test://static/hello`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if method != "tools/call" {
-				return usageErr("--method %q: nexus explain runs tools/call requests (resources/read and prompts/get are not explained yet)", method)
+			switch method {
+			case "tools/call":
+			case "resources/read", "prompts/get":
+				return a.explainRequest(cmd, method, args, resultFile)
+			default:
+				return usageErr("--method %q: nexus explain runs tools/call, resources/read and prompts/get requests", method)
 			}
 			toolArgs, err := parseArgs(args[1:], argsJSON)
 			if err != nil {
@@ -84,8 +94,62 @@ would-modify and refuses nothing.`,
 	return cmd
 }
 
-// readSample reads a --result file: a tools/call result, bounded.
-func readSample(path string) (*mcp.CallToolResult, error) {
+// explainRequest is explain for a resources/read or a prompts/get.
+func (a *app) explainRequest(cmd *cobra.Command, method string, args []string, resultFile string) error {
+	var server, target string
+	var promptArgs map[string]string
+	if method == "resources/read" {
+		if len(args) != 2 {
+			return usageErr("--method resources/read takes SERVER URI, for example: nexus explain --method resources/read testserver test://static/hello")
+		}
+		server, target = args[0], args[1]
+	} else {
+		var ok bool
+		if server, target, ok = strings.Cut(args[0], "."); !ok || server == "" || target == "" {
+			return usageErr("--method prompts/get takes SERVER.PROMPT [key=value ...], for example: nexus explain --method prompts/get testserver.greet name=Ann")
+		}
+		promptArgs = map[string]string{}
+		for _, kv := range args[1:] {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || k == "" {
+				return usageErr("prompt argument %q is not key=value", kv)
+			}
+			promptArgs[k] = v
+		}
+	}
+	var sample json.RawMessage
+	if resultFile != "" {
+		b, err := readBounded(resultFile)
+		if err != nil {
+			return err
+		}
+		if !json.Valid(b) {
+			return usageErr("--result %s: not JSON; write the %s result as a server would send it", resultFile, method)
+		}
+		sample = b
+	}
+	h, err := a.openHost()
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	v, err := h.DryRunRequest(cmd.Context(), a.agent, method, server, target, promptArgs, sample)
+	if err != nil {
+		return err
+	}
+	if a.output == "json" {
+		a.printJSON(explainJSON(a.agent, v))
+	} else {
+		a.printVerdictFor(method, a.agent, v)
+	}
+	if v.Err != nil {
+		return &exitError{exitDenied, fmt.Errorf("the request would be refused")}
+	}
+	return nil
+}
+
+// readBounded reads a --result file, up to maxSampleResult bytes.
+func readBounded(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, usageErr("--result: %v", err)
@@ -98,6 +162,15 @@ func readSample(path string) (*mcp.CallToolResult, error) {
 	if len(b) > maxSampleResult {
 		return nil, usageErr("--result %s: over %d bytes; give a smaller sample", path, maxSampleResult)
 	}
+	return b, nil
+}
+
+// readSample reads a --result file: a tools/call result, bounded.
+func readSample(path string) (*mcp.CallToolResult, error) {
+	b, err := readBounded(path)
+	if err != nil {
+		return nil, err
+	}
 	var r mcp.CallToolResult
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, usageErr("--result %s: not a tools/call result (%v); write one as a server would send it, such as {\"content\": [{\"type\": \"text\", \"text\": \"...\"}]}", path, err)
@@ -107,8 +180,14 @@ func readSample(path string) (*mcp.CallToolResult, error) {
 
 // printVerdict prints the steps as a table, each one's reason and flags
 // under it, and the verdict.
-func (a *app) printVerdict(agent string, v *host.Verdict) {
-	fmt.Fprintf(a.stdout, "tools/call %s.%s as agent %q, not sent:\n\n", v.Server, v.Tool, agent)
+func (a *app) printVerdict(agent string, v *host.Verdict) { a.printVerdictFor("tools/call", agent, v) }
+
+func (a *app) printVerdictFor(method, agent string, v *host.Verdict) {
+	target := v.Server + "." + v.Tool
+	if method == "resources/read" {
+		target = v.Server + " " + v.Tool
+	}
+	fmt.Fprintf(a.stdout, "%s %s as agent %q, not sent:\n\n", method, target, agent)
 	rows := [][]string{{"#", "CHECK", "ON", "VERDICT", "TIME", "DEFINED AT"}}
 	for i, s := range v.Steps {
 		src := s.Source
@@ -153,6 +232,14 @@ func (a *app) printVerdict(agent string, v *host.Verdict) {
 	case v.Result != nil:
 		fmt.Fprintln(a.stdout, "Allowed. The sample result, as the sanitizers leave it:")
 		a.printResult(renderContent(v.Result.Content, v.Result.StructuredContent))
+	case v.Raw != nil:
+		fmt.Fprintln(a.stdout, "Allowed. The sample result, as the sanitizers leave it:")
+		var out bytes.Buffer
+		if json.Indent(&out, v.Raw, "", "  ") != nil {
+			out.Reset()
+			out.Write(v.Raw)
+		}
+		fmt.Fprintln(a.stdout, clean(out.String()))
 	default:
 		fmt.Fprintln(a.stdout, "Allowed.")
 	}
@@ -186,7 +273,8 @@ func explainJSON(agent string, v *host.Verdict) any {
 		Link    string              `json:"link,omitempty"`
 		Steps   []step              `json:"steps"`
 		Result  *mcp.CallToolResult `json:"result,omitempty"`
-	}{Agent: agent, Server: v.Server, Tool: v.Tool, Allowed: v.Err == nil, Result: v.Result, Steps: []step{}}
+		Raw     json.RawMessage     `json:"sampleResult,omitempty"`
+	}{Agent: agent, Server: v.Server, Tool: v.Tool, Allowed: v.Err == nil, Result: v.Result, Raw: v.Raw, Steps: []step{}}
 	if v.Err != nil {
 		out.Refusal = v.Err.Error()
 		var de *policy.DeniedError

@@ -52,6 +52,7 @@ filter "redact" {
 		"nexus.hcl":   cfg,
 		"result.json": `{"content": [{"type": "text", "text": "key AKIAIOSFODNN7EXAMPLE"}]}`,
 		"bad.json":    `{"content": `,
+		"read.json":   `{"contents": [{"uri": "test://static/hello", "text": "password=hunter22"}]}`,
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
 			t.Fatal(err)
@@ -69,7 +70,10 @@ filter "redact" {
 		{"explain_json", []string{"-o", "json", "explain", "testserver.fail"}, 4},
 		{"explain_unknown", []string{"explain", "testserver.nope"}, 2},
 		{"explain_bad_result", []string{"explain", "testserver.echo", "--result", "bad.json"}, 2},
-		{"explain_method", []string{"explain", "testserver.echo", "--method", "prompts/get"}, 2},
+		{"explain_method", []string{"explain", "testserver.echo", "--method", "completion/complete"}, 2},
+		{"explain_read", []string{"explain", "--method", "resources/read", "testserver", "test://static/hello", "--result", "read.json"}, 0},
+		{"explain_prompt", []string{"explain", "--method", "prompts/get", "testserver.greeting", "name=Ann"}, 0},
+		{"explain_read_usage", []string{"explain", "--method", "resources/read", "testserver"}, 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			stdout, stderr, code := nexusIn(t, dir, "", nil, c.args...)
