@@ -57,7 +57,7 @@ func TestSpans(t *testing.T) {
 	}
 	var attrs []string
 	for _, a := range root.Attributes {
-		attrs = append(attrs, string(a.Key)+"="+a.Value.Emit())
+		attrs = append(attrs, string(a.Key)+"="+a.Value.String())
 	}
 	got := strings.Join(attrs, " ")
 	for _, want := range []string{"mcp.method.name=tools/call", "gen_ai.tool.name=echo", "gen_ai.operation.name=execute_tool", "mcp.session.id=s1", "nexus.decision=deny"} {
