@@ -57,13 +57,7 @@ func TestAuditVerify(t *testing.T) {
 // and denied; the log verifies.
 func TestAuditFromCLI(t *testing.T) {
 	dir := t.TempDir()
-	cfg := `server "testserver" {
-  stdio {
-    command = "nexus"
-    args    = ["testserver"]
-  }
-}
-
+	cfg := cliTestConfig(`
 agent "cli" {
   permission = "yolo"
   deny       = ["testserver.add"]
@@ -72,7 +66,7 @@ agent "cli" {
 audit {
   path = "audit.jsonl"
 }
-`
+`)
 	if err := os.WriteFile(filepath.Join(dir, "nexus.hcl"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -98,4 +92,16 @@ audit {
 			t.Errorf("the log lacks %s:\n%s", want, b)
 		}
 	}
+}
+
+// cliTestConfig is an HCL config with the test server (run as nexus
+// testserver) and more blocks.
+func cliTestConfig(more string) string {
+	return `server "testserver" {
+  stdio {
+    command = "nexus"
+    args    = ["testserver"]
+  }
+}
+` + more
 }

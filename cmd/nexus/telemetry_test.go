@@ -43,13 +43,7 @@ func TestTracesFromCLI(t *testing.T) {
 	}))
 	defer recv.Close()
 	dir := t.TempDir()
-	cfg := `server "testserver" {
-  stdio {
-    command = "nexus"
-    args    = ["testserver"]
-  }
-}
-
+	cfg := cliTestConfig(`
 agent "cli" {
   permission = "yolo"
 }
@@ -57,7 +51,7 @@ agent "cli" {
 telemetry {
   endpoint = "` + recv.URL + `"
 }
-`
+`)
 	if err := os.WriteFile(filepath.Join(dir, "nexus.hcl"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
