@@ -91,7 +91,7 @@ func (h *Host) audited(ctx context.Context, rec *audit.Record, do func(ctx conte
 		tr = &policy.Trace{}
 		ctx = policy.WithTrace(ctx, tr)
 	}
-	before := len(tr.Steps())
+	before := tr.Len()
 	rec.Time = time.Now().UTC()
 	rec.Session = h.hooks.session
 	if id, ok := ctx.Value(sessionKey{}).(string); ok {
@@ -101,8 +101,8 @@ func (h *Host) audited(ctx context.Context, rec *audit.Record, do func(ctx conte
 	meta, _ := ctx.Value(metaKey{}).(map[string]string)
 	ctx, sp := tel.Start(ctx, rec.Method, meta, telemetry.Attrs(rec.Method, rec.Tool, rec.URI, rec.Session)...)
 	err = do(context.WithValue(ctx, recordKey{}, rec))
-	steps := tr.Steps()[before:]
-	decide(rec, steps, err)
+	steps := tr.Since(before)
+	decide(rec, steps, err, w != nil)
 	if tel != nil {
 		ts := make([]telemetry.Step, len(steps))
 		for i, s := range steps {
@@ -176,12 +176,18 @@ func fillTarget(rec *audit.Record, err error) {
 	}
 }
 
-// decide fills in a record's decision, the link that made it, and the
-// steps, from what the chain did and how the request ended.
-func decide(rec *audit.Record, steps []policy.Step, err error) {
+// decide fills in a record's decision and the link that made it, and with
+// withSteps the steps (for the audit log), from what the chain did and how
+// the request ended.
+func decide(rec *audit.Record, steps []policy.Step, err error, withSteps bool) {
 	rec.Decision = event.Allow
+	if withSteps {
+		rec.Steps = make([]audit.Step, 0, len(steps))
+	}
 	for _, s := range steps {
-		rec.Steps = append(rec.Steps, audit.Step{Link: s.Link, Source: s.Source, Action: s.Action, Micros: float64(s.Duration.Nanoseconds()) / 1e3})
+		if withSteps {
+			rec.Steps = append(rec.Steps, audit.Step{Link: s.Link, Source: s.Source, Action: s.Action, Micros: float64(s.Duration.Nanoseconds()) / 1e3})
+		}
 		switch s.Action {
 		case event.Modify:
 			rec.Decision, rec.Link, rec.Source, rec.Reason = event.Modify, s.Link, s.Source, s.Reason

@@ -372,6 +372,38 @@ type Trace struct {
 	steps []Step
 }
 
+// Len is the number of steps so far.
+func (t *Trace) Len() int {
+	if t == nil {
+		return 0
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.steps)
+}
+
+// Since returns the steps from the n-th on, without a copy: for the
+// request's own goroutine, once the steps it waits for are recorded.
+func (t *Trace) Since(n int) []Step {
+	if t == nil {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if n >= len(t.steps) {
+		return nil
+	}
+	return t.steps[n:len(t.steps):len(t.steps)]
+}
+
+// appendStep adds s; the first makes room for a request's usual few.
+func (t *Trace) appendStep(s Step) {
+	if t.steps == nil {
+		t.steps = make([]Step, 0, 6)
+	}
+	t.steps = append(t.steps, s)
+}
+
 type traceKey struct{}
 
 // WithTrace returns ctx carrying tr.
@@ -428,7 +460,7 @@ func (t *Trace) Add(s Step) {
 		return
 	}
 	t.mu.Lock()
-	t.steps = append(t.steps, s)
+	t.appendStep(s)
 	t.mu.Unlock()
 }
 
@@ -445,7 +477,7 @@ func (t *Trace) add(en Entry, method, action, reason string, flags []string, sta
 		}
 	}
 	t.mu.Lock()
-	t.steps = append(t.steps, Step{Link: en.Link.Name(), Kind: en.Kind, Source: en.Source, Method: method, Action: action, Reason: reason, Flags: flags,
+	t.appendStep(Step{Link: en.Link.Name(), Kind: en.Kind, Source: en.Source, Method: method, Action: action, Reason: reason, Flags: flags,
 		Start: start, Duration: time.Since(start)})
 	t.mu.Unlock()
 }
