@@ -61,7 +61,6 @@ func BenchmarkRedactSecrets2KB(b *testing.B) {
 	}
 	e := &event.Event{ABI: 1, Phase: event.PhaseResponse, Method: "tools/call", Agent: event.Agent{ID: "cli", Permission: "trusted"},
 		Server: event.Server{Name: "logs"}, Tool: &event.Tool{Name: "tail"}, Params: json.RawMessage(`{"name":"tail","arguments":{"n":40}}`), Result: benchResult()}
-	raw, _ := json.Marshal(e)
 	b.SetBytes(int64(len(e.Result)))
 	if err := filter.Configure(nil); err != nil {
 		b.Fatal(err)
@@ -77,7 +76,7 @@ func BenchmarkRedactSecrets2KB(b *testing.B) {
 	}, wasmtest.Baselines{
 		Native: func() { filter.CallEvent(e) },
 		OOP: func() error {
-			_, err := pipe.Call(raw)
+			_, err := pipe.CallEvent(e)
 			return err
 		},
 	})

@@ -92,7 +92,7 @@ func BenchmarkToolAllowlist(b *testing.B) {
 	}, wasmtest.Baselines{
 		Native: func() { filter.CallEvent(&e) },
 		OOP: func() error {
-			_, err := pipe.Call(benchEvent)
+			_, err := pipe.CallEvent(&e)
 			return err
 		},
 	})

@@ -21,22 +21,33 @@ func BenchmarkMinimal(b *testing.B) {
 	rt := wasmtest.Runtime(b, wasm.Options{})
 	f := load(b, rt, wasm.Spec{Path: "testdata/minimal.wasm"})
 	e := toolCall()
-	raw, _ := json.Marshal(e)
 	pipe := wasmtest.StartPipe(b, wasmtest.BuildNative(b, "testdata/goguest"), []byte(`{"mode":"allow"}`))
-	native := func(e *event.Event) event.Decision { return event.Decision{Action: event.Allow} }
 	ctx := context.Background()
 	wasmtest.Compare(b, func() error {
 		_, err := f.Handle(ctx, e)
 		return err
 	}, wasmtest.Baselines{
-		Native: func() { native(e) },
+		Native: func() { sink = allowNative(e) },
 		OOP: func() error {
-			b, _ := json.Marshal(e) // the hop has to send the event
-			_ = raw
-			_, err := pipe.Call(b)
+			_, err := pipe.CallEvent(e) // the hop has to send the event
 			return err
 		},
 	})
+}
+
+// sink keeps the native baseline's result, so the call is not dropped.
+var sink event.Decision
+
+// allowNative is the minimal guest's logic in native Go: look at the
+// event, allow it. Not inlined, so the baseline pays a call as the others
+// do.
+//
+//go:noinline
+func allowNative(e *event.Event) event.Decision {
+	if e.Tool == nil {
+		return event.Decision{Action: event.Allow, Reason: "no tool"}
+	}
+	return event.Decision{Action: event.Allow}
 }
 
 // BenchmarkLoadWarmCache is a filter compiled from the warm on-disk cache

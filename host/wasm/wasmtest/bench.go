@@ -15,34 +15,75 @@ type Baselines struct {
 }
 
 // Compare benchmarks call (one WASM filter call per iteration) and, in the
-// same run, the baselines. Besides ns/op it reports:
+// same run, the baselines, interleaved block by block so that load and
+// drift hit all alike, each warmed up first. Besides ns/op (the WASM calls
+// alone; the baselines run with the timer stopped) it reports:
 //
 //	p50-ns, p99-ns   latency of one WASM call
-//	native-ns        the same logic in native Go (p50)
+//	native-ns        the same logic in native Go (the median over blocks of
+//	                 a block's mean: one call is below the clock's grain)
 //	oop-ns           the out-of-process round trip (p50)
-//	x-native         WASM p50 / native p50: the cost of the sandbox
+//	x-native         WASM p50 / native: the cost of the sandbox
 //	oop/wasm         out-of-process p50 / WASM p50: how much faster in-process WASM is
 //	failed           calls that failed (a loaded machine can push one past
 //	                 its time limit); more than 1% fails the benchmark
+//
+// The native baseline must do the work it stands for, not return a
+// constant the compiler can fold: give it the same event, decode and all.
 func Compare(b *testing.B, call func() error, base Baselines) {
 	b.Helper()
-	for range 100 { // warm the pool and the caches
+	for range 100 { // warm the pool, the caches and the pipe
 		if err := call(); err != nil {
 			b.Fatal(err)
 		}
+		if base.Native != nil {
+			base.Native()
+		}
+		if base.OOP != nil {
+			if err := base.OOP(); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
+	const block = 50
 	lat := make([]time.Duration, 0, b.N)
+	var native, oop []time.Duration
 	failed := 0
 	var lastErr error
 	b.ReportAllocs()
 	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		t0 := time.Now()
-		if err := call(); err != nil {
-			failed++
-			lastErr = err
+	for done := 0; done < b.N; {
+		n := min(block, b.N-done)
+		for range n {
+			t0 := time.Now()
+			if err := call(); err != nil {
+				failed++
+				lastErr = err
+			}
+			lat = append(lat, time.Since(t0))
 		}
-		lat = append(lat, time.Since(t0))
+		done += n
+		if base.Native == nil && base.OOP == nil {
+			continue
+		}
+		b.StopTimer()
+		if base.Native != nil {
+			t0 := time.Now()
+			for range n {
+				base.Native()
+			}
+			native = append(native, time.Since(t0)/time.Duration(n))
+		}
+		if base.OOP != nil {
+			for range n {
+				t0 := time.Now()
+				if err := base.OOP(); err != nil {
+					b.Fatal(err)
+				}
+				oop = append(oop, time.Since(t0))
+			}
+		}
+		b.StartTimer()
 	}
 	b.StopTimer()
 	if failed*100 > b.N {
@@ -52,47 +93,20 @@ func Compare(b *testing.B, call func() error, base Baselines) {
 	p50, p99 := percentile(lat, 50), percentile(lat, 99)
 	b.ReportMetric(float64(p50.Nanoseconds()), "p50-ns")
 	b.ReportMetric(float64(p99.Nanoseconds()), "p99-ns")
-	if base.Native != nil {
-		n := Sample(func() error { base.Native(); return nil }, 200*time.Millisecond)
+	if len(native) > 0 {
+		n := percentile(native, 50)
 		b.ReportMetric(float64(n.Nanoseconds()), "native-ns")
 		b.ReportMetric(float64(p50)/float64(max(n, 1)), "x-native")
 	}
-	if base.OOP != nil {
-		o := Sample(base.OOP, 300*time.Millisecond)
+	if len(oop) > 0 {
+		o := percentile(oop, 50)
 		b.ReportMetric(float64(o.Nanoseconds()), "oop-ns")
 		b.ReportMetric(float64(o)/float64(max(p50, 1)), "oop/wasm")
 	}
 	b.StartTimer()
 }
 
-// Sample runs fn for about d and returns the median time of one call. Fast
-// functions are timed in batches, so the clock's own cost does not count.
-func Sample(fn func() error, d time.Duration) time.Duration {
-	batch := 1
-	for {
-		t0 := time.Now()
-		for range batch {
-			fn()
-		}
-		if time.Since(t0) >= 20*time.Microsecond || batch >= 1<<20 {
-			break
-		}
-		batch *= 2
-	}
-	var per []time.Duration
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) || len(per) < 5 {
-		t0 := time.Now()
-		for range batch {
-			if err := fn(); err != nil {
-				panic(err)
-			}
-		}
-		per = append(per, time.Since(t0)/time.Duration(batch))
-	}
-	return percentile(per, 50)
-}
-
+// percentile is the p-th percentile of d.
 func percentile(d []time.Duration, p int) time.Duration {
 	if len(d) == 0 {
 		return 0

@@ -315,6 +315,17 @@ func StartPipe(t testing.TB, bin string, config []byte) *Pipe {
 	return p
 }
 
+// CallEvent sends e, encoded for this call as a host sending it out of
+// process would, and returns the decision's bytes: the out-of-process
+// baseline does the encoding the WASM call does.
+func (p *Pipe) CallEvent(e *event.Event) ([]byte, error) {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return nil, err
+	}
+	return p.Call(b)
+}
+
 // Call sends one frame and returns the answer, valid until the next call.
 func (p *Pipe) Call(frame []byte) ([]byte, error) {
 	var hdr [4]byte
