@@ -47,6 +47,17 @@ func (c *core) auditLog() (*audit.Writer, error) {
 	return c.auditW, c.auditErr
 }
 
+// OpenAudit opens the audit block's log now rather than at the first
+// request, so a server (nexus serve) learns at start that it cannot be
+// written; nil without an audit block.
+func (h *Host) OpenAudit() error {
+	_, err := h.auditLog()
+	if err != nil {
+		return fmt.Errorf("the audit log cannot be opened: %w", err)
+	}
+	return nil
+}
+
 // failClosed says whether calls must stop when the log cannot be written.
 func (c *core) failClosed() bool {
 	return c.opts.Audit == nil && c.cfg.Audit != nil && c.cfg.Audit.FailClosed

@@ -105,3 +105,25 @@ func cliTestConfig(more string) string {
 }
 ` + more
 }
+
+// nexus serve opens the audit log at start: one that cannot be written
+// stops it at once, saying why, rather than at the first call.
+func TestServeAuditUnwritable(t *testing.T) {
+	dir := t.TempDir()
+	cfg := cliTestConfig(`
+agent "cli" {
+  permission = "yolo"
+}
+
+audit {
+  path = "no-such-dir/audit.jsonl"
+}
+`)
+	if err := os.WriteFile(filepath.Join(dir, "nexus.hcl"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := nexusIn(t, dir, "", nil, "serve", "--agent", "cli")
+	if code != 2 || !strings.Contains(stderr, "the audit log cannot be opened") || !strings.Contains(stderr, "no-such-dir") {
+		t.Errorf("exit %d\n%s", code, stderr)
+	}
+}

@@ -94,6 +94,9 @@ say where; a traceparent in a request's _meta is continued.`,
 			}
 			h := host.New(cfg, host.Options{Logger: log, Timeout: a.timeout, Confirm: confirm, Lock: pinned, Telemetry: tel})
 			defer h.Close()
+			if err := h.OpenAudit(); err != nil {
+				return &exitError{exitUsage, err}
+			}
 			g := gateway.New(h, gateway.Options{Logger: log.Named("gateway"), Metrics: tel.Metrics()})
 			defer g.Close()
 
