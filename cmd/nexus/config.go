@@ -167,7 +167,7 @@ func (a *app) showText(v *config.View) {
 			fmt.Fprintln(w, "  "+clean(r))
 		}
 	}
-	for _, group := range [][]config.Entry{v.Servers, v.Plugins, v.Filters, v.Agents, v.Gateway} {
+	for _, group := range [][]config.Entry{v.Servers, v.Plugins, v.Filters, v.Agents, v.Blocks} {
 		for _, e := range group {
 			if e.Name == "" {
 				fmt.Fprintf(w, "\n%s\n", e.Kind)
@@ -270,8 +270,8 @@ func (a *app) showJSON(v *config.View) error {
 	if v.Roots != nil {
 		doc["roots"] = v.Roots
 	}
-	if len(v.Gateway) > 0 {
-		doc["gateway"] = entries(v.Gateway)[0]
+	for i, b := range v.Blocks {
+		doc[b.Kind] = entries(v.Blocks[i : i+1])[0]
 	}
 	enc := json.NewEncoder(a.stdout)
 	enc.SetIndent("", "  ")

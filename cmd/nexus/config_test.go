@@ -163,6 +163,28 @@ gateway {
 }
 `}
 
+// observedConfig has the blocks a config has one of besides the gateway.
+var observedConfig = []string{"nexus.hcl", `server "testserver" {
+  stdio {
+    command = "nexus"
+    args    = ["testserver"]
+  }
+}
+
+lock {
+  on_new = "warn"
+}
+
+audit {
+  path        = "nexus-audit.jsonl"
+  fail_closed = true
+}
+
+telemetry {
+  endpoint = "http://127.0.0.1:4318"
+}
+`}
+
 func TestConfigCLI(t *testing.T) {
 	secrets := []string{"NOTES_TOKEN=notes-SECRET", "API_TOKEN=api-SECRET"}
 	cases := []struct {
@@ -195,6 +217,7 @@ func TestConfigCLI(t *testing.T) {
 		{"config_show_gateway", gatewayBlockConfig, "", []string{"CLAUDE_TOKEN=claude-SECRET-0123456789"}, []string{"config", "show", "--config", "nexus.hcl"}, 0},
 		{"config_validate_gateway", gatewayBlockConfig, "", []string{"CLAUDE_TOKEN=claude-SECRET-0123456789"}, []string{"config", "validate", "--config", "nexus.hcl"}, 0},
 		{"config_compile_gateway", gatewayBlockConfig, "", nil, []string{"config", "compile", "--format", "nexus-json", "--config", "nexus.hcl"}, 0},
+		{"config_show_blocks", observedConfig, "", nil, []string{"config", "show", "--config", "nexus.hcl"}, 0},
 		{"config_show_masked", literalCreds, "", nil, []string{"config", "show", "--config", "mcp.json"}, 0},
 		{"config_show_masked_json", literalCreds, "", nil, []string{"config", "show", "-o", "json", "--config", "mcp.json"}, 0},
 		{"config_show_show_secrets", literalCreds, "", nil, []string{"config", "show", "--show-secrets", "--config", "mcp.json"}, 0},

@@ -6,12 +6,14 @@ import "github.com/nexus-mcp/nexus/host/diag"
 // entry's settings in the nexus-json form (so secrets appear as references,
 // never as values) with the entry's origin and what it overrode.
 type View struct {
-	Files    []File
-	Servers  []Entry
-	Plugins  []Entry
-	Filters  []Entry // in run order
-	Agents   []Entry
-	Gateway  []Entry // the gateway block, if any
+	Files   []File
+	Servers []Entry
+	Plugins []Entry
+	Filters []Entry // in run order
+	Agents  []Entry
+	// Blocks are the blocks a config has at most one of, those it has:
+	// gateway, sampling, lock, audit, telemetry, in that order.
+	Blocks   []Entry
 	Roots    []string
 	Warnings []Warning
 }
@@ -54,8 +56,27 @@ func NewView(cfg *Config, showSecrets bool) *View {
 			v.Agents = append(v.Agents, Entry{"agent", a.Name, a.Source, a.Overrides, as[a.Name].(map[string]any)})
 		}
 	}
-	if g, ok := doc["gateway"].(map[string]any); ok {
-		v.Gateway = []Entry{{"gateway", "", cfg.Gateway.Source, cfg.Gateway.Overrides, g}}
+	for _, b := range []struct {
+		kind      string
+		present   bool
+		src       func() diag.Source
+		overrides func() []diag.Source
+	}{
+		{"gateway", cfg.Gateway != nil, func() diag.Source { return cfg.Gateway.Source }, func() []diag.Source { return cfg.Gateway.Overrides }},
+		{"sampling", cfg.Sampling != nil, func() diag.Source { return cfg.Sampling.Source }, func() []diag.Source { return cfg.Sampling.Overrides }},
+		{"lock", cfg.Lock != nil, func() diag.Source { return cfg.Lock.Source }, nil},
+		{"audit", cfg.Audit != nil, func() diag.Source { return cfg.Audit.Source }, nil},
+		{"telemetry", cfg.Telemetry != nil, func() diag.Source { return cfg.Telemetry.Source }, nil},
+	} {
+		settings, ok := doc[b.kind].(map[string]any)
+		if !b.present || !ok {
+			continue
+		}
+		e := Entry{Kind: b.kind, Source: b.src(), Settings: settings}
+		if b.overrides != nil {
+			e.Overrides = b.overrides()
+		}
+		v.Blocks = append(v.Blocks, e)
 	}
 	c.maskWarning()
 	v.Warnings = append(v.Warnings, c.warns...)
