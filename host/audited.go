@@ -13,6 +13,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/host/audit"
 	"github.com/nexus-mcp/nexus/host/config"
+	"github.com/nexus-mcp/nexus/host/internal/ctxval"
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/host/policy"
 	"github.com/nexus-mcp/nexus/host/telemetry"
@@ -111,7 +112,7 @@ func (h *Host) audited(ctx context.Context, rec *audit.Record, do func(ctx conte
 	tel := h.opts.Telemetry
 	meta, _ := ctx.Value(metaKey{}).(map[string]string)
 	ctx, sp := tel.Start(ctx, rec.Method, meta, telemetry.Attrs(rec.Method, rec.Tool, rec.URI, rec.Session)...)
-	err = do(context.WithValue(ctx, recordKey{}, rec))
+	err = do(ctxval.With(ctx, recordKey{}, rec))
 	steps := tr.Since(before)
 	decide(rec, steps, err, w != nil)
 	if tel != nil {
@@ -143,7 +144,7 @@ type metaKey struct{}
 // "traceparent" and "tracestate") to the host, whose span then continues
 // it.
 func WithTraceContext(ctx context.Context, meta map[string]string) context.Context {
-	return context.WithValue(ctx, metaKey{}, meta)
+	return ctxval.With(ctx, metaKey{}, meta)
 }
 
 // upstreamMeta is the _meta that carries ctx's trace context upstream, or
@@ -168,7 +169,7 @@ type sessionKey struct{}
 // WithSession names, for the audit log, the downstream session a
 // request comes from (the gateway's).
 func WithSession(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, sessionKey{}, id)
+	return ctxval.With(ctx, sessionKey{}, id)
 }
 
 // auditRecordFrom is the record a decision point being audited fills in,

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nexus-mcp/nexus/host/internal/ctxval"
 	"github.com/nexus-mcp/nexus/sdk/event"
 )
 
@@ -408,7 +409,7 @@ type traceKey struct{}
 
 // WithTrace returns ctx carrying tr.
 func WithTrace(ctx context.Context, tr *Trace) context.Context {
-	return context.WithValue(ctx, traceKey{}, tr)
+	return ctxval.With(ctx, traceKey{}, tr)
 }
 
 // TraceFrom returns the trace ctx carries, or nil.

@@ -7,6 +7,7 @@ import (
 	"path"
 	"sync"
 
+	"github.com/nexus-mcp/nexus/host/internal/ctxval"
 	"github.com/nexus-mcp/nexus/sdk/event"
 )
 
@@ -245,7 +246,7 @@ type dryRunKey struct{}
 
 // WithDryRun marks ctx as a dry run: Check asks nobody.
 func WithDryRun(ctx context.Context) context.Context {
-	return context.WithValue(ctx, dryRunKey{}, true)
+	return ctxval.With(ctx, dryRunKey{}, true)
 }
 
 func dryRun(ctx context.Context) bool { b, _ := ctx.Value(dryRunKey{}).(bool); return b }
