@@ -64,6 +64,12 @@ bench: testdeps
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
 	cd bench && GOFLAGS=-mod=mod $(GO) test -run='^$$' -bench=. -benchmem ./...
 
+# The end-to-end benchmarks, their figures written into README.md's
+# bench-report section (minutes: every benchmark runs three times).
+.PHONY: bench-report
+bench-report: testdeps
+	$(GO) run ./internal/cmd/benchreport -readme README.md
+
 # A short run of every fuzz target in the module.
 fuzz:
 	@set -e; for f in $$(grep -rl --include='*_test.go' '^func Fuzz' .); do \

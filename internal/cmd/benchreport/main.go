@@ -1,0 +1,211 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// row is one line of the table: a benchmark run and the metrics shown.
+type row struct {
+	what    string
+	dir     string // the module: "." or "bench"
+	pkg     string
+	bench   string // -bench regexp
+	time    string // -benchtime
+	metrics []metric
+	target  string
+}
+
+// metric is one figure of a row: a benchmark's metric by its unit, shown
+// as the range over the runs, with a label.
+type metric struct {
+	label string
+	bench string // the benchmark's name (without -N); "" takes the row's only one
+	unit  string
+	digit int // decimals shown
+}
+
+var rows = []row{
+	{"stdio `tools/call` round trip, Nexus against a raw pipe echo of the same bytes", "bench", ".", "^BenchmarkStdioRatio$", "5000x",
+		[]metric{{"vs minimal echo server", "", "nexus-minimal/rawpipe", 2}, {"vs echo on Nexus's server role", "", "nexus/rawpipe", 2}}, "≤ 1.5x"},
+	{"the SDK clients against Nexus, interleaved", "bench", ".", "^BenchmarkPeerRatio$", "3000x",
+		[]metric{{"go-sdk / Nexus", "", "go-sdk/nexus", 2}, {"mcp-go / Nexus", "", "mcp-go/nexus", 2}}, "go-sdk ≥ 2x, mcp-go > 1x"},
+	{"32 concurrent callers on one session vs one", "bench", ".", "^BenchmarkConcurrent32$", "5x", // an op is 4,000 calls
+		[]metric{{"speedup", "", "speedup", 1}}, "≥ 3x"},
+	{"host overhead per `CallTool` over a bare session call", ".", "./host", "^BenchmarkCallToolOverhead$", "5000x",
+		[]metric{{"in process, µs", "BenchmarkCallToolOverhead/in-process", "overhead-µs", 1}, {"B", "BenchmarkCallToolOverhead/in-process", "overhead-B", 0},
+			{"over stdio, µs", "BenchmarkCallToolOverhead/stdio", "overhead-µs", 1}}, "≤ 10 µs, ≤ 2 KB"},
+	{"gateway: what `nexus serve` adds over stdio", "bench", ".", "^BenchmarkGatewayStdio$", "3000x",
+		[]metric{{"hop µs", "", "hop-µs", 0}, {"hop / (raw pipe + 5 µs)", "", "hop/(rawpipe+5µs)", 2}}, "≤ 1x"},
+	{"gateway over `--listen` HTTP", "bench", ".", "^BenchmarkGatewayHTTP$", "3000x",
+		[]metric{{"gateway / (POST + direct)", "", "gateway/(post+direct)", 2}}, "≤ 1.5x"},
+	{"the same upstream bridged to HTTP by supergateway and mcp-proxy (npm)", "bench", ".", "^BenchmarkBridgeRatio$", "1000x",
+		[]metric{{"supergateway / Nexus p50", "", "supergateway/nexus", 1}, {"mcp-proxy / Nexus p50", "", "mcp-proxy/nexus", 1}}, "≥ 5x"},
+	{"audit + metrics + tracing per call", ".", "./host", "^BenchmarkObserved$", "3000x",
+		[]metric{{"µs", "", "observed-µs", 1}, {"B", "", "observed-B", 0}, {"no exporter, µs", "", "idle-µs", 1}}, "≤ 5 µs, ≤ 1 KB"},
+	{"lockfile check of 1,000 tools", ".", "./host", "^BenchmarkLockfileCheck$", "30x",
+		[]metric{{"ms", "", "check-ms", 1}}, "≤ 5 ms"},
+	{"policy plugin `Decide` round trip", ".", "./host/plugin", "^BenchmarkPolicyDecide$", "3000x",
+		[]metric{{"p50 µs", "", "decide-p50-µs", 0}}, "≤ 60 µs"},
+	{"WASM filter call, minimal guest", ".", "./host/wasm", "^BenchmarkMinimal$", "5000x",
+		[]metric{{"p50 ns", "", "p50-ns", 0}}, "< 5 µs"},
+}
+
+const (
+	begin = "<!-- bench-report:begin -->"
+	end   = "<!-- bench-report:end -->"
+)
+
+func main() {
+	readme := flag.String("readme", "README.md", "the file whose bench-report section is rewritten")
+	count := flag.Int("count", 3, "runs of each benchmark; the table shows their range")
+	only := flag.String("only", "", "run only the rows whose text holds this")
+	flag.Parse()
+	var out []result
+	for _, r := range rows {
+		if *only != "" && !strings.Contains(r.what, *only) {
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "benchreport: %s (%s %s)\n", r.what, r.pkg, r.bench)
+		res, err := run(r, *count)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "benchreport: %s: %v\n", r.what, err)
+			os.Exit(1)
+		}
+		out = append(out, res)
+	}
+	b, err := os.ReadFile(*readme)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchreport:", err)
+		os.Exit(1)
+	}
+	next, err := splice(b, table(out, time.Now()))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "benchreport: %s: %v\n", *readme, err)
+		os.Exit(1)
+	}
+	if err := os.WriteFile(*readme, next, 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "benchreport:", err)
+		os.Exit(1)
+	}
+}
+
+// result is a row with its metrics' values, by benchmark and unit.
+type result struct {
+	row
+	values map[string]map[string][]float64
+}
+
+func run(r row, count int) (result, error) {
+	cmd := exec.Command("go", "test", "-run", "^$", "-bench", r.bench, "-benchtime", r.time, "-count", strconv.Itoa(count), "-benchmem", r.pkg)
+	cmd.Dir = r.dir
+	if r.dir == "bench" {
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
+	}
+	var stdout bytes.Buffer
+	cmd.Stdout = io.MultiWriter(&stdout, os.Stderr)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		return result{}, err
+	}
+	vals, err := parse(&stdout)
+	if err != nil {
+		return result{}, err
+	}
+	return result{r, vals}, nil
+}
+
+// parse reads `go test -bench` output: per benchmark (its name without the
+// -GOMAXPROCS suffix), per unit, every run's value.
+func parse(r io.Reader) (map[string]map[string][]float64, error) {
+	out := map[string]map[string][]float64{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") {
+			continue
+		}
+		name := f[0]
+		if i := strings.LastIndexByte(name, '-'); i > 0 {
+			if _, err := strconv.Atoi(name[i+1:]); err == nil {
+				name = name[:i]
+			}
+		}
+		if out[name] == nil {
+			out[name] = map[string][]float64{}
+		}
+		for i := 2; i+1 < len(f); i += 2 {
+			v, err := strconv.ParseFloat(f[i], 64)
+			if err != nil {
+				continue
+			}
+			out[name][f[i+1]] = append(out[name][f[i+1]], v)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no benchmark results in the output")
+	}
+	return out, sc.Err()
+}
+
+// figure is one metric's cell: the range of its values, or "?" when the
+// benchmark did not report it.
+func (res result) figure(m metric) string {
+	bench := m.bench
+	if bench == "" {
+		for name := range res.values {
+			bench = name
+		}
+	}
+	v := res.values[bench][m.unit]
+	if len(v) == 0 {
+		return "?"
+	}
+	lo, hi := slices.Min(v), slices.Max(v)
+	f := func(x float64) string { return strconv.FormatFloat(x, 'f', m.digit, 64) }
+	if f(lo) == f(hi) {
+		return f(lo)
+	}
+	return f(lo) + " to " + f(hi)
+}
+
+// table renders the results as the README's generated table.
+func table(res []result, now time.Time) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Generated by `make bench-report` on %s (%s/%s, %d CPUs), each figure the range over its runs:\n\n",
+		now.UTC().Format("2006-01-02"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+	b.WriteString("| what | result | target |\n|---|---|---|\n")
+	for _, r := range res {
+		var cells []string
+		for _, m := range r.metrics {
+			cells = append(cells, m.label+" **"+r.figure(m)+"**")
+		}
+		fmt.Fprintf(&b, "| %s (`%s` %s) | %s | %s |\n", r.what, strings.TrimPrefix(r.pkg, "./"), strings.Trim(r.bench, "^$"), strings.Join(cells, ", "), r.target)
+	}
+	return b.String()
+}
+
+// splice puts body between the markers of doc.
+func splice(doc []byte, body string) ([]byte, error) {
+	i, j := bytes.Index(doc, []byte(begin)), bytes.Index(doc, []byte(end))
+	if i < 0 || j < i {
+		return nil, fmt.Errorf("no %s ... %s section: add the two lines where the table goes", begin, end)
+	}
+	var out bytes.Buffer
+	out.Write(doc[:i+len(begin)])
+	out.WriteString("\n" + body)
+	out.Write(doc[j:])
+	return out.Bytes(), nil
+}
