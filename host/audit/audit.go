@@ -97,6 +97,7 @@ type Writer struct {
 	stallHook func() // tests: called by the goroutine before each record
 
 	// Owned by the goroutine.
+	line []byte // the record being written
 	f    *os.File
 	w    *bufio.Writer
 	size int64
@@ -326,7 +327,10 @@ func (w *Writer) append(r Record) {
 		}
 	}
 	r.Prev = w.prev
-	line, err := json.Marshal(r)
+	line, err := appendRecord(w.line[:0], &r)
+	if err == nil {
+		w.line = line // its buffer serves the next record (bufio copies)
+	}
 	if err != nil || len(line) > MaxLine {
 		if err == nil {
 			err = fmt.Errorf("a record of %d bytes is over the %d-byte limit", len(line), MaxLine)
@@ -341,6 +345,9 @@ func (w *Writer) append(r Record) {
 		return
 	}
 	w.seq, w.prev = r.Seq, hashLine(line)
+	if cap(w.line) > 64<<10 {
+		w.line = nil // one huge record does not keep its buffer
+	}
 	w.size += int64(len(line) + 1)
 	if w.Err() != nil {
 		w.setErr(nil)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -320,4 +321,46 @@ func BenchmarkWrite(b *testing.B) {
 	b.ReportMetric(float64(total)/float64(b.N), "writer-ns/record")
 	b.ReportMetric(float64(base)/float64(b.N), "marshal+write-ns/record")
 	b.ReportMetric(float64(total)/float64(base), "ratio")
+}
+
+// appendRecord writes what encoding/json writes, byte for byte.
+func TestAppendRecord(t *testing.T) {
+	yes := true
+	for _, r := range []Record{
+		rec(7),
+		{Time: time.Date(2026, 11, 24, 20, 0, 0, 123456789, time.UTC), Agent: "a\"<b>&\u2028\x01\xff\b\f", Method: "tools/call", Decision: "deny",
+			Steps: []Step{{Link: "l", Source: "nexus.hcl:3", Action: "deny", Micros: 0.25}, {Link: "m", Action: "allow", Micros: 12}},
+			Args: json.RawMessage(`{"a":[1,2]}`), IsError: &yes, Bytes: 42, Flags: []string{"tags: <IMPORTANT>"}, Seq: 9, Genesis: "g", Prev: "p"},
+		{Method: "tools/list", Decision: "allow", Seq: 1, Prev: "x"},
+	} {
+		want, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := appendRecord(nil, &r)
+		if err != nil || string(got) != string(want) {
+			t.Errorf("got  %s %v\nwant %s", got, err, want)
+		}
+	}
+	bad := Record{Args: json.RawMessage(`{nope`)}
+	if _, err := appendRecord(nil, &bad); err == nil {
+		t.Error("invalid args were written")
+	}
+}
+
+// FuzzAppendRecord holds appendRecord to encoding/json for any strings.
+func FuzzAppendRecord(f *testing.F) {
+	f.Add("claude", "gh", "delete_repo", "deny", "rules", "x\u2028y", 1.5)
+	f.Fuzz(func(t *testing.T, agent, server, tool, decision, link, reason string, us float64) {
+		if math.IsNaN(us) || math.IsInf(us, 0) || math.Abs(us) > 1e20 || (us != 0 && math.Abs(us) < 1e-6) {
+			return // encoding/json writes those with an exponent; durations are never so
+		}
+		r := Record{Time: time.Unix(1_800_000_000, 5).UTC(), Agent: agent, Server: server, Tool: tool, Method: "tools/call", Decision: decision, Link: link, Reason: reason,
+			Steps: []Step{{Link: link, Action: decision, Micros: us}}, Seq: 3, Prev: "p"}
+		want, _ := json.Marshal(r)
+		got, err := appendRecord(nil, &r)
+		if err != nil || string(got) != string(want) {
+			t.Fatalf("got  %s %v\nwant %s", got, err, want)
+		}
+	})
 }
