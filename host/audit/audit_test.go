@@ -330,7 +330,7 @@ func TestAppendRecord(t *testing.T) {
 		rec(7),
 		{Time: time.Date(2026, 11, 24, 20, 0, 0, 123456789, time.UTC), Agent: "a\"<b>&\u2028\x01\xff\b\f", Method: "tools/call", Decision: "deny",
 			Steps: []Step{{Link: "l", Source: "nexus.hcl:3", Action: "deny", Micros: 0.25}, {Link: "m", Action: "allow", Micros: 12}},
-			Args: json.RawMessage(`{"a":[1,2]}`), IsError: &yes, Bytes: 42, Flags: []string{"tags: <IMPORTANT>"}, Seq: 9, Genesis: "g", Prev: "p"},
+			Args:  json.RawMessage(`{"a":[1,2]}`), IsError: &yes, Bytes: 42, Flags: []string{"tags: <IMPORTANT>"}, Seq: 9, Genesis: "g", Prev: "p"},
 		{Method: "tools/list", Decision: "allow", Seq: 1, Prev: "x"},
 	} {
 		want, err := json.Marshal(r)
