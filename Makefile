@@ -25,8 +25,17 @@ run: build
 	PATH="$(CURDIR)/bin:$$PATH" $(BIN) tools
 	PATH="$(CURDIR)/bin:$$PATH" $(BIN) call --yes testserver.echo message="hello from nexus"
 
-# Real MCP servers from npm that the integration tests run against.
-testdeps: $(NPM_DIR)/node_modules/.installed
+# Real MCP servers from npm that the integration tests run against, and
+# the OPA compiler the Rego filter tests build their policies with
+# (bin/tools/opa, from the Go module proxy; a minute on a cold cache).
+OPA_VERSION := v1.22.2
+testdeps: $(NPM_DIR)/node_modules/.installed bin/tools/opa-$(OPA_VERSION)
+
+bin/tools/opa-$(OPA_VERSION):
+	@mkdir -p bin/tools/opa-build
+	GOBIN=$(CURDIR)/bin/tools/opa-build GOFLAGS= $(GO) install github.com/open-policy-agent/opa@$(OPA_VERSION)
+	mv bin/tools/opa-build/opa $@
+	ln -sf opa-$(OPA_VERSION) bin/tools/opa
 
 $(NPM_DIR)/node_modules/.installed: $(NPM_DIR)/package.json $(NPM_DIR)/package-lock.json
 	cd $(NPM_DIR) && npm ci --no-audit --no-fund --loglevel=error

@@ -378,8 +378,18 @@ func (c *compiler) nexusExtras(doc map[string]any) {
 			if f.SHA256 != "" {
 				e["sha256"] = f.SHA256
 			}
-			if f.ABI != 1 {
+			switch f.ABI {
+			case "":
+			case ABINexus:
+				e["abi"] = 1
+			default:
 				e["abi"] = f.ABI
+			}
+			if f.Entrypoint != "" {
+				e["entrypoint"] = f.Entrypoint
+			}
+			if f.DataFile != "" {
+				e["data_file"] = f.DataFile
 			}
 			if f.OnError != "deny" {
 				e["on_error"] = f.OnError

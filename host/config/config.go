@@ -146,12 +146,18 @@ type Plugin struct {
 // Filter is a policy or sanitizer run as a WASM module or a plugin.
 // Filters run in config order: lower layers first, each file top to bottom.
 type Filter struct {
-	Name      string
-	Kind      string // "policy" (request phase) or "sanitizer" (response phase)
-	WASM      string // absolute path of the module, or ""
-	Plugin    string // name of a plugin block, or ""
-	SHA256    string
-	ABI       int    // event ABI version; 1
+	Name   string
+	Kind   string // "policy" (request phase) or "sanitizer" (response phase)
+	WASM   string // absolute path of the module, or ""
+	Plugin string // name of a plugin block, or ""
+	SHA256 string
+	ABI    string // ABINexus, ABIOPA, or "" to tell by the module's exports
+	// Entrypoint is the rule of a Rego policy whose value decides
+	// ("nexus/decision"); "" = the policy's only one.
+	Entrypoint string
+	// DataFile is a JSON file merged into a Rego policy's data document
+	// (absolute path, or ""); the config goes over it.
+	DataFile  string
 	OnError   string // "deny" (fail closed, the default) or "allow" (a failing filter lets the call or result through)
 	Mode      string // ModeEnforce (the default) or ModeShadow: decisions recorded as would-deny / would-modify, not enforced
 	Config    map[string]any
@@ -161,6 +167,13 @@ type Filter struct {
 	Overrides []diag.Source
 	Refs      map[string]Template // by JSON pointer into the filter ("/config/token")
 }
+
+// ABIs of a WASM filter: the Nexus filter ABI (sdk/filter/ABI.md) and a
+// Rego policy compiled by opa build -t wasm.
+const (
+	ABINexus = "1"
+	ABIOPA   = "opa"
+)
 
 // Modes of a filter (and of an agent's deny rules).
 const (

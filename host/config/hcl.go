@@ -75,7 +75,7 @@ var (
 	pluginSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "path", Required: true}, {Name: "sha256"}}}
 	filterSchema = &hcl.BodySchema{
 		Attributes: []hcl.AttributeSchema{{Name: "kind", Required: true}, {Name: "wasm"}, {Name: "plugin"}, {Name: "sha256"},
-			{Name: "abi"}, {Name: "on_error"}, {Name: "mode"}, {Name: "config"}},
+			{Name: "abi"}, {Name: "on_error"}, {Name: "mode"}, {Name: "config"}, {Name: "entrypoint"}, {Name: "data_file"}},
 		Blocks: []hcl.BlockHeaderSchema{{Type: "match"}, {Type: "limits"}},
 	}
 	matchSchema  = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "servers"}, {Name: "tools"}, {Name: "methods"}}}
@@ -1258,7 +1258,7 @@ func (h *hclFile) filter(b *hcl.Block) {
 	if !ok {
 		return
 	}
-	f := &Filter{Name: name, ABI: 1, OnError: "deny", Source: h.blockSource(b)}
+	f := &Filter{Name: name, OnError: "deny", Source: h.blockSource(b)}
 	refs := map[string]Template{}
 	at := c.Attributes
 	if s, ok := h.str(at["kind"], nil, ""); ok {
@@ -1286,12 +1286,29 @@ func (h *hclFile) filter(b *hcl.Block) {
 		}
 	}
 	if a := at["abi"]; a != nil {
-		if n, ok := h.integer(a, 1); ok {
-			f.ABI = n
-			if n != 1 {
-				h.errRange(a.Expr.Range(), "", fmt.Sprintf("filter ABI %d is not supported; this Nexus speaks ABI 1", n))
+		if v, ok := h.plain(a, cty.DynamicPseudoType); ok {
+			switch {
+			case v.IsNull() || !v.IsKnown():
+			case v.Type() == cty.Number:
+				f.ABI = v.AsBigFloat().Text('f', -1)
+			case v.Type() == cty.String:
+				f.ABI = v.AsString()
+			default:
+				f.ABI = friendly(v.Type())
+			}
+			if bad := checkABI(f.ABI); bad != "" {
+				h.errRange(a.Expr.Range(), "", bad)
 			}
 		}
+	}
+	if a := at["entrypoint"]; a != nil {
+		f.Entrypoint, _ = h.str(a, nil, "")
+	}
+	if a := at["data_file"]; a != nil {
+		f.DataFile, _ = h.path(a)
+	}
+	if (f.Entrypoint != "" || f.DataFile != "") && f.WASM == "" {
+		h.errRange(b.DefRange, "", fmt.Sprintf("filter %q: entrypoint and data_file are for Rego policies, which are WASM modules (wasm = \"policy.tar.gz\"), not plugins", name))
 	}
 	if a := at["on_error"]; a != nil {
 		if s, ok := h.str(a, nil, ""); ok {

@@ -122,7 +122,7 @@ server "t" {
 		t.Errorf("b: %q", cfg.Server("b").Command)
 	}
 	f := cfg.Filters[0]
-	if len(f.Match) != 2 || f.Match[1].Servers[0] != "b" || f.Limits.Pool != 2 || f.OnError != "deny" || f.ABI != 1 {
+	if len(f.Match) != 2 || f.Match[1].Servers[0] != "b" || f.Limits.Pool != 2 || f.OnError != "deny" || f.ABI != "" {
 		t.Errorf("filter %+v", f)
 	}
 	if a := cfg.Agent("bot"); a == nil || a.Permission != "trusted" {
@@ -173,6 +173,8 @@ func TestHCLErrors(t *testing.T) {
 		{"synonym_argument", "server \"a\" {\n  stdio {\n    command   = \"x\"\n    arguments = [\"-y\"]\n  }\n}\n"},
 		{"bad_confirm", "server \"a\" {\n  confirm = \"always\"\n  stdio { command = \"x\" }\n}\n"},
 		{"bad_mode", "filter \"f\" {\n  kind = \"policy\"\n  wasm = \"f.wasm\"\n  mode = \"shaddow\"\n}\n"},
+		{"bad_abi", "filter \"f\" {\n  kind = \"policy\"\n  wasm = \"f.wasm\"\n  abi  = \"rego\"\n}\nfilter \"g\" {\n  kind = \"policy\"\n  wasm = \"g.wasm\"\n  abi  = 2\n}\n"},
+		{"entrypoint_on_plugin", "plugin \"p\" {\n  path = \"/bin/true\"\n}\nfilter \"f\" {\n  kind       = \"policy\"\n  plugin     = \"p\"\n  entrypoint = \"nexus/allow\"\n}\n"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -182,6 +184,37 @@ func TestHCLErrors(t *testing.T) {
 			}
 			golden(t, "hcl_"+tc.name, errText(err))
 		})
+	}
+}
+
+// A Rego filter: abi, entrypoint and data_file, relative to the config.
+func TestHCLRegoFilter(t *testing.T) {
+	cfg := mustLoad(t, "nexus.hcl", `
+filter "rego" {
+  kind       = "policy"
+  wasm       = "policies/bundle.tar.gz"
+  abi        = "opa"
+  entrypoint = "nexus/decision"
+  data_file  = "policies/data.json"
+  config     = { allowed = ["echo"] }
+}
+`, nil)
+	f := cfg.Filters[0]
+	if f.ABI != ABIOPA || f.Entrypoint != "nexus/decision" || !filepath.IsAbs(f.DataFile) || filepath.Base(f.DataFile) != "data.json" || !filepath.IsAbs(f.WASM) {
+		t.Fatalf("%+v", f)
+	}
+	out, _, err := Compile(cfg, FormatNexusJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"abi": "opa"`, `"entrypoint": "nexus/decision"`, `"data_file": "`} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("compiled config lacks %s:\n%s", want, out)
+		}
+	}
+	back := mustLoad(t, "nexus.json", string(out), nil)
+	if g := back.Filters[0]; g.ABI != f.ABI || g.Entrypoint != f.Entrypoint || g.DataFile != f.DataFile {
+		t.Errorf("round trip: %+v", g)
 	}
 }
 

@@ -38,7 +38,7 @@ var (
 		"id_token", "idp_token_url", "idp_issuer", "idp_client_id", "idp_client_secret"}
 	inputKeys  = []string{"type", "id", "description", "password", "default", "options", "command", "args"}
 	pluginKeys = []string{"path", "sha256"}
-	filterKeys = []string{"name", "kind", "wasm", "plugin", "sha256", "abi", "on_error", "mode", "config", "match", "limits"}
+	filterKeys = []string{"name", "kind", "wasm", "plugin", "sha256", "abi", "on_error", "mode", "config", "match", "limits", "entrypoint", "data_file"}
 	matchKeys  = []string{"servers", "tools", "methods"}
 	limitKeys  = []string{"memory_mb", "timeout", "pool"}
 	agentKeys  = []string{"permission", "servers", "allow", "deny", "mode", "tokens"}
@@ -890,7 +890,7 @@ func (j *jsonFile) filters(v *jval) {
 		seen[name] = true
 		d := &dec{j: j, who: name, what: "filter"}
 		d.keys(e, "", filterKeys)
-		f := &Filter{Name: name, ABI: 1, OnError: "deny", Source: j.at(e.off)}
+		f := &Filter{Name: name, OnError: "deny", Source: j.at(e.off)}
 		var kindV, srcV *jval
 		for _, m := range e.obj {
 			val := m.val
@@ -914,7 +914,20 @@ func (j *jsonFile) filters(v *jval) {
 					f.SHA256 = s
 				}
 			case "abi":
-				f.ABI, _ = d.integer(val, "abi", 1)
+				if val.kind == '0' || val.kind == '"' {
+					f.ABI = val.str
+					if bad := checkABI(f.ABI); bad != "" {
+						d.errAt(val, bad)
+					}
+				} else {
+					d.typeErr(val, "abi", `1 or "opa"`, "")
+				}
+			case "entrypoint":
+				f.Entrypoint, _ = d.str(val, "entrypoint", "")
+			case "data_file":
+				if s, ok := d.str(val, "data_file", ""); ok {
+					f.DataFile = resolvePath(s, j.dir, j.ld.home)
+				}
 			case "on_error":
 				if s, ok := d.str(val, "on_error", ""); ok {
 					if bad := checkOnError(s); bad != "" {
@@ -953,8 +966,8 @@ func (j *jsonFile) filters(v *jval) {
 			}
 			d.errAt(at, fmt.Sprintf("filter %q needs exactly one of \"wasm\" (a module path) or \"plugin\" (a plugin name)", name))
 		}
-		if f.ABI != 1 {
-			d.errAt(e.get("abi"), fmt.Sprintf("filter ABI %d is not supported; this Nexus speaks ABI 1", f.ABI))
+		if (f.Entrypoint != "" || f.DataFile != "") && f.WASM == "" {
+			d.errAt(e, fmt.Sprintf("filter %q: \"entrypoint\" and \"data_file\" are for Rego policies, which are WASM modules (\"wasm\": \"policy.tar.gz\"), not plugins", name))
 		}
 		f.Refs = d.refs
 		j.warnMissing(e, subject("filter", name), f.WASM)

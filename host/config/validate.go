@@ -29,6 +29,13 @@ var (
 // checkOnError says what is wrong with a filter's on_error, or "". One
 // word lets a failing filter's call go on for both kinds; "pass", which
 // sanitizers once took, gets the fix.
+func checkABI(v string) string {
+	if v == ABINexus || v == ABIOPA {
+		return ""
+	}
+	return fmt.Sprintf("abi %q is not one this Nexus speaks: 1 (the Nexus filter ABI, sdk/filter/ABI.md) or \"opa\" (a Rego policy built by opa build -t wasm); leave it out and the module's exports tell", v)
+}
+
 func checkOnError(v string) string {
 	if v == "pass" {
 		return `on_error "pass" is not a value any more: use on_error = "allow", which lets a failing policy's request, or a failing sanitizer's result, go on`

@@ -31,6 +31,10 @@ func SpecOf(f *config.Filter) (Spec, error) {
 		Timeout:  f.Limits.Timeout,
 		Pool:     f.Limits.Pool,
 		Source:   f.Source,
+
+		ABI:        f.ABI,
+		Entrypoint: f.Entrypoint,
+		DataFile:   f.DataFile,
 	}, nil
 }
 

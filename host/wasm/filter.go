@@ -33,7 +33,8 @@ type Filter struct {
 	mod      *module
 	logger   hclog.Logger
 	memLimit uint64
-	minor    int // the guest's ABI minor version, -1 until known
+	minor    int        // the guest's ABI minor version, -1 until known
+	opa      *opaPolicy // an OPA policy's builtins and entrypoint, known with the first instance
 
 	tokens   chan struct{}  // one per instance that may exist
 	idle     chan *instance // started instances not in use
@@ -150,6 +151,8 @@ type instance struct {
 	stack    [2]uint64
 	enc      []byte // the event's JSON, reused from call to call
 
+	opa *opaState // an OPA policy's instance state; nil for a Nexus ABI module
+
 	// The event of the call in progress, for the host functions.
 	ev        *event.Event
 	texts     []*string
@@ -186,6 +189,9 @@ func (f *Filter) startTimeout() time.Duration { return max(2*time.Second, 10*f.s
 // guest starts its runtime and runs its init functions) and, when
 // configure is set, hands it the config.
 func (f *Filter) start(ctx context.Context, configure bool) (*instance, error) {
+	if f.mod.opa {
+		return f.startOPA(ctx)
+	}
 	if err := f.hostModule(ctx); err != nil {
 		return nil, fmt.Errorf("%w: host functions: %v", ErrStart, err)
 	}
@@ -373,10 +379,18 @@ func (f *Filter) call(ctx context.Context, e *event.Event) (Result, error) {
 	inst.alloc.refused = 0
 	cctx, cancel := context.WithTimeout(ctx, f.spec.Timeout)
 	cctx = context.WithValue(cctx, instKey{}, inst)
-	out, err := inst.run(cctx, input)
+	var out []byte
+	if inst.opa != nil {
+		out, err = inst.runOPA(cctx, input)
+	} else {
+		out, err = inst.run(cctx, input)
+	}
 	cancel()
 	var d event.Decision
-	if err == nil {
+	switch {
+	case err == nil && inst.opa != nil:
+		d, err = f.decideOPA(out, e.Phase)
+	case err == nil:
 		d, err = decodeDecision(out, e.Phase)
 	}
 	inst.ev, inst.texts = nil, nil
@@ -434,6 +448,9 @@ func (f *Filter) cause(parent context.Context, inst *instance, err error, limit 
 	if inst.alloc.refused > 0 {
 		return fmt.Errorf("%w: the filter asked for %s of memory, over its limit of %s (limits.memory_mb), and then %v; the instance was discarded%s",
 			ErrMemoryLimit, mib(inst.alloc.refused), mib(inst.alloc.limit), firstLine(err), tail)
+	}
+	if inst.opa != nil && inst.opa.abort != "" {
+		return fmt.Errorf("%w: the policy aborted: %s; the instance was discarded", ErrTrap, inst.opa.abort)
 	}
 	var ee *sys.ExitError
 	if errors.As(err, &ee) {

@@ -49,6 +49,18 @@ type Spec struct {
 
 	// Source is where the filter was configured, for error reports.
 	Source diag.Source
+
+	// ABI is how the module is called: ABINexus, ABIOPA, or "" to tell by
+	// its exports.
+	ABI string
+	// Entrypoint is the rule of an OPA policy whose value decides
+	// ("nexus/decision" or "data.nexus.decision"); "" = the module's only
+	// entrypoint.
+	Entrypoint string
+	// DataFile is a JSON file merged into an OPA policy's data document,
+	// over the bundle's data and under Config (which, for an OPA policy, is
+	// data too).
+	DataFile string
 }
 
 func (s Spec) withDefaults() Spec {
@@ -169,6 +181,9 @@ type module struct {
 	wr       wazero.Runtime
 	compiled wazero.CompiledModule
 	abiErr   error // ErrABI or ErrExports when info.Problems is not empty
+
+	opa    bool           // a Rego policy built by opa build -t wasm
+	bundle map[string]any // the data of the OPA bundle the module came in
 }
 
 // loadReport makes the report of a failed load.
@@ -229,7 +244,7 @@ func read(spec Spec, hash bool) ([]byte, string, error) {
 			Cause:   &LoadError{Filter: spec.Name, Path: spec.Path, Err: fmt.Errorf("%w: pinned %s, file %s", ErrSHA256, strings.ToLower(spec.SHA256), hash)},
 		}
 	}
-	if what := notWASM(code); what != "" {
+	if what := notWASM(code); what != "" && !isGzip(code) {
 		return nil, "", loadReport(spec, fmt.Errorf("%w: %s", ErrNotWASM, what),
 			fmt.Sprintf("%s is not a WebAssembly module: %s", spec.Path, what), nil, nil,
 			[]string{buildFix, "Modules in other languages: anything that compiles to a WebAssembly core module and follows sdk/filter/ABI.md."})
@@ -295,9 +310,34 @@ func (r *Runtime) compile(ctx context.Context, spec Spec, hash bool) (*module, e
 	if err != nil {
 		return nil, err
 	}
+	file := code
 	cfg := wazero.NewRuntimeConfig().
 		WithCloseOnContextDone(true).
 		WithCompilationCache(r.cache)
+	var bundle map[string]any
+	if isGzip(code) {
+		if code, bundle, err = readBundle(code); err != nil {
+			return nil, loadReport(spec, fmt.Errorf("%w: %v", ErrNotWASM, err),
+				fmt.Sprintf("%s is gzip, so it was read as an OPA bundle, and %v", spec.Path, err), nil, nil, []string{opaBuildFix})
+		}
+		if what := notWASM(code); what != "" {
+			return nil, loadReport(spec, fmt.Errorf("%w: %s", ErrNotWASM, what),
+				fmt.Sprintf("the module in the bundle %s is not a WebAssembly module: %s", spec.Path, what), nil, nil, []string{opaBuildFix})
+		}
+	}
+	opa := spec.ABI == ABIOPA || (spec.ABI == "" && isOPA(code))
+	if opa {
+		if !isOPA(code) {
+			err = fmt.Errorf("%w: it lacks OPA's exports (opa_eval_ctx_new, opa_json_dump)", errOPAModule)
+		} else {
+			code, err = ownMemory(code)
+		}
+		if err != nil {
+			return nil, loadReport(spec, fmt.Errorf("%w: %v", ErrExports, err),
+				fmt.Sprintf("%s is not a Rego policy built for WebAssembly: %v", spec.Path, err), nil,
+				[]string{"abi = \"opa\" names a module that opa build did not make."}, []string{opaBuildFix})
+		}
+	}
 	capped, err := capTables(code)
 	if err != nil {
 		return nil, loadReport(spec, fmt.Errorf("%w: %v", ErrCompile, err),
@@ -314,9 +354,15 @@ func (r *Runtime) compile(ctx context.Context, spec Spec, hash bool) (*module, e
 			[]string{"The file is truncated or corrupt.", "It uses a WebAssembly feature this runtime does not support."},
 			[]string{buildFix})
 	}
-	m := &module{code: code, wr: wr, compiled: compiled}
+	m := &module{code: file, wr: wr, compiled: compiled, opa: opa, bundle: bundle}
 	m.info = &Info{Name: spec.Name, Path: spec.Path, Size: int64(len(code)), SHA256: sum}
-	m.abiErr = check(compiled, m.info)
+	if opa {
+		fillSymbols(compiled, m.info)
+		m.abiErr = checkOPA(compiled, m.info)
+		m.info.ABI = ABIOPA
+	} else {
+		m.abiErr = check(compiled, m.info)
+	}
 	return m, nil
 }
 
@@ -329,30 +375,9 @@ func (m *module) close(ctx context.Context) {
 // marker is missing (not a Nexus filter, or another major version),
 // ErrExports for other problems, nil when there are none.
 func check(cm wazero.CompiledModule, info *Info) error {
+	fillSymbols(cm, info)
 	funcs := cm.ExportedFunctions()
 	mems := cm.ExportedMemories()
-	for name, d := range funcs {
-		info.Exports = append(info.Exports, Symbol{Name: name, Kind: "func", Signature: defSig(d).String()})
-	}
-	for name, d := range mems {
-		info.Exports = append(info.Exports, Symbol{Name: name, Kind: "memory"})
-		if name == filter.ExportMemory {
-			info.MemoryMin = d.Min()
-			if max, ok := d.Max(); ok {
-				info.MemoryMax = max
-			}
-		}
-	}
-	sort.Slice(info.Exports, func(i, j int) bool { return info.Exports[i].Name < info.Exports[j].Name })
-	for _, d := range cm.ImportedFunctions() {
-		mod, name, _ := d.Import()
-		info.Imports = append(info.Imports, Symbol{Module: mod, Name: name, Kind: "func", Signature: defSig(d).String()})
-	}
-	for _, d := range cm.ImportedMemories() {
-		mod, name, _ := d.Import()
-		info.Imports = append(info.Imports, Symbol{Module: mod, Name: name, Kind: "memory"})
-	}
-
 	var problems []string
 	if _, ok := funcs[filter.ExportMarker]; !ok {
 		var others []string
@@ -411,6 +436,33 @@ func check(cm wazero.CompiledModule, info *Info) error {
 	return nil
 }
 
+// fillSymbols lists a module's exports, imports and memory in info.
+func fillSymbols(cm wazero.CompiledModule, info *Info) {
+	funcs := cm.ExportedFunctions()
+	mems := cm.ExportedMemories()
+	for name, d := range funcs {
+		info.Exports = append(info.Exports, Symbol{Name: name, Kind: "func", Signature: defSig(d).String()})
+	}
+	for name, d := range mems {
+		info.Exports = append(info.Exports, Symbol{Name: name, Kind: "memory"})
+		if name == filter.ExportMemory {
+			info.MemoryMin = d.Min()
+			if max, ok := d.Max(); ok {
+				info.MemoryMax = max
+			}
+		}
+	}
+	sort.Slice(info.Exports, func(i, j int) bool { return info.Exports[i].Name < info.Exports[j].Name })
+	for _, d := range cm.ImportedFunctions() {
+		mod, name, _ := d.Import()
+		info.Imports = append(info.Imports, Symbol{Module: mod, Name: name, Kind: "func", Signature: defSig(d).String()})
+	}
+	for _, d := range cm.ImportedMemories() {
+		mod, name, _ := d.Import()
+		info.Imports = append(info.Imports, Symbol{Module: mod, Name: name, Kind: "memory"})
+	}
+}
+
 func exportNames(syms []Symbol) string {
 	if len(syms) == 0 {
 		return "none"
@@ -457,6 +509,9 @@ func (r *Runtime) Inspect(ctx context.Context, spec Spec) (*Info, error) {
 		if f.minor >= 0 {
 			m.info.ABIMinor = f.minor
 			m.info.ABI = fmt.Sprintf("%d.%d", filter.ABIMajor, f.minor)
+			if m.opa {
+				m.info.ABI = fmt.Sprintf("opa 1.%d", f.minor)
+			}
 		}
 	}
 	return m.info, nil
@@ -473,6 +528,11 @@ func (r *Runtime) Load(ctx context.Context, spec Spec) (*Filter, error) {
 	m, err := r.compile(ctx, spec, false)
 	if err != nil {
 		return nil, err
+	}
+	if m.abiErr != nil && m.opa {
+		m.close(ctx)
+		return nil, loadReport(spec, fmt.Errorf("%w: %s", m.abiErr, strings.Join(m.info.Problems, "; ")),
+			fmt.Sprintf("%s does not implement OPA's WebAssembly ABI as Nexus calls it", spec.Path), m.info.Problems, nil, []string{opaBuildFix})
 	}
 	if m.abiErr != nil {
 		m.close(ctx)
@@ -492,10 +552,23 @@ func (r *Runtime) Load(ctx context.Context, spec Spec) (*Filter, error) {
 			fmt.Sprintf("the module needs %s of memory to start, over its limit of %s", mib(need), mib(limit)), nil, nil,
 			[]string{fmt.Sprintf("Raise the limit: limits { memory_mb = %d } in the filter block.", (need+(1<<20)-1)>>20)})
 	}
+	if m.opa {
+		data, err := opaData(m.bundle, spec.DataFile, spec.Config)
+		if err != nil {
+			m.close(ctx)
+			return nil, loadReport(spec, fmt.Errorf("%w: %v", ErrConfigure, err), fmt.Sprintf("the policy's data document: %v", err), nil, nil,
+				[]string{"The data of a Rego filter is its config block, over data_file, over the bundle's data.json; each must be a JSON object."})
+		}
+		spec.Config = data
+	}
 	f := newFilter(r, spec, m)
 	inst, err := f.start(ctx, true)
 	if err != nil {
 		m.close(ctx)
+		var oe *opaLoadError
+		if errors.As(err, &oe) {
+			return nil, loadReport(spec, fmt.Errorf("%w: %v", ErrExports, err), oe.problem, oe.lines, nil, oe.fix)
+		}
 		var ce *CallError
 		cause := err
 		if errors.As(err, &ce) {
@@ -508,8 +581,12 @@ func (r *Runtime) Load(ctx context.Context, spec Spec) (*Filter, error) {
 		return nil, loadReport(spec, fmt.Errorf("%w: %v", ErrStart, err), fmt.Sprintf("the module failed to start: %v", cause), nil, nil, nil)
 	}
 	f.put(inst)
-	m.info.ABIMinor, m.info.ABI = f.minor, fmt.Sprintf("%d.%d", filter.ABIMajor, f.minor)
-	if f.minor > filter.ABIMinor {
+	if m.opa {
+		m.info.ABIMinor, m.info.ABI = f.minor, fmt.Sprintf("opa 1.%d", f.minor)
+	} else {
+		m.info.ABIMinor, m.info.ABI = f.minor, fmt.Sprintf("%d.%d", filter.ABIMajor, f.minor)
+	}
+	if !m.opa && f.minor > filter.ABIMinor {
 		r.logger.Warn("filter was built for a newer ABI minor version; it loads, since every host function it imports exists", "filter", spec.Name, "abi", fmt.Sprintf("1.%d", f.minor), "host_abi", fmt.Sprintf("1.%d", filter.ABIMinor))
 	}
 	if err := r.add(f); err != nil {

@@ -99,3 +99,14 @@ func Node(t testing.TB) string {
 	}
 	return p
 }
+
+// OPA returns the path of the opa binary that `make testdeps` installs in
+// bin/tools, which the Rego filter tests build their policies with.
+func OPA(t testing.TB) string {
+	t.Helper()
+	p := filepath.Join(Root(t), "bin", "tools", exe("opa"))
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("the OPA compiler is not installed (%v); run `make testdeps` first (it installs bin/tools/opa from the Go module proxy)", err)
+	}
+	return p
+}
