@@ -148,7 +148,9 @@ FILTERS := deny-destructive redact-secrets tool-allowlist spotlight tool-poisoni
 # Build the first-party WASM filters into bin/filters and print the sha256
 # each filter block pins. The standard Go toolchain is all it takes; tests
 # build the modules they need themselves, so make test does not need this.
-filters:
+# The Rego example (filters/rego-guard) is compiled by OPA into a bundle.
+filters: bin/tools/opa-$(OPA_VERSION)
 	@mkdir -p bin/filters
 	@for f in $(FILTERS); do GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -buildmode=c-shared -o bin/filters/$$f.wasm ./filters/$$f || exit 1; done
-	@cd bin/filters && sha256sum $(addsuffix .wasm,$(FILTERS))
+	bin/tools/opa build -t wasm -e nexus/guard/decision -o bin/filters/rego-guard.tar.gz filters/rego-guard/policy.rego
+	@cd bin/filters && sha256sum $(addsuffix .wasm,$(FILTERS)) rego-guard.tar.gz

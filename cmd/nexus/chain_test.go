@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nexus-mcp/nexus/host/wasm/wasmtest"
 	"github.com/nexus-mcp/nexus/internal/testenv"
 )
 
@@ -89,5 +90,54 @@ filter "no-destructive" {
 	_, errOut, code = run("call", "testserver.echo", "message=x")
 	if code != 2 || !strings.Contains(errOut, "no-destructive") {
 		t.Fatalf("tampered filter: exit %d\n%s", code, errOut)
+	}
+}
+
+// TestCallRunsRegoFilters: Rego policies compiled by OPA, as a policy and
+// as a sanitizer, in the chain of `nexus call`.
+func TestCallRunsRegoFilters(t *testing.T) {
+	bundle := wasmtest.BuildRego(t, `package t
+
+import rego.v1
+
+deny contains sprintf("%s is off limits", [input.tool.name]) if input.tool.name == data.blocked
+
+redact := {"action": "modify", "result": object.union(input.result, {"content": [{"type": "text", "text": replace(input.result.content[0].text, "secret", "******")}]})} if {
+	contains(input.result.content[0].text, "secret")
+} else := {"action": "allow"}
+`, "t/deny", "t/redact")
+	dir := t.TempDir()
+	cfg := `
+server "testserver" {
+  stdio {
+    command = "nexus"
+    args    = ["testserver"]
+  }
+}
+
+filter "rego-deny" {
+  kind       = "policy"
+  wasm       = "` + bundle + `"
+  entrypoint = "t/deny"
+  config     = { blocked = "fail" }
+}
+
+filter "rego-redact" {
+  kind       = "sanitizer"
+  wasm       = "` + bundle + `"
+  entrypoint = "t/redact"
+}
+`
+	if err := os.WriteFile(filepath.Join(dir, "nexus.hcl"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"HOME=" + dir, "XDG_CACHE_HOME=" + filepath.Join(wasmtest.Dir(), "cli-cache")}
+	out, errOut, code := nexusIn(t, dir, "", env, "--config", filepath.Join(dir, "nexus.hcl"), "--yes", "call", "testserver.echo", "message=the secret word")
+	if code != 0 || strings.TrimSpace(out) != "the ****** word" {
+		t.Fatalf("sanitized call: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	out, errOut, code = nexusIn(t, dir, "", env, "--config", filepath.Join(dir, "nexus.hcl"), "--yes", "call", "testserver.fail", "message=boom")
+	if code != 4 || !strings.Contains(errOut, "rego-deny") || !strings.Contains(errOut, "fail is off limits") {
+		t.Fatalf("denied call: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
 	}
 }

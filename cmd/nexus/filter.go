@@ -39,7 +39,7 @@ func (a *app) filterRuntime(cmd *cobra.Command) (*wasm.Runtime, error) {
 }
 
 func (a *app) filterTestCmd() *cobra.Command {
-	var eventPath, configPath, sum string
+	var eventPath, configPath, sum, entrypoint, dataFile string
 	var memoryMB int
 	var callTimeout time.Duration
 	cmd := &cobra.Command{
@@ -51,10 +51,15 @@ what the filter logged. The event is the JSON every filter sees
 "tool": {...}, "params": {...}} for a policy, with "phase": "response" and
 a "result" for a sanitizer. --event - reads it from stdin.
 
+A Rego policy compiled by opa build -t wasm (the bundle, or the
+policy.wasm in it) is tested the same way: --entrypoint names the rule
+that decides, and --config (with --data-file under it) is its data.
+
 Exit codes: 0 when the filter allows or modifies, 4 when it denies, 1 when
 it fails (a trap, a timeout, an invalid decision), 3 when it does not load.`,
 		Example: `  nexus filter test filters/deny-destructive.wasm --event delete.json
-  nexus filter test redact.wasm --event result.json --config redact.json -o json`,
+  nexus filter test redact.wasm --event result.json --config redact.json -o json
+  nexus filter test guard.tar.gz --entrypoint nexus/guard/decision --event call.json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			e, err := a.readEvent(eventPath)
@@ -77,7 +82,8 @@ it fails (a trap, a timeout, an invalid decision), 3 when it does not load.`,
 				return err
 			}
 			defer rt.Close(cmd.Context())
-			f, err := rt.Load(cmd.Context(), wasm.Spec{Path: args[0], SHA256: sum, Config: cfg, MemoryMB: memoryMB, Timeout: callTimeout, Pool: 1})
+			f, err := rt.Load(cmd.Context(), wasm.Spec{Path: args[0], SHA256: sum, Config: cfg, MemoryMB: memoryMB, Timeout: callTimeout, Pool: 1,
+				Entrypoint: entrypoint, DataFile: dataFile})
 			if err != nil {
 				return &exitError{exitConnection, err}
 			}
@@ -102,6 +108,8 @@ it fails (a trap, a timeout, an invalid decision), 3 when it does not load.`,
 	f.StringVar(&sum, "sha256", "", "expected sha256 of the module; it is not run if it differs")
 	f.IntVar(&memoryMB, "memory-mb", 0, "memory limit in MiB (default 32, as in a filter block)")
 	f.DurationVar(&callTimeout, "call-timeout", 0, "time limit of the call (default 100ms, as in a filter block)")
+	f.StringVar(&entrypoint, "entrypoint", "", "a Rego policy's rule that decides (nexus/guard/decision); not needed when it has only one")
+	f.StringVar(&dataFile, "data-file", "", "a Rego policy's data, a JSON file (--config goes over it)")
 	cmd.MarkFlagRequired("event")
 	return cmd
 }
@@ -231,7 +239,11 @@ module that does not implement ABI v1, 3 for a file that is not one.`,
 				a.printInspectFilter(info)
 			}
 			if len(info.Problems) > 0 {
-				fmt.Fprintf(a.stderr, "Error: %s does not implement the Nexus filter ABI v1 (%d problems above)\n", filepath.Base(path), len(info.Problems))
+				abi := "the Nexus filter ABI v1"
+				if strings.HasPrefix(info.ABI, wasm.ABIOPA) {
+					abi = "OPA's WebAssembly ABI as Nexus calls it"
+				}
+				fmt.Fprintf(a.stderr, "Error: %s does not implement %s (%d problems above)\n", filepath.Base(path), abi, len(info.Problems))
 				return &exitError{exitToolError, errors.New("not a filter")}
 			}
 			return nil

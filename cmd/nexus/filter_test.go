@@ -42,6 +42,12 @@ func TestFilter(t *testing.T) {
 	globs := file("globs.json", `{"tools": ["github.delete_*"]}`)
 	typo := file("typo.json", `{"phase": "request", "method": "tools/call", "tol": {"name": "x"}}`)
 	notJSON := file("bad.json", `{"phase": `)
+	guardSrc, err := os.ReadFile("../../filters/rego-guard/policy.rego")
+	if err != nil {
+		t.Fatal(err)
+	}
+	guard := wasmtest.BuildRego(t, string(guardSrc), "nexus/guard/decision")
+	guardData := file("guard.json", `{"admins": ["ops"], "max_limit": 10}`)
 	cases := []struct {
 		name string
 		args []string
@@ -66,6 +72,10 @@ func TestFilter(t *testing.T) {
 		{"filter_test_bad_event", []string{"filter", "test", deny, "--event", notJSON}, 2},
 		{"filter_test_event_typo", []string{"filter", "test", deny, "--event", typo}, 2},
 		{"filter_test_no_event", []string{"filter", "test", deny}, 2},
+		{"filter_test_rego_deny", []string{"filter", "test", guard, "--event", destructive, "--config", guardData}, 4},
+		{"filter_test_rego_admin", []string{"filter", "test", guard, "--event", yolo, "--config", guardData, "--entrypoint", "nexus/guard/decision"}, 0},
+		{"filter_test_rego_entrypoint", []string{"filter", "test", guard, "--event", yolo, "--entrypoint", "nexus/guard/allow"}, 3},
+		{"filter_inspect_rego", []string{"filter", "inspect", guard}, 0},
 	}
 	env := []string{"XDG_CACHE_HOME=" + filepath.Join(wasmtest.Dir(), "cli-cache")}
 	for _, tc := range cases {
@@ -76,12 +86,13 @@ func TestFilter(t *testing.T) {
 			}
 			out := "$ nexus " + quoteArgs(tc.args) + "\n--- stdout\n" + stdout + "--- stderr\n" + stderr
 			out = strings.ReplaceAll(out, td+"/", "$TESTDATA/")
+			out = strings.ReplaceAll(out, guard, "$REGO/bundle.tar.gz")
 			out = wasmBin.ReplaceAllString(out, "$$WASM/")
 			out = filterTmp.ReplaceAllString(out, "$$TMP/")
 			out = timeTaken.ReplaceAllString(out, "${1}$$TIME")
 			out = regexp.MustCompile(`\$WASM/[0-9a-f]{12}/`).ReplaceAllString(out, "$$WASM/")
-			if strings.Contains(out, "$WASM/") {
-				// A Go build's hash, size and memory depend on the toolchain.
+			if strings.Contains(out, "$WASM/") || strings.Contains(out, "$REGO/") {
+				// A Go build's (or OPA's) hash, size and memory depend on the toolchain.
 				out = sha256Hex.ReplaceAllString(out, "$$SHA256")
 				out = regexp.MustCompile(`(Size|Memory): [^\n]*`).ReplaceAllString(out, "$1: $$GO_BUILD")
 			}

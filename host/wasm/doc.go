@@ -21,6 +21,16 @@
 // compiling (tables.go): growth past it fails in the guest, and a module
 // that declares or imports a table beyond MaxTableElems is refused.
 //
+// Rego policies compiled by `opa build -t wasm` (a bundle, or the
+// policy.wasm in it) load through the same Load and run in the same
+// sandbox and pool (opa.go): the module is recognised by its exports (or
+// Spec.ABI = ABIOPA), its imported memory is made its own so memory_mb
+// bounds it, the event is its input and the filter's config (over
+// Spec.DataFile, over the bundle's data.json) its data, and the value of
+// Spec.Entrypoint becomes the decision. The builtins OPA leaves to the
+// host are provided where they are pure (OPABuiltins); a policy calling
+// an impure one is refused at load, naming it.
+//
 // Every error names the filter, the event and the cause: load errors are
 // *diag.Report values whose Cause is a *LoadError, call errors are
 // *CallError values; both wrap the Err* sentinels for errors.Is. Entry turns

@@ -65,7 +65,10 @@ type Spec struct {
 
 func (s Spec) withDefaults() Spec {
 	if s.Name == "" {
-		s.Name = strings.TrimSuffix(filepath.Base(s.Path), ".wasm")
+		s.Name = filepath.Base(s.Path)
+		for _, ext := range []string{".wasm", ".tar.gz", ".tgz"} {
+			s.Name = strings.TrimSuffix(s.Name, ext)
+		}
 	}
 	if s.MemoryMB <= 0 {
 		s.MemoryMB = DefaultMemoryMB

@@ -2,8 +2,6 @@ package wasm_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"os"
@@ -18,56 +16,12 @@ import (
 	"github.com/nexus-mcp/nexus/host/diag"
 	"github.com/nexus-mcp/nexus/host/wasm"
 	"github.com/nexus-mcp/nexus/host/wasm/wasmtest"
-	"github.com/nexus-mcp/nexus/internal/testenv"
 	"github.com/nexus-mcp/nexus/sdk/event"
 )
 
-// Rego policies are built by the real OPA compiler (make testdeps installs
-// it), each once per test process.
-var regoBuilds struct {
-	sync.Mutex
-	dir   string
-	paths map[string]string
-}
-
-// buildRego compiles src with opa build -t wasm and the entrypoints, and
-// returns the bundle's path.
 func buildRego(t testing.TB, src string, entrypoints ...string) string {
 	t.Helper()
-	opa := testenv.OPA(t)
-	key := sha256.Sum256([]byte(src + "\x00" + strings.Join(entrypoints, ",")))
-	id := hex.EncodeToString(key[:8])
-	regoBuilds.Lock()
-	defer regoBuilds.Unlock()
-	if p, ok := regoBuilds.paths[id]; ok {
-		return p
-	}
-	if regoBuilds.dir == "" {
-		dir, err := os.MkdirTemp("", "nexus-rego-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		regoBuilds.dir, regoBuilds.paths = dir, map[string]string{}
-	}
-	dir := filepath.Join(regoBuilds.dir, id)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "policy.rego"), []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	args := []string{"build", "-t", "wasm", "-o", "bundle.tar.gz"}
-	for _, e := range entrypoints {
-		args = append(args, "-e", e)
-	}
-	cmd := exec.Command(opa, append(args, "policy.rego")...)
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("opa build: %v\n%s", err, out)
-	}
-	p := filepath.Join(dir, "bundle.tar.gz")
-	regoBuilds.paths[id] = p
-	return p
+	return wasmtest.BuildRego(t, src, entrypoints...)
 }
 
 const regoPolicy = `package nexus

@@ -1,7 +1,8 @@
 // Package wasmtest builds and runs WASM filters in tests: it compiles a Go
 // filter package to a real .wasm with the standard toolchain (so `go test`
 // needs nothing but Go), loads it in a real Runtime, runs the table of
-// cases a filter keeps in testdata/cases.json, and starts the same filter
+// cases a filter keeps in testdata/cases.json, builds Rego policies with
+// the OPA compiler, and starts the same filter
 // built natively as a process, the out-of-process baseline of benchmarks.
 package wasmtest
 
@@ -24,6 +25,7 @@ import (
 	"time"
 
 	"github.com/nexus-mcp/nexus/host/wasm"
+	"github.com/nexus-mcp/nexus/internal/testenv"
 	"github.com/nexus-mcp/nexus/sdk/event"
 )
 
@@ -126,6 +128,48 @@ func build(t testing.TB, dir string, wasip1 bool) string {
 		t.Fatalf("building %s: %v\n%s", dir, err, b)
 	}
 	if err := os.Rename(tmp, out); err != nil {
+		t.Fatal(err)
+	}
+	built[key] = out
+	return out
+}
+
+// BuildRego compiles Rego source with the OPA compiler (opa build -t wasm,
+// from testenv.OPA) and the entrypoints, once per test process for the
+// same source, and returns the bundle's path.
+func BuildRego(t testing.TB, src string, entrypoints ...string) string {
+	t.Helper()
+	opa := testenv.OPA(t)
+	key := "rego|" + src + "|" + strings.Join(entrypoints, ",")
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if p, ok := built[key]; ok {
+		return p
+	}
+	sum := sha256.Sum256([]byte(key))
+	dir := filepath.Join(Dir(), "rego", hex.EncodeToString(sum[:8]))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	work, err := os.MkdirTemp(dir, "build-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(work)
+	if err := os.WriteFile(filepath.Join(work, "policy.rego"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"build", "-t", "wasm", "-o", "bundle.tar.gz"}
+	for _, e := range entrypoints {
+		args = append(args, "-e", e)
+	}
+	cmd := exec.Command(opa, append(args, "policy.rego")...)
+	cmd.Dir = work
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("opa build: %v\n%s", err, b)
+	}
+	out := filepath.Join(dir, "bundle.tar.gz")
+	if err := os.Rename(filepath.Join(work, "bundle.tar.gz"), out); err != nil {
 		t.Fatal(err)
 	}
 	built[key] = out

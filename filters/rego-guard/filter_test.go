@@ -1,0 +1,180 @@
+package regoguard
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/nexus-mcp/nexus/host/config"
+	"github.com/nexus-mcp/nexus/host/diag"
+	"github.com/nexus-mcp/nexus/host/wasm"
+	"github.com/nexus-mcp/nexus/host/wasm/wasmtest"
+	"github.com/nexus-mcp/nexus/sdk/event"
+)
+
+const entrypoint = "nexus/guard/decision"
+
+func bundle(t testing.TB) string {
+	t.Helper()
+	src, err := os.ReadFile("policy.rego")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wasmtest.BuildRego(t, string(src), entrypoint)
+}
+
+// TestCases runs testdata/cases.json through the compiled policy.
+func TestCases(t *testing.T) {
+	rt := wasmtest.Runtime(t, wasm.Options{})
+	path := bundle(t)
+	for _, s := range wasmtest.LoadCases(t, "testdata/cases.json") {
+		t.Run(s.Name, func(t *testing.T) {
+			f, err := rt.Load(context.Background(), wasm.Spec{Name: "rego-guard", Path: path, Entrypoint: entrypoint, Config: s.Config, Pool: 1})
+			if err != nil {
+				var b strings.Builder
+				diag.Render(&b, err)
+				t.Fatal(b.String())
+			}
+			defer f.Close(context.Background())
+			for _, c := range s.Cases {
+				d, err := f.Handle(context.Background(), c.Decode(t))
+				if err != nil {
+					t.Errorf("%s: %v", c.Name, err)
+					continue
+				}
+				c.Check(t, d)
+			}
+		})
+	}
+}
+
+// TestExampleConfig loads config.example.hcl, the block the README shows,
+// as the host does (the bundle where its wasm path says), and checks that
+// it is the config of the cases' first suite.
+func TestExampleConfig(t *testing.T) {
+	example, err := os.ReadFile("config.example.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(readme, example) {
+		t.Fatal("README.md does not show config.example.hcl word for word")
+	}
+	dir := t.TempDir()
+	dst := filepath.Join(dir, "bin", "filters", "rego-guard.tar.gz")
+	os.MkdirAll(filepath.Dir(dst), 0o755)
+	b, err := os.ReadFile(bundle(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(dst, b, 0o644)
+	cfgPath := filepath.Join(dir, "nexus.hcl")
+	os.WriteFile(cfgPath, example, 0o644)
+	cfg, err := config.LoadFile(cfgPath, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := wasm.SpecOf(cfg.Filters[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.Path != dst || spec.Entrypoint != entrypoint {
+		t.Fatalf("spec %+v", spec)
+	}
+	suite := wasmtest.LoadCases(t, "testdata/cases.json")[0]
+	if !wasmtest.EqualJSON(spec.Config, suite.Config) {
+		t.Fatalf("the example's config %s is not the cases' %s", spec.Config, suite.Config)
+	}
+	f, err := wasmtest.Runtime(t, wasm.Options{}).Load(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close(context.Background())
+	for _, c := range suite.Cases {
+		d, err := f.Handle(context.Background(), c.Decode(t))
+		if err != nil {
+			t.Fatalf("%s: %v", c.Name, err)
+		}
+		c.Check(t, d)
+	}
+}
+
+var benchEvent = []byte(`{"abi":1,"phase":"request","method":"tools/call","agent":{"id":"claude","permission":"trusted"},"server":{"name":"github"},"tool":{"name":"list_issues"},"params":{"name":"list_issues","arguments":{"repo":"nexus-mcp/nexus","state":"open","limit":20}}}`)
+
+// BenchmarkRegoGuard is one call of the compiled policy, against the same
+// checks written in Go (in process, so it is the floor).
+func BenchmarkRegoGuard(b *testing.B) {
+	rt := wasmtest.Runtime(b, wasm.Options{})
+	f, err := rt.Load(context.Background(), wasm.Spec{Path: bundle(b), Entrypoint: entrypoint,
+		Config: json.RawMessage(`{"admins": ["release-bot"], "blocked_servers": ["legacy-ftp"], "max_limit": 100}`)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close(context.Background())
+	var e event.Event
+	if err := json.Unmarshal(benchEvent, &e); err != nil {
+		b.Fatal(err)
+	}
+	sink := ""
+	wasmtest.Compare(b, func() error {
+		_, err := f.Handle(context.Background(), &e)
+		return err
+	}, wasmtest.Baselines{Native: func() { sink = nativeGuard(benchEvent) }})
+	_ = sink
+}
+
+var (
+	destructiveName = regexp.MustCompile(`^(delete|drop|remove|destroy|purge)_`)
+	credential      = regexp.MustCompile(`(sk-[a-zA-Z0-9]{16,}|ghp_[A-Za-z0-9]{20,}|AKIA[0-9A-Z]{16})`)
+	admins          = []string{"release-bot"}
+	blocked         = []string{"legacy-ftp"}
+)
+
+// nativeGuard is policy.rego in Go, from the event's JSON to the decision.
+//
+//go:noinline
+func nativeGuard(raw []byte) string {
+	var e struct {
+		Method string
+		Agent  struct{ ID string }
+		Server struct{ Name string }
+		Tool   struct {
+			Name        string
+			Annotations struct{ DestructiveHint bool }
+		}
+		Params struct{ Arguments map[string]any }
+	}
+	if json.Unmarshal(raw, &e) != nil {
+		return "error"
+	}
+	var deny []string
+	if e.Method == "tools/call" && (e.Tool.Annotations.DestructiveHint || destructiveName.MatchString(e.Tool.Name)) && !slices.Contains(admins, e.Agent.ID) {
+		deny = append(deny, e.Agent.ID+" may not call the destructive tool "+e.Server.Name+"."+e.Tool.Name)
+	}
+	if slices.Contains(blocked, e.Server.Name) {
+		deny = append(deny, "server "+e.Server.Name+" is blocked")
+	}
+	for name, v := range e.Params.Arguments {
+		if s, ok := v.(string); ok && credential.MatchString(s) {
+			deny = append(deny, "argument "+name+" looks like a credential")
+		}
+	}
+	if len(deny) > 0 {
+		sort.Strings(deny)
+		return strings.Join(deny, "; ")
+	}
+	if n, ok := e.Params.Arguments["limit"].(float64); ok && n > 100 {
+		return "modify"
+	}
+	return "allow"
+}
