@@ -9,7 +9,9 @@ import (
 	"github.com/nexus-mcp/nexus/host/config"
 	"github.com/nexus-mcp/nexus/host/plugin"
 	"github.com/nexus-mcp/nexus/host/policy"
+	"github.com/nexus-mcp/nexus/host/rules"
 	"github.com/nexus-mcp/nexus/host/wasm"
+	"github.com/nexus-mcp/nexus/sdk/event"
 )
 
 // FilterLoadError is a configured filter that could not be loaded. Calls
@@ -52,6 +54,7 @@ func (h *Host) loadChain(ctx context.Context) error {
 			}
 			entries = append(entries, policy.EntryFor(links[i], f))
 		}
+		entries = append(h.agentRules(), entries...)
 		entries = append(entries, h.opts.Links...)
 		h.chain = policy.NewChain(entries...)
 		h.chainErr = errors.Join(errs...)
@@ -61,6 +64,8 @@ func (h *Host) loadChain(ctx context.Context) error {
 
 func (h *Host) loadFilter(ctx context.Context, f *config.Filter) (policy.Link, error) {
 	switch {
+	case f.Rule != nil:
+		return compiledRule(f, "")
 	case f.Plugin != "":
 		return h.pluginManager().Filter(ctx, h.cfg, f)
 	case f.WASM != "":
@@ -75,6 +80,49 @@ func (h *Host) loadFilter(ctx context.Context, f *config.Filter) (policy.Link, e
 		return rt.Load(ctx, spec)
 	}
 	return nil, fmt.Errorf("filter %q names neither wasm nor plugin", f.Name)
+}
+
+// agentRules are the rules of the agents' blocks, first in the chain:
+// each sees only its agent's events, and they cost a microsecond.
+func (h *Host) agentRules() []policy.Entry {
+	var out []policy.Entry
+	for _, a := range h.cfg.Agents {
+		for _, f := range a.Rules {
+			r, err := compiledRule(f, a.Name)
+			if err != nil {
+				// The config compiled every rule when it loaded; a Config
+				// built by hand may hold one that does not compile, and
+				// the chain must not go on without it.
+				out = append(out, policy.EntryFor(failing{f.Name, err}, f))
+				continue
+			}
+			out = append(out, policy.EntryFor(r, f))
+		}
+	}
+	return out
+}
+
+// compiledRule is the rule of a rule block, compiled when the config
+// loaded (or now, for a Config made in code).
+func compiledRule(f *config.Filter, agent string) (policy.Link, error) {
+	if f.Rule.Compiled != nil {
+		return f.Rule.Compiled, nil
+	}
+	return rules.Compile(rules.Spec{Name: f.Name, Agent: agent, Kind: f.Kind, When: f.Rule.When, Action: f.Rule.Action,
+		Reason: f.Rule.Reason, Set: f.Rule.Set, Source: f.Source})
+}
+
+// failing is a link that could not be made: every event it sees fails,
+// so the chain fails closed.
+type failing struct {
+	name string
+	err  error
+}
+
+func (l failing) Name() string { return l.name }
+
+func (l failing) Handle(context.Context, *event.Event) (event.Decision, error) {
+	return event.Decision{}, l.err
 }
 
 func (h *Host) pluginManager() *plugin.Manager {

@@ -141,3 +141,67 @@ filter "rego-redact" {
 		t.Fatalf("denied call: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
 	}
 }
+
+// TestCallRunsRules: CEL rules from the config in the chain of `nexus
+// call`: a deny, a modify of the arguments, an agent's own rule, a shadow
+// rule that only records, and explain showing where a rule is written.
+func TestCallRunsRules(t *testing.T) {
+	dir := t.TempDir()
+	cfg := `
+server "testserver" {
+  stdio {
+    command = "nexus"
+    args    = ["testserver"]
+  }
+}
+
+rule "no-fail" {
+  when   = "tool.name == 'fail'"
+  action = "deny"
+  reason = "fail is not for agents"
+}
+
+rule "rewrite" {
+  when   = "tool.name == 'echo' && args.message == 'draft'"
+  action = "modify"
+  set    = { "arguments.message" = "'final: ' + args.message" }
+}
+
+rule "would-block-long" {
+  when   = "size(args.message) > 20"
+  action = "deny"
+  mode   = "shadow"
+}
+
+agent "ci" {
+  permission = "yolo"
+  rule "quiet" {
+    when   = "args.message.contains('loud')"
+    action = "deny"
+    reason = "ci keeps it down"
+  }
+}
+`
+	if err := os.WriteFile(filepath.Join(dir, "nexus.hcl"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (string, string, int) {
+		return nexusIn(t, dir, "", nil, append([]string{"--config", filepath.Join(dir, "nexus.hcl"), "--yes"}, args...)...)
+	}
+	if out, errOut, code := run("call", "testserver.echo", "message=draft"); code != 0 || strings.TrimSpace(out) != "final: draft" {
+		t.Fatalf("modify: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if out, errOut, code := run("call", "testserver.fail", "message=x"); code != 4 || !strings.Contains(errOut, "fail is not for agents") {
+		t.Fatalf("deny: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if out, errOut, code := run("call", "testserver.echo", "message=a loud but long enough message"); code != 0 || !strings.Contains(out, "loud") {
+		t.Fatalf("shadow rule and another agent's rule must not stop the cli's call: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if out, errOut, code := run("--agent", "ci", "call", "testserver.echo", "message=loud"); code != 4 || !strings.Contains(errOut, "ci keeps it down") {
+		t.Fatalf("agent rule: exit %d\n%s\n%s", code, out, errOut)
+	}
+	out, errOut, code := run("explain", "testserver.fail", "message=x")
+	if code != 4 || !strings.Contains(out, "no-fail") || !strings.Contains(out, "nexus.hcl:9") {
+		t.Fatalf("explain: exit %d\n%s\n%s", code, out, errOut)
+	}
+}

@@ -372,6 +372,9 @@ func (c *compiler) nexusExtras(doc map[string]any) {
 			if f.WASM != "" {
 				e["wasm"] = f.WASM
 			}
+			if f.Rule != nil {
+				e["rule"] = ruleJSON(f.Rule)
+			}
 			if f.Plugin != "" {
 				e["plugin"] = f.Plugin
 			}
@@ -391,7 +394,7 @@ func (c *compiler) nexusExtras(doc map[string]any) {
 			if f.DataFile != "" {
 				e["data_file"] = f.DataFile
 			}
-			if f.OnError != "deny" {
+			if f.OnError != "deny" && f.OnError != "" {
 				e["on_error"] = f.OnError
 			}
 			if f.Mode != "" {
@@ -439,6 +442,21 @@ func (c *compiler) nexusExtras(doc map[string]any) {
 			putList(e, "deny", a.Deny)
 			if a.Mode != "" {
 				e["mode"] = a.Mode
+			}
+			if len(a.Rules) > 0 {
+				rs := make([]any, len(a.Rules))
+				for i, r := range a.Rules {
+					re := ruleJSON(r.Rule)
+					re["name"] = r.Name
+					if r.Kind != "policy" {
+						re["kind"] = r.Kind
+					}
+					if r.Mode != "" {
+						re["mode"] = r.Mode
+					}
+					rs[i] = re
+				}
+				e["rules"] = rs
 			}
 			if len(a.Tokens) > 0 {
 				ts := make([]any, len(a.Tokens))
@@ -567,4 +585,20 @@ func (c *compiler) refWarnings() {
 		msg += " (Claude Code expands ${NAME}; Claude Desktop does not expand variables at all)"
 	}
 	c.warns = append(c.warns, Warning{Message: msg})
+}
+
+// ruleJSON is a rule's body in the nexus-json dialect.
+func ruleJSON(r *Rule) map[string]any {
+	e := map[string]any{"when": r.When.Text, "action": r.Action}
+	if r.Reason != "" {
+		e["reason"] = r.Reason
+	}
+	if len(r.Set) > 0 {
+		set := map[string]any{}
+		for _, a := range r.Set {
+			set[a.Path] = a.Value.Text
+		}
+		e["set"] = set
+	}
+	return e
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nexus-mcp/nexus/host/diag"
+	"github.com/nexus-mcp/nexus/host/rules"
 )
 
 // MaxFileSize bounds a config file; a larger one is rejected before parsing.
@@ -166,6 +167,21 @@ type Filter struct {
 	Source    diag.Source
 	Overrides []diag.Source
 	Refs      map[string]Template // by JSON pointer into the filter ("/config/token")
+	// Rule is set for a CEL rule (a rule block): no module, no plugin;
+	// the rule decides.
+	Rule *Rule
+}
+
+// Rule is a CEL rule (host/rules): a rule block at the top level, which
+// sees every agent's events, or in an agent block, which sees that
+// agent's. It is compiled when the config loads, so an expression that
+// does not parse or type-check is a config error at its line and column.
+type Rule struct {
+	When     rules.Expr
+	Action   string // "deny", "allow" or "modify"
+	Reason   string
+	Set      []rules.Assign // modify: dotted paths into params (policy) or result (sanitizer), and their expressions
+	Compiled *rules.Rule
 }
 
 // ABIs of a WASM filter: the Nexus filter ABI (sdk/filter/ABI.md) and a
@@ -210,7 +226,9 @@ type Agent struct {
 	// Tokens are the bearer tokens that act as this agent on the gateway's
 	// HTTP listener (usually references to sensitive variables). The
 	// gateway keeps only their hashes and compares in constant time.
-	Tokens    []string
+	Tokens []string
+	// Rules are the agent's CEL rules, in order: they see only its events.
+	Rules     []*Filter
 	Source    diag.Source
 	Overrides []diag.Source
 	Refs      map[string]Template // by JSON pointer into the agent ("/tokens/0")

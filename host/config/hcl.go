@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/big"
@@ -19,6 +20,7 @@ import (
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/nexus-mcp/nexus/host/diag"
+	"github.com/nexus-mcp/nexus/host/rules"
 )
 
 // The HCL front end compiles nexus.hcl (and its JSON syntax, nexus.hcl.json)
@@ -41,6 +43,7 @@ var (
 		{Type: "plugin", LabelNames: []string{"name"}},
 		{Type: "filter", LabelNames: []string{"name"}},
 		{Type: "agent", LabelNames: []string{"name"}},
+		{Type: "rule", LabelNames: []string{"name"}},
 		{Type: "gateway"},
 		{Type: "sampling"},
 		{Type: "lock"},
@@ -82,6 +85,9 @@ var (
 	limitsSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "memory_mb"}, {Name: "timeout"}, {Name: "pool"}}}
 	agentSchema  = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 		{Name: "permission", Required: true}, {Name: "servers"}, {Name: "allow"}, {Name: "deny"}, {Name: "mode"}, {Name: "tokens"},
+	}, Blocks: []hcl.BlockHeaderSchema{{Type: "rule", LabelNames: []string{"name"}}}}
+	ruleSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+		{Name: "when", Required: true}, {Name: "action", Required: true}, {Name: "reason"}, {Name: "set"}, {Name: "kind"}, {Name: "mode"},
 	}}
 )
 
@@ -161,7 +167,11 @@ func (ld *loader) parseHCLFile(f *file, filename string, isJSON bool) *fileConfi
 		if b.Type == "variable" || b.Type == "locals" {
 			continue
 		}
-		key := b.Type + " " + strings.Join(b.Labels, " ")
+		typ := b.Type
+		if typ == "rule" {
+			typ = "filter" // a rule is a link of the chain: one namespace with filters
+		}
+		key := typ + " " + strings.Join(b.Labels, " ")
 		if first, dup := seen[key]; dup {
 			what := b.Type
 			if len(b.Labels) > 0 {
@@ -171,7 +181,11 @@ func (ld *loader) parseHCLFile(f *file, filename string, isJSON bool) *fileConfi
 			if len(b.Labels) == 0 {
 				fix = "Keep one " + b.Type + " block per file: merge the two."
 			}
-			h.errRange(b.DefRange, "", fmt.Sprintf("%s is defined twice in this file (first on line %d)", what, first.DefRange.Start.Line), fix)
+			problem := fmt.Sprintf("%s is defined twice in this file (first on line %d)", what, first.DefRange.Start.Line)
+			if first.Type != b.Type {
+				problem = fmt.Sprintf("%s has the name of %s on line %d: rules and filters are links of one chain, named once", what, subject(first.Type, first.Labels[0]), first.DefRange.Start.Line)
+			}
+			h.errRange(b.DefRange, "", problem, fix)
 			continue
 		}
 		seen[key] = b
@@ -186,6 +200,10 @@ func (ld *loader) parseHCLFile(f *file, filename string, isJSON bool) *fileConfi
 			h.plugin(b)
 		case "filter":
 			h.filter(b)
+		case "rule":
+			if f := h.rule(b, ""); f != nil {
+				h.out.filters = append(h.out.filters, f)
+			}
 		case "agent":
 			h.agent(b)
 		case "gateway":
@@ -1397,6 +1415,17 @@ func (h *hclFile) agent(b *hcl.Block) {
 	}
 	a := &Agent{Name: name, Source: h.blockSource(b)}
 	at := c.Attributes
+	seenRules := map[string]int{}
+	for _, blk := range c.Blocks {
+		if first, dup := seenRules[blk.Labels[0]]; dup {
+			h.errRange(blk.DefRange, "", fmt.Sprintf("agent %q has two rules called %q (first on line %d)", name, blk.Labels[0], first), "Rename or remove one of them.")
+			continue
+		}
+		seenRules[blk.Labels[0]] = blk.DefRange.Start.Line
+		if f := h.rule(blk, name); f != nil {
+			a.Rules = append(a.Rules, f)
+		}
+	}
 	if s, ok := h.str(at["permission"], nil, ""); ok {
 		if bad := oneOf("permission", s, permissions); bad != "" {
 			h.errRange(at["permission"].Expr.Range(), "", bad)
@@ -1453,6 +1482,122 @@ func (h *hclFile) agent(b *hcl.Block) {
 		}
 	}
 	h.out.agents = append(h.out.agents, a)
+}
+
+// rule decodes a rule block (in agent's block when agent is set) and
+// compiles its expressions, reporting each problem where it is written.
+func (h *hclFile) rule(b *hcl.Block, agent string) *Filter {
+	name := b.Labels[0]
+	if p := checkName("rule", name); p != "" {
+		h.errRange(b.LabelRanges[0], "", p, nameRule)
+		return nil
+	}
+	c, ok := h.content(b, ruleSchema)
+	if !ok {
+		return nil
+	}
+	f := &Filter{Name: name, Kind: "policy", OnError: "deny", Source: h.blockSource(b), Rule: &Rule{}}
+	at := c.Attributes
+	bad := false
+	if a := at["kind"]; a != nil {
+		if s, ok := h.str(a, nil, ""); ok {
+			if msg := oneOf("kind", s, kinds); msg != "" {
+				h.errRange(a.Expr.Range(), "", msg)
+				bad = true
+			}
+			f.Kind = s
+		}
+	}
+	if a := at["mode"]; a != nil {
+		if s, ok := h.str(a, nil, ""); ok {
+			if msg := oneOf("mode", s, modes); msg != "" {
+				h.errRange(a.Expr.Range(), "", msg)
+			}
+			f.Mode = s
+		}
+	}
+	if a := at["action"]; a != nil {
+		if s, ok := h.str(a, nil, ""); ok {
+			if msg := oneOf("action", s, ruleActions); msg != "" {
+				h.errRange(a.Expr.Range(), "", msg)
+				bad = true
+			}
+			f.Rule.Action = s
+		}
+	}
+	if a := at["reason"]; a != nil {
+		f.Rule.Reason, _ = h.str(a, nil, "")
+	}
+	if a := at["when"]; a != nil {
+		if s, ok := h.str(a, nil, ""); ok {
+			f.Rule.When = rules.Expr{Text: s, Source: h.exprStart(a.Expr.Range())}
+		} else {
+			bad = true
+		}
+	}
+	if a := at["set"]; a != nil {
+		f.Rule.Set = h.ruleSet(a)
+		if f.Rule.Set == nil {
+			bad = true
+		}
+	}
+	if bad {
+		return f
+	}
+	h.compileRule(f, agent)
+	return f
+}
+
+// ruleFix points at the reference of rule expressions.
+const ruleFix = "A rule's expressions are CEL (https://cel.dev) over the variables phase, method, agent, server, tool, args, params, result, uri and prompt; go doc github.com/nexus-mcp/nexus/host/rules lists their fields."
+
+var ruleActions = []string{"deny", "allow", "modify"}
+
+// exprStart is where the text of a string expression starts: after the
+// opening quote, or on the line after a heredoc's marker.
+func (h *hclFile) exprStart(rng hcl.Range) diag.Source {
+	src := h.src
+	src.Line, src.Column = rng.Start.Line, rng.Start.Column
+	if rng.Start.Byte < len(h.data) {
+		switch {
+		case h.data[rng.Start.Byte] == '"':
+			src.Column++
+		case bytes.HasPrefix(h.data[rng.Start.Byte:], []byte("<<")):
+			src.Line, src.Column = src.Line+1, 1
+		}
+	}
+	return src
+}
+
+// ruleSet decodes set = { "arguments.limit" = "100", ... }: each value a
+// CEL expression, located where it is written.
+func (h *hclFile) ruleSet(a *hcl.Attribute) []rules.Assign {
+	m, ok := h.strMap(a, nil, "")
+	if !ok {
+		return nil
+	}
+	sites := map[string]diag.Source{}
+	if obj, isObj := a.Expr.(*hclsyntax.ObjectConsExpr); isObj {
+		for _, it := range obj.Items {
+			if k, diags := it.KeyExpr.Value(nil); !diags.HasErrors() && k.Type() == cty.String {
+				sites[k.AsString()] = h.exprStart(it.ValueExpr.Range())
+			}
+		}
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := []rules.Assign{}
+	for _, k := range keys {
+		src, ok := sites[k]
+		if !ok {
+			src = h.exprStart(a.Expr.Range())
+		}
+		out = append(out, rules.Assign{Path: k, Value: rules.Expr{Text: m[k], Source: src}})
+	}
+	return out
 }
 
 // readLimited reads a file for file(), with the config size limit.

@@ -174,6 +174,12 @@ func TestHCLErrors(t *testing.T) {
 		{"bad_confirm", "server \"a\" {\n  confirm = \"always\"\n  stdio { command = \"x\" }\n}\n"},
 		{"bad_mode", "filter \"f\" {\n  kind = \"policy\"\n  wasm = \"f.wasm\"\n  mode = \"shaddow\"\n}\n"},
 		{"bad_abi", "filter \"f\" {\n  kind = \"policy\"\n  wasm = \"f.wasm\"\n  abi  = \"rego\"\n}\nfilter \"g\" {\n  kind = \"policy\"\n  wasm = \"g.wasm\"\n  abi  = 2\n}\n"},
+		{"rule_syntax", "rule \"no-deletes\" {\n  when   = \"agent.id == 'ci' &&\"\n  action = \"deny\"\n}\n"},
+		{"rule_field", "agent \"ci\" {\n  permission = \"trusted\"\n  rule \"r\" {\n    when   = \"tool.nmae.startsWith('delete_')\"\n    action = \"deny\"\n  }\n}\n"},
+		{"rule_heredoc", "rule \"h\" {\n  when = <<EOT\nagent.id == 'ci' &&\n  args.limit > 'x' + 1\nEOT\n  action = \"deny\"\n}\n"},
+		{"rule_set", "rule \"cap\" {\n  when   = \"has(args.limit)\"\n  action = \"modify\"\n  set    = { \"arguments.limit\" = \"min(args.limit, \" }\n}\n"},
+		{"rule_action", "rule \"a\" {\n  when   = \"true\"\n  action = \"block\"\n}\n"},
+		{"rule_and_filter", "filter \"x\" {\n  kind = \"policy\"\n  wasm = \"x.wasm\"\n}\nrule \"x\" {\n  when   = \"true\"\n  action = \"deny\"\n}\n"},
 		{"entrypoint_on_plugin", "plugin \"p\" {\n  path = \"/bin/true\"\n}\nfilter \"f\" {\n  kind       = \"policy\"\n  plugin     = \"p\"\n  entrypoint = \"nexus/allow\"\n}\n"},
 	}
 	for _, tc := range cases {
@@ -215,6 +221,64 @@ filter "rego" {
 	back := mustLoad(t, "nexus.json", string(out), nil)
 	if g := back.Filters[0]; g.ABI != f.ABI || g.Entrypoint != f.Entrypoint || g.DataFile != f.DataFile {
 		t.Errorf("round trip: %+v", g)
+	}
+}
+
+// Rules: top-level ones are links of the chain in config order among the
+// filters; an agent's are its own; both compile at load and go through
+// nexus-json and back.
+func TestHCLRules(t *testing.T) {
+	cfg := mustLoad(t, "nexus.hcl", `
+filter "first" {
+  kind = "policy"
+  wasm = "first.wasm"
+}
+rule "no-deletes-for-ci" {
+  when   = "agent.id == 'ci' && tool.name.startsWith('delete_')"
+  action = "deny"
+  reason = "CI may not delete"
+  mode   = "shadow"
+}
+rule "cap" {
+  when   = "has(args.limit) && args.limit > 100"
+  action = "modify"
+  set    = { "arguments.limit" = "100", "arguments.note" = "'capped'" }
+}
+agent "ci" {
+  permission = "trusted"
+  rule "read-only" {
+    when   = "!tool.annotations.readOnlyHint"
+    action = "deny"
+    reason = "ci only reads"
+  }
+}
+`, nil)
+	var names []string
+	for _, f := range cfg.Filters {
+		names = append(names, f.Name)
+	}
+	if strings.Join(names, ",") != "first,no-deletes-for-ci,cap" {
+		t.Fatalf("chain order %v", names)
+	}
+	r := cfg.Filters[1]
+	if r.Rule == nil || r.Rule.Compiled == nil || r.Mode != ModeShadow || r.Rule.Reason != "CI may not delete" || r.Rule.When.Source.Line != 7 || r.Rule.When.Source.Column != 13 {
+		t.Fatalf("%+v %+v", r, r.Rule)
+	}
+	if set := cfg.Filters[2].Rule.Set; len(set) != 2 || set[0].Path != "arguments.limit" || set[0].Value.Source.Column != 35 {
+		t.Fatalf("set %+v", set)
+	}
+	ci := cfg.Agents[0]
+	if len(ci.Rules) != 1 || ci.Rules[0].Rule.Compiled == nil || ci.Rules[0].Rule.Compiled.Spec().Agent != "ci" {
+		t.Fatalf("agent rules %+v", ci.Rules)
+	}
+	out, _, err := Compile(cfg, FormatNexusJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := mustLoad(t, "nexus.json", string(out), nil)
+	if len(back.Filters) != 3 || back.Filters[2].Rule == nil || back.Filters[2].Rule.Compiled == nil || len(back.Filters[2].Rule.Set) != 2 ||
+		back.Filters[1].Mode != ModeShadow || len(back.Agents[0].Rules) != 1 || back.Agents[0].Rules[0].Rule.Reason != "ci only reads" {
+		t.Fatalf("round trip:\n%s", out)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nexus-mcp/nexus/host/diag"
+	"github.com/nexus-mcp/nexus/host/rules"
 )
 
 // The JSON front end reads every mcpServers dialect into the model:
@@ -38,10 +39,11 @@ var (
 		"id_token", "idp_token_url", "idp_issuer", "idp_client_id", "idp_client_secret"}
 	inputKeys  = []string{"type", "id", "description", "password", "default", "options", "command", "args"}
 	pluginKeys = []string{"path", "sha256"}
-	filterKeys = []string{"name", "kind", "wasm", "plugin", "sha256", "abi", "on_error", "mode", "config", "match", "limits", "entrypoint", "data_file"}
+	filterKeys = []string{"name", "kind", "wasm", "plugin", "sha256", "abi", "on_error", "mode", "config", "match", "limits", "entrypoint", "data_file", "rule"}
+	ruleKeys   = []string{"when", "action", "reason", "set"}
 	matchKeys  = []string{"servers", "tools", "methods"}
 	limitKeys  = []string{"memory_mb", "timeout", "pool"}
-	agentKeys  = []string{"permission", "servers", "allow", "deny", "mode", "tokens"}
+	agentKeys  = []string{"permission", "servers", "allow", "deny", "mode", "tokens", "rules"}
 )
 
 // jsonFile decodes one JSON config file.
@@ -952,6 +954,9 @@ func (j *jsonFile) filters(v *jval) {
 				f.Match = j.matches(d, val)
 			case "limits":
 				f.Limits = j.limits(d, val)
+			case "rule":
+				f.Rule = j.rule(d, val)
+				srcV = val
 			}
 		}
 		if kindV == nil {
@@ -959,12 +964,14 @@ func (j *jsonFile) filters(v *jval) {
 		} else if bad := oneOf("kind", f.Kind, kinds); bad != "" {
 			d.errAt(kindV, bad)
 		}
-		if (f.WASM == "") == (f.Plugin == "") {
+		if n := trues(f.WASM != "", f.Plugin != "", f.Rule != nil); n != 1 {
 			at := srcV
 			if at == nil {
 				at = e
 			}
-			d.errAt(at, fmt.Sprintf("filter %q needs exactly one of \"wasm\" (a module path) or \"plugin\" (a plugin name)", name))
+			d.errAt(at, fmt.Sprintf("filter %q needs exactly one of \"wasm\" (a module path), \"plugin\" (a plugin name) or \"rule\" (a CEL rule)", name))
+		} else if f.Rule != nil && f.Rule.When.Text != "" {
+			j.compileRule(f, "")
 		}
 		if (f.Entrypoint != "" || f.DataFile != "") && f.WASM == "" {
 			d.errAt(e, fmt.Sprintf("filter %q: \"entrypoint\" and \"data_file\" are for Rego policies, which are WASM modules (\"wasm\": \"policy.tar.gz\"), not plugins", name))
@@ -1088,6 +1095,8 @@ func (j *jsonFile) agents(v *jval) {
 						}
 					}
 				}
+			case "rules":
+				a.Rules = j.agentRules(d, m.key, e.val)
 			case "allow", "deny":
 				list, _ := d.strs(e.val, e.key, "")
 				if bad := checkPatterns(e.key, list); bad != "" {
@@ -1105,6 +1114,113 @@ func (j *jsonFile) agents(v *jval) {
 		}
 		j.out.agents = append(j.out.agents, a)
 	}
+}
+
+// rule decodes a filter's "rule": {"when": ..., "action": ..., "reason":
+// ..., "set": {"arguments.limit": "100"}}; the caller compiles it.
+func (j *jsonFile) rule(d *dec, v *jval) *Rule {
+	if !d.keys(v, "rule", ruleKeys) {
+		return nil
+	}
+	r := &Rule{}
+	for _, e := range v.obj {
+		switch e.key {
+		case "when":
+			if s, ok := d.str(e.val, "rule.when", ""); ok {
+				r.When = rules.Expr{Text: s, Source: j.at(e.val.off + 1)}
+			}
+		case "action":
+			if s, ok := d.str(e.val, "rule.action", ""); ok {
+				if bad := oneOf("action", s, ruleActions); bad != "" {
+					d.errAt(e.val, bad)
+				}
+				r.Action = s
+			}
+		case "reason":
+			r.Reason, _ = d.str(e.val, "rule.reason", "")
+		case "set":
+			if e.val.kind != '{' {
+				d.typeErr(e.val, "rule.set", "an object of paths and expressions", `{"arguments.limit": "100"}`)
+				continue
+			}
+			r.Set = []rules.Assign{}
+			for _, m := range e.val.obj {
+				if s, ok := d.str(m.val, "rule.set."+m.key, ""); ok {
+					r.Set = append(r.Set, rules.Assign{Path: m.key, Value: rules.Expr{Text: s, Source: j.at(m.val.off + 1)}})
+				}
+			}
+		}
+	}
+	if r.When.Text == "" {
+		d.errAt(v, "a rule needs \"when\": the CEL expression that says when it acts", `{"when": "tool.name.startsWith('delete_')", "action": "deny"}`)
+	}
+	return r
+}
+
+// agentRules decodes an agent's "rules": [{"name": ..., "when": ...,
+// "action": ...}] and compiles each.
+func (j *jsonFile) agentRules(d *dec, agent string, v *jval) []*Filter {
+	if v.kind != '[' {
+		d.typeErr(v, "rules", "an array of rules", `[{"name": "no-deletes", "when": "tool.name.startsWith('delete_')", "action": "deny"}]`)
+		return nil
+	}
+	var out []*Filter
+	seen := map[string]bool{}
+	for _, e := range v.arr {
+		n := e.get("name")
+		if e.kind != '{' || n == nil || n.kind != '"' {
+			d.errAt(e, "each rule needs a \"name\"")
+			continue
+		}
+		if p := checkName("rule", n.str); p != "" {
+			j.errAt(n.off, len(n.str)+2, "", p, nameRule)
+			continue
+		}
+		if seen[n.str] {
+			d.errAt(n, fmt.Sprintf("agent %q has two rules called %q", agent, n.str))
+			continue
+		}
+		seen[n.str] = true
+		f := &Filter{Name: n.str, Kind: "policy", OnError: "deny", Source: j.at(e.off)}
+		var body []jmember
+		for _, m := range e.obj {
+			switch m.key {
+			case "name":
+			case "kind":
+				if s, ok := d.str(m.val, "kind", ""); ok {
+					if bad := oneOf("kind", s, kinds); bad != "" {
+						d.errAt(m.val, bad)
+					}
+					f.Kind = s
+				}
+			case "mode":
+				if s, ok := d.str(m.val, "mode", ""); ok {
+					if bad := oneOf("mode", s, modes); bad != "" {
+						d.errAt(m.val, bad)
+					}
+					f.Mode = s
+				}
+			default:
+				body = append(body, m)
+			}
+		}
+		f.Rule = j.rule(d, &jval{kind: '{', off: e.off, obj: body})
+		if f.Rule != nil && f.Rule.When.Text != "" {
+			j.compileRule(f, agent)
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+func trues(bs ...bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
 }
 
 // strictJSON warns when a file that a strict-JSON client reads (Claude

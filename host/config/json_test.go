@@ -233,6 +233,7 @@ func TestJSONErrors(t *testing.T) {
 		{"bad_url", `{"mcpServers": {"a": {"url": "localhost:3000"}}}`},
 		{"undeclared_input", `{"servers": {"a": {"command": "x", "env": {"K": "${input:nope}"}}}}`},
 		{"bad_filter", `{"filters": [{"name": "f", "kind": "polcy", "wasm": "f.wasm", "plugin": "p", "sha256": "abc"}], "mcpServers": {}}`},
+		{"bad_rules", "{\"mcpServers\": {},\n \"filters\": [{\"name\": \"r\", \"kind\": \"policy\", \"rule\": {\"when\": \"agent.idd == 'x'\", \"action\": \"deny\"}}],\n \"agents\": {\"ci\": {\"permission\": \"trusted\", \"rules\": [{\"name\": \"r\", \"when\": \"true\", \"action\": \"modify\"}]}}}"},
 		{"unknown_plugin", `{"mcpServers": {"a": {"plugin": {"name": "sssh"}}}, "plugins": {"ssh": {"path": "./ssh"}}}`},
 		{"non_utf8", "{\"mcpServers\": {\"a\": {\"command\": \"caf\xe9\"}}}"},
 	}

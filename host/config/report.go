@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/nexus-mcp/nexus/host/diag"
+	"github.com/nexus-mcp/nexus/host/rules"
 )
 
 // Error is a config problem a person can act on; it renders as a diag.Report.
@@ -111,6 +112,29 @@ func (f *file) errAt(off, width int, server, problem string, fix ...string) *dia
 	r.Details = []diag.Section{{Lines: snippet(f.data, src.Line, src.Column, width, "")}}
 	f.errs = append(f.errs, r)
 	return r
+}
+
+// compileRule compiles the rule of f (in agent's block when agent is set)
+// and records each problem of its expressions where it is written.
+func (f *file) compileRule(flt *Filter, agent string) {
+	r := flt.Rule
+	compiled, err := rules.Compile(rules.Spec{Name: flt.Name, Agent: agent, Kind: flt.Kind, When: r.When, Action: r.Action,
+		Reason: r.Reason, Set: r.Set, Source: flt.Source})
+	var ce *rules.CompileError
+	switch {
+	case errors.As(err, &ce):
+		for _, p := range ce.Problems {
+			rep := &diag.Report{Title: errTitle, Source: p.Source, Problem: fmt.Sprintf("rule %q: %s: %s", flt.Name, p.Expr, p.Message), Fix: []string{ruleFix}}
+			rep.Details = []diag.Section{{Lines: snippet(f.data, p.Source.Line, p.Source.Column, 1, "")}}
+			f.errs = append(f.errs, rep)
+		}
+	case err != nil:
+		rep := &diag.Report{Title: errTitle, Source: flt.Source, Problem: err.Error(), Fix: []string{ruleFix}}
+		rep.Details = []diag.Section{{Lines: snippet(f.data, flt.Source.Line, flt.Source.Column, 1, "")}}
+		f.errs = append(f.errs, rep)
+	default:
+		r.Compiled = compiled
+	}
 }
 
 // site is where the bytes at off are, with their snippet.

@@ -283,6 +283,11 @@ func (r *Rule) Handle(ctx context.Context, e *event.Event) (event.Decision, erro
 	}
 	out, _, err := r.when.ContextEval(ctx, act)
 	if err != nil {
+		if e.Method == "tools/list" && (r.needs.args || r.needs.params) && ctx.Err() == nil {
+			// A listing has no arguments: a rule about them judges the
+			// call, not whether the tool is listed.
+			return event.Decision{Action: event.Allow}, nil
+		}
 		return event.Decision{}, r.evalError(ctx, "when", r.spec.When.Text, r.spec.When.Source, err)
 	}
 	hit, ok := out.(types.Bool)

@@ -168,6 +168,21 @@ func TestModify(t *testing.T) {
 	}
 }
 
+// A listing carries no arguments: a rule about them does not hide the
+// tool, while a rule about the tool does.
+func TestListing(t *testing.T) {
+	ctx := context.Background()
+	list := &event.Event{ABI: event.ABI, Phase: event.PhaseRequest, Method: "tools/list", Agent: event.Agent{ID: "a"}, Tool: &event.Tool{Name: "delete_x"}}
+	byArg := mustCompile(t, Spec{Name: "arg", When: at("args.limit > 1"), Action: Deny})
+	if d, err := byArg.Handle(ctx, list); err != nil || d.Action != event.Allow {
+		t.Errorf("a rule on arguments hid a listed tool: %+v %v", d, err)
+	}
+	byName := mustCompile(t, Spec{Name: "name", When: at("tool.name.startsWith('delete_')"), Action: Deny})
+	if d, err := byName.Handle(ctx, list); err != nil || d.Action != event.Deny {
+		t.Errorf("a rule on the tool's name did not hide it: %+v %v", d, err)
+	}
+}
+
 // Evaluation failures are errors naming the rule, the expression and
 // where it is; the chain fails closed on them.
 func TestEvalErrors(t *testing.T) {
