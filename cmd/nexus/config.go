@@ -318,9 +318,24 @@ launch) to check their configs against the plugin's own schema;
 			if cfg.Gateway != nil {
 				gateway = " and a gateway block"
 			}
-			fmt.Fprintf(a.stdout, "The configuration is valid: %s, %s, %s, %s, %s%s.\n",
+			filters, rules := 0, 0
+			for _, f := range cfg.Filters {
+				if f.Rule != nil {
+					rules++
+				} else {
+					filters++
+				}
+			}
+			for _, ag := range cfg.Agents {
+				rules += len(ag.Rules)
+			}
+			ruleCount := ""
+			if rules > 0 {
+				ruleCount = ", " + count(rules, "rule") + " (every expression compiled)"
+			}
+			fmt.Fprintf(a.stdout, "The configuration is valid: %s, %s, %s, %s%s, %s%s.\n",
 				count(len(cfg.Files), "file"), count(len(cfg.Servers), "server"), count(len(cfg.Plugins), "plugin"),
-				count(len(cfg.Filters), "filter"), count(len(cfg.Agents), "agent"), gateway)
+				count(filters, "filter"), ruleCount, count(len(cfg.Agents), "agent"), gateway)
 			return nil
 		},
 	}

@@ -185,6 +185,29 @@ telemetry {
 }
 `}
 
+// rulesConfig has CEL rules at the top level and in an agent.
+var rulesConfig = []string{"nexus.hcl", `server "testserver" {
+  stdio {
+    command = "nexus"
+    args    = ["testserver"]
+  }
+}
+
+rule "no-fail" {
+  when   = "tool.name == 'fail'"
+  action = "deny"
+  reason = "fail is not for agents"
+}
+
+agent "ci" {
+  permission = "yolo"
+  rule "quiet" {
+    when   = "has(args.message) && args.message.contains('loud')"
+    action = "deny"
+  }
+}
+`}
+
 func TestConfigCLI(t *testing.T) {
 	secrets := []string{"NOTES_TOKEN=notes-SECRET", "API_TOKEN=api-SECRET"}
 	cases := []struct {
@@ -217,6 +240,10 @@ func TestConfigCLI(t *testing.T) {
 		{"config_show_gateway", gatewayBlockConfig, "", []string{"CLAUDE_TOKEN=claude-SECRET-0123456789"}, []string{"config", "show", "--config", "nexus.hcl"}, 0},
 		{"config_validate_gateway", gatewayBlockConfig, "", []string{"CLAUDE_TOKEN=claude-SECRET-0123456789"}, []string{"config", "validate", "--config", "nexus.hcl"}, 0},
 		{"config_compile_gateway", gatewayBlockConfig, "", nil, []string{"config", "compile", "--format", "nexus-json", "--config", "nexus.hcl"}, 0},
+		{"config_validate_rules", rulesConfig, "", nil, []string{"config", "validate", "--config", "nexus.hcl"}, 0},
+		{"config_show_rules", rulesConfig, "", nil, []string{"config", "show", "--config", "nexus.hcl"}, 0},
+		{"config_validate_rule_error", []string{"nexus.hcl", "rule \"no-fail\" {\n  when   = \"tool.name == 'fail' && agent.idd == 'ci'\"\n  action = \"deny\"\n}\n"},
+			"", nil, []string{"config", "validate", "--config", "nexus.hcl"}, 2},
 		{"config_show_blocks", observedConfig, "", nil, []string{"config", "show", "--config", "nexus.hcl"}, 0},
 		{"config_show_masked", literalCreds, "", nil, []string{"config", "show", "--config", "mcp.json"}, 0},
 		{"config_show_masked_json", literalCreds, "", nil, []string{"config", "show", "-o", "json", "--config", "mcp.json"}, 0},

@@ -20,7 +20,7 @@ type View struct {
 
 // Entry is one server, plugin, filter, agent or the gateway.
 type Entry struct {
-	Kind      string // "server", "plugin", "filter", "agent", "gateway"
+	Kind      string // "server", "plugin", "filter", "rule", "agent", "gateway"
 	Name      string
 	Source    diag.Source
 	Overrides []diag.Source
@@ -48,7 +48,11 @@ func NewView(cfg *Config, showSecrets bool) *View {
 		for i, f := range cfg.Filters {
 			e := fs[i].(map[string]any)
 			delete(e, "name")
-			v.Filters = append(v.Filters, Entry{"filter", f.Name, f.Source, f.Overrides, e})
+			kind := "filter"
+			if f.Rule != nil {
+				kind = "rule"
+			}
+			v.Filters = append(v.Filters, Entry{kind, f.Name, f.Source, f.Overrides, e})
 		}
 	}
 	if as, ok := doc["agents"].(map[string]any); ok {

@@ -353,3 +353,12 @@ func ExampleVariables() {
 	// method (string)
 	// agent (object)
 }
+
+// The README's modify example.
+func TestReadmeModify(t *testing.T) {
+	r := mustCompile(t, Spec{Name: "cap", When: at("has(args.limit)"), Action: Modify, Set: []Assign{{"arguments.limit", at("math.least(args.limit, 100)")}}})
+	d, err := r.Handle(context.Background(), call("a", "list", `{"limit": 5000}`))
+	if err != nil || string(d.Params) != `{"arguments":{"limit":100},"name":"list"}` {
+		t.Fatalf("%+v %s %v", d, d.Params, err)
+	}
+}
