@@ -130,11 +130,35 @@ filter "ratelimit" {
   }
 }
 
+# A rule: a CEL expression over the event (host/rules), compiled when
+# the config loads. This one lowers page sizes instead of refusing them.
+rule "cap-page-size" {
+  when   = "has(args.per_page) && args.per_page > 100"
+  action = "modify"
+  set    = { "arguments.per_page" = "100" }
+}
+
+# A Rego policy compiled by OPA (filters/rego-guard): the bundle opa build
+# writes, its entrypoint, and its data in config.
+filter "rego-guard" {
+  kind       = "policy"
+  wasm       = "../../bin/filters/rego-guard.tar.gz" # make filters builds it
+  entrypoint = "nexus/guard/decision"
+  config     = { admins = ["release-bot"], max_limit = 100 }
+}
+
 agent "ci" {
   permission = "sandboxed"
   servers    = ["testserver", "github"]
   allow      = ["testserver.*", "github.get_*"]
   deny       = ["*.delete_*"]
+
+  # A rule in an agent block sees only that agent's calls.
+  rule "no-prod" {
+    when   = "has(args.repo) && args.repo.endsWith('-prod')"
+    action = "deny"
+    reason = "ci works on staging repositories only"
+  }
 }
 
 # An agent that reaches the gateway over HTTP: a request carrying one of

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 
@@ -128,13 +129,14 @@ func modelDiff(a, b *Config) string {
 			c2.Plugins = append(c2.Plugins, &x)
 		}
 		for _, f := range c.Filters {
-			x := *f
-			x.Source, x.Overrides = diag.Source{}, nil
-			c2.Filters = append(c2.Filters, &x)
+			c2.Filters = append(c2.Filters, ruleMeaning(f))
 		}
 		for _, g := range c.Agents {
 			x := *g
-			x.Source, x.Overrides = diag.Source{}, nil
+			x.Source, x.Overrides, x.Rules = diag.Source{}, nil, nil
+			for _, r := range g.Rules {
+				x.Rules = append(x.Rules, ruleMeaning(r))
+			}
 			c2.Agents = append(c2.Agents, &x)
 		}
 		return c2
@@ -162,6 +164,26 @@ func modelDiff(a, b *Config) string {
 		return "inputs"
 	}
 	return ""
+}
+
+// ruleMeaning is a filter without where it (and its rule's expressions)
+// were written, and without the compiled rule.
+func ruleMeaning(f *Filter) *Filter {
+	x := *f
+	x.Source, x.Overrides = diag.Source{}, nil
+	if f.Rule != nil {
+		r := *f.Rule
+		r.Compiled = nil
+		r.When.Source = diag.Source{}
+		r.Set = nil
+		for _, a := range f.Rule.Set {
+			a.Value.Source = diag.Source{}
+			r.Set = append(r.Set, a)
+		}
+		sort.Slice(r.Set, func(i, j int) bool { return r.Set[i].Path < r.Set[j].Path })
+		x.Rule = &r
+	}
+	return &x
 }
 
 func showDiff(a, b any) string {

@@ -495,6 +495,10 @@ func mib(n uint64) string {
 // ABI, Inspect starts one instance (without config) to ask for its minor
 // version.
 func (r *Runtime) Inspect(ctx context.Context, spec Spec) (*Info, error) {
+	if !r.begin() {
+		return nil, ErrClosed
+	}
+	defer r.loads.Done()
 	spec = Spec{Name: spec.Name, Path: spec.Path, SHA256: spec.SHA256}.withDefaults()
 	m, err := r.compile(ctx, spec, true)
 	if err != nil {
@@ -527,6 +531,10 @@ func (r *Runtime) Inspect(ctx context.Context, spec Spec) (*Info, error) {
 // fails here, at load, not on the first call. Errors are *diag.Report
 // values whose Cause is a *LoadError.
 func (r *Runtime) Load(ctx context.Context, spec Spec) (*Filter, error) {
+	if !r.begin() {
+		return nil, ErrClosed
+	}
+	defer r.loads.Done()
 	spec = spec.withDefaults()
 	m, err := r.compile(ctx, spec, false)
 	if err != nil {

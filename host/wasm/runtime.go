@@ -63,6 +63,10 @@ type Runtime struct {
 	mu      sync.Mutex
 	filters []*Filter
 	closed  bool
+	// loads counts Load and Inspect calls in progress: Close waits for
+	// them, since closing the compilation cache under a module being
+	// compiled or instantiated crashes wazero.
+	loads sync.WaitGroup
 }
 
 // NewRuntime makes a Runtime.
@@ -131,6 +135,9 @@ func (r *Runtime) Close(ctx context.Context) error {
 		return nil
 	}
 	r.closed = true
+	r.mu.Unlock()
+	r.loads.Wait()
+	r.mu.Lock()
 	fs := r.filters
 	r.filters = nil
 	r.mu.Unlock()
@@ -142,6 +149,18 @@ func (r *Runtime) Close(ctx context.Context) error {
 		errs = append(errs, r.cache.Close(ctx))
 	}
 	return errors.Join(errs...)
+}
+
+// begin registers a Load or Inspect, unless r is closed; end it with
+// r.loads.Done.
+func (r *Runtime) begin() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return false
+	}
+	r.loads.Add(1)
+	return true
 }
 
 func (r *Runtime) isClosed() bool {

@@ -454,3 +454,37 @@ func TestInspect(t *testing.T) {
 		t.Fatalf("%+v %v", info, err)
 	}
 }
+
+// Closing a runtime while filters load (a CLI that fails fast while its
+// chain loads in the background) waits for the loads: closing the
+// compilation cache under a module being instantiated crashed wazero.
+func TestCloseDuringLoad(t *testing.T) {
+	mod := wasmtest.Build(t, "../../filters/tool-allowlist")
+	cacheDir := t.TempDir()
+	for i := range 10 {
+		rt, err := wasm.NewRuntime(context.Background(), wasm.Options{CacheDir: cacheDir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				f, err := rt.Load(context.Background(), wasm.Spec{Path: mod, Config: json.RawMessage(`{"allow": ["a.b"]}`)})
+				if err == nil {
+					f.Handle(context.Background(), toolCall())
+				} else if !errors.Is(err, wasm.ErrClosed) && !strings.Contains(err.Error(), "closed") {
+					t.Errorf("round %d: %v", i, err)
+				}
+			}()
+		}
+		if i%2 == 1 {
+			time.Sleep(time.Duration(i) * time.Millisecond)
+		}
+		if err := rt.Close(context.Background()); err != nil {
+			t.Errorf("round %d: close: %v", i, err)
+		}
+		wg.Wait()
+	}
+}
