@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"testing"
+
+	"github.com/nexus-mcp/nexus/host/wasm/wasmtest"
 )
 
 // stepTimes are what differs between runs of nexus explain.
@@ -74,6 +76,76 @@ filter "redact" {
 		{"explain_read", []string{"explain", "--method", "resources/read", "testserver", "test://static/hello", "--result", "read.json"}, 0},
 		{"explain_prompt", []string{"explain", "--method", "prompts/get", "testserver.greeting", "name=Ann"}, 0},
 		{"explain_read_usage", []string{"explain", "--method", "resources/read", "testserver"}, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			stdout, stderr, code := nexusIn(t, dir, "", nil, c.args...)
+			if code != c.code {
+				t.Errorf("exit %d, want %d\n%s%s", code, c.code, stdout, stderr)
+			}
+			out := stepUs.ReplaceAllString(stepTimes.ReplaceAllString(stdout, "$$TIME"), `"us": $$US`)
+			golden(t, c.name, "--- stdout\n"+out+"--- stderr\n"+stderr)
+		})
+	}
+}
+
+// TestExplainOneChain: a CEL rule, a Rego policy, a Go SDK filter and a
+// sanitizer rule in one chain, in config order, each shown with its
+// decision and where it is written.
+func TestExplainOneChain(t *testing.T) {
+	deny, denySum := buildFilter(t, "deny-destructive")
+	bundle := wasmtest.BuildRego(t, `package p
+
+import rego.v1
+
+deny contains sprintf("server %s is not allowed", [input.server.name]) if not input.server.name in data.servers
+`, "p/deny")
+	dir := t.TempDir()
+	cfg := `server "testserver" {
+  stdio {
+    command = "nexus"
+    args    = ["testserver"]
+  }
+}
+
+rule "short-messages" {
+  when   = "has(args.message) && size(args.message) > 10"
+  action = "deny"
+  reason = "messages are 10 characters at most"
+}
+
+filter "servers" {
+  kind       = "policy"
+  wasm       = "` + bundle + `"
+  entrypoint = "p/deny"
+  config     = { servers = ["testserver"] }
+}
+
+filter "no-destructive" {
+  kind   = "policy"
+  wasm   = "` + deny + `"
+  sha256 = "` + denySum + `"
+  config = { tools = ["testserver.fail"] }
+}
+
+rule "mark" {
+  kind   = "sanitizer"
+  when   = "true"
+  action = "modify"
+  set    = { "structuredContent" = "{'checked': true}" }
+}
+`
+	if err := os.WriteFile(filepath.Join(dir, "nexus.hcl"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "result.json"), []byte(`{"content": [{"type": "text", "text": "hi"}]}`), 0o600)
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"explain_chain_allowed", []string{"explain", "testserver.echo", "message=hi", "--result", "result.json"}, 0},
+		{"explain_chain_rule", []string{"explain", "testserver.echo", "message=far too long a message"}, 4},
+		{"explain_chain_wasm", []string{"explain", "testserver.fail", "message=x"}, 4},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			stdout, stderr, code := nexusIn(t, dir, "", nil, c.args...)
