@@ -1,0 +1,2 @@
+// Command plugin is allowlist written as a go-plugin policy (sdk/plugin).
+package main

@@ -1,0 +1,2 @@
+// Command plugin is redact written as a go-plugin sanitizer (sdk/plugin).
+package main
