@@ -1,6 +1,7 @@
 package host
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -176,24 +177,30 @@ func (h *Host) prepareCall(ctx context.Context, agent, name string, args any) (*
 			return nil, err
 		}
 		ev = h.event(agent, server, mcp.MethodToolsCall, tool)
-		params, err := json.Marshal(&mcp.CallToolParams{Name: toolName, Arguments: raw})
-		if err != nil {
-			return nil, err
+		if h.chain.Selects(policy.KindPolicy, ev) {
+			params, err := json.Marshal(&mcp.CallToolParams{Name: toolName, Arguments: raw})
+			if err != nil {
+				return nil, err
+			}
+			ev.Params = params
+			out, err := h.chain.Request(ctx, ev)
+			if err != nil {
+				return nil, err
+			}
+			// Read back only what a policy changed: the params it left
+			// alone are the arguments already in hand.
+			if !bytes.Equal(out, params) {
+				var p mcp.CallToolParams
+				if err := json.Unmarshal(out, &p); err != nil {
+					return nil, &policy.DeniedError{Link: "chain", Method: mcp.MethodToolsCall, Server: server, Tool: toolName, Err: err}
+				}
+				if p.Name != toolName {
+					return nil, &policy.DeniedError{Link: "chain", Method: mcp.MethodToolsCall, Server: server, Tool: toolName,
+						Reason: "a filter changed the tool name to " + p.Name + "; filters may change arguments, not the tool"}
+				}
+				raw = p.Arguments
+			}
 		}
-		ev.Params = params
-		out, err := h.chain.Request(ctx, ev)
-		if err != nil {
-			return nil, err
-		}
-		var p mcp.CallToolParams
-		if err := json.Unmarshal(out, &p); err != nil {
-			return nil, &policy.DeniedError{Link: "chain", Method: mcp.MethodToolsCall, Server: server, Tool: toolName, Err: err}
-		}
-		if p.Name != toolName {
-			return nil, &policy.DeniedError{Link: "chain", Method: mcp.MethodToolsCall, Server: server, Tool: toolName,
-				Reason: "a filter changed the tool name to " + p.Name + "; filters may change arguments, not the tool"}
-		}
-		raw = p.Arguments
 	}
 
 	start = tr.Now()
@@ -218,7 +225,14 @@ func (h *Host) finishCall(ctx context.Context, p *call, res *mcp.CallToolResult)
 		}
 	}
 	sanitizeResult(res)
-	if p.ev != nil {
+	if p.ev != nil && h.chain.Selects(policy.KindSanitizer, p.ev) {
+		if p.ev.Params == nil { // no policy read them: a sanitizer may
+			params, err := json.Marshal(&mcp.CallToolParams{Name: p.toolName, Arguments: p.args})
+			if err != nil {
+				return nil, err
+			}
+			p.ev.Params = params
+		}
 		b, err := res.MarshalJSON()
 		if err != nil {
 			return nil, err

@@ -108,8 +108,8 @@ type Host struct {
 	// one agent's lookups never resolve a tool it cannot use (the names
 	// themselves are the same for every agent; see namer).
 	catalogs map[string]builtCatalog
-	listv    map[string]listVerdict // by agent, server and tool (listed.go)
-	logLevel mcp.LoggingLevel       // set by SetLogLevel; servers that connect later get it too
+	listv    map[listKey]listVerdict // by agent, server and tool (listed.go)
+	logLevel mcp.LoggingLevel        // set by SetLogLevel; servers that connect later get it too
 }
 
 // core is what a host and its sessions share.
@@ -447,7 +447,7 @@ func (h *Host) Tools(ctx context.Context, agent string) ([]Tool, error) {
 			if l == nil {
 				l = listing(cat.Entries)
 			}
-			if h.listed(ctx, agent, e.Server, &e.Tool, l, b.gen, b.vers[e.Server], true) != nil {
+			if h.listed(ctx, agent, e.Server, &e.Tool, func() *event.Listing { return l }, b.gen, b.vers[e.Server], true) != nil {
 				continue
 			}
 		}
@@ -645,7 +645,7 @@ func (h *Host) event(agent, server, method string, tool *mcp.Tool) *event.Event 
 	if a, ok := h.perms.Agent(agent); ok {
 		e.Agent.Permission = a.Permission
 	}
-	if c := h.reg.Live(agent)[server]; c != nil {
+	if c := h.reg.LiveClient(agent, server); c != nil {
 		info := c.ServerInfo()
 		e.Server.Info = &event.Info{Name: info.Name, Version: info.Version}
 	}

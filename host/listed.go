@@ -124,13 +124,16 @@ func (h *Host) listEvent(agent, server string, t *mcp.Tool, l *event.Listing) *e
 	return e
 }
 
+// listKey is whose verdict on which tool.
+type listKey struct{ agent, server, tool string }
+
 // listed asks the chain whether agent may see server's tool t (nil, or
 // the *policy.DeniedError that withholds it), from the cache when it
 // holds a verdict reached at gen on version ver of the server's tool list
 // (a full one, when full is asked for; ver 0 is never cached). A new
 // verdict's flags are logged.
-func (h *Host) listed(ctx context.Context, agent, server string, t *mcp.Tool, l *event.Listing, gen, ver uint64, full bool) error {
-	key := agent + "\x00" + server + "\x00" + t.Name
+func (h *Host) listed(ctx context.Context, agent, server string, t *mcp.Tool, l func() *event.Listing, gen, ver uint64, full bool) error {
+	key := listKey{agent, server, t.Name}
 	h.mu.Lock()
 	v, ok := h.listv[key]
 	h.mu.Unlock()
@@ -140,7 +143,7 @@ func (h *Host) listed(ctx context.Context, agent, server string, t *mcp.Tool, l 
 		}
 		return v.err
 	}
-	e := h.listEvent(agent, server, t, l)
+	e := h.listEvent(agent, server, t, l())
 	flags, err := h.chain.List(ctx, e)
 	for _, f := range flags {
 		h.log.Warn("tool flagged", "server", server, "tool", t.Name, "by", f.Link, "finding", f.Text)
@@ -155,7 +158,7 @@ func (h *Host) listed(ctx context.Context, agent, server string, t *mcp.Tool, l 
 	}
 	h.mu.Lock()
 	if h.listv == nil || len(h.listv) >= maxListVerdicts {
-		h.listv = map[string]listVerdict{}
+		h.listv = map[listKey]listVerdict{}
 	}
 	h.listv[key] = v
 	h.mu.Unlock()
@@ -173,19 +176,24 @@ func (h *Host) callListed(ctx context.Context, agent, server string, t *mcp.Tool
 	b, fresh := h.catalogs[agent]
 	fresh = fresh && b.gen == gen
 	h.mu.Unlock()
-	var entries []registry.Entry
-	if fresh {
-		entries = b.cat.Entries
-	} else {
-		for name, c := range h.reg.Live(agent) {
-			if tools, ok := c.CachedTools(); ok {
-				for _, tt := range tools {
-					entries = append(entries, registry.Entry{Ref: registry.Ref{Server: name, Tool: tt.Name}, Tool: tt})
+	// The listing is built only when the verdict is not cached: a call
+	// then costs one map lookup.
+	l := func() *event.Listing {
+		var entries []registry.Entry
+		if fresh {
+			entries = b.cat.Entries
+		} else {
+			for name, c := range h.reg.Live(agent) {
+				if tools, ok := c.CachedTools(); ok {
+					for _, tt := range tools {
+						entries = append(entries, registry.Entry{Ref: registry.Ref{Server: name, Tool: tt.Name}, Tool: tt})
+					}
 				}
 			}
 		}
+		return listing(entries)
 	}
-	err := h.listed(ctx, agent, server, t, listing(entries), gen, ver, false)
+	err := h.listed(ctx, agent, server, t, l, gen, ver, false)
 	var de *policy.DeniedError
 	if !errors.As(err, &de) {
 		return err

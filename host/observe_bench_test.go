@@ -4,10 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
-	"runtime"
-	"slices"
 	"testing"
-	"time"
 
 	"go.opentelemetry.io/otel/sdk/trace"
 
@@ -69,53 +66,9 @@ func BenchmarkObserved(b *testing.B) {
 			}
 		}
 	}
-	fs := []func(){call(plain), call(observed), call(quiet), call(audited), call(counted), call(traced)}
-	for range 300 {
-		for _, f := range fs {
-			f()
-		}
-	}
-	type sample struct {
-		wall  time.Duration
-		alloc uint64
-	}
-	measure := func(f func(), n int) sample {
-		var m0, m1 runtime.MemStats
-		runtime.ReadMemStats(&m0)
-		t0 := time.Now()
-		for range n {
-			f()
-		}
-		d := time.Since(t0)
-		runtime.ReadMemStats(&m1)
-		return sample{d / time.Duration(n), (m1.TotalAlloc - m0.TotalAlloc) / uint64(n)}
-	}
-	var s [6][]sample
-	b.ResetTimer()
-	for done := 0; done < b.N; {
-		n := min(200, b.N-done)
-		for i, f := range fs {
-			s[i] = append(s[i], measure(f, n))
-		}
-		done += n
-	}
-	b.StopTimer()
-	med := func(f func(i int) float64) float64 {
-		v := make([]float64, len(s[0]))
-		for i := range v {
-			v[i] = f(i)
-		}
-		slices.Sort(v)
-		return v[len(v)/2]
-	}
-	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }
-	b.ReportMetric(med(func(i int) float64 { return us(s[0][i].wall) }), "plain-µs")
-	b.ReportMetric(med(func(i int) float64 { return us(s[1][i].wall - s[0][i].wall) }), "observed-µs")
-	b.ReportMetric(med(func(i int) float64 { return float64(s[1][i].alloc) - float64(s[0][i].alloc) }), "observed-B")
-	b.ReportMetric(med(func(i int) float64 { return us(s[2][i].wall - s[0][i].wall) }), "idle-µs")
-	b.ReportMetric(med(func(i int) float64 { return float64(s[2][i].alloc) - float64(s[0][i].alloc) }), "idle-B")
-	for k, name := range map[int]string{3: "audit", 4: "metrics", 5: "tracing"} {
-		b.ReportMetric(med(func(i int) float64 { return us(s[k][i].wall - s[0][i].wall) }), name+"-µs")
-		b.ReportMetric(med(func(i int) float64 { return float64(s[k][i].alloc) - float64(s[0][i].alloc) }), name+"-B")
+	s := interleaved(b, []func(){call(plain), call(observed), call(quiet), call(audited), call(counted), call(traced)})
+	plainMicros(b, s)
+	for k, name := range map[int]string{1: "observed", 2: "idle", 3: "audit", 4: "metrics", 5: "tracing"} {
+		added(b, s, k, name)
 	}
 }

@@ -114,6 +114,20 @@ func (c *Chain) Len() int {
 	return len(c.entries)
 }
 
+// Selects reports whether a link of kind k sees e: when none does, the
+// caller need not encode what only such a link would read.
+func (c *Chain) Selects(k Kind, e *event.Event) bool {
+	if c == nil {
+		return false
+	}
+	for _, en := range c.entries {
+		if en.Kind == k && en.selects(e) {
+			return true
+		}
+	}
+	return false
+}
+
 // DeniedError is a request or response stopped by a link.
 type DeniedError struct {
 	Link   string

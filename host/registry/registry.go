@@ -534,6 +534,16 @@ func (r *Registry) Live(agent string) map[string]*mcp.Client {
 	return out
 }
 
+// LiveClient is the live session of one server visible to agent, or nil:
+// Live without building the map, for a call that needs one server's.
+func (r *Registry) LiveClient(agent, server string) *mcp.Client {
+	e := r.get(server)
+	if e == nil || !e.visibleTo(agent) {
+		return nil
+	}
+	return e.alive()
+}
+
 // Close ends every session and stops every server process, in parallel.
 func (r *Registry) Close() {
 	r.mu.Lock()

@@ -1,0 +1,60 @@
+package host_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/nexus-mcp/nexus/host"
+	"github.com/nexus-mcp/nexus/host/policy"
+	"github.com/nexus-mcp/nexus/host/rules"
+	"github.com/nexus-mcp/nexus/host/testserver"
+	"github.com/nexus-mcp/nexus/host/wasm"
+	"github.com/nexus-mcp/nexus/host/wasm/wasmtest"
+)
+
+// regoAllowlist is the Rego allowlist of examples/policies, built by OPA.
+const regoAllowlist = `package policies.allowlist
+
+import rego.v1
+
+deny contains sprintf("server %s is not in the allowlist", [input.server.name]) if {
+	not input.server.name in data.servers
+}
+`
+
+// BenchmarkPolicyLanguages: host.CallTool on the in-process test server
+// with one CEL rule, and with the Rego allowlist compiled by OPA, against
+// the same call with neither, interleaved block by block. It reports what
+// each adds per call (targets: a CEL rule 2 µs, the Rego allowlist 20 µs).
+func BenchmarkPolicyLanguages(b *testing.B) {
+	w := newWorld()
+	w.mu.Lock()
+	w.servers["ts"] = testserver.New(testserver.Options{})
+	w.mu.Unlock()
+	rule, err := rules.Compile(rules.Spec{Name: "no-deletes-for-ci", When: rules.Expr{Text: "agent.id == 'ci' && tool.name.startsWith('delete_')"}, Action: rules.Deny})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rt := wasmtest.Runtime(b, wasm.Options{})
+	rego, err := rt.Load(context.Background(), wasm.Spec{Name: "allowlist", Path: wasmtest.BuildRego(b, regoAllowlist, "policies/allowlist/deny"),
+		Config: json.RawMessage(`{"servers": ["ts"]}`)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	plain := w.host(b, benchAgent, host.Options{})
+	cel := w.host(b, benchAgent, host.Options{Links: []policy.Entry{{Link: rule, Kind: policy.KindPolicy}}})
+	opa := w.host(b, benchAgent, host.Options{Links: []policy.Entry{{Link: rego, Kind: policy.KindPolicy}}})
+	args := json.RawMessage(`{"message":"hello"}`)
+	call := func(h *host.Host) func() {
+		return func() {
+			if res, err := h.CallTool(ctx, "bench", "mcp_ts_echo", args, nil); err != nil || res.IsError {
+				b.Fatal(err, res)
+			}
+		}
+	}
+	s := interleaved(b, []func(){call(plain), call(cel), call(opa)})
+	plainMicros(b, s)
+	added(b, s, 1, "cel")
+	added(b, s, 2, "rego")
+}
