@@ -27,7 +27,7 @@ func TestReport(t *testing.T) {
 	if !strings.Contains(r.what, "CallTool") {
 		t.Fatal("rows reordered")
 	}
-	res := result{r, vals}
+	res := result{row: r, values: vals}
 	if got := res.figure(r.metrics[0]); got != "4.9 to 5.3" {
 		t.Errorf("in process: %s", got)
 	}
