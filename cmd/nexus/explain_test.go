@@ -60,11 +60,7 @@ filter "redact" {
 			t.Fatal(err)
 		}
 	}
-	for _, c := range []struct {
-		name string
-		args []string
-		code int
-	}{
+	explainCases(t, dir, []explainCase{
 		{"explain_shadow", []string{"explain", "testserver.echo", "message=hi"}, 0},
 		{"explain_denied", []string{"explain", "testserver.fail"}, 4},
 		{"explain_schema", []string{"explain", "testserver.add", "a=x", "b=2"}, 4},
@@ -76,16 +72,7 @@ filter "redact" {
 		{"explain_read", []string{"explain", "--method", "resources/read", "testserver", "test://static/hello", "--result", "read.json"}, 0},
 		{"explain_prompt", []string{"explain", "--method", "prompts/get", "testserver.greeting", "name=Ann"}, 0},
 		{"explain_read_usage", []string{"explain", "--method", "resources/read", "testserver"}, 2},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			stdout, stderr, code := nexusIn(t, dir, "", nil, c.args...)
-			if code != c.code {
-				t.Errorf("exit %d, want %d\n%s%s", code, c.code, stdout, stderr)
-			}
-			out := stepUs.ReplaceAllString(stepTimes.ReplaceAllString(stdout, "$$TIME"), `"us": $$US`)
-			golden(t, c.name, "--- stdout\n"+out+"--- stderr\n"+stderr)
-		})
-	}
+	})
 }
 
 // TestExplainOneChain: a CEL rule, a Rego policy, a Go SDK filter and a
@@ -138,15 +125,23 @@ rule "mark" {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(dir, "result.json"), []byte(`{"content": [{"type": "text", "text": "hi"}]}`), 0o600)
-	for _, c := range []struct {
-		name string
-		args []string
-		code int
-	}{
+	explainCases(t, dir, []explainCase{
 		{"explain_chain_allowed", []string{"explain", "testserver.echo", "message=hi", "--result", "result.json"}, 0},
 		{"explain_chain_rule", []string{"explain", "testserver.echo", "message=far too long a message"}, 4},
 		{"explain_chain_wasm", []string{"explain", "testserver.fail", "message=x"}, 4},
-	} {
+	})
+}
+
+type explainCase struct {
+	name string
+	args []string
+	code int
+}
+
+// explainCases runs nexus explain in dir for each case and pins what it
+// prints, the times masked.
+func explainCases(t *testing.T, dir string, cases []explainCase) {
+	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			stdout, stderr, code := nexusIn(t, dir, "", nil, c.args...)
 			if code != c.code {

@@ -50,16 +50,7 @@ func TestFourWays(t *testing.T) {
 					"plugin": pluginFilter(t, pm, p.dir, p.kind, s.Config),
 				}
 				for way, link := range ways {
-					t.Run(way, func(t *testing.T) {
-						for _, c := range s.Cases {
-							d, err := link.Handle(context.Background(), c.Decode(t))
-							if err != nil {
-								t.Errorf("%s: %v", c.Name, err)
-								continue
-							}
-							c.Check(t, d)
-						}
-					})
+					t.Run(way, func(t *testing.T) { wasmtest.RunCases(t, link, s.Cases) })
 				}
 			}
 		})

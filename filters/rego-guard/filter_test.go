@@ -43,14 +43,7 @@ func TestCases(t *testing.T) {
 				t.Fatal(b.String())
 			}
 			defer f.Close(context.Background())
-			for _, c := range s.Cases {
-				d, err := f.Handle(context.Background(), c.Decode(t))
-				if err != nil {
-					t.Errorf("%s: %v", c.Name, err)
-					continue
-				}
-				c.Check(t, d)
-			}
+			wasmtest.RunCases(t, f, s.Cases)
 		})
 	}
 }
@@ -100,13 +93,7 @@ func TestExampleConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close(context.Background())
-	for _, c := range suite.Cases {
-		d, err := f.Handle(context.Background(), c.Decode(t))
-		if err != nil {
-			t.Fatalf("%s: %v", c.Name, err)
-		}
-		c.Check(t, d)
-	}
+	wasmtest.RunCases(t, f, suite.Cases)
 }
 
 var benchEvent = []byte(`{"abi":1,"phase":"request","method":"tools/call","agent":{"id":"claude","permission":"trusted"},"server":{"name":"github"},"tool":{"name":"list_issues"},"params":{"name":"list_issues","arguments":{"repo":"nexus-mcp/nexus","state":"open","limit":20}}}`)

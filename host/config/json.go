@@ -938,10 +938,7 @@ func (j *jsonFile) filters(v *jval) {
 					f.OnError = s
 				}
 			case "mode":
-				if s, ok := d.str(val, "mode", ""); ok {
-					if bad := oneOf("mode", s, modes); bad != "" {
-						d.errAt(val, bad)
-					}
+				if s, ok := d.choice(val, "mode", "mode", modes); ok {
 					f.Mode = s
 				}
 			case "config":
@@ -1066,19 +1063,13 @@ func (j *jsonFile) agents(v *jval) {
 		for _, e := range m.val.obj {
 			switch e.key {
 			case "permission":
-				if s, ok := d.str(e.val, "permission", ""); ok {
-					if bad := oneOf("permission", s, permissions); bad != "" {
-						d.errAt(e.val, bad)
-					}
+				if s, ok := d.choice(e.val, "permission", "permission", permissions); ok {
 					a.Permission = s
 				}
 			case "servers":
 				a.Servers, _ = d.strs(e.val, "servers", "")
 			case "mode":
-				if s, ok := d.str(e.val, "mode", ""); ok {
-					if bad := oneOf("mode", s, modes); bad != "" {
-						d.errAt(e.val, bad)
-					}
+				if s, ok := d.choice(e.val, "mode", "mode", modes); ok {
 					a.Mode = s
 				}
 			case "tokens":
@@ -1116,6 +1107,18 @@ func (j *jsonFile) agents(v *jval) {
 	}
 }
 
+// choice reads a string that must be one of allowed (named name in the
+// message); a value outside them is reported and still returned.
+func (d *dec) choice(v *jval, field, name string, allowed []string) (string, bool) {
+	s, ok := d.str(v, field, "")
+	if ok {
+		if bad := oneOf(name, s, allowed); bad != "" {
+			d.errAt(v, bad)
+		}
+	}
+	return s, ok
+}
+
 // rule decodes a filter's "rule": {"when": ..., "action": ..., "reason":
 // ..., "set": {"arguments.limit": "100"}}; the caller compiles it.
 func (j *jsonFile) rule(d *dec, v *jval) *Rule {
@@ -1130,10 +1133,7 @@ func (j *jsonFile) rule(d *dec, v *jval) *Rule {
 				r.When = rules.Expr{Text: s, Source: j.at(e.val.off + 1)}
 			}
 		case "action":
-			if s, ok := d.str(e.val, "rule.action", ""); ok {
-				if bad := oneOf("action", s, ruleActions); bad != "" {
-					d.errAt(e.val, bad)
-				}
+			if s, ok := d.choice(e.val, "rule.action", "action", ruleActions); ok {
 				r.Action = s
 			}
 		case "reason":
@@ -1187,17 +1187,11 @@ func (j *jsonFile) agentRules(d *dec, agent string, v *jval) []*Filter {
 			switch m.key {
 			case "name":
 			case "kind":
-				if s, ok := d.str(m.val, "kind", ""); ok {
-					if bad := oneOf("kind", s, kinds); bad != "" {
-						d.errAt(m.val, bad)
-					}
+				if s, ok := d.choice(m.val, "kind", "kind", kinds); ok {
 					f.Kind = s
 				}
 			case "mode":
-				if s, ok := d.str(m.val, "mode", ""); ok {
-					if bad := oneOf("mode", s, modes); bad != "" {
-						d.errAt(m.val, bad)
-					}
+				if s, ok := d.choice(m.val, "mode", "mode", modes); ok {
 					f.Mode = s
 				}
 			default:

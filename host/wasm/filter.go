@@ -189,10 +189,11 @@ func (f *Filter) startTimeout() time.Duration { return max(2*time.Second, 10*f.s
 // guest starts its runtime and runs its init functions) and, when
 // configure is set, hands it the config.
 func (f *Filter) start(ctx context.Context, configure bool) (*instance, error) {
+	setup := f.hostModule
 	if f.mod.opa {
-		return f.startOPA(ctx)
+		setup = f.opaHostModule
 	}
-	if err := f.hostModule(ctx); err != nil {
+	if err := setup(ctx); err != nil {
 		return nil, fmt.Errorf("%w: host functions: %v", ErrStart, err)
 	}
 	inst := &instance{f: f, alloc: &allocator{limit: f.memLimit}}
@@ -201,15 +202,20 @@ func (f *Filter) start(ctx context.Context, configure bool) (*instance, error) {
 	// capped log, the real clocks and crypto-grade random. Sleeping stays
 	// wazero's no-op: a real sleep inside a host function could not be
 	// cut short by the call's timeout, while a guest that spins waiting
-	// for its clock is stopped by it.
-	mc := wazero.NewModuleConfig().
-		WithName("").
-		WithStartFunctions("_initialize").
-		WithStdout(streamWriter{&inst.logs, 0}).
-		WithStderr(streamWriter{&inst.logs, 1}).
-		WithSysWalltime().
-		WithSysNanotime().
-		WithRandSource(rand.Reader)
+	// for its clock is stopped by it. An OPA policy has no start function
+	// and imports nothing of WASI.
+	mc := wazero.NewModuleConfig().WithName("")
+	if f.mod.opa {
+		inst.opa = &opaState{}
+		mc = mc.WithStartFunctions()
+	} else {
+		mc = mc.WithStartFunctions("_initialize").
+			WithStdout(streamWriter{&inst.logs, 0}).
+			WithStderr(streamWriter{&inst.logs, 1}).
+			WithSysWalltime().
+			WithSysNanotime().
+			WithRandSource(rand.Reader)
+	}
 	sctx := experimental.WithMemoryAllocator(ctx, inst.alloc)
 	sctx = context.WithValue(sctx, instKey{}, inst)
 	sctx, cancel := context.WithTimeout(sctx, f.startTimeout())
@@ -221,6 +227,9 @@ func (f *Filter) start(ctx context.Context, configure bool) (*instance, error) {
 		return nil, fmt.Errorf("%w: %w", ErrStart, f.cause(ctx, inst, err, f.startTimeout()))
 	}
 	inst.mod, inst.mem = mod, mod.Memory()
+	if f.mod.opa {
+		return f.readyOPA(ctx, sctx, inst)
+	}
 	inst.inputBuf = mod.ExportedFunction(filter.ExportInputBuf)
 	inst.onEvent = mod.ExportedFunction(filter.ExportOnEvent)
 	if inst.mem == nil || inst.inputBuf == nil || inst.onEvent == nil {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/experimental"
 
 	"github.com/nexus-mcp/nexus/sdk/event"
 	"github.com/nexus-mcp/nexus/sdk/filter"
@@ -143,25 +142,11 @@ func (f *Filter) opaHostModule(ctx context.Context) error {
 	return f.setup
 }
 
-// startOPA instantiates an OPA module, learns its builtins and entrypoint
-// with the first instance, and parses the data document.
-func (f *Filter) startOPA(ctx context.Context) (*instance, error) {
-	if err := f.opaHostModule(ctx); err != nil {
-		return nil, fmt.Errorf("%w: host functions: %v", ErrStart, err)
-	}
-	inst := &instance{f: f, alloc: &allocator{limit: f.memLimit}, opa: &opaState{}}
-	inst.logs.limit = f.rt.logLimit
-	mc := wazero.NewModuleConfig().WithName("").WithStartFunctions()
-	sctx := experimental.WithMemoryAllocator(ctx, inst.alloc)
-	sctx = context.WithValue(sctx, instKey{}, inst)
-	sctx, cancel := context.WithTimeout(sctx, f.startTimeout())
-	defer cancel()
-	defer inst.logs.flush(f.logger)
-	mod, err := f.mod.wr.InstantiateModule(sctx, f.mod.compiled, mc)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrStart, f.cause(ctx, inst, err, f.startTimeout()))
-	}
-	inst.mod, inst.mem = mod, mod.Memory()
+// readyOPA readies a new instance of an OPA module: it learns the
+// module's builtins and entrypoint with the first instance, and parses
+// the data document.
+func (f *Filter) readyOPA(ctx, sctx context.Context, inst *instance) (*instance, error) {
+	mod := inst.mod
 	o := inst.opa
 	o.eval, o.malloc = mod.ExportedFunction("opa_eval"), mod.ExportedFunction("opa_malloc")
 	o.parse, o.dump = mod.ExportedFunction("opa_json_parse"), mod.ExportedFunction("opa_json_dump")

@@ -1,9 +1,6 @@
 package wasm_test
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -210,7 +207,7 @@ func TestRegoLoadErrors(t *testing.T) {
 	b, _ := os.ReadFile(bundle)
 	os.WriteFile(truncated, b[:len(b)/2], 0o644)
 	notWASM := filepath.Join(dir, "notwasm.tar.gz")
-	os.WriteFile(notWASM, tarGz(t, map[string]string{"/policy.wasm": "package nexus\n", "/data.json": "{}"}), 0o644)
+	os.WriteFile(notWASM, wasm.TarGz(t, map[string]string{"/policy.wasm": "package nexus\n", "/data.json": "{}"}), 0o644)
 	for name, spec := range map[string]wasm.Spec{
 		"truncated_bundle": {Path: truncated},
 		"bundle_not_wasm":  {Path: notWASM},
@@ -317,19 +314,6 @@ func TestRegoConcurrentCalls(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-}
-
-func tarGz(t testing.TB, files map[string]string) []byte {
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
-	for name, body := range files {
-		tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg})
-		tw.Write([]byte(body))
-	}
-	tw.Close()
-	zw.Close()
-	return buf.Bytes()
 }
 
 func render(err error) string {

@@ -308,15 +308,26 @@ func RunSuites(t *testing.T, rt *wasm.Runtime, name, wasmPath, casesPath string)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, c := range s.Cases {
-				d, err := f.Handle(context.Background(), c.Decode(t))
-				if err != nil {
-					t.Errorf("%s: %v", c.Name, err)
-					continue
-				}
-				c.Check(t, d)
-			}
+			RunCases(t, f, s.Cases)
 		})
+	}
+}
+
+// Handler decides events: a WASM filter, a CEL rule, a plugin's link.
+type Handler interface {
+	Handle(ctx context.Context, e *event.Event) (event.Decision, error)
+}
+
+// RunCases decides every case with h and checks each decision.
+func RunCases(t testing.TB, h Handler, cases []Case) {
+	t.Helper()
+	for _, c := range cases {
+		d, err := h.Handle(context.Background(), c.Decode(t))
+		if err != nil {
+			t.Errorf("%s: %v", c.Name, err)
+			continue
+		}
+		c.Check(t, d)
 	}
 }
 
