@@ -29,7 +29,18 @@ run: build
 # the OPA compiler the Rego filter tests build their policies with
 # (bin/tools/opa, from the Go module proxy; a minute on a cold cache).
 OPA_VERSION := v1.22.2
-testdeps: $(NPM_DIR)/node_modules/.installed bin/tools/opa-$(OPA_VERSION)
+testdeps: $(NPM_DIR)/node_modules/.installed bin/tools/opa-$(OPA_VERSION) redis
+
+# The session store's tests run a real redis-server on loopback (Debian's
+# package; the tests start and stop their own, the package's daemon is
+# not used).
+.PHONY: redis
+redis:
+	@command -v redis-server >/dev/null || command -v valkey-server >/dev/null || \
+		{ echo "installing redis-server (apt-get)"; \
+		  (apt-get install -y --no-install-recommends redis-server >/dev/null 2>&1 || \
+		   (apt-get update >/dev/null && apt-get install -y --no-install-recommends redis-server >/dev/null)) || \
+		  { echo "cannot install redis-server: run apt-get install -y redis-server as root"; exit 1; }; }
 
 bin/tools/opa-$(OPA_VERSION):
 	@mkdir -p bin/tools/opa-build

@@ -7,12 +7,16 @@ package testenv
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Root is the repository root (the directory holding go.mod).
@@ -109,4 +113,48 @@ func OPA(t testing.TB) string {
 		t.Fatalf("the OPA compiler is not installed (%v); run `make testdeps` first (it installs bin/tools/opa from the Go module proxy)", err)
 	}
 	return p
+}
+
+// RedisServer starts a redis-server (Redis 7 or Valkey, from the
+// machine's packages; make testdeps installs it) on a free loopback port,
+// without persistence, stopped by PID when the test ends, and returns its
+// redis:// URL.
+func RedisServer(t testing.TB) string {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if bin, err = exec.LookPath("valkey-server"); err != nil {
+			t.Fatalf("redis-server is not installed (%v); run `make testdeps` (apt-get install -y redis-server)", err)
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	cmd := exec.Command(bin, "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--save", "", "--appendonly", "no",
+		"--dir", t.TempDir(), "--protected-mode", "yes")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return "redis://" + addr + "/0"
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("redis-server did not listen on %s within 30 s:\n%s", addr, out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
