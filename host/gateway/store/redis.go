@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -24,6 +25,17 @@ type RedisOptions struct {
 	// Timeout bounds each command (default 2 s): a replica whose Redis
 	// hangs fails the request, it does not hang with it.
 	Timeout time.Duration
+	// Logger receives what the Redis client logs (dial retries and the
+	// like); nil discards it. go-redis has one logger per process: the
+	// last store opened sets it.
+	Logger hclog.Logger
+}
+
+// redisLog hands go-redis's log lines to hclog.
+type redisLog struct{ l hclog.Logger }
+
+func (r redisLog) Printf(_ context.Context, format string, v ...any) {
+	r.l.Debug(strings.TrimSpace(fmt.Sprintf(format, v...)))
 }
 
 // Redis is the store replicas share: sessions as JSON values with a TTL,
@@ -52,6 +64,10 @@ func NewRedis(o RedisOptions) (*Redis, error) {
 	if o.Prefix == "" {
 		o.Prefix = "nexus:"
 	}
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	redis.SetLogger(redisLog{o.Logger.Named("redis")})
 	return &Redis{c: redis.NewClient(opt), prefix: o.Prefix, where: redact(o.URL)}, nil
 }
 
