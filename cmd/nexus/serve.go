@@ -8,14 +8,17 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
 	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/config"
 	"github.com/nexus-mcp/nexus/host/gateway"
+	"github.com/nexus-mcp/nexus/host/gateway/store"
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/host/policy"
 )
@@ -23,6 +26,7 @@ import (
 func (a *app) serveCmd() *cobra.Command {
 	var (
 		listen, cert, key, metrics string
+		sessionStore               string
 		grace                      time.Duration
 	)
 	cmd := &cobra.Command{
@@ -69,6 +73,9 @@ say where; a traceparent in a request's _meta is continued.`,
 			}
 			if !cmd.Flags().Changed("metrics") {
 				metrics = gw.Metrics
+			}
+			if !cmd.Flags().Changed("session-store") {
+				sessionStore = gw.SessionStore
 			}
 			if (cert == "") != (key == "") {
 				return usageErr("--tls-cert and --tls-key go together")
@@ -142,6 +149,17 @@ say where; a traceparent in a request's _meta is continued.`,
 			if err := gateway.OAuth(gw, gw.PublicURL, &o); err != nil {
 				return &exitError{exitUsage, err}
 			}
+			if sessionStore != "" && sessionStore != "memory" {
+				st, err := openStore(sessionStore, log)
+				if err != nil {
+					return &exitError{exitUsage, err}
+				}
+				defer st.Close()
+				o.Store, o.StoreName = st, store.Name(sessionStore)
+				// Readiness only, for now: a session still lives on the
+				// replica that created it.
+				log.Info("session store configured: /readyz checks it; sessions stay with the replica that created them", "store", o.StoreName)
+			}
 			hh, err := g.HTTP(o)
 			if err != nil {
 				return &exitError{exitUsage, err}
@@ -161,7 +179,16 @@ say where; a traceparent in a request's _meta is continued.`,
 	f.StringVar(&cert, "tls-cert", "", "PEM certificate chain for HTTPS")
 	f.StringVar(&key, "tls-key", "", "PEM private key for HTTPS")
 	f.DurationVar(&grace, "grace", 10*time.Second, "how long calls in flight get to finish on SIGINT or SIGTERM")
+	f.StringVar(&sessionStore, "session-store", "", `where replicas share state: "memory" or redis://host:6379 (or the gateway block's session_store); /readyz checks it`)
 	return cmd
+}
+
+// openStore opens the session store a URL names.
+func openStore(url string, log hclog.Logger) (store.Store, error) {
+	if strings.HasPrefix(url, "redis") || strings.HasPrefix(url, "unix://") {
+		return store.NewRedis(store.RedisOptions{URL: url, Logger: log.Named("store")})
+	}
+	return store.Open(url)
 }
 
 func isEOF(err error) bool {

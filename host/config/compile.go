@@ -479,7 +479,13 @@ func (c *compiler) nexusExtras(doc map[string]any) {
 		doc["agents"] = as
 	}
 	if cfg.Gateway != nil {
-		doc["gateway"] = gatewayJSON(cfg.Gateway)
+		gw := gatewayJSON(cfg.Gateway)
+		if g := cfg.Gateway; g.SessionStore != "" {
+			c.cur = "gateway"
+			gw["session_store"] = c.str(g.Refs, "/session_store", g.SessionStore)
+			c.cur = ""
+		}
+		doc["gateway"] = gw
 	}
 	if cfg.Sampling != nil {
 		doc["sampling"] = c.samplingJSON(cfg.Sampling)

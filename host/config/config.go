@@ -255,10 +255,17 @@ type Gateway struct {
 	AllowedOrigins []string
 	// RequiredServers are the servers /readyz checks are reachable.
 	RequiredServers []string
-	Limits          GatewayLimits
-	OAuth           *GatewayOAuth
-	Source          diag.Source
-	Overrides       []diag.Source
+	// SessionStore is where replicas share sessions: "memory" (or "", one
+	// process) or redis://host:6379 (Redis 7 or Valkey). A password in it
+	// should come from a sensitive variable; see Refs.
+	SessionStore string
+	// Refs are the references SessionStore's text came from, by JSON
+	// pointer ("/session_store"), so compile writes them, not the value.
+	Refs      map[string]Template
+	Limits    GatewayLimits
+	OAuth     *GatewayOAuth
+	Source    diag.Source
+	Overrides []diag.Source
 
 	// Where each of RequiredServers and each OAuth agent (by claim value)
 	// was written, so that the checks made after layers are merged can

@@ -21,7 +21,7 @@ import (
 
 var (
 	gatewaySchema = &hcl.BodySchema{
-		Attributes: []hcl.AttributeSchema{{Name: "listen"}, {Name: "public_url"}, {Name: "allowed_origins"}, {Name: "required_servers"}, {Name: "metrics"}},
+		Attributes: []hcl.AttributeSchema{{Name: "listen"}, {Name: "public_url"}, {Name: "allowed_origins"}, {Name: "required_servers"}, {Name: "metrics"}, {Name: "session_store"}},
 		Blocks:     []hcl.BlockHeaderSchema{{Type: "tls"}, {Type: "limits"}, {Type: "oauth"}},
 	}
 	gatewayTLSSchema    = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "cert"}, {Name: "key"}}}
@@ -71,6 +71,17 @@ func (h *hclFile) gateway(b *hcl.Block) {
 					h.errRange(a.Expr.Range(), "", p, `An origin is scheme://host[:port] with no path, for example "https://app.example.com".`)
 				}
 			}
+		}
+	}
+	if a := at["session_store"]; a != nil {
+		refs := map[string]Template{}
+		if g.SessionStore, ok = h.str(a, refs, "/session_store"); ok {
+			if p := checkSessionStore(g.SessionStore); p != "" {
+				h.errRange(a.Expr.Range(), "", p, sessionStoreFix)
+			}
+		}
+		if len(refs) > 0 {
+			g.Refs = refs
 		}
 	}
 	if a := at["required_servers"]; a != nil {
@@ -425,9 +436,29 @@ func checkTokens(cfg *Config, bad func(src diag.Source, lines []string, problem 
 	}
 }
 
+const sessionStoreFix = `Use "memory" (one process) or redis://host:6379 (rediss:// for TLS); put a password in a sensitive variable: session_store = "redis://:${var.redis_password}@redis:6379"`
+
+// checkSessionStore says what is wrong with a session store URL.
+func checkSessionStore(s string) string {
+	switch {
+	case s == "" || s == "memory":
+		return ""
+	case strings.HasPrefix(s, "redis://"), strings.HasPrefix(s, "rediss://"), strings.HasPrefix(s, "unix://"):
+		u, err := url.Parse(s)
+		if err != nil {
+			return fmt.Sprintf("session_store is not a URL: %v", err)
+		}
+		if u.Scheme != "unix" && u.Host == "" {
+			return "session_store names no host"
+		}
+		return ""
+	}
+	return fmt.Sprintf("session_store %q is not a store this Nexus knows", maskCredential("/session_store", s))
+}
+
 // The same in the nexus-json dialect: "gateway" at the top level.
 var (
-	gatewayKeys        = []string{"listen", "public_url", "allowed_origins", "required_servers", "metrics", "tls", "limits", "oauth"}
+	gatewayKeys        = []string{"listen", "public_url", "allowed_origins", "required_servers", "metrics", "session_store", "tls", "limits", "oauth"}
 	gatewayTLSKeys     = []string{"cert", "key"}
 	gatewayLimitKeys   = []string{"max_body_bytes", "max_sessions", "max_requests", "max_requests_per_session", "max_sse_events", "session_idle_timeout", "shutdown_grace"}
 	gatewayOAuthKeys   = []string{"issuer", "jwks_url", "audience", "scopes", "agent_claim", "agents"}
@@ -454,6 +485,13 @@ func (j *jsonFile) gateway(v *jval) {
 					d.errAt(val, p, `Use host:port, for example "127.0.0.1:8750".`)
 				}
 				g.Listen = s
+			}
+		case "session_store":
+			if s, ok := d.str(val, m.key, "/session_store"); ok {
+				if p := checkSessionStore(s); p != "" {
+					d.errAt(val, p, sessionStoreFix)
+				}
+				g.SessionStore = s
 			}
 		case "metrics":
 			if s, ok := d.str(val, m.key, ""); ok {
@@ -590,6 +628,9 @@ func (j *jsonFile) gateway(v *jval) {
 	}
 	if len(j.errs) > before {
 		return
+	}
+	if len(d.refs) > 0 {
+		g.Refs = d.refs
 	}
 	j.out.gateway = g
 }

@@ -269,3 +269,43 @@ func TestViaGatewayURLAsWritten(t *testing.T) {
 		t.Errorf("%v\n%s", err, out)
 	}
 }
+
+// The session store: a URL checked when the config loads; its password,
+// from a sensitive variable, is written back as the reference, and a
+// literal one is masked.
+func TestGatewaySessionStore(t *testing.T) {
+	cfg := mustLoad(t, "nexus.hcl", `
+variable "redis_password" { sensitive = true }
+gateway {
+  session_store = "redis://:${var.redis_password}@redis.internal:6379/0"
+}
+`, func(k string) (string, bool) {
+		if k == "REDIS_PASSWORD" {
+			return "s3cret", true
+		}
+		return "", false
+	})
+	if cfg.Gateway.SessionStore != "redis://:s3cret@redis.internal:6379/0" {
+		t.Fatalf("%q", cfg.Gateway.SessionStore)
+	}
+	out, _, err := Compile(cfg, FormatNexusJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), "s3cret") || !strings.Contains(string(out), `"session_store": "redis://:${REDIS_PASSWORD}@redis.internal:6379/0"`) {
+		t.Fatalf("compiled:\n%s", out)
+	}
+	back := mustLoad(t, "nexus.json", string(out), func(k string) (string, bool) { return "s3cret", k == "REDIS_PASSWORD" })
+	if back.Gateway.SessionStore != cfg.Gateway.SessionStore {
+		t.Errorf("round trip: %q", back.Gateway.SessionStore)
+	}
+	literal := mustLoad(t, "nexus.hcl", "gateway {\n  session_store = \"redis://:pw-in-file@127.0.0.1:6379\"\n}\n", nil)
+	if out, _, _ := Compile(literal, FormatNexusJSON); strings.Contains(string(out), "pw-in-file") {
+		t.Errorf("a literal password was compiled out:\n%s", out)
+	}
+	for _, bad := range []string{"mysql://db/x", "redis://", "redis://[::1"} {
+		if _, err := loadOne(t, "nexus.hcl", "gateway {\n  session_store = \""+bad+"\"\n}\n", nil); err == nil {
+			t.Errorf("%s loaded", bad)
+		}
+	}
+}

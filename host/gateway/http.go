@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/nexus-mcp/nexus/host/config"
+	"github.com/nexus-mcp/nexus/host/gateway/store"
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/host/transport/httpserver"
 )
@@ -27,7 +28,7 @@ const (
 	SSEPath      = "/sse"      // legacy HTTP+SSE: the stream
 	MessagesPath = "/messages" // legacy HTTP+SSE: where messages are POSTed
 	HealthPath   = "/healthz"  // alive
-	ReadyPath    = "/readyz"   // config loaded, required servers reachable
+	ReadyPath    = "/readyz"   // config loaded, session store and required servers reachable
 )
 
 // Verifier maps an OAuth access token to an agent (the gateway's resource
@@ -54,6 +55,12 @@ type HTTPOptions struct {
 	// Required servers must be reachable for /readyz to say ready.
 	Required []string
 	Limits   config.GatewayLimits
+	// Store is the session store replicas share; /readyz says not ready
+	// while it does not answer. nil: sessions live in this process only.
+	Store store.Store
+	// StoreName is the store as people know it (its URL without a
+	// password), for /readyz.
+	StoreName string
 }
 
 // HTTPHandler is the gateway's HTTP listener: /mcp, the legacy endpoints,
@@ -203,17 +210,26 @@ func (hh *HTTPHandler) ready(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
 	type failure struct {
-		Server string `json:"server"`
+		Server string `json:"server,omitempty"`
+		Store  string `json:"store,omitempty"`
 		Error  string `json:"error"`
 	}
 	var failed []failure
+	if st := hh.opts.Store; st != nil {
+		sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		err := st.Ping(sctx)
+		cancel()
+		if err != nil {
+			failed = append(failed, failure{Store: hh.opts.StoreName, Error: oneLine(err)})
+		}
+	}
 	for _, name := range hh.opts.Required {
 		c, err := hh.g.h.Client(ctx, "", name)
 		if err == nil {
 			_, err = c.Ping(ctx)
 		}
 		if err != nil {
-			failed = append(failed, failure{name, oneLine(err)})
+			failed = append(failed, failure{Server: name, Error: oneLine(err)})
 		}
 	}
 	w.Header().Set("Content-Type", "application/json")

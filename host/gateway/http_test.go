@@ -23,8 +23,10 @@ import (
 
 	"github.com/nexus-mcp/nexus/host/config"
 	"github.com/nexus-mcp/nexus/host/gateway"
+	"github.com/nexus-mcp/nexus/host/gateway/store"
 	"github.com/nexus-mcp/nexus/host/mcp"
 	httptransport "github.com/nexus-mcp/nexus/host/transport/http"
+	"github.com/nexus-mcp/nexus/internal/testenv"
 )
 
 type httpEnv struct {
@@ -305,4 +307,40 @@ func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.
 	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
 	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600)
 	return certFile, keyFile, pool
+}
+
+// /readyz checks the session store: ready while Redis answers, 503 naming
+// the store (without its password) when it does not. The unreachable one
+// is a closed loopback port.
+func TestReadyChecksStore(t *testing.T) {
+	up, err := store.NewRedis(store.RedisOptions{URL: testenv.RedisServer(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	down, err := store.NewRedis(store.RedisOptions{URL: "redis://:pw@127.0.0.1:1/0", Timeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer down.Close()
+	for _, c := range []struct {
+		st     store.Store
+		url    string
+		status int
+		want   string
+	}{
+		{up, "redis://127.0.0.1/0", http.StatusOK, `"ready"`},
+		{down, "redis://:pw@127.0.0.1:1/0", http.StatusServiceUnavailable, `"store":"redis://:***@127.0.0.1:1/0"`},
+	} {
+		e := newHTTPEnv(t, gateway.HTTPOptions{Agent: "claude", Store: c.st, StoreName: store.Name(c.url)})
+		resp, err := client.Get(e.url + gateway.ReadyPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != c.status || !strings.Contains(string(b), c.want) || strings.Contains(string(b), ":pw@") {
+			t.Errorf("status %d: %s", resp.StatusCode, b)
+		}
+	}
 }

@@ -116,6 +116,14 @@ func Open(url string) (Store, error) {
 	return nil, fmt.Errorf("session store %q: not a store this Nexus knows; use \"memory\" (one process) or redis://host:6379 (replicas sharing Redis or Valkey)", redact(url))
 }
 
+// Name is a store URL as messages show it: its password hidden.
+func Name(url string) string {
+	if url == "" {
+		return "memory"
+	}
+	return redact(url)
+}
+
 // redact hides a URL's password for messages.
 func redact(u string) string {
 	at := strings.LastIndexByte(u, '@')
