@@ -178,7 +178,7 @@ func (h *Host) prepareCall(ctx context.Context, agent, name string, args any) (*
 		}
 		ev = h.event(agent, server, mcp.MethodToolsCall, tool)
 		if h.chain.Selects(policy.KindPolicy, ev) {
-			params, err := json.Marshal(&mcp.CallToolParams{Name: toolName, Arguments: raw})
+			params, err := callParams(toolName, raw)
 			if err != nil {
 				return nil, err
 			}
@@ -216,6 +216,11 @@ func (h *Host) prepareCall(ctx context.Context, agent, name string, args any) (*
 	return &call{server: server, toolName: toolName, tool: tool, client: c, args: raw, ev: ev}, nil
 }
 
+// callParams are a tools/call's params as the chain's events carry them.
+func callParams(tool string, args json.RawMessage) (json.RawMessage, error) {
+	return json.Marshal(&mcp.CallToolParams{Name: tool, Arguments: args})
+}
+
 // finishCall runs what comes after the server: the output schema, the
 // built-in sanitizer, the chain's sanitizers and the output cap.
 func (h *Host) finishCall(ctx context.Context, p *call, res *mcp.CallToolResult) (*mcp.CallToolResult, error) {
@@ -227,7 +232,7 @@ func (h *Host) finishCall(ctx context.Context, p *call, res *mcp.CallToolResult)
 	sanitizeResult(res)
 	if p.ev != nil && h.chain.Selects(policy.KindSanitizer, p.ev) {
 		if p.ev.Params == nil { // no policy read them: a sanitizer may
-			params, err := json.Marshal(&mcp.CallToolParams{Name: p.toolName, Arguments: p.args})
+			params, err := callParams(p.toolName, p.args)
 			if err != nil {
 				return nil, err
 			}

@@ -11,7 +11,6 @@ import (
 	"github.com/nexus-mcp/nexus/host/policy"
 	"github.com/nexus-mcp/nexus/host/rules"
 	"github.com/nexus-mcp/nexus/host/wasm"
-	"github.com/nexus-mcp/nexus/sdk/event"
 )
 
 // FilterLoadError is a configured filter that could not be loaded. Calls
@@ -28,8 +27,8 @@ func (e *FilterLoadError) Error() string {
 
 func (e *FilterLoadError) Unwrap() error { return e.Err }
 
-// loadChain builds the chain once: the configured filters in config order,
-// then Options.Links.
+// loadChain builds the chain once: the agents' rules, the configured
+// filters (and top-level rules) in config order, then Options.Links.
 func (h *Host) loadChain(ctx context.Context) error {
 	h.chainOnce.Do(func() {
 		// Filters load concurrently (a plugin launch or a WASM compile is
@@ -54,7 +53,9 @@ func (h *Host) loadChain(ctx context.Context) error {
 			}
 			entries = append(entries, policy.EntryFor(links[i], f))
 		}
-		entries = append(h.agentRules(), entries...)
+		agentEntries, ruleErrs := h.agentRules()
+		entries = append(agentEntries, entries...)
+		errs = append(errs, ruleErrs...)
 		entries = append(entries, h.opts.Links...)
 		h.chain = policy.NewChain(entries...)
 		h.chainErr = errors.Join(errs...)
@@ -79,27 +80,28 @@ func (h *Host) loadFilter(ctx context.Context, f *config.Filter) (policy.Link, e
 		}
 		return rt.Load(ctx, spec)
 	}
-	return nil, fmt.Errorf("filter %q names neither wasm nor plugin", f.Name)
+	return nil, fmt.Errorf("filter %q names no wasm module, plugin or rule", f.Name)
 }
 
 // agentRules are the rules of the agents' blocks, first in the chain:
-// each sees only its agent's events, and they cost a microsecond.
-func (h *Host) agentRules() []policy.Entry {
+// each sees only its agent's events, and they cost a microsecond. A rule
+// that does not compile (the config compiled every rule when it loaded; a
+// Config built by hand may hold one that does not) is a FilterLoadError,
+// as a filter that does not load is: calls are refused while it stands.
+func (h *Host) agentRules() ([]policy.Entry, []error) {
 	var out []policy.Entry
+	var errs []error
 	for _, a := range h.cfg.Agents {
 		for _, f := range a.Rules {
 			r, err := compiledRule(f, a.Name)
 			if err != nil {
-				// The config compiled every rule when it loaded; a Config
-				// built by hand may hold one that does not compile, and
-				// the chain must not go on without it.
-				out = append(out, policy.EntryFor(failing{f.Name, err}, f))
+				errs = append(errs, &FilterLoadError{Filter: a.Name + "." + f.Name, Err: err})
 				continue
 			}
 			out = append(out, policy.EntryFor(r, f))
 		}
 	}
-	return out
+	return out, errs
 }
 
 // compiledRule is the rule of a rule block, compiled when the config
@@ -110,19 +112,6 @@ func compiledRule(f *config.Filter, agent string) (policy.Link, error) {
 	}
 	return rules.Compile(rules.Spec{Name: f.Name, Agent: agent, Kind: f.Kind, When: f.Rule.When, Action: f.Rule.Action,
 		Reason: f.Rule.Reason, Set: f.Rule.Set, Source: f.Source})
-}
-
-// failing is a link that could not be made: every event it sees fails,
-// so the chain fails closed.
-type failing struct {
-	name string
-	err  error
-}
-
-func (l failing) Name() string { return l.name }
-
-func (l failing) Handle(context.Context, *event.Event) (event.Decision, error) {
-	return event.Decision{}, l.err
 }
 
 func (h *Host) pluginManager() *plugin.Manager {

@@ -7,6 +7,7 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -1279,10 +1280,7 @@ func (h *hclFile) filter(b *hcl.Block) {
 	f := &Filter{Name: name, OnError: "deny", Source: h.blockSource(b)}
 	refs := map[string]Template{}
 	at := c.Attributes
-	if s, ok := h.str(at["kind"], nil, ""); ok {
-		if bad := oneOf("kind", s, kinds); bad != "" {
-			h.errRange(at["kind"].Expr.Range(), "", bad)
-		}
+	if s, ok := h.choice(at["kind"], "kind", kinds); ok {
 		f.Kind = s
 	}
 	if a := at["wasm"]; a != nil {
@@ -1336,13 +1334,8 @@ func (h *hclFile) filter(b *hcl.Block) {
 			f.OnError = s
 		}
 	}
-	if a := at["mode"]; a != nil {
-		if s, ok := h.str(a, nil, ""); ok {
-			if bad := oneOf("mode", s, modes); bad != "" {
-				h.errRange(a.Expr.Range(), "", bad)
-			}
-			f.Mode = s
-		}
+	if s, ok := h.choice(at["mode"], "mode", modes); ok {
+		f.Mode = s
 	}
 	if a := at["config"]; a != nil {
 		f.Config, _ = h.anyValue(a, refs, "/config")
@@ -1426,22 +1419,14 @@ func (h *hclFile) agent(b *hcl.Block) {
 			a.Rules = append(a.Rules, f)
 		}
 	}
-	if s, ok := h.str(at["permission"], nil, ""); ok {
-		if bad := oneOf("permission", s, permissions); bad != "" {
-			h.errRange(at["permission"].Expr.Range(), "", bad)
-		}
+	if s, ok := h.choice(at["permission"], "permission", permissions); ok {
 		a.Permission = s
 	}
 	if x := at["servers"]; x != nil {
 		a.Servers, _ = h.strs(x, nil, "")
 	}
-	if x := at["mode"]; x != nil {
-		if s, ok := h.str(x, nil, ""); ok {
-			if bad := oneOf("mode", s, modes); bad != "" {
-				h.errRange(x.Expr.Range(), "", bad)
-			}
-			a.Mode = s
-		}
+	if s, ok := h.choice(at["mode"], "mode", modes); ok {
+		a.Mode = s
 	}
 	if x := at["tokens"]; x != nil {
 		refs := map[string]Template{}
@@ -1499,31 +1484,18 @@ func (h *hclFile) rule(b *hcl.Block, agent string) *Filter {
 	f := &Filter{Name: name, Kind: "policy", OnError: "deny", Source: h.blockSource(b), Rule: &Rule{}}
 	at := c.Attributes
 	bad := false
-	if a := at["kind"]; a != nil {
-		if s, ok := h.str(a, nil, ""); ok {
-			if msg := oneOf("kind", s, kinds); msg != "" {
-				h.errRange(a.Expr.Range(), "", msg)
-				bad = true
-			}
-			f.Kind = s
-		}
+	// A kind or action outside the known ones is reported here; the rule
+	// is then not compiled, which would report it again.
+	if s, ok := h.choice(at["kind"], "kind", kinds); ok {
+		f.Kind = s
+		bad = bad || !slices.Contains(kinds, s)
 	}
-	if a := at["mode"]; a != nil {
-		if s, ok := h.str(a, nil, ""); ok {
-			if msg := oneOf("mode", s, modes); msg != "" {
-				h.errRange(a.Expr.Range(), "", msg)
-			}
-			f.Mode = s
-		}
+	if s, ok := h.choice(at["mode"], "mode", modes); ok {
+		f.Mode = s
 	}
-	if a := at["action"]; a != nil {
-		if s, ok := h.str(a, nil, ""); ok {
-			if msg := oneOf("action", s, ruleActions); msg != "" {
-				h.errRange(a.Expr.Range(), "", msg)
-				bad = true
-			}
-			f.Rule.Action = s
-		}
+	if s, ok := h.choice(at["action"], "action", ruleActions); ok {
+		f.Rule.Action = s
+		bad = bad || !slices.Contains(ruleActions, s)
 	}
 	if a := at["reason"]; a != nil {
 		f.Rule.Reason, _ = h.str(a, nil, "")
@@ -1548,10 +1520,27 @@ func (h *hclFile) rule(b *hcl.Block, agent string) *Filter {
 	return f
 }
 
+// choice reads a string attribute that must be one of allowed (named name
+// in the message): a value outside them is reported and still returned.
+// ok is false when the attribute is missing or not a string.
+func (h *hclFile) choice(a *hcl.Attribute, name string, allowed []string) (string, bool) {
+	if a == nil {
+		return "", false
+	}
+	s, ok := h.str(a, nil, "")
+	if !ok {
+		return "", false
+	}
+	if bad := oneOf(name, s, allowed); bad != "" {
+		h.errRange(a.Expr.Range(), "", bad)
+	}
+	return s, true
+}
+
 // ruleFix points at the reference of rule expressions.
 const ruleFix = "A rule's expressions are CEL (https://cel.dev) over the variables phase, method, agent, server, tool, args, params, result, uri and prompt; go doc github.com/nexus-mcp/nexus/host/rules lists their fields."
 
-var ruleActions = []string{"deny", "allow", "modify"}
+var ruleActions = []string{rules.Deny, rules.Allow, rules.Modify}
 
 // exprStart is where the text of a string expression starts: after the
 // opening quote, or on the line after a heredoc's marker.

@@ -328,9 +328,10 @@ func (r *Runtime) compile(ctx context.Context, spec Spec, hash bool) (*module, e
 				fmt.Sprintf("the module in the bundle %s is not a WebAssembly module: %s", spec.Path, what), nil, nil, []string{opaBuildFix})
 		}
 	}
-	opa := spec.ABI == ABIOPA || (spec.ABI == "" && isOPA(code))
+	looksOPA := isOPA(code)
+	opa := spec.ABI == ABIOPA || (spec.ABI == "" && looksOPA)
 	if opa {
-		if !isOPA(code) {
+		if !looksOPA {
 			err = fmt.Errorf("%w: it lacks OPA's exports (opa_eval_ctx_new, opa_json_dump)", errOPAModule)
 		} else {
 			code, err = ownMemory(code)
@@ -358,7 +359,7 @@ func (r *Runtime) compile(ctx context.Context, spec Spec, hash bool) (*module, e
 			[]string{buildFix})
 	}
 	m := &module{code: file, wr: wr, compiled: compiled, opa: opa, bundle: bundle}
-	m.info = &Info{Name: spec.Name, Path: spec.Path, Size: int64(len(code)), SHA256: sum}
+	m.info = &Info{Name: spec.Name, Path: spec.Path, Size: int64(len(file)), SHA256: sum}
 	if opa {
 		fillSymbols(compiled, m.info)
 		m.abiErr = checkOPA(compiled, m.info)
@@ -367,6 +368,15 @@ func (r *Runtime) compile(ctx context.Context, spec Spec, hash bool) (*module, e
 		m.abiErr = check(compiled, m.info)
 	}
 	return m, nil
+}
+
+// abi names the ABI the module speaks, at the minor version its first
+// instance reported: "1.1", or "opa 1.3" for a Rego policy.
+func (m *module) abi(minor int) string {
+	if m.opa {
+		return fmt.Sprintf("opa 1.%d", minor)
+	}
+	return fmt.Sprintf("%d.%d", filter.ABIMajor, minor)
 }
 
 func (m *module) close(ctx context.Context) {
@@ -514,11 +524,7 @@ func (r *Runtime) Inspect(ctx context.Context, spec Spec) (*Info, error) {
 			inst.close(ctx)
 		}
 		if f.minor >= 0 {
-			m.info.ABIMinor = f.minor
-			m.info.ABI = fmt.Sprintf("%d.%d", filter.ABIMajor, f.minor)
-			if m.opa {
-				m.info.ABI = fmt.Sprintf("opa 1.%d", f.minor)
-			}
+			m.info.ABIMinor, m.info.ABI = f.minor, m.abi(f.minor)
 		}
 	}
 	return m.info, nil
@@ -592,11 +598,7 @@ func (r *Runtime) Load(ctx context.Context, spec Spec) (*Filter, error) {
 		return nil, loadReport(spec, fmt.Errorf("%w: %v", ErrStart, err), fmt.Sprintf("the module failed to start: %v", cause), nil, nil, nil)
 	}
 	f.put(inst)
-	if m.opa {
-		m.info.ABIMinor, m.info.ABI = f.minor, fmt.Sprintf("opa 1.%d", f.minor)
-	} else {
-		m.info.ABIMinor, m.info.ABI = f.minor, fmt.Sprintf("%d.%d", filter.ABIMajor, f.minor)
-	}
+	m.info.ABIMinor, m.info.ABI = f.minor, m.abi(f.minor)
 	if !m.opa && f.minor > filter.ABIMinor {
 		r.logger.Warn("filter was built for a newer ABI minor version; it loads, since every host function it imports exists", "filter", spec.Name, "abi", fmt.Sprintf("1.%d", f.minor), "host_abi", fmt.Sprintf("1.%d", filter.ABIMinor))
 	}

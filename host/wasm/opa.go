@@ -112,7 +112,6 @@ type opaPolicy struct {
 	entrypoint int32
 	entryName  string
 	builtins   map[int32]opaBuiltin
-	data       []byte // the data document's JSON
 }
 
 // opaState is an instance's OPA state.
@@ -172,7 +171,8 @@ func (f *Filter) readyOPA(ctx, sctx context.Context, inst *instance) (*instance,
 	if _, err := o.malloc.Call(sctx, 0); err != nil {
 		return fail(err)
 	}
-	if d := f.opa.data; len(d) > 0 && !bytes.Equal(d, []byte("null")) {
+	// Load made the data document the spec's config.
+	if d := f.spec.Config; len(d) > 0 && !bytes.Equal(d, []byte("null")) {
 		addr, err := inst.opaParse(sctx, d)
 		if err != nil {
 			return fail(fmt.Errorf("parsing the data document: %w", err))
@@ -227,7 +227,7 @@ func (f *Filter) learnOPA(ctx context.Context, inst *instance) error {
 			return fmt.Errorf("%s() is not a map of names to numbers: %v", x.export, err)
 		}
 	}
-	p := &opaPolicy{builtins: map[int32]opaBuiltin{}, data: f.spec.Config}
+	p := &opaPolicy{builtins: map[int32]opaBuiltin{}}
 	var impure, missing []string
 	for name, id := range builtins {
 		b, ok := opaBuiltins[name]
@@ -235,7 +235,7 @@ func (f *Filter) learnOPA(ctx context.Context, inst *instance) error {
 		case ok:
 			p.builtins[id] = b
 		case opaImpure[name] != "":
-			impure = append(impure, fmt.Sprintf("%s (%s)", name, opaImpure[name]))
+			impure = append(impure, name)
 		default:
 			missing = append(missing, name)
 		}
@@ -243,8 +243,12 @@ func (f *Filter) learnOPA(ctx context.Context, inst *instance) error {
 	sort.Strings(impure)
 	sort.Strings(missing)
 	if len(impure) > 0 {
-		return &opaLoadError{problem: "the policy calls builtins that reach outside the sandbox, which filters may not", lines: impure,
-			fix: []string{"Fetch what the policy needs ahead of time and give it as data: the filter's config, or data_file.", "Remove the calls to " + strings.Join(namesOf(impure), ", ") + " from the policy."}}
+		lines := make([]string, len(impure))
+		for i, name := range impure {
+			lines[i] = fmt.Sprintf("%s (%s)", name, opaImpure[name])
+		}
+		return &opaLoadError{problem: "the policy calls builtins that reach outside the sandbox, which filters may not", lines: lines,
+			fix: []string{"Fetch what the policy needs ahead of time and give it as data: the filter's config, or data_file.", "Remove the calls to " + strings.Join(impure, ", ") + " from the policy."}}
 	}
 	if len(missing) > 0 {
 		return &opaLoadError{problem: "the policy calls builtins this Nexus does not provide to Rego policies", lines: missing,
@@ -271,14 +275,6 @@ func (f *Filter) learnOPA(ctx context.Context, inst *instance) error {
 	}
 	f.opa = p
 	return nil
-}
-
-func namesOf(described []string) []string {
-	out := make([]string, len(described))
-	for i, s := range described {
-		out[i], _, _ = strings.Cut(s, " ")
-	}
-	return out
 }
 
 func firstOr(s []string, def string) string {

@@ -126,26 +126,35 @@ func init() {
 
 func str1(fn func(string) (any, error)) func(*builtinCall, []any) (any, error) {
 	return func(_ *builtinCall, a []any) (any, error) {
-		s, err := argString(a, 0)
+		s, err := argStrings(a, 1)
 		if err != nil {
 			return nil, err
 		}
-		return fn(s)
+		return fn(s[0])
 	}
 }
 
 func str2(fn func(string, string) (any, error)) func(*builtinCall, []any) (any, error) {
 	return func(_ *builtinCall, a []any) (any, error) {
-		s, err := argString(a, 0)
+		s, err := argStrings(a, 2)
 		if err != nil {
 			return nil, err
 		}
-		t, err := argString(a, 1)
-		if err != nil {
-			return nil, err
-		}
-		return fn(s, t)
+		return fn(s[0], s[1])
 	}
+}
+
+// argStrings reads the first n operands, each a string.
+func argStrings(a []any, n int) ([]string, error) {
+	out := make([]string, n)
+	for i := range n {
+		s, err := argString(a, i)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = s
+	}
+	return out, nil
 }
 
 func argString(a []any, i int) (string, error) {
@@ -328,11 +337,7 @@ func compileRegex(p string) (*regexp.Regexp, error) {
 }
 
 func biFindN(_ *builtinCall, a []any) (any, error) {
-	p, err := argString(a, 0)
-	if err != nil {
-		return nil, err
-	}
-	s, err := argString(a, 1)
+	ps, err := argStrings(a, 2)
 	if err != nil {
 		return nil, err
 	}
@@ -340,7 +345,8 @@ func biFindN(_ *builtinCall, a []any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	re, err := compileRegex(p)
+	s := ps[1]
+	re, err := compileRegex(ps[0])
 	if err != nil {
 		return nil, err
 	}
@@ -352,23 +358,15 @@ func biFindN(_ *builtinCall, a []any) (any, error) {
 }
 
 func biRegexReplace(_ *builtinCall, a []any) (any, error) {
-	s, err := argString(a, 0)
+	s, err := argStrings(a, 3) // value, pattern, replacement
 	if err != nil {
 		return nil, err
 	}
-	p, err := argString(a, 1)
+	re, err := compileRegex(s[1])
 	if err != nil {
 		return nil, err
 	}
-	v, err := argString(a, 2)
-	if err != nil {
-		return nil, err
-	}
-	re, err := compileRegex(p)
-	if err != nil {
-		return nil, err
-	}
-	return re.ReplaceAllString(s, v), nil
+	return re.ReplaceAllString(s[0], s[2]), nil
 }
 
 func biMarshalWithOptions(_ *builtinCall, a []any) (any, error) {
