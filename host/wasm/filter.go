@@ -40,6 +40,10 @@ type Filter struct {
 	idle     chan *instance // started instances not in use
 	done     chan struct{}  // closed by Close
 	closed   atomic.Bool
+	// starting is held (read) while an instance is made: Close takes it
+	// before closing the runtime, since closing a wazero runtime under an
+	// instantiation in progress crashes wazero.
+	starting sync.RWMutex
 	once     sync.Once
 	setup    error
 	hashOnce sync.Once
@@ -87,6 +91,8 @@ func (f *Filter) Close(ctx context.Context) error {
 		return nil
 	}
 	close(f.done)
+	f.starting.Lock() // no instance is being made from here on
+	defer f.starting.Unlock()
 	for {
 		select {
 		case inst := <-f.idle:
@@ -189,6 +195,11 @@ func (f *Filter) startTimeout() time.Duration { return max(2*time.Second, 10*f.s
 // guest starts its runtime and runs its init functions) and, when
 // configure is set, hands it the config.
 func (f *Filter) start(ctx context.Context, configure bool) (*instance, error) {
+	f.starting.RLock()
+	defer f.starting.RUnlock()
+	if f.closed.Load() {
+		return nil, ErrClosed
+	}
 	setup := f.hostModule
 	if f.mod.opa {
 		setup = f.opaHostModule

@@ -350,7 +350,9 @@ func (r *Runtime) compile(ctx context.Context, spec Spec, hash bool) (*module, e
 			[]string{"Declare tables of at most " + fmt.Sprint(MaxTableElems) + " elements; modules built by the Go toolchain stay well under it."})
 	}
 	wr := wazero.NewRuntimeWithConfig(ctx, cfg)
+	unlock := r.lockCompile(sha256.Sum256(capped))
 	compiled, err := wr.CompileModule(ctx, capped)
+	unlock()
 	if err != nil {
 		wr.Close(ctx)
 		return nil, loadReport(spec, fmt.Errorf("%w: %v", ErrCompile, err),

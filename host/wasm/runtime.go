@@ -67,6 +67,45 @@ type Runtime struct {
 	// them, since closing the compilation cache under a module being
 	// compiled or instantiated crashes wazero.
 	loads sync.WaitGroup
+
+	// compiling holds a lock per module being compiled. wazero v1.12
+	// publishes a module read from the file cache to other compilations
+	// before its entry preambles exist, so two concurrent compilations of
+	// the same module can instantiate a half-made one and crash
+	// (index out of range in moduleEngine.NewFunction). Different modules
+	// still compile in parallel.
+	compilingMu sync.Mutex
+	compiling   map[[32]byte]*compileLock
+}
+
+type compileLock struct {
+	sync.Mutex
+	users int
+}
+
+// lockCompile serializes compilations of the module whose code hashes to
+// id; call the returned func when done.
+func (r *Runtime) lockCompile(id [32]byte) (unlock func()) {
+	r.compilingMu.Lock()
+	if r.compiling == nil {
+		r.compiling = map[[32]byte]*compileLock{}
+	}
+	l := r.compiling[id]
+	if l == nil {
+		l = &compileLock{}
+		r.compiling[id] = l
+	}
+	l.users++
+	r.compilingMu.Unlock()
+	l.Lock()
+	return func() {
+		l.Unlock()
+		r.compilingMu.Lock()
+		if l.users--; l.users == 0 {
+			delete(r.compiling, id)
+		}
+		r.compilingMu.Unlock()
+	}
 }
 
 // NewRuntime makes a Runtime.

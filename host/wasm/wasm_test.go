@@ -488,3 +488,42 @@ func TestCloseDuringLoad(t *testing.T) {
 		wg.Wait()
 	}
 }
+
+// Loads of one module racing each other on a runtime whose file cache
+// already holds it: wazero publishes a module read from the cache before
+// it is ready, so unserialized compilations crashed.
+func TestConcurrentLoadsFromCache(t *testing.T) {
+	mod := wasmtest.Build(t, "../../filters/tool-allowlist")
+	cacheDir := t.TempDir()
+	warm, err := wasm.NewRuntime(context.Background(), wasm.Options{CacheDir: cacheDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := warm.Load(context.Background(), wasm.Spec{Path: mod, Config: json.RawMessage(`{"allow": ["a.b"]}`)}); err != nil {
+		t.Fatal(err)
+	}
+	warm.Close(context.Background())
+	for i := range 3 {
+		rt, err := wasm.NewRuntime(context.Background(), wasm.Options{CacheDir: cacheDir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				f, err := rt.Load(context.Background(), wasm.Spec{Path: mod, Config: json.RawMessage(`{"allow": ["a.b"]}`)})
+				if err != nil {
+					t.Errorf("round %d: %v", i, err)
+					return
+				}
+				if _, err := f.Handle(context.Background(), toolCall()); err != nil {
+					t.Errorf("round %d: %v", i, err)
+				}
+			}()
+		}
+		wg.Wait()
+		rt.Close(context.Background())
+	}
+}
