@@ -36,10 +36,10 @@ type Filter struct {
 	minor    int        // the guest's ABI minor version, -1 until known
 	opa      *opaPolicy // an OPA policy's builtins and entrypoint, known with the first instance
 
-	tokens   chan struct{}  // one per instance that may exist
-	idle     chan *instance // started instances not in use
-	done     chan struct{}  // closed by Close
-	closed   atomic.Bool
+	tokens chan struct{}  // one per instance that may exist
+	idle   chan *instance // started instances not in use
+	done   chan struct{}  // closed by Close
+	closed atomic.Bool
 	// starting is held (read) while an instance is made: Close takes it
 	// before closing the runtime, since closing a wazero runtime under an
 	// instantiation in progress crashes wazero.
