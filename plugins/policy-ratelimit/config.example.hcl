@@ -16,6 +16,10 @@ filter "limits" {
   kind   = "policy"
   plugin = "ratelimit"
   config = {
+    # Gateway replicas that share a Redis count together (README: Across
+    # replicas); put the URL, password and all, in a sensitive variable:
+    # store          = var.session_store
+    # on_store_error = "deny" # or "local": each replica counts alone while Redis is down
     per_agent = { rate = "60/m" }
     per_tool  = { rate = "10/m", burst = 3 }
     tools = {

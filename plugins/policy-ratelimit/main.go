@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/nexus-mcp/nexus/sdk/event"
 	"github.com/nexus-mcp/nexus/sdk/plugin"
 )
@@ -18,7 +20,7 @@ import (
 const Version = "1.0.0"
 
 func main() {
-	plugin.Serve(plugin.Options{Name: "policy-ratelimit", Version: Version, Policy: policy{now: time.Now}})
+	plugin.Serve(plugin.Options{Name: "policy-ratelimit", Version: Version, Policy: policy{now: time.Now, log: plugin.Logger()}})
 }
 
 const schema = `{
@@ -44,7 +46,11 @@ const schema = `{
       "type": "object",
       "description": "limits for matching server.tool names (globs), instead of per_tool",
       "additionalProperties": {"$ref": "#/$defs/limit"}
-    }
+    },
+    "store": {"type": "string", "description": "where the buckets live: \"memory\" (the default: this process) or a Redis URL, redis://[user:password@]host:port[/db] (rediss:// for TLS), that replicas share"},
+    "store_timeout": {"type": "string", "pattern": "^[0-9]+(\\.[0-9]+)?(ms|s)$", "description": "bound on each call to the store, \"1s\" by default; keep it well under the filter's call timeout (5s by default)"},
+    "on_store_error": {"enum": ["deny", "local"], "description": "when the store fails: \"deny\" the call (the default) or count in this process (\"local\") until it answers again"},
+    "namespace": {"type": "string", "pattern": "^[A-Za-z0-9_.-]{1,64}$", "description": "names this filter's buckets in the store; by default a hash of the limits, so replicas with the same config share them"}
   }
 }`
 
@@ -58,6 +64,11 @@ type config struct {
 	PerServer *limitConfig            `json:"per_server"`
 	PerTool   *limitConfig            `json:"per_tool"`
 	Tools     map[string]*limitConfig `json:"tools"`
+
+	Store        string `json:"store"`
+	StoreTimeout string `json:"store_timeout"`
+	OnStoreError string `json:"on_store_error"`
+	Namespace    string `json:"namespace"`
 }
 
 // limit is a parsed rate: burst tokens, refilled at one per every.
@@ -77,8 +88,11 @@ func parseLimit(c *limitConfig) (*limit, error) {
 	if m == nil {
 		return nil, fmt.Errorf("rate %q is not COUNT/PERIOD (for example 10/m)", c.Rate)
 	}
-	n, _ := strconv.Atoi(m[1])
 	period := map[string]time.Duration{"s": time.Second, "m": time.Minute, "h": time.Hour, "d": 24 * time.Hour}[m[2]]
+	n, err := strconv.Atoi(m[1])
+	if err != nil || time.Duration(n) > period {
+		return nil, fmt.Errorf("rate %q is more than one call a nanosecond", c.Rate)
+	}
 	burst := c.Burst
 	if burst <= 0 {
 		burst = n
@@ -86,7 +100,17 @@ func parseLimit(c *limitConfig) (*limit, error) {
 	return &limit{text: c.Rate, burst: float64(burst), every: period / time.Duration(n)}, nil
 }
 
-type policy struct{ now func() time.Time }
+// policy makes a limiter for each filter that names the plugin.
+type policy struct {
+	// now is the clock of in-process buckets.
+	now func() time.Time
+	// storeNow, when set, is the clock a Redis store counts with instead
+	// of the Redis server's own (tests set it).
+	storeNow func() time.Time
+	// log receives what an operator should know: a store that stopped or
+	// started answering again. nil discards it.
+	log hclog.Logger
+}
 
 var (
 	_ plugin.Policy         = policy{}
@@ -100,15 +124,15 @@ func (p policy) NewPolicy(_ context.Context, raw json.RawMessage) (plugin.Decide
 	if err := json.Unmarshal(raw, &c); err != nil {
 		return nil, err
 	}
-	l := &limiter{now: p.now, buckets: map[string]*bucket{}}
+	var r rules
 	var err error
-	if l.agent, err = parseLimit(c.PerAgent); err != nil {
+	if r.agent, err = parseLimit(c.PerAgent); err != nil {
 		return nil, fmt.Errorf("per_agent: %v", err)
 	}
-	if l.server, err = parseLimit(c.PerServer); err != nil {
+	if r.server, err = parseLimit(c.PerServer); err != nil {
 		return nil, fmt.Errorf("per_server: %v", err)
 	}
-	if l.tool, err = parseLimit(c.PerTool); err != nil {
+	if r.tool, err = parseLimit(c.PerTool); err != nil {
 		return nil, fmt.Errorf("per_tool: %v", err)
 	}
 	for glob, lc := range c.Tools {
@@ -119,10 +143,28 @@ func (p policy) NewPolicy(_ context.Context, raw json.RawMessage) (plugin.Decide
 		if err != nil {
 			return nil, fmt.Errorf("tools[%q]: %v", glob, err)
 		}
-		l.tools = append(l.tools, toolLimit{glob: glob, lim: lim})
+		r.tools = append(r.tools, toolLimit{glob: glob, lim: lim})
 	}
-	sortToolLimits(l.tools)
-	return l, nil
+	sortToolLimits(r.tools)
+	local := &limiter{rules: r, now: p.now, buckets: map[string]*bucket{}}
+	sc, err := parseStore(c)
+	if err != nil {
+		return nil, err
+	}
+	if sc == nil {
+		return local, nil
+	}
+	log := p.log
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	return newStoreLimiter(sc, r, local, p.storeNow, log), nil
+}
+
+// rules are a filter's limits: which buckets a call belongs to.
+type rules struct {
+	agent, server, tool *limit
+	tools               []toolLimit
 }
 
 type toolLimit struct {
@@ -165,10 +207,10 @@ type bucket struct {
 	last   time.Time
 }
 
+// limiter keeps a filter's buckets in this process.
 type limiter struct {
-	now                 func() time.Time
-	agent, server, tool *limit
-	tools               []toolLimit
+	rules
+	now func() time.Time
 
 	mu      sync.Mutex
 	buckets map[string]*bucket
@@ -176,45 +218,65 @@ type limiter struct {
 
 // check is one bucket a call must pass.
 type check struct {
-	key  string
+	kind byte // 'a'gent, 's'erver, 't'ool
+	name string
 	lim  *limit
 	what string // "agent \"cli\"", for the reason
 }
 
-func (l *limiter) toolLimit(name string) *limit {
-	for _, t := range l.tools {
+func (c *check) key() string { return string(c.kind) + "\x00" + c.name }
+
+func (r *rules) toolLimit(name string) *limit {
+	for _, t := range r.tools {
 		if ok, _ := path.Match(t.glob, name); ok {
 			return t.lim
 		}
 	}
-	return l.tool
+	return r.tool
 }
 
-// Decide takes a token from every bucket the call belongs to, or none and
-// denies the call naming the limit that stopped it and the wait.
-func (l *limiter) Decide(_ context.Context, e *event.Event) (event.Decision, error) {
+// checks lists the buckets a call takes a token from; none for an event
+// that is not a call.
+func (r *rules) checks(e *event.Event) []check {
 	if e.Method == "tools/list" {
 		// A listing is not a call: the host asks about each listed tool
 		// (and again before a call, while its listing verdict is not
 		// known), and counting those would spend an agent's budget on
 		// looking.
-		return plugin.Allow(), nil
+		return nil
 	}
 	var checks []check
-	if l.agent != nil {
-		checks = append(checks, check{"a\x00" + e.Agent.ID, l.agent, "agent " + strconv.Quote(e.Agent.ID)})
+	if r.agent != nil {
+		checks = append(checks, check{'a', e.Agent.ID, r.agent, "agent " + strconv.Quote(e.Agent.ID)})
 	}
-	if l.server != nil && e.Server.Name != "" {
-		checks = append(checks, check{"s\x00" + e.Server.Name, l.server, "server " + strconv.Quote(e.Server.Name)})
+	if r.server != nil && e.Server.Name != "" {
+		checks = append(checks, check{'s', e.Server.Name, r.server, "server " + strconv.Quote(e.Server.Name)})
 	}
 	if e.Tool != nil && e.Tool.Name != "" {
 		name := e.Server.Name + "." + e.Tool.Name
-		if lim := l.toolLimit(name); lim != nil {
-			checks = append(checks, check{"t\x00" + name, lim, "tool " + strconv.Quote(name)})
+		if lim := r.toolLimit(name); lim != nil {
+			checks = append(checks, check{'t', name, lim, "tool " + strconv.Quote(name)})
 		}
 	}
+	return checks
+}
+
+// denial is the reason a call is refused: the limit that stopped it and
+// the wait until the next call would pass.
+func denial(c *check, wait time.Duration) event.Decision {
+	return plugin.Deny(fmt.Sprintf("rate limit for %s is %s (burst %g); next call allowed in %s",
+		c.what, c.lim.text, c.lim.burst, roundWait(wait)))
+}
+
+// Decide takes a token from every bucket the call belongs to, or none and
+// denies the call naming the limit that stopped it and the wait.
+func (l *limiter) Decide(_ context.Context, e *event.Event) (event.Decision, error) {
+	return l.take(l.checks(e)), nil
+}
+
+func (l *limiter) take(checks []check) event.Decision {
 	if len(checks) == 0 {
-		return plugin.Allow(), nil
+		return plugin.Allow()
 	}
 	now := l.now()
 	l.mu.Lock()
@@ -227,10 +289,11 @@ func (l *limiter) Decide(_ context.Context, e *event.Event) (event.Decision, err
 	bs := make([]*bucket, len(checks))
 	for i := range checks {
 		c := &checks[i]
-		b := l.buckets[c.key]
+		key := c.key()
+		b := l.buckets[key]
 		if b == nil {
 			b = &bucket{tokens: c.lim.burst, last: now}
-			l.buckets[c.key] = b
+			l.buckets[key] = b
 		}
 		refill(b, c.lim, now)
 		bs[i] = b
@@ -242,13 +305,12 @@ func (l *limiter) Decide(_ context.Context, e *event.Event) (event.Decision, err
 		}
 	}
 	if blocked != nil {
-		return plugin.Deny(fmt.Sprintf("rate limit for %s is %s (burst %g); next call allowed in %s",
-			blocked.what, blocked.lim.text, blocked.lim.burst, roundWait(worst))), nil
+		return denial(blocked, worst)
 	}
 	for _, b := range bs {
 		b.tokens--
 	}
-	return plugin.Allow(), nil
+	return plugin.Allow()
 }
 
 func refill(b *bucket, lim *limit, now time.Time) {
@@ -285,14 +347,14 @@ func (l *limiter) sweep(now time.Time) {
 	}
 }
 
-func (l *limiter) limitFor(key string) *limit {
+func (r *rules) limitFor(key string) *limit {
 	switch key[0] {
 	case 'a':
-		return l.agent
+		return r.agent
 	case 's':
-		return l.server
+		return r.server
 	case 't':
-		return l.toolLimit(key[2:])
+		return r.toolLimit(key[2:])
 	}
 	return nil
 }

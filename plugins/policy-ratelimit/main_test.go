@@ -14,6 +14,7 @@ import (
 	hostplugin "github.com/nexus-mcp/nexus/host/plugin"
 	"github.com/nexus-mcp/nexus/host/plugin/plugintest"
 	hostpolicy "github.com/nexus-mcp/nexus/host/policy"
+	"github.com/nexus-mcp/nexus/internal/testenv"
 	"github.com/nexus-mcp/nexus/sdk/event"
 )
 
@@ -34,7 +35,7 @@ func (c *clock) now() time.Time { return c.t }
 
 func newLimiter(t *testing.T, cfg string, c *clock) decider {
 	t.Helper()
-	d, err := policy{now: c.now}.NewPolicy(context.Background(), json.RawMessage(cfg))
+	d, err := policy{now: c.now, storeNow: c.now}.NewPolicy(context.Background(), json.RawMessage(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,10 +55,30 @@ func decide(t *testing.T, d decider, e *event.Event) event.Decision {
 	return dec
 }
 
+// eachStore runs a test with the buckets in process memory and in a real
+// Redis (a redis-server on loopback, started for the test): the same
+// calls must get the same decisions and reasons.
+func eachStore(t *testing.T, cfg string, f func(t *testing.T, d decider, c *clock)) {
+	t.Run("memory", func(t *testing.T) {
+		c := &clock{t: time.Unix(1_700_000_000, 0)}
+		f(t, newLimiter(t, cfg, c), c)
+	})
+	t.Run("redis", func(t *testing.T) {
+		c := &clock{t: time.Unix(1_700_000_000, 0)}
+		d := newLimiter(t, withStore(t, cfg, "store", testenv.RedisServer(t)), c)
+		if _, ok := d.(*storeLimiter); !ok {
+			t.Fatalf("a %T", d)
+		}
+		f(t, d, c)
+	})
+}
+
 func TestBuckets(t *testing.T) {
-	c := &clock{t: time.Unix(1_700_000_000, 0)}
-	d := newLimiter(t, `{"per_agent": {"rate": "3/m"}, "per_tool": {"rate": "10/m", "burst": 2},
-		"tools": {"github.delete_*": {"rate": "1/h"}, "github.delete_repo": {"rate": "2/h"}}}`, c)
+	eachStore(t, `{"per_agent": {"rate": "3/m"}, "per_tool": {"rate": "10/m", "burst": 2},
+		"tools": {"github.delete_*": {"rate": "1/h"}, "github.delete_repo": {"rate": "2/h"}}}`, testBuckets)
+}
+
+func testBuckets(t *testing.T, d decider, c *clock) {
 
 	// per_tool: a burst of 2, then wait 6s (10 a minute).
 	for i := 0; i < 2; i++ {
@@ -98,8 +119,10 @@ func TestBuckets(t *testing.T) {
 
 // Listing tools spends nothing: only calls count.
 func TestListingIsFree(t *testing.T) {
-	c := &clock{t: time.Unix(1_700_000_000, 0)}
-	d := newLimiter(t, `{"per_agent": {"rate": "1/h"}}`, c)
+	eachStore(t, `{"per_agent": {"rate": "1/h"}}`, testListingIsFree)
+}
+
+func testListingIsFree(t *testing.T, d decider, _ *clock) {
 	list := call("a", "github", "get_issue")
 	list.Method = "tools/list"
 	for range 5 {
