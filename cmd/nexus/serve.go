@@ -156,9 +156,6 @@ say where; a traceparent in a request's _meta is continued.`,
 				}
 				defer st.Close()
 				o.Store, o.StoreName = st, store.Name(sessionStore)
-				// Readiness only, for now: a session still lives on the
-				// replica that created it.
-				log.Info("session store configured: /readyz checks it; sessions stay with the replica that created them", "store", o.StoreName)
 			}
 			hh, err := g.HTTP(o)
 			if err != nil {

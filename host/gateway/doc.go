@@ -23,4 +23,17 @@
 // Server-initiated requests go to the client through the chain (host
 // guards them); on HTTP they travel on the stream of the client's request
 // that is in flight to that server (the newest, if several are).
+//
+// Replicas: with a session store (HTTPOptions.Store, Redis or Valkey), any
+// replica serves any request of any session, with no sticky routing. The
+// session's record (principal, agent, negotiated version, the client's
+// initialize params, log level, subscriptions) is in the store; a replica
+// that gets a request for a session it has not seen restores it from
+// there, opens its own upstream connections lazily, and is told by the
+// others when they change the record. Requests the gateway sends a client
+// carry the sending replica in their id, so the answer, POSTed to any
+// replica, reaches it. A response stream is copied to the store once it
+// becomes SSE, so a client whose replica died resumes it elsewhere and
+// learns there that its call may not have finished (a retryable error,
+// never a silent loss and never a second run). See httpserver.Shared.
 package gateway

@@ -93,7 +93,18 @@ var ErrClosed = errors.New("gateway: closed")
 // goes, conn fails or ctx ends. The session's own upstream connections, if
 // it has any, close with it; its requests in flight are cancelled.
 func (g *Gateway) Serve(ctx context.Context, conn mcp.Conn, agent string) error {
+	return g.serve(ctx, conn, agent, nil, false, nil)
+}
+
+// serve is Serve for a session whose state the replicas share in st;
+// restored says another replica opened it; track, if set, is told of the
+// session and returns what to call when it ends.
+func (g *Gateway) serve(ctx context.Context, conn mcp.Conn, agent string, st *stored, restored bool, track func(*session) func()) error {
 	s := newSession(g, agent)
+	s.stored = st
+	if track != nil {
+		defer track(s)()
+	}
 	s.peer = mcp.NewPeer(conn, mcp.PeerOptions{
 		Logger:      g.log.With("agent", agent),
 		Handler:     s,
@@ -111,6 +122,12 @@ func (g *Gateway) Serve(ctx context.Context, conn mcp.Conn, agent string) error 
 	g.sessions[s] = struct{}{}
 	g.wg.Add(1)
 	g.mu.Unlock()
+	if restored {
+		// Before the peer reads the request that brought the session here.
+		if err := s.restore(); err != nil {
+			g.log.Warn("cannot restore a session another replica opened; it is served as uninitialized", "error", oneLine(err))
+		}
+	}
 	g.opts.Metrics.Sessions(1)
 	defer func() {
 		g.opts.Metrics.Sessions(-1)

@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -55,8 +56,10 @@ type HTTPOptions struct {
 	// Required servers must be reachable for /readyz to say ready.
 	Required []string
 	Limits   config.GatewayLimits
-	// Store is the session store replicas share; /readyz says not ready
-	// while it does not answer. nil: sessions live in this process only.
+	// Store is the session store replicas share: any replica serves any
+	// request of a session another opened (see httpserver.Shared), and
+	// /readyz says not ready while it does not answer. nil: sessions live
+	// in this process only.
 	Store store.Store
 	// StoreName is the store as people know it (its URL without a
 	// password), for /readyz.
@@ -71,6 +74,10 @@ type HTTPHandler struct {
 	mcp    *httpserver.Handler
 	tokens []tokenEntry
 	opts   HTTPOptions
+	shared *shared // nil without a store
+
+	mu     sync.Mutex
+	states map[string]*session // sessions whose state is in the store, by HTTP session id
 }
 
 type tokenEntry struct {
@@ -102,7 +109,19 @@ func (g *Gateway) HTTP(o HTTPOptions) (*HTTPHandler, error) {
 		origins[strings.ToLower(strings.TrimRight(o, "/"))] = true
 	}
 	l := o.Limits
+	var sh httpserver.Shared
+	if o.Store != nil {
+		idle := l.SessionIdleTimeout
+		if idle <= 0 {
+			idle = 30 * time.Minute
+		}
+		hh.shared = newShared(o.Store, idle)
+		sh = hh.shared
+		g.log.Info("sessions are shared with the other replicas through the session store", "replica", hh.shared.replica, "store", o.StoreName)
+	}
 	hh.mcp = httpserver.New(hh.serve, httpserver.Options{
+		Shared:                sh,
+		Changed:               hh.changed,
 		Logger:                g.log.Named("http"),
 		MaxBodyBytes:          l.MaxBodyBytes,
 		MaxSessions:           l.MaxSessions,
@@ -148,7 +167,35 @@ func (hh *HTTPHandler) Close() error { return hh.mcp.Close() }
 func (hh *HTTPHandler) InFlight() int { return hh.mcp.InFlight() }
 
 func (hh *HTTPHandler) serve(ctx context.Context, conn mcp.Conn, s *httpserver.Session) error {
-	return hh.g.Serve(ctx, conn, s.Principal)
+	if hh.shared == nil || s.Legacy {
+		return hh.g.Serve(ctx, conn, s.Principal)
+	}
+	st := &stored{st: hh.shared.st, id: s.ID, ttl: hh.shared.ttl, announce: hh.mcp.Announce}
+	return hh.g.serve(ctx, conn, s.Principal, st, s.Restored, func(gs *session) func() {
+		hh.mu.Lock()
+		if hh.states == nil {
+			hh.states = map[string]*session{}
+		}
+		hh.states[s.ID] = gs
+		hh.mu.Unlock()
+		return func() {
+			hh.mu.Lock()
+			if hh.states[s.ID] == gs {
+				delete(hh.states, s.ID)
+			}
+			hh.mu.Unlock()
+		}
+	})
+}
+
+// changed reloads a session whose state another replica changed.
+func (hh *HTTPHandler) changed(id string) {
+	hh.mu.Lock()
+	s := hh.states[id]
+	hh.mu.Unlock()
+	if s != nil {
+		go s.reload()
+	}
 }
 
 // authenticate names the agent a request acts as: the --agent, the agent

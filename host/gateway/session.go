@@ -15,6 +15,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/diag"
+	"github.com/nexus-mcp/nexus/host/gateway/store"
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/host/policy"
 )
@@ -28,9 +29,11 @@ type session struct {
 	ctx    context.Context // ends with the session: tasks run under it
 	cancel context.CancelFunc
 	tasks  tasks
+	stored *stored // the session's record, when replicas share a store
 
 	mu         sync.Mutex
 	init       *mcp.InitializeParams
+	version    string // negotiated
 	ready      bool
 	up         *host.Host        // g.h, or the session's own (see the package doc)
 	own        bool              // up is the session's own
@@ -95,6 +98,9 @@ func (s *session) HandleRequest(ctx context.Context, method string, params json.
 	}
 	s.mu.Lock()
 	inited := s.init != nil
+	// A request after initialize means the client is initialized, even if
+	// its notifications/initialized went to another replica.
+	s.ready = s.ready || inited
 	s.mu.Unlock()
 	if !inited {
 		return nil, &mcp.RPCError{Code: mcp.CodeInvalidRequest, Message: "the session is not initialized: send initialize first (" + method + " came before it)"}
@@ -156,12 +162,21 @@ func (s *session) initialize(params json.RawMessage) (any, error) {
 		s.mu.Unlock()
 		return nil, &mcp.RPCError{Code: mcp.CodeInvalidRequest, Message: "the session is already initialized"}
 	}
-	s.init = &p
+	s.init, s.version = &p, version
 	c := p.Capabilities
 	if c.Sampling != nil || c.Elicitation != nil || c.Roots != nil {
 		s.up, s.own = s.g.h.NewSession(s.sessionOptions(c)), true
 	}
 	s.mu.Unlock()
+	if s.stored != nil {
+		// Any replica may serve the next request: it learns the session there.
+		err := s.stored.save(func(r *store.Session) {
+			r.Init, r.Protocol, r.Agent = params, version, s.agent
+		})
+		if err != nil {
+			return nil, &mcp.RPCError{Code: mcp.CodeInternalError, Message: "initialize: the session store did not record the session (" + oneLine(err) + "); retry once it answers"}
+		}
+	}
 	caps := mcp.ServerCapabilities{
 		Tools:       &mcp.ListChangedCapability{ListChanged: true},
 		Resources:   &mcp.ResourcesCapability{Subscribe: true, ListChanged: true},
@@ -530,11 +545,13 @@ func (s *session) subscribe(ctx context.Context, method string, params json.RawM
 			s.mu.Lock()
 			s.subs[uri] = server
 			s.mu.Unlock()
+			s.saveSubs()
 		}
 	} else {
 		s.mu.Lock()
 		delete(s.subs, uri)
 		s.mu.Unlock()
+		s.saveSubs()
 		// A shared connection's subscription stays: another session may
 		// hold it, and updates are filtered per session anyway.
 		if s.isOwn() {
@@ -545,6 +562,23 @@ func (s *session) subscribe(ctx context.Context, method string, params json.RawM
 		return nil, rpcErrorOf(err)
 	}
 	return struct{}{}, nil
+}
+
+// saveSubs records the session's subscriptions for the other replicas.
+func (s *session) saveSubs() {
+	if s.stored == nil {
+		return
+	}
+	s.mu.Lock()
+	list := make([]string, 0, len(s.subs))
+	for uri, server := range s.subs {
+		list = append(list, subscription(server, uri))
+	}
+	s.mu.Unlock()
+	slices.Sort(list)
+	if err := s.stored.save(func(r *store.Session) { r.Subscriptions = list }); err != nil {
+		s.g.log.Warn("the session store did not record a subscription; another replica serving the session will not know it", "error", oneLine(err))
+	}
 }
 
 // route finds the server of a resource URI: the one that lists it, else
@@ -666,6 +700,11 @@ func (s *session) setLevel(ctx context.Context, params json.RawMessage) (any, er
 	s.level = p.Level.Severity()
 	own := s.own
 	s.mu.Unlock()
+	if s.stored != nil {
+		if err := s.stored.save(func(r *store.Session) { r.LogLevel = string(p.Level) }); err != nil {
+			s.g.log.Warn("the session store did not record a log level; other replicas keep the old one", "error", oneLine(err))
+		}
+	}
 	if own {
 		// A shared connection keeps its level: other sessions share it;
 		// this session's level filters what it is sent (forwardLog).

@@ -18,6 +18,7 @@ type Memory struct {
 	sessions map[string]memSession
 	streams  map[string]*memStream
 	counters map[string]memCounter
+	alive    map[string]time.Time // replica -> until
 	subs     map[string]map[*memSub]struct{}
 	closed   bool
 	ops      int
@@ -45,7 +46,7 @@ type memSub struct{ ch chan []byte }
 // NewMemory returns an empty in-memory store.
 func NewMemory() *Memory {
 	return &Memory{now: time.Now, sessions: map[string]memSession{}, streams: map[string]*memStream{},
-		counters: map[string]memCounter{}, subs: map[string]map[*memSub]struct{}{}}
+		counters: map[string]memCounter{}, alive: map[string]time.Time{}, subs: map[string]map[*memSub]struct{}{}}
 }
 
 // sweep drops what has expired, every 256 operations: the store never
@@ -299,6 +300,34 @@ func (m *Memory) Count(ctx context.Context, key string, window time.Duration) (i
 	c.n++
 	m.counters[k] = c
 	return c.n, nil
+}
+
+// Beat implements Store.
+func (m *Memory) Beat(ctx context.Context, replica string, ttl time.Duration) error {
+	if err := m.lock(); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	if ttl <= 0 {
+		delete(m.alive, replica)
+		return nil
+	}
+	m.alive[replica] = m.now().Add(ttl)
+	return nil
+}
+
+// Alive implements Store.
+func (m *Memory) Alive(ctx context.Context, replica string) (bool, error) {
+	if err := m.lock(); err != nil {
+		return false, err
+	}
+	defer m.mu.Unlock()
+	until, ok := m.alive[replica]
+	if ok && m.now().After(until) {
+		delete(m.alive, replica)
+		ok = false
+	}
+	return ok, nil
 }
 
 // Ping implements Store.

@@ -371,6 +371,23 @@ func (r *Redis) Count(ctx context.Context, key string, window time.Duration) (in
 	return n.Val(), nil
 }
 
+// Beat implements Store.
+func (r *Redis) Beat(ctx context.Context, replica string, ttl time.Duration) error {
+	if ttl <= 0 {
+		return r.fail("mark the replica gone", r.c.Del(ctx, r.prefix+"replica:"+replica).Err())
+	}
+	return r.fail("mark the replica alive", r.c.Set(ctx, r.prefix+"replica:"+replica, "1", ttl).Err())
+}
+
+// Alive implements Store.
+func (r *Redis) Alive(ctx context.Context, replica string) (bool, error) {
+	n, err := r.c.Exists(ctx, r.prefix+"replica:"+replica).Result()
+	if err != nil {
+		return false, r.fail("check a replica", err)
+	}
+	return n == 1, nil
+}
+
 // Ping implements Store.
 func (r *Redis) Ping(ctx context.Context) error {
 	return r.fail("ping", r.c.Ping(ctx).Err())

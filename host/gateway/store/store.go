@@ -25,6 +25,8 @@ type Session struct {
 	Init          json.RawMessage `json:"init,omitempty"`
 	LogLevel      string          `json:"log_level,omitempty"`
 	Subscriptions []string        `json:"subscriptions,omitempty"`
+	// Legacy sessions (HTTP+SSE) are served by their Owner only.
+	Legacy bool `json:"legacy,omitempty"`
 	// Owner is the replica that holds the session's standalone GET
 	// stream, where server-initiated messages for the session go.
 	Owner   string    `json:"owner,omitempty"`
@@ -96,6 +98,12 @@ type Store interface {
 	// length and returns the count: a fixed-window rate limit that holds
 	// across replicas.
 	Count(ctx context.Context, key string, window time.Duration) (int64, error)
+
+	// Beat marks a replica alive for ttl (ttl <= 0: gone, at once); Alive
+	// says whether it still is (a replica that stopped beating died, or
+	// lost the store).
+	Beat(ctx context.Context, replica string, ttl time.Duration) error
+	Alive(ctx context.Context, replica string) (bool, error)
 
 	// Ping says whether the store answers (readiness).
 	Ping(ctx context.Context) error

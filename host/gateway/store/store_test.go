@@ -241,6 +241,41 @@ func suite(t *testing.T, open func(t *testing.T) store.Store) {
 			t.Errorf("another key: %d", n)
 		}
 	})
+	run("alive", func(t *testing.T, s store.Store) {
+		if ok, err := s.Alive(ctx, "r1"); ok || err != nil {
+			t.Fatalf("never beat: %v %v", ok, err)
+		}
+		if err := s.Beat(ctx, "r1", time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Beat(ctx, "r2", 20*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := s.Alive(ctx, "r1"); !ok || err != nil {
+			t.Fatalf("r1: %v %v", ok, err)
+		}
+		if err := s.Beat(ctx, "r1", 0); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := s.Alive(ctx, "r1"); ok || err != nil {
+			t.Fatalf("r1 said it is gone: %v %v", ok, err)
+		}
+		// r2 stops beating: it is dead once its ttl passes.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			ok, err := s.Alive(ctx, "r2")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ok {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("r2 still alive 10 s after its 20 ms ttl")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
 	run("close", func(t *testing.T, s store.Store) {
 		if err := s.Ping(ctx); err != nil {
 			t.Fatal(err)

@@ -35,4 +35,11 @@
 // reading a request's stream while it overflows loses its session, not the
 // process's memory. Every refusal is an HTTP status with a JSON-RPC error
 // body that names the limit and how to raise it.
+//
+// Replicas (Options.Shared): a session opened on one replica is served by
+// any other, which makes a local instance of it from the shared record.
+// Stream and request ids name their replica, the standalone stream lives
+// in the shared store, and a request's SSE stream is copied there, so
+// what crosses replicas (answers to the server's requests, cancellations,
+// resumptions, the end of a session) finds its way; see Shared.
 package httpserver

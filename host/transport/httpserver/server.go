@@ -38,6 +38,9 @@ type Session struct {
 	Principal string
 	// Legacy is set for sessions of the 2024-11-05 HTTP+SSE transport.
 	Legacy bool
+	// Restored is set for the local instance of a session another replica
+	// opened (Options.Shared): its state is in the shared store.
+	Restored bool
 }
 
 // Options bound and tune a Handler. Zero values take the defaults.
@@ -81,6 +84,15 @@ type Options struct {
 	// LegacyEndpoint is the path legacy HTTP+SSE clients POST to, given
 	// to them in the endpoint event (default "/messages").
 	LegacyEndpoint string
+	// Shared, if set, lets replicas serve each other's sessions (see
+	// Shared). SharedPoll is how often a stream read from it checks for
+	// what no wake announced, and whether a request's replica is alive
+	// (default 1 s).
+	Shared     Shared
+	SharedPoll time.Duration
+	// Changed runs when another replica announced (Handler.Announce) that
+	// it changed the state of a session this replica has an instance of.
+	Changed func(id string)
 }
 
 func (o *Options) defaults() {
@@ -113,6 +125,9 @@ func (o *Options) defaults() {
 	}
 	if o.LegacyEndpoint == "" {
 		o.LegacyEndpoint = "/messages"
+	}
+	if o.SharedPoll <= 0 {
+		o.SharedPoll = time.Second
 	}
 }
 
@@ -154,6 +169,8 @@ type Handler struct {
 	sessions map[string]*session
 	closed   bool
 	janitor  bool
+
+	shared *sharedState // nil unless Options.Shared
 }
 
 // New returns a handler that serves each session with serve. Close it to
@@ -161,16 +178,30 @@ type Handler struct {
 func New(serve ServeFunc, o Options) *Handler {
 	o.defaults()
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Handler{serve: serve, log: o.Logger, opts: o, ctx: ctx, cancel: cancel, sessions: map[string]*session{}}
+	h := &Handler{serve: serve, log: o.Logger, opts: o, ctx: ctx, cancel: cancel, sessions: map[string]*session{}}
+	if o.Shared != nil {
+		h.shared = &sharedState{Shared: o.Shared}
+		h.startShared()
+	}
+	return h
 }
 
 // Close ends every session and stream and waits for their ServeFuncs.
 func (h *Handler) Close() error {
 	h.mu.Lock()
+	closed := h.closed
 	h.closed = true
 	h.mu.Unlock()
 	h.cancel()
 	h.wg.Wait()
+	if h.shared != nil && !closed {
+		// Gone at once (the heartbeat has stopped): streams of this
+		// replica resumed elsewhere learn their requests will not be
+		// answered, without waiting for the heartbeat to expire.
+		ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
+		h.shared.Beat(ctx, 0)
+		cancel()
+	}
 	return nil
 }
 
@@ -263,8 +294,15 @@ func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (string, 
 
 // sessionFor finds the session a request names and checks it belongs to
 // the request's principal.
-func (h *Handler) sessionFor(w http.ResponseWriter, sid, principal string) *session {
+// With Options.Shared, a session another replica opened gets a local
+// instance here.
+func (h *Handler) sessionFor(w http.ResponseWriter, r *http.Request, sid, principal string) *session {
 	s := h.session(sid)
+	if s == nil && h.shared != nil {
+		if s = h.restore(w, r, sid, principal); s == nil {
+			return nil
+		}
+	}
 	if s == nil {
 		rpcError(w, http.StatusNotFound, mcp.CodeInvalidRequest, "unknown or ended session; initialize a new one")
 		return nil
@@ -272,6 +310,9 @@ func (h *Handler) sessionFor(w http.ResponseWriter, sid, principal string) *sess
 	if s.info.Principal != principal {
 		rpcError(w, http.StatusForbidden, mcp.CodeInvalidRequest, "this session was opened with other credentials; initialize a session of your own")
 		return nil
+	}
+	if h.shared != nil {
+		h.keepAlive(s)
 	}
 	return s
 }
@@ -346,7 +387,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, principal string)
 	sid := r.Header.Get("Mcp-Session-Id")
 	switch {
 	case sid != "":
-		if s = h.sessionFor(w, sid, principal); s == nil {
+		if s = h.sessionFor(w, r, sid, principal); s == nil {
 			return
 		}
 		if s.info.Legacy {
@@ -355,9 +396,12 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, principal string)
 		}
 	case isRequest && m.Method == mcp.MethodInitialize:
 		var err error
-		if s, err = h.newSession(principal, false); err != nil {
+		if s, err = h.newSession("", principal, false, false); err != nil {
 			w.Header().Set("Retry-After", "5")
 			rpcError(w, http.StatusServiceUnavailable, mcp.CodeInternalError, err.Error())
+			return
+		}
+		if h.shared != nil && !h.record(w, r, s) {
 			return
 		}
 	default:
@@ -367,6 +411,9 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, principal string)
 	s.enter()
 	defer s.leave()
 	if !isRequest {
+		if h.shared != nil && h.routeShared(w, s, m, body) {
+			return
+		}
 		if m.Method == mcp.NotificationCancelled {
 			s.conn.cancelled(m.RequestID)
 		}
@@ -476,6 +523,16 @@ func (h *Handler) reply(w http.ResponseWriter, r *http.Request, s *session, st *
 		if n > 0 {
 			st.sse, st.direct = true, nil
 			st.mu.Unlock()
+			if h.shared != nil {
+				// Recorded before the client sees an id of it, so another
+				// replica can resume it; copied as it grows.
+				if err := h.storeHead(r.Context(), s, st); err != nil {
+					h.log.Warn("cannot record a response stream in the session store; if this replica dies its client cannot resume it elsewhere", "session", s.info.ID, "error", err)
+				} else {
+					h.wg.Add(1)
+					go h.mirror(s, st)
+				}
+			}
 			break
 		}
 		st.mu.Unlock()
@@ -521,12 +578,15 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, principal string) 
 		rpcError(w, http.StatusBadRequest, mcp.CodeInvalidRequest, "missing Mcp-Session-Id header: send initialize first")
 		return
 	}
-	s := h.sessionFor(w, sid, principal)
+	s := h.sessionFor(w, r, sid, principal)
 	if s == nil {
 		return
 	}
 	s.enter()
 	defer s.leave()
+	if h.shared != nil && h.getShared(w, r, s) {
+		return
+	}
 	st, after := s.conn.standalone, -1
 	if last := r.Header.Get("Last-Event-Id"); last != "" {
 		var ok bool
@@ -544,13 +604,22 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request, principal strin
 		rpcError(w, http.StatusBadRequest, mcp.CodeInvalidRequest, "missing Mcp-Session-Id header")
 		return
 	}
-	if s := h.sessionFor(w, sid, principal); s == nil {
+	if s := h.sessionFor(w, r, sid, principal); s == nil {
 		return
 	}
 	h.mu.Lock()
 	s := h.sessions[sid]
 	delete(h.sessions, sid)
 	h.mu.Unlock()
+	if h.shared != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), sharedTimeout)
+		err := h.shared.Delete(ctx, sid)
+		cancel()
+		if err != nil {
+			h.log.Warn("cannot delete a session from the session store; it expires there by itself", "session", sid, "error", err)
+		}
+		h.send("", busMessage(msgEnd, sid, nil))
+	}
 	if s == nil {
 		rpcError(w, http.StatusNotFound, mcp.CodeInvalidRequest, "unknown or ended session")
 		return
@@ -700,10 +769,13 @@ func (h *Handler) LegacySSE(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	s, err := h.newSession(principal, true)
+	s, err := h.newSession("", principal, true, false)
 	if err != nil {
 		w.Header().Set("Retry-After", "5")
 		rpcError(w, http.StatusServiceUnavailable, mcp.CodeInternalError, err.Error())
+		return
+	}
+	if h.shared != nil && !h.record(w, r, s) {
 		return
 	}
 	s.enter()
@@ -732,7 +804,11 @@ func (h *Handler) LegacyMessage(w http.ResponseWriter, r *http.Request) {
 		rpcError(w, http.StatusBadRequest, mcp.CodeInvalidRequest, "missing sessionId: open the SSE endpoint first and POST to the URL its endpoint event gives")
 		return
 	}
-	s := h.sessionFor(w, sid, principal)
+	if h.shared != nil && h.session(sid) == nil {
+		h.forwardLegacy(w, r, sid, principal)
+		return
+	}
+	s := h.sessionFor(w, r, sid, principal)
 	if s == nil {
 		return
 	}
@@ -790,19 +866,33 @@ func (h *Handler) session(id string) *session {
 	return h.sessions[id]
 }
 
-func (h *Handler) newSession(principal string, legacy bool) (*session, error) {
-	var raw [16]byte
-	rand.Read(raw[:])
-	s := &session{info: Session{ID: hex.EncodeToString(raw[:]), Principal: principal, Legacy: legacy}, conn: newSessionConn(&h.opts, legacy)}
+// newSession makes a session: a new one (id ""), or the local instance of
+// one another replica opened (restored).
+func (h *Handler) newSession(id, principal string, legacy, restored bool) (*session, error) {
+	if id == "" {
+		var raw [16]byte
+		rand.Read(raw[:])
+		id = hex.EncodeToString(raw[:])
+	}
+	s := &session{info: Session{ID: id, Principal: principal, Legacy: legacy, Restored: restored}, conn: newSessionConn(&h.opts, legacy)}
 	s.conn.log = h.log.With("session", s.info.ID)
 	s.touch()
+	s.stored.Store(time.Now().UnixNano())
 	ctx, cancel := context.WithCancel(h.ctx)
 	s.cancel = cancel
+	if h.shared != nil && !legacy {
+		s.conn.replica = h.shared.replica
+		s.conn.out = make(chan []byte, h.opts.ReplayEvents)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
 		cancel()
 		return nil, errors.New("the server is shutting down")
+	}
+	if old := h.sessions[id]; old != nil && restored {
+		cancel()
+		return old, nil // a concurrent request restored it first
 	}
 	if len(h.sessions) >= h.opts.MaxSessions {
 		cancel()
@@ -813,6 +903,10 @@ func (h *Handler) newSession(principal string, legacy bool) (*session, error) {
 		h.janitor = true
 		h.wg.Add(1)
 		go h.sweep()
+	}
+	if s.conn.out != nil {
+		h.wg.Add(1)
+		go h.outbox(s)
 	}
 	h.wg.Add(1)
 	go func() {
@@ -862,6 +956,7 @@ type session struct {
 	active   atomic.Int32 // exchanges in progress, open streams included
 	requests atomic.Int64 // requests in progress (admit)
 	used     atomic.Int64 // unix nanos of the last exchange
+	stored   atomic.Int64 // unix nanos of the last Shared.Touch (keepAlive)
 }
 
 func (s *session) touch() { s.used.Store(time.Now().UnixNano()) }
@@ -989,6 +1084,12 @@ type sessionConn struct {
 	finishedQ  []*stream          // completed resumable streams, kept for late resumes
 	nextID     int
 	legacyReqs map[string]func() // legacy requests in progress: release on answer
+
+	// With Options.Shared: stream ids and the ids of requests to the
+	// client name the replica, and the standalone stream's messages go
+	// to the store through out (see Handler.outbox).
+	replica string
+	out     chan []byte
 }
 
 // maxFinished bounds the completed streams a session keeps for resumption.
@@ -1100,7 +1201,11 @@ func (sc *sessionConn) open(id, token json.RawMessage) *stream {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	sc.nextID++
-	st := newStream("p"+strconv.Itoa(sc.nextID), idKey(id))
+	name := "p" + strconv.Itoa(sc.nextID)
+	if sc.replica != "" {
+		name = sc.replica + "." + name
+	}
+	st := newStream(name, idKey(id))
 	sc.byReq[st.key] = st
 	if len(token) > 0 {
 		sc.byToken[idKey(token)] = st
@@ -1152,6 +1257,16 @@ func (sc *sessionConn) cancelled(id json.RawMessage) {
 	if rel != nil {
 		rel()
 	}
+}
+
+// has reports whether a request of the client is open here.
+func (sc *sessionConn) has(id json.RawMessage) bool {
+	if len(id) == 0 {
+		return false
+	}
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	return sc.byReq[idKey(id)] != nil
 }
 
 // resumable makes a request's SSE stream reachable by Last-Event-ID.
@@ -1249,6 +1364,23 @@ func (sc *sessionConn) WriteMessage(ctx context.Context, msg []byte) error {
 		st = sc.standalone
 	}
 	sc.mu.Unlock()
+	if sc.replica != "" && pm.Method != "" && len(pm.ID) > 0 {
+		// A request to the client: its answer may reach another replica.
+		nid, _ := json.Marshal(sc.replica + ":" + string(pm.ID))
+		if data, err = withID(data, nid); err != nil {
+			return err
+		}
+	}
+	if st == sc.standalone && sc.out != nil {
+		select {
+		case sc.out <- data:
+		case <-sc.done:
+			return mcp.ErrClosed
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return nil
+	}
 	if err := st.add(data, isResponse, sc.opts); err != nil {
 		sc.log.Warn("ending the session: its client stopped reading a response stream",
 			"stream", st.id, "limit", sc.opts.limitText("max_sse_events", sc.opts.ReplayEvents))

@@ -1,0 +1,759 @@
+package httpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nexus-mcp/nexus/host/mcp"
+)
+
+// Shared is what the replicas of one service share (Options.Shared), so
+// that any replica serves any request of any session, with no sticky
+// routing. A replica that gets a request for a session it does not hold
+// looks the session up and serves it with a local instance of its own;
+// what must cross replicas travels through Shared:
+//
+//   - the session's record (its principal, whether it is legacy, who made
+//     it), so a request authenticated as someone else cannot use it;
+//   - SSE events: a request's stream, once it becomes one, is mirrored so
+//     that a client whose replica died resumes it (Last-Event-ID) on
+//     another, and learns there that its call failed if the replica died
+//     before answering; the standalone stream lives only in Shared, so
+//     what any replica sends a session reaches the one GET stream;
+//   - messages between replicas: a client's answer to a request (sampling,
+//     elicitation, roots) reaches the replica that asked, whose id is in
+//     the request's id; a cancellation reaches the replica running the
+//     call; the end of a session reaches every replica.
+//
+// The gateway implements it over its session store (Redis or Valkey).
+type Shared interface {
+	// Replica names this process among the replicas: unique, and without
+	// '-', '.', ':' or '/'.
+	Replica() string
+	// Create records a new session; Lookup finds one (ok false: there is
+	// none); Touch keeps it from expiring (ok false: it ended); Delete ends it.
+	Create(ctx context.Context, rec SharedSession) error
+	Lookup(ctx context.Context, id string) (rec SharedSession, ok bool, err error)
+	Touch(ctx context.Context, id string) (ok bool, err error)
+	Delete(ctx context.Context, id string) error
+	// Append adds an event to a stream, keeping at most max; After
+	// returns the events after the one with id after ("" = all kept), and
+	// gone when that one is no longer kept.
+	Append(ctx context.Context, stream string, data []byte, max int) (id string, err error)
+	After(ctx context.Context, stream, after string) (events []SharedEvent, gone bool, err error)
+	// Send delivers msg to a replica's Receive ("" = every replica's).
+	Send(ctx context.Context, replica string, msg []byte) error
+	// Receive delivers this replica's messages until ctx ends; the channel
+	// closes when the connection to the store is lost (call it again).
+	Receive(ctx context.Context) (<-chan []byte, error)
+	// Beat says this replica is alive for ttl; Alive asks about another.
+	Beat(ctx context.Context, ttl time.Duration) error
+	Alive(ctx context.Context, replica string) (bool, error)
+}
+
+// SharedSession is a session's record in Shared.
+type SharedSession struct {
+	ID        string
+	Principal string
+	// Legacy sessions (HTTP+SSE) live on the replica holding their one
+	// stream, Owner; a message POSTed to another replica is sent there.
+	Legacy bool
+	Owner  string
+}
+
+// SharedEvent is one stored event.
+type SharedEvent struct {
+	ID   string
+	Data []byte
+}
+
+// Bounds of the shared mode.
+const (
+	sharedTimeout = 3 * time.Second // one store operation
+	beatEvery     = 2 * time.Second
+	beatTTL       = 10 * time.Second // a replica silent this long is dead
+)
+
+// Messages between replicas: a kind letter, a space, the session (or
+// stream) id, and for some a newline and a JSON-RPC message.
+const (
+	msgWake     = 'w' // w <session>/<stream>: events were appended
+	msgResponse = 'r' // r <session>\n<response to a request this replica sent>
+	msgCancel   = 'c' // c <session>\n<notifications/cancelled>
+	msgEnd      = 'e' // e <session>: the session was deleted
+	msgLegacy   = 'l' // l <session>\n<a message for a legacy session held here>
+	msgChanged  = 's' // s <session>\n<replica>: that replica changed the session's state
+)
+
+func busMessage(kind byte, id string, body []byte) []byte {
+	b := make([]byte, 0, 2+len(id)+1+len(body))
+	b = append(b, kind, ' ')
+	b = append(b, id...)
+	if body != nil {
+		b = append(b, '\n')
+		b = append(b, body...)
+	}
+	return b
+}
+
+// sharedState is a Handler's part in the shared mode.
+type sharedState struct {
+	Shared
+	replica string
+
+	mu      sync.Mutex
+	waiters map[string]map[chan struct{}]struct{} // stream key -> pumps waiting for events
+}
+
+// startShared runs the replica's heartbeat and its message loop.
+func (h *Handler) startShared() {
+	sh := h.shared
+	sh.replica = sh.Replica()
+	sh.waiters = map[string]map[chan struct{}]struct{}{}
+	h.wg.Add(2)
+	go func() {
+		defer h.wg.Done()
+		t := time.NewTicker(beatEvery)
+		defer t.Stop()
+		for {
+			ctx, cancel := context.WithTimeout(h.ctx, sharedTimeout)
+			if err := sh.Beat(ctx, beatTTL); err != nil && h.ctx.Err() == nil {
+				h.log.Warn("cannot tell the other replicas this one is alive", "error", err)
+			}
+			cancel()
+			select {
+			case <-h.ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	go func() {
+		defer h.wg.Done()
+		wait := 100 * time.Millisecond
+		for h.ctx.Err() == nil {
+			msgs, err := sh.Receive(h.ctx)
+			if err != nil {
+				h.log.Warn("cannot receive messages from the other replicas; retrying", "error", err, "in", wait)
+				select {
+				case <-h.ctx.Done():
+					return
+				case <-time.After(wait):
+				}
+				wait = min(2*wait, 5*time.Second)
+				continue
+			}
+			wait = 100 * time.Millisecond
+			for m := range msgs {
+				h.onMessage(m)
+			}
+		}
+	}()
+}
+
+// onMessage acts on a message from another replica.
+func (h *Handler) onMessage(m []byte) {
+	if len(m) < 3 || m[1] != ' ' {
+		return
+	}
+	head, body, _ := bytes.Cut(m[2:], []byte{'\n'})
+	id := string(head)
+	if m[0] == msgWake {
+		h.shared.wake(id)
+		return
+	}
+	s := h.session(id)
+	if s == nil {
+		return
+	}
+	switch m[0] {
+	case msgEnd:
+		h.endLocal(s)
+	case msgResponse:
+		if b, ok := h.ownID(body); ok {
+			s.conn.deliverMessage(h.ctx, b)
+		}
+	case msgCancel:
+		pm, err := parseIncoming(body)
+		if err != nil || !s.conn.has(pm.RequestID) {
+			return
+		}
+		s.conn.cancelled(pm.RequestID)
+		s.conn.deliverMessage(h.ctx, body)
+	case msgChanged:
+		if string(body) != h.shared.replica && h.opts.Changed != nil {
+			h.opts.Changed(id)
+		}
+	case msgLegacy:
+		if s.info.Legacy {
+			ctx, cancel := context.WithTimeout(h.ctx, sharedTimeout)
+			s.conn.push(ctx, bytes.Clone(body))
+			cancel()
+		}
+	}
+}
+
+// Announce tells the other replicas that the ServeFunc changed the state
+// of a session it keeps in the store (Options.Changed runs there).
+func (h *Handler) Announce(id string) {
+	if h.shared != nil {
+		h.send("", busMessage(msgChanged, id, []byte(h.shared.replica)))
+	}
+}
+
+// waiter registers for the wake of a stream; call done when leaving.
+func (sh *sharedState) waiter(key string) (ch chan struct{}, done func()) {
+	ch = make(chan struct{}, 1)
+	sh.mu.Lock()
+	if sh.waiters[key] == nil {
+		sh.waiters[key] = map[chan struct{}]struct{}{}
+	}
+	sh.waiters[key][ch] = struct{}{}
+	sh.mu.Unlock()
+	return ch, func() {
+		sh.mu.Lock()
+		delete(sh.waiters[key], ch)
+		if len(sh.waiters[key]) == 0 {
+			delete(sh.waiters, key)
+		}
+		sh.mu.Unlock()
+	}
+}
+
+func (sh *sharedState) wake(key string) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	for ch := range sh.waiters[key] {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// send is Send with a bounded wait, logged on failure.
+func (h *Handler) send(replica string, msg []byte) {
+	ctx, cancel := context.WithTimeout(h.ctx, sharedTimeout)
+	defer cancel()
+	if err := h.shared.Send(ctx, replica, msg); err != nil && h.ctx.Err() == nil {
+		h.log.Warn("cannot reach the other replicas", "error", err)
+	}
+}
+
+// restore finds a session another replica made and makes a local
+// instance of it, or answers why it cannot.
+func (h *Handler) restore(w http.ResponseWriter, r *http.Request, sid, principal string) *session {
+	ctx, cancel := context.WithTimeout(r.Context(), sharedTimeout)
+	rec, ok, err := h.shared.Lookup(ctx, sid)
+	cancel()
+	switch {
+	case err != nil:
+		w.Header().Set("Retry-After", "2")
+		rpcError(w, http.StatusServiceUnavailable, mcp.CodeInternalError, "the session store does not answer, so this replica cannot serve a session another one opened: "+err.Error()+"; retry, and check the store")
+		return nil
+	case !ok:
+		rpcError(w, http.StatusNotFound, mcp.CodeInvalidRequest, "unknown or ended session; initialize a new one")
+		return nil
+	case rec.Principal != principal:
+		rpcError(w, http.StatusForbidden, mcp.CodeInvalidRequest, "this session was opened with other credentials; initialize a session of your own")
+		return nil
+	case rec.Legacy:
+		rpcError(w, http.StatusBadRequest, mcp.CodeInvalidRequest, "this session uses the HTTP+SSE transport; POST to its endpoint")
+		return nil
+	}
+	s, err := h.newSession(sid, principal, false, true)
+	if err != nil {
+		w.Header().Set("Retry-After", "5")
+		rpcError(w, http.StatusServiceUnavailable, mcp.CodeInternalError, err.Error())
+		return nil
+	}
+	return s
+}
+
+// keepAlive extends the session's life in the store, at most every
+// quarter of the idle timeout (not a store round trip per request); a
+// session another replica ended ends here too.
+func (h *Handler) keepAlive(s *session) {
+	now := time.Now().UnixNano()
+	last := s.stored.Load()
+	if now-last < int64(h.opts.IdleTimeout/4) || !s.stored.CompareAndSwap(last, now) {
+		return
+	}
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		ctx, cancel := context.WithTimeout(h.ctx, sharedTimeout)
+		defer cancel()
+		ok, err := h.shared.Touch(ctx, s.info.ID)
+		if err == nil && !ok {
+			h.endLocal(s)
+		}
+	}()
+}
+
+// endLocal ends this replica's instance of a session.
+func (h *Handler) endLocal(s *session) {
+	h.mu.Lock()
+	if h.sessions[s.info.ID] == s {
+		delete(h.sessions, s.info.ID)
+	}
+	h.mu.Unlock()
+	s.end()
+}
+
+// ---- requests -------------------------------------------------------------
+
+// record puts a session this replica opened in the store; when it cannot,
+// the session ends and the client is told why.
+func (h *Handler) record(w http.ResponseWriter, r *http.Request, s *session) bool {
+	ctx, cancel := context.WithTimeout(r.Context(), sharedTimeout)
+	err := h.shared.Create(ctx, SharedSession{ID: s.info.ID, Principal: s.info.Principal, Legacy: s.info.Legacy, Owner: h.shared.replica})
+	cancel()
+	if err == nil {
+		return true
+	}
+	h.endLocal(s)
+	w.Header().Set("Retry-After", "5")
+	rpcError(w, http.StatusServiceUnavailable, mcp.CodeInternalError, "cannot open a session: the session store does not answer: "+err.Error()+"; retry once it is back")
+	return false
+}
+
+// routeShared sends a client's notification or answer where it belongs
+// when that is another replica: an answer to the replica whose request it
+// answers, a cancellation of a request not running here to every replica.
+// It reports whether it answered the POST.
+func (h *Handler) routeShared(w http.ResponseWriter, s *session, m incoming, body []byte) bool {
+	switch {
+	case m.Method == "" && m.hasID():
+		replica, _, ok := replicaOf(body)
+		if !ok {
+			return false
+		}
+		if replica == h.shared.replica {
+			b, _ := h.ownID(body)
+			if !s.conn.deliverMessage(h.ctx, b) {
+				rpcError(w, http.StatusNotFound, mcp.CodeInvalidRequest, "the session ended")
+				return true
+			}
+		} else {
+			h.send(replica, busMessage(msgResponse, s.info.ID, body))
+		}
+		w.WriteHeader(http.StatusAccepted)
+		return true
+	case m.Method == mcp.NotificationCancelled && !s.conn.has(m.RequestID):
+		h.send("", busMessage(msgCancel, s.info.ID, body))
+	}
+	return false
+}
+
+// getShared serves a GET the store must answer: the standalone stream of
+// a shared session, or a request's stream resumed on a replica that does
+// not hold it. It reports whether it answered.
+func (h *Handler) getShared(w http.ResponseWriter, r *http.Request, s *session) bool {
+	last := r.Header.Get("Last-Event-Id")
+	if last == "" {
+		h.pumpShared(w, r, s, "g", "")
+		return true
+	}
+	if after, ok := strings.CutPrefix(last, "g-"); ok {
+		h.pumpShared(w, r, s, "g", after)
+		return true
+	}
+	if _, _, ok := s.conn.lookup(last); ok {
+		return false // a stream of this replica's
+	}
+	i := strings.LastIndexByte(last, '-')
+	if i < 0 || !strings.Contains(last[:i], ".") {
+		return false
+	}
+	if _, err := strconv.Atoi(last[i+1:]); err != nil {
+		return false
+	}
+	// Known to the store? Its head went there before any id of it left.
+	ctx, cancel := context.WithTimeout(r.Context(), sharedTimeout)
+	evs, _, err := h.shared.After(ctx, streamKey(s.info.ID, last[:i]), "")
+	cancel()
+	if err != nil {
+		w.Header().Set("Retry-After", "2")
+		rpcError(w, http.StatusServiceUnavailable, mcp.CodeInternalError, "the session store does not answer, so this replica cannot resume a stream another one began: "+err.Error())
+		return true
+	}
+	if len(evs) == 0 {
+		return false
+	}
+	h.pumpShared(w, r, s, last[:i], last[i+1:])
+	return true
+}
+
+// forwardLegacy sends a message POSTed for a legacy session held by
+// another replica to that replica.
+func (h *Handler) forwardLegacy(w http.ResponseWriter, r *http.Request, sid, principal string) {
+	ctx, cancel := context.WithTimeout(r.Context(), sharedTimeout)
+	rec, ok, err := h.shared.Lookup(ctx, sid)
+	cancel()
+	switch {
+	case err != nil:
+		w.Header().Set("Retry-After", "2")
+		rpcError(w, http.StatusServiceUnavailable, mcp.CodeInternalError, "the session store does not answer: "+err.Error()+"; retry")
+		return
+	case !ok:
+		rpcError(w, http.StatusNotFound, mcp.CodeInvalidRequest, "unknown or ended session; initialize a new one")
+		return
+	case rec.Principal != principal:
+		rpcError(w, http.StatusForbidden, mcp.CodeInvalidRequest, "this session was opened with other credentials; initialize a session of your own")
+		return
+	case !rec.Legacy:
+		rpcError(w, http.StatusBadRequest, mcp.CodeInvalidRequest, "this session uses streamable HTTP; POST to the MCP endpoint with Mcp-Session-Id")
+		return
+	}
+	body, _, ok := h.readBody(w, r)
+	if !ok {
+		return
+	}
+	h.send(rec.Owner, busMessage(msgLegacy, sid, body))
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// ---- ids of requests this replica sends -----------------------------------
+
+// ownID turns an answer's id back into the one this replica's server side
+// used; ok is false when the id is not this replica's.
+func (h *Handler) ownID(msg []byte) ([]byte, bool) {
+	replica, raw, ok := replicaOf(msg)
+	if !ok || replica != h.shared.replica {
+		return nil, false
+	}
+	b, err := withID(msg, json.RawMessage(raw))
+	return b, err == nil
+}
+
+// replicaOf reads the replica and original id of an answer to a request a
+// replica sent.
+func replicaOf(msg []byte) (replica, raw string, ok bool) {
+	pm, err := mcp.ParseMessage(msg)
+	if err != nil || len(pm.ID) == 0 || pm.ID[0] != '"' {
+		return "", "", false
+	}
+	var s string
+	if json.Unmarshal(pm.ID, &s) != nil {
+		return "", "", false
+	}
+	replica, raw, ok = strings.Cut(s, ":")
+	return replica, raw, ok && raw != "" && json.Valid([]byte(raw))
+}
+
+func withID(msg []byte, id json.RawMessage) ([]byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(msg, &m); err != nil {
+		return nil, err
+	}
+	m["id"] = id
+	return json.Marshal(m)
+}
+
+// ---- events in the store ---------------------------------------------------
+
+// A stored event is "<flag>\n<request key>\n<seq>\n<message>": flag h is a
+// request stream's head (no message), e an event, f a request's answer,
+// its last event. The standalone stream's events have no key or seq:
+// their ids are the store's.
+
+func storedEvent(flag byte, key string, seq int, data []byte) []byte {
+	b := make([]byte, 0, 4+len(key)+8+len(data))
+	b = append(b, flag, '\n')
+	b = append(b, key...)
+	b = append(b, '\n')
+	if seq > 0 {
+		b = strconv.AppendInt(b, int64(seq), 10)
+	}
+	b = append(b, '\n')
+	return append(b, data...)
+}
+
+func parseStored(b []byte) (flag byte, key string, seq int, data []byte, ok bool) {
+	if len(b) < 2 || b[1] != '\n' {
+		return 0, "", 0, nil, false
+	}
+	flag = b[0]
+	rest := b[2:]
+	k, rest, ok1 := bytes.Cut(rest, []byte{'\n'})
+	sq, rest, ok2 := bytes.Cut(rest, []byte{'\n'})
+	if !ok1 || !ok2 {
+		return 0, "", 0, nil, false
+	}
+	if len(sq) > 0 {
+		n, err := strconv.Atoi(string(sq))
+		if err != nil {
+			return 0, "", 0, nil, false
+		}
+		seq = n
+	}
+	return flag, string(k), seq, rest, true
+}
+
+// streamKey names a session's stream in the store.
+func streamKey(session, stream string) string { return session + "/" + stream }
+
+// mirror copies a request's SSE stream to the store as it grows, so a
+// client whose replica dies resumes it on another. Its head went first
+// (reply), before the client saw any event id of it.
+func (h *Handler) mirror(s *session, st *stream) {
+	defer h.wg.Done()
+	key := streamKey(s.info.ID, st.id)
+	mirrored, warned := 0, false
+	for {
+		st.mu.Lock()
+		var batch []streamEvent
+		for _, ev := range st.events {
+			if ev.seq > mirrored {
+				batch = append(batch, ev)
+			}
+		}
+		done, last, ch := st.done, st.next-1, st.waitCh()
+		st.mu.Unlock()
+		for _, ev := range batch {
+			flag := byte('e')
+			if done && ev.seq == last {
+				flag = 'f'
+			}
+			ctx, cancel := context.WithTimeout(h.ctx, sharedTimeout)
+			_, err := h.shared.Append(ctx, key, storedEvent(flag, st.key, ev.seq, ev.data), h.opts.ReplayEvents+1)
+			cancel()
+			if err != nil && !warned && h.ctx.Err() == nil {
+				warned = true
+				h.log.Warn("cannot copy a response stream to the session store; if this replica dies its client cannot resume it elsewhere", "session", s.info.ID, "stream", st.id, "error", err)
+			}
+			mirrored = ev.seq
+		}
+		if len(batch) > 0 {
+			h.send("", busMessage(msgWake, key, nil))
+		}
+		if done && mirrored >= last {
+			return
+		}
+		select {
+		case <-ch:
+		case <-s.conn.done:
+			return
+		case <-h.ctx.Done():
+			return
+		}
+	}
+}
+
+// storeHead records a request stream before the client sees its id.
+func (h *Handler) storeHead(ctx context.Context, s *session, st *stream) error {
+	ctx, cancel := context.WithTimeout(ctx, sharedTimeout)
+	defer cancel()
+	_, err := h.shared.Append(ctx, streamKey(s.info.ID, st.id), storedEvent('h', st.key, 0, nil), h.opts.ReplayEvents+1)
+	return err
+}
+
+// outbox sends what a session's server side writes to its standalone
+// stream to the store, in order, and wakes whichever replica's GET is
+// reading it.
+func (h *Handler) outbox(s *session) {
+	defer h.wg.Done()
+	key := streamKey(s.info.ID, "g")
+	for {
+		select {
+		case data := <-s.conn.out:
+			ctx, cancel := context.WithTimeout(h.ctx, sharedTimeout)
+			_, err := h.shared.Append(ctx, key, storedEvent('e', "", 0, data), h.opts.ReplayEvents)
+			cancel()
+			if err != nil {
+				if h.ctx.Err() == nil {
+					h.log.Warn("a message for the session's GET stream is lost: the session store does not answer", "session", s.info.ID, "error", err)
+				}
+				continue
+			}
+			h.send("", busMessage(msgWake, key, nil))
+		case <-s.conn.done:
+			return
+		case <-h.ctx.Done():
+			return
+		}
+	}
+}
+
+// errReplicaLost answers a request whose replica died before answering.
+func errReplicaLost(key string) []byte {
+	b, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   *mcp.RPCError   `json:"error"`
+	}{"2.0", keyRaw(key), &mcp.RPCError{
+		Code:    mcp.CodeInternalError,
+		Message: "the gateway replica serving this request stopped before it answered; the request may or may not have reached its server: retry it if that is safe",
+		Data:    json.RawMessage(`{"retryable":true}`),
+	}})
+	return b
+}
+
+// keyRaw turns an id key (idKey) back into the id.
+func keyRaw(key string) json.RawMessage {
+	if s, ok := strings.CutPrefix(key, "s:"); ok {
+		b, _ := json.Marshal(s)
+		return b
+	}
+	return json.RawMessage(strings.TrimPrefix(key, "n:"))
+}
+
+// pumpShared writes a stream from the store to one connection: the
+// standalone stream of a shared session (from the event after `after`, a
+// store id, or from what no connection got yet), or a request's stream
+// resumed on a replica that is not its own (from seq `after`). A request
+// stream whose replica died without answering ends with errReplicaLost.
+func (h *Handler) pumpShared(w http.ResponseWriter, r *http.Request, s *session, stream string, after string) {
+	rc := http.NewResponseController(w)
+	ctx := r.Context()
+	key := streamKey(s.info.ID, stream)
+	standalone := stream == "g"
+	owner, _, _ := strings.Cut(stream, ".")
+	wake, leave := h.shared.waiter(key)
+	defer leave()
+
+	cursor, seq := "", 0
+	if standalone {
+		if after == "" || after == "0" {
+			cursor = h.delivered(ctx, s)
+		} else {
+			cursor = after
+		}
+	} else {
+		seq, _ = strconv.Atoi(after)
+	}
+	hd := w.Header()
+	hd.Set("Content-Type", "text/event-stream")
+	hd.Set("Cache-Control", "no-cache")
+	hd.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	var buf []byte
+	if standalone {
+		buf = append(buf, "id: g-"...)
+		buf = append(buf, cmp(cursor, "0")...)
+		buf = append(buf, "\ndata:\n\n"...)
+	} else {
+		buf = appendEvent(nil, stream, seq, nil)
+	}
+	reqKey := ""
+	poll := time.NewTicker(h.opts.SharedPoll)
+	defer poll.Stop()
+	idle := 0
+	for {
+		sctx, cancel := context.WithTimeout(ctx, sharedTimeout)
+		evs, gone, err := h.shared.After(sctx, key, cursor)
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil {
+				h.log.Warn("cannot read a stream from the session store", "session", s.info.ID, "stream", stream, "error", err)
+			}
+			return
+		}
+		if gone {
+			h.log.Warn("events of a stream are no longer kept; the client missed some", "session", s.info.ID, "stream", stream)
+			cursor = ""
+			continue
+		}
+		complete := false
+		for _, ev := range evs {
+			cursor = ev.ID
+			flag, k, n, data, ok := parseStored(ev.Data)
+			if !ok {
+				continue
+			}
+			if k != "" {
+				reqKey = k
+			}
+			if standalone {
+				buf = append(buf, "id: g-"...)
+				buf = append(buf, ev.ID...)
+				buf = append(buf, '\n')
+				buf = appendData(buf, data)
+				continue
+			}
+			if flag == 'h' || n <= seq {
+				continue
+			}
+			buf = appendEvent(buf, stream, n, data)
+			seq = n
+			if flag == 'f' {
+				complete = true
+			}
+		}
+		if len(evs) > 0 {
+			idle = 0
+		}
+		if !standalone && !complete && idle >= 2 && reqKey != "" {
+			// Nothing for two polls: is the replica that serves it alive?
+			actx, cancel := context.WithTimeout(ctx, sharedTimeout)
+			alive, err := h.shared.Alive(actx, owner)
+			cancel()
+			if err == nil && (!alive || owner == h.shared.replica) {
+				buf = appendEvent(buf, stream, seq+1, errReplicaLost(reqKey))
+				complete = true
+			}
+		}
+		if len(buf) > 0 {
+			rc.SetWriteDeadline(time.Now().Add(30 * time.Second))
+			if _, err := w.Write(buf); err != nil {
+				return
+			}
+			if rc.Flush() != nil {
+				return
+			}
+			buf = buf[:0]
+			if standalone && len(evs) > 0 {
+				h.markDelivered(s, cursor)
+			}
+		}
+		if complete {
+			return
+		}
+		select {
+		case <-wake:
+		case <-poll.C:
+			idle++
+		case <-ctx.Done():
+			return
+		case <-s.conn.done:
+			return
+		case <-h.ctx.Done():
+			return
+		}
+	}
+}
+
+func cmp(s, or string) string {
+	if s == "" {
+		return or
+	}
+	return s
+}
+
+// delivered is the store id of the last standalone event a connection
+// got, so a new GET starts after it ("" = from the first kept).
+func (h *Handler) delivered(ctx context.Context, s *session) string {
+	ctx, cancel := context.WithTimeout(ctx, sharedTimeout)
+	defer cancel()
+	evs, _, err := h.shared.After(ctx, streamKey(s.info.ID, "gsent"), "")
+	if err != nil || len(evs) == 0 {
+		return ""
+	}
+	return string(evs[len(evs)-1].Data)
+}
+
+func (h *Handler) markDelivered(s *session, cursor string) {
+	ctx, cancel := context.WithTimeout(h.ctx, sharedTimeout)
+	defer cancel()
+	if _, err := h.shared.Append(ctx, streamKey(s.info.ID, "gsent"), []byte(cursor), 1); err != nil && !errors.Is(err, context.Canceled) {
+		h.log.Debug("cannot record what the GET stream delivered", "session", s.info.ID, "error", err)
+	}
+}
