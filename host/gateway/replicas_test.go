@@ -20,6 +20,7 @@ import (
 	"github.com/nexus-mcp/nexus/host/gateway/store"
 	"github.com/nexus-mcp/nexus/host/mcp"
 	httptransport "github.com/nexus-mcp/nexus/host/transport/http"
+	"github.com/nexus-mcp/nexus/internal/testenv"
 )
 
 // replica is one gateway process of several sharing a store.
@@ -139,7 +140,24 @@ func dialThrough(t *testing.T, rr *roundRobin, base, token string, o mcp.ClientO
 // replica holds on the others; another agent's token cannot take the
 // session over; deleting it ends it everywhere.
 func TestReplicasShareSessions(t *testing.T) {
-	st := store.NewMemory()
+	eachStore(t, testReplicasShareSessions)
+}
+
+// eachStore runs a test on the in-memory store (replicas in one process)
+// and on a real redis-server on loopback.
+func eachStore(t *testing.T, f func(t *testing.T, st store.Store)) {
+	t.Run("memory", func(t *testing.T) { f(t, store.NewMemory()) })
+	t.Run("redis", func(t *testing.T) {
+		st, err := store.NewRedis(store.RedisOptions{URL: testenv.RedisServer(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		f(t, st)
+	})
+}
+
+func testReplicasShareSessions(t *testing.T, st store.Store) {
 	rs := newReplicas(t, st, 3)
 	rr := newRoundRobin(rs)
 	var sampled atomic.Int32
@@ -188,6 +206,18 @@ func TestReplicasShareSessions(t *testing.T) {
 	if err != nil || rec.LogLevel != "error" || rec.Protocol != mcp.Version20251125 || rec.Principal != "claude" || len(rec.Init) == 0 {
 		t.Fatalf("the record: %+v %v", rec, err)
 	}
+	// The other replicas hear of the change through the store's pub/sub: a
+	// moment later, not at once.
+	want := mcp.LoggingLevel("error").Severity()
+	deadline := time.Now().Add(10 * time.Second)
+	for _, r := range rs {
+		for gateway.SessionLevel(r.hh, sid) != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("replica %s still has level %d", r.url, gateway.SessionLevel(r.hh, sid))
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
 	// echo logs at info: below the level, on whichever replica serves it.
 	for range 3 {
 		if _, err := c.CallTool(ctx, "mcp_testserver_echo", map[string]string{"message": "quiet"}, nil); err != nil {
@@ -207,7 +237,7 @@ func TestReplicasShareSessions(t *testing.T) {
 	}
 
 	c.Close() // DELETE, on one replica: every replica ends its instance
-	deadline := time.Now().Add(10 * time.Second)
+	deadline = time.Now().Add(10 * time.Second)
 	for _, r := range rs {
 		for r.g.Sessions() != 0 {
 			if time.Now().After(deadline) {
@@ -231,7 +261,10 @@ func TestReplicasShareSessions(t *testing.T) {
 // error saying the call may not have finished and can be retried — not
 // silence, and not a second run. The session goes on on the others.
 func TestReplicaDiesMidCall(t *testing.T) {
-	st := store.NewMemory()
+	eachStore(t, testReplicaDiesMidCall)
+}
+
+func testReplicaDiesMidCall(t *testing.T, st store.Store) {
 	rs := newReplicas(t, st, 3)
 	rr := newRoundRobin(rs)
 	c := dialThrough(t, rr, rs[0].url, "claude-token", mcp.ClientOptions{})

@@ -1,0 +1,15 @@
+package gateway
+
+// SessionLevel is the least log severity the replica's instance of a shared
+// session forwards (-1: none set, or no instance here).
+func SessionLevel(hh *HTTPHandler, id string) int {
+	hh.mu.Lock()
+	s := hh.states[id]
+	hh.mu.Unlock()
+	if s == nil {
+		return -1
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.level
+}
