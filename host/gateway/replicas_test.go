@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nexus-mcp/nexus/host/config"
 	"github.com/nexus-mcp/nexus/host/gateway"
 	"github.com/nexus-mcp/nexus/host/gateway/store"
 	"github.com/nexus-mcp/nexus/host/mcp"
@@ -39,10 +40,15 @@ func (r *replica) kill() {
 
 func newReplicas(t *testing.T, st store.Store, n int) []*replica {
 	t.Helper()
+	return newReplicasOpts(t, gateway.HTTPOptions{Store: st, StoreName: "memory"}, n)
+}
+
+func newReplicasOpts(t *testing.T, o gateway.HTTPOptions, n int) []*replica {
+	t.Helper()
 	var out []*replica
 	for range n {
 		e := newEnv(t, nil)
-		hh, err := e.g.HTTP(gateway.HTTPOptions{Store: st, StoreName: "memory"})
+		hh, err := e.g.HTTP(o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -343,6 +349,34 @@ func TestReplicasWithoutStore(t *testing.T) {
 	}
 }
 
+// A replica keeps serving its own sessions while the store is down, for
+// at most the idle timeout; then it ends them (the client learns it with
+// 404, and its new initialize gets the store's reason).
+func TestReplicaOutlivesStoreForIdleTimeout(t *testing.T) {
+	st := &failing{Store: store.NewMemory()}
+	rs := newReplicasOpts(t, gateway.HTTPOptions{Store: st, StoreName: "memory",
+		Limits: config.GatewayLimits{SessionIdleTimeout: 400 * time.Millisecond}}, 1)
+	sid := rs[0].open("claude-token")
+	st.down.Store(true)
+	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+	hdr := map[string]string{"Authorization": "Bearer claude-token", "Mcp-Session-Id": sid}
+	resp, body := rs[0].post(list, hdr)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("just after the store went down: %d %s", resp.StatusCode, body)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for resp.StatusCode == http.StatusOK {
+		if time.Now().After(deadline) {
+			t.Fatal("the session lived on 20 s after the store went down, past its 400 ms idle timeout")
+		}
+		time.Sleep(20 * time.Millisecond) // active: the idle sweep does not end it
+		resp, body = rs[0].post(list, hdr)
+	}
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("after the idle timeout without the store: %d %s", resp.StatusCode, body)
+	}
+}
+
 // failing is a store that can be made not to answer.
 type failing struct {
 	store.Store
@@ -356,6 +390,13 @@ func (f *failing) Create(ctx context.Context, s *store.Session, ttl time.Duratio
 		return errDown
 	}
 	return f.Store.Create(ctx, s, ttl)
+}
+
+func (f *failing) Touch(ctx context.Context, id string, ttl time.Duration) error {
+	if f.down.Load() {
+		return errDown
+	}
+	return f.Store.Touch(ctx, id, ttl)
 }
 
 func (f *failing) Get(ctx context.Context, id string) (*store.Session, error) {

@@ -950,13 +950,14 @@ func (h *Handler) sweep() {
 
 // session is one MCP session served over HTTP.
 type session struct {
-	info     Session
-	conn     *sessionConn
-	cancel   context.CancelFunc
-	active   atomic.Int32 // exchanges in progress, open streams included
-	requests atomic.Int64 // requests in progress (admit)
-	used     atomic.Int64 // unix nanos of the last exchange
-	stored   atomic.Int64 // unix nanos of the last Shared.Touch (keepAlive)
+	info      Session
+	conn      *sessionConn
+	cancel    context.CancelFunc
+	active    atomic.Int32 // exchanges in progress, open streams included
+	requests  atomic.Int64 // requests in progress (admit)
+	used      atomic.Int64 // unix nanos of the last exchange
+	stored    atomic.Int64 // unix nanos of the last Shared.Touch (keepAlive)
+	storeDown atomic.Int64 // unix nanos of the first failed Touch in a row; 0: none
 }
 
 func (s *session) touch() { s.used.Store(time.Now().UnixNano()) }

@@ -292,8 +292,22 @@ func (h *Handler) keepAlive(s *session) {
 		ctx, cancel := context.WithTimeout(h.ctx, sharedTimeout)
 		defer cancel()
 		ok, err := h.shared.Touch(ctx, s.info.ID)
-		if err == nil && !ok {
-			h.endLocal(s)
+		switch {
+		case err == nil && !ok:
+			h.endLocal(s) // ended elsewhere, or expired
+		case err == nil:
+			s.storeDown.Store(0)
+		default:
+			// The store is down: the session goes on here, for at most
+			// the idle timeout, since no other replica can serve it and
+			// its record may expire meanwhile.
+			first := s.storeDown.Load()
+			if first == 0 {
+				s.storeDown.Store(now)
+			} else if now-first > int64(h.opts.IdleTimeout) {
+				h.log.Warn("ending a session: the session store has not answered for the idle timeout", "session", s.info.ID, "error", err)
+				h.endLocal(s)
+			}
 		}
 	}()
 }

@@ -64,6 +64,9 @@ var rows = []row{
 		[]metric{{"CEL µs", "", "cel-µs", 1}, {"Rego µs", "", "rego-µs", 1}}, "CEL ≤ 2 µs, Rego ≤ 20 µs"},
 	{"the Rego allowlist, OPA's Go library against Nexus (OPA's WebAssembly)", "bench", ".", "^BenchmarkRegoVsOPA$", "5000x",
 		[]metric{{"opa-go / Nexus p50", "", "opa-go/nexus", 2}}, "report"},
+	{"`nexus serve` replicas sharing redis-server, each request to the next replica (one 2-core machine)", "bench", ".", "^BenchmarkReplicas$", "2000x",
+		[]metric{{"store's added p50 µs", "", "store-added-p50-µs", 0}, {"calls/s, 1 replica / no store", "", "redis-1/memory", 2},
+			{"2 replicas", "", "redis-2/memory", 2}, {"3 replicas", "", "redis-3/memory", 2}}, "≤ 100 µs; report"},
 }
 
 const (
