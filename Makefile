@@ -29,7 +29,7 @@ run: build
 # the OPA compiler the Rego filter tests build their policies with
 # (bin/tools/opa, from the Go module proxy; a minute on a cold cache).
 OPA_VERSION := v1.22.2
-testdeps: $(NPM_DIR)/node_modules/.installed bin/tools/opa-$(OPA_VERSION) redis
+testdeps: $(NPM_DIR)/node_modules/.installed bin/tools/opa-$(OPA_VERSION) redis nginx
 
 # The session store's tests run a real redis-server on loopback (Debian's
 # package; the tests start and stop their own, the package's daemon is
@@ -41,6 +41,18 @@ redis:
 		  (apt-get install -y --no-install-recommends redis-server >/dev/null 2>&1 || \
 		   (apt-get update >/dev/null && apt-get install -y --no-install-recommends redis-server >/dev/null)) || \
 		  { echo "cannot install redis-server: run apt-get install -y redis-server as root"; exit 1; }; }
+
+# The replicas test puts a real nginx in front of the gateway's replicas
+# (Debian's package; the tests run their own, with their own config and
+# port; the package's daemon is not used). /usr/sbin is often not on an
+# ordinary user's PATH.
+.PHONY: nginx
+nginx:
+	@command -v nginx >/dev/null || test -x /usr/sbin/nginx || \
+		{ echo "installing nginx (apt-get)"; \
+		  (apt-get install -y --no-install-recommends nginx >/dev/null 2>&1 || \
+		   (apt-get update >/dev/null && apt-get install -y --no-install-recommends nginx >/dev/null)) || \
+		  { echo "cannot install nginx: run apt-get install -y nginx as root"; exit 1; }; }
 
 bin/tools/opa-$(OPA_VERSION):
 	@mkdir -p bin/tools/opa-build

@@ -159,3 +159,56 @@ func TestReplicasClientSingle(t *testing.T) {
 	}
 	noneLeft(t, mark)
 }
+
+// Issue 16, end to end: three `nexus serve --session-store redis://...`
+// replicas sharing a real redis-server, a real nginx in front of them
+// (round robin, no stickiness), and the official TypeScript SDK client
+// through nginx: it lists, calls, subscribes, answers sampling requests
+// (each answer a POST that may land on another replica than the one that
+// asked); then one replica is killed with SIGKILL and the session goes on
+// through the others, with every call answered once, by its own answer.
+func TestReplicasThroughNginx(t *testing.T) {
+	mark := fmt.Sprintf("replicas-%d", time.Now().UnixNano())
+	config := gatewayConfig(t, mark)
+	redis := testenv.RedisServer(t)
+	var hosts []string
+	var stops []func() string
+	var kills []func()
+	path := ""
+	for range 3 {
+		u, stop, kill := serveHTTPKill(t, config, "--session-store", redis)
+		pu, err := url.Parse(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hosts, stops, kills, path = append(hosts, pu.Host), append(stops, stop), append(kills, kill), pu.Path
+	}
+	proxy := testenv.Nginx(t, hosts) + path
+
+	const calls = 24
+	res, out, ok := replicasClient(t, proxy, map[string]any{"calls": calls, "parallel": 3}, func() { kills[1]() })
+	if !ok {
+		t.Fatalf("the SDK client failed:\n%s", out)
+	}
+	if res.SessionID == "" || res.SessionIDAfter != res.SessionID {
+		t.Errorf("session %q, then %q", res.SessionID, res.SessionIDAfter)
+	}
+	if res.Calls != calls || res.Answered != calls || res.Failed != 0 || res.Mismatched != 0 || res.Duplicates != 0 {
+		t.Errorf("calls after the kill: %+v", res)
+	}
+	if res.SamplingRequests != 2 || res.Samples != 2 {
+		t.Errorf("sampling: %d requests answered, %d sample calls right; want 2 and 2", res.SamplingRequests, res.Samples)
+	}
+	if !res.Subscribed || res.ToolsBefore == 0 || res.ToolsAfter != res.ToolsBefore {
+		t.Errorf("subscribed %v, tools %d then %d", res.Subscribed, res.ToolsBefore, res.ToolsAfter)
+	}
+	for i, stop := range stops {
+		if i == 1 {
+			continue
+		}
+		if log := stop(); t.Failed() {
+			t.Logf("replica %d's stderr:\n%s", i, log)
+		}
+	}
+	noneLeft(t, mark)
+}

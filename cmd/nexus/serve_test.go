@@ -83,6 +83,14 @@ func sdkClient(t *testing.T, opts map[string]any) string {
 // and a stop function that interrupts it and checks it exits 0.
 func serveHTTP(t *testing.T, config string, args ...string) (string, func() string) {
 	t.Helper()
+	u, stop, _ := serveHTTPKill(t, config, args...)
+	return u, stop
+}
+
+// serveHTTPKill is serveHTTP that also returns a kill function: SIGKILL,
+// as a crash would, by its PID (its upstream processes die with it).
+func serveHTTPKill(t *testing.T, config string, args ...string) (string, func() string, func()) {
+	t.Helper()
 	bin := testenv.Nexus(t)
 	cmd := exec.Command(bin, append([]string{"serve", "--config", config, "--listen", "127.0.0.1:0"}, args...)...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir(), "CLAUDE_TOKEN=" + claudeToken}
@@ -127,16 +135,25 @@ func serveHTTP(t *testing.T, config string, args ...string) (string, func() stri
 		}
 		return log.String()
 	}
+	kill := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cmd.Process.Kill()
+		<-done
+		cmd.Wait()
+	}
 	t.Cleanup(func() { stop() })
 	select {
 	case u := <-urlc:
-		return u, stop
+		return u, stop, kill
 	case <-done:
 		t.Fatalf("nexus serve exited before listening:\n%s", log.String())
 	case <-time.After(60 * time.Second):
 		t.Fatalf("nexus serve did not listen within 60 s:\n%s", log.String())
 	}
-	return "", nil
+	return "", nil, nil
 }
 
 // marked lists the PIDs of live processes whose environment holds mark.
