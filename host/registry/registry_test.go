@@ -308,7 +308,8 @@ func TestQuickDeathBacksOff(t *testing.T) {
 	r := newReg(t, f, Options{BackoffBase: time.Second, now: clk.now}, srv("s"))
 	f.set(f.crashInit, "s", true)
 	r.Start(bg)
-	eventually(t, "the dead session is noticed", func() bool { return !statusOf(r, "s").Connected })
+	// Not connected is also how it starts: wait for the failed attempt.
+	eventually(t, "the dead session is noticed", func() bool { st := statusOf(r, "s"); return !st.Connected && st.Failures > 0 })
 	_, err := r.Client(bg, "s", "")
 	var be *BackoffError
 	if !errors.As(err, &be) {
