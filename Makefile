@@ -84,6 +84,9 @@ test: testdeps crossbuild conformance
 	# The bench module follows the main module through a replace directive;
 	# -mod=mod lets it pick up the main module's new requirements by itself.
 	cd bench && GOFLAGS=-mod=mod $(GO) vet ./... && GOFLAGS=-mod=mod $(GO) test -race -count=1 -timeout 10m ./...
+	# The deploy module (Dockerfile, Kubernetes manifests decoded strictly,
+	# nginx) follows the main module the same way.
+	cd deploy && GOFLAGS=-mod=mod $(GO) vet ./... && GOFLAGS=-mod=mod $(GO) test -race -count=1 -timeout 10m ./...
 
 # Silent for minutes on a cold cache, so each step says what it does.
 crossbuild:

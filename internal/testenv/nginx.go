@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -36,7 +37,51 @@ import (
 // test failed.
 func Nginx(t testing.TB, upstreams []string) string {
 	t.Helper()
-	return startNginx(t, upstreams).url
+	return startNginx(t, "", upstreams).url
+}
+
+// NginxSite is Nginx with a site configuration of one's own (the upstream
+// block and the server block that deploy/nginx/nexus.conf ships): the
+// addresses of its upstream's servers become upstreams (their options
+// kept), and its listen directives become one loopback port of this
+// test's. So a test runs the very configuration users are given.
+func NginxSite(t testing.TB, site string, upstreams []string) string {
+	t.Helper()
+	if !upstreamServer.MatchString(site) || !listenLine.MatchString(site) {
+		t.Fatal("testenv.NginxSite: the site has no upstream server lines or no listen directive")
+	}
+	return startNginx(t, site, upstreams).url
+}
+
+var (
+	upstreamServer = regexp.MustCompile(`(?m)^([ \t]*)server[ \t]+[^\s{;]+:\d+([^;\n]*);[ \t]*\n`)
+	listenLine     = regexp.MustCompile(`(?m)^[ \t]*listen[ \t][^;\n]*;[ \t]*\n`)
+)
+
+// siteFor rewrites a site configuration for a test (see NginxSite).
+func siteFor(site string, port int, token string, upstreams []string) string {
+	first := true
+	site = upstreamServer.ReplaceAllStringFunc(site, func(line string) string {
+		if !first {
+			return ""
+		}
+		first = false
+		m := upstreamServer.FindStringSubmatch(line)
+		var b strings.Builder
+		for _, u := range upstreams {
+			fmt.Fprintf(&b, "%sserver %s%s;\n", m[1], u, m[2])
+		}
+		return b.String()
+	})
+	first = true
+	return listenLine.ReplaceAllStringFunc(site, func(string) string {
+		if !first {
+			return ""
+		}
+		first = false
+		return "    listen 127.0.0.1:" + strconv.Itoa(port) + ";\n" +
+			"    location = " + nginxReadyPath + " { access_log off; default_type text/plain; return 200 \"" + token + "\"; }\n"
+	})
 }
 
 // nginxProc is one nginx that startNginx started.
@@ -66,7 +111,7 @@ func nginxBinary(t testing.TB) string {
 	return ""
 }
 
-func startNginx(t testing.TB, upstreams []string) *nginxProc {
+func startNginx(t testing.TB, site string, upstreams []string) *nginxProc {
 	t.Helper()
 	if len(upstreams) == 0 {
 		t.Fatal("testenv.Nginx: no upstreams")
@@ -82,7 +127,7 @@ func startNginx(t testing.TB, upstreams []string) *nginxProc {
 	// and the next attempt takes another port.
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
-		p, err := tryNginx(t, bin, upstreams)
+		p, err := tryNginx(t, bin, site, upstreams)
 		if err == nil {
 			return p
 		}
@@ -97,7 +142,7 @@ func startNginx(t testing.TB, upstreams []string) *nginxProc {
 
 var errAddrInUse = errors.New("address already in use")
 
-func tryNginx(t testing.TB, bin string, upstreams []string) (*nginxProc, error) {
+func tryNginx(t testing.TB, bin, site string, upstreams []string) (*nginxProc, error) {
 	t.Helper()
 	dir := t.TempDir()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -112,7 +157,7 @@ func tryNginx(t testing.TB, bin string, upstreams []string) (*nginxProc, error) 
 
 	conf := filepath.Join(dir, "nginx.conf")
 	errLog := filepath.Join(dir, "error.log")
-	if err := os.WriteFile(conf, []byte(nginxConfig(dir, port, token, upstreams)), 0o600); err != nil {
+	if err := os.WriteFile(conf, []byte(nginxConfig(dir, port, token, site, upstreams)), 0o600); err != nil {
 		return nil, err
 	}
 	// -p: relative paths and the prefix are the temp dir; -e: the error
@@ -207,7 +252,7 @@ func (p *nginxProc) stop(t testing.TB) {
 // (master_process off: no worker runs as another user, a single round-robin
 // state makes the order exact, and the PID started is the only one to
 // stop), every path nginx writes under dir.
-func nginxConfig(dir string, port int, token string, upstreams []string) string {
+func nginxConfig(dir string, port int, token, site string, upstreams []string) string {
 	q := func(name string) string { return strconv.Quote(filepath.Join(dir, name)) }
 	var servers strings.Builder
 	for _, u := range upstreams {
@@ -216,29 +261,8 @@ func nginxConfig(dir string, port int, token string, upstreams []string) string 
 		// again as soon as it listens again.
 		fmt.Fprintf(&servers, "    server %s max_fails=0;\n", u)
 	}
-	return `# written by internal/testenv (Nginx)
-daemon off;
-master_process off;
-pid ` + q("nginx.pid") + `;
-error_log ` + q("error.log") + ` info;
-
-events {
-  worker_connections 1024;
-}
-
-http {
-  log_format upstreams '$remote_addr [$time_local] "$request" $status $body_bytes_sent '
-                       'upstream=$upstream_addr upstream_status=$upstream_status '
-                       'session="$http_mcp_session_id" rt=$request_time';
-  access_log ` + q("access.log") + ` upstreams;
-
-  client_body_temp_path ` + q("client_body_temp") + `;
-  proxy_temp_path       ` + q("proxy_temp") + `;
-  fastcgi_temp_path     ` + q("fastcgi_temp") + `;
-  uwsgi_temp_path       ` + q("uwsgi_temp") + `;
-  scgi_temp_path        ` + q("scgi_temp") + `;
-
-  # Round robin (the default): no ip_hash, hash or sticky.
+	if site == "" {
+		site = `  # Round robin (the default): no ip_hash, hash or sticky.
   upstream backends {
 ` + servers.String() + `    keepalive 32;
   }
@@ -276,6 +300,33 @@ http {
       proxy_next_upstream error timeout;
     }
   }
+`
+	} else {
+		site = siteFor(site, port, token, upstreams)
+	}
+	return `# written by internal/testenv (Nginx)
+daemon off;
+master_process off;
+pid ` + q("nginx.pid") + `;
+error_log ` + q("error.log") + ` info;
+
+events {
+  worker_connections 1024;
+}
+
+http {
+  log_format upstreams '$remote_addr [$time_local] "$request" $status $body_bytes_sent '
+                       'upstream=$upstream_addr upstream_status=$upstream_status '
+                       'session="$http_mcp_session_id" rt=$request_time';
+  access_log ` + q("access.log") + ` upstreams;
+
+  client_body_temp_path ` + q("client_body_temp") + `;
+  proxy_temp_path       ` + q("proxy_temp") + `;
+  fastcgi_temp_path     ` + q("fastcgi_temp") + `;
+  uwsgi_temp_path       ` + q("uwsgi_temp") + `;
+  scgi_temp_path        ` + q("scgi_temp") + `;
+
+` + site + `
 }
 `
 }

@@ -330,7 +330,7 @@ func TestNginxCleanup(t *testing.T) {
 	var url string
 	var pidFile []byte
 	t.Run("running", func(t *testing.T) {
-		p := startNginx(t, []string{be.addr()})
+		p := startNginx(t, "", []string{be.addr()})
 		pid, url = p.cmd.Process.Pid, p.url
 		if !Running(pid) {
 			t.Fatalf("nginx (pid %d) is not running", pid)
@@ -368,7 +368,7 @@ func TestNginxBadUpstream(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		startNginx(ft, []string{"127.0.0.1:99999"})
+		startNginx(ft, "", []string{"127.0.0.1:99999"})
 	}()
 	<-done
 	if !strings.Contains(ft.msg, "nginx -t rejects the config") || !strings.Contains(ft.msg, "99999") {
