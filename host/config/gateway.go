@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -446,6 +447,11 @@ func checkSessionStore(s string) string {
 	case strings.HasPrefix(s, "redis://"), strings.HasPrefix(s, "rediss://"), strings.HasPrefix(s, "unix://"):
 		u, err := url.Parse(s)
 		if err != nil {
+			// url.Error repeats the URL, password and all: say only why.
+			var ue *url.Error
+			if errors.As(err, &ue) {
+				err = ue.Err
+			}
 			return fmt.Sprintf("session_store is not a URL: %v", err)
 		}
 		if u.Scheme != "unix" && u.Host == "" {

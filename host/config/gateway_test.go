@@ -303,9 +303,14 @@ gateway {
 	if out, _, _ := Compile(literal, FormatNexusJSON); strings.Contains(string(out), "pw-in-file") {
 		t.Errorf("a literal password was compiled out:\n%s", out)
 	}
-	for _, bad := range []string{"mysql://db/x", "redis://", "redis://[::1"} {
-		if _, err := loadOne(t, "nexus.hcl", "gateway {\n  session_store = \""+bad+"\"\n}\n", nil); err == nil {
+	for _, bad := range []string{"mysql://db/x", "redis://", "redis://[::1", "redis://u:top secret@host:6379"} {
+		_, err := loadOne(t, "nexus.hcl", "gateway {\n  session_store = \""+bad+"\"\n}\n", nil)
+		if err == nil {
 			t.Errorf("%s loaded", bad)
+		} else if _, problem, _ := strings.Cut(err.Error(), "Problem:"); strings.Contains(strings.SplitN(problem, "\n", 2)[0], "top secret") {
+			// The quoted source line is the user's own; the problem
+			// must not repeat the password.
+			t.Errorf("the problem shows the password: %v", err)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,6 +55,11 @@ type Redis struct {
 func NewRedis(o RedisOptions) (*Redis, error) {
 	opt, err := redis.ParseURL(o.URL)
 	if err != nil {
+		// url.Error repeats the URL, password and all: say only why.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
 		return nil, fmt.Errorf("session store %s: %v (the form is redis://host:6379, rediss:// for TLS)", redact(o.URL), err)
 	}
 	if o.Timeout <= 0 {

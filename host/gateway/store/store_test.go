@@ -324,3 +324,11 @@ func TestOpen(t *testing.T) {
 		t.Error("a malformed URL opened")
 	}
 }
+
+// A URL that does not parse: the reason, never the password.
+func TestRedisBadURL(t *testing.T) {
+	_, err := store.NewRedis(store.RedisOptions{URL: "redis://u:top secret@host:6379"})
+	if err == nil || strings.Contains(err.Error(), "top secret") {
+		t.Errorf("%v", err)
+	}
+}
