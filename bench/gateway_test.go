@@ -63,8 +63,14 @@ func newNexusCmd(tb testing.TB, argv ...string) *nexusClient {
 // calling tool.
 func newNexusURL(tb testing.TB, url, tool string) *nexusClient {
 	tb.Helper()
+	return dialNexus(tb, httptransport.Config{Server: "gw", URL: url, AllowPrivateNetworks: true}, tool)
+}
+
+// dialNexus is the Nexus HTTP client with cfg, calling tool.
+func dialNexus(tb testing.TB, cfg httptransport.Config, tool string) *nexusClient {
+	tb.Helper()
 	ctx := context.Background()
-	conn, err := httptransport.Dial(ctx, httptransport.Config{Server: "gw", URL: url, AllowPrivateNetworks: true})
+	conn, err := httptransport.Dial(ctx, cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}

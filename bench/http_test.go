@@ -13,7 +13,6 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/host/testserver"
 	httptransport "github.com/nexus-mcp/nexus/host/transport/http"
 )
@@ -79,16 +78,7 @@ func (r *rawPost) close() {
 }
 
 func newNexusHTTP(tb testing.TB) *nexusClient {
-	ctx := context.Background()
-	conn, err := httptransport.Dial(ctx, httptransport.Config{Server: "echo", URL: httpServer(tb)})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	c, err := mcp.Connect(ctx, conn, mcp.ClientOptions{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return &nexusClient{c: c}
+	return dialNexus(tb, httptransport.Config{Server: "echo", URL: httpServer(tb)}, "")
 }
 
 func newSDKHTTP(tb testing.TB) *sdkClient {

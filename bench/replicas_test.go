@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nexus-mcp/nexus/host/mcp"
 	httptransport "github.com/nexus-mcp/nexus/host/transport/http"
 	"github.com/nexus-mcp/nexus/internal/testenv"
 )
@@ -60,17 +59,8 @@ func newSpreadClient(tb testing.TB, urls []string) *nexusClient {
 		p, _ := url.Parse(u)
 		sp.hosts = append(sp.hosts, p.Host)
 	}
-	ctx := context.Background()
-	conn, err := httptransport.Dial(ctx, httptransport.Config{Server: "gw", URL: urls[0], AllowPrivateNetworks: true,
-		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { sp.rt = rt; return sp }})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	c, err := mcp.Connect(ctx, conn, mcp.ClientOptions{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return &nexusClient{c, "mcp_echo_echo"}
+	return dialNexus(tb, httptransport.Config{Server: "gw", URL: urls[0], AllowPrivateNetworks: true,
+		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { sp.rt = rt; return sp }}, "mcp_echo_echo")
 }
 
 // throughput makes calls from sessions concurrent sessions (each its own

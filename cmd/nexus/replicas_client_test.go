@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -36,6 +37,25 @@ type replicasResult struct {
 	Duplicates       int      `json:"duplicates"`
 	Errors           []string `json:"errors"`
 	Failures         []string `json:"failures"`
+}
+
+// check holds a run to what the script does: the same session throughout,
+// every call after the pause answered once by its own answer, both
+// sampling requests answered, the subscription made, the same tools.
+func (res replicasResult) check(t *testing.T, calls int) {
+	t.Helper()
+	if res.SessionID == "" || res.SessionIDAfter != res.SessionID {
+		t.Errorf("session %q, then %q", res.SessionID, res.SessionIDAfter)
+	}
+	if res.Calls != calls || res.Answered != calls || res.Failed != 0 || res.Mismatched != 0 || res.Duplicates != 0 || res.CallsBefore != 3 {
+		t.Errorf("calls: %+v", res)
+	}
+	if res.SamplingRequests != 2 || res.Samples != 2 {
+		t.Errorf("sampling: %d requests answered, %d sample calls right; want 2 and 2", res.SamplingRequests, res.Samples)
+	}
+	if !res.Subscribed || res.ToolsBefore == 0 || res.ToolsAfter != res.ToolsBefore {
+		t.Errorf("subscribed %v, tools %d then %d", res.Subscribed, res.ToolsBefore, res.ToolsAfter)
+	}
 }
 
 // replicasClient runs testdata/replicas-client.mjs (the official
@@ -138,18 +158,7 @@ func TestReplicasClientSingle(t *testing.T) {
 	if !ok {
 		t.Fatalf("the SDK client failed:\n%s", out)
 	}
-	if res.SessionID == "" || res.SessionIDAfter != res.SessionID {
-		t.Errorf("session %q, then %q", res.SessionID, res.SessionIDAfter)
-	}
-	if res.Calls != calls || res.Answered != calls || res.Failed != 0 || res.Mismatched != 0 || res.CallsBefore != 3 {
-		t.Errorf("calls: %+v", res)
-	}
-	if res.SamplingRequests != 2 || res.Samples != 2 {
-		t.Errorf("sampling: %d requests answered, %d sample calls right; want 2 and 2", res.SamplingRequests, res.Samples)
-	}
-	if !res.Subscribed || res.ToolsBefore == 0 || res.ToolsAfter != res.ToolsBefore {
-		t.Errorf("subscribed %v, tools %d then %d", res.Subscribed, res.ToolsBefore, res.ToolsAfter)
-	}
+	res.check(t, calls)
 	// One replica, nothing killed: the SDK has nothing to complain about.
 	if res.Duplicates != 0 || len(res.Errors) != 0 {
 		t.Errorf("the SDK reported errors: %q", res.Errors)
@@ -183,25 +192,19 @@ func TestReplicasThroughNginx(t *testing.T) {
 		}
 		hosts, stops, kills, path = append(hosts, pu.Host), append(stops, stop), append(kills, kill), pu.Path
 	}
-	proxy := testenv.Nginx(t, hosts) + path
+	// The nginx configuration users are given, with these replicas.
+	site, err := os.ReadFile(filepath.Join(testenv.Root(t), "deploy", "nginx", "nexus.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := testenv.NginxSite(t, string(site), hosts) + path
 
 	const calls = 24
 	res, out, ok := replicasClient(t, proxy, map[string]any{"calls": calls, "parallel": 3}, func() { kills[1]() })
 	if !ok {
 		t.Fatalf("the SDK client failed:\n%s", out)
 	}
-	if res.SessionID == "" || res.SessionIDAfter != res.SessionID {
-		t.Errorf("session %q, then %q", res.SessionID, res.SessionIDAfter)
-	}
-	if res.Calls != calls || res.Answered != calls || res.Failed != 0 || res.Mismatched != 0 || res.Duplicates != 0 {
-		t.Errorf("calls after the kill: %+v", res)
-	}
-	if res.SamplingRequests != 2 || res.Samples != 2 {
-		t.Errorf("sampling: %d requests answered, %d sample calls right; want 2 and 2", res.SamplingRequests, res.Samples)
-	}
-	if !res.Subscribed || res.ToolsBefore == 0 || res.ToolsAfter != res.ToolsBefore {
-		t.Errorf("subscribed %v, tools %d then %d", res.Subscribed, res.ToolsBefore, res.ToolsAfter)
-	}
+	res.check(t, calls)
 	for i, stop := range stops {
 		if i == 1 {
 			continue

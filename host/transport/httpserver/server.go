@@ -644,11 +644,7 @@ func (h *Handler) pump(w http.ResponseWriter, r *http.Request, s *session, st *s
 	st.wake()
 	st.mu.Unlock()
 
-	hd := w.Header()
-	hd.Set("Content-Type", "text/event-stream")
-	hd.Set("Cache-Control", "no-cache")
-	hd.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+	startSSE(w)
 	var buf []byte
 	if legacy {
 		buf = append(buf, "event: endpoint\ndata: "...)
@@ -696,11 +692,7 @@ func (h *Handler) pump(w http.ResponseWriter, r *http.Request, s *session, st *s
 			buf = append(buf, "\n\n"...)
 		}
 		if len(buf) > 0 {
-			rc.SetWriteDeadline(time.Now().Add(30 * time.Second))
-			if _, err := w.Write(buf); err != nil {
-				return
-			}
-			if rc.Flush() != nil {
+			if !flushEvents(w, rc, buf) {
 				return
 			}
 			buf = buf[:0]
@@ -722,6 +714,26 @@ func (h *Handler) pump(w http.ResponseWriter, r *http.Request, s *session, st *s
 			return
 		}
 	}
+}
+
+// startSSE answers with an SSE stream (X-Accel-Buffering: a proxy such
+// as nginx must pass each event on as it comes).
+func startSSE(w http.ResponseWriter) {
+	hd := w.Header()
+	hd.Set("Content-Type", "text/event-stream")
+	hd.Set("Cache-Control", "no-cache")
+	hd.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+}
+
+// flushEvents writes events to the client within a bounded time; false
+// when the connection is gone or stuck.
+func flushEvents(w http.ResponseWriter, rc *http.ResponseController, buf []byte) bool {
+	rc.SetWriteDeadline(time.Now().Add(30 * time.Second))
+	if _, err := w.Write(buf); err != nil {
+		return false
+	}
+	return rc.Flush() == nil
 }
 
 // appendEvent writes one SSE event; data nil makes a priming event.

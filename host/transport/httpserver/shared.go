@@ -247,9 +247,9 @@ func (h *Handler) send(replica string, msg []byte) {
 	}
 }
 
-// restore finds a session another replica made and makes a local
-// instance of it, or answers why it cannot.
-func (h *Handler) restore(w http.ResponseWriter, r *http.Request, sid, principal string) *session {
+// lookup finds the record of a session another replica opened, for the
+// request's principal and transport, or answers why it cannot.
+func (h *Handler) lookup(w http.ResponseWriter, r *http.Request, sid, principal string, legacy bool) (SharedSession, bool) {
 	ctx, cancel := context.WithTimeout(r.Context(), sharedTimeout)
 	rec, ok, err := h.shared.Lookup(ctx, sid)
 	cancel()
@@ -257,15 +257,24 @@ func (h *Handler) restore(w http.ResponseWriter, r *http.Request, sid, principal
 	case err != nil:
 		w.Header().Set("Retry-After", "2")
 		rpcError(w, http.StatusServiceUnavailable, mcp.CodeInternalError, "the session store does not answer, so this replica cannot serve a session another one opened: "+err.Error()+"; retry, and check the store")
-		return nil
 	case !ok:
 		rpcError(w, http.StatusNotFound, mcp.CodeInvalidRequest, "unknown or ended session; initialize a new one")
-		return nil
 	case rec.Principal != principal:
 		rpcError(w, http.StatusForbidden, mcp.CodeInvalidRequest, "this session was opened with other credentials; initialize a session of your own")
-		return nil
-	case rec.Legacy:
+	case rec.Legacy && !legacy:
 		rpcError(w, http.StatusBadRequest, mcp.CodeInvalidRequest, "this session uses the HTTP+SSE transport; POST to its endpoint")
+	case !rec.Legacy && legacy:
+		rpcError(w, http.StatusBadRequest, mcp.CodeInvalidRequest, "this session uses streamable HTTP; POST to the MCP endpoint with Mcp-Session-Id")
+	default:
+		return rec, true
+	}
+	return rec, false
+}
+
+// restore makes a local instance of a session another replica opened, or
+// answers why it cannot.
+func (h *Handler) restore(w http.ResponseWriter, r *http.Request, sid, principal string) *session {
+	if _, ok := h.lookup(w, r, sid, principal, false); !ok {
 		return nil
 	}
 	s, err := h.newSession(sid, principal, false, true)
@@ -409,22 +418,8 @@ func (h *Handler) getShared(w http.ResponseWriter, r *http.Request, s *session) 
 // forwardLegacy sends a message POSTed for a legacy session held by
 // another replica to that replica.
 func (h *Handler) forwardLegacy(w http.ResponseWriter, r *http.Request, sid, principal string) {
-	ctx, cancel := context.WithTimeout(r.Context(), sharedTimeout)
-	rec, ok, err := h.shared.Lookup(ctx, sid)
-	cancel()
-	switch {
-	case err != nil:
-		w.Header().Set("Retry-After", "2")
-		rpcError(w, http.StatusServiceUnavailable, mcp.CodeInternalError, "the session store does not answer: "+err.Error()+"; retry")
-		return
-	case !ok:
-		rpcError(w, http.StatusNotFound, mcp.CodeInvalidRequest, "unknown or ended session; initialize a new one")
-		return
-	case rec.Principal != principal:
-		rpcError(w, http.StatusForbidden, mcp.CodeInvalidRequest, "this session was opened with other credentials; initialize a session of your own")
-		return
-	case !rec.Legacy:
-		rpcError(w, http.StatusBadRequest, mcp.CodeInvalidRequest, "this session uses streamable HTTP; POST to the MCP endpoint with Mcp-Session-Id")
+	rec, ok := h.lookup(w, r, sid, principal, true)
+	if !ok {
 		return
 	}
 	body, _, ok := h.readBody(w, r)
@@ -644,11 +639,7 @@ func (h *Handler) pumpShared(w http.ResponseWriter, r *http.Request, s *session,
 	} else {
 		seq, _ = strconv.Atoi(after)
 	}
-	hd := w.Header()
-	hd.Set("Content-Type", "text/event-stream")
-	hd.Set("Cache-Control", "no-cache")
-	hd.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+	startSSE(w)
 	var buf []byte
 	if standalone {
 		buf = append(buf, "id: g-"...)
@@ -716,11 +707,7 @@ func (h *Handler) pumpShared(w http.ResponseWriter, r *http.Request, s *session,
 			}
 		}
 		if len(buf) > 0 {
-			rc.SetWriteDeadline(time.Now().Add(30 * time.Second))
-			if _, err := w.Write(buf); err != nil {
-				return
-			}
-			if rc.Flush() != nil {
+			if !flushEvents(w, rc, buf) {
 				return
 			}
 			buf = buf[:0]
