@@ -35,6 +35,7 @@ type session struct {
 	init       *mcp.InitializeParams
 	version    string // negotiated
 	ready      bool
+	unrestored bool              // restoring from the store failed: try again on the next request
 	up         *host.Host        // g.h, or the session's own (see the package doc)
 	own        bool              // up is the session's own
 	level      int               // least severity of log messages sent; -1: the client set none
@@ -97,7 +98,18 @@ func (s *session) HandleRequest(ctx context.Context, method string, params json.
 		return s.initialize(params)
 	}
 	s.mu.Lock()
-	inited := s.init != nil
+	inited, unrestored := s.init != nil, s.unrestored
+	s.mu.Unlock()
+	if unrestored {
+		// The restore failed (a store blip): try again before giving up.
+		if err := s.restore(); err != nil {
+			return nil, &mcp.RPCError{Code: mcp.CodeInternalError, Message: "the session store does not answer, so this replica cannot take up the session (" + oneLine(err) + "); retry"}
+		}
+		s.mu.Lock()
+		inited = s.init != nil
+		s.mu.Unlock()
+	}
+	s.mu.Lock()
 	// A request after initialize means the client is initialized, even if
 	// its notifications/initialized went to another replica.
 	s.ready = s.ready || inited
@@ -545,13 +557,13 @@ func (s *session) subscribe(ctx context.Context, method string, params json.RawM
 			s.mu.Lock()
 			s.subs[uri] = server
 			s.mu.Unlock()
-			s.saveSubs()
+			s.saveSub(subscription(server, uri), true)
 		}
 	} else {
 		s.mu.Lock()
 		delete(s.subs, uri)
 		s.mu.Unlock()
-		s.saveSubs()
+		s.saveSub(subscription(server, uri), false)
 		// A shared connection's subscription stays: another session may
 		// hold it, and updates are filtered per session anyway.
 		if s.isOwn() {
@@ -564,19 +576,23 @@ func (s *session) subscribe(ctx context.Context, method string, params json.RawM
 	return struct{}{}, nil
 }
 
-// saveSubs records the session's subscriptions for the other replicas.
-func (s *session) saveSubs() {
+// saveSub adds a subscription to the session's record, or removes it, in
+// one atomic update: two replicas subscribing at once both keep theirs.
+func (s *session) saveSub(entry string, add bool) {
 	if s.stored == nil {
 		return
 	}
-	s.mu.Lock()
-	list := make([]string, 0, len(s.subs))
-	for uri, server := range s.subs {
-		list = append(list, subscription(server, uri))
-	}
-	s.mu.Unlock()
-	slices.Sort(list)
-	if err := s.stored.save(func(r *store.Session) { r.Subscriptions = list }); err != nil {
+	err := s.stored.save(func(r *store.Session) {
+		i := slices.Index(r.Subscriptions, entry)
+		switch {
+		case add && i < 0:
+			r.Subscriptions = append(r.Subscriptions, entry)
+			slices.Sort(r.Subscriptions)
+		case !add && i >= 0:
+			r.Subscriptions = slices.Delete(r.Subscriptions, i, i+1)
+		}
+	})
+	if err != nil {
 		s.g.log.Warn("the session store did not record a subscription; another replica serving the session will not know it", "error", oneLine(err))
 	}
 }

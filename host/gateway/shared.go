@@ -216,6 +216,9 @@ func (s *session) restore() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	rec, err := s.stored.st.Get(ctx, s.stored.id)
+	s.mu.Lock()
+	s.unrestored = err != nil
+	s.mu.Unlock()
 	if err != nil {
 		return err
 	}

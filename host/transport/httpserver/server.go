@@ -205,6 +205,22 @@ func (h *Handler) Close() error {
 	return nil
 }
 
+// spawn runs fn on a goroutine Close waits for, unless the handler is
+// closing (then fn does not run).
+func (h *Handler) spawn(fn func()) {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return
+	}
+	h.wg.Add(1)
+	h.mu.Unlock()
+	go func() {
+		defer h.wg.Done()
+		fn()
+	}()
+}
+
 // InFlight is the number of requests in progress, all sessions.
 func (h *Handler) InFlight() int { return int(h.inflight.Load()) }
 
@@ -446,20 +462,28 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, principal string)
 
 // admit counts a request against the limits, or refuses it.
 func (h *Handler) admit(w http.ResponseWriter, s *session) bool {
+	status, msg := h.count(s)
+	if status != 0 {
+		w.Header().Set("Retry-After", "1")
+		rpcError(w, status, mcp.CodeBusy, msg)
+		return false
+	}
+	return true
+}
+
+// count counts a request against the limits; over one, it says which
+// (an HTTP status and a message) and counts nothing.
+func (h *Handler) count(s *session) (int, string) {
 	if n := s.requests.Add(1); n > int64(h.opts.MaxRequestsPerSession) {
 		s.requests.Add(-1)
-		w.Header().Set("Retry-After", "1")
-		rpcError(w, http.StatusTooManyRequests, mcp.CodeBusy, "too many requests in progress in this session: "+h.opts.limitText("max_requests_per_session", h.opts.MaxRequestsPerSession))
-		return false
+		return http.StatusTooManyRequests, "too many requests in progress in this session: " + h.opts.limitText("max_requests_per_session", h.opts.MaxRequestsPerSession)
 	}
 	if n := h.inflight.Add(1); n > int64(h.opts.MaxRequests) {
 		h.inflight.Add(-1)
 		s.requests.Add(-1)
-		w.Header().Set("Retry-After", "1")
-		rpcError(w, http.StatusServiceUnavailable, mcp.CodeBusy, "too many requests in progress: "+h.opts.limitText("max_requests", h.opts.MaxRequests))
-		return false
+		return http.StatusServiceUnavailable, "too many requests in progress: " + h.opts.limitText("max_requests", h.opts.MaxRequests)
 	}
-	return true
+	return 0, ""
 }
 
 func (h *Handler) release(s *session) {
@@ -529,8 +553,7 @@ func (h *Handler) reply(w http.ResponseWriter, r *http.Request, s *session, st *
 				if err := h.storeHead(r.Context(), s, st); err != nil {
 					h.log.Warn("cannot record a response stream in the session store; if this replica dies its client cannot resume it elsewhere", "session", s.info.ID, "error", err)
 				} else {
-					h.wg.Add(1)
-					go h.mirror(s, st)
+					h.spawn(func() { h.mirror(s, st) })
 				}
 			}
 			break
@@ -604,22 +627,31 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request, principal strin
 		rpcError(w, http.StatusBadRequest, mcp.CodeInvalidRequest, "missing Mcp-Session-Id header")
 		return
 	}
-	if s := h.sessionFor(w, r, sid, principal); s == nil {
+	found := h.sessionFor(w, r, sid, principal)
+	if found == nil {
+		return
+	}
+	if h.shared != nil {
+		// The record first: a session deleted here but not there would
+		// come back on the next request.
+		ctx, cancel := context.WithTimeout(r.Context(), sharedTimeout)
+		err := h.shared.Delete(ctx, sid)
+		cancel()
+		if err != nil {
+			w.Header().Set("Retry-After", "2")
+			rpcError(w, http.StatusServiceUnavailable, mcp.CodeInternalError, "cannot end the session: the session store does not answer: "+err.Error()+"; retry the DELETE")
+			return
+		}
+		h.shared.tombstone(sid)
+		h.endLocal(found)
+		h.send("", busMessage(msgEnd, sid, nil))
+		w.WriteHeader(http.StatusNoContent)
 		return
 	}
 	h.mu.Lock()
 	s := h.sessions[sid]
 	delete(h.sessions, sid)
 	h.mu.Unlock()
-	if h.shared != nil {
-		ctx, cancel := context.WithTimeout(r.Context(), sharedTimeout)
-		err := h.shared.Delete(ctx, sid)
-		cancel()
-		if err != nil {
-			h.log.Warn("cannot delete a session from the session store; it expires there by itself", "session", sid, "error", err)
-		}
-		h.send("", busMessage(msgEnd, sid, nil))
-	}
 	if s == nil {
 		rpcError(w, http.StatusNotFound, mcp.CodeInvalidRequest, "unknown or ended session")
 		return
@@ -799,7 +831,28 @@ func (h *Handler) LegacySSE(w http.ResponseWriter, r *http.Request) {
 		}
 		h.mu.Unlock()
 		s.end()
+		if h.shared != nil {
+			h.forget(s.info.ID) // the stream was the session
+		}
 	}()
+	if h.shared != nil {
+		// The record lives as long as the stream: messages for the
+		// session may reach any replica.
+		h.spawn(func() {
+			t := time.NewTicker(max(h.opts.IdleTimeout/4, 10*time.Millisecond))
+			defer t.Stop()
+			for {
+				select {
+				case <-t.C:
+					h.keepAlive(s)
+				case <-s.conn.done:
+					return
+				case <-h.ctx.Done():
+					return
+				}
+			}
+		})
+	}
 	h.pump(w, r, s, s.conn.standalone, -1, true)
 }
 
@@ -842,16 +895,21 @@ func (h *Handler) LegacyMessage(w http.ResponseWriter, r *http.Request) {
 		// goroutine serves it.
 		s.conn.countLegacy(m.ID, func() { h.release(s) })
 	}
-	if m.Method == mcp.NotificationCancelled {
-		s.conn.cancelled(m.RequestID)
-	}
-	// Served on a goroutine of its own: the answer goes to the stream, and
-	// this POST must not wait for a long tool call.
-	if !s.conn.push(r.Context(), body) {
+	if !h.legacyPush(r.Context(), s, m, body) {
 		rpcError(w, http.StatusNotFound, mcp.CodeInvalidRequest, "the session ended")
 		return
 	}
 	w.WriteHeader(http.StatusAccepted)
+}
+
+// legacyPush hands a legacy session's message to its server side, on a
+// goroutine of its own: the answer goes to the stream, and the POST must
+// not wait for a long tool call.
+func (h *Handler) legacyPush(ctx context.Context, s *session, m incoming, body []byte) bool {
+	if m.Method == mcp.NotificationCancelled {
+		s.conn.cancelled(m.RequestID)
+	}
+	return s.conn.push(ctx, body)
 }
 
 // legacyEntry admits a request to a legacy endpoint: an allowed origin,
@@ -893,8 +951,14 @@ func (h *Handler) newSession(id, principal string, legacy, restored bool) (*sess
 	ctx, cancel := context.WithCancel(h.ctx)
 	s.cancel = cancel
 	if h.shared != nil && !legacy {
+		// Stream names carry the replica and this instance, so a later
+		// instance of the session here does not reuse names in the store.
+		var inst [3]byte
+		rand.Read(inst[:])
 		s.conn.replica = h.shared.replica
+		s.conn.streamPrefix = h.shared.replica + "." + hex.EncodeToString(inst[:])
 		s.conn.out = make(chan []byte, h.opts.ReplayEvents)
+		s.conn.overflowed = func() { h.forget(s.info.ID) }
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -905,6 +969,10 @@ func (h *Handler) newSession(id, principal string, legacy, restored bool) (*sess
 	if old := h.sessions[id]; old != nil && restored {
 		cancel()
 		return old, nil // a concurrent request restored it first
+	}
+	if restored && h.shared.ended(id) {
+		cancel()
+		return nil, errEnded // deleted while this replica looked it up
 	}
 	if len(h.sessions) >= h.opts.MaxSessions {
 		cancel()
@@ -960,6 +1028,9 @@ func (h *Handler) sweep() {
 	}
 }
 
+// errEnded refuses to restore a session deleted meanwhile.
+var errEnded = errors.New("the session ended")
+
 // session is one MCP session served over HTTP.
 type session struct {
 	info      Session
@@ -1003,6 +1074,7 @@ type stream struct {
 	startReply func()
 	replying   chan struct{}
 	owner      int           // the connection writing the stream; a resume takes over
+	mirrored   int           // highest seq copied to the shared store (Handler.mirror)
 	changed    chan struct{} // closed by wake; made when someone waits
 }
 
@@ -1064,8 +1136,9 @@ func (st *stream) add(data []byte, final bool, o *Options) error {
 	st.bytes += len(data)
 	st.done = final
 	for len(st.events) > 1 && (len(st.events) > o.ReplayEvents || st.bytes > o.ReplayBytes) {
-		if st.key != "" && st.events[0].seq > st.sent {
-			// Unread: dropping it would lose part of a request's answer.
+		if st.key != "" && st.events[0].seq > st.sent && st.events[0].seq > st.mirrored {
+			// Unread, and not in the shared store: dropping it would lose
+			// part of a request's answer.
 			st.wake()
 			return errOverflow
 		}
@@ -1101,8 +1174,10 @@ type sessionConn struct {
 	// With Options.Shared: stream ids and the ids of requests to the
 	// client name the replica, and the standalone stream's messages go
 	// to the store through out (see Handler.outbox).
-	replica string
-	out     chan []byte
+	replica      string
+	streamPrefix string
+	out          chan []byte
+	overflowed   func() // the session ended for a client that stopped reading
 }
 
 // maxFinished bounds the completed streams a session keeps for resumption.
@@ -1215,8 +1290,8 @@ func (sc *sessionConn) open(id, token json.RawMessage) *stream {
 	defer sc.mu.Unlock()
 	sc.nextID++
 	name := "p" + strconv.Itoa(sc.nextID)
-	if sc.replica != "" {
-		name = sc.replica + "." + name
+	if sc.streamPrefix != "" {
+		name = sc.streamPrefix + name
 	}
 	st := newStream(name, idKey(id))
 	sc.byReq[st.key] = st
@@ -1247,6 +1322,7 @@ func (sc *sessionConn) abandon(st *stream) {
 	st.mu.Lock()
 	st.orphan = true
 	st.events, st.direct = nil, nil
+	st.wake() // a mirror waiting for events stops
 	st.mu.Unlock()
 	sc.mu.Lock()
 	sc.forget(st)
@@ -1377,27 +1453,49 @@ func (sc *sessionConn) WriteMessage(ctx context.Context, msg []byte) error {
 		st = sc.standalone
 	}
 	sc.mu.Unlock()
-	if sc.replica != "" && pm.Method != "" && len(pm.ID) > 0 {
-		// A request to the client: its answer may reach another replica.
-		nid, _ := json.Marshal(sc.replica + ":" + string(pm.ID))
-		if data, err = withID(data, nid); err != nil {
-			return err
+	if sc.replica != "" && pm.Method != "" {
+		switch {
+		case len(pm.ID) > 0:
+			// A request to the client: its answer may reach another replica.
+			nid, _ := json.Marshal(sc.replica + ":" + string(pm.ID))
+			if data, err = withID(data, nid); err != nil {
+				return err
+			}
+		case pm.Method == mcp.NotificationCancelled:
+			// Withdrawing such a request: the client knows it by that id.
+			if rid := mcp.Member(pm.Params, "requestId"); len(rid) > 0 {
+				nid, _ := json.Marshal(sc.replica + ":" + string(rid))
+				if data, err = withParam(data, "requestId", nid); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	if st == sc.standalone && sc.out != nil {
-		select {
-		case sc.out <- data:
-		case <-sc.done:
-			return mcp.ErrClosed
-		case <-ctx.Done():
-			return ctx.Err()
+		// Never waits for the store: when it lags that far, the oldest
+		// message goes, as on the standalone stream of one process.
+		for {
+			select {
+			case sc.out <- data:
+				return nil
+			case <-sc.done:
+				return mcp.ErrClosed
+			default:
+			}
+			select {
+			case <-sc.out:
+				sc.log.Warn("a message for the GET stream was dropped: the session store lags behind")
+			default:
+			}
 		}
-		return nil
 	}
 	if err := st.add(data, isResponse, sc.opts); err != nil {
 		sc.log.Warn("ending the session: its client stopped reading a response stream",
 			"stream", st.id, "limit", sc.opts.limitText("max_sse_events", sc.opts.ReplayEvents))
 		sc.Close()
+		if sc.overflowed != nil {
+			sc.overflowed()
+		}
 		return err
 	}
 	return nil

@@ -3,6 +3,8 @@ package httpserver
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -90,6 +92,7 @@ const (
 	msgEnd      = 'e' // e <session>: the session was deleted
 	msgLegacy   = 'l' // l <session>\n<a message for a legacy session held here>
 	msgChanged  = 's' // s <session>\n<replica>: that replica changed the session's state
+	msgTakeover = 't' // t <session>\n<token>: a GET stream took the session's standalone stream over
 )
 
 func busMessage(kind byte, id string, body []byte) []byte {
@@ -110,6 +113,76 @@ type sharedState struct {
 
 	mu      sync.Mutex
 	waiters map[string]map[chan struct{}]struct{} // stream key -> pumps waiting for events
+	gets    map[string]*standaloneGet             // session -> the GET writing its standalone stream here
+	ends    map[string]time.Time                  // sessions deleted lately -> when (not restored again)
+}
+
+// standaloneGet is the GET stream that writes a session's standalone
+// stream; a newer one, on any replica, stops it (the spec: a message goes
+// to one stream).
+type standaloneGet struct {
+	token string
+	stop  chan struct{}
+}
+
+// How long, and how many, deleted sessions a replica remembers, so a
+// restore racing a DELETE elsewhere does not bring one back.
+const (
+	endMemory = time.Minute
+	maxEnds   = 4096
+)
+
+// tombstone remembers that a session was deleted.
+func (sh *sharedState) tombstone(id string) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	now := time.Now()
+	if len(sh.ends) >= maxEnds {
+		for k, t := range sh.ends {
+			if now.Sub(t) > endMemory || len(sh.ends) >= maxEnds {
+				delete(sh.ends, k)
+			}
+		}
+	}
+	sh.ends[id] = now
+}
+
+// ended reports whether a session was deleted lately.
+func (sh *sharedState) ended(id string) bool {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	t, ok := sh.ends[id]
+	return ok && time.Since(t) < endMemory
+}
+
+// takeOver makes a GET the one that writes a session's standalone stream
+// here, stopping the one before it; release when it ends.
+func (sh *sharedState) takeOver(id, token string) (stop <-chan struct{}, release func()) {
+	g := &standaloneGet{token: token, stop: make(chan struct{})}
+	sh.mu.Lock()
+	if old := sh.gets[id]; old != nil {
+		close(old.stop)
+	}
+	sh.gets[id] = g
+	sh.mu.Unlock()
+	return g.stop, func() {
+		sh.mu.Lock()
+		if sh.gets[id] == g {
+			delete(sh.gets, id)
+		}
+		sh.mu.Unlock()
+	}
+}
+
+// takenOver stops this replica's GET of a session's standalone stream
+// when another (with another token) took it over.
+func (sh *sharedState) takenOver(id, token string) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if g := sh.gets[id]; g != nil && g.token != token {
+		close(g.stop)
+		delete(sh.gets, id)
+	}
 }
 
 // startShared runs the replica's heartbeat and its message loop.
@@ -117,6 +190,8 @@ func (h *Handler) startShared() {
 	sh := h.shared
 	sh.replica = sh.Replica()
 	sh.waiters = map[string]map[chan struct{}]struct{}{}
+	sh.gets = map[string]*standaloneGet{}
+	sh.ends = map[string]time.Time{}
 	h.wg.Add(2)
 	go func() {
 		defer h.wg.Done()
@@ -165,9 +240,15 @@ func (h *Handler) onMessage(m []byte) {
 	}
 	head, body, _ := bytes.Cut(m[2:], []byte{'\n'})
 	id := string(head)
-	if m[0] == msgWake {
+	switch m[0] {
+	case msgWake:
 		h.shared.wake(id)
 		return
+	case msgTakeover:
+		h.shared.takenOver(id, string(body))
+		return
+	case msgEnd:
+		h.shared.tombstone(id)
 	}
 	s := h.session(id)
 	if s == nil {
@@ -193,9 +274,7 @@ func (h *Handler) onMessage(m []byte) {
 		}
 	case msgLegacy:
 		if s.info.Legacy {
-			ctx, cancel := context.WithTimeout(h.ctx, sharedTimeout)
-			s.conn.push(ctx, bytes.Clone(body))
-			cancel()
+			h.legacyForwarded(s, bytes.Clone(body))
 		}
 	}
 }
@@ -239,12 +318,25 @@ func (sh *sharedState) wake(key string) {
 }
 
 // send is Send with a bounded wait, logged on failure.
-func (h *Handler) send(replica string, msg []byte) {
+func (h *Handler) send(replica string, msg []byte) error {
 	ctx, cancel := context.WithTimeout(h.ctx, sharedTimeout)
 	defer cancel()
-	if err := h.shared.Send(ctx, replica, msg); err != nil && h.ctx.Err() == nil {
+	err := h.shared.Send(ctx, replica, msg)
+	if err != nil && h.ctx.Err() == nil {
 		h.log.Warn("cannot reach the other replicas", "error", err)
 	}
+	return err
+}
+
+// sendOrRefuse sends a client's message on to another replica, or tells
+// the client it could not (it may retry).
+func (h *Handler) sendOrRefuse(w http.ResponseWriter, replica string, msg []byte) {
+	if err := h.send(replica, msg); err != nil {
+		w.Header().Set("Retry-After", "2")
+		rpcError(w, http.StatusServiceUnavailable, mcp.CodeInternalError, "cannot pass the message to the replica that holds what it answers: "+err.Error())
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
 }
 
 // lookup finds the record of a session another replica opened, for the
@@ -278,6 +370,10 @@ func (h *Handler) restore(w http.ResponseWriter, r *http.Request, sid, principal
 		return nil
 	}
 	s, err := h.newSession(sid, principal, false, true)
+	if errors.Is(err, errEnded) {
+		rpcError(w, http.StatusNotFound, mcp.CodeInvalidRequest, "unknown or ended session; initialize a new one")
+		return nil
+	}
 	if err != nil {
 		w.Header().Set("Retry-After", "5")
 		rpcError(w, http.StatusServiceUnavailable, mcp.CodeInternalError, err.Error())
@@ -295,9 +391,7 @@ func (h *Handler) keepAlive(s *session) {
 	if now-last < int64(h.opts.IdleTimeout/4) || !s.stored.CompareAndSwap(last, now) {
 		return
 	}
-	h.wg.Add(1)
-	go func() {
-		defer h.wg.Done()
+	h.spawn(func() {
 		ctx, cancel := context.WithTimeout(h.ctx, sharedTimeout)
 		defer cancel()
 		ok, err := h.shared.Touch(ctx, s.info.ID)
@@ -318,7 +412,47 @@ func (h *Handler) keepAlive(s *session) {
 				h.endLocal(s)
 			}
 		}
-	}()
+	})
+}
+
+// legacyForwarded serves a message another replica got for a legacy
+// session held here, under the same limits as one POSTed here; a request
+// over them is answered on the stream, since its POST was answered already.
+func (h *Handler) legacyForwarded(s *session, body []byte) {
+	m, err := parseIncoming(body)
+	if err != nil {
+		return
+	}
+	if m.Method != "" && m.hasID() {
+		if status, msg := h.count(s); status != 0 {
+			b, _ := json.Marshal(struct {
+				JSONRPC string          `json:"jsonrpc"`
+				ID      json.RawMessage `json:"id"`
+				Error   *mcp.RPCError   `json:"error"`
+			}{"2.0", m.ID, &mcp.RPCError{Code: mcp.CodeBusy, Message: msg}})
+			s.conn.standalone.add(b, false, &h.opts)
+			return
+		}
+		s.conn.countLegacy(m.ID, func() { h.release(s) })
+	}
+	ctx, cancel := context.WithTimeout(h.ctx, sharedTimeout)
+	defer cancel()
+	h.legacyPush(ctx, s, m, body)
+}
+
+// forget deletes a session that ended here for good (its legacy stream
+// closed, or its client stopped reading) from the store, in the
+// background, and tells the other replicas.
+func (h *Handler) forget(id string) {
+	h.shared.tombstone(id)
+	h.spawn(func() {
+		ctx, cancel := context.WithTimeout(h.ctx, sharedTimeout)
+		defer cancel()
+		if err := h.shared.Delete(ctx, id); err != nil && h.ctx.Err() == nil {
+			h.log.Warn("cannot delete an ended session from the session store; it expires there by itself", "session", id, "error", err)
+		}
+		h.send("", busMessage(msgEnd, id, nil))
+	})
 }
 
 // endLocal ends this replica's instance of a session.
@@ -365,10 +499,10 @@ func (h *Handler) routeShared(w http.ResponseWriter, s *session, m incoming, bod
 				rpcError(w, http.StatusNotFound, mcp.CodeInvalidRequest, "the session ended")
 				return true
 			}
+			w.WriteHeader(http.StatusAccepted)
 		} else {
-			h.send(replica, busMessage(msgResponse, s.info.ID, body))
+			h.sendOrRefuse(w, replica, busMessage(msgResponse, s.info.ID, body))
 		}
-		w.WriteHeader(http.StatusAccepted)
 		return true
 	case m.Method == mcp.NotificationCancelled && !s.conn.has(m.RequestID):
 		h.send("", busMessage(msgCancel, s.info.ID, body))
@@ -389,8 +523,15 @@ func (h *Handler) getShared(w http.ResponseWriter, r *http.Request, s *session) 
 		h.pumpShared(w, r, s, "g", after)
 		return true
 	}
-	if _, _, ok := s.conn.lookup(last); ok {
-		return false // a stream of this replica's
+	if st, after, ok := s.conn.lookup(last); ok {
+		st.mu.Lock()
+		gap := len(st.events) > 0 && st.events[0].seq > after+1 && st.mirrored > 0
+		st.mu.Unlock()
+		if !gap {
+			return false // a stream of this replica's, with what the client missed
+		}
+		// Its client read it elsewhere meanwhile, and what it missed was
+		// dropped here once in the store: resume from the store.
 	}
 	i := strings.LastIndexByte(last, '-')
 	if i < 0 || !strings.Contains(last[:i], ".") {
@@ -426,8 +567,7 @@ func (h *Handler) forwardLegacy(w http.ResponseWriter, r *http.Request, sid, pri
 	if !ok {
 		return
 	}
-	h.send(rec.Owner, busMessage(msgLegacy, sid, body))
-	w.WriteHeader(http.StatusAccepted)
+	h.sendOrRefuse(w, rec.Owner, busMessage(msgLegacy, sid, body))
 }
 
 // ---- ids of requests this replica sends -----------------------------------
@@ -464,6 +604,25 @@ func withID(msg []byte, id json.RawMessage) ([]byte, error) {
 		return nil, err
 	}
 	m["id"] = id
+	return json.Marshal(m)
+}
+
+// withParam sets one member of a message's params.
+func withParam(msg []byte, name string, v json.RawMessage) ([]byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(msg, &m); err != nil {
+		return nil, err
+	}
+	var p map[string]json.RawMessage
+	if err := json.Unmarshal(m["params"], &p); err != nil {
+		return nil, err
+	}
+	p[name] = v
+	b, err := json.Marshal(p)
+	if err != nil {
+		return nil, err
+	}
+	m["params"] = b
 	return json.Marshal(m)
 }
 
@@ -514,7 +673,6 @@ func streamKey(session, stream string) string { return session + "/" + stream }
 // client whose replica dies resumes it on another. Its head went first
 // (reply), before the client saw any event id of it.
 func (h *Handler) mirror(s *session, st *stream) {
-	defer h.wg.Done()
 	key := streamKey(s.info.ID, st.id)
 	mirrored, warned := 0, false
 	for {
@@ -525,21 +683,25 @@ func (h *Handler) mirror(s *session, st *stream) {
 				batch = append(batch, ev)
 			}
 		}
-		done, last, ch := st.done, st.next-1, st.waitCh()
+		done, last, orphan, ch := st.done, st.next-1, st.orphan, st.waitCh()
 		st.mu.Unlock()
+		if orphan {
+			return // abandoned: nobody will resume it
+		}
 		for _, ev := range batch {
 			flag := byte('e')
 			if done && ev.seq == last {
 				flag = 'f'
 			}
-			ctx, cancel := context.WithTimeout(h.ctx, sharedTimeout)
-			_, err := h.shared.Append(ctx, key, storedEvent(flag, st.key, ev.seq, ev.data), h.opts.ReplayEvents+1)
-			cancel()
+			err := h.appendRetry(key, storedEvent(flag, st.key, ev.seq, ev.data), h.opts.ReplayEvents+1)
 			if err != nil && !warned && h.ctx.Err() == nil {
 				warned = true
 				h.log.Warn("cannot copy a response stream to the session store; if this replica dies its client cannot resume it elsewhere", "session", s.info.ID, "stream", st.id, "error", err)
 			}
 			mirrored = ev.seq
+			st.mu.Lock()
+			st.mirrored = mirrored
+			st.mu.Unlock()
 		}
 		if len(batch) > 0 {
 			h.send("", busMessage(msgWake, key, nil))
@@ -555,6 +717,29 @@ func (h *Handler) mirror(s *session, st *stream) {
 			return
 		}
 	}
+}
+
+// appendRetry appends an event, trying again a few times over a second
+// or so: a blip of the store must not leave a resumed stream without its
+// answer.
+func (h *Handler) appendRetry(key string, data []byte, max int) error {
+	var err error
+	for try := range 4 {
+		if try > 0 {
+			select {
+			case <-h.ctx.Done():
+				return err
+			case <-time.After(time.Duration(try*try) * 100 * time.Millisecond):
+			}
+		}
+		ctx, cancel := context.WithTimeout(h.ctx, sharedTimeout)
+		_, err = h.shared.Append(ctx, key, data, max)
+		cancel()
+		if err == nil {
+			return nil
+		}
+	}
+	return err
 }
 
 // storeHead records a request stream before the client sees its id.
@@ -628,6 +813,16 @@ func (h *Handler) pumpShared(w http.ResponseWriter, r *http.Request, s *session,
 	owner, _, _ := strings.Cut(stream, ".")
 	wake, leave := h.shared.waiter(key)
 	defer leave()
+	var stop <-chan struct{}
+	if standalone {
+		var tok [8]byte
+		rand.Read(tok[:])
+		token := hex.EncodeToString(tok[:])
+		var release func()
+		stop, release = h.shared.takeOver(s.info.ID, token)
+		defer release()
+		h.send("", busMessage(msgTakeover, s.info.ID, []byte(token)))
+	}
 
 	cursor, seq := "", 0
 	if standalone {
@@ -684,6 +879,9 @@ func (h *Handler) pumpShared(w http.ResponseWriter, r *http.Request, s *session,
 				buf = appendData(buf, data)
 				continue
 			}
+			if flag == 'f' && n <= seq {
+				complete = true // the client has the answer already
+			}
 			if flag == 'h' || n <= seq {
 				continue
 			}
@@ -722,6 +920,9 @@ func (h *Handler) pumpShared(w http.ResponseWriter, r *http.Request, s *session,
 		case <-wake:
 		case <-poll.C:
 			idle++
+			h.keepAlive(s) // a client that only reads keeps its session
+		case <-stop:
+			return // a newer GET took the stream over
 		case <-ctx.Done():
 			return
 		case <-s.conn.done:

@@ -1,0 +1,664 @@
+package httpserver
+
+// Replicas sharing a store (Options.Shared), against a real store.Memory
+// and a scripted server. Each TestShared test's comment describes a bug a
+// review found in the first version (what went wrong); the test checks it
+// stays fixed.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nexus-mcp/nexus/host/gateway/store"
+	"github.com/nexus-mcp/nexus/host/mcp"
+)
+
+// reviewShared is Shared over store.Memory, as the gateway's adapter is.
+type reviewShared struct {
+	st      *store.Memory
+	replica string
+	ttl     time.Duration
+	hook    func(id string) // runs in Lookup after the record was read
+	fail    func(op string, data []byte) error
+}
+
+func (s *reviewShared) Replica() string { return s.replica }
+func (s *reviewShared) Create(ctx context.Context, rec SharedSession) error {
+	return s.st.Create(ctx, &store.Session{ID: rec.ID, Principal: rec.Principal, Legacy: rec.Legacy, Owner: rec.Owner}, s.ttl)
+}
+func (s *reviewShared) Lookup(ctx context.Context, id string) (SharedSession, bool, error) {
+	rec, err := s.st.Get(ctx, id)
+	if s.hook != nil {
+		s.hook(id)
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		return SharedSession{}, false, nil
+	}
+	if err != nil {
+		return SharedSession{}, false, err
+	}
+	return SharedSession{ID: rec.ID, Principal: rec.Principal, Legacy: rec.Legacy, Owner: rec.Owner}, true, nil
+}
+func (s *reviewShared) Touch(ctx context.Context, id string) (bool, error) {
+	err := s.st.Touch(ctx, id, s.ttl)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+func (s *reviewShared) Delete(ctx context.Context, id string) error {
+	if s.fail != nil {
+		if err := s.fail("delete", nil); err != nil {
+			return err
+		}
+	}
+	return s.st.Delete(ctx, id)
+}
+func (s *reviewShared) Append(ctx context.Context, stream string, data []byte, max int) (string, error) {
+	if s.fail != nil {
+		if err := s.fail("append", data); err != nil {
+			return "", err
+		}
+	}
+	return s.st.Append(ctx, stream, data, max, s.ttl)
+}
+func (s *reviewShared) After(ctx context.Context, stream, after string) ([]SharedEvent, bool, error) {
+	evs, err := s.st.After(ctx, stream, after, 0)
+	if errors.Is(err, store.ErrGone) {
+		return nil, true, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	out := make([]SharedEvent, len(evs))
+	for i, e := range evs {
+		out[i] = SharedEvent{ID: e.ID, Data: e.Data}
+	}
+	return out, false, nil
+}
+func (s *reviewShared) Send(ctx context.Context, replica string, msg []byte) error {
+	ch := "all"
+	if replica != "" {
+		ch = "r:" + replica
+	}
+	return s.st.Publish(ctx, ch, msg)
+}
+func (s *reviewShared) Receive(ctx context.Context) (<-chan []byte, error) {
+	own, stopOwn, err := s.st.Subscribe(ctx, "r:"+s.replica)
+	if err != nil {
+		return nil, err
+	}
+	all, stopAll, err := s.st.Subscribe(ctx, "all")
+	if err != nil {
+		stopOwn()
+		return nil, err
+	}
+	out := make(chan []byte, store.SubscriberBuffer)
+	go func() {
+		defer close(out)
+		defer stopOwn()
+		defer stopAll()
+		for {
+			var m []byte
+			var ok bool
+			select {
+			case m, ok = <-own:
+			case m, ok = <-all:
+			}
+			if !ok {
+				return
+			}
+			select {
+			case out <- m:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+func (s *reviewShared) Beat(ctx context.Context, ttl time.Duration) error {
+	return s.st.Beat(ctx, s.replica, ttl)
+}
+func (s *reviewShared) Alive(ctx context.Context, replica string) (bool, error) {
+	return s.st.Alive(ctx, replica)
+}
+
+// reviewServer serves any request: "notify" sends tools/list_changed first,
+// "stream" sends params.n log notifications (params.gap ms apart) first,
+// "hold" waits for gate; then each answers {}.
+type reviewServer struct {
+	gate    chan struct{}
+	holding atomic.Int32
+	maxHeld atomic.Int32
+}
+
+func (sc *reviewServer) serve(ctx context.Context, conn mcp.Conn, _ *Session) error {
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	for {
+		msg, err := conn.ReadMessage()
+		if err != nil {
+			return err
+		}
+		pm, err := mcp.ParseMessage(msg)
+		if err != nil || pm.Method == "" || len(pm.ID) == 0 {
+			continue
+		}
+		id := append(json.RawMessage(nil), pm.ID...)
+		method := pm.Method
+		var p struct{ N, Gap int }
+		json.Unmarshal(pm.Params, &p)
+		go func() {
+			rctx := mcp.WithRelatedRequest(ctx, id)
+			switch method {
+			case "notify":
+				conn.WriteMessage(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`))
+			case "stream":
+				for i := range p.N {
+					conn.WriteMessage(rctx, []byte(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":`+strconv.Itoa(i)+`}}`))
+					time.Sleep(time.Duration(p.Gap) * time.Millisecond)
+				}
+			case "askcancel":
+				conn.WriteMessage(rctx, []byte(`{"jsonrpc":"2.0","id":5,"method":"sampling/createMessage","params":{}}`))
+				conn.WriteMessage(rctx, []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}`))
+			case "streamhold":
+				conn.WriteMessage(rctx, []byte(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}`))
+				select {
+				case <-sc.gate:
+				case <-ctx.Done():
+				}
+			case "hold":
+				n := sc.holding.Add(1)
+				for {
+					m := sc.maxHeld.Load()
+					if n <= m || sc.maxHeld.CompareAndSwap(m, n) {
+						break
+					}
+				}
+				select {
+				case <-sc.gate:
+				case <-ctx.Done():
+				}
+				sc.holding.Add(-1)
+			}
+			conn.WriteMessage(rctx, []byte(`{"jsonrpc":"2.0","id":`+string(id)+`,"result":{}}`))
+		}()
+	}
+}
+
+type reviewReplica struct {
+	t   *testing.T
+	h   *Handler
+	sh  *reviewShared
+	srv *httptest.Server
+	url string
+}
+
+func reviewReplicas(t *testing.T, n int, o Options, sc *reviewServer) []*reviewReplica {
+	t.Helper()
+	st := store.NewMemory()
+	if o.IdleTimeout == 0 {
+		o.IdleTimeout = time.Minute
+	}
+	if o.SharedPoll == 0 {
+		o.SharedPoll = 50 * time.Millisecond
+	}
+	var out []*reviewReplica
+	for i := range n {
+		sh := &reviewShared{st: st, replica: "r" + strconv.Itoa(i), ttl: o.IdleTimeout}
+		oo := o
+		oo.Shared = sh
+		h := New(sc.serve, oo)
+		mux := http.NewServeMux()
+		mux.Handle("/mcp", h)
+		mux.HandleFunc("/sse", h.LegacySSE)
+		mux.HandleFunc("/messages", h.LegacyMessage)
+		srv := httptest.NewServer(mux)
+		r := &reviewReplica{t: t, h: h, sh: sh, srv: srv, url: srv.URL}
+		out = append(out, r)
+	}
+	t.Cleanup(func() {
+		for _, r := range out {
+			r.srv.CloseClientConnections()
+			r.h.Close()
+			r.srv.Close()
+		}
+	})
+	return out
+}
+
+func (r *reviewReplica) req(ctx context.Context, method, path, body string, hdr map[string]string) *http.Response {
+	r.t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, method, r.url+path, strings.NewReader(body))
+	if method == http.MethodPost {
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+	} else {
+		req.Header.Set("Accept", "text/event-stream")
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return resp
+}
+
+func (r *reviewReplica) post(sid, body string) (int, string) {
+	r.t.Helper()
+	resp := r.req(context.Background(), http.MethodPost, "/mcp", body, map[string]string{"Mcp-Session-Id": sid})
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, string(b)
+}
+
+func (r *reviewReplica) open() string {
+	r.t.Helper()
+	resp := r.req(context.Background(), http.MethodPost, "/mcp", initBody, nil)
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		r.t.Fatalf("initialize: %d", resp.StatusCode)
+	}
+	return resp.Header.Get("Mcp-Session-Id")
+}
+
+type reviewEvent struct{ id, data string }
+
+// events reads SSE events into a channel, closed at EOF.
+func reviewEvents(body io.Reader) <-chan reviewEvent {
+	ch := make(chan reviewEvent, 1024)
+	go func() {
+		defer close(ch)
+		br := bufio.NewReader(body)
+		var ev reviewEvent
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				return
+			}
+			line = strings.TrimRight(line, "\n")
+			switch {
+			case line == "":
+				ch <- ev
+				ev = reviewEvent{}
+			case strings.HasPrefix(line, "id: "):
+				ev.id = line[4:]
+			case strings.HasPrefix(line, "data: "):
+				ev.data += line[6:]
+			}
+		}
+	}()
+	return ch
+}
+
+// A client that got a request's whole stream, final answer included, and
+// resumes it from its last id on another replica: the stream should end at
+// once. It hangs while the owner lives, and when the owner goes the client
+// gets a second answer to the same request: "the replica stopped before it
+// answered".
+func TestSharedResumeAfterFinal(t *testing.T) {
+	sc := &reviewServer{gate: make(chan struct{})}
+	rs := reviewReplicas(t, 2, Options{}, sc)
+	a, b := rs[0], rs[1]
+	sid := a.open()
+	resp := a.req(context.Background(), http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":7,"method":"stream","params":{"n":2}}`, map[string]string{"Mcp-Session-Id": sid})
+	last := ""
+	for ev := range reviewEvents(resp.Body) {
+		last = ev.id
+	}
+	resp.Body.Close()
+	if !strings.HasPrefix(last, "r0.") {
+		t.Fatalf("last id %q", last)
+	}
+	time.Sleep(200 * time.Millisecond) // the mirror copied the final event
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	g := b.req(ctx, http.MethodGet, "/mcp", "", map[string]string{"Mcp-Session-Id": sid, "Last-Event-Id": last})
+	defer g.Body.Close()
+	evs := reviewEvents(g.Body)
+	timer := time.After(2 * time.Second)
+	for {
+		select {
+		case ev, ok := <-evs:
+			if !ok {
+				return // ended: fine
+			}
+			if strings.Contains(ev.data, `"id":7`) {
+				t.Fatalf("a second answer to request 7 after the client had the first: %s", ev.data)
+			}
+		case <-timer:
+			t.Errorf("resuming on another replica after the final event: the stream is still open 2 s later; closing the owner now")
+			timer = nil
+			a.h.Close()
+		case <-ctx.Done():
+			t.Fatal("never ended")
+		}
+	}
+}
+
+// DELETE on one replica while another is between its Lookup and making
+// its instance: the other then serves the deleted session (200, not 404).
+func TestSharedDeleteRacesRestore(t *testing.T) {
+	sc := &reviewServer{gate: make(chan struct{})}
+	rs := reviewReplicas(t, 2, Options{}, sc)
+	a, b := rs[0], rs[1]
+	sid := a.open()
+	looked, goOn := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	b.sh.hook = func(string) { once.Do(func() { close(looked); <-goOn }) }
+	done := make(chan int, 1)
+	go func() {
+		code, _ := b.post(sid, `{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+		done <- code
+	}()
+	<-looked
+	resp := a.req(context.Background(), http.MethodDelete, "/mcp", "", map[string]string{"Mcp-Session-Id": sid})
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE: %d", resp.StatusCode)
+	}
+	time.Sleep(100 * time.Millisecond) // the end reached every replica
+	close(goOn)
+	<-done
+	if code, body := b.post(sid, `{"jsonrpc":"2.0","id":3,"method":"ping"}`); code != http.StatusNotFound {
+		t.Errorf("a request after DELETE (204) is served by the replica whose restore raced it: %d %s (want 404)", code, body)
+	}
+}
+
+// Two GET streams of one session (a client reconnecting before the server
+// noticed the old connection died, or two replicas): each standalone
+// message goes to both, which the spec forbids ("MUST NOT broadcast the
+// same message across multiple streams").
+func TestSharedStandaloneDuplicated(t *testing.T) {
+	sc := &reviewServer{gate: make(chan struct{})}
+	rs := reviewReplicas(t, 2, Options{}, sc)
+	a, b := rs[0], rs[1]
+	sid := a.open()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	g1 := a.req(ctx, http.MethodGet, "/mcp", "", map[string]string{"Mcp-Session-Id": sid})
+	defer g1.Body.Close()
+	g2 := b.req(ctx, http.MethodGet, "/mcp", "", map[string]string{"Mcp-Session-Id": sid})
+	defer g2.Body.Close()
+	e1, e2 := reviewEvents(g1.Body), reviewEvents(g2.Body)
+	<-e1 // priming
+	<-e2
+	if code, body := a.post(sid, `{"jsonrpc":"2.0","id":2,"method":"notify"}`); code != 200 {
+		t.Fatalf("notify: %d %s", code, body)
+	}
+	got := 0
+	timeout := time.After(2 * time.Second)
+	for got < 2 {
+		select {
+		case ev := <-e1:
+			if strings.Contains(ev.data, "list_changed") {
+				got++
+			}
+		case ev := <-e2:
+			if strings.Contains(ev.data, "list_changed") {
+				got++
+			}
+		case <-timeout:
+			return
+		}
+	}
+	t.Errorf("one list_changed was delivered on both GET streams of the session")
+}
+
+// A call's stream on replica A; the client's connection to A drops and it
+// resumes on B, reading everything there. A, whose local copy nobody reads,
+// overflows and ends the session; the stream on B never gets the answer.
+func TestSharedOverflowWhileResumedElsewhere(t *testing.T) {
+	sc := &reviewServer{gate: make(chan struct{})}
+	rs := reviewReplicas(t, 2, Options{ReplayEvents: 8}, sc)
+	a, b := rs[0], rs[1]
+	sid := a.open()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c1, cancel1 := context.WithCancel(ctx)
+	resp := a.req(c1, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":7,"method":"stream","params":{"n":40,"gap":20}}`, map[string]string{"Mcp-Session-Id": sid})
+	evs := reviewEvents(resp.Body)
+	<-evs
+	first := <-evs
+	cancel1() // the connection to A drops
+	resp.Body.Close()
+	g := b.req(ctx, http.MethodGet, "/mcp", "", map[string]string{"Mcp-Session-Id": sid, "Last-Event-Id": first.id})
+	defer g.Body.Close()
+	n := 0
+	for ev := range reviewEvents(g.Body) {
+		n++
+		if strings.Contains(ev.data, `"id":7`) {
+			if strings.Contains(ev.data, "error") {
+				t.Errorf("the answer on B is an error: %s", ev.data)
+			}
+			return
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	t.Errorf("resumed on B: %d events and no answer; A serves %d sessions (it ended the session though the client was reading on B)", n, a.h.Sessions())
+}
+
+// Messages for a legacy session POSTed to another replica skip the
+// per-session request limit (and InFlight) on the owner.
+func TestSharedLegacyForwardSkipsLimits(t *testing.T) {
+	sc := &reviewServer{gate: make(chan struct{})}
+	rs := reviewReplicas(t, 2, Options{MaxRequestsPerSession: 1}, sc)
+	a, b := rs[0], rs[1]
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	g := a.req(ctx, http.MethodGet, "/sse", "", nil)
+	defer g.Body.Close()
+	ev := <-reviewEvents(g.Body)
+	endpoint := ev.data
+	for i := range 4 {
+		req, _ := http.NewRequest(http.MethodPost, b.url+endpoint, strings.NewReader(`{"jsonrpc":"2.0","id":`+strconv.Itoa(10+i)+`,"method":"hold"}`))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusAccepted && resp.StatusCode != http.StatusTooManyRequests {
+			t.Fatalf("forwarded %d: %d", i, resp.StatusCode)
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	close(sc.gate)
+	if m := sc.maxHeld.Load(); m > 1 {
+		t.Errorf("%d requests of one session in progress at once on its owner, max_requests_per_session 1; owner's InFlight %d", m, a.h.InFlight())
+	}
+}
+
+// A legacy session whose SSE stream closed has ended on its owner, but its
+// record stays: a POST on another replica still gets 202.
+func TestSharedLegacyEndedStillAccepted(t *testing.T) {
+	sc := &reviewServer{gate: make(chan struct{})}
+	rs := reviewReplicas(t, 2, Options{}, sc)
+	a, b := rs[0], rs[1]
+	ctx, cancel := context.WithCancel(context.Background())
+	g := a.req(ctx, http.MethodGet, "/sse", "", nil)
+	ev := <-reviewEvents(g.Body)
+	cancel()
+	g.Body.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for a.h.Sessions() != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	req, _ := http.NewRequest(http.MethodPost, b.url+ev.data, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("a message for an ended legacy session, on another replica: %d, want 404", resp.StatusCode)
+	}
+}
+
+// A session whose client only holds its GET stream open is kept alive on
+// its replica (the idle sweep skips it) but its record expires: another
+// replica answers 404, and the holder ends it at the next request.
+func TestSharedGETOnlySessionExpiresInStore(t *testing.T) {
+	sc := &reviewServer{gate: make(chan struct{})}
+	rs := reviewReplicas(t, 2, Options{IdleTimeout: 300 * time.Millisecond}, sc)
+	a, b := rs[0], rs[1]
+	sid := a.open()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	g := a.req(ctx, http.MethodGet, "/mcp", "", map[string]string{"Mcp-Session-Id": sid})
+	defer g.Body.Close()
+	<-reviewEvents(g.Body)
+	time.Sleep(time.Second)
+	if a.h.Sessions() != 1 {
+		t.Fatalf("the holder ended the session: %d", a.h.Sessions())
+	}
+	if code, body := b.post(sid, `{"jsonrpc":"2.0","id":2,"method":"ping"}`); code != 200 {
+		t.Errorf("a live session (GET open on its replica) on another replica: %d %s", code, body)
+	}
+}
+
+// A request whose answer became an SSE stream is cancelled by the client:
+// its mirror goroutine waits for a wake that abandon never gives, until the
+// session ends.
+func TestSharedMirrorLeaksOnCancel(t *testing.T) {
+	sc := &reviewServer{gate: make(chan struct{})}
+	rs := reviewReplicas(t, 1, Options{}, sc)
+	a := rs[0]
+	sid := a.open()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	before := reviewMirrors()
+	for i := range 5 {
+		id := strconv.Itoa(100 + i)
+		c1, cancel1 := context.WithCancel(ctx)
+		resp := a.req(c1, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":`+id+`,"method":"streamhold"}`, map[string]string{"Mcp-Session-Id": sid})
+		evs := reviewEvents(resp.Body)
+		<-evs
+		<-evs
+		if code, body := a.post(sid, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`+id+`}}`); code != 202 {
+			t.Fatalf("cancel: %d %s", code, body)
+		}
+		cancel1()
+		resp.Body.Close()
+	}
+	close(sc.gate) // the server finishes the calls; their answers are dropped
+	time.Sleep(500 * time.Millisecond)
+	if n := reviewMirrors() - before; n > 0 {
+		t.Errorf("%d mirror goroutines outlive their cancelled requests (they end only with the session)", n)
+	}
+}
+
+func reviewMirrors() int {
+	buf := make([]byte, 1<<22)
+	return strings.Count(string(buf[:runtime.Stack(buf, true)]), "(*Handler).mirror(")
+}
+
+// The store misses one append, the final answer's (a blip): a client
+// resuming the stream on another replica waits forever while the owner
+// lives, though the owner has the answer.
+func TestSharedFinalAppendLost(t *testing.T) {
+	sc := &reviewServer{gate: make(chan struct{})}
+	rs := reviewReplicas(t, 2, Options{}, sc)
+	a, b := rs[0], rs[1]
+	var blipped atomic.Bool
+	a.sh.fail = func(op string, data []byte) error {
+		if op == "append" && strings.HasPrefix(string(data), "f\n") && blipped.CompareAndSwap(false, true) {
+			return errors.New("blip") // once
+		}
+		return nil
+	}
+	sid := a.open()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c1, cancel1 := context.WithCancel(ctx)
+	resp := a.req(c1, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":7,"method":"streamhold"}`, map[string]string{"Mcp-Session-Id": sid})
+	evs := reviewEvents(resp.Body)
+	<-evs
+	first := <-evs
+	cancel1()
+	resp.Body.Close()
+	close(sc.gate)
+	time.Sleep(200 * time.Millisecond)
+	g := b.req(ctx, http.MethodGet, "/mcp", "", map[string]string{"Mcp-Session-Id": sid, "Last-Event-Id": first.id})
+	defer g.Body.Close()
+	for ev := range reviewEvents(g.Body) {
+		if strings.Contains(ev.data, `"id":7`) {
+			return
+		}
+	}
+	t.Errorf("resumed on another replica: no answer in 5 s (the owner is alive and has it)")
+}
+
+// DELETE while the store does not answer: 204, and the next request
+// brings the session back from the record.
+func TestSharedDeleteStoreDown(t *testing.T) {
+	sc := &reviewServer{gate: make(chan struct{})}
+	rs := reviewReplicas(t, 2, Options{}, sc)
+	a, b := rs[0], rs[1]
+	sid := a.open()
+	a.sh.fail = func(op string, _ []byte) error {
+		if op == "delete" {
+			return errors.New("store down")
+		}
+		return nil
+	}
+	resp := a.req(context.Background(), http.MethodDelete, "/mcp", "", map[string]string{"Mcp-Session-Id": sid})
+	resp.Body.Close()
+	t.Logf("DELETE with the store down: %d", resp.StatusCode)
+	if resp.StatusCode != http.StatusNoContent {
+		return // refused: the session may live on
+	}
+	for _, r := range []*reviewReplica{a, b} {
+		if code, body := r.post(sid, `{"jsonrpc":"2.0","id":3,"method":"ping"}`); code != http.StatusNotFound {
+			t.Errorf("after DELETE answered %d: %d %s", resp.StatusCode, code, body)
+		}
+	}
+}
+
+// The server cancels a request it sent the client: the request reached the
+// client with its id rewritten ("r0:5"), the cancellation names the old id.
+func TestSharedServerCancelID(t *testing.T) {
+	sc := &reviewServer{gate: make(chan struct{})}
+	rs := reviewReplicas(t, 1, Options{}, sc)
+	a := rs[0]
+	sid := a.open()
+	resp := a.req(context.Background(), http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":7,"method":"askcancel"}`, map[string]string{"Mcp-Session-Id": sid})
+	defer resp.Body.Close()
+	var reqID, cancelled string
+	for ev := range reviewEvents(resp.Body) {
+		var m struct {
+			ID     json.RawMessage
+			Method string
+			Params struct{ RequestID json.RawMessage }
+		}
+		json.Unmarshal([]byte(ev.data), &m)
+		switch m.Method {
+		case "sampling/createMessage":
+			reqID = string(m.ID)
+		case "notifications/cancelled":
+			cancelled = string(m.Params.RequestID)
+		}
+	}
+	if reqID != cancelled {
+		t.Errorf("the client got request id %s and a cancellation of %s", reqID, cancelled)
+	}
+}
