@@ -608,6 +608,43 @@ func TestSharedFinalAppendLost(t *testing.T) {
 	t.Errorf("resumed on another replica: no answer in 5 s (the owner is alive and has it)")
 }
 
+// The store never takes the answer (over its size limit, say): a client
+// resuming on another replica gets an error saying so, retryable, rather
+// than waiting while the owner lives.
+func TestSharedAnswerNotKept(t *testing.T) {
+	sc := &reviewServer{gate: make(chan struct{})}
+	rs := reviewReplicas(t, 2, Options{}, sc)
+	a, b := rs[0], rs[1]
+	a.sh.fail = func(op string, data []byte) error {
+		if op == "append" && strings.HasPrefix(string(data), "f\n") {
+			return errors.New("value over the store's size limit")
+		}
+		return nil
+	}
+	sid := a.open()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c1, cancel1 := context.WithCancel(ctx)
+	resp := a.req(c1, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":7,"method":"streamhold"}`, map[string]string{"Mcp-Session-Id": sid})
+	evs := reviewEvents(resp.Body)
+	<-evs
+	first := <-evs
+	cancel1()
+	resp.Body.Close()
+	close(sc.gate)
+	g := b.req(ctx, http.MethodGet, "/mcp", "", map[string]string{"Mcp-Session-Id": sid, "Last-Event-Id": first.id})
+	defer g.Body.Close()
+	for ev := range reviewEvents(g.Body) {
+		if strings.Contains(ev.data, `"id":7`) {
+			if !strings.Contains(ev.data, "could not be kept") || !strings.Contains(ev.data, `"retryable":true`) {
+				t.Errorf("the resumed answer: %s", ev.data)
+			}
+			return
+		}
+	}
+	t.Errorf("resumed on another replica: no answer")
+}
+
 // DELETE while the store does not answer: 204, and the next request
 // brings the session back from the record.
 func TestSharedDeleteStoreDown(t *testing.T) {

@@ -630,7 +630,8 @@ func withParam(msg []byte, name string, v json.RawMessage) ([]byte, error) {
 
 // A stored event is "<flag>\n<request key>\n<seq>\n<message>": flag h is a
 // request stream's head (no message), e an event, f a request's answer,
-// its last event. The standalone stream's events have no key or seq:
+// its last event; E and F stand for an event or answer the store could not
+// keep (too large, or the store was away). The standalone stream's events have no key or seq:
 // their ids are the store's.
 
 func storedEvent(flag byte, key string, seq int, data []byte) []byte {
@@ -694,14 +695,23 @@ func (h *Handler) mirror(s *session, st *stream) {
 				flag = 'f'
 			}
 			err := h.appendRetry(key, storedEvent(flag, st.key, ev.seq, ev.data), h.opts.ReplayEvents+1)
-			if err != nil && !warned && h.ctx.Err() == nil {
-				warned = true
-				h.log.Warn("cannot copy a response stream to the session store; if this replica dies its client cannot resume it elsewhere", "session", s.info.ID, "stream", st.id, "error", err)
+			if err != nil {
+				// Too large for the store, or the store is away: say so
+				// in its place, so a resumption elsewhere does not wait
+				// for it.
+				if !warned && h.ctx.Err() == nil {
+					warned = true
+					h.log.Warn("cannot copy a response stream to the session store; a client resuming it on another replica misses part of it", "session", s.info.ID, "stream", st.id, "error", err)
+				}
+				err = h.appendRetry(key, storedEvent(flag-'a'+'A', st.key, ev.seq, nil), h.opts.ReplayEvents+1)
 			}
 			mirrored = ev.seq
-			st.mu.Lock()
-			st.mirrored = mirrored
-			st.mu.Unlock()
+			if err == nil {
+				// In the store: the local copy may let it go (stream.add).
+				st.mu.Lock()
+				st.mirrored = mirrored
+				st.mu.Unlock()
+			}
 		}
 		if len(batch) > 0 {
 			h.send("", busMessage(msgWake, key, nil))
@@ -779,15 +789,23 @@ func (h *Handler) outbox(s *session) {
 
 // errReplicaLost answers a request whose replica died before answering.
 func errReplicaLost(key string) []byte {
+	return retryable(key, "the gateway replica serving this request stopped before it answered; the request may or may not have reached its server: retry it if that is safe")
+}
+
+// errAnswerLost answers a resumed request whose answer the store could
+// not keep.
+func errAnswerLost(key string) []byte {
+	return retryable(key, "the request was answered, but the answer could not be kept for a client resuming on another gateway replica (too large for the session store, or the store was away); retry the request if that is safe")
+}
+
+// retryable is an error response, marked retryable, to the request with
+// the id key.
+func retryable(key, msg string) []byte {
 	b, _ := json.Marshal(struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
 		Error   *mcp.RPCError   `json:"error"`
-	}{"2.0", keyRaw(key), &mcp.RPCError{
-		Code:    mcp.CodeInternalError,
-		Message: "the gateway replica serving this request stopped before it answered; the request may or may not have reached its server: retry it if that is safe",
-		Data:    json.RawMessage(`{"retryable":true}`),
-	}})
+	}{"2.0", keyRaw(key), &mcp.RPCError{Code: mcp.CodeInternalError, Message: msg, Data: json.RawMessage(`{"retryable":true}`)}})
 	return b
 }
 
@@ -879,10 +897,20 @@ func (h *Handler) pumpShared(w http.ResponseWriter, r *http.Request, s *session,
 				buf = appendData(buf, data)
 				continue
 			}
-			if flag == 'f' && n <= seq {
+			if (flag == 'f' || flag == 'F') && n <= seq {
 				complete = true // the client has the answer already
 			}
 			if flag == 'h' || n <= seq {
+				continue
+			}
+			switch flag {
+			case 'E':
+				h.log.Warn("a resumed stream misses an event the session store could not keep", "session", s.info.ID, "stream", stream, "event", n)
+				seq = n
+				continue
+			case 'F':
+				buf = appendEvent(buf, stream, n, errAnswerLost(reqKey))
+				seq, complete = n, true
 				continue
 			}
 			buf = appendEvent(buf, stream, n, data)
