@@ -135,6 +135,11 @@ func (s *shared) Alive(ctx context.Context, replica string) (bool, error) {
 	return s.st.Alive(ctx, replica)
 }
 
+func (s *shared) First(ctx context.Context, key string, window time.Duration) (bool, error) {
+	n, err := s.st.Count(ctx, "first:"+key, window)
+	return n == 1, err
+}
+
 // ---- a session's state in the store ---------------------------------------
 
 // stored ties a gateway session to its record in the store.

@@ -129,6 +129,10 @@ func (s *reviewShared) Receive(ctx context.Context) (<-chan []byte, error) {
 	}()
 	return out, nil
 }
+func (s *reviewShared) First(ctx context.Context, key string, window time.Duration) (bool, error) {
+	n, err := s.st.Count(ctx, "first:"+key, window)
+	return n == 1, err
+}
 func (s *reviewShared) Beat(ctx context.Context, ttl time.Duration) error {
 	return s.st.Beat(ctx, s.replica, ttl)
 }
@@ -606,6 +610,42 @@ func TestSharedFinalAppendLost(t *testing.T) {
 		}
 	}
 	t.Errorf("resumed on another replica: no answer in 5 s (the owner is alive and has it)")
+}
+
+// Every replica's upstream connection hears a server's list_changed, and
+// each instance of the session passes it on: the client is told once.
+func TestSharedSignalOnce(t *testing.T) {
+	sc := &reviewServer{gate: make(chan struct{})}
+	rs := reviewReplicas(t, 2, Options{}, sc)
+	a, b := rs[0], rs[1]
+	sid := a.open()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	g := a.req(ctx, http.MethodGet, "/mcp", "", map[string]string{"Mcp-Session-Id": sid})
+	defer g.Body.Close()
+	evs := reviewEvents(g.Body)
+	<-evs // priming
+	for i, r := range []*reviewReplica{a, b} {
+		if code, body := r.post(sid, `{"jsonrpc":"2.0","id":`+strconv.Itoa(10+i)+`,"method":"notify"}`); code != 200 {
+			t.Fatalf("notify: %d %s", code, body)
+		}
+	}
+	got := 0
+	timeout := time.After(2 * time.Second)
+	for {
+		select {
+		case ev := <-evs:
+			if strings.Contains(ev.data, "list_changed") {
+				got++
+			}
+			continue
+		case <-timeout:
+		}
+		break
+	}
+	if got != 1 {
+		t.Errorf("the client was told %d times of one list_changed", got)
+	}
 }
 
 // The store never takes the answer (over its size limit, say): a client

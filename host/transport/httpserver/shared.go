@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -58,6 +59,10 @@ type Shared interface {
 	// Beat says this replica is alive for ttl; Alive asks about another.
 	Beat(ctx context.Context, ttl time.Duration) error
 	Alive(ctx context.Context, replica string) (bool, error)
+	// First reports whether this is the first use of key within window,
+	// on any replica (every replica's upstream connections hear a
+	// server's list_changed: the client is told once).
+	First(ctx context.Context, key string, window time.Duration) (bool, error)
 }
 
 // SharedSession is a session's record in Shared.
@@ -769,6 +774,9 @@ func (h *Handler) outbox(s *session) {
 	for {
 		select {
 		case data := <-s.conn.out:
+			if !h.firstSignal(s, data) {
+				continue
+			}
 			ctx, cancel := context.WithTimeout(h.ctx, sharedTimeout)
 			_, err := h.shared.Append(ctx, key, storedEvent('e', "", 0, data), h.opts.ReplayEvents)
 			cancel()
@@ -785,6 +793,26 @@ func (h *Handler) outbox(s *session) {
 			return
 		}
 	}
+}
+
+// signalWindow is how long the same signal (list_changed, a resource's
+// update) to one session counts as one.
+const signalWindow = time.Second
+
+// firstSignal reports whether a message should go to the session's GET
+// stream: every message does, except a signal another replica sent the
+// session within signalWindow (each replica's upstream connection hears
+// the server's notification). A store that does not answer lets it go.
+func (h *Handler) firstSignal(s *session, data []byte) bool {
+	pm, err := mcp.ParseMessage(data)
+	if err != nil || (pm.Method != mcp.NotificationResourceUpdated && !strings.HasSuffix(pm.Method, "/list_changed")) {
+		return true
+	}
+	sum := sha256.Sum256(data)
+	ctx, cancel := context.WithTimeout(h.ctx, sharedTimeout)
+	defer cancel()
+	first, err := h.shared.First(ctx, s.info.ID+"/signal/"+hex.EncodeToString(sum[:12]), signalWindow)
+	return first || err != nil
 }
 
 // errReplicaLost answers a request whose replica died before answering.
