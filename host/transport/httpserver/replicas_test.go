@@ -580,18 +580,32 @@ func reviewMirrors() int {
 // resuming the stream on another replica waits forever while the owner
 // lives, though the owner has the answer.
 func TestSharedFinalAppendLost(t *testing.T) {
+	var blipped atomic.Bool
+	answer := resumeWhenAppendsFail(t, func(data []byte) bool {
+		return strings.HasPrefix(string(data), "f\n") && blipped.CompareAndSwap(false, true) // once
+	})
+	if !strings.Contains(answer, `"result"`) {
+		t.Errorf("the resumed answer: %s", answer)
+	}
+}
+
+// resumeWhenAppendsFail makes the store refuse the appends fail picks on
+// one replica, runs a call whose answer streams there, drops the client's
+// connection after its first event, and resumes on the other replica: it
+// returns the answer the client gets there.
+func resumeWhenAppendsFail(t *testing.T, fail func(data []byte) bool) string {
+	t.Helper()
 	sc := &reviewServer{gate: make(chan struct{})}
 	rs := reviewReplicas(t, 2, Options{}, sc)
 	a, b := rs[0], rs[1]
-	var blipped atomic.Bool
 	a.sh.fail = func(op string, data []byte) error {
-		if op == "append" && strings.HasPrefix(string(data), "f\n") && blipped.CompareAndSwap(false, true) {
-			return errors.New("blip") // once
+		if op == "append" && fail(data) {
+			return errors.New("value over the store's size limit")
 		}
 		return nil
 	}
 	sid := a.open()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	c1, cancel1 := context.WithCancel(ctx)
 	resp := a.req(c1, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":7,"method":"streamhold"}`, map[string]string{"Mcp-Session-Id": sid})
@@ -601,15 +615,15 @@ func TestSharedFinalAppendLost(t *testing.T) {
 	cancel1()
 	resp.Body.Close()
 	close(sc.gate)
-	time.Sleep(200 * time.Millisecond)
 	g := b.req(ctx, http.MethodGet, "/mcp", "", map[string]string{"Mcp-Session-Id": sid, "Last-Event-Id": first.id})
 	defer g.Body.Close()
 	for ev := range reviewEvents(g.Body) {
 		if strings.Contains(ev.data, `"id":7`) {
-			return
+			return ev.data
 		}
 	}
-	t.Errorf("resumed on another replica: no answer in 5 s (the owner is alive and has it)")
+	t.Fatal("resumed on another replica: no answer")
+	return ""
 }
 
 // Every replica's upstream connection hears a server's list_changed, and
@@ -652,37 +666,10 @@ func TestSharedSignalOnce(t *testing.T) {
 // resuming on another replica gets an error saying so, retryable, rather
 // than waiting while the owner lives.
 func TestSharedAnswerNotKept(t *testing.T) {
-	sc := &reviewServer{gate: make(chan struct{})}
-	rs := reviewReplicas(t, 2, Options{}, sc)
-	a, b := rs[0], rs[1]
-	a.sh.fail = func(op string, data []byte) error {
-		if op == "append" && strings.HasPrefix(string(data), "f\n") {
-			return errors.New("value over the store's size limit")
-		}
-		return nil
+	answer := resumeWhenAppendsFail(t, func(data []byte) bool { return strings.HasPrefix(string(data), "f\n") })
+	if !strings.Contains(answer, "could not be kept") || !strings.Contains(answer, `"retryable":true`) {
+		t.Errorf("the resumed answer: %s", answer)
 	}
-	sid := a.open()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	c1, cancel1 := context.WithCancel(ctx)
-	resp := a.req(c1, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":7,"method":"streamhold"}`, map[string]string{"Mcp-Session-Id": sid})
-	evs := reviewEvents(resp.Body)
-	<-evs
-	first := <-evs
-	cancel1()
-	resp.Body.Close()
-	close(sc.gate)
-	g := b.req(ctx, http.MethodGet, "/mcp", "", map[string]string{"Mcp-Session-Id": sid, "Last-Event-Id": first.id})
-	defer g.Body.Close()
-	for ev := range reviewEvents(g.Body) {
-		if strings.Contains(ev.data, `"id":7`) {
-			if !strings.Contains(ev.data, "could not be kept") || !strings.Contains(ev.data, `"retryable":true`) {
-				t.Errorf("the resumed answer: %s", ev.data)
-			}
-			return
-		}
-	}
-	t.Errorf("resumed on another replica: no answer")
 }
 
 // DELETE while the store does not answer: 204, and the next request
