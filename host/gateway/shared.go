@@ -63,6 +63,10 @@ func (s *shared) Append(ctx context.Context, stream string, data []byte, max int
 	return s.st.Append(ctx, stream, data, max, s.ttl)
 }
 
+func (s *shared) Expire(ctx context.Context, stream string, ttl time.Duration) error {
+	return s.st.Expire(ctx, stream, ttl)
+}
+
 func (s *shared) After(ctx context.Context, stream, after string) ([]httpserver.SharedEvent, bool, error) {
 	evs, err := s.st.After(ctx, stream, after, 0)
 	if errors.Is(err, store.ErrGone) {

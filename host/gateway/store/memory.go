@@ -203,6 +203,18 @@ func (m *Memory) Append(ctx context.Context, stream string, data []byte, max int
 	return id, nil
 }
 
+// Expire implements Store.
+func (m *Memory) Expire(ctx context.Context, stream string, ttl time.Duration) error {
+	if err := m.lock(); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	if st := m.streams[stream]; st != nil {
+		st.expires = m.now().Add(ttl)
+	}
+	return nil
+}
+
 // After implements Store.
 func (m *Memory) After(ctx context.Context, stream, after string, max int) ([]Event, error) {
 	if err := m.lock(); err != nil {

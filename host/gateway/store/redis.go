@@ -230,6 +230,16 @@ redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return id
 `)
 
+// Expire implements Store.
+func (r *Redis) Expire(ctx context.Context, stream string, ttl time.Duration) error {
+	_, err := r.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.PExpire(ctx, r.streamKey(stream), ttl)
+		p.PExpire(ctx, r.lastKey(stream), ttl)
+		return nil
+	})
+	return r.fail("expire a stream", err)
+}
+
 // After implements Store. The first kept event names the one before it:
 // a resumption from before that has lost events, and says so.
 func (r *Redis) After(ctx context.Context, stream, after string, max int) ([]Event, error) {

@@ -80,6 +80,9 @@ type Store interface {
 	// Append adds an event to a stream (keeping at most max, for ttl
 	// after the last append) and returns its id.
 	Append(ctx context.Context, stream string, data []byte, max int, ttl time.Duration) (string, error)
+	// Expire shortens (or extends) a stream's life to ttl from now: a
+	// finished one need not be kept as long as a session.
+	Expire(ctx context.Context, stream string, ttl time.Duration) error
 	// After returns up to max events of a stream after the one with id
 	// after ("" = from the first kept); ErrGone when that event is no
 	// longer kept, so the client must not assume it missed nothing.

@@ -241,6 +241,32 @@ func suite(t *testing.T, open func(t *testing.T) store.Store) {
 			t.Errorf("another key: %d", n)
 		}
 	})
+	run("expire", func(t *testing.T, s store.Store) {
+		stream := store.StreamID("s9", "done")
+		if _, err := s.Append(ctx, stream, []byte("answer"), 5, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Expire(ctx, stream, 20*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Expire(ctx, store.StreamID("s9", "none"), time.Second); err != nil {
+			t.Fatalf("a stream that does not exist: %v", err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			evs, err := s.After(ctx, stream, "", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(evs) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the stream outlived its shortened life by 10 s")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
 	run("alive", func(t *testing.T, s store.Store) {
 		if ok, err := s.Alive(ctx, "r1"); ok || err != nil {
 			t.Fatalf("never beat: %v %v", ok, err)

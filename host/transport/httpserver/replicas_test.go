@@ -32,6 +32,7 @@ type reviewShared struct {
 	ttl     time.Duration
 	hook    func(id string) // runs in Lookup after the record was read
 	fail    func(op string, data []byte) error
+	expired sync.Map // stream -> the ttl Expire gave it
 }
 
 func (s *reviewShared) Replica() string { return s.replica }
@@ -73,6 +74,10 @@ func (s *reviewShared) Append(ctx context.Context, stream string, data []byte, m
 		}
 	}
 	return s.st.Append(ctx, stream, data, max, s.ttl)
+}
+func (s *reviewShared) Expire(ctx context.Context, stream string, ttl time.Duration) error {
+	s.expired.Store(stream, ttl)
+	return s.st.Expire(ctx, stream, ttl)
 }
 func (s *reviewShared) After(ctx context.Context, stream, after string) ([]SharedEvent, bool, error) {
 	evs, err := s.st.After(ctx, stream, after, 0)
@@ -624,6 +629,35 @@ func resumeWhenAppendsFail(t *testing.T, fail func(data []byte) bool) string {
 	}
 	t.Fatal("resumed on another replica: no answer")
 	return ""
+}
+
+// A response stream copied to the store is kept there only a few minutes
+// once its answer is in, not as long as the session.
+func TestSharedFinishedStreamExpires(t *testing.T) {
+	sc := &reviewServer{gate: make(chan struct{})}
+	rs := reviewReplicas(t, 1, Options{}, sc)
+	a := rs[0]
+	sid := a.open()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp := a.req(ctx, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":7,"method":"stream","params":{"n":3}}`, map[string]string{"Mcp-Session-Id": sid})
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		found := false
+		a.sh.expired.Range(func(k, v any) bool {
+			found = strings.HasPrefix(k.(string), sid+"/") && v.(time.Duration) == finishedKeep
+			return !found
+		})
+		if found {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the finished stream keeps the session's life in the store")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // Every replica's upstream connection hears a server's list_changed, and

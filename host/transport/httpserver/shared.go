@@ -50,6 +50,8 @@ type Shared interface {
 	// returns the events after the one with id after ("" = all kept), and
 	// gone when that one is no longer kept.
 	Append(ctx context.Context, stream string, data []byte, max int) (id string, err error)
+	// Expire shortens a stream's life (a finished one: finishedKeep).
+	Expire(ctx context.Context, stream string, ttl time.Duration) error
 	After(ctx context.Context, stream, after string) (events []SharedEvent, gone bool, err error)
 	// Send delivers msg to a replica's Receive ("" = every replica's).
 	Send(ctx context.Context, replica string, msg []byte) error
@@ -86,6 +88,10 @@ const (
 	sharedTimeout = 3 * time.Second // one store operation
 	beatEvery     = 2 * time.Second
 	beatTTL       = 10 * time.Second // a replica silent this long is dead
+	// finishedKeep is how long a response stream stays in the store once
+	// complete (or abandoned): long enough for a client that lost its
+	// connection to resume it, far shorter than a session.
+	finishedKeep = 5 * time.Minute
 )
 
 // Messages between replicas: a kind letter, a space, the session (or
@@ -692,7 +698,8 @@ func (h *Handler) mirror(s *session, st *stream) {
 		done, last, orphan, ch := st.done, st.next-1, st.orphan, st.waitCh()
 		st.mu.Unlock()
 		if orphan {
-			return // abandoned: nobody will resume it
+			h.expire(key) // abandoned: nobody will resume it
+			return
 		}
 		for _, ev := range batch {
 			flag := byte('e')
@@ -722,6 +729,7 @@ func (h *Handler) mirror(s *session, st *stream) {
 			h.send("", busMessage(msgWake, key, nil))
 		}
 		if done && mirrored >= last {
+			h.expire(key)
 			return
 		}
 		select {
@@ -755,6 +763,15 @@ func (h *Handler) appendRetry(key string, data []byte, max int) error {
 		}
 	}
 	return err
+}
+
+// expire shortens a finished stream's life in the store.
+func (h *Handler) expire(key string) {
+	ctx, cancel := context.WithTimeout(h.ctx, sharedTimeout)
+	defer cancel()
+	if err := h.shared.Expire(ctx, key, finishedKeep); err != nil && h.ctx.Err() == nil {
+		h.log.Debug("cannot shorten a finished stream's life in the session store; it expires with the session", "stream", key, "error", err)
+	}
 }
 
 // storeHead records a request stream before the client sees its id.
