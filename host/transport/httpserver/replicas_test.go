@@ -660,6 +660,38 @@ func TestSharedFinishedStreamExpires(t *testing.T) {
 	}
 }
 
+// With no sticky routing every replica gets an instance of most sessions:
+// those of sessions other replicas opened are a cache (the least recently
+// used idle one makes room), so three replicas with max_sessions 2 hold
+// six sessions, each usable on every replica.
+func TestSharedRestoredAreACache(t *testing.T) {
+	sc := &reviewServer{gate: make(chan struct{})}
+	rs := reviewReplicas(t, 3, Options{MaxSessions: 2}, sc)
+	var sids []string
+	for _, r := range rs {
+		for range 2 {
+			sids = append(sids, r.open())
+		}
+	}
+	if code, body := rs[0].post("", initBody); code != http.StatusServiceUnavailable || !strings.Contains(body, "max_sessions") {
+		t.Errorf("a third session on one replica: %d %s", code, body)
+	}
+	for round := range 2 {
+		for i, sid := range sids {
+			for _, r := range rs {
+				if code, body := r.post(sid, `{"jsonrpc":"2.0","id":`+strconv.Itoa(100+i)+`,"method":"ping"}`); code != http.StatusOK {
+					t.Fatalf("round %d: session %d on %s: %d %s", round, i, r.url, code, body)
+				}
+			}
+		}
+	}
+	for _, r := range rs {
+		if n := r.h.Sessions(); n > 4 {
+			t.Errorf("%s holds %d instances, more than its own 2 and 2 cached", r.url, n)
+		}
+	}
+}
+
 // Every replica's upstream connection hears a server's list_changed, and
 // each instance of the session passes it on: the client is told once.
 func TestSharedSignalOnce(t *testing.T) {

@@ -974,7 +974,7 @@ func (h *Handler) newSession(id, principal string, legacy, restored bool) (*sess
 		cancel()
 		return nil, errEnded // deleted while this replica looked it up
 	}
-	if len(h.sessions) >= h.opts.MaxSessions {
+	if !h.room(restored) {
 		cancel()
 		return nil, fmt.Errorf("too many sessions: %s; or end idle sessions with DELETE", h.opts.limitText("max_sessions", h.opts.MaxSessions))
 	}
@@ -1003,6 +1003,36 @@ func (h *Handler) newSession(id, principal string, legacy, restored bool) (*sess
 		}
 	}()
 	return s, nil
+}
+
+// room says whether another session may have an instance here. Sessions
+// this replica opened count against MaxSessions. Instances of sessions
+// other replicas opened (with no sticky routing every replica ends up
+// with one of most sessions) are a cache of up to as many again: the
+// least recently used idle one makes room, since its session lives in the
+// store and comes back on its next request. So the cluster holds
+// MaxSessions per replica. Called with h.mu held.
+func (h *Handler) room(restored bool) bool {
+	n := 0
+	var lru *session
+	for _, s := range h.sessions {
+		if s.info.Restored != restored {
+			continue
+		}
+		n++
+		if restored && s.active.Load() == 0 && s.requests.Load() == 0 && (lru == nil || s.used.Load() < lru.used.Load()) {
+			lru = s
+		}
+	}
+	if n < h.opts.MaxSessions {
+		return true
+	}
+	if lru == nil {
+		return false
+	}
+	delete(h.sessions, lru.info.ID)
+	lru.end()
+	return true
 }
 
 // sweep ends sessions idle for longer than the idle timeout.
