@@ -74,7 +74,7 @@ type HTTPHandler struct {
 	mcp    *httpserver.Handler
 	tokens []tokenEntry
 	opts   HTTPOptions
-	shared *shared // nil without a store
+	shared *store.Shared // nil without a store
 
 	mu     sync.Mutex
 	states map[string]*session // sessions whose state is in the store, by HTTP session id
@@ -115,9 +115,9 @@ func (g *Gateway) HTTP(o HTTPOptions) (*HTTPHandler, error) {
 		if idle <= 0 {
 			idle = 30 * time.Minute
 		}
-		hh.shared = newShared(o.Store, idle)
+		hh.shared = store.NewShared(o.Store, "", idle)
 		sh = hh.shared
-		g.log.Info("sessions are shared with the other replicas through the session store", "replica", hh.shared.replica, "store", o.StoreName)
+		g.log.Info("sessions are shared with the other replicas through the session store", "replica", hh.shared.Replica(), "store", o.StoreName)
 	}
 	hh.mcp = httpserver.New(hh.serve, httpserver.Options{
 		Shared:                sh,
@@ -170,7 +170,7 @@ func (hh *HTTPHandler) serve(ctx context.Context, conn mcp.Conn, s *httpserver.S
 	if hh.shared == nil || s.Legacy {
 		return hh.g.Serve(ctx, conn, s.Principal)
 	}
-	st := &stored{st: hh.shared.st, id: s.ID, ttl: hh.shared.ttl, announce: hh.mcp.Announce}
+	st := &stored{st: hh.shared.Store, id: s.ID, ttl: hh.shared.TTL, announce: hh.mcp.Announce}
 	return hh.g.serve(ctx, conn, s.Principal, st, s.Restored, func(gs *session) func() {
 		hh.mu.Lock()
 		if hh.states == nil {

@@ -2,147 +2,14 @@ package gateway
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"strings"
 	"time"
 
 	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/gateway/store"
 	"github.com/nexus-mcp/nexus/host/mcp"
-	"github.com/nexus-mcp/nexus/host/transport/httpserver"
 )
-
-// shared is httpserver.Shared over the session store: what lets the
-// gateway's replicas serve each other's sessions.
-type shared struct {
-	st      store.Store
-	replica string
-	ttl     time.Duration // a session's life without a request: the idle timeout
-}
-
-func newShared(st store.Store, ttl time.Duration) *shared {
-	var b [6]byte
-	rand.Read(b[:])
-	return &shared{st: st, replica: hex.EncodeToString(b[:]), ttl: ttl}
-}
-
-var _ httpserver.Shared = (*shared)(nil)
-
-func (s *shared) Replica() string { return s.replica }
-
-func (s *shared) Create(ctx context.Context, rec httpserver.SharedSession) error {
-	return s.st.Create(ctx, &store.Session{ID: rec.ID, Principal: rec.Principal, Agent: rec.Principal,
-		Legacy: rec.Legacy, Owner: rec.Owner, Created: time.Now().UTC()}, s.ttl)
-}
-
-func (s *shared) Lookup(ctx context.Context, id string) (httpserver.SharedSession, bool, error) {
-	rec, err := s.st.Get(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return httpserver.SharedSession{}, false, nil
-	}
-	if err != nil {
-		return httpserver.SharedSession{}, false, err
-	}
-	return httpserver.SharedSession{ID: rec.ID, Principal: rec.Principal, Legacy: rec.Legacy, Owner: rec.Owner}, true, nil
-}
-
-func (s *shared) Touch(ctx context.Context, id string) (bool, error) {
-	err := s.st.Touch(ctx, id, s.ttl)
-	if errors.Is(err, store.ErrNotFound) {
-		return false, nil
-	}
-	return err == nil, err
-}
-
-func (s *shared) Delete(ctx context.Context, id string) error { return s.st.Delete(ctx, id) }
-
-func (s *shared) Append(ctx context.Context, stream string, data []byte, max int) (string, error) {
-	return s.st.Append(ctx, stream, data, max, s.ttl)
-}
-
-func (s *shared) Expire(ctx context.Context, stream string, ttl time.Duration) error {
-	return s.st.Expire(ctx, stream, ttl)
-}
-
-func (s *shared) After(ctx context.Context, stream, after string) ([]httpserver.SharedEvent, bool, error) {
-	evs, err := s.st.After(ctx, stream, after, 0)
-	if errors.Is(err, store.ErrGone) {
-		return nil, true, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	out := make([]httpserver.SharedEvent, len(evs))
-	for i, e := range evs {
-		out[i] = httpserver.SharedEvent{ID: e.ID, Data: e.Data}
-	}
-	return out, false, nil
-}
-
-// Channels: each replica's own, and one every replica hears.
-const (
-	replicaChannel = "replica:"
-	allChannel     = "replicas"
-)
-
-func (s *shared) Send(ctx context.Context, replica string, msg []byte) error {
-	ch := allChannel
-	if replica != "" {
-		ch = replicaChannel + replica
-	}
-	return s.st.Publish(ctx, ch, msg)
-}
-
-func (s *shared) Receive(ctx context.Context) (<-chan []byte, error) {
-	own, stopOwn, err := s.st.Subscribe(ctx, replicaChannel+s.replica)
-	if err != nil {
-		return nil, err
-	}
-	all, stopAll, err := s.st.Subscribe(ctx, allChannel)
-	if err != nil {
-		stopOwn()
-		return nil, err
-	}
-	out := make(chan []byte, store.SubscriberBuffer)
-	go func() {
-		defer close(out)
-		defer stopOwn()
-		defer stopAll()
-		for {
-			var m []byte
-			var ok bool
-			select {
-			case m, ok = <-own:
-			case m, ok = <-all:
-			}
-			if !ok {
-				return // one subscription is lost: the caller subscribes again
-			}
-			select {
-			case out <- m:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return out, nil
-}
-
-func (s *shared) Beat(ctx context.Context, ttl time.Duration) error {
-	return s.st.Beat(ctx, s.replica, ttl)
-}
-
-func (s *shared) Alive(ctx context.Context, replica string) (bool, error) {
-	return s.st.Alive(ctx, replica)
-}
-
-func (s *shared) First(ctx context.Context, key string, window time.Duration) (bool, error) {
-	n, err := s.st.Count(ctx, "first:"+key, window)
-	return n == 1, err
-}
 
 // ---- a session's state in the store ---------------------------------------
 

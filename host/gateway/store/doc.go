@@ -15,7 +15,8 @@
 // the password) and the likely cause. Both pass the same suite
 // (store_test.go), Redis against a real redis-server on loopback.
 //
-// This package is the storage layer; the gateway's use of it (sessions
-// rehydrated on another replica, resumption from the store, routing
-// server-initiated requests to a stream's owner) builds on it.
+// Shared puts a Store behind httpserver.Shared: the gateway's HTTP
+// listener, and the httpserver tests, serve sessions across replicas
+// through it (a replica's liveness, messages between replicas, and
+// once-only signals are Store operations too).
 package store

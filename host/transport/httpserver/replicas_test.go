@@ -1,4 +1,4 @@
-package httpserver
+package httpserver_test
 
 // Replicas sharing a store (Options.Shared), against a real store.Memory
 // and a scripted server. Each TestShared test's comment describes a bug a
@@ -23,41 +23,24 @@ import (
 
 	"github.com/nexus-mcp/nexus/host/gateway/store"
 	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/host/transport/httpserver"
 )
 
-// reviewShared is Shared over store.Memory, as the gateway's adapter is.
+// reviewShared is the gateway's Shared over a store.Memory, with hooks to
+// make the store slow or refuse, and a record of what Expire was told.
 type reviewShared struct {
-	st      *store.Memory
-	replica string
-	ttl     time.Duration
+	*store.Shared
 	hook    func(id string) // runs in Lookup after the record was read
 	fail    func(op string, data []byte) error
 	expired sync.Map // stream -> the ttl Expire gave it
 }
 
-func (s *reviewShared) Replica() string { return s.replica }
-func (s *reviewShared) Create(ctx context.Context, rec SharedSession) error {
-	return s.st.Create(ctx, &store.Session{ID: rec.ID, Principal: rec.Principal, Legacy: rec.Legacy, Owner: rec.Owner}, s.ttl)
-}
-func (s *reviewShared) Lookup(ctx context.Context, id string) (SharedSession, bool, error) {
-	rec, err := s.st.Get(ctx, id)
+func (s *reviewShared) Lookup(ctx context.Context, id string) (httpserver.SharedSession, bool, error) {
+	rec, ok, err := s.Shared.Lookup(ctx, id)
 	if s.hook != nil {
 		s.hook(id)
 	}
-	if errors.Is(err, store.ErrNotFound) {
-		return SharedSession{}, false, nil
-	}
-	if err != nil {
-		return SharedSession{}, false, err
-	}
-	return SharedSession{ID: rec.ID, Principal: rec.Principal, Legacy: rec.Legacy, Owner: rec.Owner}, true, nil
-}
-func (s *reviewShared) Touch(ctx context.Context, id string) (bool, error) {
-	err := s.st.Touch(ctx, id, s.ttl)
-	if errors.Is(err, store.ErrNotFound) {
-		return false, nil
-	}
-	return err == nil, err
+	return rec, ok, err
 }
 func (s *reviewShared) Delete(ctx context.Context, id string) error {
 	if s.fail != nil {
@@ -65,7 +48,7 @@ func (s *reviewShared) Delete(ctx context.Context, id string) error {
 			return err
 		}
 	}
-	return s.st.Delete(ctx, id)
+	return s.Shared.Delete(ctx, id)
 }
 func (s *reviewShared) Append(ctx context.Context, stream string, data []byte, max int) (string, error) {
 	if s.fail != nil {
@@ -73,76 +56,11 @@ func (s *reviewShared) Append(ctx context.Context, stream string, data []byte, m
 			return "", err
 		}
 	}
-	return s.st.Append(ctx, stream, data, max, s.ttl)
+	return s.Shared.Append(ctx, stream, data, max)
 }
 func (s *reviewShared) Expire(ctx context.Context, stream string, ttl time.Duration) error {
 	s.expired.Store(stream, ttl)
-	return s.st.Expire(ctx, stream, ttl)
-}
-func (s *reviewShared) After(ctx context.Context, stream, after string) ([]SharedEvent, bool, error) {
-	evs, err := s.st.After(ctx, stream, after, 0)
-	if errors.Is(err, store.ErrGone) {
-		return nil, true, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	out := make([]SharedEvent, len(evs))
-	for i, e := range evs {
-		out[i] = SharedEvent{ID: e.ID, Data: e.Data}
-	}
-	return out, false, nil
-}
-func (s *reviewShared) Send(ctx context.Context, replica string, msg []byte) error {
-	ch := "all"
-	if replica != "" {
-		ch = "r:" + replica
-	}
-	return s.st.Publish(ctx, ch, msg)
-}
-func (s *reviewShared) Receive(ctx context.Context) (<-chan []byte, error) {
-	own, stopOwn, err := s.st.Subscribe(ctx, "r:"+s.replica)
-	if err != nil {
-		return nil, err
-	}
-	all, stopAll, err := s.st.Subscribe(ctx, "all")
-	if err != nil {
-		stopOwn()
-		return nil, err
-	}
-	out := make(chan []byte, store.SubscriberBuffer)
-	go func() {
-		defer close(out)
-		defer stopOwn()
-		defer stopAll()
-		for {
-			var m []byte
-			var ok bool
-			select {
-			case m, ok = <-own:
-			case m, ok = <-all:
-			}
-			if !ok {
-				return
-			}
-			select {
-			case out <- m:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return out, nil
-}
-func (s *reviewShared) First(ctx context.Context, key string, window time.Duration) (bool, error) {
-	n, err := s.st.Count(ctx, "first:"+key, window)
-	return n == 1, err
-}
-func (s *reviewShared) Beat(ctx context.Context, ttl time.Duration) error {
-	return s.st.Beat(ctx, s.replica, ttl)
-}
-func (s *reviewShared) Alive(ctx context.Context, replica string) (bool, error) {
-	return s.st.Alive(ctx, replica)
+	return s.Shared.Expire(ctx, stream, ttl)
 }
 
 // reviewServer serves any request: "notify" sends tools/list_changed first,
@@ -154,7 +72,7 @@ type reviewServer struct {
 	maxHeld atomic.Int32
 }
 
-func (sc *reviewServer) serve(ctx context.Context, conn mcp.Conn, _ *Session) error {
+func (sc *reviewServer) serve(ctx context.Context, conn mcp.Conn, _ *httpserver.Session) error {
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
 	for {
@@ -210,13 +128,13 @@ func (sc *reviewServer) serve(ctx context.Context, conn mcp.Conn, _ *Session) er
 
 type reviewReplica struct {
 	t   *testing.T
-	h   *Handler
+	h   *httpserver.Handler
 	sh  *reviewShared
 	srv *httptest.Server
 	url string
 }
 
-func reviewReplicas(t *testing.T, n int, o Options, sc *reviewServer) []*reviewReplica {
+func reviewReplicas(t *testing.T, n int, o httpserver.Options, sc *reviewServer) []*reviewReplica {
 	t.Helper()
 	st := store.NewMemory()
 	if o.IdleTimeout == 0 {
@@ -227,10 +145,10 @@ func reviewReplicas(t *testing.T, n int, o Options, sc *reviewServer) []*reviewR
 	}
 	var out []*reviewReplica
 	for i := range n {
-		sh := &reviewShared{st: st, replica: "r" + strconv.Itoa(i), ttl: o.IdleTimeout}
+		sh := &reviewShared{Shared: store.NewShared(st, "r"+strconv.Itoa(i), o.IdleTimeout)}
 		oo := o
 		oo.Shared = sh
-		h := New(sc.serve, oo)
+		h := httpserver.New(sc.serve, oo)
 		mux := http.NewServeMux()
 		mux.Handle("/mcp", h)
 		mux.HandleFunc("/sse", h.LegacySSE)
@@ -278,7 +196,7 @@ func (r *reviewReplica) post(sid, body string) (int, string) {
 
 func (r *reviewReplica) open() string {
 	r.t.Helper()
-	resp := r.req(context.Background(), http.MethodPost, "/mcp", initBody, nil)
+	resp := r.req(context.Background(), http.MethodPost, "/mcp", httpserver.InitBody, nil)
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
@@ -323,7 +241,7 @@ func reviewEvents(body io.Reader) <-chan reviewEvent {
 // answered".
 func TestSharedResumeAfterFinal(t *testing.T) {
 	sc := &reviewServer{gate: make(chan struct{})}
-	rs := reviewReplicas(t, 2, Options{}, sc)
+	rs := reviewReplicas(t, 2, httpserver.Options{}, sc)
 	a, b := rs[0], rs[1]
 	sid := a.open()
 	resp := a.req(context.Background(), http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":7,"method":"stream","params":{"n":2}}`, map[string]string{"Mcp-Session-Id": sid})
@@ -365,7 +283,7 @@ func TestSharedResumeAfterFinal(t *testing.T) {
 // its instance: the other then serves the deleted session (200, not 404).
 func TestSharedDeleteRacesRestore(t *testing.T) {
 	sc := &reviewServer{gate: make(chan struct{})}
-	rs := reviewReplicas(t, 2, Options{}, sc)
+	rs := reviewReplicas(t, 2, httpserver.Options{}, sc)
 	a, b := rs[0], rs[1]
 	sid := a.open()
 	looked, goOn := make(chan struct{}), make(chan struct{})
@@ -396,7 +314,7 @@ func TestSharedDeleteRacesRestore(t *testing.T) {
 // same message across multiple streams").
 func TestSharedStandaloneDuplicated(t *testing.T) {
 	sc := &reviewServer{gate: make(chan struct{})}
-	rs := reviewReplicas(t, 2, Options{}, sc)
+	rs := reviewReplicas(t, 2, httpserver.Options{}, sc)
 	a, b := rs[0], rs[1]
 	sid := a.open()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -435,7 +353,7 @@ func TestSharedStandaloneDuplicated(t *testing.T) {
 // overflows and ends the session; the stream on B never gets the answer.
 func TestSharedOverflowWhileResumedElsewhere(t *testing.T) {
 	sc := &reviewServer{gate: make(chan struct{})}
-	rs := reviewReplicas(t, 2, Options{ReplayEvents: 8}, sc)
+	rs := reviewReplicas(t, 2, httpserver.Options{ReplayEvents: 8}, sc)
 	a, b := rs[0], rs[1]
 	sid := a.open()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -469,7 +387,7 @@ func TestSharedOverflowWhileResumedElsewhere(t *testing.T) {
 // per-session request limit (and InFlight) on the owner.
 func TestSharedLegacyForwardSkipsLimits(t *testing.T) {
 	sc := &reviewServer{gate: make(chan struct{})}
-	rs := reviewReplicas(t, 2, Options{MaxRequestsPerSession: 1}, sc)
+	rs := reviewReplicas(t, 2, httpserver.Options{MaxRequestsPerSession: 1}, sc)
 	a, b := rs[0], rs[1]
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -500,7 +418,7 @@ func TestSharedLegacyForwardSkipsLimits(t *testing.T) {
 // record stays: a POST on another replica still gets 202.
 func TestSharedLegacyEndedStillAccepted(t *testing.T) {
 	sc := &reviewServer{gate: make(chan struct{})}
-	rs := reviewReplicas(t, 2, Options{}, sc)
+	rs := reviewReplicas(t, 2, httpserver.Options{}, sc)
 	a, b := rs[0], rs[1]
 	ctx, cancel := context.WithCancel(context.Background())
 	g := a.req(ctx, http.MethodGet, "/sse", "", nil)
@@ -528,7 +446,7 @@ func TestSharedLegacyEndedStillAccepted(t *testing.T) {
 // replica answers 404, and the holder ends it at the next request.
 func TestSharedGETOnlySessionExpiresInStore(t *testing.T) {
 	sc := &reviewServer{gate: make(chan struct{})}
-	rs := reviewReplicas(t, 2, Options{IdleTimeout: 300 * time.Millisecond}, sc)
+	rs := reviewReplicas(t, 2, httpserver.Options{IdleTimeout: 300 * time.Millisecond}, sc)
 	a, b := rs[0], rs[1]
 	sid := a.open()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -550,7 +468,7 @@ func TestSharedGETOnlySessionExpiresInStore(t *testing.T) {
 // session ends.
 func TestSharedMirrorLeaksOnCancel(t *testing.T) {
 	sc := &reviewServer{gate: make(chan struct{})}
-	rs := reviewReplicas(t, 1, Options{}, sc)
+	rs := reviewReplicas(t, 1, httpserver.Options{}, sc)
 	a := rs[0]
 	sid := a.open()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -601,7 +519,7 @@ func TestSharedFinalAppendLost(t *testing.T) {
 func resumeWhenAppendsFail(t *testing.T, fail func(data []byte) bool) string {
 	t.Helper()
 	sc := &reviewServer{gate: make(chan struct{})}
-	rs := reviewReplicas(t, 2, Options{}, sc)
+	rs := reviewReplicas(t, 2, httpserver.Options{}, sc)
 	a, b := rs[0], rs[1]
 	a.sh.fail = func(op string, data []byte) error {
 		if op == "append" && fail(data) {
@@ -635,7 +553,7 @@ func resumeWhenAppendsFail(t *testing.T, fail func(data []byte) bool) string {
 // once its answer is in, not as long as the session.
 func TestSharedFinishedStreamExpires(t *testing.T) {
 	sc := &reviewServer{gate: make(chan struct{})}
-	rs := reviewReplicas(t, 1, Options{}, sc)
+	rs := reviewReplicas(t, 1, httpserver.Options{}, sc)
 	a := rs[0]
 	sid := a.open()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -647,7 +565,7 @@ func TestSharedFinishedStreamExpires(t *testing.T) {
 	for {
 		found := false
 		a.sh.expired.Range(func(k, v any) bool {
-			found = strings.HasPrefix(k.(string), sid+"/") && v.(time.Duration) == finishedKeep
+			found = strings.HasPrefix(k.(string), sid+"/") && v.(time.Duration) == httpserver.FinishedKeep
 			return !found
 		})
 		if found {
@@ -666,14 +584,14 @@ func TestSharedFinishedStreamExpires(t *testing.T) {
 // six sessions, each usable on every replica.
 func TestSharedRestoredAreACache(t *testing.T) {
 	sc := &reviewServer{gate: make(chan struct{})}
-	rs := reviewReplicas(t, 3, Options{MaxSessions: 2}, sc)
+	rs := reviewReplicas(t, 3, httpserver.Options{MaxSessions: 2}, sc)
 	var sids []string
 	for _, r := range rs {
 		for range 2 {
 			sids = append(sids, r.open())
 		}
 	}
-	if code, body := rs[0].post("", initBody); code != http.StatusServiceUnavailable || !strings.Contains(body, "max_sessions") {
+	if code, body := rs[0].post("", httpserver.InitBody); code != http.StatusServiceUnavailable || !strings.Contains(body, "max_sessions") {
 		t.Errorf("a third session on one replica: %d %s", code, body)
 	}
 	for round := range 2 {
@@ -696,7 +614,7 @@ func TestSharedRestoredAreACache(t *testing.T) {
 // each instance of the session passes it on: the client is told once.
 func TestSharedSignalOnce(t *testing.T) {
 	sc := &reviewServer{gate: make(chan struct{})}
-	rs := reviewReplicas(t, 2, Options{}, sc)
+	rs := reviewReplicas(t, 2, httpserver.Options{}, sc)
 	a, b := rs[0], rs[1]
 	sid := a.open()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -742,7 +660,7 @@ func TestSharedAnswerNotKept(t *testing.T) {
 // brings the session back from the record.
 func TestSharedDeleteStoreDown(t *testing.T) {
 	sc := &reviewServer{gate: make(chan struct{})}
-	rs := reviewReplicas(t, 2, Options{}, sc)
+	rs := reviewReplicas(t, 2, httpserver.Options{}, sc)
 	a, b := rs[0], rs[1]
 	sid := a.open()
 	a.sh.fail = func(op string, _ []byte) error {
@@ -768,7 +686,7 @@ func TestSharedDeleteStoreDown(t *testing.T) {
 // client with its id rewritten ("r0:5"), the cancellation names the old id.
 func TestSharedServerCancelID(t *testing.T) {
 	sc := &reviewServer{gate: make(chan struct{})}
-	rs := reviewReplicas(t, 1, Options{}, sc)
+	rs := reviewReplicas(t, 1, httpserver.Options{}, sc)
 	a := rs[0]
 	sid := a.open()
 	resp := a.req(context.Background(), http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":7,"method":"askcancel"}`, map[string]string{"Mcp-Session-Id": sid})
