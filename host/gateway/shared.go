@@ -47,10 +47,20 @@ func (s *session) reload() {
 		return
 	}
 	s.mu.Lock()
+	added := s.apply(rec)
+	up := s.up
+	s.mu.Unlock()
+	s.takeUp(up, added)
+}
+
+// apply takes the log level and subscriptions of the session's record,
+// and returns the subscriptions this instance did not have. Called with
+// s.mu held.
+func (s *session) apply(rec *store.Session) (added map[string]string) {
 	if rec.LogLevel != "" {
 		s.level = mcp.LoggingLevel(rec.LogLevel).Severity()
 	}
-	added := map[string]string{}
+	added = map[string]string{}
 	subs := map[string]string{}
 	for _, e := range rec.Subscriptions {
 		if server, uri, ok := strings.Cut(e, " "); ok {
@@ -61,9 +71,7 @@ func (s *session) reload() {
 		}
 	}
 	s.subs = subs
-	up := s.up
-	s.mu.Unlock()
-	s.takeUp(up, added)
+	return added
 }
 
 // takeUp subscribes this replica's upstream connections to what the
@@ -110,18 +118,9 @@ func (s *session) restore() error {
 	if c := p.Capabilities; c.Sampling != nil || c.Elicitation != nil || c.Roots != nil {
 		s.up, s.own = s.g.h.NewSession(s.sessionOptions(c)), true
 	}
-	if rec.LogLevel != "" {
-		s.level = mcp.LoggingLevel(rec.LogLevel).Severity()
-	}
-	subs := map[string]string{}
-	for _, e := range rec.Subscriptions {
-		if server, uri, ok := strings.Cut(e, " "); ok {
-			subs[uri] = server
-			s.subs[uri] = server
-		}
-	}
+	added := s.apply(rec)
 	up := s.up
 	s.mu.Unlock()
-	s.takeUp(up, subs)
+	s.takeUp(up, added)
 	return nil
 }
