@@ -44,6 +44,10 @@ type Filter struct {
 	// before closing the runtime, since closing a wazero runtime under an
 	// instantiation in progress crashes wazero.
 	starting sync.RWMutex
+	// live are the instances started and not yet closed, so Close can
+	// stop the calls in flight.
+	liveMu   sync.Mutex
+	live     map[*instance]struct{}
 	once     sync.Once
 	setup    error
 	hashOnce sync.Once
@@ -62,6 +66,7 @@ func newFilter(r *Runtime, spec Spec, m *module) *Filter {
 		tokens:   make(chan struct{}, spec.Pool),
 		idle:     make(chan *instance, spec.Pool),
 		done:     make(chan struct{}),
+		live:     map[*instance]struct{}{},
 	}
 }
 
@@ -93,6 +98,11 @@ func (f *Filter) Close(ctx context.Context) error {
 	close(f.done)
 	f.starting.Lock() // no instance is being made from here on
 	defer f.starting.Unlock()
+	f.liveMu.Lock()
+	for inst := range f.live {
+		inst.trip() // calls in flight stop at their next loop
+	}
+	f.liveMu.Unlock()
 	for {
 		select {
 		case inst := <-f.idle:
@@ -159,6 +169,11 @@ type instance struct {
 
 	opa *opaState // an OPA policy's instance state; nil for a Nexus ABI module
 
+	// tripped says the call's deadline passed (or its caller left, or the
+	// filter closed): the guest's next yield ends the call
+	// (interrupt.go), and the instance is not reused.
+	tripped atomic.Bool
+
 	// The event of the call in progress, for the host functions.
 	ev        *event.Event
 	texts     []*string
@@ -169,6 +184,31 @@ func (inst *instance) close(ctx context.Context) {
 	if inst.mod != nil {
 		inst.mod.Close(ctx)
 	}
+	inst.f.liveMu.Lock()
+	delete(inst.f.live, inst)
+	inst.f.liveMu.Unlock()
+}
+
+// trip stops the guest at its next yield.
+func (inst *instance) trip() { inst.tripped.Store(true) }
+
+// yield is a guest's yield (interrupt.go): it ends the call when the
+// instance was tripped.
+func (inst *instance) yield() {
+	if inst.tripped.Load() {
+		panic(sys.NewExitError(sys.ExitCodeDeadlineExceeded))
+	}
+}
+
+// guard trips the instance when ctx ends, until the returned func is
+// called; that func reports whether the instance may be used again (it
+// was not tripped). A module without yields is watched by wazero.
+func (inst *instance) guard(ctx context.Context) func() bool {
+	if !inst.f.mod.interrupt {
+		return func() bool { return true }
+	}
+	stop := context.AfterFunc(ctx, inst.trip)
+	return func() bool { return stop() && !inst.tripped.Load() }
 }
 
 // hostModule instantiates the host functions and WASI in the filter's
@@ -233,31 +273,51 @@ func (f *Filter) start(ctx context.Context, configure bool) (*instance, error) {
 	defer cancel()
 	defer inst.logs.flush(f.logger)
 
+	done := inst.guard(sctx)
 	mod, err := f.mod.wr.InstantiateModule(sctx, f.mod.compiled, mc)
 	if err != nil {
+		done()
 		return nil, fmt.Errorf("%w: %w", ErrStart, f.cause(ctx, inst, err, f.startTimeout()))
 	}
 	inst.mod, inst.mem = mod, mod.Memory()
+	f.liveMu.Lock()
+	f.live[inst] = struct{}{}
+	f.liveMu.Unlock()
+	started, err := f.ready(ctx, sctx, inst, configure)
+	if reusable := done(); err == nil && !reusable {
+		// The deadline came as it finished: its state is in doubt.
+		inst.close(ctx)
+		return nil, fmt.Errorf("%w: %w", ErrStart, f.cause(ctx, inst, errors.New("stopped"), f.startTimeout()))
+	}
+	return started, err
+}
+
+// ready runs what comes after instantiation (and _initialize, which for
+// a Go guest starts its runtime and runs its init functions), under the
+// start deadline: the ABI's questions, the config. On error the instance
+// is closed.
+func (f *Filter) ready(ctx, sctx context.Context, inst *instance, configure bool) (*instance, error) {
+	mod := inst.mod
 	if f.mod.opa {
 		return f.readyOPA(ctx, sctx, inst)
 	}
 	inst.inputBuf = mod.ExportedFunction(filter.ExportInputBuf)
 	inst.onEvent = mod.ExportedFunction(filter.ExportOnEvent)
 	if inst.mem == nil || inst.inputBuf == nil || inst.onEvent == nil {
-		mod.Close(ctx)
+		inst.close(ctx)
 		return nil, fmt.Errorf("%w: the instance lacks its exports", ErrStart)
 	}
 	if f.minor < 0 {
 		res, err := mod.ExportedFunction(filter.ExportMinor).Call(sctx)
 		if err != nil {
-			mod.Close(ctx)
+			inst.close(ctx)
 			return nil, fmt.Errorf("%w: nx_abi_minor: %w", ErrStart, f.cause(ctx, inst, err, f.startTimeout()))
 		}
 		f.minor = max(0, int(int32(res[0])))
 	}
 	if configure {
 		if err := inst.configure(sctx, f.spec.Config); err != nil {
-			mod.Close(ctx)
+			inst.close(ctx)
 			if !errors.Is(err, ErrConfigure) {
 				err = fmt.Errorf("%w: nx_configure: %w", ErrStart, f.cause(ctx, inst, err, f.startTimeout()))
 			}
@@ -387,6 +447,10 @@ func (f *Filter) call(ctx context.Context, e *event.Event) (Result, error) {
 	if err != nil {
 		return Result{}, callError(f.spec.Name, e, err)
 	}
+	if err := ctx.Err(); err != nil {
+		f.release(inst) // a caller already gone: the guest is not run
+		return Result{}, callError(f.spec.Name, e, err)
+	}
 	input, err := appendEvent(inst.enc[:0], e)
 	if err != nil {
 		f.release(inst)
@@ -398,6 +462,7 @@ func (f *Filter) call(ctx context.Context, e *event.Event) (Result, error) {
 	inst.ev, inst.texts, inst.textsDone = e, nil, false
 	inst.alloc.refused = 0
 	cctx, cancel := context.WithTimeout(ctx, f.spec.Timeout)
+	done := inst.guard(cctx)
 	cctx = context.WithValue(cctx, instKey{}, inst)
 	var out []byte
 	if inst.opa != nil {
@@ -405,6 +470,7 @@ func (f *Filter) call(ctx context.Context, e *event.Event) (Result, error) {
 	} else {
 		out, err = inst.run(cctx, input)
 	}
+	reusable := done()
 	cancel()
 	var d event.Decision
 	switch {
@@ -421,7 +487,7 @@ func (f *Filter) call(ctx context.Context, e *event.Event) (Result, error) {
 			err = f.cause(ctx, inst, err, f.spec.Timeout)
 		}
 		log := inst.logs.flush(f.logger)
-		if sound {
+		if sound && reusable {
 			inst.calls++
 			f.release(inst)
 		} else {
@@ -431,6 +497,12 @@ func (f *Filter) call(ctx context.Context, e *event.Event) (Result, error) {
 	}
 	res := Result{Decision: d, Log: inst.logs.flush(f.logger)}
 	inst.calls++
+	if !reusable {
+		// Its deadline came just as it answered: the answer stands, the
+		// instance (its stop global set) goes.
+		f.discard(inst)
+		return res, nil
+	}
 	f.release(inst)
 	return res, nil
 }
@@ -471,6 +543,14 @@ func (f *Filter) cause(parent context.Context, inst *instance, err error, limit 
 	}
 	if inst.opa != nil && inst.opa.abort != "" {
 		return fmt.Errorf("%w: the policy aborted: %s; the instance was discarded", ErrTrap, inst.opa.abort)
+	}
+	if inst.tripped.Load() {
+		// The stop global ended the guest: the deadline, the caller
+		// gone, or the filter closed.
+		if f.closed.Load() {
+			return ErrClosed
+		}
+		err = sys.NewExitError(sys.ExitCodeDeadlineExceeded)
 	}
 	var ee *sys.ExitError
 	if errors.As(err, &ee) {
@@ -574,6 +654,10 @@ func hostLog(ctx context.Context, mod api.Module, stack []uint64) {
 		return
 	}
 	level, ptr, n := filter.Level(int32(stack[0])), uint32(stack[1]), uint32(stack[2])
+	if level == yieldLevel {
+		inst.yield()
+		return
+	}
 	b, ok := mod.Memory().Read(ptr, n)
 	if !ok {
 		inst.logs.add(filter.LevelError, "log", fmt.Sprintf("(log called with %d bytes at %#x, outside the filter's memory)", n, ptr))

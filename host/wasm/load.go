@@ -187,6 +187,35 @@ type module struct {
 
 	opa    bool           // a Rego policy built by opa build -t wasm
 	bundle map[string]any // the data of the OPA bundle the module came in
+
+	// interrupt: the module checks its stop global in every loop
+	// (interrupt.go); otherwise wazero's own checks stop it.
+	interrupt bool
+}
+
+// compileCode compiles code with a stop check in every loop, or, when
+// the module cannot take them, with wazero's checks, in a runtime of its
+// own.
+func (r *Runtime) compileCode(ctx context.Context, code []byte) (wazero.Runtime, wazero.CompiledModule, bool, error) {
+	compile := func(code []byte, interrupt bool) (wazero.Runtime, wazero.CompiledModule, error) {
+		cfg := wazero.NewRuntimeConfig().WithCloseOnContextDone(!interrupt).WithCompilationCache(r.cache)
+		wr := wazero.NewRuntimeWithConfig(ctx, cfg)
+		unlock := r.lockCompile(sha256.Sum256(code))
+		compiled, err := wr.CompileModule(ctx, code)
+		unlock()
+		if err != nil {
+			wr.Close(ctx)
+			return nil, nil, err
+		}
+		return wr, compiled, nil
+	}
+	if checked, err := interruptible(code); err == nil {
+		if wr, compiled, err := compile(checked, true); err == nil {
+			return wr, compiled, true, nil
+		}
+	}
+	wr, compiled, err := compile(code, false)
+	return wr, compiled, false, err
 }
 
 // loadReport makes the report of a failed load.
@@ -314,9 +343,6 @@ func (r *Runtime) compile(ctx context.Context, spec Spec, hash bool) (*module, e
 		return nil, err
 	}
 	file := code
-	cfg := wazero.NewRuntimeConfig().
-		WithCloseOnContextDone(true).
-		WithCompilationCache(r.cache)
 	var bundle map[string]any
 	if isGzip(code) {
 		if code, bundle, err = readBundle(code); err != nil {
@@ -349,18 +375,14 @@ func (r *Runtime) compile(ctx context.Context, spec Spec, hash bool) (*module, e
 			[]string{"A hand-written or hostile module declares a table larger than any filter needs."},
 			[]string{"Declare tables of at most " + fmt.Sprint(MaxTableElems) + " elements; modules built by the Go toolchain stay well under it."})
 	}
-	wr := wazero.NewRuntimeWithConfig(ctx, cfg)
-	unlock := r.lockCompile(sha256.Sum256(capped))
-	compiled, err := wr.CompileModule(ctx, capped)
-	unlock()
+	wr, compiled, interrupt, err := r.compileCode(ctx, capped)
 	if err != nil {
-		wr.Close(ctx)
 		return nil, loadReport(spec, fmt.Errorf("%w: %v", ErrCompile, err),
 			fmt.Sprintf("%s is not a valid WebAssembly module: %v", spec.Path, err), nil,
 			[]string{"The file is truncated or corrupt.", "It uses a WebAssembly feature this runtime does not support."},
 			[]string{buildFix})
 	}
-	m := &module{code: file, wr: wr, compiled: compiled, opa: opa, bundle: bundle}
+	m := &module{code: file, wr: wr, compiled: compiled, opa: opa, bundle: bundle, interrupt: interrupt}
 	m.info = &Info{Name: spec.Name, Path: spec.Path, Size: int64(len(file)), SHA256: sum}
 	if opa {
 		fillSymbols(compiled, m.info)

@@ -150,7 +150,7 @@ func (f *Filter) readyOPA(ctx, sctx context.Context, inst *instance) (*instance,
 	o.eval, o.malloc = mod.ExportedFunction("opa_eval"), mod.ExportedFunction("opa_malloc")
 	o.parse, o.dump = mod.ExportedFunction("opa_json_parse"), mod.ExportedFunction("opa_json_dump")
 	fail := func(err error) (*instance, error) {
-		mod.Close(ctx)
+		inst.close(ctx)
 		var le *opaLoadError
 		if errors.As(err, &le) {
 			return nil, err
@@ -373,7 +373,11 @@ func (f *Filter) decideOPA(out []byte, phase string) (event.Decision, error) {
 		return event.Decision{Action: event.Deny, Reason: fmt.Sprintf("policy %s: %s is undefined for this event (no rule matched and the rule has no default)", f.spec.Name, ep)}, nil
 	}
 	r := bytes.TrimSpace(set[0].Result)
-	shape := fmt.Sprintf("%s returned %s; a Nexus Rego policy returns true or false (allow), a set of deny reasons, or an object {action, reason, params, result}", ep, preview(r))
+	// Said only when the result is wrong: formatting it costs more than
+	// the rest of a decision.
+	shape := func() string {
+		return fmt.Sprintf("%s returned %s; a Nexus Rego policy returns true or false (allow), a set of deny reasons, or an object {action, reason, params, result}", ep, preview(r))
+	}
 	switch r[0] {
 	case 't', 'f':
 		if string(r) == "true" {
@@ -383,7 +387,7 @@ func (f *Filter) decideOPA(out []byte, phase string) (event.Decision, error) {
 	case '[':
 		var reasons []json.RawMessage
 		if err := json.Unmarshal(r, &reasons); err != nil {
-			return event.Decision{}, fmt.Errorf("%w: %s", ErrBadDecision, shape)
+			return event.Decision{}, fmt.Errorf("%w: %s", ErrBadDecision, shape())
 		}
 		if len(reasons) == 0 {
 			return event.Decision{Action: event.Allow}, nil
@@ -401,7 +405,7 @@ func (f *Filter) decideOPA(out []byte, phase string) (event.Decision, error) {
 	case '{':
 		var d event.Decision
 		if err := json.Unmarshal(r, &d); err != nil || d.Action == "" {
-			return event.Decision{}, fmt.Errorf("%w: %s (an object needs \"action\")", ErrBadDecision, shape)
+			return event.Decision{}, fmt.Errorf("%w: %s (an object needs \"action\")", ErrBadDecision, shape())
 		}
 		if !d.Valid(phase) {
 			what := "params"
@@ -416,7 +420,7 @@ func (f *Filter) decideOPA(out []byte, phase string) (event.Decision, error) {
 		d.Reason = clip(d.Reason, maxReason)
 		return d, nil
 	}
-	return event.Decision{}, fmt.Errorf("%w: %s", ErrBadDecision, shape)
+	return event.Decision{}, fmt.Errorf("%w: %s", ErrBadDecision, shape())
 }
 
 // opaAbort is env.opa_abort: the policy hit an internal error. The message
@@ -451,7 +455,15 @@ func opaBuiltinFunc(arity int) api.GoModuleFunc {
 	return func(ctx context.Context, mod api.Module, stack []uint64) {
 		inst, _ := ctx.Value(instKey{}).(*instance)
 		id := int32(stack[0])
-		if inst == nil || inst.opa == nil || inst.f.opa == nil {
+		if inst == nil || inst.opa == nil {
+			panic(errors.New("opa builtin called outside a call"))
+		}
+		if arity == 0 && id == yieldLevel {
+			inst.yield()
+			stack[0] = 0
+			return
+		}
+		if inst.f.opa == nil {
 			panic(errors.New("opa builtin called outside a call"))
 		}
 		b, ok := inst.f.opa.builtins[id]

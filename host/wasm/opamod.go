@@ -45,6 +45,9 @@ func sections(code []byte) ([]section, bool) {
 
 // name reads a length-prefixed name at b[j:].
 func name(b []byte, j int) (string, int, bool) {
+	if j > len(b) {
+		return "", 0, false
+	}
 	l, m, ok := uleb(b[j:])
 	if !ok || j+m+int(l) > len(b) || int(l) < 0 {
 		return "", 0, false

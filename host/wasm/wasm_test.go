@@ -527,3 +527,22 @@ func TestConcurrentLoadsFromCache(t *testing.T) {
 		rt.Close(context.Background())
 	}
 }
+
+// TestYields: the Go SDK guest and a Rego policy run with the host's own
+// loop checks (host/wasm/interrupt.go), not wazero's slower ones; a guest
+// that loops forever is still stopped by its deadline (TestMisbehaving).
+func TestYields(t *testing.T) {
+	rt := wasmtest.Runtime(t, wasm.Options{})
+	for name, spec := range map[string]wasm.Spec{
+		"go":   {Path: wasmtest.Build(t, "testdata/goguest"), Config: json.RawMessage(`{"mode":"allow"}`)},
+		"rego": {Path: wasmtest.BuildRego(t, "package p\nimport rego.v1\nallow if input.server.name in data.ok\n", "p/allow"), Config: json.RawMessage(`{"ok":["github"]}`)},
+	} {
+		f := load(t, rt, spec)
+		if !wasm.Yields(f) {
+			t.Errorf("%s: the module runs with wazero's loop checks", name)
+		}
+		if d, err := f.Handle(context.Background(), toolCall()); err != nil || d.Action != event.Allow {
+			t.Errorf("%s: %+v %v", name, d, err)
+		}
+	}
+}
