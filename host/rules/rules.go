@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/checker"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/common/types/traits"
@@ -130,14 +131,14 @@ func theEnv() (*cel.Env, error) {
 // Rule is a compiled rule: a policy.Link (Name and Handle).
 type Rule struct {
 	spec  Spec
-	when  cel.Program
+	when  *program
 	set   []assign
 	needs needs // what of the event its expressions read
 }
 
 type assign struct {
 	path []string
-	prg  cel.Program
+	prg  *program
 	expr string
 	src  diag.Source
 }
@@ -205,7 +206,7 @@ func checkSpec(s Spec) error {
 }
 
 // compileExpr parses and checks one expression; problems go to ce.
-func compileExpr(e *cel.Env, x Expr, what string, want *cel.Type, maxCost uint64, ce *CompileError, n *needs) cel.Program {
+func compileExpr(e *cel.Env, x Expr, what string, want *cel.Type, maxCost uint64, ce *CompileError, n *needs) *program {
 	if len(x.Text) > MaxExprLen {
 		ce.Problems = append(ce.Problems, Problem{x.Source, what, fmt.Sprintf("the expression is %d bytes; the limit is %d", len(x.Text), MaxExprLen)})
 		return nil
@@ -235,12 +236,48 @@ func compileExpr(e *cel.Env, x Expr, what string, want *cel.Type, maxCost uint64
 			n.prompt = true
 		}
 	}
-	prg, err := e.Program(ast, cel.CostLimit(maxCost), cel.InterruptCheckFrequency(100), cel.EvalOptions(cel.OptOptimize))
+	// An expression whose worst case CEL can bound at compile time within
+	// the limit (no comprehension over an argument, no regex on a value
+	// of unknown size) can never reach the limit: it runs without the
+	// per-operation cost tracking and context checks, which would
+	// otherwise cost more than the expression itself.
+	opts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize)}
+	est, err := e.EstimateCost(ast, unsized{})
+	bounded := err == nil && est.Max <= maxCost
+	if !bounded {
+		opts = append(opts, cel.CostLimit(maxCost), cel.InterruptCheckFrequency(100))
+	}
+	prg, err := e.Program(ast, opts...)
 	if err != nil {
 		ce.Problems = append(ce.Problems, Problem{x.Source, what, err.Error()})
 		return nil
 	}
-	return prg
+	return &program{Program: prg, bounded: bounded}
+}
+
+// program is a compiled expression.
+type program struct {
+	cel.Program
+	bounded bool // its cost is bounded within the limit at compile time
+}
+
+func (p *program) eval(ctx context.Context, act *activation) (ref.Val, error) {
+	if p.bounded {
+		out, _, err := p.Eval(act)
+		return out, err
+	}
+	out, _, err := p.ContextEval(ctx, act)
+	return out, err
+}
+
+// unsized leaves every size unknown: only what the expression itself
+// bounds (literals, fixed-size operations) bounds its cost.
+type unsized struct{}
+
+func (unsized) EstimateSize(checker.AstNode) *checker.SizeEstimate { return nil }
+
+func (unsized) EstimateCallCost(string, string, *checker.AstNode, []checker.AstNode) *checker.CallEstimate {
+	return nil
 }
 
 // locate turns CEL's line (1-based) and column (0-based) in the
@@ -281,7 +318,8 @@ func (r *Rule) Handle(ctx context.Context, e *event.Event) (event.Decision, erro
 	if err != nil {
 		return event.Decision{}, err
 	}
-	out, _, err := r.when.ContextEval(ctx, act)
+	defer act.release()
+	out, err := r.when.eval(ctx, act)
 	if err != nil {
 		if e.Method == "tools/list" && (r.needs.args || r.needs.params) && ctx.Err() == nil {
 			// A listing has no arguments: a rule about them judges the
@@ -324,7 +362,7 @@ func (r *Rule) modify(ctx context.Context, e *event.Event, act *activation) (eve
 		}
 	}
 	for _, a := range r.set {
-		v, _, err := a.prg.ContextEval(ctx, act)
+		v, err := a.prg.eval(ctx, act)
 		if err != nil {
 			return event.Decision{}, r.evalError(ctx, "set["+strings.Join(a.path, ".")+"]", a.expr, a.src, err)
 		}
@@ -461,6 +499,16 @@ type activation struct {
 	uri, prompt          string
 }
 
+// Activations are reused: one per evaluated event would be most of what
+// a rule allocates. Nothing CEL returns refers to one (a modify rule's
+// values are copied out before Handle returns).
+var activations = sync.Pool{New: func() any { return new(activation) }}
+
+func (a *activation) release() {
+	*a = activation{}
+	activations.Put(a)
+}
+
 // empty stands for an absent map; CEL never writes to it.
 var empty = map[string]any{}
 
@@ -495,7 +543,8 @@ func (a *activation) ResolveName(name string) (any, bool) {
 func (a *activation) Parent() interpreter.Activation { return nil }
 
 func (r *Rule) activation(e *event.Event) (*activation, error) {
-	a := &activation{e: e, agent: Agent{ID: e.Agent.ID, Permission: e.Agent.Permission}, server: Server{Name: e.Server.Name},
+	a := activations.Get().(*activation)
+	*a = activation{e: e, agent: Agent{ID: e.Agent.ID, Permission: e.Agent.Permission}, server: Server{Name: e.Server.Name},
 		tool: toolOf(e.Tool), args: empty, params: empty, result: empty}
 	if e.Server.Info != nil {
 		a.server.Info = Info{Name: e.Server.Info.Name, Version: e.Server.Info.Version}

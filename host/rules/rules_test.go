@@ -362,3 +362,25 @@ func TestReadmeModify(t *testing.T) {
 		t.Fatalf("%+v %s %v", d, d.Params, err)
 	}
 }
+
+// TestBounded: an expression whose worst case CEL bounds within the limit
+// runs without cost tracking; one that could exceed it keeps it.
+func TestBounded(t *testing.T) {
+	for expr, want := range map[string]bool{
+		"agent.id == 'ci' && tool.name.startsWith('delete_')": true,
+		"tool.annotations.destructiveHint":                    true,
+		"has(args.limit) && args.limit > 100":                 true,
+		"tool.name.matches('^del')":                           false, // a regex over a value of any size
+		"args.exists(k, k == 'x')":                            false, // a comprehension over the arguments
+	} {
+		r := mustCompile(t, Spec{Name: "b", When: at(expr), Action: Deny})
+		if r.when.bounded != want {
+			t.Errorf("%s: bounded %v, want %v", expr, r.when.bounded, want)
+		}
+	}
+	// A bound over the limit is not bounded.
+	r := mustCompile(t, Spec{Name: "b", When: at("tool.name in ['a', 'b', 'c']"), Action: Deny, MaxCost: 2})
+	if r.when.bounded {
+		t.Error("an expression that may cost more than MaxCost runs untracked")
+	}
+}
