@@ -218,7 +218,7 @@ func (h *Host) prepareCall(ctx context.Context, agent, name string, args any) (*
 
 // callParams are a tools/call's params as the chain's events carry them.
 func callParams(tool string, args json.RawMessage) (json.RawMessage, error) {
-	return json.Marshal(&mcp.CallToolParams{Name: tool, Arguments: args})
+	return mcp.EncodeCallToolParams(mcp.CallToolParams{Name: tool, Arguments: args})
 }
 
 // finishCall runs what comes after the server: the output schema, the

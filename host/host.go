@@ -641,19 +641,31 @@ func editDistance(a, b string) int {
 
 // event builds the filter event for a call.
 func (h *Host) event(agent, server, method string, tool *mcp.Tool) *event.Event {
-	e := &event.Event{ABI: event.ABI, Method: method, Agent: event.Agent{ID: agent}, Server: event.Server{Name: server}}
+	// One allocation for the event and what it points to: every filtered
+	// call makes one.
+	box := &struct {
+		e    event.Event
+		info event.Info
+		tool event.Tool
+		ann  event.Annotations
+	}{}
+	e := &box.e
+	*e = event.Event{ABI: event.ABI, Method: method, Agent: event.Agent{ID: agent}, Server: event.Server{Name: server}}
 	if a, ok := h.perms.Agent(agent); ok {
 		e.Agent.Permission = a.Permission
 	}
 	if c := h.reg.LiveClient(agent, server); c != nil {
 		info := c.ServerInfo()
-		e.Server.Info = &event.Info{Name: info.Name, Version: info.Version}
+		box.info = event.Info{Name: info.Name, Version: info.Version}
+		e.Server.Info = &box.info
 	}
 	if tool != nil {
-		e.Tool = &event.Tool{Name: tool.Name}
+		box.tool = event.Tool{Name: tool.Name}
+		e.Tool = &box.tool
 		if a := tool.Annotations; a != nil {
-			e.Tool.Annotations = &event.Annotations{Title: a.Title, ReadOnlyHint: a.ReadOnlyHint,
+			box.ann = event.Annotations{Title: a.Title, ReadOnlyHint: a.ReadOnlyHint,
 				DestructiveHint: a.DestructiveHint, IdempotentHint: a.IdempotentHint, OpenWorldHint: a.OpenWorldHint}
+			e.Tool.Annotations = &box.ann
 		}
 	}
 	return e

@@ -113,6 +113,16 @@ func (p *CallToolParams) appendJSON(b []byte) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
+// EncodeCallToolParams encodes tools/call params without encoding/json
+// (the chain's events carry them on every filtered call). Arguments must
+// be one JSON value; they are checked, not re-encoded.
+func EncodeCallToolParams(p CallToolParams) ([]byte, error) {
+	if len(p.Arguments) > 0 && !validJSON(p.Arguments) {
+		return nil, fmt.Errorf("the arguments of tool %q are not valid JSON", p.Name)
+	}
+	return p.appendJSON(make([]byte, 0, len(p.Name)+len(p.Arguments)+32))
+}
+
 // DecodeCallToolParams decodes tools/call params in one pass, without
 // encoding/json (the server role's and the gateway's hot path). Arguments
 // alias b.

@@ -3,6 +3,7 @@ package mcp
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -145,4 +146,21 @@ func BenchmarkCallToolResult(b *testing.B) {
 			json.Marshal(p)
 		}
 	})
+}
+
+func TestEncodeCallToolParams(t *testing.T) {
+	b, err := EncodeCallToolParams(CallToolParams{Name: "a\"b", Arguments: json.RawMessage(` {"x": [1, 2]} `)})
+	if err != nil || string(b) != `{"name":"a\"b","arguments": {"x": [1, 2]} }` {
+		t.Fatalf("%s %v", b, err)
+	}
+	var p CallToolParams
+	if err := json.Unmarshal(b, &p); err != nil || p.Name != `a"b` {
+		t.Fatalf("%+v %v", p, err)
+	}
+	if _, err := EncodeCallToolParams(CallToolParams{Name: "t", Arguments: json.RawMessage(`{"x":`)}); err == nil || !strings.Contains(err.Error(), `tool "t" are not valid JSON`) {
+		t.Fatal(err)
+	}
+	if b, err := EncodeCallToolParams(CallToolParams{Name: "t"}); err != nil || string(b) != `{"name":"t"}` {
+		t.Fatalf("%s %v", b, err)
+	}
 }

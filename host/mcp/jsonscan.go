@@ -43,6 +43,13 @@ func skipWS(b []byte, i int) int {
 	return i
 }
 
+// validJSON reports whether b is one JSON value (json.Valid without its
+// scanner's per-call setup).
+func validJSON(b []byte) bool {
+	i, err := skipValue(b, skipWS(b, 0), 0)
+	return err == nil && skipWS(b, i) == len(b)
+}
+
 // skipValue validates the value starting at b[i] (no leading whitespace)
 // and returns the index just past it.
 func skipValue(b []byte, i, depth int) (int, error) {

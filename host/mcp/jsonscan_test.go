@@ -6,12 +6,6 @@ import (
 	"testing"
 )
 
-func validJSON(b []byte) bool {
-	i := skipWS(b, 0)
-	end, err := skipValue(b, i, 0)
-	return err == nil && skipWS(b, end) == len(b)
-}
-
 var scanSeeds = []string{
 	`{}`, `[]`, `{"a":1}`, `{"a":[1,2,{"b":null}],"c":"\u00e9\n"}`, `-0.5e+10`, `0`, `01`, `1.`, `.5`, `"\x"`,
 	`{"a" 1}`, `{"a":1,}`, `[1,]`, `tru`, `nul`, `"abc`, `{"a":"\ud800"}`, ` {"x" : [ true , false ] } `,
