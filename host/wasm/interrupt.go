@@ -103,7 +103,7 @@ func interruptible(code []byte) ([]byte, error) {
 		case i == global:
 			s.body = appendCounted(s.body, fuelGlobal)
 		case s.id == 10:
-			body, err := checkLoops(s.body, check)
+			body, err := checkLoops(s.body, check, fuel)
 			if err != nil {
 				return nil, err
 			}
@@ -268,7 +268,7 @@ func skipUleb(b []byte, j int) (int, bool) {
 
 // checkLoops rewrites a code section: each function body gets the check
 // after every loop's block type, and its size is written anew.
-func checkLoops(b, check []byte) ([]byte, error) {
+func checkLoops(b, check []byte, fuel uint64) ([]byte, error) {
 	count, j, ok := uleb(b)
 	if !ok {
 		return nil, fmt.Errorf("%w: its code section does not parse", errNotInterruptible)
@@ -282,7 +282,7 @@ func checkLoops(b, check []byte) ([]byte, error) {
 		}
 		j += m
 		var err error
-		if body, err = checkBody(body[:0], b[j:j+int(size)], check); err != nil {
+		if body, err = checkBody(body[:0], b[j:j+int(size)], check, fuel); err != nil {
 			return nil, fmt.Errorf("function body %d: %w", f, err)
 		}
 		j += int(size)
@@ -295,8 +295,11 @@ func checkLoops(b, check []byte) ([]byte, error) {
 	return out, nil
 }
 
-// checkBody appends body to out with check after every loop header.
-func checkBody(out, body, check []byte) ([]byte, error) {
+// checkBody appends body to out with check after every loop header. A
+// body that names the fuel global's index is refused: in the module as
+// written no such global exists (the compiler would refuse it), and after
+// the rewrite it would let the guest refill its own fuel.
+func checkBody(out, body, check []byte, fuel uint64) ([]byte, error) {
 	bad := func(i int, what string) error {
 		return fmt.Errorf("%w: %s at byte %d", errNotInterruptible, what, i)
 	}
@@ -320,6 +323,11 @@ func checkBody(out, body, check []byte) ([]byte, error) {
 		next, err := skipInstr(body, i)
 		if err != nil {
 			return nil, bad(i, err.Error())
+		}
+		if op == 0x23 || op == 0x24 { // global.get, global.set
+			if idx, _, _ := uleb(body[i+1:]); idx >= fuel {
+				return nil, bad(i, fmt.Sprintf("global %d, which the module does not define", idx))
+			}
 		}
 		if op == 0x03 { // loop: the check goes after its block type
 			out = append(out, body[copied:next]...)

@@ -48,7 +48,10 @@ func TestInterruptible(t *testing.T) {
 	// Modules the rewrite leaves to wazero.
 	noImport := append([]byte("\x00asm\x01\x00\x00\x00"), 1, 4, 1, 0x60, 0, 0, 3, 2, 1, 0, 10, 7, 1, 5, 0, 0x03, 0x40, 0x0b, 0x0b)
 	unknownOp := loopModule([]byte{0, 0x06, 0x0b}) // try (exception handling)
-	for name, code := range map[string][]byte{"no import": noImport, "unknown opcode": unknownOp, "truncated": forever[:len(forever)-3]} {
+	// A hostile module that names the global the rewrite would add, to
+	// refill its own fuel, is left to wazero (which refuses it).
+	refill := loopModule([]byte{0, 0x03, 0x40, 0x41, 0x7f, 0x24, 0x00, 0x0c, 0x00, 0x0b, 0x0b}) // loop (global.set 0 (i32.const -1)) br 0 end
+	for name, code := range map[string][]byte{"no import": noImport, "unknown opcode": unknownOp, "refills its fuel": refill, "truncated": forever[:len(forever)-3]} {
 		if _, err := interruptible(code); err == nil {
 			t.Errorf("%s: rewritten", name)
 		}
