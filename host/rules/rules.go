@@ -11,7 +11,7 @@ import (
 	"sync"
 
 	"cel.dev/cel-go/cel"
-	"cel.dev/cel-go/checker"
+	"cel.dev/cel-go/common/cost"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/common/types/traits"
@@ -274,9 +274,9 @@ func (p *program) eval(ctx context.Context, act *activation) (ref.Val, error) {
 // bounds (literals, fixed-size operations) bounds its cost.
 type unsized struct{}
 
-func (unsized) EstimateSize(checker.AstNode) *checker.SizeEstimate { return nil }
+func (unsized) EstimateSize(cost.AstNode) *cost.SizeEstimate { return nil }
 
-func (unsized) EstimateCallCost(string, string, *checker.AstNode, []checker.AstNode) *checker.CallEstimate {
+func (unsized) EstimateCallCost(string, string, *cost.AstNode, []cost.AstNode) *cost.CallEstimate {
 	return nil
 }
 
