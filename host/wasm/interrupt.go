@@ -353,20 +353,7 @@ func skipInstr(b []byte, i int) (int, error) {
 	i++
 	ok := true
 	uleb1 := func() { i, ok = skipUleb(b, i) }
-	memarg := func() {
-		var align uint64
-		var m int
-		if align, m, ok = uleb(b[i:]); !ok {
-			return
-		}
-		i += m
-		if align&0x40 != 0 { // a memory index follows (multi-memory)
-			if uleb1(); !ok {
-				return
-			}
-		}
-		uleb1()
-	}
+	memarg := func() { i, ok = skipMemarg(b, i) }
 	fixed := func(n int) {
 		i += n
 		ok = i <= len(b)
@@ -443,6 +430,21 @@ func skipInstr(b []byte, i int) (int, error) {
 	return i, nil
 }
 
+// skipMemarg skips a load's or store's alignment and offset.
+func skipMemarg(b []byte, i int) (int, bool) {
+	align, m, ok := uleb(b[i:])
+	if !ok {
+		return i, false
+	}
+	i += m
+	if align&0x40 != 0 { // a memory index follows (multi-memory)
+		if i, ok = skipUleb(b, i); !ok {
+			return i, false
+		}
+	}
+	return skipUleb(b, i)
+}
+
 // skipFC skips the rest of a 0xfc-prefixed instruction (saturating
 // truncation, bulk memory, tables).
 func skipFC(b []byte, i int) (int, error) {
@@ -477,17 +479,7 @@ func skipSIMD(b []byte, i int) (int, error) {
 	}
 	i += m
 	memarg := func() bool {
-		align, m, ok := uleb(b[i:])
-		if !ok {
-			return false
-		}
-		i += m
-		if align&0x40 != 0 {
-			if i, ok = skipUleb(b, i); !ok {
-				return false
-			}
-		}
-		i, ok = skipUleb(b, i)
+		i, ok = skipMemarg(b, i)
 		return ok
 	}
 	switch {
