@@ -121,6 +121,7 @@ type opaState struct {
 	heap                      uint32 // the heap pointer after the data
 	now                       int64  // time.now_ns of the call in progress; 0 = not read yet
 	abort                     string // what opa_abort said
+	stack                     [7]uint64
 }
 
 // opaHostModule provides env.opa_* to the filter's runtime, once.
@@ -353,26 +354,31 @@ func (inst *instance) runOPA(ctx context.Context, input []byte) ([]byte, error) 
 	if !inst.mem.Write(o.heap, input) {
 		return nil, fmt.Errorf("%w: the event does not fit in the guest's memory", ErrInput)
 	}
-	res, err := o.eval.Call(ctx, 0, uint64(inst.f.opa.entrypoint), uint64(o.dataAddr), uint64(o.heap), uint64(len(input)), end, 0)
-	if err != nil {
+	o.stack = [7]uint64{0, uint64(inst.f.opa.entrypoint), uint64(o.dataAddr), uint64(o.heap), uint64(len(input)), end, 0}
+	if err := o.eval.CallWithStack(ctx, o.stack[:]); err != nil {
 		return nil, err // f.cause says why, from what the instance saw
 	}
-	return inst.opaString(uint32(res[0]))
+	return inst.opaString(uint32(o.stack[0]))
 }
 
 // decideOPA turns an entrypoint's result set into a decision.
 func (f *Filter) decideOPA(out []byte, phase string) (event.Decision, error) {
-	var set []struct {
-		Result json.RawMessage `json:"result"`
-	}
-	if err := json.Unmarshal(out, &set); err != nil {
-		return event.Decision{}, fmt.Errorf("%w: the policy's result is not a result set: %v (%s)", ErrBadDecision, err, preview(out))
+	r, ok := resultOf(out)
+	if !ok {
+		var set []struct {
+			Result json.RawMessage `json:"result"`
+		}
+		if err := json.Unmarshal(out, &set); err != nil {
+			return event.Decision{}, fmt.Errorf("%w: the policy's result is not a result set: %v (%s)", ErrBadDecision, err, preview(out))
+		}
+		if len(set) > 0 {
+			r = bytes.TrimSpace(set[0].Result)
+		}
 	}
 	ep := f.opa.entryName
-	if len(set) == 0 || len(set[0].Result) == 0 {
+	if len(r) == 0 {
 		return event.Decision{Action: event.Deny, Reason: fmt.Sprintf("policy %s: %s is undefined for this event (no rule matched and the rule has no default)", f.spec.Name, ep)}, nil
 	}
-	r := bytes.TrimSpace(set[0].Result)
 	// Said only when the result is wrong: formatting it costs more than
 	// the rest of a decision.
 	shape := func() string {
@@ -385,6 +391,9 @@ func (f *Filter) decideOPA(out []byte, phase string) (event.Decision, error) {
 		}
 		return event.Decision{Action: event.Deny, Reason: fmt.Sprintf("policy %s: %s is false", f.spec.Name, ep)}, nil
 	case '[':
+		if string(r) == "[]" { // no deny reason: the common case, without a decoder
+			return event.Decision{Action: event.Allow}, nil
+		}
 		var reasons []json.RawMessage
 		if err := json.Unmarshal(r, &reasons); err != nil {
 			return event.Decision{}, fmt.Errorf("%w: %s", ErrBadDecision, shape())
@@ -421,6 +430,24 @@ func (f *Filter) decideOPA(out []byte, phase string) (event.Decision, error) {
 		return d, nil
 	}
 	return event.Decision{}, fmt.Errorf("%w: %s", ErrBadDecision, shape())
+}
+
+// resultOf reads a result set as opa_json_dump writes it: [] (undefined,
+// an empty r) or [{"result":VALUE}]. ok=false sends anything else to
+// encoding/json.
+func resultOf(out []byte) (r json.RawMessage, ok bool) {
+	const head, tail = `[{"result":`, `}]`
+	if string(out) == "[]" {
+		return nil, true
+	}
+	if len(out) < len(head)+len(tail) || string(out[:len(head)]) != head || string(out[len(out)-len(tail):]) != tail {
+		return nil, false
+	}
+	v := out[len(head) : len(out)-len(tail)]
+	if end, ok := skipValue(v, 0, 0); !ok || end != len(v) {
+		return nil, false
+	}
+	return v, true
 }
 
 // opaAbort is env.opa_abort: the policy hit an internal error. The message

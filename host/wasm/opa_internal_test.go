@@ -152,3 +152,27 @@ func FuzzDecideOPA(f *testing.F) {
 		}
 	})
 }
+
+func TestResultOf(t *testing.T) {
+	for in, want := range map[string]string{
+		`[]`:                          "",
+		`[{"result":true}]`:           "true",
+		`[{"result":["a","b"]}]`:      `["a","b"]`,
+		`[{"result":{"action":"x"}}]`: `{"action":"x"}`,
+		`[{"result":[]}]`:             `[]`,
+		`[{"result":tru}]`:            "!",
+		`[{"result":1},{"result":2}]`: "!",
+		` [{"result":true}]`:          "!",
+		`[{"result":true} ]`:          "!",
+		`[{"other":true}]`:            "!",
+	} {
+		r, ok := resultOf([]byte(in))
+		got := string(r)
+		if !ok {
+			got = "!"
+		}
+		if got != want {
+			t.Errorf("%s: %q, want %q", in, got, want)
+		}
+	}
+}
