@@ -12,7 +12,10 @@
 // A Filter is a policy.Link. Each call runs in an instance from a pool,
 // with the filter's memory limit (enforced by the instance's memory
 // allocator, so a refused grow is reported as such) and time limit
-// (enforced with wazero's close-on-context-done). An instance that traps,
+// (interrupt.go: a fuel counter put in every loop before compiling yields
+// to the host every 4096 iterations, where a call past its deadline is
+// ended; modules the rewrite cannot take keep wazero's
+// close-on-context-done, five times slower in loops). An instance that traps,
 // exits or runs out of time or memory is discarded and replaced; instances
 // are also recycled after a number of calls. Guests get no files, network,
 // environment or arguments; their stdout, stderr and log calls go to a

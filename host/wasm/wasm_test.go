@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -544,5 +545,67 @@ func TestYields(t *testing.T) {
 		if d, err := f.Handle(context.Background(), toolCall()); err != nil || d.Action != event.Allow {
 			t.Errorf("%s: %+v %v", name, d, err)
 		}
+	}
+}
+
+// TestLoopingGuestLetsGCRun: a guest in a loop with no end yields to Go's
+// runtime, so a collection (which stops every goroutine) completes while
+// it runs, and its deadline still stops it. Machine code that never left
+// for Go would hold the collection, and with it the timer that ends the
+// call, forever.
+func TestLoopingGuestLetsGCRun(t *testing.T) {
+	rt := wasmtest.Runtime(t, wasm.Options{})
+	f := load(t, rt, wasm.Spec{Name: "loop", Path: "testdata/misbehave.wasm", Config: json.RawMessage(`"L"`), Timeout: 300 * time.Millisecond, Pool: 1})
+	if !wasm.Yields(f) {
+		t.Fatal("the test module runs with wazero's checks: this test would not test the host's")
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.Handle(context.Background(), toolCall())
+		done <- err
+	}()
+	gcs := make(chan struct{})
+	go func() {
+		for range 20 {
+			runtime.GC()
+		}
+		close(gcs)
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, wasm.ErrTimeout) {
+			t.Fatalf("got %v, want a timeout", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the looping call did not end")
+	}
+	select {
+	case <-gcs:
+	case <-time.After(time.Minute):
+		t.Fatal("collections did not finish")
+	}
+}
+
+// TestCloseStopsCallInFlight: closing a filter ends a call that loops,
+// long before its own deadline.
+func TestCloseStopsCallInFlight(t *testing.T) {
+	rt := wasmtest.Runtime(t, wasm.Options{})
+	f := load(t, rt, wasm.Spec{Name: "loop", Path: "testdata/misbehave.wasm", Config: json.RawMessage(`"L"`), Timeout: time.Hour, Pool: 1})
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.Handle(context.Background(), toolCall())
+		done <- err
+	}()
+	time.Sleep(50 * time.Millisecond) // let the call start looping; if it has not, Close refuses it, which passes too
+	if err := f.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, wasm.ErrClosed) {
+			t.Fatalf("got %v, want ErrClosed", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the call in flight did not end when the filter closed")
 	}
 }
