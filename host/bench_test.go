@@ -44,10 +44,7 @@ const benchAgent = `{"bench": {"permission": "yolo", "servers": ["ts"], "allow":
 
 func BenchmarkCallToolOverhead(b *testing.B) {
 	b.Run("in-process", func(b *testing.B) {
-		w := newWorld()
-		w.mu.Lock()
-		w.servers["ts"] = testserver.New(testserver.Options{})
-		w.mu.Unlock()
+		w := tsWorld()
 		overhead(b, w.host(b, benchAgent, host.Options{}))
 	})
 	b.Run("stdio", func(b *testing.B) {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/policy"
-	"github.com/nexus-mcp/nexus/host/testserver"
 	"github.com/nexus-mcp/nexus/host/wasm"
 	"github.com/nexus-mcp/nexus/host/wasm/wasmtest"
 )
@@ -21,10 +20,7 @@ import (
 // a 2 KB result and 1.5 ms on 64 KB, the four together no more than the
 // sum of each alone).
 func BenchmarkFiltersInChain(b *testing.B) {
-	w := newWorld()
-	w.mu.Lock()
-	w.servers["ts"] = testserver.New(testserver.Options{})
-	w.mu.Unlock()
+	w := tsWorld()
 	rt := wasmtest.Runtime(b, wasm.Options{})
 	load := func(name, path, config string) policy.Link {
 		f, err := rt.Load(context.Background(), wasm.Spec{Name: name, Path: path, Config: json.RawMessage(config)})

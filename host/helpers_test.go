@@ -20,6 +20,7 @@ import (
 	"github.com/nexus-mcp/nexus/host/diag"
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/host/policy"
+	"github.com/nexus-mcp/nexus/host/testserver"
 )
 
 // calls records what in-process servers were asked, so a test can prove a
@@ -68,6 +69,15 @@ type world struct {
 	mu      sync.Mutex
 	servers map[string]*mcp.Server
 	dials   map[string]int
+}
+
+// tsWorld is a world with the test server as "ts".
+func tsWorld() *world {
+	w := newWorld()
+	w.mu.Lock()
+	w.servers["ts"] = testserver.New(testserver.Options{})
+	w.mu.Unlock()
+	return w
 }
 
 func newWorld() *world {

@@ -11,7 +11,6 @@ import (
 	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/audit"
 	"github.com/nexus-mcp/nexus/host/telemetry"
-	"github.com/nexus-mcp/nexus/host/testserver"
 )
 
 // discard is a span exporter that drops what it gets: an in-process sink,
@@ -29,10 +28,7 @@ func (discard) Shutdown(context.Context) error                          { return
 // for all three (targets 5 µs and 1 KB), audit-, metrics- and tracing-
 // alone, and idle-µs (target: nothing measurable).
 func BenchmarkObserved(b *testing.B) {
-	w := newWorld()
-	w.mu.Lock()
-	w.servers["ts"] = testserver.New(testserver.Options{})
-	w.mu.Unlock()
+	w := tsWorld()
 	aw, err := audit.Open(audit.Options{Path: filepath.Join(b.TempDir(), "audit.jsonl"), Buffer: 1 << 16})
 	if err != nil {
 		b.Fatal(err)

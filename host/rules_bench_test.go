@@ -8,7 +8,6 @@ import (
 	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/policy"
 	"github.com/nexus-mcp/nexus/host/rules"
-	"github.com/nexus-mcp/nexus/host/testserver"
 	"github.com/nexus-mcp/nexus/host/wasm"
 	"github.com/nexus-mcp/nexus/host/wasm/wasmtest"
 )
@@ -28,10 +27,7 @@ deny contains sprintf("server %s is not in the allowlist", [input.server.name]) 
 // the same call with neither, interleaved block by block. It reports what
 // each adds per call (targets: a CEL rule 2 µs, the Rego allowlist 20 µs).
 func BenchmarkPolicyLanguages(b *testing.B) {
-	w := newWorld()
-	w.mu.Lock()
-	w.servers["ts"] = testserver.New(testserver.Options{})
-	w.mu.Unlock()
+	w := tsWorld()
 	rule, err := rules.Compile(rules.Spec{Name: "no-deletes-for-ci", When: rules.Expr{Text: "agent.id == 'ci' && tool.name.startsWith('delete_')"}, Action: rules.Deny})
 	if err != nil {
 		b.Fatal(err)

@@ -9,17 +9,13 @@ import (
 	"github.com/nexus-mcp/nexus/host/config"
 	"github.com/nexus-mcp/nexus/host/diag"
 	"github.com/nexus-mcp/nexus/host/rules"
-	"github.com/nexus-mcp/nexus/host/testserver"
 )
 
 // An agent's rule that does not compile (a Config made in code: a loaded
 // one has every rule compiled) refuses calls as a filter that does not
 // load does, naming the agent and the rule.
 func TestAgentRuleThatDoesNotCompile(t *testing.T) {
-	w := newWorld()
-	w.mu.Lock()
-	w.servers["ts"] = testserver.New(testserver.Options{})
-	w.mu.Unlock()
+	w := tsWorld()
 	cfg, err := config.Parse([]byte(`{"mcpServers": {"ts": {"command": "in-process"}}, "agents": {"ci": {"permission": "yolo"}}}`), diag.Source{File: "test.json"})
 	if err != nil {
 		t.Fatal(err)
