@@ -3,14 +3,16 @@ package host_test
 import (
 	"runtime"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 )
 
-// sample is one block of calls: the time and bytes allocated per call.
+// sample is one block of calls: the time, the process's CPU time and the
+// bytes allocated per call.
 type sample struct {
-	wall  time.Duration
-	alloc uint64
+	wall, cpu time.Duration
+	alloc     uint64
 }
 
 // interleaved warms every contender, then runs them block by block (200
@@ -25,13 +27,13 @@ func interleaved(b *testing.B, fs []func()) [][]sample {
 	measure := func(f func(), n int) sample {
 		var m0, m1 runtime.MemStats
 		runtime.ReadMemStats(&m0)
-		t0 := time.Now()
+		c0, t0 := cpuTime(syscall.RUSAGE_SELF), time.Now()
 		for range n {
 			f()
 		}
-		d := time.Since(t0)
+		d, c := time.Since(t0), cpuTime(syscall.RUSAGE_SELF)-c0
 		runtime.ReadMemStats(&m1)
-		return sample{d / time.Duration(n), (m1.TotalAlloc - m0.TotalAlloc) / uint64(n)}
+		return sample{d / time.Duration(n), c / time.Duration(n), (m1.TotalAlloc - m0.TotalAlloc) / uint64(n)}
 	}
 	s := make([][]sample, len(fs))
 	b.ResetTimer()
@@ -59,6 +61,10 @@ func added(b *testing.B, s [][]sample, k int, name string) {
 	}
 	b.ReportMetric(med(func(i int) float64 { return float64((s[k][i].wall - s[0][i].wall).Nanoseconds()) / 1000 }), name+"-µs")
 	b.ReportMetric(med(func(i int) float64 { return float64(s[k][i].alloc) - float64(s[0][i].alloc) }), name+"-B")
+	// The process's CPU time: what the contender costs this process,
+	// whatever the scheduler does with the wait for the server (a server
+	// in another process is not counted; one in process costs both alike).
+	b.ReportMetric(med(func(i int) float64 { return float64((s[k][i].cpu - s[0][i].cpu).Nanoseconds()) / 1000 }), name+"-cpu-µs")
 }
 
 // plainMicros reports contender 0's median time per call.

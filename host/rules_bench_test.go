@@ -22,12 +22,13 @@ deny contains sprintf("server %s is not in the allowlist", [input.server.name]) 
 }
 `
 
-// BenchmarkPolicyLanguages: host.CallTool on the in-process test server
-// with one CEL rule, and with the Rego allowlist compiled by OPA, against
-// the same call with neither, interleaved block by block. It reports what
-// each adds per call (targets: a CEL rule 2 µs, the Rego allowlist 20 µs).
+// BenchmarkPolicyLanguages: host.CallTool with one CEL rule, and with the
+// Rego allowlist compiled by OPA, against the same call with neither,
+// interleaved block by block, on the in-process test server and on the
+// test server over stdio (what a real server is). It reports what each
+// adds per call in wall time and in this process's CPU time (targets: a
+// CEL rule 2 µs, the Rego allowlist 20 µs).
 func BenchmarkPolicyLanguages(b *testing.B) {
-	w := tsWorld()
 	rule, err := rules.Compile(rules.Spec{Name: "no-deletes-for-ci", When: rules.Expr{Text: "agent.id == 'ci' && tool.name.startsWith('delete_')"}, Action: rules.Deny})
 	if err != nil {
 		b.Fatal(err)
@@ -38,19 +39,29 @@ func BenchmarkPolicyLanguages(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	plain := w.host(b, benchAgent, host.Options{})
-	cel := w.host(b, benchAgent, host.Options{Links: []policy.Entry{{Link: rule, Kind: policy.KindPolicy}}})
-	opa := w.host(b, benchAgent, host.Options{Links: []policy.Entry{{Link: rego, Kind: policy.KindPolicy}}})
+	links := [][]policy.Entry{nil, {{Link: rule, Kind: policy.KindPolicy}}, {{Link: rego, Kind: policy.KindPolicy}}}
 	args := json.RawMessage(`{"message":"hello"}`)
-	call := func(h *host.Host) func() {
-		return func() {
-			if res, err := h.CallTool(ctx, "bench", "mcp_ts_echo", args, nil); err != nil || res.IsError {
-				b.Fatal(err, res)
-			}
+	run := func(b *testing.B, newHost func(links []policy.Entry) *host.Host) {
+		var calls []func()
+		for _, l := range links {
+			h := newHost(l)
+			calls = append(calls, func() {
+				if res, err := h.CallTool(ctx, "bench", "mcp_ts_echo", args, nil); err != nil || res.IsError {
+					b.Fatal(err, res)
+				}
+			})
 		}
+		s := interleaved(b, calls)
+		plainMicros(b, s)
+		added(b, s, 1, "cel")
+		added(b, s, 2, "rego")
 	}
-	s := interleaved(b, []func(){call(plain), call(cel), call(opa)})
-	plainMicros(b, s)
-	added(b, s, 1, "cel")
-	added(b, s, 2, "rego")
+	b.Run("in-process", func(b *testing.B) {
+		w := tsWorld()
+		run(b, func(links []policy.Entry) *host.Host { return w.host(b, benchAgent, host.Options{Links: links}) })
+	})
+	b.Run("stdio", func(b *testing.B) {
+		doc := `{"mcpServers": {"ts": ` + testserverEntry(b) + `}, "agents": ` + benchAgent + `}`
+		run(b, func(links []policy.Entry) *host.Host { return newHostTB(b, doc, host.Options{Links: links}) })
+	})
 }

@@ -22,16 +22,16 @@ import (
 // gains a mutable i32 global, its fuel, and each loop body starts with
 //
 //	global.get $fuel
+//	i32.const 1
+//	i32.sub
+//	global.set $fuel
+//	global.get $fuel
 //	i32.eqz
 //	if
 //	  (call one of the host's own imports with level/id -1: a yield)
 //	  i32.const yieldEvery
 //	  global.set $fuel
 //	end
-//	global.get $fuel
-//	i32.const 1
-//	i32.sub
-//	global.set $fuel
 //
 // The yield is a call into Go: a point where the runtime may stop the
 // goroutine, and where the host stops a guest whose deadline passed
@@ -124,15 +124,20 @@ func interruptible(code []byte) ([]byte, error) {
 // fuelGlobal is (global (mut i32) (i32.const yieldEvery)).
 var fuelGlobal = append(appendSleb([]byte{0x7f, 0x01, 0x41}, yieldEvery), 0x0b)
 
-// fuelCheck is the code put at the head of every loop.
+// fuelCheck is the code put at the head of every loop: the count goes
+// down first, so that the test reads the value just stored (one load and
+// one store an iteration; the yield and the refill are off the path).
 func fuelCheck(fuel, hook uint64, h struct {
 	args   int
 	result bool
 }) []byte {
 	get := appendUleb([]byte{0x23}, fuel)
 	set := appendUleb([]byte{0x24}, fuel)
-	b := append(append([]byte{}, get...), 0x45, 0x04, 0x40) // global.get; i32.eqz; if
-	b = appendSleb(append(b, 0x41), yieldLevel)             // i32.const -1
+	b := append(append([]byte{}, get...), 0x41, 0x01, 0x6b) // global.get; i32.const 1; i32.sub
+	b = append(b, set...)                                   // global.set
+	b = append(b, get...)
+	b = append(b, 0x45, 0x04, 0x40)             // i32.eqz; if
+	b = appendSleb(append(b, 0x41), yieldLevel) // i32.const -1
 	for range h.args - 1 {
 		b = append(b, 0x41, 0x00) // i32.const 0
 	}
@@ -141,10 +146,7 @@ func fuelCheck(fuel, hook uint64, h struct {
 		b = append(b, 0x1a) // drop
 	}
 	b = appendSleb(append(b, 0x41), yieldEvery) // i32.const yieldEvery
-	b = append(append(b, set...), 0x0b)         // global.set; end
-	b = append(b, get...)
-	b = append(b, 0x41, 0x01, 0x6b) // i32.const 1; i32.sub
-	return append(b, set...)
+	return append(append(b, set...), 0x0b)      // global.set; end
 }
 
 func appendSleb(b []byte, v int64) []byte {
