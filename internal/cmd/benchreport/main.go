@@ -60,7 +60,7 @@ var rows = []row{
 		[]metric{{"p50 µs", "", "decide-p50-µs", 0}}, "≤ 60 µs"},
 	{"WASM filter call, minimal guest", ".", "./host/wasm", "^BenchmarkMinimal$", "5000x",
 		[]metric{{"p50 ns", "", "p50-ns", 0}}, "< 5 µs"},
-	{"a CEL rule, and the Rego allowlist compiled by OPA, in `CallTool`", ".", "./host", "^BenchmarkPolicyLanguages$", "3000x",
+	{"a CEL rule, and the Rego allowlist compiled by OPA, in `CallTool`", ".", "./host", "^BenchmarkPolicyLanguages$", "10000x",
 		[]metric{{"in process: CEL µs", "BenchmarkPolicyLanguages/in-process", "cel-µs", 1}, {"its CPU µs", "BenchmarkPolicyLanguages/in-process", "cel-cpu-µs", 1},
 			{"Rego µs", "BenchmarkPolicyLanguages/in-process", "rego-µs", 1}, {"its CPU µs", "BenchmarkPolicyLanguages/in-process", "rego-cpu-µs", 1},
 			{"over stdio: CEL µs", "BenchmarkPolicyLanguages/stdio", "cel-µs", 1}, {"its CPU µs", "BenchmarkPolicyLanguages/stdio", "cel-cpu-µs", 1},
