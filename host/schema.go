@@ -14,6 +14,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/nexus-mcp/nexus/host/internal/schemaerr"
+	"github.com/nexus-mcp/nexus/host/mcp"
 )
 
 // schemas compiles tool schemas once and keeps them by content, so a tool
@@ -159,17 +160,17 @@ func (c *compiled) validate(raw json.RawMessage) ([]string, error) {
 // (objects as map[string]any, arrays as []any, numbers exact as
 // json.Number) for the validator. It is on every call's path, where a
 // json.Decoder costs more than the validation itself, so a document that
-// json.Valid accepts is taken apart here in one pass; anything else gets
+// mcp.ValidJSON accepts is taken apart here in one pass; anything else gets
 // the library's error.
 func decodeJSON(data []byte) (any, error) {
-	if !json.Valid(data) {
+	if !mcp.ValidJSON(data) {
 		return jsonschema.UnmarshalJSON(bytes.NewReader(data))
 	}
 	d := jsonDecoder{data: data}
 	return d.value(), nil
 }
 
-// jsonDecoder walks a document json.Valid has accepted, so it need not
+// jsonDecoder walks a document mcp.ValidJSON has accepted, so it need not
 // check its syntax again.
 type jsonDecoder struct {
 	data []byte

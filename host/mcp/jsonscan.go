@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,8 +44,11 @@ func skipWS(b []byte, i int) int {
 	return i
 }
 
-// validJSON reports whether b is one JSON value (json.Valid without its
-// scanner's per-call setup).
+// ValidJSON reports whether b is one JSON value, as json.Valid does
+// (FuzzScanner holds it to json.Valid), several times faster on long
+// strings.
+func ValidJSON(b []byte) bool { return validJSON(b) }
+
 func validJSON(b []byte) bool {
 	i, err := skipValue(b, skipWS(b, 0), 0)
 	return err == nil && skipWS(b, i) == len(b)
@@ -76,11 +80,29 @@ func skipValue(b []byte, i, depth int) (int, error) {
 	return i, syntaxErr(b, i, "looking for beginning of value")
 }
 
+// special reports whether any byte of w is a quote, a backslash or a
+// control character (below 0x20). It may say true for a plain word (a
+// borrow past a match), never false for a word that holds one.
+func special(w uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	below := func(x uint64, n uint64) uint64 { return (x - ones*n) & ^x & highs } // a byte < n (n ≤ 128)
+	return below(w, 0x20)|below(w^(ones*'"'), 1)|below(w^(ones*'\\'), 1) != 0
+}
+
 // skipString validates the string starting at b[i] == '"' and returns the
 // index past the closing quote and whether it holds escapes.
 func skipString(b []byte, i int) (int, bool, error) {
 	escaped := false
 	for j := i + 1; j < len(b); j++ {
+		// Eight bytes at a time while none of them ends the run: long
+		// strings (a tool's arguments, a result's text) are most of a
+		// large message.
+		for j+8 <= len(b) && !special(binary.LittleEndian.Uint64(b[j:])) {
+			j += 8
+		}
+		if j >= len(b) {
+			break
+		}
 		switch c := b[j]; {
 		case c == '"':
 			return j + 1, escaped, nil

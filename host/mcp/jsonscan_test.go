@@ -1,6 +1,8 @@
 package mcp
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -79,4 +81,27 @@ func BenchmarkEnvelope(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestSpecial: every word holding a quote, a backslash or a control byte,
+// at any position, is special; words of plain bytes are not.
+func TestSpecial(t *testing.T) {
+	plain := []byte("abcdefgh")
+	if special(binary.LittleEndian.Uint64(plain)) {
+		t.Error("plain bytes are special")
+	}
+	for _, c := range []byte{'"', '\\', 0, 0x1f, '\n'} {
+		for pos := range 8 {
+			w := []byte("\xff\x80 ~azAZ")
+			w[pos] = c
+			if !special(binary.LittleEndian.Uint64(w)) {
+				t.Errorf("%q at %d: not special", c, pos)
+			}
+		}
+	}
+	for _, c := range []byte{' ', '!', '#', '[', ']', 0x7f, 0x80, 0xff} {
+		if special(binary.LittleEndian.Uint64(bytes.Repeat([]byte{c}, 8))) {
+			t.Errorf("%q: special", c)
+		}
+	}
 }

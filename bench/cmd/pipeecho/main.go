@@ -1,5 +1,6 @@
 // Command pipeecho copies each line of stdin to stdout: the raw pipe round
-// trip that MCP-over-stdio calls are measured against.
+// trip that MCP-over-stdio calls are measured against. A line longer than
+// its buffer is copied in pieces.
 package main
 
 import (
@@ -11,7 +12,7 @@ func main() {
 	in := bufio.NewReaderSize(os.Stdin, 64<<10)
 	for {
 		line, err := in.ReadSlice('\n')
-		if err != nil {
+		if err != nil && err != bufio.ErrBufferFull {
 			return
 		}
 		if _, err := os.Stdout.Write(line); err != nil {

@@ -1,0 +1,220 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nexus-mcp/nexus/host"
+	"github.com/nexus-mcp/nexus/host/config"
+	"github.com/nexus-mcp/nexus/host/diag"
+)
+
+// BenchmarkPayload: a tools/call echoing a message of 64 B, 2 KB, 64 KB
+// and 1 MB, through host.CallTool over stdio (the whole host: permission,
+// schema check, sanitizing), against a raw pipe moving the same request
+// and response bytes, and against go-sdk and mcp-go making the same call
+// to the same server. Contenders take turns in blocks, so drift hits all
+// alike. It reports the p50 ratios (targets: Nexus ≤ 1.3x the raw pipe up
+// to 2 KB; go-sdk and mcp-go ≥ 2x Nexus at every size) and how fast the
+// Nexus side handles the payload on its own CPU: the bytes sent and
+// received over this process's CPU time per call (the server is another
+// process; target ≥ 1 GB/s at 64 KB and 1 MB).
+func BenchmarkPayload(b *testing.B) {
+	for _, size := range []struct {
+		name string
+		n    int
+	}{{"64B", 64}, {"2KB", 2 << 10}, {"64KB", 64 << 10}, {"1MB", 1 << 20}} {
+		b.Run(size.name, func(b *testing.B) {
+			msg := strings.Repeat("a", size.n)
+			cs := []caller{newRawPayload(b, msg), newHostPayload(b, msg), newSDKPayload(b, msg), newMCPGoPayload(b, msg)}
+			for _, c := range cs {
+				defer c.close()
+				warm(b, c)
+			}
+			block := max(1, min(200, (2<<20)/size.n)) // calls per turn: about 2 MB moved
+			lat := make([][]time.Duration, len(cs))
+			var nexusCPU []time.Duration // per call, per block
+			ctx := context.Background()
+			b.ResetTimer()
+			for done := 0; done < b.N; done += block {
+				for i, c := range cs {
+					// Each block pays only for its own garbage, not for
+					// the collection the one before it left running.
+					runtime.GC()
+					c0 := cpuSelf()
+					for range block {
+						t0 := time.Now()
+						if err := c.call(ctx); err != nil {
+							b.Fatal(err)
+						}
+						lat[i] = append(lat[i], time.Since(t0))
+					}
+					if i == 1 {
+						nexusCPU = append(nexusCPU, (cpuSelf()-c0)/time.Duration(block))
+					}
+				}
+			}
+			b.StopTimer()
+			p50 := make([]float64, len(cs))
+			for i := range cs {
+				p50[i] = us(percentile(lat[i], 0.5))
+			}
+			b.ReportMetric(p50[1], "nexus-p50-µs")
+			b.ReportMetric(p50[1]/p50[0], "nexus/rawpipe")
+			b.ReportMetric(p50[2]/p50[1], "go-sdk/nexus")
+			b.ReportMetric(p50[3]/p50[1], "mcp-go/nexus")
+			slices.Sort(nexusCPU)
+			cpu := nexusCPU[len(nexusCPU)/2]
+			b.ReportMetric(float64(2*size.n)/cpu.Seconds()/1e6, "nexus-MB/s-cpu")
+		})
+	}
+}
+
+func cpuSelf() time.Duration {
+	var r syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &r)
+	return time.Duration(r.Utime.Nano() + r.Stime.Nano())
+}
+
+// rawPayload is the raw pipe carrying a tools/call request with the
+// message and a response of the same size.
+type rawPayload struct {
+	*rawPipe
+	line string
+}
+
+func newRawPayload(tb testing.TB, msg string) *rawPayload {
+	line := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"` + msg + `"}}}` + "\n"
+	return &rawPayload{newRawPipe(tb), line}
+}
+
+func (r *rawPayload) call(context.Context) error {
+	// A line longer than the pipe's buffer is written while the echo is
+	// read, as any client does; a short one fits in the pipe at once.
+	var wrote chan error
+	if len(r.line) > 32<<10 {
+		wrote = make(chan error, 1)
+		go func() {
+			_, err := io.WriteString(r.in, r.line)
+			wrote <- err
+		}()
+	} else if _, err := io.WriteString(r.in, r.line); err != nil {
+		return err
+	}
+	for { // pipeecho writes long lines in pieces
+		_, err := r.out.ReadSlice('\n')
+		if err == nil {
+			break
+		}
+		if err != bufio.ErrBufferFull {
+			return err
+		}
+	}
+	if wrote != nil {
+		return <-wrote
+	}
+	return nil
+}
+
+// hostPayload is host.CallTool on the echo server over stdio.
+type hostPayload struct {
+	h    *host.Host
+	args json.RawMessage
+	n    int
+}
+
+func newHostPayload(tb testing.TB, msg string) *hostPayload {
+	argv, _ := json.Marshal([]string{bins.echoserver})
+	doc := fmt.Sprintf(`{"mcpServers": {"echo": {"command": %s}}, "agents": {"bench": {"permission": "yolo", "servers": ["echo"]}}}`, argv)
+	cfg, err := config.Parse([]byte(doc), diag.Source{File: "bench.json"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	args, _ := json.Marshal(map[string]string{"message": msg})
+	return &hostPayload{h: host.New(cfg, host.Options{}), args: args, n: len(msg)}
+}
+
+func (p *hostPayload) call(ctx context.Context) error {
+	res, err := p.h.CallTool(ctx, "bench", "echo.echo", p.args, nil)
+	if err != nil {
+		return err
+	}
+	if len(res.Content) != 1 || len(res.Content[0].Text) != p.n {
+		return fmt.Errorf("unexpected result: %d blocks", len(res.Content))
+	}
+	return nil
+}
+
+func (p *hostPayload) close() { p.h.Close() }
+
+type sdkPayload struct {
+	*sdkClient
+	args map[string]any
+}
+
+func newSDKPayload(tb testing.TB, msg string) *sdkPayload {
+	return &sdkPayload{newSDK(tb), map[string]any{"message": msg}}
+}
+
+func (c *sdkPayload) call(ctx context.Context) error {
+	res, err := c.s.CallTool(ctx, &sdk.CallToolParams{Name: "echo", Arguments: c.args})
+	if err != nil {
+		return err
+	}
+	if len(res.Content) != 1 {
+		return fmt.Errorf("unexpected result %+v", res)
+	}
+	return nil
+}
+
+type mcpgoPayload struct {
+	*mcpgoClient
+	args map[string]any
+}
+
+func newMCPGoPayload(tb testing.TB, msg string) *mcpgoPayload {
+	return &mcpgoPayload{newMCPGo(tb), map[string]any{"message": msg}}
+}
+
+func (c *mcpgoPayload) call(ctx context.Context) error {
+	var req mcpgo.CallToolRequest
+	req.Params.Name = "echo"
+	req.Params.Arguments = c.args
+	res, err := c.c.CallTool(ctx, req)
+	if err != nil {
+		return err
+	}
+	if len(res.Content) != 1 {
+		return fmt.Errorf("unexpected result %+v", res)
+	}
+	return nil
+}
+
+// TestPayloadPeersAgree: every contender of BenchmarkPayload completes a
+// call at every size, so the benchmark never measures a broken client.
+func TestPayloadPeersAgree(t *testing.T) {
+	ctx := context.Background()
+	for _, n := range []int{64, 64 << 10, 1 << 20} {
+		msg := strings.Repeat("a", n)
+		for _, c := range []caller{newRawPayload(t, msg), newHostPayload(t, msg), newSDKPayload(t, msg), newMCPGoPayload(t, msg)} {
+			for range 3 {
+				if err := c.call(ctx); err != nil {
+					t.Fatalf("%d bytes, %T: %v", n, c, err)
+				}
+			}
+			c.close()
+		}
+	}
+}
