@@ -87,7 +87,7 @@ func newSDKHTTP(tb testing.TB) *sdkClient {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &sdkClient{s}
+	return &sdkClient{s: s}
 }
 
 func newMCPGoHTTP(tb testing.TB) *mcpgoClient {
@@ -104,7 +104,7 @@ func newMCPGoHTTP(tb testing.TB) *mcpgoClient {
 	if _, err := c.Initialize(context.Background(), init); err != nil {
 		tb.Fatal(err)
 	}
-	return &mcpgoClient{c}
+	return &mcpgoClient{c: c}
 }
 
 // nexusEcho checks the test server's echo answer (it is not the bare

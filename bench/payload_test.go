@@ -13,9 +13,6 @@ import (
 	"testing"
 	"time"
 
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/config"
 	"github.com/nexus-mcp/nexus/host/diag"
@@ -159,47 +156,16 @@ func (p *hostPayload) call(ctx context.Context) error {
 
 func (p *hostPayload) close() { p.h.Close() }
 
-type sdkPayload struct {
-	*sdkClient
-	args map[string]any
+func newSDKPayload(tb testing.TB, msg string) *sdkClient {
+	c := newSDK(tb)
+	c.args = map[string]any{"message": msg}
+	return c
 }
 
-func newSDKPayload(tb testing.TB, msg string) *sdkPayload {
-	return &sdkPayload{newSDK(tb), map[string]any{"message": msg}}
-}
-
-func (c *sdkPayload) call(ctx context.Context) error {
-	res, err := c.s.CallTool(ctx, &sdk.CallToolParams{Name: "echo", Arguments: c.args})
-	if err != nil {
-		return err
-	}
-	if len(res.Content) != 1 {
-		return fmt.Errorf("unexpected result %+v", res)
-	}
-	return nil
-}
-
-type mcpgoPayload struct {
-	*mcpgoClient
-	args map[string]any
-}
-
-func newMCPGoPayload(tb testing.TB, msg string) *mcpgoPayload {
-	return &mcpgoPayload{newMCPGo(tb), map[string]any{"message": msg}}
-}
-
-func (c *mcpgoPayload) call(ctx context.Context) error {
-	var req mcpgo.CallToolRequest
-	req.Params.Name = "echo"
-	req.Params.Arguments = c.args
-	res, err := c.c.CallTool(ctx, req)
-	if err != nil {
-		return err
-	}
-	if len(res.Content) != 1 {
-		return fmt.Errorf("unexpected result %+v", res)
-	}
-	return nil
+func newMCPGoPayload(tb testing.TB, msg string) *mcpgoClient {
+	c := newMCPGo(tb)
+	c.args = map[string]any{"message": msg}
+	return c
 }
 
 // TestPayloadPeersAgree: every contender of BenchmarkPayload completes a

@@ -122,7 +122,10 @@ func (n *nexusClient) call(ctx context.Context) error {
 
 func (n *nexusClient) close() { n.c.Close() }
 
-type sdkClient struct{ s *sdk.ClientSession }
+type sdkClient struct {
+	s    *sdk.ClientSession
+	args map[string]any // nil is echoArgs
+}
 
 func newSDK(tb testing.TB) *sdkClient {
 	client := sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "1"}, nil)
@@ -130,11 +133,15 @@ func newSDK(tb testing.TB) *sdkClient {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &sdkClient{s}
+	return &sdkClient{s: s}
 }
 
 func (c *sdkClient) call(ctx context.Context) error {
-	res, err := c.s.CallTool(ctx, &sdk.CallToolParams{Name: "echo", Arguments: echoArgs})
+	args := c.args
+	if args == nil {
+		args = echoArgs
+	}
+	res, err := c.s.CallTool(ctx, &sdk.CallToolParams{Name: "echo", Arguments: args})
 	if err != nil {
 		return err
 	}
@@ -146,7 +153,10 @@ func (c *sdkClient) call(ctx context.Context) error {
 
 func (c *sdkClient) close() { c.s.Close() }
 
-type mcpgoClient struct{ c *mcpgoclient.Client }
+type mcpgoClient struct {
+	c    *mcpgoclient.Client
+	args map[string]any // nil is echoArgs
+}
 
 func newMCPGo(tb testing.TB) *mcpgoClient {
 	c, err := mcpgoclient.NewStdioMCPClient(bins.echoserver, nil)
@@ -159,13 +169,16 @@ func newMCPGo(tb testing.TB) *mcpgoClient {
 	if _, err := c.Initialize(context.Background(), init); err != nil {
 		tb.Fatal(err)
 	}
-	return &mcpgoClient{c}
+	return &mcpgoClient{c: c}
 }
 
 func (c *mcpgoClient) call(ctx context.Context) error {
 	var req mcpgo.CallToolRequest
 	req.Params.Name = "echo"
 	req.Params.Arguments = echoArgs
+	if c.args != nil {
+		req.Params.Arguments = c.args
+	}
 	res, err := c.c.CallTool(ctx, req)
 	if err != nil {
 		return err
