@@ -245,12 +245,13 @@ func (a *app) printVerdictFor(method, agent string, v *host.Verdict) {
 	}
 }
 
-// stepTime is a step's time for the table.
+// stepTime is a step's time for the table, right-aligned in a fixed
+// width so the column lines up and keeps its width whatever the times.
 func stepTime(d time.Duration) string {
 	if d == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%.3f ms", float64(d)/1e6)
+	return fmt.Sprintf("%8.3f ms", float64(d)/1e6)
 }
 
 // explainJSON is the verdict for -o json.
