@@ -192,80 +192,37 @@ type imports struct {
 
 func readImports(b []byte) (imports, error) {
 	imp := imports{hook: -1}
-	bad := fmt.Errorf("%w: its import section does not parse", errNotInterruptible)
-	count, j, ok := uleb(b)
-	if !ok {
-		return imp, bad
-	}
 	funcs := 0
-	for range count {
-		var mod, field string
-		if mod, j, ok = name(b, j); !ok {
-			return imp, bad
-		}
-		if field, j, ok = name(b, j); !ok {
-			return imp, bad
-		}
-		if j >= len(b) {
-			return imp, bad
-		}
-		kind := b[j]
-		j++
-		switch kind {
-		case 0: // function: a type index
-			if j, ok = skipUleb(b, j); !ok {
-				return imp, bad
-			}
-			if _, hook := yieldHooks[[2]string{mod, field}]; hook && imp.hook < 0 {
-				imp.hook, imp.hookName = funcs, [2]string{mod, field}
+	_, err := eachImport(b, func(e importEntry) error {
+		switch e.kind {
+		case 0:
+			if _, hook := yieldHooks[[2]string{e.mod, e.field}]; hook && imp.hook < 0 {
+				imp.hook, imp.hookName = funcs, [2]string{e.mod, e.field}
 			}
 			funcs++
-		case 1: // table: a reference type and limits
-			if j, ok = skipLimits(b, j+1); !ok {
-				return imp, bad
-			}
-		case 2: // memory: limits
-			if j, ok = skipLimits(b, j); !ok {
-				return imp, bad
-			}
-		case 3: // global: type and mutability
-			if j += 2; j > len(b) {
-				return imp, bad
-			}
+		case 3:
 			imp.globals++
-		default:
-			return imp, fmt.Errorf("%w: it imports a kind %d this decoder does not know", errNotInterruptible, kind)
 		}
+		return nil
+	})
+	var ke *importKindError
+	switch {
+	case errors.As(err, &ke):
+		return imp, fmt.Errorf("%w: it imports a kind %d this decoder does not know", errNotInterruptible, ke.kind)
+	case err != nil:
+		return imp, fmt.Errorf("%w: its import section does not parse", errNotInterruptible)
 	}
 	return imp, nil
-}
-
-func skipLimits(b []byte, j int) (int, bool) {
-	if j >= len(b) {
-		return j, false
-	}
-	flags := b[j]
-	j++
-	ok := true
-	for range 1 + int(flags&1) {
-		if j, ok = skipUleb(b, j); !ok {
-			return j, false
-		}
-	}
-	return j, true
 }
 
 // skipUleb returns the index past the LEB128 number at b[j:]; signed and
 // unsigned numbers end the same way.
 func skipUleb(b []byte, j int) (int, bool) {
-	for k := 0; j < len(b) && k < 10; k++ {
-		c := b[j]
-		j++
-		if c < 0x80 {
-			return j, true
-		}
+	if j > len(b) {
+		return j, false
 	}
-	return j, false
+	_, n, ok := uleb(b[j:])
+	return j + n, ok
 }
 
 // checkLoops rewrites a code section: each function body gets the check

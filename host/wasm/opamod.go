@@ -155,65 +155,118 @@ func appendSection(b []byte, s section) []byte {
 // dropMemoryImport removes env.memory from an import section body and
 // returns the rest and the memory's limits as encoded.
 func dropMemoryImport(b []byte) (body, limits []byte, err error) {
-	malformed := fmt.Errorf("%w: its import section is malformed", errOPAModule)
-	count, j, ok := uleb(b)
-	if !ok {
-		return nil, nil, malformed
-	}
 	var kept [][]byte
-	for k := uint64(0); k < count; k++ {
-		start := j
-		var mod, field string
-		if mod, j, ok = name(b, j); !ok {
-			return nil, nil, malformed
+	end, err := eachImport(b, func(e importEntry) error {
+		switch e.kind {
+		case 0, 3: // functions and globals stay
+			kept = append(kept, e.raw)
+			return nil
+		case 1:
+			return &importKindError{e.mod, e.field, e.kind}
 		}
-		if field, j, ok = name(b, j); !ok || j >= len(b) {
-			return nil, nil, malformed
+		if flags := e.desc[0]; flags > 1 {
+			return fmt.Errorf("%w: its memory is shared or 64-bit (limits flags %#x)", errOPAModule, flags)
 		}
-		kind := b[j]
-		j++
-		switch kind {
-		case 0:
-			_, m, ok := uleb(b[j:])
-			if !ok {
-				return nil, nil, malformed
-			}
-			j += m
-		case 2:
-			if j >= len(b) {
-				return nil, nil, malformed
-			}
-			flags := b[j]
-			if flags > 1 {
-				return nil, nil, fmt.Errorf("%w: its memory is shared or 64-bit (limits flags %#x)", errOPAModule, flags)
-			}
-			end := j + 1
-			for range 1 + int(flags&1) {
-				_, m, ok := uleb(b[end:])
-				if !ok {
-					return nil, nil, malformed
-				}
-				end += m
-			}
-			if mod != "env" || field != "memory" || limits != nil {
-				return nil, nil, fmt.Errorf("%w: it imports memory %s.%s; an OPA policy imports only env.memory", errOPAModule, mod, field)
-			}
-			limits = append([]byte(nil), b[j:end]...)
-			j = end
-			continue
-		case 3:
-			j += 2
-		default:
-			return nil, nil, fmt.Errorf("%w: it imports %s.%s of kind %d", errOPAModule, mod, field, kind)
+		if e.mod != "env" || e.field != "memory" || limits != nil {
+			return fmt.Errorf("%w: it imports memory %s.%s; an OPA policy imports only env.memory", errOPAModule, e.mod, e.field)
 		}
-		if j > len(b) {
-			return nil, nil, malformed
-		}
-		kept = append(kept, b[start:j])
+		limits = append([]byte(nil), e.desc...)
+		return nil
+	})
+	var ke *importKindError
+	switch {
+	case errors.As(err, &ke):
+		return nil, nil, fmt.Errorf("%w: it imports %s.%s of kind %d", errOPAModule, ke.mod, ke.field, ke.kind)
+	case errors.Is(err, errImportsMalformed):
+		return nil, nil, fmt.Errorf("%w: its import section is malformed", errOPAModule)
+	case err != nil:
+		return nil, nil, err
 	}
 	body = appendUleb(nil, uint64(len(kept)))
 	for _, e := range kept {
 		body = append(body, e...)
 	}
-	return append(body, b[j:]...), limits, nil
+	return append(body, b[end:]...), limits, nil
+}
+
+// importEntry is one entry of an import section.
+type importEntry struct {
+	mod, field string
+	kind       byte   // 0 function, 1 table, 2 memory, 3 global
+	desc       []byte // what follows the kind: a type index, a table's type, limits, a global's type
+	raw        []byte // the whole entry as encoded
+}
+
+// errImportsMalformed is an import section that does not parse.
+var errImportsMalformed = errors.New("the import section is malformed")
+
+// importKindError is an import of a kind the walker cannot step over.
+type importKindError struct {
+	mod, field string
+	kind       byte
+}
+
+func (e *importKindError) Error() string {
+	return fmt.Sprintf("import %s.%s is of kind %d", e.mod, e.field, e.kind)
+}
+
+// eachImport calls fn for each entry of an import section body, in
+// order, and returns the offset past the last one. It stops at the first
+// error: fn's, errImportsMalformed, or an *importKindError.
+func eachImport(b []byte, fn func(importEntry) error) (int, error) {
+	count, j, ok := uleb(b)
+	if !ok {
+		return 0, errImportsMalformed
+	}
+	for range count {
+		start := j
+		var e importEntry
+		if e.mod, j, ok = name(b, j); !ok {
+			return 0, errImportsMalformed
+		}
+		if e.field, j, ok = name(b, j); !ok || j >= len(b) {
+			return 0, errImportsMalformed
+		}
+		e.kind = b[j]
+		j++
+		desc := j
+		switch e.kind {
+		case 0: // function: a type index
+			j, ok = skipUleb(b, j)
+		case 1: // table: a reference type and limits
+			j, ok = skipLimits(b, j+1)
+		case 2: // memory: limits
+			j, ok = skipLimits(b, j)
+		case 3: // global: type and mutability
+			j += 2
+			ok = j <= len(b)
+		default:
+			return 0, &importKindError{e.mod, e.field, e.kind}
+		}
+		if !ok {
+			return 0, errImportsMalformed
+		}
+		e.desc, e.raw = b[desc:j], b[start:j]
+		if err := fn(e); err != nil {
+			return 0, err
+		}
+	}
+	return j, nil
+}
+
+// skipLimits returns the index past the limits (flags, minimum, maybe a
+// maximum) at b[j:].
+func skipLimits(b []byte, j int) (int, bool) {
+	if j >= len(b) {
+		return j, false
+	}
+	flags := b[j]
+	j++
+	ok := true
+	for range 1 + int(flags&1) {
+		if j, ok = skipUleb(b, j); !ok {
+			return j, false
+		}
+	}
+	return j, true
 }

@@ -97,53 +97,17 @@ func capTableSection(b []byte) ([]byte, error) {
 	return append(out, b[j:]...), nil
 }
 
-// checkImports refuses an imported table.
+// checkImports refuses an imported table. An import section that does
+// not parse is left to the compiler, which says what is wrong.
 func checkImports(b []byte) error {
-	count, n, ok := uleb(b)
-	if !ok {
-		return nil
-	}
-	j := n
-	for k := uint64(0); k < count; k++ {
-		for range 2 { // module and field names
-			l, m, ok := uleb(b[j:])
-			if !ok || j+m+int(l) > len(b) {
-				return nil
-			}
-			j += m + int(l)
-		}
-		if j >= len(b) {
-			return nil
-		}
-		kind := b[j]
-		j++
-		switch kind {
-		case 0: // function: a type index
-			_, m, ok := uleb(b[j:])
-			if !ok {
-				return nil
-			}
-			j += m
-		case 1:
+	_, err := eachImport(b, func(e importEntry) error {
+		if e.kind == 1 {
 			return fmt.Errorf("%w: the module imports a table; a filter's tables are its own, bounded ones", errTable)
-		case 2: // memory: limits
-			if j >= len(b) {
-				return nil
-			}
-			flags := b[j]
-			j++
-			for range 1 + int(flags&1) {
-				_, m, ok := uleb(b[j:])
-				if !ok {
-					return nil
-				}
-				j += m
-			}
-		case 3: // global: type and mutability
-			j += 2
-		default:
-			return nil // unknown: the compiler decides
 		}
+		return nil
+	})
+	if errors.Is(err, errTable) {
+		return err
 	}
 	return nil
 }
