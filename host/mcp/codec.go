@@ -117,7 +117,7 @@ func (p *CallToolParams) appendJSON(b []byte) ([]byte, error) {
 // (the chain's events carry them on every filtered call). Arguments must
 // be one JSON value; they are checked, not re-encoded.
 func EncodeCallToolParams(p CallToolParams) ([]byte, error) {
-	if len(p.Arguments) > 0 && !validJSON(p.Arguments) {
+	if len(p.Arguments) > 0 && !ValidJSON(p.Arguments) {
 		return nil, fmt.Errorf("the arguments of tool %q are not valid JSON", p.Name)
 	}
 	return p.appendJSON(make([]byte, 0, len(p.Name)+len(p.Arguments)+32))

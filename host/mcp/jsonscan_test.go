@@ -17,12 +17,12 @@ var scanSeeds = []string{
 
 func TestScannerAgreesWithEncodingJSON(t *testing.T) {
 	for _, s := range scanSeeds {
-		if got, want := validJSON([]byte(s)), json.Valid([]byte(s)); got != want {
+		if got, want := ValidJSON([]byte(s)), json.Valid([]byte(s)); got != want {
 			t.Errorf("%q: scanner says %v, encoding/json %v", s, got, want)
 		}
 	}
 	deep := strings.Repeat("[", maxDepth+5) + strings.Repeat("]", maxDepth+5)
-	if validJSON([]byte(deep)) {
+	if ValidJSON([]byte(deep)) {
 		t.Error("nesting past maxDepth accepted")
 	}
 }
@@ -44,7 +44,7 @@ func FuzzScanner(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if got, want := validJSON(b), json.Valid(b); got != want {
+		if got, want := ValidJSON(b), json.Valid(b); got != want {
 			t.Fatalf("%q: scanner says %v, encoding/json %v", b, got, want)
 		}
 		var e envelope

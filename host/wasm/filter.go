@@ -499,7 +499,7 @@ func (f *Filter) call(ctx context.Context, e *event.Event) (Result, error) {
 	inst.calls++
 	if !reusable {
 		// Its deadline came just as it answered: the answer stands, the
-		// instance (its stop global set) goes.
+		// instance (tripped) goes.
 		f.discard(inst)
 		return res, nil
 	}
@@ -545,7 +545,7 @@ func (f *Filter) cause(parent context.Context, inst *instance, err error, limit 
 		return fmt.Errorf("%w: the policy aborted: %s; the instance was discarded", ErrTrap, inst.opa.abort)
 	}
 	if inst.tripped.Load() {
-		// The stop global ended the guest: the deadline, the caller
+		// A yield ended the guest (interrupt.go): the deadline, the caller
 		// gone, or the filter closed.
 		if f.closed.Load() {
 			return ErrClosed

@@ -188,12 +188,12 @@ type module struct {
 	opa    bool           // a Rego policy built by opa build -t wasm
 	bundle map[string]any // the data of the OPA bundle the module came in
 
-	// interrupt: the module checks its stop global in every loop
-	// (interrupt.go); otherwise wazero's own checks stop it.
+	// interrupt: the module counts fuel in every loop and yields to the
+	// host (interrupt.go); otherwise wazero's own checks stop it.
 	interrupt bool
 }
 
-// compileCode compiles code with a stop check in every loop, or, when
+// compileCode compiles code with a fuel check in every loop, or, when
 // the module cannot take them, with wazero's checks, in a runtime of its
 // own.
 func (r *Runtime) compileCode(ctx context.Context, code []byte) (wazero.Runtime, wazero.CompiledModule, bool, error) {
