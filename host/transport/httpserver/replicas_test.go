@@ -205,6 +205,19 @@ func (r *reviewReplica) open() string {
 	return resp.Header.Get("Mcp-Session-Id")
 }
 
+// get opens the session's GET stream (resuming after last, unless it is
+// "") and returns its events; the stream is closed when the test ends.
+func (r *reviewReplica) get(ctx context.Context, sid, last string) <-chan reviewEvent {
+	r.t.Helper()
+	hdr := map[string]string{"Mcp-Session-Id": sid}
+	if last != "" {
+		hdr["Last-Event-Id"] = last
+	}
+	resp := r.req(ctx, http.MethodGet, "/mcp", "", hdr)
+	r.t.Cleanup(func() { resp.Body.Close() })
+	return reviewEvents(resp.Body)
+}
+
 type reviewEvent struct{ id, data string }
 
 // events reads SSE events into a channel, closed at EOF.
@@ -256,9 +269,7 @@ func TestSharedResumeAfterFinal(t *testing.T) {
 	time.Sleep(200 * time.Millisecond) // the mirror copied the final event
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	g := b.req(ctx, http.MethodGet, "/mcp", "", map[string]string{"Mcp-Session-Id": sid, "Last-Event-Id": last})
-	defer g.Body.Close()
-	evs := reviewEvents(g.Body)
+	evs := b.get(ctx, sid, last)
 	timer := time.After(2 * time.Second)
 	for {
 		select {
@@ -319,11 +330,7 @@ func TestSharedStandaloneDuplicated(t *testing.T) {
 	sid := a.open()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	g1 := a.req(ctx, http.MethodGet, "/mcp", "", map[string]string{"Mcp-Session-Id": sid})
-	defer g1.Body.Close()
-	g2 := b.req(ctx, http.MethodGet, "/mcp", "", map[string]string{"Mcp-Session-Id": sid})
-	defer g2.Body.Close()
-	e1, e2 := reviewEvents(g1.Body), reviewEvents(g2.Body)
+	e1, e2 := a.get(ctx, sid, ""), b.get(ctx, sid, "")
 	<-e1 // priming
 	<-e2
 	if code, body := a.post(sid, `{"jsonrpc":"2.0","id":2,"method":"notify"}`); code != 200 {
@@ -365,10 +372,8 @@ func TestSharedOverflowWhileResumedElsewhere(t *testing.T) {
 	first := <-evs
 	cancel1() // the connection to A drops
 	resp.Body.Close()
-	g := b.req(ctx, http.MethodGet, "/mcp", "", map[string]string{"Mcp-Session-Id": sid, "Last-Event-Id": first.id})
-	defer g.Body.Close()
 	n := 0
-	for ev := range reviewEvents(g.Body) {
+	for ev := range b.get(ctx, sid, first.id) {
 		n++
 		if strings.Contains(ev.data, `"id":7`) {
 			if strings.Contains(ev.data, "error") {
@@ -451,9 +456,7 @@ func TestSharedGETOnlySessionExpiresInStore(t *testing.T) {
 	sid := a.open()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	g := a.req(ctx, http.MethodGet, "/mcp", "", map[string]string{"Mcp-Session-Id": sid})
-	defer g.Body.Close()
-	<-reviewEvents(g.Body)
+	<-a.get(ctx, sid, "")
 	time.Sleep(time.Second)
 	if a.h.Sessions() != 1 {
 		t.Fatalf("the holder ended the session: %d", a.h.Sessions())
@@ -538,9 +541,7 @@ func resumeWhenAppendsFail(t *testing.T, fail func(data []byte) bool) string {
 	cancel1()
 	resp.Body.Close()
 	close(sc.gate)
-	g := b.req(ctx, http.MethodGet, "/mcp", "", map[string]string{"Mcp-Session-Id": sid, "Last-Event-Id": first.id})
-	defer g.Body.Close()
-	for ev := range reviewEvents(g.Body) {
+	for ev := range b.get(ctx, sid, first.id) {
 		if strings.Contains(ev.data, `"id":7`) {
 			return ev.data
 		}
@@ -619,9 +620,7 @@ func TestSharedSignalOnce(t *testing.T) {
 	sid := a.open()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	g := a.req(ctx, http.MethodGet, "/mcp", "", map[string]string{"Mcp-Session-Id": sid})
-	defer g.Body.Close()
-	evs := reviewEvents(g.Body)
+	evs := a.get(ctx, sid, "")
 	<-evs // priming
 	for i, r := range []*reviewReplica{a, b} {
 		if code, body := r.post(sid, `{"jsonrpc":"2.0","id":`+strconv.Itoa(10+i)+`,"method":"notify"}`); code != 200 {
