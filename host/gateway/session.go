@@ -98,18 +98,16 @@ func (s *session) HandleRequest(ctx context.Context, method string, params json.
 		return s.initialize(params)
 	}
 	s.mu.Lock()
-	inited, unrestored := s.init != nil, s.unrestored
+	unrestored := s.unrestored
 	s.mu.Unlock()
 	if unrestored {
 		// The restore failed (a store blip): try again before giving up.
 		if err := s.restore(); err != nil {
 			return nil, &mcp.RPCError{Code: mcp.CodeInternalError, Message: "the session store does not answer, so this replica cannot take up the session (" + oneLine(err) + "); retry"}
 		}
-		s.mu.Lock()
-		inited = s.init != nil
-		s.mu.Unlock()
 	}
 	s.mu.Lock()
+	inited := s.init != nil
 	// A request after initialize means the client is initialized, even if
 	// its notifications/initialized went to another replica.
 	s.ready = s.ready || inited
