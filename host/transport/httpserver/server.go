@@ -1591,14 +1591,21 @@ func rpcError(w http.ResponseWriter, status, code int, msg string) {
 	WriteError(w, status, code, msg)
 }
 
+// errorMessage is a JSON-RPC error response to the request with id (nil:
+// none).
+func errorMessage(id json.RawMessage, e *mcp.RPCError) []byte {
+	b, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   *mcp.RPCError   `json:"error"`
+	}{"2.0", id, e})
+	return b
+}
+
 // WriteError answers with an HTTP status and a JSON-RPC error body without
 // an id, as the spec suggests for refusals outside a session.
 func WriteError(w http.ResponseWriter, status, code int, msg string) {
-	b, _ := json.Marshal(struct {
-		JSONRPC string        `json:"jsonrpc"`
-		ID      *int          `json:"id"`
-		Error   *mcp.RPCError `json:"error"`
-	}{"2.0", nil, &mcp.RPCError{Code: code, Message: msg}})
+	b := errorMessage(nil, &mcp.RPCError{Code: code, Message: msg})
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	w.Write(b)

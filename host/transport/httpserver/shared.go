@@ -436,12 +436,7 @@ func (h *Handler) legacyForwarded(s *session, body []byte) {
 	}
 	if m.Method != "" && m.hasID() {
 		if status, msg := h.count(s); status != 0 {
-			b, _ := json.Marshal(struct {
-				JSONRPC string          `json:"jsonrpc"`
-				ID      json.RawMessage `json:"id"`
-				Error   *mcp.RPCError   `json:"error"`
-			}{"2.0", m.ID, &mcp.RPCError{Code: mcp.CodeBusy, Message: msg}})
-			s.conn.standalone.add(b, false, &h.opts)
+			s.conn.standalone.add(errorMessage(m.ID, &mcp.RPCError{Code: mcp.CodeBusy, Message: msg}), false, &h.opts)
 			return
 		}
 		s.conn.countLegacy(m.ID, func() { h.release(s) })
@@ -846,12 +841,7 @@ func errAnswerLost(key string) []byte {
 // retryable is an error response, marked retryable, to the request with
 // the id key.
 func retryable(key, msg string) []byte {
-	b, _ := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   *mcp.RPCError   `json:"error"`
-	}{"2.0", keyRaw(key), &mcp.RPCError{Code: mcp.CodeInternalError, Message: msg, Data: json.RawMessage(`{"retryable":true}`)}})
-	return b
+	return errorMessage(keyRaw(key), &mcp.RPCError{Code: mcp.CodeInternalError, Message: msg, Data: json.RawMessage(`{"retryable":true}`)})
 }
 
 // keyRaw turns an id key (idKey) back into the id.
