@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -43,6 +44,11 @@ type toolSchema struct {
 type compiled struct {
 	schema *jsonschema.Schema
 	err    error // the schema did not compile: the tool works unvalidated
+
+	// blind: no keyword anywhere in the schema reads a string's
+	// contents, so validation sees only that a value is a string (see
+	// stringBlind), and arguments are validated without their text.
+	blind bool
 
 	key  [32]byte // its key in schemas.cache
 	refs int      // tools whose current schema it is (under schemas.mu)
@@ -119,7 +125,39 @@ func compileSchema(raw json.RawMessage) *compiled {
 	if err != nil {
 		return &compiled{err: err}
 	}
-	return &compiled{schema: sch}
+	return &compiled{schema: sch, blind: stringBlind(doc)}
+}
+
+// stringReaders are the keywords (of every draft) whose outcome depends on
+// what a string value says, not only on its being a string: its length,
+// pattern and format, its content encoding, and equality (enum, const,
+// uniqueItems). Every other keyword looks at types, keys and numbers.
+var stringReaders = map[string]bool{
+	"minLength": true, "maxLength": true, "pattern": true, "format": true,
+	"contentEncoding": true, "contentMediaType": true, "contentSchema": true,
+	"enum": true, "const": true, "uniqueItems": true,
+}
+
+// stringBlind reports whether no object anywhere in the schema document
+// has a key that is a string-reading keyword. It looks at every key, also
+// property names and $defs that merely share a keyword's name: a false
+// "no" only costs speed, a false "yes" would change a verdict.
+func stringBlind(doc any) bool {
+	switch v := doc.(type) {
+	case map[string]any:
+		for k, x := range v {
+			if stringReaders[k] || !stringBlind(x) {
+				return false
+			}
+		}
+	case []any:
+		for _, x := range v {
+			if !stringBlind(x) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // SchemaError is arguments or structured output that fail a tool's schema.
@@ -141,7 +179,7 @@ func (c *compiled) validate(raw json.RawMessage) ([]string, error) {
 	if len(raw) == 0 {
 		raw = json.RawMessage("{}")
 	}
-	v, err := decodeJSON(raw)
+	v, err := decodeJSON(raw, c.blind)
 	if err != nil {
 		return nil, err
 	}
@@ -162,19 +200,26 @@ func (c *compiled) validate(raw json.RawMessage) ([]string, error) {
 // json.Decoder costs more than the validation itself, so a document that
 // mcp.ValidJSON accepts is taken apart here in one pass; anything else gets
 // the library's error.
-func decodeJSON(data []byte) (any, error) {
+//
+// The strings and numbers it returns share data's memory: the value lives
+// only while one validation runs, and nothing writes to data meanwhile, so
+// a 1 MB argument is not copied to be checked. With blind (the schema
+// reads no string's contents) every string value is "": the validator
+// copies each string it is given, whatever the schema.
+func decodeJSON(data []byte, blind bool) (any, error) {
 	if !mcp.ValidJSON(data) {
 		return jsonschema.UnmarshalJSON(bytes.NewReader(data))
 	}
-	d := jsonDecoder{data: data}
+	d := jsonDecoder{data: data, blind: blind}
 	return d.value(), nil
 }
 
 // jsonDecoder walks a document mcp.ValidJSON has accepted, so it need not
 // check its syntax again.
 type jsonDecoder struct {
-	data []byte
-	i    int
+	data  []byte
+	i     int
+	blind bool // string values decode as ""
 }
 
 func (d *jsonDecoder) space() {
@@ -207,7 +252,7 @@ func (d *jsonDecoder) value() any {
 		}
 		for {
 			d.space()
-			k := d.str()
+			k := d.str(false)
 			d.next() // ':'
 			m[k] = d.value()
 			if d.next() == '}' {
@@ -228,7 +273,7 @@ func (d *jsonDecoder) value() any {
 			}
 		}
 	case '"':
-		return d.str()
+		return d.str(d.blind)
 	case 't':
 		d.i += 4
 		return true
@@ -243,26 +288,40 @@ func (d *jsonDecoder) value() any {
 	for d.i < len(d.data) && strings.IndexByte("+-.0123456789eE", d.data[d.i]) >= 0 {
 		d.i++
 	}
-	return json.Number(d.data[start:d.i])
+	return json.Number(view(d.data[start:d.i]))
 }
 
-// str decodes the string at d.i; one with escapes or invalid UTF-8 (which
-// becomes U+FFFD) is left to encoding/json.
-func (d *jsonDecoder) str() string {
+// str decodes the string at d.i ("" when blank); one with escapes or
+// invalid UTF-8 (which becomes U+FFFD) is left to encoding/json.
+func (d *jsonDecoder) str(blank bool) string {
 	start := d.i
-	plain := true
-	for d.i++; d.data[d.i] != '"'; d.i++ {
-		if d.data[d.i] == '\\' {
-			plain = false
-			d.i++
+	// The closing quote is the first one not escaped: one after an even
+	// run of backslashes. A valid document has one.
+	for d.i++; ; {
+		q := bytes.IndexByte(d.data[d.i:], '"')
+		d.i += q + 1
+		n := 0
+		for d.data[d.i-2-n] == '\\' {
+			n++
+		}
+		if n%2 == 0 {
+			break
 		}
 	}
-	d.i++
+	if blank {
+		return ""
+	}
 	tok := d.data[start:d.i]
-	if plain && utf8.Valid(tok) {
-		return string(tok[1 : len(tok)-1])
+	if bytes.IndexByte(tok, '\\') < 0 && utf8.Valid(tok) {
+		return view(tok[1 : len(tok)-1])
 	}
 	var s string
 	_ = json.Unmarshal(tok, &s) // a valid string token: it cannot fail
 	return s
+}
+
+// view is b as a string without copying it; b must not change while the
+// string is in use.
+func view(b []byte) string {
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }

@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/nexus-mcp/nexus/host/mcp"
 )
 
 // TestSchemaCache: a schema is compiled once however many tools and calls
@@ -60,7 +63,7 @@ func FuzzDecodeJSON(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		got, err := decodeJSON(data)
+		got, err := decodeJSON(data, false)
 		want, werr := jsonschema.UnmarshalJSON(bytes.NewReader(data))
 		if (err == nil) != (werr == nil) {
 			t.Fatalf("%q: error %v, library %v", data, err, werr)
@@ -68,7 +71,107 @@ func FuzzDecodeJSON(f *testing.F) {
 		if err == nil && !reflect.DeepEqual(got, want) {
 			t.Fatalf("%q: decoded %#v, library %#v", data, got, want)
 		}
+		if err != nil {
+			return
+		}
+		// Blind, every string value (not key) is "" and the rest is the same.
+		blind, _ := decodeJSON(data, true)
+		if want := blank(want); !reflect.DeepEqual(blind, want) {
+			t.Fatalf("%q: blind decoded %#v, want %#v", data, blind, want)
+		}
 	})
+}
+
+// blank is v with every string value "".
+func blank(v any) any {
+	switch x := v.(type) {
+	case string:
+		return ""
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = blank(e)
+		}
+		return m
+	case []any:
+		a := make([]any, len(x))
+		for i, e := range x {
+			a[i] = blank(e)
+		}
+		return a
+	}
+	return v
+}
+
+// FuzzBlindSchema: for a schema stringBlind accepts, validating a document
+// without its strings' text gives the same problems as with it; and a
+// schema with any string-reading keyword is never blind.
+func FuzzBlindSchema(f *testing.F) {
+	for _, c := range [][2]string{
+		{`{"type":"object","properties":{"message":{"type":"string"}},"required":["message"]}`, `{"message":"hello"}`},
+		{`{"type":"object","properties":{"message":{"type":"string"}},"required":["message"]}`, `{"message":7}`},
+		{`{"type":"array","items":{"type":["string","null"]},"minItems":2}`, `["a",null,"b"]`},
+		{`{"type":"array","uniqueItems":true}`, `["a","b"]`},
+		{`{"enum":["a","b"]}`, `"c"`},
+		{`{"const":"x"}`, `"x"`},
+		{`{"maxLength":2}`, `"abc"`},
+		{`{"pattern":"^a"}`, `"ba"`},
+		{`{"format":"email"}`, `"x"`},
+		{`{"properties":{"a":{"$ref":"#/$defs/s"}},"$defs":{"s":{"type":"string","minLength":3}}}`, `{"a":"xy"}`},
+		{`{"additionalProperties":false,"properties":{"a":{}}}`, `{"a":"1","b":"2"}`},
+		{`{"anyOf":[{"type":"string"},{"type":"integer"}],"not":{"type":"boolean"}}`, `"s"`},
+		{`{"propertyNames":{"maxLength":1}}`, `{"ab":"x"}`},
+		{`{"contains":{"type":"string"},"minContains":2}`, `["a",1,"b"]`},
+		{`{"if":{"type":"string"},"then":{"maxLength":1},"else":{"minimum":3}}`, `"ab"`},
+		{`{"dependentRequired":{"a":["b"]}}`, `{"a":"x"}`},
+	} {
+		f.Add([]byte(c[0]), []byte(c[1]))
+	}
+	f.Fuzz(func(t *testing.T, schema, doc []byte) {
+		if len(schema) > 1<<10 || len(doc) > 1<<10 {
+			return // each input stays cheap
+		}
+		c := compileSchema(schema)
+		if c.err != nil || !mcp.ValidJSON(doc) {
+			return
+		}
+		for k := range stringReaders {
+			if c.blind && bytes.Contains(schema, []byte(`"`+k+`"`)) {
+				t.Fatalf("%s names %s and is blind", schema, k)
+			}
+		}
+		if !c.blind {
+			return
+		}
+		full, _ := decodeJSON(doc, false)
+		blind, _ := decodeJSON(doc, true)
+		if (c.schema.Validate(full) == nil) != (c.schema.Validate(blind) == nil) {
+			t.Fatalf("schema %s, document %s: blind validation disagrees", schema, doc)
+		}
+		want, _ := c.validate(doc)
+		c.blind = false
+		got, _ := c.validate(doc)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("schema %s, document %s: problems %q blind, %q with text", schema, doc, want, got)
+		}
+	})
+}
+
+// Strings are views of the arguments, so the validator's value must not
+// outlive the call: a problem that quotes a string is a copy.
+func TestSchemaProblemsOwnTheirText(t *testing.T) {
+	var s schemas
+	c := s.get("x", "t", false, json.RawMessage(`{"properties":{"a":{"pattern":"^z"}}}`))
+	args := []byte(`{"a":"hello"}`)
+	probs, err := c.validate(args)
+	if err != nil || len(probs) != 1 {
+		t.Fatalf("problems %q, %v", probs, err)
+	}
+	before := strings.Clone(probs[0])
+	copy(args, bytes.Repeat([]byte("#"), len(args)))
+	if probs[0] != before || !strings.Contains(before, "hello") {
+		t.Fatalf("problem changed with the arguments' memory: %q, was %q", probs[0], before)
+	}
 }
 
 // A schema that changes on every refresh does not grow the cache: a
