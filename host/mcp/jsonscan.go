@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -82,22 +83,21 @@ func skipValue(b []byte, i, depth int) (int, error) {
 // control character (below 0x20). It may say true for a plain word (a
 // borrow past a match), never false for a word that holds one.
 func special(w uint64) bool {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	below := func(x uint64, n uint64) uint64 { return (x - ones*n) & ^x & highs } // a byte < n (n ≤ 128)
-	return below(w, 0x20)|below(w^(ones*'"'), 1)|below(w^(ones*'\\'), 1) != 0
+	return below(w, 0x20) || below(w^(ones*'"'), 1) || below(w^(ones*'\\'), 1)
 }
+
+const ones, highs = 0x0101010101010101, 0x8080808080808080
+
+// below reports whether any byte of w is less than n (n ≤ 128).
+func below(w, n uint64) bool { return (w-ones*n)&^w&highs != 0 }
 
 // skipString validates the string starting at b[i] == '"' and returns the
 // index past the closing quote and whether it holds escapes.
 func skipString(b []byte, i int) (int, bool, error) {
 	escaped := false
+	quote := -1 // the next quote at or after j, once looked for
 	for j := i + 1; j < len(b); j++ {
-		// Eight bytes at a time while none of them ends the run: long
-		// strings (a tool's arguments, a result's text) are most of a
-		// large message.
-		for j+8 <= len(b) && !special(binary.LittleEndian.Uint64(b[j:])) {
-			j += 8
-		}
+		j, quote = plainRun(b, j, quote)
 		if j >= len(b) {
 			break
 		}
@@ -130,6 +130,63 @@ func skipString(b []byte, i int) (int, bool, error) {
 		}
 	}
 	return len(b), escaped, syntaxErr(b, len(b), "")
+}
+
+// plainRun returns the index of the first quote, backslash or control byte
+// in b at or after j (len(b) if none), and the index of the next quote
+// (len(b) if none; -1 when not looked for). quote is what the last call
+// returned for the same string.
+//
+// Long strings (a tool's arguments, a result's text) are most of a large
+// message. The first words are checked eight bytes at a time, which is
+// all a short string needs; a longer run has its quote and first
+// backslash found by the runtime's vector search, and only the bytes
+// before them are checked for control bytes. The quote is remembered, so
+// text with an escape on every line is not searched to its end each time.
+func plainRun(b []byte, j, quote int) (int, int) {
+	for range 4 {
+		if j+8 > len(b) {
+			for ; j < len(b); j++ {
+				if c := b[j]; c == '"' || c == '\\' || c < 0x20 {
+					return j, quote
+				}
+			}
+			return j, quote
+		}
+		if special(binary.LittleEndian.Uint64(b[j:])) {
+			for c := b[j]; c != '"' && c != '\\' && c >= 0x20; c = b[j] {
+				j++
+			}
+			return j, quote
+		}
+		j += 8
+	}
+	if quote < j {
+		quote = len(b)
+		if q := bytes.IndexByte(b[j:], '"'); q >= 0 {
+			quote = j + q
+		}
+	}
+	end := quote
+	if k := bytes.IndexByte(b[j:end], '\\'); k >= 0 {
+		end = j + k
+	}
+	for ; j+32 <= end; j += 32 { // four words per test: no control byte is the rule
+		w := b[j : j+32]
+		w0, w1 := binary.LittleEndian.Uint64(w), binary.LittleEndian.Uint64(w[8:])
+		w2, w3 := binary.LittleEndian.Uint64(w[16:]), binary.LittleEndian.Uint64(w[24:])
+		const k = ones * 0x20
+		if ((w0-k)&^w0|(w1-k)&^w1|(w2-k)&^w2|(w3-k)&^w3)&highs != 0 {
+			break
+		}
+	}
+	for j+8 <= end && !below(binary.LittleEndian.Uint64(b[j:]), 0x20) {
+		j += 8
+	}
+	for j < end && b[j] >= 0x20 {
+		j++
+	}
+	return j, quote
 }
 
 func isHex(c byte) bool {

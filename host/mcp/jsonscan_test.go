@@ -105,3 +105,46 @@ func TestSpecial(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkValidString: ValidJSON on one string of each shape: short (a
+// key), long plain text, long text with an escape every line (code or
+// logs), and long text that is mostly escapes (JSON inside a string).
+func BenchmarkValidString(b *testing.B) {
+	line := strings.Repeat("x", 60) + `\n`
+	for _, c := range []struct{ name, s string }{
+		{"short", `"content"`},
+		{"64KB-plain", `"` + strings.Repeat("a", 64<<10) + `"`},
+		{"64KB-lines", `"` + strings.Repeat(line, (64<<10)/len(line)) + `"`},
+		{"64KB-json", `"` + strings.Repeat(`{\"a\":1},`, (64<<10)/11) + `"`},
+	} {
+		doc := []byte(c.s)
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(doc)))
+			for b.Loop() {
+				if !ValidJSON(doc) {
+					b.Fatal("invalid")
+				}
+			}
+		})
+	}
+}
+
+// TestLongStrings: strings long enough for plainRun's vector search, with
+// each kind of special byte at every position, are judged as encoding/json
+// judges them; and so is the same text with an escape on every line.
+func TestLongStrings(t *testing.T) {
+	for _, n := range []int{31, 32, 33, 40, 70, 130} {
+		for pos := range n {
+			for _, ins := range []string{`\"`, `\\`, `\n`, `\u00e9`, "\n", "\x01", `"`, `\x`, `\u12`, "\xff", `\`} {
+				s := []byte(strings.Repeat("a", n))
+				doc := append(append([]byte(`"`), s[:pos]...), ins...)
+				doc = append(append(doc, s[pos:]...), '"')
+				for _, d := range [][]byte{doc, doc[:len(doc)-1], append(append([]byte(`["`), doc[1:]...), `,"b"]`...)} {
+					if got, want := ValidJSON(d), json.Valid(d); got != want {
+						t.Fatalf("%q: scanner says %v, encoding/json %v", d, got, want)
+					}
+				}
+			}
+		}
+	}
+}
