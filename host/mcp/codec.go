@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Hand-written codecs for the messages of every tool call: tools/call params
@@ -22,6 +23,14 @@ type appender interface {
 // or validating pass over their bytes.
 type decoder interface {
 	decodeJSON(b []byte) error
+}
+
+// ownedDecoder is a decoder that can also decode from bytes it may keep:
+// ones no one else holds or will change (a response's own copy, in
+// Peer.Call). Its strings then share those bytes instead of copying them,
+// so a 1 MB result is not copied once more to be read.
+type ownedDecoder interface {
+	decodeOwned(b []byte) error
 }
 
 // appendJSONString appends s as a JSON string, as encoding/json would
@@ -178,7 +187,12 @@ func (r *CallToolResult) appendJSON(b []byte) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-func (r *CallToolResult) decodeJSON(b []byte) error {
+func (r *CallToolResult) decodeJSON(b []byte) error  { return r.decode(b, false) }
+func (r *CallToolResult) decodeOwned(b []byte) error { return r.decode(b, true) }
+
+// decode decodes r from b; with owned, r's strings and raw fields share
+// b's memory (see ownedDecoder).
+func (r *CallToolResult) decode(b []byte, owned bool) error {
 	*r = CallToolResult{}
 	// One pass: content blocks are read where they are validated.
 	return walkObject(b, func(k []byte, j int) (int, error) {
@@ -187,7 +201,7 @@ func (r *CallToolResult) decodeJSON(b []byte) error {
 			if j < len(b) && b[j] == '[' {
 				return walkElements(b, j, 1, func(e int) (int, error) {
 					r.Content = append(r.Content, Content{})
-					return r.Content[len(r.Content)-1].decodeAt(b, e, 1)
+					return r.Content[len(r.Content)-1].decodeAt(b, e, 1, owned)
 				})
 			}
 			end, v, err := value(b, j, 1)
@@ -198,7 +212,7 @@ func (r *CallToolResult) decodeJSON(b []byte) error {
 		case keyIs(k, "structuredContent"):
 			end, v, err := value(b, j, 1)
 			if err == nil && !isNull(v) {
-				r.StructuredContent = clone(v)
+				r.StructuredContent = keep(v, owned)
 			}
 			return end, err
 		case keyIs(k, "isError"):
@@ -270,7 +284,7 @@ func (c *Content) appendJSON(b []byte) ([]byte, error) {
 
 func (c *Content) decodeJSON(b []byte) error {
 	i := skipWS(b, 0)
-	end, err := c.decodeAt(b, i, 0)
+	end, err := c.decodeAt(b, i, 0, false)
 	if err != nil {
 		return err
 	}
@@ -282,7 +296,7 @@ func (c *Content) decodeJSON(b []byte) error {
 
 // decodeAt reads the content block starting at b[i] and returns the index
 // past it, validating as it reads.
-func (c *Content) decodeAt(b []byte, i, depth int) (int, error) {
+func (c *Content) decodeAt(b []byte, i, depth int, owned bool) (int, error) {
 	*c = Content{}
 	if i >= len(b) || b[i] != '{' {
 		end, v, err := value(b, i, depth)
@@ -313,7 +327,7 @@ func (c *Content) decodeAt(b []byte, i, depth int) (int, error) {
 			dst, field = &c.Description, "description"
 		}
 		if dst != nil {
-			return readString(b, j, depth+1, field, dst)
+			return readString(b, j, depth+1, field, dst, owned)
 		}
 		end, v, err := value(b, j, depth+1)
 		if err != nil {
@@ -341,7 +355,7 @@ func (c *Content) decodeAt(b []byte, i, depth int) (int, error) {
 	default:
 		// A block this version does not know is kept whole, so a newer
 		// server never fails a call.
-		*c = Content{Type: c.Type, Raw: clone(b[i:end])}
+		*c = Content{Type: c.Type, Raw: keep(b[i:end], owned)}
 	}
 	return end, nil
 }
@@ -360,15 +374,20 @@ func stringValue(v []byte, field string) (string, error) {
 }
 
 // readString reads the string (or null) at b[j] into dst, validating it,
-// and returns the index past it.
-func readString(b []byte, j, depth int, field string, dst *string) (int, error) {
+// and returns the index past it. With owned, a string without escapes
+// shares b's memory (see ownedDecoder).
+func readString(b []byte, j, depth int, field string, dst *string, owned bool) (int, error) {
 	if j < len(b) && b[j] == '"' {
 		end, escaped, err := skipString(b, j)
 		if err != nil {
 			return end, err
 		}
 		if inner := b[j+1 : end-1]; !escaped && utf8.Valid(inner) {
-			*dst = string(inner)
+			if owned {
+				*dst = unsafe.String(unsafe.SliceData(inner), len(inner))
+			} else {
+				*dst = string(inner)
+			}
 			return end, nil
 		}
 		*dst, err = unquote(b[j:end])
@@ -379,6 +398,14 @@ func readString(b []byte, j, depth int, field string, dst *string) (int, error) 
 		err = typeErr(field, "string", v)
 	}
 	return end, err
+}
+
+// keep is v for a decoder that owns it, else a copy.
+func keep(v []byte, owned bool) json.RawMessage {
+	if owned {
+		return v[:len(v):len(v)] // an append must not write into b
+	}
+	return clone(v)
 }
 
 // value validates the value at b[j] and returns the index past it and the

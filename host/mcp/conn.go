@@ -67,6 +67,16 @@ type FrameBufferer interface {
 	FrameBuffered() bool
 }
 
+// FrameOwner is implemented by Conns that sometimes read a frame into
+// memory of its own (one longer than their read buffer, collected from
+// pieces) instead of their reused buffer. FrameOwned reports whether the
+// frame ReadMessage or ReadMessageBefore last returned is such a one: the
+// caller may then keep it, or slices of it, without copying; nothing else
+// holds or reuses it. Only the reading goroutine calls it.
+type FrameOwner interface {
+	FrameOwned() bool
+}
+
 // DirectReader is implemented by Conns whose reads can be bounded in time
 // (stdio pipes). A caller waiting for its own reply then reads it itself
 // instead of a reader goroutine reading it and waking the caller: on a

@@ -135,6 +135,7 @@ type Peer struct {
 	directCall *call // the caller reading its own reply, if any
 
 	direct DirectReader  // conn, when it can bound its reads in time
+	owner  FrameOwner    // conn, when it can hand over frames
 	rw     RequestWriter // conn, when it answers requests one by one
 	idle   *time.Timer   // gives a free reading role to a background reader
 	reaper *time.Timer   // times out calls at their deadline (see reap)
@@ -249,6 +250,7 @@ func NewPeer(conn Conn, opts PeerOptions) *Peer {
 	if d, ok := conn.(DirectReader); ok && d.DirectReads() {
 		p.direct = d
 	}
+	p.owner, _ = conn.(FrameOwner)
 	p.wcond = sync.NewCond(&p.wmu)
 	p.idle = time.AfterFunc(time.Hour, p.takeIdle)
 	p.reaper = time.AfterFunc(time.Hour, p.reap)
@@ -353,6 +355,13 @@ func (p *Peer) Call(ctx context.Context, method string, params, result any, opts
 		return err
 	}
 	if result == nil {
+		return nil
+	}
+	// raw is this call's own copy of the response (onResponse).
+	if d, ok := result.(ownedDecoder); ok {
+		if err := d.decodeOwned(raw); err != nil {
+			return fmt.Errorf("%s: malformed result: %w", method, err)
+		}
 		return nil
 	}
 	if d, ok := result.(decoder); ok {
@@ -580,7 +589,7 @@ func (p *Peer) readOwn(ctx context.Context, c *call, deadline *time.Time, hard t
 			return
 		}
 		p.directFrames.Add(1)
-		in, err := p.handleFrame(frame, &e)
+		in, err := p.handleFrame(frame, p.frameOwned(), &e)
 		if err != nil {
 			p.fail(err)
 			return
@@ -905,7 +914,15 @@ func (p *Peer) flush(ctx context.Context, b []byte, kind int64) error {
 	if p.fw == nil {
 		return p.write(ctx, b)
 	}
-	p.pend = append(append(p.pend, b...), '\n')
+	if len(p.pend) == 0 && !p.writing {
+		// Nothing is queued: the frame becomes the batch as it is, not a
+		// copy (a large argument is not copied once more). The three
+		// buffers rotate and stay distinct: the spare builds the next
+		// frame, the empty batch buffer becomes the spare.
+		p.pend, p.wbuf, p.pendBuf = append(b, '\n'), p.pendBuf[:0], p.pend[:0]
+	} else {
+		p.pend = append(append(p.pend, b...), '\n')
+	}
 	p.pendN++
 	mine := p.batch
 	if p.writing {
@@ -1019,6 +1036,11 @@ func (p *Peer) writePending(ctx context.Context, mine uint64) {
 		p.wmu.Lock()
 		if cap(buf) <= 1<<20 {
 			p.pendBuf = buf[:0]
+		} else {
+			// Not kept; and pendBuf is p.pend's buffer now, which must
+			// not be handed out again as the next batch's while p.pend
+			// fills it.
+			p.pendBuf = nil
 		}
 		if err != nil && p.werr == nil {
 			p.werr, p.failedAt = err, id
@@ -1061,6 +1083,10 @@ func (p *Peer) write(ctx context.Context, b []byte) error {
 // dispatch is copied.
 type envelope struct {
 	id, method, params, result, err []byte
+
+	// owned: the frame is the Peer's to keep (FrameOwner), so what a
+	// request or response carries on is a slice of it, not a copy.
+	owned bool
 }
 
 // parseEnvelope validates the whole frame and finds its members in one pass.
@@ -1142,7 +1168,7 @@ func (p *Peer) readLoop() {
 			p.fail(err)
 			return
 		}
-		in, err := p.handleFrame(frame, &e)
+		in, err := p.handleFrame(frame, p.frameOwned(), &e)
 		if err != nil {
 			p.flushCorked()
 			p.fail(err)
@@ -1196,7 +1222,7 @@ func (p *Peer) Deliver(frame []byte) error {
 		return err
 	}
 	var e envelope
-	in, err := p.handleFrame(frame, &e)
+	in, err := p.handleFrame(frame, false, &e)
 	if err != nil {
 		return err
 	}
@@ -1208,10 +1234,11 @@ func (p *Peer) Deliver(frame []byte) error {
 
 // handleFrame parses and dispatches one frame. It returns an incoming
 // request that may start now, for the caller to serve.
-func (p *Peer) handleFrame(frame []byte, e *envelope) (*inbound, error) {
+func (p *Peer) handleFrame(frame []byte, owned bool, e *envelope) (*inbound, error) {
 	if err := parseEnvelope(frame, e); err != nil {
 		return nil, newInvalidMessage(frame, err)
 	}
+	e.owned = owned
 	in, err := p.dispatch(e)
 	if err != nil {
 		return nil, newInvalidMessage(frame, err)
@@ -1237,6 +1264,9 @@ func newInvalidMessage(frame []byte, err error) *InvalidMessageError {
 	return &InvalidMessageError{Frame: append([]byte(nil), f...), Offset: off, Err: err}
 }
 
+// frameOwned reports whether the frame just read is the Peer's to keep.
+func (p *Peer) frameOwned() bool { return p.owner != nil && p.owner.FrameOwned() }
+
 func isNull(v []byte) bool { return len(v) == 4 && string(v) == "null" }
 
 // dispatch handles one frame. It returns an incoming request that may start
@@ -1250,7 +1280,12 @@ func (p *Peer) dispatch(e *envelope) (*inbound, error) {
 			return nil, err
 		}
 		if hasID {
-			id, params := cloneTwo(e.id, e.params)
+			var id, params json.RawMessage
+			if e.owned {
+				id, params = keep(e.id, true), keep(e.params, true)
+			} else {
+				id, params = cloneTwo(e.id, e.params)
+			}
 			return p.onRequest(id, method, params), nil
 		}
 		p.onNotification(method, e.params)
@@ -1313,7 +1348,7 @@ func (p *Peer) onResponse(e *envelope) {
 	case e.result == nil:
 		c.ch <- reply{err: &RPCError{Code: CodeInvalidRequest, Message: "response has neither result nor error"}}
 	default:
-		c.ch <- reply{result: clone(e.result)}
+		c.ch <- reply{result: keep(e.result, e.owned)}
 	}
 }
 

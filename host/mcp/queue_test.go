@@ -3,9 +3,11 @@ package mcp
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -322,5 +324,62 @@ func TestCallsTimeOutAtTheirDeadlines(t *testing.T) {
 	p.mu.Unlock()
 	if left != 0 || armed {
 		t.Fatalf("after the timeouts: %d calls pending, reaper armed %v", left, armed)
+	}
+}
+
+// A batch over the kept size (1 MiB) is dropped after its write; the
+// buffers that follow stay distinct, so frames queued behind a later
+// write are not written over while that write is in progress.
+func TestBatchesAfterHugeBatch(t *testing.T) {
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	w := &gateWriter{started: make(chan struct{}), release: make(chan struct{})}
+	p := NewPeer(NewStreamConn(pr, w, 0), PeerOptions{Timeout: time.Minute})
+	p.Start()
+	defer p.Close()
+
+	// A huge frame queued behind a write in progress makes a huge batch.
+	go p.CallRaw(context.Background(), "a/first", nil)
+	<-w.started
+	huge := json.RawMessage(`{"pad":"` + strings.Repeat("x", 1<<20) + `"}`)
+	done := make(chan error, 1)
+	go func() { done <- p.Notify(context.Background(), "b/huge", huge) }()
+	eventually(t, "the huge frame queues", func() bool {
+		p.wmu.Lock()
+		defer p.wmu.Unlock()
+		return len(p.pend) > 1<<20
+	})
+	close(w.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// Then a write in progress with frames queued behind it again.
+	w.started, w.release, w.first = make(chan struct{}), make(chan struct{}), sync.Once{}
+	go p.CallRaw(context.Background(), "c/writer", nil)
+	<-w.started
+	for _, m := range []string{"d/queued", "e/queued", "f/queued"} {
+		go p.CallRaw(context.Background(), m, nil)
+	}
+	eventually(t, "three requests queue", func() bool { return queuedIDs(p) == 3 })
+	close(w.release)
+	eventually(t, "every frame is written", func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return bytes.Count(w.got.Bytes(), []byte("\n")) == 6
+	})
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	seen := map[string]bool{}
+	for _, line := range bytes.Split(bytes.TrimSuffix(w.got.Bytes(), []byte("\n")), []byte("\n")) {
+		m, err := ParseMessage(line)
+		if err != nil {
+			t.Fatalf("a written frame is garbled: %.200q: %v", line, err)
+		}
+		seen[m.Method] = true
+	}
+	for _, m := range []string{"a/first", "b/huge", "c/writer", "d/queued", "e/queued", "f/queued"} {
+		if !seen[m] {
+			t.Errorf("%s was not written intact (saw %v)", m, seen)
+		}
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/nexus-mcp/nexus/host/internal/longframe"
 )
 
 // StreamConn is a Conn over a byte stream pair carrying newline-delimited
@@ -23,7 +25,8 @@ type StreamConn struct {
 	r     *bufio.Reader
 	rc    io.Closer // closes the read side on Close, if it can be closed
 	limit int
-	buf   []byte // accumulates a frame longer than the bufio buffer
+	long  longframe.Collector // a frame longer than the bufio buffer
+	owned bool                // the last frame is the caller's (a long one)
 
 	closed atomic.Bool
 
@@ -37,6 +40,7 @@ type StreamConn struct {
 var (
 	_ Conn         = (*StreamConn)(nil)
 	_ DirectReader = (*StreamConn)(nil)
+	_ FrameOwner   = (*StreamConn)(nil)
 )
 
 // deadliner is a reader whose reads can be bounded in time (*os.File over
@@ -105,6 +109,7 @@ func (c *StreamConn) ReadMessageBefore(deadline time.Time) ([]byte, error) {
 	if c.rd == nil || c.closed.Load() {
 		return nil, ErrNotDirect
 	}
+	c.owned = false
 	for {
 		if n := c.r.Buffered(); n > 0 {
 			avail, _ := c.r.Peek(n)
@@ -142,43 +147,51 @@ func (c *StreamConn) InterruptRead() {
 	}
 }
 
+// FrameOwned reports whether the frame just read is the caller's to keep;
+// see FrameOwner.
+func (c *StreamConn) FrameOwned() bool { return c.owned }
+
 // readLine returns the next line including its newline (or the last bytes
 // before EOF). It never waits for more input once the frame is known to be
 // over the limit, so an endless line fails as soon as it passes the limit.
+// A line longer than the read buffer is collected into memory of its own.
 func (c *StreamConn) readLine() ([]byte, error) {
-	if cap(c.buf) > 1<<20 {
-		c.buf = nil // one huge frame should not pin its buffer
-	}
-	c.buf = c.buf[:0]
+	c.owned = false
+	c.long.Reset()
 	for {
 		if c.r.Buffered() == 0 {
 			if _, err := c.r.Peek(1); err != nil {
-				if errors.Is(err, io.EOF) && len(c.buf) > 0 {
-					return c.buf, nil // a last frame without a newline
+				if errors.Is(err, io.EOF) && c.long.Len() > 0 {
+					c.owned = true
+					return c.long.Take(nil), nil // a last frame without a newline
 				}
+				c.long.Reset()
 				return nil, err
 			}
 		}
 		avail, _ := c.r.Peek(c.r.Buffered())
 		if i := bytes.IndexByte(avail, '\n'); i >= 0 {
-			if len(c.buf)+i+1 > c.limit+2 {
+			if c.long.Len()+i+1 > c.limit+2 {
+				c.long.Reset()
 				return nil, &FrameTooLargeError{Limit: c.limit}
 			}
-			if len(c.buf) == 0 {
+			if c.long.Len() == 0 {
 				// The whole line is in the read buffer: no copy. It stays
 				// valid until the next read, as ReadMessage promises.
 				line := avail[:i+1]
 				c.r.Discard(i + 1)
 				return line, nil
 			}
-			c.buf = append(c.buf, avail[:i+1]...)
+			line := c.long.Take(avail[:i+1])
 			c.r.Discard(i + 1)
-			return c.buf, nil
+			c.owned = true
+			return line, nil
 		}
-		if len(c.buf)+len(avail) > c.limit+2 {
+		if c.long.Len()+len(avail) > c.limit+2 {
+			c.long.Reset()
 			return nil, &FrameTooLargeError{Limit: c.limit}
 		}
-		c.buf = append(c.buf, avail...)
+		c.long.Add(avail)
 		c.r.Discard(len(avail))
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
@@ -169,3 +170,82 @@ func FuzzStreamConn(f *testing.F) {
 }
 
 func isSpace(b byte) bool { return b == ' ' || b == '\t' || b == '\r' || b == '\n' }
+
+// A line longer than the read buffer is the caller's (FrameOwned), and the
+// frames after it do not write over it; one read from the buffer is not.
+func TestStreamConnOwnsLongFrames(t *testing.T) {
+	long1 := `{"x":"` + strings.Repeat("a", 70<<10) + `"}`
+	long2 := `{"y":"` + strings.Repeat("b", 70<<10) + `"}`
+	c := NewStreamConn(strings.NewReader("{}\n"+long1+"\n"+long2+"\r\n{}\n"+long1), io.Discard, 0)
+	var got []string
+	var frames [][]byte
+	for {
+		f, err := c.ReadMessage()
+		if err != nil {
+			break
+		}
+		got = append(got, fmt.Sprint(c.FrameOwned()))
+		frames = append(frames, f)
+	}
+	if want := "false true true false true"; strings.Join(got, " ") != want {
+		t.Fatalf("owned = %v, want %s", got, want)
+	}
+	if string(frames[1]) != long1 || string(frames[2]) != long2 || string(frames[4]) != long1 {
+		t.Fatal("long frames changed after later reads")
+	}
+}
+
+// ownedConn answers each request with a frame of its own and says whether
+// the Peer may keep it.
+type ownedConn struct {
+	owned  bool
+	frames chan []byte
+	last   []byte // the last frame handed out
+	closed chan struct{}
+	once   sync.Once
+}
+
+func (c *ownedConn) ReadMessage() ([]byte, error) {
+	select {
+	case f := <-c.frames:
+		c.last = f
+		return f, nil
+	case <-c.closed:
+		return nil, ErrClosed
+	}
+}
+
+func (c *ownedConn) WriteMessage(_ context.Context, msg []byte) error {
+	m, err := ParseMessage(msg)
+	if err != nil || m.ID == nil {
+		return err
+	}
+	c.frames <- []byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"content":[{"type":"text","text":"hello"}]}}`)
+	return nil
+}
+
+func (c *ownedConn) FrameOwned() bool { return c.owned }
+func (c *ownedConn) Close() error     { c.once.Do(func() { close(c.closed) }); return nil }
+
+// A response in a frame the conn hands over is kept as it is, not copied
+// (a 1 MB result is not copied once more); one in the conn's own buffer
+// is copied, so the conn may reuse the buffer.
+func TestPeerKeepsOwnedFrames(t *testing.T) {
+	for _, owned := range []bool{true, false} {
+		c := &ownedConn{owned: owned, frames: make(chan []byte, 1), closed: make(chan struct{})}
+		p := NewPeer(c, PeerOptions{Timeout: time.Minute})
+		p.Start()
+		raw, err := p.CallRaw(context.Background(), "x/y", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := string(raw)
+		for i := range c.last {
+			c.last[i] = ' '
+		}
+		if shared := string(raw) != before; shared != owned {
+			t.Errorf("owned frame %v: result shares the frame's memory: %v", owned, shared)
+		}
+		p.Close()
+	}
+}

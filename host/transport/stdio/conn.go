@@ -106,6 +106,7 @@ type Conn struct {
 var (
 	_ mcp.Conn          = (*Conn)(nil)
 	_ mcp.DirectReader  = (*Conn)(nil)
+	_ mcp.FrameOwner    = (*Conn)(nil)
 	_ mcp.FrameBufferer = (*Conn)(nil)
 )
 
@@ -289,6 +290,10 @@ func (c *Conn) ReadMessage() ([]byte, error) {
 // starts a frame, so ReadMessage returns without waiting; see
 // mcp.FrameBufferer.
 func (c *Conn) FrameBuffered() bool { return c.frames.frameBuffered() }
+
+// FrameOwned reports whether the frame just read is the caller's to keep;
+// see mcp.FrameOwner.
+func (c *Conn) FrameOwned() bool { return c.frames.owned }
 
 // DirectReads reports whether stdout supports deadlines; see
 // mcp.DirectReader.

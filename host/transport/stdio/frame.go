@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"errors"
 	"io"
+
+	"github.com/nexus-mcp/nexus/host/internal/longframe"
 )
 
 const (
@@ -17,9 +19,6 @@ const (
 	// that prints a megabyte without a newline cannot grow our memory or
 	// flood an error message.
 	maxKeptLine = 1 << 10
-
-	// maxRetainedAcc is the largest accumulation buffer kept between frames.
-	maxRetainedAcc = 1 << 20
 )
 
 // errFrameTooLarge is the frameReader's own signal; Conn turns it into an
@@ -35,7 +34,8 @@ var errFrameTooLarge = errors.New("frame too large")
 type frameReader struct {
 	r     *bufio.Reader
 	limit int
-	acc   []byte // reused for frames longer than the bufio buffer
+	long  longframe.Collector // a frame longer than the bufio buffer
+	owned bool                // the last frame is the caller's (a long one)
 
 	// noise is called with (at most maxKeptLine bytes of) each non-JSON line;
 	// the slice is only valid during the call.
@@ -114,10 +114,6 @@ func (f *frameReader) wait() error {
 // errFrameTooLarge when a frame exceeds the limit (the stream is then out of
 // sync and must be abandoned), or the underlying read error.
 func (f *frameReader) next() ([]byte, error) {
-	if cap(f.acc) > maxRetainedAcc {
-		// The previous frame was huge; don't pin its buffer for the session.
-		f.acc = nil
-	}
 	for {
 		if frame, err := f.line(); frame != nil || err != nil {
 			return frame, err
@@ -128,6 +124,7 @@ func (f *frameReader) next() ([]byte, error) {
 // line reads one line: the frame it holds, or nil and no error when it was
 // blank or noise. When buffered reports lineBuffered it reads nothing more.
 func (f *frameReader) line() ([]byte, error) {
+	f.owned = false
 	chunk, err := f.r.ReadSlice('\n')
 	switch {
 	case err == bufio.ErrBufferFull:
@@ -162,44 +159,36 @@ func (f *frameReader) line() ([]byte, error) {
 	return line, nil
 }
 
-// longFrame accumulates a frame longer than the bufio buffer, starting with
-// head (already known to be the start of a frame).
+// longFrame collects a frame longer than the bufio buffer, starting with
+// head (already known to be the start of a frame), into a buffer of its
+// own that the caller may keep (see mcp.FrameOwner).
 func (f *frameReader) longFrame(head []byte) ([]byte, error) {
-	f.acc = f.appendBounded(f.acc[:0], head)
+	f.long.Reset()
+	f.long.Add(head)
 	for {
 		chunk, err := f.r.ReadSlice('\n')
 		if err != nil && err != bufio.ErrBufferFull && err != io.EOF {
+			f.long.Reset()
 			return nil, err
 		}
 		// Trailing whitespace is tolerated up to one buffer beyond the limit,
 		// which keeps the bound at limit+bufsize without tracking where the
 		// whitespace began.
-		if len(f.acc)+len(chunk) > f.limit+f.r.Size() {
+		if f.long.Len()+len(chunk) > f.limit+f.r.Size() {
+			f.long.Reset()
 			return nil, errFrameTooLarge
 		}
-		f.acc = f.appendBounded(f.acc, chunk)
 		if err != bufio.ErrBufferFull {
-			break // end of line, or the unterminated last line at EOF
+			// End of line, or the unterminated last line at EOF.
+			line := trimSpace(f.long.Take(chunk))
+			if len(line) > f.limit {
+				return nil, errFrameTooLarge
+			}
+			f.owned = true
+			return line, nil
 		}
+		f.long.Add(chunk)
 	}
-	line := trimSpace(f.acc)
-	if len(line) > f.limit {
-		return nil, errFrameTooLarge
-	}
-	return line, nil
-}
-
-// appendBounded appends like append, but grows the buffer by hand so that
-// its capacity, not just its length, stays within limit+bufsize; append's
-// doubling would otherwise reserve far more than the bound for big frames.
-func (f *frameReader) appendBounded(dst, src []byte) []byte {
-	need := len(dst) + len(src)
-	if need > cap(dst) {
-		grown := make([]byte, len(dst), max(need, min(2*cap(dst), f.limit+f.r.Size())))
-		copy(grown, dst)
-		dst = grown
-	}
-	return append(dst, src...)
 }
 
 // skipNoise drops the rest of a noise line longer than the buffer, keeping
