@@ -748,6 +748,10 @@ func rawArgs(args any) (json.RawMessage, error) {
 	case nil:
 		return json.RawMessage("{}"), nil
 	case json.RawMessage:
+		// Checked here, once: it is spliced into the request as it is.
+		if !mcp.ValidJSON(a) {
+			return nil, errors.New("encoding arguments: the json.RawMessage given as arguments is not one valid JSON value")
+		}
 		return a, nil
 	}
 	b, err := json.Marshal(args)

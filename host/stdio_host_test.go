@@ -289,3 +289,29 @@ func TestTenThousandTools(t *testing.T) {
 		}
 	}
 }
+
+// TestRawArgumentsOverStdio: arguments given as raw JSON reach a stdio
+// server however they are laid out: pretty-printed ones (line breaks
+// between tokens, as an HTTP client may send them) are written on one
+// line, not as two broken frames that end the session; ones that are not
+// JSON are refused before anything is sent.
+func TestRawArgumentsOverStdio(t *testing.T) {
+	h := stdioHost(t, map[string]string{"ts": testserverEntry(t)}, host.Options{})
+	pretty := json.RawMessage("{\n  \"message\":\r\n \"one\\ntwo\"\n}\n")
+	for range 2 {
+		res, err := h.CallTool(ctx, "y", "ts.echo", pretty, nil)
+		if err != nil {
+			t.Fatalf("pretty-printed arguments: %v", err)
+		}
+		if len(res.Content) != 1 || !strings.Contains(res.Content[0].Text, "one\ntwo") {
+			t.Fatalf("echo of pretty-printed arguments: %+v", res.Content)
+		}
+	}
+	_, err := h.CallTool(ctx, "y", "ts.echo", json.RawMessage("{\"message\":\"a\"}\n{\"jsonrpc\":\"2.0\""), nil)
+	if err == nil || !strings.Contains(err.Error(), "not one valid JSON value") {
+		t.Fatalf("raw arguments that are not JSON: %v", err)
+	}
+	if s := statusOf(h, "ts"); !s.Connected {
+		t.Fatalf("the session ended: %v", s.Err)
+	}
+}

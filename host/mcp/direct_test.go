@@ -455,3 +455,27 @@ func waitCallWaits(t *testing.T, errc chan error) (direct bool) {
 	t.Fatal("after 10 s, the call is not waiting for its reply")
 	return false
 }
+
+// Raw JSON with line breaks between tokens, spliced into a frame (a
+// result's structured content, a request's raw arguments), goes over a
+// newline-delimited stream on one line: the session survives and the
+// value arrives intact.
+func TestLineBreaksInRawJSON(t *testing.T) {
+	s := NewServer(Implementation{Name: "s", Version: "1"}, ServerOptions{})
+	s.AddTool(Tool{Name: "t", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(_ context.Context, r *CallToolRequest) (*CallToolResult, error) {
+		return &CallToolResult{Content: []Content{TextContent(string(r.Arguments))}, StructuredContent: json.RawMessage("{\n  \"a\": [1,\r\n 2]\n}")}, nil
+	})
+	c := connectDirect(t, s, ClientOptions{})
+	for range 2 {
+		res, err := c.CallTool(context.Background(), "t", json.RawMessage("{\n\"k\":\n\"v\"}"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res.Content[0].Text; got != `{"k":"v"}` {
+			t.Errorf("arguments arrived as %q", got)
+		}
+		if got := string(res.StructuredContent); got != `{"a":[1,2]}` {
+			t.Errorf("structured content arrived as %q", got)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -753,7 +754,30 @@ func (p *Peer) send(ctx context.Context, id int64, method string, params any) er
 	if err != nil {
 		return err
 	}
+	if b, err = p.oneLine(b); err != nil {
+		return fmt.Errorf("%s: encoding params: %w", method, err)
+	}
 	return p.flush(ctx, b, id)
+}
+
+// oneLine returns frame b without line breaks, for a conn that delimits
+// frames by newlines (a FrameWriter). JSON allows a newline only between
+// tokens, and raw JSON spliced into a frame (arguments a client sent
+// pretty-printed over HTTP, a json.RawMessage an embedder passed) may have
+// some: written as is, the other side would read two broken frames, and
+// a stdio server would end the session. The check is a vector search; a
+// frame that has one is compacted, and one that is not JSON at all (raw
+// params that were never checked) is refused rather than written.
+func (p *Peer) oneLine(b []byte) ([]byte, error) {
+	if p.fw == nil || bytes.IndexByte(b, '\n') < 0 {
+		return b, nil
+	}
+	var out bytes.Buffer
+	out.Grow(len(b))
+	if err := json.Compact(&out, b); err != nil {
+		return nil, fmt.Errorf("the message is not valid JSON: %w", err)
+	}
+	return out.Bytes(), nil
 }
 
 // reqBufs are frames of requests sent through a RequestWriter, which
@@ -884,6 +908,13 @@ func (p *Peer) respond(id json.RawMessage, result any, rerr *RPCError, cork bool
 		}
 	}
 	b = append(b, '}')
+	if one, err := p.oneLine(b); err != nil {
+		eb, _ := json.Marshal(&RPCError{Code: CodeInternalError, Message: "encoding result: " + err.Error()})
+		b = append(append(append(append(b[:0], `{"jsonrpc":"2.0","id":`...), id...), `,"error":`...), eb...)
+		b = append(b, '}')
+	} else {
+		b = one
+	}
 	if cork {
 		p.keepBuf(b)
 		p.pend = append(append(p.pend, b...), '\n')
