@@ -41,7 +41,27 @@ func appendJSONString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
 	start := 0
+	words := 16 // where the next word-wise skip may start; short strings go byte by byte
 	for i := 0; i < len(s); {
+		// Eight bytes at a time while none needs an escape or is beyond
+		// ASCII: most text is plain, and a tool's result text is most of
+		// what a server or the gateway sends. After a word that is not,
+		// the next eight bytes go one by one, so text full of escapes or
+		// non-ASCII pays little for the attempts.
+		if i >= words {
+			for ; i+8 <= len(s); i += 8 {
+				w := s[i : i+8]
+				x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+					uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+				if x&highs != 0 || special(x) {
+					words = i + 8
+					break
+				}
+			}
+			if i >= len(s) {
+				break
+			}
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' {

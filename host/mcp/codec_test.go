@@ -164,3 +164,42 @@ func TestEncodeCallToolParams(t *testing.T) {
 		t.Fatalf("%s %v", b, err)
 	}
 }
+
+// BenchmarkAppendString: a result's text as the server role and the
+// gateway encode it: plain, with a line break per line, and non-ASCII.
+func BenchmarkAppendString(b *testing.B) {
+	line := strings.Repeat("x", 60) + "\n"
+	for _, c := range []struct{ name, s string }{
+		{"short", "hello"},
+		{"64KB-plain", strings.Repeat("a", 64<<10)},
+		{"64KB-lines", strings.Repeat(line, (64<<10)/len(line))},
+		{"64KB-utf8", strings.Repeat("héllo wörld ", (64<<10)/14)},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(c.s)))
+			buf := make([]byte, 0, 2*len(c.s)+2)
+			for b.Loop() {
+				buf = appendJSONString(buf[:0], c.s)
+			}
+		})
+	}
+}
+
+// FuzzAppendString: the encoder's output is what encoding/json decodes
+// back to the input (invalid UTF-8 as U+FFFD), at every alignment of the
+// word-wise path.
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", "hello", strings.Repeat("a", 17) + "\"" + strings.Repeat("b", 9), "abcdefgh\x7f\u2028ij\xffkl\n", "12345678é12345678\\",
+		strings.Repeat("a", 20) + "\u2028" + strings.Repeat("b", 20) + "\xff" + strings.Repeat("c", 30) + "\x01" + strings.Repeat("d", 9)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var got string
+		if err := json.Unmarshal(appendJSONString(nil, s), &got); err != nil {
+			t.Fatalf("%q: encoded to invalid JSON: %v", s, err)
+		}
+		if utf8.ValidString(s) && got != s {
+			t.Fatalf("%q: round trip gave %q", s, got)
+		}
+	})
+}
