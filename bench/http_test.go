@@ -13,30 +13,34 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/nexus-mcp/nexus/host/testserver"
+	"github.com/nexus-mcp/nexus/bench/internal/echo"
+	"github.com/nexus-mcp/nexus/host/mcp"
 	httptransport "github.com/nexus-mcp/nexus/host/transport/http"
+	"github.com/nexus-mcp/nexus/host/transport/httpserver"
 )
 
-// The HTTP rows: every client calls echo on the built-in test server's
-// streamable HTTP handler on loopback; the baseline is a plain net/http
-// JSON POST to a handler that answers with fixed bytes.
+// The HTTP rows: every client calls the echo server (bench/internal/echo,
+// as over stdio) behind Nexus's streamable HTTP handler on loopback; the
+// baseline is a plain net/http JSON POST to a handler that answers with
+// the same bytes, fixed.
 
-// httpServer serves the test server at /mcp on 127.0.0.1 for tb.
+// httpServer serves the echo server at /mcp on 127.0.0.1 for tb.
 func httpServer(tb testing.TB) string {
-	h := testserver.NewHTTPHandler(testserver.Options{})
+	srv := echo.Server()
+	h := httpserver.New(func(ctx context.Context, conn mcp.Conn, _ *httpserver.Session) error { return srv.Serve(ctx, conn) }, httpserver.Options{})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
-	srv := httptest.NewServer(mux)
+	hs := httptest.NewServer(mux)
 	tb.Cleanup(func() {
 		h.Close()
-		srv.CloseClientConnections()
-		srv.Close()
+		hs.CloseClientConnections()
+		hs.Close()
 	})
-	return srv.URL + "/mcp"
+	return hs.URL + "/mcp"
 }
 
-// cannedReply is what the trivial handler sends back: a tools/call result
-// of the same size as the test server's echo answer.
+// cannedReply is what the trivial handler sends back: the echo server's
+// answer to request, byte for byte.
 var cannedReply = []byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hello"}]}}`)
 
 type rawPost struct {
@@ -107,24 +111,9 @@ func newMCPGoHTTP(tb testing.TB) *mcpgoClient {
 	return &mcpgoClient{c: c}
 }
 
-// nexusEcho checks the test server's echo answer (it is not the bare
-// message, as the stdio echo server's is).
-type nexusEcho struct{ *nexusClient }
-
-func (n nexusEcho) call(ctx context.Context) error {
-	res, err := n.c.CallTool(ctx, "echo", echoArgs, nil)
-	if err != nil {
-		return err
-	}
-	if len(res.Content) != 1 || res.IsError {
-		return fmt.Errorf("unexpected result %+v", res)
-	}
-	return nil
-}
-
 var httpContenders = []contender{
 	{"rawpost", func(tb testing.TB) caller { return newRawPost(tb) }},
-	{"nexus", func(tb testing.TB) caller { return nexusEcho{newNexusHTTP(tb)} }},
+	{"nexus", func(tb testing.TB) caller { return newNexusHTTP(tb) }},
 	{"go-sdk", func(tb testing.TB) caller { return newSDKHTTP(tb) }},
 	{"mcp-go", func(tb testing.TB) caller { return newMCPGoHTTP(tb) }},
 }

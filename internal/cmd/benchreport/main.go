@@ -41,6 +41,8 @@ var rows = []row{
 		[]metric{{"vs minimal echo server", "", "nexus-minimal/rawpipe", 2}, {"vs echo on Nexus's server role", "", "nexus/rawpipe", 2}}, "≤ 1.5x"},
 	{"the SDK clients against Nexus, interleaved", "bench", ".", "^BenchmarkPeerRatio$", "3000x",
 		[]metric{{"go-sdk / Nexus", "", "go-sdk/nexus", 2}, {"mcp-go / Nexus", "", "mcp-go/nexus", 2}}, "go-sdk ≥ 2x, mcp-go > 1x"},
+	{"streamable HTTP `tools/call`, the Nexus client against a plain net/http POST answered with the same bytes, and the SDK clients, interleaved", "bench", ".", "^BenchmarkHTTPRatio$", "5000x",
+		[]metric{{"Nexus / POST", "", "nexus/rawpost", 2}, {"go-sdk / Nexus", "", "go-sdk/nexus", 2}, {"mcp-go / Nexus", "", "mcp-go/nexus", 2}}, "≤ 1.5x; peers ≥ 2x"},
 	{"32 concurrent callers on one session vs one", "bench", ".", "^BenchmarkConcurrent32$", "5x", // an op is 4,000 calls
 		[]metric{{"speedup", "", "speedup", 1}}, "≥ 3x"},
 	{"host overhead per `CallTool` over a bare session call", ".", "./host", "^BenchmarkCallToolOverhead$", "5000x",
