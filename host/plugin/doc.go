@@ -28,6 +28,10 @@
 //     restarted with exponential backoff. Links configure the new process
 //     on their next call; a transport session ends, and the next Dial (the
 //     registry's reconnect on next use) runs on the new process.
+//   - Policy and sanitizer calls go over the Decide fast path where the
+//     plugin serves it (fastpath.go: a Unix socket in a private directory,
+//     a token, one call at a time per pooled connection, read on the
+//     calling goroutine), else over one gRPC Decisions stream per process.
 //   - NEXUS_REATTACH_PLUGINS (see sdk/plugin.Debug) attaches to plugins
 //     already running under a debugger instead of launching them.
 //   - Close stops every process, gracefully and then by force; CleanupAll

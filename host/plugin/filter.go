@@ -196,7 +196,8 @@ func (l *Link) callErr(inst *instance, ctx context.Context, call string, err err
 		return &TimeoutError{Plugin: l.p.cfg.Name, Filter: l.name, Call: call, Limit: l.timeout}
 	}
 	code := status.Code(err)
-	if code == codes.Unavailable || code == codes.Canceled || inst.dead() {
+	var broke *fastError
+	if code == codes.Unavailable || code == codes.Canceled || errors.As(err, &broke) || inst.dead() {
 		// Generous: on a loaded machine the exit can trail the broken
 		// call by a while, and a crash reported as an ordinary error
 		// would not restart the plugin's state as a crash does.
@@ -234,6 +235,35 @@ func (l *Link) unary(ctx context.Context, inst *instance, req *pb.DecideRequest)
 	return inst.policy.Decide(cctx, req)
 }
 
+// send makes one Decide (or Sanitize) call: over the fast path where the
+// plugin serves it, else on the Decisions stream, else unary.
+func (l *Link) send(ctx context.Context, inst *instance, req *pb.DecideRequest) (*pb.DecideResponse, error) {
+	if inst.fast != nil {
+		kind := pb.KindPolicy
+		if l.kind == sdk.KindSanitizer {
+			kind = pb.KindSanitizer
+		}
+		resp, err := inst.fast.call(ctx, kind, req)
+		if err == nil && resp.Code != 0 {
+			return nil, status.Error(codes.Code(resp.Code), resp.Error)
+		}
+		if !errors.Is(err, errNoFastPath) {
+			return resp, err
+		}
+	}
+	ds, err := inst.decisions(l.kind == sdk.KindSanitizer)
+	if err == nil {
+		// The stream ends the moment the process does, failing the call.
+		resp, err := ds.call(ctx, req)
+		if status.Code(err) != codes.Unimplemented {
+			return resp, err
+		}
+	} else if !errors.Is(err, errUnary) {
+		return nil, err
+	}
+	return l.unary(ctx, inst, req)
+}
+
 // Handle sends the event to the plugin and returns its decision. A crash
 // fails the call at once with a *CrashError.
 func (l *Link) Handle(ctx context.Context, e *event.Event) (event.Decision, error) {
@@ -252,19 +282,8 @@ func (l *Link) Handle(ctx context.Context, e *event.Event) (event.Decision, erro
 			call = "Sanitize"
 		}
 		req := &pb.DecideRequest{Instance: id, Event: b}
-		var resp *pb.DecideResponse
 		cctx, cancel := context.WithTimeoutCause(ctx, l.timeout, errOverrun)
-		ds, err := inst.decisions(l.kind == sdk.KindSanitizer)
-		if err == nil {
-			// The stream ends the moment the process does, failing the call.
-			resp, err = ds.call(cctx, req)
-			if status.Code(err) == codes.Unimplemented {
-				err = errUnary
-			}
-		}
-		if errors.Is(err, errUnary) {
-			resp, err = l.unary(cctx, inst, req)
-		}
+		resp, err := l.send(cctx, inst, req)
 		if err != nil {
 			if status.Code(err) == codes.NotFound && attempt == 0 {
 				cancel()

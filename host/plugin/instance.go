@@ -72,6 +72,7 @@ type instance struct {
 	exit            string
 	policyStream    *decisionStream
 	sanitizerStream *decisionStream
+	fast            *fastPath // nil: decisions go over gRPC only
 }
 
 // launchSpec is what a start needs.
@@ -103,7 +104,8 @@ func launch(ctx context.Context, s launchSpec) (*instance, error) {
 		SkipHostEnv:      true,
 		Managed:          true,
 		GRPCDialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(
-			grpc.MaxCallRecvMsgSize(sdk.MaxGRPCMessage), grpc.MaxCallSendMsgSize(sdk.MaxGRPCMessage))},
+			grpc.MaxCallRecvMsgSize(sdk.MaxGRPCMessage), grpc.MaxCallSendMsgSize(sdk.MaxGRPCMessage)),
+			grpc.WithInitialWindowSize(sdk.GRPCWindow), grpc.WithInitialConnWindowSize(sdk.GRPCWindow)},
 	}
 	if r := s.reattach; r != nil {
 		addr, err := reattachAddr(r.Addr)
@@ -127,8 +129,12 @@ func launch(ctx context.Context, s launchSpec) (*instance, error) {
 			checked = verifyChecksum(s.path, s.sha256)
 		}
 		cc.AutoMTLS = true
+		env := pluginEnv(s.environ)
+		if inst.fast = newFastPath(); inst.fast != nil {
+			env = append(env, inst.fast.env()...)
+		}
 		cc.RunnerFunc = func(_ hclog.Logger, cmd *exec.Cmd, _ string) (runner.Runner, error) {
-			r, err := newProcRunner(s.name, s.path, checked, pluginEnv(s.environ), cmd.Env)
+			r, err := newProcRunner(s.name, s.path, checked, env, cmd.Env)
 			inst.runner = r
 			return r, err
 		}
@@ -137,6 +143,8 @@ func launch(ctx context.Context, s launchSpec) (*instance, error) {
 	inst.client = client
 	fail := func(kind LoadErrorKind, err error) (*instance, error) {
 		client.Kill()
+		inst.cancel()
+		inst.closeFast()
 		return nil, &LoadError{Plugin: s.name, Path: s.path, Kind: kind, Stderr: inst.stderr.snapshot(), Err: err}
 	}
 
@@ -256,16 +264,26 @@ func (i *instance) watch() {
 	}
 	i.mu.Unlock()
 	i.cancel()
+	i.closeFast()
 	close(i.exited)
 }
 
-// dead reports whether the process is gone.
+// closeFast ends the fast path with the process (it is idempotent).
+func (i *instance) closeFast() {
+	if i.fast != nil {
+		i.fast.close()
+	}
+}
+
+// dead reports whether the process is gone, or going: one the host
+// stopped is not handed out again while it winds down (a call that
+// overran its limit must find a new process, not the one being killed).
 func (i *instance) dead() bool {
 	select {
 	case <-i.exited:
 		return true
 	default:
-		return false
+		return i.wasKilled()
 	}
 }
 
@@ -312,6 +330,7 @@ func (i *instance) kill() {
 	i.killed = true
 	i.mu.Unlock()
 	i.client.Kill()
+	i.closeFast()
 	if i.runner == nil {
 		i.cancel()
 	}

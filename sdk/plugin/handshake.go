@@ -49,6 +49,13 @@ const MaxFrameSize = 10 << 20
 // the limit plus room for the protobuf envelope.
 const MaxGRPCMessage = MaxFrameSize + 64<<10
 
+// GRPCWindow is the HTTP/2 flow-control window both sides set, per stream
+// and per connection. A window set by hand turns off gRPC's bandwidth
+// estimator, whose PING and WINDOW_UPDATE frames cost each small Decide
+// on the long-lived Decisions stream extra writes and wake-ups; 4 MiB
+// keeps a large transport frame from waiting on window updates.
+const GRPCWindow = 4 << 20
+
 // ReattachEnv is the environment variable through which the host attaches
 // to plugins that are already running (see Debug).
 const ReattachEnv = "NEXUS_REATTACH_PLUGINS"

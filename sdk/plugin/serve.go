@@ -24,16 +24,19 @@ var logger = hclog.New(&hclog.LoggerOptions{
 // plugin's name; the host's --log-level decides what is shown.
 func Logger() hclog.Logger { return logger }
 
-func serveConfig(o Options) *goplugin.ServeConfig {
+// serveConfig is the go-plugin configuration that serves o; fast, when
+// not nil, gets the deciders for the Decide fast path.
+func serveConfig(o Options, fast *decideServers) *goplugin.ServeConfig {
 	sets := map[int]goplugin.PluginSet{}
 	for _, v := range ProtocolVersions {
-		sets[v] = goplugin.PluginSet{SetName: &grpcPlugin{o: o}}
+		sets[v] = goplugin.PluginSet{SetName: &grpcPlugin{o: o, fast: fast}}
 	}
 	return &goplugin.ServeConfig{
 		HandshakeConfig:  Handshake,
 		VersionedPlugins: sets,
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
-			opts = append(opts, grpc.MaxRecvMsgSize(MaxGRPCMessage), grpc.MaxSendMsgSize(MaxGRPCMessage))
+			opts = append(opts, grpc.MaxRecvMsgSize(MaxGRPCMessage), grpc.MaxSendMsgSize(MaxGRPCMessage),
+				grpc.InitialWindowSize(GRPCWindow), grpc.InitialConnWindowSize(GRPCWindow))
 			return grpc.NewServer(opts...)
 		},
 		Logger: logger,
@@ -60,7 +63,9 @@ func Serve(o Options) {
 		}
 		return
 	}
-	goplugin.Serve(serveConfig(o))
+	fast := &decideServers{}
+	serveFastPath(fast)
+	goplugin.Serve(serveConfig(o, fast))
 }
 
 // Debug serves the plugin in this process until ctx ends, for running it
@@ -75,7 +80,7 @@ func Debug(ctx context.Context, o Options) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
-	cfg := serveConfig(o)
+	cfg := serveConfig(o, nil)
 	ch := make(chan *goplugin.ReattachConfig, 1)
 	closed := make(chan struct{})
 	cfg.Test = &goplugin.ServeTestConfig{Context: ctx, ReattachConfigCh: ch, CloseCh: closed}

@@ -26,7 +26,8 @@ import (
 // side registers Meta and the kinds the author set.
 type grpcPlugin struct {
 	goplugin.NetRPCUnsupportedPlugin
-	o Options
+	o    Options
+	fast *decideServers // the Decide fast path answers with the same deciders
 }
 
 func (p *grpcPlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
@@ -35,14 +36,22 @@ func (p *grpcPlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
 		pb.RegisterTransportServer(s, &transportServer{t: p.o.Transport, sessions: map[string]*session{}})
 	}
 	if p.o.Policy != nil {
-		pb.RegisterPolicyServer(s, &policyServer{d: newDeciders(func(ctx context.Context, cfg json.RawMessage) (Decider, error) {
+		d := newDeciders(func(ctx context.Context, cfg json.RawMessage) (Decider, error) {
 			return p.o.Policy.NewPolicy(ctx, cfg)
-		})})
+		})
+		pb.RegisterPolicyServer(s, &policyServer{d: d})
+		if p.fast != nil {
+			p.fast.policy.Store(d)
+		}
 	}
 	if p.o.Sanitizer != nil {
-		pb.RegisterSanitizerServer(s, &sanitizerServer{d: newDeciders(func(ctx context.Context, cfg json.RawMessage) (Decider, error) {
+		d := newDeciders(func(ctx context.Context, cfg json.RawMessage) (Decider, error) {
 			return p.o.Sanitizer.NewSanitizer(ctx, cfg)
-		})})
+		})
+		pb.RegisterSanitizerServer(s, &sanitizerServer{d: d})
+		if p.fast != nil {
+			p.fast.sanitizer.Store(d)
+		}
 	}
 	return nil
 }
