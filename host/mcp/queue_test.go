@@ -177,16 +177,22 @@ func (w *gateWriter) Write(b []byte) (int, error) {
 	return w.got.Write(b)
 }
 
+// gatedPeer is a started Peer over a StreamConn whose first write blocks
+// until w.release is closed; nothing it sends is answered.
+func gatedPeer(t *testing.T) (*Peer, *gateWriter) {
+	pr, pw := io.Pipe()
+	w := &gateWriter{started: make(chan struct{}), release: make(chan struct{})}
+	p := NewPeer(NewStreamConn(pr, w, 0), PeerOptions{Timeout: time.Minute})
+	p.Start()
+	t.Cleanup(func() { p.Close(); pw.Close() })
+	return p, w
+}
+
 // A caller that gives up while it is the writer does not take down the
 // frames others queued behind it, over a conn whose writes cannot be
 // interrupted (a StreamConn) as over one whose can.
 func TestQueuedFramesOutliveWritersContext(t *testing.T) {
-	pr, pw := io.Pipe()
-	defer pw.Close()
-	w := &gateWriter{started: make(chan struct{}), release: make(chan struct{})}
-	p := NewPeer(NewStreamConn(pr, w, 0), PeerOptions{Timeout: time.Minute})
-	p.Start()
-	defer p.Close()
+	p, w := gatedPeer(t)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	go p.CallRaw(ctx, "a/first", nil) // the writer; blocks in Write
@@ -331,12 +337,7 @@ func TestCallsTimeOutAtTheirDeadlines(t *testing.T) {
 // buffers that follow stay distinct, so frames queued behind a later
 // write are not written over while that write is in progress.
 func TestBatchesAfterHugeBatch(t *testing.T) {
-	pr, pw := io.Pipe()
-	defer pw.Close()
-	w := &gateWriter{started: make(chan struct{}), release: make(chan struct{})}
-	p := NewPeer(NewStreamConn(pr, w, 0), PeerOptions{Timeout: time.Minute})
-	p.Start()
-	defer p.Close()
+	p, w := gatedPeer(t)
 
 	// A huge frame queued behind a write in progress makes a huge batch.
 	go p.CallRaw(context.Background(), "a/first", nil)

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/nexus-mcp/nexus/host/config"
 	"github.com/nexus-mcp/nexus/sdk/event"
 )
 
@@ -28,17 +27,7 @@ func fastState(p *Plugin) (open int, off bool) {
 func TestFastPath(t *testing.T) {
 	m, _ := newManager(t, Options{})
 	ctx := ctxT(t)
-	pc := pinned(t, "guard", testPlugin(t, "good"))
-	cfg := &config.Config{Plugins: []*config.Plugin{pc}}
-	pol, err := m.Filter(ctx, cfg, &config.Filter{Name: "no-delete", Kind: "policy", Plugin: "guard",
-		Config: map[string]any{"deny_tools": []any{"delete_repo"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	san, err := m.Filter(ctx, cfg, &config.Filter{Name: "redact", Kind: "sanitizer", Plugin: "guard"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pol, san := guardFilters(t, m)
 	p := m.plugins["guard"]
 	if p.cur.fast == nil {
 		t.Fatal("no fast path offered to a launched plugin")

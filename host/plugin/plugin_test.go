@@ -21,26 +21,34 @@ func toolEvent(tool string) *event.Event {
 		Params: json.RawMessage(`{"name":"` + tool + `","arguments":{}}`)}
 }
 
-func TestPolicyAndSanitizer(t *testing.T) {
-	m, logs := newManager(t, Options{})
+// guardFilters opens the test plugin as "guard" on m with two filters: a
+// policy denying delete_repo and a sanitizer redacting "secret".
+func guardFilters(t *testing.T, m *Manager) (pol, san *Link) {
+	t.Helper()
 	ctx := ctxT(t)
-	pc := pinned(t, "guard", testPlugin(t, "good"))
-	cfg := &config.Config{Plugins: []*config.Plugin{pc}}
+	cfg := &config.Config{Plugins: []*config.Plugin{pinned(t, "guard", testPlugin(t, "good"))}}
 	pol, err := m.Filter(ctx, cfg, &config.Filter{Name: "no-delete", Kind: "policy", Plugin: "guard",
 		Config: map[string]any{"deny_tools": []any{"delete_repo"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	san, err := m.Filter(ctx, cfg, &config.Filter{Name: "redact", Kind: "sanitizer", Plugin: "guard"})
+	san, err = m.Filter(ctx, cfg, &config.Filter{Name: "redact", Kind: "sanitizer", Plugin: "guard"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return pol, san
+}
+
+func TestPolicyAndSanitizer(t *testing.T) {
+	m, logs := newManager(t, Options{})
+	ctx := ctxT(t)
+	pol, san := guardFilters(t, m)
 	chain := policy.NewChain(policy.Entry{Link: pol, Kind: policy.KindPolicy}, policy.Entry{Link: san, Kind: policy.KindSanitizer})
 
 	if _, err := chain.Request(ctx, toolEvent("list_repos")); err != nil {
 		t.Fatalf("list_repos: %v", err)
 	}
-	_, err = chain.Request(ctx, toolEvent("delete_repo"))
+	_, err := chain.Request(ctx, toolEvent("delete_repo"))
 	var de *policy.DeniedError
 	if !errors.As(err, &de) || !strings.Contains(de.Reason, "delete_repo is not allowed") {
 		t.Fatalf("delete_repo: got %v, want a denial with the plugin's reason", err)
