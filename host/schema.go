@@ -171,7 +171,9 @@ func (e *SchemaError) Error() string {
 	return fmt.Sprintf("%s.%s: %s do not match the tool's schema: %s", e.Server, e.Tool, e.What, strings.Join(e.Problems, "; "))
 }
 
-// validate checks raw (a JSON document) against c.
+// validate checks raw against c. raw is JSON already checked where it
+// came in (rawArgs, a filter's output decoded by encoding/json, a
+// result's frame), so it is not scanned again: a 1 MB argument was.
 func (c *compiled) validate(raw json.RawMessage) ([]string, error) {
 	if c == nil || c.schema == nil {
 		return nil, nil
@@ -179,7 +181,7 @@ func (c *compiled) validate(raw json.RawMessage) ([]string, error) {
 	if len(raw) == 0 {
 		raw = json.RawMessage("{}")
 	}
-	v, err := decodeJSON(raw, c.blind)
+	v, err := decodeChecked(raw, c.blind)
 	if err != nil {
 		return nil, err
 	}
@@ -212,6 +214,23 @@ func decodeJSON(data []byte, blind bool) (any, error) {
 	}
 	d := jsonDecoder{data: data, blind: blind}
 	return d.value(), nil
+}
+
+// decodeChecked is decodeJSON for data known to be valid JSON. Should it
+// not be after all, the decoder's out-of-range read is caught and the
+// document goes the checking way, which reports the error.
+func decodeChecked(data []byte, blind bool) (v any, err error) {
+	defer func() {
+		if recover() != nil {
+			v, err = decodeJSON(data, blind)
+		}
+	}()
+	d := jsonDecoder{data: data, blind: blind}
+	v = d.value()
+	if d.space(); d.i != len(data) {
+		return decodeJSON(data, blind)
+	}
+	return v, nil
 }
 
 // jsonDecoder walks a document mcp.ValidJSON has accepted, so it need not
@@ -299,6 +318,9 @@ func (d *jsonDecoder) str(blank bool) string {
 	// run of backslashes. A valid document has one.
 	for d.i++; ; {
 		q := bytes.IndexByte(d.data[d.i:], '"')
+		if q < 0 {
+			panic("jsonDecoder: unterminated string") // see decodeChecked
+		}
 		d.i += q + 1
 		n := 0
 		for d.data[d.i-2-n] == '\\' {

@@ -200,3 +200,22 @@ func TestSchemaCacheDropsReplacedSchemas(t *testing.T) {
 		t.Fatalf("the new schema does not validate: %v %v", probs, err)
 	}
 }
+
+// FuzzDecodeChecked: on valid JSON, decodeChecked gives what decodeJSON
+// gives; on anything else it returns (an error or a value) without
+// panicking.
+func FuzzDecodeChecked(f *testing.F) {
+	for _, s := range []string{`{}`, `{"a":[1,"x",{"b":null}]}`, `"s\"q"`, `{"a":}`, `{"a" 1}`, `[`, `"`, `{"a":1} x`, ``, `"o test f`, `{"k":"v} `} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := decodeChecked(data, false)
+		if !mcp.ValidJSON(data) {
+			return
+		}
+		want, werr := decodeJSON(data, false)
+		if (err == nil) != (werr == nil) || !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q: %#v %v, want %#v %v", data, got, err, want, werr)
+		}
+	})
+}

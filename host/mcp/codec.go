@@ -26,9 +26,11 @@ type decoder interface {
 }
 
 // ownedDecoder is a decoder that can also decode from bytes it may keep:
-// ones no one else holds or will change (a response's own copy, in
-// Peer.Call). Its strings then share those bytes instead of copying them,
-// so a 1 MB result is not copied once more to be read.
+// ones no one else holds or will change, and that were validated already
+// (a response's own copy, in Peer.Call, of a frame parseEnvelope
+// accepted). Its strings then share those bytes instead of copying them,
+// and are not scanned again, so a 1 MB result is neither copied nor
+// validated once more to be read.
 type ownedDecoder interface {
 	decodeOwned(b []byte) error
 }
@@ -395,10 +397,15 @@ func stringValue(v []byte, field string) (string, error) {
 
 // readString reads the string (or null) at b[j] into dst, validating it,
 // and returns the index past it. With owned, a string without escapes
-// shares b's memory (see ownedDecoder).
+// shares b's memory, and is not validated again (see ownedDecoder).
 func readString(b []byte, j, depth int, field string, dst *string, owned bool) (int, error) {
 	if j < len(b) && b[j] == '"' {
-		end, escaped, err := skipString(b, j)
+		end, escaped, err := 0, false, error(nil)
+		if owned {
+			end, escaped, err = stringEnd(b, j)
+		} else {
+			end, escaped, err = skipString(b, j)
+		}
 		if err != nil {
 			return end, err
 		}

@@ -148,3 +148,24 @@ func TestLongStrings(t *testing.T) {
 		}
 	}
 }
+
+// FuzzStringEnd: on a string skipString accepts, stringEnd finds the same
+// end and says the same about escapes.
+func FuzzStringEnd(f *testing.F) {
+	for _, s := range []string{`"a"`, `"a\"b"`, `"\\"`, `"\\\""x`, `"\\\\\\"`, `"` + strings.Repeat(`\\`, 20) + `"`, `"\u0041\n"`, `"unterminated`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) == 0 || b[0] != '"' {
+			return
+		}
+		want, wantEsc, err := skipString(b, 0)
+		if err != nil {
+			return
+		}
+		got, gotEsc, err := stringEnd(b, 0)
+		if err != nil || got != want || gotEsc != wantEsc {
+			t.Fatalf("%q: stringEnd %d %v %v, skipString %d %v", b, got, gotEsc, err, want, wantEsc)
+		}
+	})
+}

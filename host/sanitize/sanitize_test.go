@@ -342,7 +342,8 @@ func BenchmarkForDisplay(b *testing.B) {
 	dirtyLine := "\x1b[32mINFO\x1b[0m \x1b]8;;https://example.com\x1b\\link\x1b]8;;\x1b\\ progress\r\x1b[2K50%\u202e!\n"
 	dirty := strings.Repeat(dirtyLine, 2048/len(dirtyLine)+1)[:2048]
 
-	for _, bc := range []struct{ name, in string }{{"clean-2KB", clean}, {"dirty-2KB", dirty}} {
+	plain := strings.Repeat("all printable ASCII, as most tool output is. ", (64<<10)/45)
+	for _, bc := range []struct{ name, in string }{{"clean-2KB", clean}, {"dirty-2KB", dirty}, {"plain-64KB", plain}} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.SetBytes(int64(len(bc.in)))
 			b.ReportAllocs()
