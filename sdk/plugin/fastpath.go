@@ -45,6 +45,9 @@ const (
 // older host, Debug) decisions go over gRPC as before.
 func serveFastPath(s *decideServers) net.Listener {
 	path, tok := os.Getenv(pb.DecideSocketEnv), os.Getenv(pb.DecideTokenEnv)
+	// Read once, and not handed down to processes the plugin starts.
+	os.Unsetenv(pb.DecideSocketEnv)
+	os.Unsetenv(pb.DecideTokenEnv)
 	if path == "" || runtime.GOOS == "windows" {
 		return nil
 	}

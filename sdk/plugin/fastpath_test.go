@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -41,6 +42,9 @@ func TestFastPathServe(t *testing.T) {
 		t.Fatal("no listener")
 	}
 	defer ln.Close()
+	if os.Getenv(pb.DecideTokenEnv) != "" {
+		t.Error("the token stays in the environment for the plugin's own children")
+	}
 
 	dial := func(tok []byte) net.Conn {
 		c, err := net.Dial("unix", sock)
