@@ -901,6 +901,14 @@ func (h *Handler) pumpShared(w http.ResponseWriter, r *http.Request, s *session,
 	defer poll.Stop()
 	idle := 0
 	for {
+		// A newer GET took the stream over: stop before reading on, even
+		// if an event woke this one too (select would pick either, and
+		// the session would get that event on both streams).
+		select {
+		case <-stop:
+			return
+		default:
+		}
 		sctx, cancel := context.WithTimeout(ctx, sharedTimeout)
 		evs, gone, err := h.shared.After(sctx, key, cursor)
 		cancel()
