@@ -314,27 +314,16 @@ func (d *jsonDecoder) value() any {
 // invalid UTF-8 (which becomes U+FFFD) is left to encoding/json.
 func (d *jsonDecoder) str(blank bool) string {
 	start := d.i
-	// The closing quote is the first one not escaped: one after an even
-	// run of backslashes. A valid document has one.
-	for d.i++; ; {
-		q := bytes.IndexByte(d.data[d.i:], '"')
-		if q < 0 {
-			panic("jsonDecoder: unterminated string") // see decodeChecked
-		}
-		d.i += q + 1
-		n := 0
-		for d.data[d.i-2-n] == '\\' {
-			n++
-		}
-		if n%2 == 0 {
-			break
-		}
+	end, escaped, err := mcp.StringEnd(d.data, d.i)
+	if err != nil {
+		panic("jsonDecoder: " + err.Error()) // see decodeChecked
 	}
+	d.i = end
 	if blank {
 		return ""
 	}
-	tok := d.data[start:d.i]
-	if bytes.IndexByte(tok, '\\') < 0 && utf8.Valid(tok) {
+	tok := d.data[start:end]
+	if !escaped && utf8.Valid(tok) {
 		return view(tok[1 : len(tok)-1])
 	}
 	var s string

@@ -400,12 +400,11 @@ func stringValue(v []byte, field string) (string, error) {
 // shares b's memory, and is not validated again (see ownedDecoder).
 func readString(b []byte, j, depth int, field string, dst *string, owned bool) (int, error) {
 	if j < len(b) && b[j] == '"' {
-		end, escaped, err := 0, false, error(nil)
+		scan := skipString
 		if owned {
-			end, escaped, err = stringEnd(b, j)
-		} else {
-			end, escaped, err = skipString(b, j)
+			scan = StringEnd
 		}
+		end, escaped, err := scan(b, j)
 		if err != nil {
 			return end, err
 		}

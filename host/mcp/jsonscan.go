@@ -189,13 +189,14 @@ func plainRun(b []byte, j, quote int) (int, int) {
 	return j, quote
 }
 
-// stringEnd is skipString for a string already validated (a frame
-// parseEnvelope accepted): the closing quote is the first one after an
-// even run of backslashes, found with the runtime's vector search, and
-// nothing else is checked. It falls back to skipString if b is not as
-// promised.
-func stringEnd(b []byte, i int) (int, bool, error) {
-	escaped := false
+// StringEnd returns, for the JSON string starting at b[i] == '"' in a
+// document already validated (a frame parseEnvelope accepted, arguments
+// ValidJSON accepted), the index past its closing quote and whether it
+// holds escapes. The closing quote is the first one after an even run of
+// backslashes, found with the runtime's vector search; nothing else is
+// checked, so a long string costs a fraction of skipString. Should b not
+// be as promised, it answers as skipString does, with an error.
+func StringEnd(b []byte, i int) (end int, escaped bool, err error) {
 	for k := i + 1; ; {
 		q := bytes.IndexByte(b[k:], '"')
 		if q < 0 {
@@ -207,9 +208,9 @@ func stringEnd(b []byte, i int) (int, bool, error) {
 			n++
 		}
 		if n%2 == 0 {
-			return q + 1, escaped || bytes.IndexByte(b[i+1:q], '\\') >= 0, nil
+			return q + 1, bytes.IndexByte(b[i+1:q], '\\') >= 0, nil
 		}
-		escaped, k = true, q+1
+		k = q + 1
 	}
 }
 

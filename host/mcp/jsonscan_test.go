@@ -149,7 +149,7 @@ func TestLongStrings(t *testing.T) {
 	}
 }
 
-// FuzzStringEnd: on a string skipString accepts, stringEnd finds the same
+// FuzzStringEnd: on a string skipString accepts, StringEnd finds the same
 // end and says the same about escapes.
 func FuzzStringEnd(f *testing.F) {
 	for _, s := range []string{`"a"`, `"a\"b"`, `"\\"`, `"\\\""x`, `"\\\\\\"`, `"` + strings.Repeat(`\\`, 20) + `"`, `"\u0041\n"`, `"unterminated`} {
@@ -163,9 +163,9 @@ func FuzzStringEnd(f *testing.F) {
 		if err != nil {
 			return
 		}
-		got, gotEsc, err := stringEnd(b, 0)
+		got, gotEsc, err := StringEnd(b, 0)
 		if err != nil || got != want || gotEsc != wantEsc {
-			t.Fatalf("%q: stringEnd %d %v %v, skipString %d %v", b, got, gotEsc, err, want, wantEsc)
+			t.Fatalf("%q: StringEnd %d %v %v, skipString %d %v", b, got, gotEsc, err, want, wantEsc)
 		}
 	})
 }
