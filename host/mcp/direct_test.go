@@ -465,7 +465,15 @@ func TestLineBreaksInRawJSON(t *testing.T) {
 	s.AddTool(Tool{Name: "t", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(_ context.Context, r *CallToolRequest) (*CallToolResult, error) {
 		return &CallToolResult{Content: []Content{TextContent(string(r.Arguments))}, StructuredContent: json.RawMessage("{\n  \"a\": [1,\r\n 2]\n}")}, nil
 	})
+	s.AddTool(Tool{Name: "broken", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *CallToolRequest) (*CallToolResult, error) {
+		return &CallToolResult{Content: []Content{TextContent("x")}, StructuredContent: json.RawMessage("{\n\"a\": tru")}, nil
+	})
 	c := connectDirect(t, s, ClientOptions{})
+	// Raw JSON that is not JSON at all becomes an error response, not a
+	// broken frame.
+	if _, err := c.CallTool(context.Background(), "broken", nil, nil); err == nil || !strings.Contains(err.Error(), "encoding result: the message is not valid JSON") {
+		t.Fatalf("a result with broken raw JSON: %v", err)
+	}
 	for range 2 {
 		res, err := c.CallTool(context.Background(), "t", json.RawMessage("{\n\"k\":\n\"v\"}"), nil)
 		if err != nil {

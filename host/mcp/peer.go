@@ -754,28 +754,30 @@ func (p *Peer) send(ctx context.Context, id int64, method string, params any) er
 	if err != nil {
 		return err
 	}
-	if b, err = p.oneLine(b); err != nil {
+	if b, err = p.oneLine(b, 0); err != nil {
 		return fmt.Errorf("%s: encoding params: %w", method, err)
 	}
 	return p.flush(ctx, b, id)
 }
 
-// oneLine returns frame b without line breaks, for a conn that delimits
-// frames by newlines (a FrameWriter). JSON allows a newline only between
-// tokens, and raw JSON spliced into a frame (arguments a client sent
-// pretty-printed over HTTP, a json.RawMessage an embedder passed) may have
-// some: written as is, the other side would read two broken frames, and
-// a stdio server would end the session. The check is a vector search; a
-// frame that has one is compacted, and one that is not JSON at all (raw
-// params that were never checked) is refused rather than written.
-func (p *Peer) oneLine(b []byte) ([]byte, error) {
-	if p.fw == nil || bytes.IndexByte(b, '\n') < 0 {
+// oneLine returns b with the JSON value b[from:] free of line breaks, for
+// a conn that delimits frames by newlines (a FrameWriter). JSON allows a
+// newline only between tokens, and raw JSON spliced into a frame
+// (arguments a client sent pretty-printed over HTTP, a json.RawMessage an
+// embedder passed, a result's raw structured content) may have some:
+// written as is, the other side would read two broken frames, and a
+// stdio server would end the session. The check is a vector search; a
+// value that has one is compacted, and one that is not JSON at all (raw
+// JSON that was never checked) is refused rather than written.
+func (p *Peer) oneLine(b []byte, from int) ([]byte, error) {
+	if p.fw == nil || bytes.IndexByte(b[from:], '\n') < 0 {
 		return b, nil
 	}
 	var out bytes.Buffer
 	out.Grow(len(b))
-	if err := json.Compact(&out, b); err != nil {
-		return nil, fmt.Errorf("the message is not valid JSON: %w", err)
+	out.Write(b[:from])
+	if err := json.Compact(&out, b[from:]); err != nil {
+		return b, fmt.Errorf("the message is not valid JSON: %w", err)
 	}
 	return out.Bytes(), nil
 }
@@ -896,25 +898,22 @@ func (p *Peer) respond(id json.RawMessage, result any, rerr *RPCError, cork bool
 		b = append(b, body...)
 	} else {
 		b = append(b, `,"result":`...)
+		mark := len(b)
+		var err error
 		if direct {
-			var err error
-			mark := len(b)
-			if b, err = app.appendJSON(b); err != nil {
-				eb, _ := json.Marshal(&RPCError{Code: CodeInternalError, Message: "encoding result: " + err.Error()})
-				b = append(append(b[:mark-len(`"result":`)], `"error":`...), eb...)
-			}
+			b, err = app.appendJSON(b)
 		} else {
 			b = append(b, body...)
 		}
+		if err == nil {
+			b, err = p.oneLine(b, mark)
+		}
+		if err != nil {
+			eb, _ := json.Marshal(&RPCError{Code: CodeInternalError, Message: "encoding result: " + err.Error()})
+			b = append(append(b[:mark-len(`"result":`)], `"error":`...), eb...)
+		}
 	}
 	b = append(b, '}')
-	if one, err := p.oneLine(b); err != nil {
-		eb, _ := json.Marshal(&RPCError{Code: CodeInternalError, Message: "encoding result: " + err.Error()})
-		b = append(append(append(append(b[:0], `{"jsonrpc":"2.0","id":`...), id...), `,"error":`...), eb...)
-		b = append(b, '}')
-	} else {
-		b = one
-	}
 	if cork {
 		p.keepBuf(b)
 		p.pend = append(append(p.pend, b...), '\n')
