@@ -100,10 +100,7 @@ func (ds *decisionStream) call(ctx context.Context, req *pb.DecideRequest) (*pb.
 	select {
 	case r := <-ch:
 		chanPool.Put(ch)
-		if r.Code != 0 {
-			return nil, status.Error(codes.Code(r.Code), r.Error)
-		}
-		return r, nil
+		return answered(r)
 	case <-ctx.Done():
 		if ds.forget(seq) {
 			ds.smu.Lock()
@@ -162,3 +159,12 @@ func (i *instance) decisions(sanitizer bool) (*decisionStream, error) {
 }
 
 var errUnary = errors.New("plugin: Decisions not implemented")
+
+// answered is a response of the Decisions stream or the fast path, which
+// carry a failed call as a code and message: as the unary call's error.
+func answered(r *pb.DecideResponse) (*pb.DecideResponse, error) {
+	if r.Code != 0 {
+		return nil, status.Error(codes.Code(r.Code), r.Error)
+	}
+	return r, nil
+}

@@ -110,7 +110,7 @@ func (f *fastPath) call(ctx context.Context, kind byte, req *pb.DecideRequest) (
 		return nil, &fastError{err: err}
 	}
 	f.put(c)
-	return resp, nil
+	return answered(resp)
 }
 
 func (c *fastConn) roundTrip() (*pb.DecideResponse, error) {

@@ -244,9 +244,6 @@ func (l *Link) send(ctx context.Context, inst *instance, req *pb.DecideRequest) 
 			kind = pb.KindSanitizer
 		}
 		resp, err := inst.fast.call(ctx, kind, req)
-		if err == nil && resp.Code != 0 {
-			return nil, status.Error(codes.Code(resp.Code), resp.Error)
-		}
 		if !errors.Is(err, errNoFastPath) {
 			return resp, err
 		}

@@ -125,14 +125,14 @@ func serveFastConn(c net.Conn, token []byte, s *decideServers) {
 func (s *decideServers) decide(body []byte) *pb.DecideResponse {
 	kind, deadline, req, err := pb.ParseDecideRequest(body)
 	if err != nil {
-		return &pb.DecideResponse{Code: int32(codes.InvalidArgument), Error: err.Error()}
+		return failed(status.Error(codes.InvalidArgument, err.Error()))
 	}
 	d, what := s.policy.Load(), "Decide"
 	if kind == pb.KindSanitizer {
 		d, what = s.sanitizer.Load(), "Sanitize"
 	}
 	if d == nil {
-		return &pb.DecideResponse{Code: int32(codes.Unimplemented), Error: "the plugin does not serve " + what}
+		return failed(status.Error(codes.Unimplemented, "the plugin does not serve "+what))
 	}
 	ctx := context.Background()
 	if !deadline.IsZero() {
@@ -142,8 +142,7 @@ func (s *decideServers) decide(body []byte) *pb.DecideResponse {
 	}
 	resp, err := d.decide(ctx, req, what)
 	if err != nil {
-		st := status.Convert(err)
-		return &pb.DecideResponse{Code: int32(st.Code()), Error: st.Message()}
+		return failed(err)
 	}
 	return resp
 }

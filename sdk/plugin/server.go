@@ -299,6 +299,13 @@ func (d *deciders) decide(ctx context.Context, req *pb.DecideRequest, what strin
 	return &pb.DecideResponse{Decision: b}, nil
 }
 
+// failed is a failed call as a response, its status as code and message:
+// how the Decisions stream and the fast path report one.
+func failed(err error) *pb.DecideResponse {
+	st := status.Convert(err)
+	return &pb.DecideResponse{Code: int32(st.Code()), Error: st.Message()}
+}
+
 // decisions serves the Decisions stream: each request runs in its own
 // goroutine (a slow or hung decision must not hold up the others) and its
 // answer goes back tagged with its seq.
@@ -346,8 +353,7 @@ func (d *deciders) decisions(stream grpc.BidiStreamingServer[pb.DecideRequest, p
 			cmu.Unlock()
 			cancel()
 			if err != nil {
-				st := status.Convert(err)
-				resp = &pb.DecideResponse{Code: int32(st.Code()), Error: st.Message()}
+				resp = failed(err)
 			}
 			resp.Seq = req.Seq
 			smu.Lock()
