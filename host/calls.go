@@ -136,14 +136,17 @@ func (h *Host) prepareCall(ctx context.Context, agent, name string, args any) (*
 	tr := policy.TraceFrom(ctx)
 	start := tr.Now()
 	err = h.perms.Check(ctx, policy.ConfirmRequest{Agent: agent, Server: server, Tool: toolName, Method: mcp.MethodToolsCall, Arguments: raw})
-	var ask *policy.WouldAskError
-	switch {
-	case errors.As(err, &ask): // a dry run: say so, and go on
+	if err != nil {
+		// ask is on the heap (errors.As takes its address), so only a
+		// refused call pays for it.
+		var ask *policy.WouldAskError
+		if !errors.As(err, &ask) {
+			tr.Builtin("permission", mcp.MethodToolsCall, err, start)
+			return nil, err
+		}
+		// A dry run: say so, and go on.
 		tr.Add(policy.Step{Link: "permission", Method: mcp.MethodToolsCall, Action: policy.ActionAsk, Reason: ask.Error()})
-	case err != nil:
-		tr.Builtin("permission", mcp.MethodToolsCall, err, start)
-		return nil, err
-	default:
+	} else {
 		tr.Builtin("permission", mcp.MethodToolsCall, nil, start)
 	}
 	if err := h.loadChain(ctx); err != nil {

@@ -270,29 +270,32 @@ func (s *session) related(ctx context.Context, server string) context.Context {
 	return mcp.WithRelatedRequest(ctx, id)
 }
 
-// track records a client request in flight to server; the returned func
-// forgets it.
-func (s *session) track(ctx context.Context, server string) func() {
+// track records a client request in flight to server; untrack, with
+// what track returned, forgets it.
+func (s *session) track(ctx context.Context, server string) json.RawMessage {
 	id := mcp.RelatedRequest(ctx)
 	if id == nil {
-		return func() {}
+		return nil
 	}
 	s.mu.Lock()
 	s.calls[server] = append(s.calls[server], id)
 	s.mu.Unlock()
-	return func() {
-		s.mu.Lock()
-		ids := s.calls[server]
-		for i := len(ids) - 1; i >= 0; i-- {
-			if string(ids[i]) == string(id) {
-				s.calls[server] = slices.Delete(ids, i, i+1)
-				break
-			}
+	return id
+}
+
+func (s *session) untrack(server string, id json.RawMessage) {
+	if id == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := s.calls[server]
+	for i := len(ids) - 1; i >= 0; i-- {
+		if string(ids[i]) == string(id) {
+			// The emptied slice stays, for the server's next call.
+			s.calls[server] = slices.Delete(ids, i, i+1)
+			return
 		}
-		if len(s.calls[server]) == 0 {
-			delete(s.calls, server)
-		}
-		s.mu.Unlock()
 	}
 }
 
@@ -479,7 +482,7 @@ func (s *session) call(ctx, nctx context.Context, p mcp.CallToolParams) (any, er
 		args = json.RawMessage("{}")
 	}
 	if server, ok := s.serverOf(p.Name); ok {
-		defer s.track(ctx, server)()
+		defer s.untrack(server, s.track(ctx, server))
 	}
 	if tc := traceContext(p.Meta); tc != nil {
 		ctx = host.WithTraceContext(ctx, tc)
@@ -531,7 +534,7 @@ func (s *session) readResource(ctx context.Context, params json.RawMessage) (any
 	if err != nil {
 		return nil, err
 	}
-	defer s.track(ctx, server)()
+	defer s.untrack(server, s.track(ctx, server))
 	res, err := s.host().ReadResource(ctx, s.agent, server, uri)
 	if err != nil {
 		return nil, rpcErrorOf(err)
@@ -638,7 +641,7 @@ func (s *session) getPrompt(ctx context.Context, params json.RawMessage) (any, e
 	if err != nil {
 		return nil, err
 	}
-	defer s.track(ctx, ref.server)()
+	defer s.untrack(ref.server, s.track(ctx, ref.server))
 	res, err := s.host().GetPrompt(ctx, s.agent, ref.server, ref.name, p.Arguments)
 	if err != nil {
 		return nil, rpcErrorOf(err)
@@ -916,8 +919,12 @@ func oneLine(err error) string {
 func traceContext(meta mcp.Meta) map[string]string {
 	var out map[string]string
 	for _, k := range []string{"traceparent", "tracestate"} {
-		var v string
-		if raw, ok := meta[k]; ok && json.Unmarshal(raw, &v) == nil && v != "" && len(v) <= 512 {
+		raw, ok := meta[k]
+		if !ok {
+			continue
+		}
+		var v string // on the heap, so only for a member that is there
+		if json.Unmarshal(raw, &v) == nil && v != "" && len(v) <= 512 {
 			if out == nil {
 				out = map[string]string{}
 			}

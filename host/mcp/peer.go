@@ -177,7 +177,11 @@ type Peer struct {
 	active   int
 	queue    []*inbound
 	baseCtx  context.Context
-	valueCtx context.Context // baseCtx without its cancellation (reqCtx)
+	// valueCtx is what a request's context (reqCtx) holds beneath its own
+	// cancellation: the session's values, of which there are none.
+	// Background, not context.WithoutCancel(baseCtx): that one allocates
+	// on every Value lookup, and a call makes several.
+	valueCtx context.Context
 	stop     context.CancelFunc
 
 	done    chan struct{}
@@ -237,7 +241,7 @@ func NewPeer(conn Conn, opts PeerOptions) *Peer {
 		progress: make(map[string]*call),
 		incoming: make(map[reqKey]*reqCtx),
 		baseCtx:  ctx,
-		valueCtx: context.WithoutCancel(ctx),
+		valueCtx: context.Background(),
 		stop:     cancel,
 		done:     make(chan struct{}),
 	}
@@ -557,8 +561,7 @@ func (p *Peer) finish(id int64, c *call, r reply) (json.RawMessage, error) {
 // deadline passed, ctx ended, or the next frame needs ReadMessage. It
 // always gives up the role before it returns.
 func (p *Peer) readOwn(ctx context.Context, c *call, deadline *time.Time, hard time.Time, timeout time.Duration) {
-	if ctx.Done() != nil {
-		stop := context.AfterFunc(ctx, func() { p.interrupt(c) })
+	if stop := onDone(ctx, func() { p.interrupt(c) }); stop != nil {
 		defer stop()
 	}
 	ctxDeadline, _ := ctx.Deadline()
@@ -599,6 +602,22 @@ func (p *Peer) readOwn(ctx context.Context, c *call, deadline *time.Time, hard t
 			go p.worker(in)
 		}
 	}
+}
+
+// onDone runs f in a goroutine of its own once ctx is done, as
+// context.AfterFunc does, and returns its stop, or nil when ctx is never
+// done. A context with an AfterFunc of its own (a request's, and the
+// values the host adds over it) gets f directly: context.AfterFunc would
+// first wrap it in a context of its own, which costs every call several
+// allocations and locks.
+func onDone(ctx context.Context, f func()) (stop func() bool) {
+	if a, ok := ctx.(interface{ AfterFunc(func()) func() bool }); ok {
+		return a.AfterFunc(f)
+	}
+	if ctx.Done() == nil {
+		return nil
+	}
+	return context.AfterFunc(ctx, f)
 }
 
 // earliest is the earlier of two deadlines, zero meaning none.

@@ -15,14 +15,22 @@ import (
 // handler asks for it. AfterFunc lets context.WithCancel and
 // context.AfterFunc on it work without a goroutine each.
 type reqCtx struct {
-	context.Context                 // context.WithoutCancel of the session's: values only
+	context.Context                 // the session's values only (Peer.valueCtx)
 	id              json.RawMessage // the request's id, for RelatedRequest
 	handler         Handler         // the Peer's, for HandlerOf
 
-	mu    sync.Mutex
-	done  chan struct{}
-	err   error
-	funcs map[*func()]struct{}
+	mu     sync.Mutex
+	done   chan struct{}
+	err    error
+	funcs  []afterFunc // registered by AfterFunc, in order
+	nextID uint64
+	first  [2]afterFunc // funcs' first storage: a call registers one or two
+}
+
+// afterFunc is a function AfterFunc registered; id tells its stop which.
+type afterFunc struct {
+	id uint64
+	f  func()
 }
 
 func (c *reqCtx) Done() <-chan struct{} {
@@ -46,7 +54,7 @@ type handlerKey struct{}
 func (c *reqCtx) Value(key any) any {
 	switch key.(type) {
 	case relatedKey:
-		return c.id
+		return &c.id // a pointer: boxing the slice would allocate
 	case handlerKey:
 		return c.handler
 	}
@@ -69,15 +77,17 @@ func HandlerOf(ctx context.Context) Handler {
 // request (progress, log messages, sampling, elicitation) on that
 // request's stream.
 func RelatedRequest(ctx context.Context) json.RawMessage {
-	id, _ := ctx.Value(relatedKey{}).(json.RawMessage)
-	return id
+	if id, _ := ctx.Value(relatedKey{}).(*json.RawMessage); id != nil {
+		return *id
+	}
+	return nil
 }
 
 // WithRelatedRequest makes RelatedRequest(ctx) return id: for a handler
 // that sends on behalf of another request than its own (a gateway passing
 // an upstream server's sampling request to the client whose call caused it).
 func WithRelatedRequest(ctx context.Context, id json.RawMessage) context.Context {
-	return context.WithValue(ctx, relatedKey{}, id)
+	return context.WithValue(ctx, relatedKey{}, &id)
 }
 
 func (c *reqCtx) Err() error {
@@ -96,17 +106,29 @@ func (c *reqCtx) AfterFunc(f func()) (stop func() bool) {
 		return func() bool { return false }
 	}
 	if c.funcs == nil {
-		c.funcs = map[*func()]struct{}{}
+		c.funcs = c.first[:0]
 	}
-	key := &f
-	c.funcs[key] = struct{}{}
-	return func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		_, ok := c.funcs[key]
-		delete(c.funcs, key)
-		return ok
+	c.nextID++
+	id := c.nextID
+	c.funcs = append(c.funcs, afterFunc{id, f})
+	return func() bool { return c.stopFunc(id) }
+}
+
+// stopFunc unregisters the function id; it reports whether it was still
+// registered (so it will not run).
+func (c *reqCtx) stopFunc(id uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, a := range c.funcs {
+		if a.id == id {
+			last := len(c.funcs) - 1
+			copy(c.funcs[i:], c.funcs[i+1:])
+			c.funcs[last] = afterFunc{} // let f go
+			c.funcs = c.funcs[:last]
+			return true
+		}
 	}
+	return false
 }
 
 func (c *reqCtx) cancel() {
@@ -119,8 +141,8 @@ func (c *reqCtx) cancel() {
 	if c.done != nil {
 		close(c.done)
 	}
-	for f := range c.funcs {
-		go (*f)()
+	for _, a := range c.funcs {
+		go a.f()
 	}
 	c.funcs = nil
 }

@@ -62,3 +62,54 @@ func TestKeyOf(t *testing.T) {
 		}
 	}
 }
+
+// Functions registered on a request's context run unless stopped, in any
+// mix (stop takes one out of the middle); the request's id is found
+// through the values the host wraps it in, and neither that lookup nor a
+// registration with onDone costs a wrapper context.
+func TestReqCtxAfterFuncs(t *testing.T) {
+	c := &reqCtx{Context: context.Background(), id: json.RawMessage(`7`)}
+	ran := make(chan int, 4)
+	var stops []func() bool
+	for i := range 4 {
+		stops = append(stops, onDone(c, func() { ran <- i }))
+	}
+	if !stops[1]() || !stops[3]() || stops[1]() {
+		t.Fatal("stop did not report what was registered")
+	}
+	c.cancel()
+	got := map[int]bool{}
+	for range 2 {
+		select {
+		case i := <-ran:
+			got[i] = true
+		case <-time.After(5 * time.Second):
+			t.Fatal("a registered func did not run")
+		}
+	}
+	if !got[0] || !got[2] {
+		t.Errorf("ran %v, want 0 and 2", got)
+	}
+	if stops[0]() {
+		t.Error("stop after the func ran reported success")
+	}
+
+	type k struct{}
+	wrapped := context.WithValue(c, k{}, 1)
+	if id := RelatedRequest(wrapped); string(id) != "7" {
+		t.Errorf("RelatedRequest = %s", id)
+	}
+	if id := RelatedRequest(WithRelatedRequest(wrapped, json.RawMessage(`8`))); string(id) != "8" {
+		t.Errorf("RelatedRequest after WithRelatedRequest = %s", id)
+	}
+	if n := testing.AllocsPerRun(100, func() { RelatedRequest(wrapped) }); n != 0 {
+		t.Errorf("RelatedRequest allocates %v times", n)
+	}
+	live := &reqCtx{Context: context.Background()}
+	if n := testing.AllocsPerRun(100, func() { onDone(live, func() {})() }); n > 1 {
+		t.Errorf("onDone and stop allocate %v times, want at most 1 (the stop)", n)
+	}
+	if onDone(context.Background(), func() {}) != nil {
+		t.Error("a context that is never done got a registration")
+	}
+}

@@ -26,7 +26,13 @@ func (c *valueCtx) Value(key any) any {
 }
 
 // AfterFunc is what context.AfterFunc, and so every context derived from
-// c, uses instead of a goroutine of its own.
+// c, uses instead of a goroutine of its own. It hands f straight to the
+// parent's own AfterFunc where there is one: context.AfterFunc would wrap
+// it in a context of its own at every value on the way, several
+// allocations and locks per level on every call.
 func (c *valueCtx) AfterFunc(f func()) (stop func() bool) {
+	if a, ok := c.Context.(interface{ AfterFunc(func()) func() bool }); ok {
+		return a.AfterFunc(f)
+	}
 	return context.AfterFunc(c.Context, f)
 }

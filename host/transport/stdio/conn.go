@@ -87,6 +87,7 @@ type Conn struct {
 
 	writeMu  sync.Mutex
 	writeBuf []byte
+	quick    quickWriter // writes what the pipe takes at once (writeMu)
 
 	exited   chan struct{} // closed after exitCode/exitSig are set
 	exitCode int
@@ -236,6 +237,7 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 		stderrRing: newRing(cfg.StderrLines),
 		noiseRing:  newRing(noiseRingSize),
 	}
+	c.quick.init(inW)
 	c.frames = newFrameReader(outR, frameBufSize, cfg.MaxFrame, c.onNoise)
 	c.directOK = outR.SetReadDeadline(time.Time{}) == nil
 	c.rd = mcp.NewReadDeadline(outR.SetReadDeadline)
@@ -420,15 +422,22 @@ func (c *Conn) writable(ctx context.Context) error {
 }
 
 // writeLocked writes b with ctx able to interrupt a blocked write; the
-// caller holds writeMu.
+// caller holds writeMu. What the pipe takes at once (a whole frame,
+// usually) is written first and needs no watcher; only the rest, which
+// waits for the server to read, is written under one, since registering
+// with ctx costs more than a write.
 func (c *Conn) writeLocked(ctx context.Context, b []byte) error {
+	done := c.quick.write(b)
+	if done == len(b) {
+		return nil
+	}
 	stop := c.watchWrite(ctx)
-	n, err := c.stdin.Write(b)
+	n, err := c.stdin.Write(b[done:])
 	stop()
 	if err == nil {
 		return nil
 	}
-	return c.writeFailed(ctx, n, len(b), err)
+	return c.writeFailed(ctx, done+n, len(b), err)
 }
 
 // watchWrite arms a write deadline that fires when ctx is done. The returned

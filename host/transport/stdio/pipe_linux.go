@@ -1,7 +1,9 @@
 package stdio
 
 import (
+	"errors"
 	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -33,4 +35,50 @@ func stdoutPipe() (stdoutReader, *os.File, error) {
 		return nil, nil, err
 	}
 	return r, w, nil
+}
+
+// quickWriter writes to the server's stdin what the pipe takes without
+// waiting. Its function is made once, so a write allocates nothing.
+type quickWriter struct {
+	rc  syscall.RawConn
+	fn  func(fd uintptr) bool
+	buf []byte
+	n   int
+}
+
+func (q *quickWriter) init(f *os.File) {
+	if rc, err := f.SyscallConn(); err == nil {
+		q.rc, q.fn = rc, q.raw
+	}
+}
+
+// write writes as much of b as the pipe takes now and returns how much;
+// anything else (a full pipe, an error) is left to the ordinary write,
+// which waits or reports it.
+func (q *quickWriter) write(b []byte) int {
+	if q.rc == nil {
+		return 0
+	}
+	q.buf, q.n = b, 0
+	err := q.rc.Write(q.fn)
+	n := q.n
+	q.buf = nil
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+func (q *quickWriter) raw(fd uintptr) bool {
+	for q.n < len(q.buf) {
+		n, err := unix.Write(int(fd), q.buf[q.n:])
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil || n <= 0 {
+			break
+		}
+		q.n += n
+	}
+	return true // never wait here
 }

@@ -1,6 +1,7 @@
 package stdio
 
 import (
+	"context"
 	"errors"
 	"os"
 	"testing"
@@ -65,4 +66,23 @@ func TestReadMessageBeforeFallback(t *testing.T) {
 	newPollReader = func(int) (stdoutReader, error) { return nil, errors.New("eventfd refused") }
 	t.Run("deadlines", TestReadMessageBefore)
 	t.Run("noise-and-exit", TestReadMessageBeforeNoiseAndExit)
+}
+
+// A frame the pipe takes at once is written without registering with the
+// caller's context (a registration per write cost more than the write):
+// a cancellable write allocates nothing.
+func TestQuickWriteAllocatesNothing(t *testing.T) {
+	c, _ := startFake(t, "noread", nil)
+	mustRead(t, c)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	frame := []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")
+	// 100 runs of 56 bytes fit in any pipe buffer, so none waits.
+	if n := testing.AllocsPerRun(100, func() {
+		if err := c.WriteFrames(ctx, frame); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("a write allocates %v times", n)
+	}
 }

@@ -13,3 +13,10 @@ func stdoutPipe() (stdoutReader, *os.File, error) {
 	}
 	return r, w, nil
 }
+
+// quickWriter: elsewhere every write goes through the ordinary, watched
+// write (see the Linux one).
+type quickWriter struct{}
+
+func (quickWriter) init(*os.File)    {}
+func (quickWriter) write([]byte) int { return 0 }
