@@ -88,10 +88,12 @@ type DirectReader interface {
 	// on some systems have no deadlines); the Peer asks once.
 	DirectReads() bool
 	// ReadMessageBefore is ReadMessage bounded by deadline. It returns
-	// ErrReadTimeout, having consumed nothing, when the deadline passes or
-	// InterruptRead is called, and ErrNotDirect when the next frame cannot
-	// be read this way (it has only partly arrived, or the stream failed):
-	// ReadMessage then finishes it or reports the failure.
+	// ErrReadTimeout when the deadline passes or InterruptRead is called,
+	// losing nothing: a frame that has partly arrived is finished by the
+	// next read, of either kind. It returns ErrNotDirect when the next
+	// frame cannot be read this way (a conn may say so of one that has
+	// partly arrived; or the stream failed): ReadMessage then finishes it
+	// or reports the failure.
 	ReadMessageBefore(deadline time.Time) ([]byte, error)
 	// InterruptRead makes a ReadMessageBefore in progress, or else the
 	// next one, return ErrReadTimeout. Any goroutine may call it.

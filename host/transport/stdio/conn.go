@@ -302,9 +302,10 @@ func (c *Conn) FrameOwned() bool { return c.frames.owned }
 func (c *Conn) DirectReads() bool { return c.directOK }
 
 // ReadMessageBefore returns the next frame if it arrives before deadline;
-// see mcp.DirectReader. It waits only while nothing is buffered, so a
-// timeout never splits a frame; a frame that has only partly arrived, a
-// read error and anything after the exit are left to ReadMessage.
+// see mcp.DirectReader. The part of a frame that has come moves to the
+// frame's collector before a wait, so a timeout loses nothing and the
+// next read goes on with the frame; a read error and anything after the
+// exit are left to ReadMessage.
 func (c *Conn) ReadMessageBefore(deadline time.Time) ([]byte, error) {
 	if !c.directOK || c.closing.Load() || c.fatalErr() != nil {
 		return nil, mcp.ErrNotDirect
@@ -321,7 +322,18 @@ func (c *Conn) ReadMessageBefore(deadline time.Time) ([]byte, error) {
 			}
 			continue // a blank or noise line
 		case partBuffered:
-			return nil, mcp.ErrNotDirect
+			// A frame that has partly come (a large one, usually): that
+			// part moves aside and the wait below is for the rest, on
+			// this goroutine too (handing it to a reader of its own costs
+			// a wake-up on every large reply).
+			frame, err := c.frames.gather()
+			if err != nil {
+				return nil, c.readFailed(err)
+			}
+			if !frame {
+				return nil, mcp.ErrNotDirect // noise: ReadMessage skips it
+			}
+			continue
 		}
 		if err := c.rd.Arm(deadline); err != nil {
 			return nil, err

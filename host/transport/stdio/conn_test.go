@@ -622,23 +622,15 @@ func TestReadMessageBefore(t *testing.T) {
 		t.Fatalf("after interrupts: %q, %v", b, err)
 	}
 
-	// A frame longer than the read buffer: not direct, and ReadMessage
-	// (without the old deadline) returns it whole.
+	// A frame longer than the read buffer is read directly too, whole.
 	big := `{"big":"` + strings.Repeat("z", 200<<10) + `"}`
 	mustWrite(t, c, big)
-	var err error
-	for {
-		var b []byte
+	b, err := c.ReadMessageBefore(soon(10 * time.Second))
+	for errors.Is(err, mcp.ErrReadTimeout) {
 		b, err = c.ReadMessageBefore(soon(10 * time.Second))
-		if err == nil {
-			t.Fatalf("got %d bytes of a frame that cannot be buffered whole", len(b))
-		}
-		if errors.Is(err, mcp.ErrNotDirect) {
-			break
-		}
 	}
-	if got := mustRead(t, c); got != big {
-		t.Fatalf("large frame: %d bytes, want %d", len(got), len(big))
+	if err != nil || string(b) != big || !c.FrameOwned() {
+		t.Fatalf("large frame: %d bytes (owned %v), %v; want %d", len(b), c.FrameOwned(), err, len(big))
 	}
 	// The next ReadMessage has no deadline left from the direct reads: not
 	// even one that has passed, and it waits until the frame comes.
@@ -658,6 +650,49 @@ func TestReadMessageBefore(t *testing.T) {
 	mustWrite(t, c, `{"id":3}`)
 	if b, err := <-got, <-errc; err != nil || b != `{"id":3}` {
 		t.Fatalf("got %q, %v", b, err)
+	}
+}
+
+// A deadline that passes while a long frame is half there loses nothing:
+// what came stays collected, and the next read, of either kind, finishes
+// the frame.
+func TestReadMessageBeforeLongFrameInParts(t *testing.T) {
+	for _, finish := range []string{"direct", "ReadMessage"} {
+		t.Run(finish, func(t *testing.T) {
+			c, _ := startFake(t, "parts", nil)
+			head := `{"big":"` + strings.Repeat("y", 150<<10)
+			mustWrite(t, c, head)
+			stop := time.Now().Add(10 * time.Second)
+			for !c.frames.collecting {
+				if time.Now().After(stop) {
+					t.Fatal("the head of the frame was never collected")
+				}
+				if _, err := c.ReadMessageBefore(time.Now().Add(20 * time.Millisecond)); !errors.Is(err, mcp.ErrReadTimeout) {
+					t.Fatalf("half a frame: %v, want mcp.ErrReadTimeout", err)
+				}
+			}
+			tail := strings.Repeat("y", 100<<10) + `"}`
+			mustWrite(t, c, tail)
+			mustWrite(t, c, ".")
+			var b []byte
+			var err error
+			if finish == "direct" {
+				b, err = c.ReadMessageBefore(time.Now().Add(10 * time.Second))
+				for errors.Is(err, mcp.ErrReadTimeout) {
+					b, err = c.ReadMessageBefore(time.Now().Add(10 * time.Second))
+				}
+			} else {
+				b, err = c.ReadMessage()
+			}
+			if err != nil || string(b) != head+tail {
+				t.Fatalf("got %d bytes, %v; want %d", len(b), err, len(head+tail))
+			}
+			mustWrite(t, c, `{"id":1}`)
+			mustWrite(t, c, ".")
+			if got := mustRead(t, c); got != `{"id":1}` {
+				t.Fatalf("the next frame: %q", got)
+			}
+		})
 	}
 }
 

@@ -77,6 +77,19 @@ func fakeServer(mode string) int {
 		out.WriteString(strings.Repeat("a", 11<<20))
 		say("\"}\n")
 		forever()
+	case "parts":
+		// Each line comes out without its newline, and a line "." is a
+		// newline: a test sends one frame in parts.
+		for {
+			line, err := in.ReadString('\n')
+			if err != nil {
+				return 0
+			}
+			if line = strings.TrimSuffix(line, "\n"); line == "." {
+				line = "\n"
+			}
+			say("%s", line)
+		}
 	case "exit3":
 		fmt.Fprintln(os.Stderr, "starting")
 		fmt.Fprintln(os.Stderr, "fatal: something broke")

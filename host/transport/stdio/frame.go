@@ -36,6 +36,10 @@ type frameReader struct {
 	limit int
 	long  longframe.Collector // a frame longer than the bufio buffer
 	owned bool                // the last frame is the caller's (a long one)
+	// collecting: the start of a long frame is in long and the rest is
+	// still to be read. A direct read that runs out of time leaves it so,
+	// and the next read, direct or not, goes on from there.
+	collecting bool
 
 	// noise is called with (at most maxKeptLine bytes of) each non-JSON line;
 	// the slice is only valid during the call.
@@ -97,6 +101,9 @@ func (f *frameReader) frameBuffered() bool {
 	if f.buffered() != lineBuffered {
 		return false
 	}
+	if f.collecting {
+		return true // the end of the frame being collected
+	}
 	b, _ := f.r.Peek(f.r.Buffered())
 	b = trimLeftSpace(b)
 	return len(b) > 0 && isFrameStart(b[0])
@@ -107,6 +114,37 @@ func (f *frameReader) frameBuffered() bool {
 func (f *frameReader) wait() error {
 	_, err := f.r.Peek(1)
 	return err
+}
+
+// gather moves the start of a line that has no end yet from the buffer
+// into the frame being collected, or starts collecting one with it,
+// reading nothing; so a direct read waits for the rest of a frame, and
+// gives up at its deadline, without losing what came, and reads and scans
+// each byte once however long the frame. It reports false, consuming
+// nothing, when the line is not a frame at all (noise, which line skips).
+func (f *frameReader) gather() (bool, error) {
+	b, _ := f.r.Peek(f.r.Buffered())
+	if !f.collecting {
+		head := trimLeftSpace(b)
+		if len(head) > 0 && !isFrameStart(head[0]) {
+			return false, nil
+		}
+		_, _ = f.r.Discard(len(b) - len(head)) // whitespace before a frame
+		if len(head) == 0 {
+			return true, nil
+		}
+		b = head
+		f.long.Reset()
+		f.collecting = true
+	}
+	if f.long.Len()+len(b) > f.limit+f.r.Size() {
+		f.long.Reset()
+		f.collecting = false
+		return true, errFrameTooLarge
+	}
+	f.long.Add(b)
+	_, _ = f.r.Discard(len(b))
+	return true, nil
 }
 
 // next returns the next frame without surrounding whitespace. The slice is
@@ -125,6 +163,9 @@ func (f *frameReader) next() ([]byte, error) {
 // blank or noise. When buffered reports lineBuffered it reads nothing more.
 func (f *frameReader) line() ([]byte, error) {
 	f.owned = false
+	if f.collecting {
+		return f.collect()
+	}
 	chunk, err := f.r.ReadSlice('\n')
 	switch {
 	case err == bufio.ErrBufferFull:
@@ -165,10 +206,17 @@ func (f *frameReader) line() ([]byte, error) {
 func (f *frameReader) longFrame(head []byte) ([]byte, error) {
 	f.long.Reset()
 	f.long.Add(head)
+	f.collecting = true
+	return f.collect()
+}
+
+// collect reads the rest of the long frame being collected.
+func (f *frameReader) collect() ([]byte, error) {
 	for {
 		chunk, err := f.r.ReadSlice('\n')
 		if err != nil && err != bufio.ErrBufferFull && err != io.EOF {
 			f.long.Reset()
+			f.collecting = false
 			return nil, err
 		}
 		// Trailing whitespace is tolerated up to one buffer beyond the limit,
@@ -176,10 +224,12 @@ func (f *frameReader) longFrame(head []byte) ([]byte, error) {
 		// whitespace began.
 		if f.long.Len()+len(chunk) > f.limit+f.r.Size() {
 			f.long.Reset()
+			f.collecting = false
 			return nil, errFrameTooLarge
 		}
 		if err != bufio.ErrBufferFull {
 			// End of line, or the unterminated last line at EOF.
+			f.collecting = false
 			line := trimSpace(f.long.Take(chunk))
 			if len(line) > f.limit {
 				return nil, errFrameTooLarge

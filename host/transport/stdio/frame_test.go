@@ -116,10 +116,16 @@ func FuzzFrameReader(f *testing.F) {
 	f.Add([]byte("{}\n{\"no\":\"newline\"}"), uint16(64))
 	f.Add([]byte(strings.Repeat(" ", 40)+"{}"+strings.Repeat(" \r", 30)+"\n"), uint16(4))
 	f.Add([]byte("{}\r\r\n[]\r"), uint16(2))
+	f.Add([]byte("{\""+strings.Repeat("x", 100)+"\"}\n  {}\n"), uint16(0x8000|200))
+	f.Add([]byte(strings.Repeat(" ", 40)+"{\"a\":\""+strings.Repeat("y", 60)+"\"}\nnoise "+strings.Repeat("n", 40)+"\n[]"), uint16(0x8000|50))
 	f.Fuzz(func(t *testing.T, data []byte, lim uint16) {
 		limit := int(lim%4096) + 1
+		// The high bit reads the way Conn.ReadMessageBefore does, from a
+		// source that times out at every other read.
+		direct := lim&0x8000 != 0
+		src := &flakyReader{data: data, flaky: direct}
 		var noise [][]byte
-		fr := newFrameReader(bytes.NewReader(data), 16, limit, func(l []byte) {
+		fr := newFrameReader(src, 16, limit, func(l []byte) {
 			if len(l) == 0 || len(l) > maxKeptLine {
 				t.Fatalf("noise line of %d bytes", len(l))
 			}
@@ -130,7 +136,11 @@ func FuzzFrameReader(f *testing.F) {
 			if i > len(data)+2 {
 				t.Fatal("frameReader does not terminate")
 			}
-			frame, err := fr.next()
+			next := fr.next
+			if direct {
+				next = func() ([]byte, error) { return directNext(fr, src) }
+			}
+			frame, err := next()
 			if err != nil {
 				if errors.Is(err, errFrameTooLarge) {
 					// Allowed only for a frame over the limit, or (the
@@ -161,6 +171,67 @@ func FuzzFrameReader(f *testing.F) {
 			want = want[1:]
 		}
 	})
+}
+
+// errTick is flakyReader's timeout.
+var errTick = errors.New("deadline")
+
+// flakyReader gives data out seven bytes at a time; when flaky, every
+// other read times out instead.
+type flakyReader struct {
+	data  []byte
+	flaky bool
+	tick  bool
+}
+
+func (r *flakyReader) Read(p []byte) (int, error) {
+	if r.flaky {
+		if r.tick = !r.tick; r.tick {
+			return 0, errTick
+		}
+	}
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p[:min(len(p), 7)], r.data)
+	r.data = r.data[n:]
+	return n, nil
+}
+
+// directNext reads the next frame as Conn.ReadMessageBefore does, timing
+// out and trying again, and falls back to next (without timeouts) where
+// it gives up, as the Peer then calls ReadMessage.
+func directNext(fr *frameReader, src *flakyReader) ([]byte, error) {
+	fallback := func() ([]byte, error) {
+		src.flaky = false
+		defer func() { src.flaky = true }()
+		return fr.next()
+	}
+	for {
+		switch fr.buffered() {
+		case lineBuffered:
+			frame, err := fr.line()
+			if err != nil || frame != nil {
+				return frame, err
+			}
+			continue
+		case partBuffered:
+			ok, err := fr.gather()
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				return fallback()
+			}
+			continue
+		}
+		if err := fr.wait(); err != nil {
+			if err == errTick {
+				continue
+			}
+			return fallback()
+		}
+	}
 }
 
 type refFrame struct {
