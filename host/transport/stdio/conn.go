@@ -88,6 +88,7 @@ type Conn struct {
 	writeMu  sync.Mutex
 	writeBuf []byte
 	quick    quickWriter // writes what the pipe takes at once (writeMu)
+	grown    int         // pipes grown to pipeSize, given back at Close
 
 	exited   chan struct{} // closed after exitCode/exitSig are set
 	exitCode int
@@ -215,6 +216,7 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 			return fail(Other, pathSeen, err)
 		}
 	}
+	grown := growPipes(inW, outW)
 	// The child holds its ends now; keeping ours open would hide its EOFs.
 	_ = inR.Close()
 	_ = outW.Close()
@@ -230,6 +232,7 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 		grp:        grp,
 		pid:        cmd.Process.Pid,
 		stdin:      inW,
+		grown:      grown,
 		stdout:     outR,
 		stderr:     errR,
 		exited:     make(chan struct{}),
@@ -529,6 +532,7 @@ func (c *Conn) shutdown() {
 	t.Stop()
 	_ = c.stderr.Close()
 	<-c.stderrDone
+	releasePipes(c.grown)
 }
 
 func (c *Conn) waitExit(d time.Duration) bool {

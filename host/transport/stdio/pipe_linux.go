@@ -3,6 +3,10 @@ package stdio
 import (
 	"errors"
 	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -81,4 +85,84 @@ func (q *quickWriter) raw(fd uintptr) bool {
 		q.n += n
 	}
 	return true // never wait here
+}
+
+// pipeSize is what the pipes to and from a server are grown to from the
+// default 64 KB: a large message then crosses in a quarter of the system
+// calls and wake-ups (measured with 64 KB arguments and results: the
+// client's CPU per byte down by a third, 1 MB ones by a sixth). 1 MB pipes
+// bought little more.
+const pipeSize = 256 << 10
+
+// pipeBudget is how many more pipes this process may grow. The kernel
+// charges a user's pipe pages against fs.pipe-user-pages-soft and, past
+// it, gives every new pipe of that user (other programs' too) a single
+// page; a gateway with many servers must not do that to its machine, so
+// Nexus takes at most a quarter of the limit and the rest of its pipes
+// keep the default size.
+var pipeBudget struct {
+	once sync.Once
+	left atomic.Int64
+}
+
+// pipeSoftLimit reads fs.pipe-user-pages-soft; 0 means no limit.
+var pipeSoftLimit = func() int64 {
+	b, err := os.ReadFile("/proc/sys/fs/pipe-user-pages-soft")
+	if err != nil {
+		return 16384 // the kernel's default
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil || n < 0 {
+		return 16384
+	}
+	return n
+}
+
+func budget() *atomic.Int64 {
+	pipeBudget.once.Do(func() {
+		soft := pipeSoftLimit()
+		if soft == 0 {
+			pipeBudget.left.Store(1 << 40)
+			return
+		}
+		pipeBudget.left.Store(soft / 4 / (pipeSize / int64(os.Getpagesize())))
+	})
+	return &pipeBudget.left
+}
+
+// growPipes grows the pipes of files to pipeSize while the budget lasts
+// and returns how many it grew, for releasePipes. A pipe that cannot grow
+// (a hard limit, an old kernel) keeps its size; that costs only speed.
+func growPipes(files ...*os.File) int {
+	left, grown := budget(), 0
+	for _, f := range files {
+		if left.Add(-1) < 0 {
+			left.Add(1)
+			break
+		}
+		// Control, not Fd: Fd would put our end in blocking mode and
+		// take write deadlines away from it.
+		rc, err := f.SyscallConn()
+		if err == nil {
+			cerr := rc.Control(func(fd uintptr) {
+				_, err = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, pipeSize)
+			})
+			if err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			left.Add(1)
+			continue
+		}
+		grown++
+	}
+	return grown
+}
+
+// releasePipes gives back what growPipes took, once the pipes are closed.
+func releasePipes(n int) {
+	if n > 0 {
+		budget().Add(int64(n))
+	}
 }

@@ -86,3 +86,69 @@ func TestQuickWriteAllocatesNothing(t *testing.T) {
 		t.Errorf("a write allocates %v times", n)
 	}
 }
+
+func sizeOf(t *testing.T, f *os.File) int {
+	t.Helper()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if cerr := rc.Control(func(fd uintptr) { n, err = unix.FcntlInt(fd, unix.F_GETPIPE_SZ, 0) }); cerr != nil || err != nil {
+		t.Fatal(cerr, err)
+	}
+	return n
+}
+
+// The pipes to and from a server are grown while the budget lasts, and
+// Close gives their share back; past the budget, pipes keep their size
+// and the server works all the same.
+func TestPipesGrowWithinBudget(t *testing.T) {
+	left := budget()
+	start := left.Load()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	if n := growPipes(w); n != 1 || sizeOf(t, r) != pipeSize || left.Load() != start-1 {
+		t.Fatalf("grew %d pipes to %d bytes, budget %d -> %d", n, sizeOf(t, r), start, left.Load())
+	}
+	releasePipes(1)
+
+	c, _ := startFake(t, "echo", nil)
+	if c.grown != 2 || left.Load() != start-2 {
+		t.Fatalf("a started server grew %d pipes, budget %d -> %d; want 2", c.grown, start, left.Load())
+	}
+	if sizeOf(t, c.stdin) != pipeSize {
+		t.Fatalf("stdin pipe holds %d bytes", sizeOf(t, c.stdin))
+	}
+	c.Close()
+	if left.Load() != start {
+		t.Fatalf("after Close the budget is %d, want %d back", left.Load(), start)
+	}
+
+	// With the budget spent, nothing grows and nothing is taken.
+	left.Store(1)
+	defer left.Store(start)
+	r2, w2, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	defer w2.Close()
+	before := sizeOf(t, r2)
+	if n := growPipes(w, w2); n != 1 || sizeOf(t, r2) != before || left.Load() != 0 {
+		t.Fatalf("over budget: grew %d, second pipe %d -> %d bytes, budget left %d", n, before, sizeOf(t, r2), left.Load())
+	}
+	c, _ = startFake(t, "echo", nil)
+	defer c.Close()
+	if c.grown != 0 {
+		t.Fatalf("grew %d pipes with no budget", c.grown)
+	}
+	mustWrite(t, c, `{"x":1}`)
+	if got := mustRead(t, c); got != `{"x":1}` {
+		t.Fatalf("echoed %q", got)
+	}
+}

@@ -20,3 +20,7 @@ type quickWriter struct{}
 
 func (quickWriter) init(*os.File)    {}
 func (quickWriter) write([]byte) int { return 0 }
+
+// growPipes: elsewhere pipes keep the size the system gives them.
+func growPipes(...*os.File) int { return 0 }
+func releasePipes(int)          {}
