@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"runtime"
 	"strings"
@@ -382,5 +383,84 @@ func TestBatchesAfterHugeBatch(t *testing.T) {
 		if !seen[m] {
 			t.Errorf("%s was not written intact (saw %v)", m, seen)
 		}
+	}
+}
+
+// frameCheck is a writer that checks each frame it is given holds only
+// its peer's letter in the pad, the way a frame written over by another
+// peer's message would not.
+type frameCheck struct {
+	letter byte
+	mu     sync.Mutex
+	frames int
+	bad    string
+}
+
+func (w *frameCheck) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, line := range bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n")) {
+		w.frames++
+		m, err := ParseMessage(line)
+		pad := bytes.TrimSuffix(bytes.TrimPrefix(m.Params, []byte(`{"pad":"`)), []byte(`"}`))
+		if err != nil || len(bytes.Trim(pad, string(w.letter))) != 0 {
+			w.bad = fmt.Sprintf("frame %d: %.100q (%v)", w.frames, line, err)
+		}
+	}
+	return len(b), nil
+}
+
+// Frames over the kept size are built in buffers pooled across peers: a
+// stream of them reuses a few instead of allocating each, and a buffer
+// goes back to the pool only once written, so peers sending big frames at
+// the same time never write over each other's.
+func TestBigFramesShareBuffersSafely(t *testing.T) {
+	const size = 3 << 19 // 1.5 MiB, over keepMax
+	var peers [3]*Peer
+	var ws [3]*frameCheck
+	var msgs [3]json.RawMessage
+	for i := range peers {
+		pr, pw := io.Pipe()
+		ws[i] = &frameCheck{letter: byte('a' + i)}
+		peers[i] = NewPeer(NewStreamConn(pr, ws[i], 0), PeerOptions{Timeout: time.Minute})
+		peers[i].Start()
+		t.Cleanup(func() { peers[i].Close(); pw.Close() })
+		msgs[i] = json.RawMessage(`{"pad":"` + strings.Repeat(string(rune('a'+i)), size) + `"}`)
+	}
+
+	var wg sync.WaitGroup
+	for i, p := range peers {
+		for range 2 { // two senders per peer: frames queue behind writes too
+			wg.Go(func() {
+				for range 10 {
+					if err := p.Notify(context.Background(), "big/frame", msgs[i]); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	for _, w := range ws {
+		if w.frames != 20 || w.bad != "" {
+			t.Fatalf("peer %c: %d frames written, want 20; garbled: %s", w.letter, w.frames, w.bad)
+		}
+	}
+
+	// One peer sending big frames one after another allocates a fraction
+	// of each (the pool may lose buffers to a GC, and to the race
+	// detector's random drops); building each frame anew costs at least
+	// its size.
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range 20 {
+		if err := peers[0].Notify(context.Background(), "big/frame", msgs[0]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / 20; per > size/2 {
+		t.Errorf("each big frame allocated %d bytes; want under %d, its buffer reused", per, size/2)
 	}
 }
