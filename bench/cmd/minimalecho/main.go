@@ -1,10 +1,11 @@
 // Command minimalecho is a minimal MCP echo server over stdio, written
-// without any MCP or JSON library: it answers initialize, ignores
-// notifications, and answers every other request with a tools/call result
-// whose text is the request's "message" argument, copied as it came (a
-// JSON string stays a JSON string). It does the least work a server can
-// do, so a client round trip against it measures the client; the raw pipe
-// benchmarks compare against it.
+// without any MCP or JSON library: it answers initialize and tools/list
+// (the echo tool of bench/internal/echo), ignores notifications, and
+// answers every other request with a tools/call result whose text is the
+// request's "message" argument, copied as it came (a JSON string stays a
+// JSON string). It does the least work a server can do, so a client
+// round trip against it measures the client; the raw pipe benchmarks
+// compare against it.
 package main
 
 import (
@@ -18,6 +19,15 @@ func main() {
 	var out []byte
 	for {
 		line, err := in.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			// A line longer than the buffer (a large payload).
+			long := append([]byte(nil), line...)
+			for err == bufio.ErrBufferFull {
+				line, err = in.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
+		}
 		if err != nil {
 			return
 		}
@@ -28,6 +38,8 @@ func main() {
 		out = append(append(out[:0], `{"jsonrpc":"2.0","id":`...), id...)
 		if bytes.Contains(line, []byte(`"method":"initialize"`)) {
 			out = append(out, `,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"minimalecho","version":"1"}}}`+"\n"...)
+		} else if bytes.Contains(line, []byte(`"method":"tools/list"`)) {
+			out = append(out, `,"result":{"tools":[{"name":"echo","description":"Echo back a message","inputSchema":{"type":"object","properties":{"message":{"type":"string"}},"required":["message"]}}]}}`+"\n"...)
 		} else {
 			msg, ok := member(line, `"message":`)
 			if !ok {
