@@ -233,19 +233,30 @@ func BenchmarkGatewayStdio(b *testing.B) {
 	}
 }
 
-// BenchmarkGatewayHTTP interleaves a plain net/http POST, the direct stdio
-// call and the call through `nexus serve --listen`, and reports the
-// gateway's p50 over (POST + direct).
+// BenchmarkGatewayHTTP interleaves a plain net/http POST to a server in a
+// process of its own (cmd/postecho: another process, as the gateway is;
+// an in-process server is reached without waking any other process, and
+// is reported too), the direct stdio call and the call through `nexus
+// serve --listen`, and reports the gateway's p50 over (POST + direct),
+// call by call and in blocks of 100.
 func BenchmarkGatewayHTTP(b *testing.B) {
-	p50 := interleaved(b, []contender{
-		{"post", func(tb testing.TB) caller { return newRawPost(tb) }},
-		{"direct", func(tb testing.TB) caller { return newNexus(tb) }},
-		{"gateway-http", func(tb testing.TB) caller {
-			url, stop := nexusGateway(tb)
-			return closer{newNexusURL(tb, url, "mcp_echo_echo"), stop}
-		}},
-	})
-	b.ReportMetric(p50[2]/(p50[0]+p50[1]), "gateway/(post+direct)")
+	for _, mode := range []struct {
+		name  string
+		block int
+	}{{"call-by-call", 1}, {"in-blocks", 100}} {
+		b.Run(mode.name, func(b *testing.B) {
+			p50 := inTurns(b, []contender{
+				{"post", func(tb testing.TB) caller { return newRawPostProcess(tb) }},
+				{"direct", func(tb testing.TB) caller { return newNexus(tb) }},
+				{"gateway-http", func(tb testing.TB) caller {
+					url, stop := nexusGateway(tb)
+					return closer{newNexusURL(tb, url, "mcp_echo_echo"), stop}
+				}},
+				{"post-in-process", func(tb testing.TB) caller { return newRawPost(tb) }},
+			}, mode.block)
+			b.ReportMetric(p50[2]/(p50[0]+p50[1]), "gateway/(post+direct)")
+		})
+	}
 }
 
 var bridges = []contender{

@@ -46,7 +46,7 @@ var cannedReply = []byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"
 type rawPost struct {
 	url    string
 	client *http.Client
-	srv    *httptest.Server
+	stop   func()
 }
 
 func newRawPost(tb testing.TB) *rawPost {
@@ -55,7 +55,15 @@ func newRawPost(tb testing.TB) *rawPost {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(cannedReply)
 	}))
-	return &rawPost{url: srv.URL, client: &http.Client{Transport: &http.Transport{}}, srv: srv}
+	return &rawPost{url: srv.URL, client: &http.Client{Transport: &http.Transport{}}, stop: srv.Close}
+}
+
+// newRawPostProcess is the same POST to cmd/postecho, a server in a
+// process of its own, as a gateway is.
+func newRawPostProcess(tb testing.TB) *rawPost {
+	addr := freeAddr(tb)
+	stop := process(tb, "postecho listening on", "", bins.postecho, addr)
+	return &rawPost{url: "http://" + addr + "/", client: &http.Client{Transport: &http.Transport{}}, stop: stop}
 }
 
 func (r *rawPost) call(ctx context.Context) error {
@@ -78,7 +86,7 @@ func (r *rawPost) call(ctx context.Context) error {
 
 func (r *rawPost) close() {
 	r.client.CloseIdleConnections()
-	r.srv.Close()
+	r.stop()
 }
 
 func newNexusHTTP(tb testing.TB) *nexusClient {

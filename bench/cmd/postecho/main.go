@@ -1,0 +1,36 @@
+// Command postecho serves, at the address given as its argument, a plain
+// net/http handler that reads a POST's body and answers with a canned
+// tools/call result: the raw HTTP round trip to another process that the
+// HTTP gateway benchmarks measure `nexus serve --listen` against (a server
+// in the benchmark's own process would be cheaper to reach than any
+// gateway can be).
+package main
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+)
+
+func main() {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: postecho ADDR")
+		os.Exit(2)
+	}
+	ln, err := net.Listen("tcp", os.Args[1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "postecho:", err)
+		os.Exit(1)
+	}
+	fmt.Fprintln(os.Stderr, "postecho listening on", ln.Addr())
+	reply := []byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hello"}]}}`)
+	err = http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(reply)
+	}))
+	fmt.Fprintln(os.Stderr, "postecho:", err)
+	os.Exit(1)
+}
