@@ -14,6 +14,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/nexus-mcp/nexus/bench/internal/echo"
+	"github.com/nexus-mcp/nexus/bench/internal/minimal"
 	"github.com/nexus-mcp/nexus/host/mcp"
 	httptransport "github.com/nexus-mcp/nexus/host/transport/http"
 	"github.com/nexus-mcp/nexus/host/transport/httpserver"
@@ -33,6 +34,17 @@ func httpServer(tb testing.TB) string {
 	hs := httptest.NewServer(mux)
 	tb.Cleanup(func() {
 		h.Close()
+		hs.CloseClientConnections()
+		hs.Close()
+	})
+	return hs.URL + "/mcp"
+}
+
+// minimalHTTP serves bench/internal/minimal at /mcp on 127.0.0.1 for tb:
+// a server that does almost nothing, so the clients' ratios are theirs.
+func minimalHTTP(tb testing.TB) string {
+	hs := httptest.NewServer(minimal.Handler())
+	tb.Cleanup(func() {
 		hs.CloseClientConnections()
 		hs.Close()
 	})
@@ -89,21 +101,21 @@ func (r *rawPost) close() {
 	r.stop()
 }
 
-func newNexusHTTP(tb testing.TB) *nexusClient {
-	return dialNexus(tb, httptransport.Config{Server: "echo", URL: httpServer(tb)}, "")
+func newNexusHTTP(tb testing.TB, url string) *nexusClient {
+	return dialNexus(tb, httptransport.Config{Server: "echo", URL: url}, "")
 }
 
-func newSDKHTTP(tb testing.TB) *sdkClient {
+func newSDKHTTP(tb testing.TB, url string) *sdkClient {
 	client := sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "1"}, nil)
-	s, err := client.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: httpServer(tb)}, nil)
+	s, err := client.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: url}, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return &sdkClient{s: s}
 }
 
-func newMCPGoHTTP(tb testing.TB) *mcpgoClient {
-	c, err := mcpgoclient.NewStreamableHttpClient(httpServer(tb))
+func newMCPGoHTTP(tb testing.TB, url string) *mcpgoClient {
+	c, err := mcpgoclient.NewStreamableHttpClient(url)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -121,9 +133,17 @@ func newMCPGoHTTP(tb testing.TB) *mcpgoClient {
 
 var httpContenders = []contender{
 	{"rawpost", func(tb testing.TB) caller { return newRawPost(tb) }},
-	{"nexus", func(tb testing.TB) caller { return newNexusHTTP(tb) }},
-	{"go-sdk", func(tb testing.TB) caller { return newSDKHTTP(tb) }},
-	{"mcp-go", func(tb testing.TB) caller { return newMCPGoHTTP(tb) }},
+	{"nexus", func(tb testing.TB) caller { return newNexusHTTP(tb, httpServer(tb)) }},
+	{"go-sdk", func(tb testing.TB) caller { return newSDKHTTP(tb, httpServer(tb)) }},
+	{"mcp-go", func(tb testing.TB) caller { return newMCPGoHTTP(tb, httpServer(tb)) }},
+}
+
+// httpClientContenders are the same clients against bench/internal/minimal.
+var httpClientContenders = []contender{
+	{"rawpost", func(tb testing.TB) caller { return newRawPost(tb) }},
+	{"nexus", func(tb testing.TB) caller { return newNexusHTTP(tb, minimalHTTP(tb)) }},
+	{"go-sdk", func(tb testing.TB) caller { return newSDKHTTP(tb, minimalHTTP(tb)) }},
+	{"mcp-go", func(tb testing.TB) caller { return newMCPGoHTTP(tb, minimalHTTP(tb)) }},
 }
 
 // BenchmarkHTTPRoundTrip measures one sequential tools/call over streamable
@@ -141,6 +161,20 @@ func BenchmarkHTTPRatio(b *testing.B) {
 	b.ReportMetric(p50[3]/p50[1], "mcp-go/nexus")
 }
 
+// BenchmarkHTTPClientRatio is BenchmarkHTTPRatio against a server that
+// does almost nothing (bench/internal/minimal), as the raw POST's handler
+// does: the ratios are the clients' own, not diluted by the work of a
+// server all of them share.
+func BenchmarkHTTPClientRatio(b *testing.B) {
+	p50 := interleaved(b, httpClientContenders)
+	b.ReportMetric(p50[1]/p50[0], "nexus/rawpost")
+	b.ReportMetric(p50[2]/p50[1], "go-sdk/nexus")
+	b.ReportMetric(p50[3]/p50[1], "mcp-go/nexus")
+}
+
 // TestHTTPPeersAgree makes sure every HTTP contender completes calls, so a
 // benchmark never measures a broken client.
-func TestHTTPPeersAgree(t *testing.T) { peersAgree(t, httpContenders) }
+func TestHTTPPeersAgree(t *testing.T) {
+	peersAgree(t, httpContenders)
+	peersAgree(t, httpClientContenders)
+}

@@ -1,17 +1,14 @@
-// Command minimalecho is a minimal MCP echo server over stdio, written
-// without any MCP or JSON library: it answers initialize and tools/list
-// (the echo tool of bench/internal/echo), ignores notifications, and
-// answers every other request with a tools/call result whose text is the
-// request's "message" argument, copied as it came (a JSON string stays a
-// JSON string). It does the least work a server can do, so a client
+// Command minimalecho serves bench/internal/minimal over stdio: a minimal
+// MCP echo server, written without any MCP or JSON library, so a client
 // round trip against it measures the client; the raw pipe benchmarks
 // compare against it.
 package main
 
 import (
 	"bufio"
-	"bytes"
 	"os"
+
+	"github.com/nexus-mcp/nexus/bench/internal/minimal"
 )
 
 func main() {
@@ -31,51 +28,12 @@ func main() {
 		if err != nil {
 			return
 		}
-		id, ok := member(line, `"id":`)
-		if !ok {
+		var ok bool
+		if out, ok = minimal.Answer(out[:0], line); !ok {
 			continue // a notification
 		}
-		out = append(append(out[:0], `{"jsonrpc":"2.0","id":`...), id...)
-		if bytes.Contains(line, []byte(`"method":"initialize"`)) {
-			out = append(out, `,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"minimalecho","version":"1"}}}`+"\n"...)
-		} else if bytes.Contains(line, []byte(`"method":"tools/list"`)) {
-			out = append(out, `,"result":{"tools":[{"name":"echo","description":"Echo back a message","inputSchema":{"type":"object","properties":{"message":{"type":"string"}},"required":["message"]}}]}}`+"\n"...)
-		} else {
-			msg, ok := member(line, `"message":`)
-			if !ok {
-				msg = []byte(`""`)
-			}
-			out = append(append(append(out, `,"result":{"content":[{"type":"text","text":`...), msg...), "}]}}\n"...)
-		}
-		if _, err := os.Stdout.Write(out); err != nil {
+		if _, err := os.Stdout.Write(append(out, '\n')); err != nil {
 			return
 		}
 	}
-}
-
-// member returns the value after key in line: a number, or a string with
-// its quotes (escapes kept). It is enough for the frames the benchmark
-// clients send, not a JSON parser.
-func member(line []byte, key string) ([]byte, bool) {
-	i := bytes.Index(line, []byte(key))
-	if i < 0 {
-		return nil, false
-	}
-	v := line[i+len(key):]
-	if len(v) > 0 && v[0] == '"' {
-		for j := 1; j < len(v); j++ {
-			switch v[j] {
-			case '\\':
-				j++
-			case '"':
-				return v[:j+1], true
-			}
-		}
-		return nil, false
-	}
-	j := 0
-	for j < len(v) && (v[j] == '-' || v[j] >= '0' && v[j] <= '9') {
-		j++
-	}
-	return v[:j], j > 0
 }

@@ -43,6 +43,8 @@ var rows = []row{
 		[]metric{{"go-sdk / Nexus", "", "go-sdk/nexus", 2}, {"mcp-go / Nexus", "", "mcp-go/nexus", 2}}, "go-sdk ≥ 2x, mcp-go > 1x"},
 	{"streamable HTTP `tools/call`, the Nexus client against a plain net/http POST answered with the same bytes, and the SDK clients, interleaved", "bench", ".", "^BenchmarkHTTPRatio$", "5000x",
 		[]metric{{"Nexus / POST", "", "nexus/rawpost", 2}, {"go-sdk / Nexus", "", "go-sdk/nexus", 2}, {"mcp-go / Nexus", "", "mcp-go/nexus", 2}}, "≤ 1.5x; peers ≥ 2x"},
+	{"the same, the server doing almost nothing (`bench/internal/minimal`), so the ratios are the clients' own", "bench", ".", "^BenchmarkHTTPClientRatio$", "5000x",
+		[]metric{{"Nexus / POST", "", "nexus/rawpost", 2}, {"go-sdk / Nexus", "", "go-sdk/nexus", 2}, {"mcp-go / Nexus", "", "mcp-go/nexus", 2}}, "≤ 1.5x; peers ≥ 2x"},
 	{"32 concurrent callers on one session vs one", "bench", ".", "^BenchmarkConcurrent32$", "5x", // an op is 4,000 calls
 		[]metric{{"speedup", "", "speedup", 1}}, "≥ 3x"},
 	{"host overhead per `CallTool` over a bare session call", ".", "./host", "^BenchmarkCallToolOverhead$", "5000x",
@@ -81,6 +83,7 @@ var rows = []row{
 		[]metric{{"64 B: Nexus / raw pipe, minimal echo server", "BenchmarkPayload/64B", "nexus-minimal/rawpipe", 2}, {"2 KB", "BenchmarkPayload/2KB", "nexus-minimal/rawpipe", 2},
 			{"64 B, echo on Nexus's server role", "BenchmarkPayload/64B", "nexus/rawpipe", 2}, {"2 KB", "BenchmarkPayload/2KB", "nexus/rawpipe", 2},
 			{"the Nexus side's own CPU, MB/s, 64 KB", "BenchmarkPayload/64KB", "nexus-MB/s-cpu", 0}, {"1 MB", "BenchmarkPayload/1MB", "nexus-MB/s-cpu", 0},
+			{"against the minimal server, 64 KB", "BenchmarkPayload/64KB", "nexus-minimal-MB/s-cpu", 0}, {"1 MB", "BenchmarkPayload/1MB", "nexus-minimal-MB/s-cpu", 0},
 			{"go-sdk / Nexus, 64 B", "BenchmarkPayload/64B", "go-sdk/nexus", 2}, {"1 MB", "BenchmarkPayload/1MB", "go-sdk/nexus", 2},
 			{"mcp-go / Nexus, 64 B", "BenchmarkPayload/64B", "mcp-go/nexus", 2}, {"1 MB", "BenchmarkPayload/1MB", "mcp-go/nexus", 2}},
 		"≤ 1.3x up to 2 KB; ≥ 1000 MB/s at 64 KB and 1 MB; peers ≥ 2x"},
