@@ -1,5 +1,10 @@
-// Command nexus lists and calls the tools, resources and prompts of the MCP
-// servers in a config file, and runs the built-in test server.
+// Command nexus is the Nexus MCP host's command line. It lists and calls
+// the tools, resources and prompts of the MCP servers in a config file
+// (tools, call, read, prompt, shell, ...), serves them behind the chain to
+// other MCP clients as a gateway (serve), pins their definitions (lock),
+// runs the chain for a request without sending it (explain), checks the
+// audit log's hash chain (audit verify), shows, checks and compiles the
+// configuration (config), and runs the built-in test server (testserver).
 //
 // This package only parses flags and prints: connecting, protocol and error
 // explanation live in package host and below.

@@ -1,4 +1,3 @@
-// Command nexus is the Nexus MCP host's command line.
 package main
 
 import (

@@ -2,8 +2,11 @@ package arch
 
 import (
 	"encoding/json"
+	"go/parser"
+	"go/token"
 	"io"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -15,13 +18,20 @@ const mod = "github.com/nexus-mcp/nexus/"
 type pkg struct {
 	ImportPath string
 	Imports    []string
+
+	Dir, Name               string
+	GoFiles, IgnoredGoFiles []string
 }
 
 // packages lists every package of the module with its direct imports.
-func packages(t *testing.T) []pkg {
+func packages(t *testing.T) []pkg { return packagesIn(t, ".") }
+
+// packagesIn lists the packages of the module in dir, relative to the
+// repository's root.
+func packagesIn(t *testing.T, dir string) []pkg {
 	t.Helper()
 	cmd := exec.Command("go", "list", "-json", "./...")
-	cmd.Dir = testenv.Root(t)
+	cmd.Dir = filepath.Join(testenv.Root(t), dir)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -97,4 +107,44 @@ func TestDependencyRules(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Each package's comment is in its doc.go, and only there: one place to
+// read what a package is for, and to keep it true. The benchmark and
+// deployment modules are held to it too.
+func TestPackageCommentsInDocGo(t *testing.T) {
+	var ps []pkg
+	for _, dir := range []string{".", "bench", "deploy"} {
+		ps = append(ps, packagesIn(t, dir)...)
+	}
+	for _, p := range ps {
+		var inDoc bool
+		for _, f := range append(p.GoFiles, p.IgnoredGoFiles...) {
+			af, err := parser.ParseFile(token.NewFileSet(), filepath.Join(p.Dir, f), nil, parser.PackageClauseOnly|parser.ParseComments)
+			if err != nil {
+				t.Errorf("%s: %v", p.ImportPath, err)
+				continue
+			}
+			switch {
+			case f == "doc.go":
+				want := "Package " + af.Name.Name + " "
+				if af.Name.Name == "main" {
+					want = "Command "
+				}
+				if inDoc = af.Doc != nil; inDoc && !strings.HasPrefix(af.Doc.Text(), want) {
+					t.Errorf("%s: doc.go's comment starts %q; want %q", p.ImportPath, firstLine(af.Doc.Text()), want+"...")
+				}
+			case af.Doc != nil:
+				t.Errorf("%s: %s has a package comment (%q); it belongs in doc.go alone", p.ImportPath, f, firstLine(af.Doc.Text()))
+			}
+		}
+		if !inDoc {
+			t.Errorf("%s: no doc.go with the package comment", p.ImportPath)
+		}
+	}
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
 }
