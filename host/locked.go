@@ -94,8 +94,8 @@ func lockReason(l *lock.Lock, server string, t *mcp.Tool) (string, bool) {
 		what := "its schema, title or annotations changed (the description is the same)"
 		if fs := lock.Fields(*it, live); len(fs) > 0 {
 			what = "its definition changed (the description is the same): " + fs[0].String()
-			if len(fs) > 1 {
-				what += fmt.Sprintf(" (and %d more)", len(fs)-1)
+			if n := lock.Count(fs); n > 1 {
+				what += fmt.Sprintf(" (and %d more)", n-1)
 			}
 		}
 		if it.Description != live.Description {

@@ -1,6 +1,7 @@
 package host_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -164,4 +165,29 @@ func TestRugPullMidSession(t *testing.T) {
 			denied(t, err, "review", "withheld from the agent's tools/list: hidden: fs.write looks poisoned")
 		}
 	}
+}
+
+// A definition that changed in more fields than the lockfile's diff lists
+// says how many changed besides the first, counting those it left out.
+func TestLockfileCountsChangedFields(t *testing.T) {
+	schema := func(typ string) json.RawMessage {
+		var props []string
+		for i := range 25 {
+			props = append(props, fmt.Sprintf(`"p%02d":{"type":%q}`, i, typ))
+		}
+		return json.RawMessage(`{"type":"object","properties":{` + strings.Join(props, ",") + `}}`)
+	}
+	was, now := echoTool("write"), echoTool("write")
+	was.InputSchema, now.InputSchema = schema("string"), schema("number")
+	w := newWorld()
+	w.server("fs", now)
+	pinned, err := lock.Pin("fs", mcp.Implementation{}, []mcp.Tool{was}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &lock.Lock{}
+	l.Put(pinned)
+	h := w.host(t, yolo, host.Options{Lock: l})
+	_, err = h.CallTool(ctx, "y", "fs.write", map[string]any{}, nil)
+	denied(t, err, "lock", `its definition changed (the description is the same): inputSchema.properties.p00.type: was "string", now "number" (and 24 more)`)
 }

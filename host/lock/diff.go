@@ -69,10 +69,15 @@ type Field struct {
 	Path string `json:"path"`
 	Old  string `json:"old,omitempty"`
 	New  string `json:"new,omitempty"`
+	// More, on the last field of a list cut at maxFields, is how many
+	// fields were left out (its Path says so in words).
+	More int `json:"more,omitempty"`
 }
 
 func (f Field) String() string {
 	switch {
+	case f.More > 0:
+		return f.Path
 	case f.Old == "":
 		return f.Path + ": added " + f.New
 	case f.New == "":
@@ -89,6 +94,16 @@ const (
 // Fields lists where the rest of live's definition (all but the
 // description) differs from pinned's.
 func Fields(pinned, live Item) []Field { return fields(pinned.Rest, live.Rest) }
+
+// Count is how many fields differ in fs, a list Fields made, counting
+// those a cut list leaves out.
+func Count(fs []Field) int {
+	n := 0
+	for _, f := range fs {
+		n += max(f.More, 1)
+	}
+	return n
+}
 
 // fields lists where the canonical JSON rest of a definition changed.
 func fields(old, now string) []Field {
@@ -137,7 +152,7 @@ func fields(old, now string) []Field {
 	}
 	walk("", a, b)
 	if more > 0 {
-		out = append(out, Field{Path: fmt.Sprintf("(and %d more)", more)})
+		out = append(out, Field{Path: fmt.Sprintf("(and %d more)", more), More: more})
 	}
 	return out
 }

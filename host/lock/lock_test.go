@@ -3,6 +3,7 @@ package lock
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -81,6 +82,21 @@ func TestDiff(t *testing.T) {
 		`    inputSchema.required: added ["p"]`
 	if got := d[0].String(); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	// A change to more fields than are listed ends with how many more,
+	// as a line of its own, and Count counts them all.
+	var props []string
+	for i := range maxFields + 5 {
+		props = append(props, fmt.Sprintf(`"p%02d":{"type":"string"}`, i))
+	}
+	wide, _ := Pin("fs", mcp.Implementation{}, tools("Write a file.", `{"type":"object","properties":{`+strings.Join(props, ",")+`}}`), nil, nil)
+	narrow, _ := Pin("fs", mcp.Implementation{}, tools("Write a file.", `{"type":"object","properties":{`+strings.ReplaceAll(strings.Join(props, ","), "string", "number")+`}}`), nil, nil)
+	d = Diff(wide, narrow)
+	if len(d) != 1 || len(d[0].Fields) != maxFields+1 || Count(d[0].Fields) != maxFields+5 {
+		t.Fatalf("%d fields changed: %d listed, Count %d", maxFields+5, len(d[0].Fields), Count(d[0].Fields))
+	}
+	if got := d[0].String(); !strings.HasSuffix(got, "\n    (and 5 more)") {
+		t.Errorf("a cut list ends %q", got[strings.LastIndex(got, "\n"):])
 	}
 	if d := Diff(nil, pinned); len(d) != 1 || d[0].Kind != "server" {
 		t.Errorf("a server not pinned: %+v", d)
