@@ -15,7 +15,10 @@
 //   - HCL (hcl.go): nexus.hcl and nexus.hcl.json, decoded in phases:
 //     variables, locals (in dependency order; a cycle is an error), then the
 //     nexus, server, plugin, filter, agent and gateway blocks with dynamic
-//     blocks expanded. Functions: env(), file() and the go-cty standard library.
+//     blocks expanded. Functions: env(), file() and the go-cty standard library,
+//     each call's result limited to 1 MiB of text and 100,000 elements, and
+//     the functions that can make far more than their arguments (range,
+//     indent, format's widths, replace) checked before they run (limits.go).
 //     Relative paths start at the file's directory.
 //
 // Layering (load.go): ~/.nexus/, every ancestor directory's .nexus/, then

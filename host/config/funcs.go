@@ -17,11 +17,12 @@ import (
 // functions is the go-cty standard library under the names Terraform and
 // Packer users know, plus try and can. env and file are added per file.
 // setproduct is left out: a few short lists make it allocate billions of
-// values, and a config file must not be able to exhaust memory that way.
+// values, and a config file must not be able to exhaust memory that way;
+// the others are limited (limits.go).
 func functions() map[string]function.Function { return maps.Clone(stdFuncs()) }
 
 var stdFuncs = sync.OnceValue(func() map[string]function.Function {
-	return map[string]function.Function{
+	fs := map[string]function.Function{
 		"abs":             stdlib.AbsoluteFunc,
 		"ceil":            stdlib.CeilFunc,
 		"chomp":           stdlib.ChompFunc,
@@ -86,6 +87,12 @@ var stdFuncs = sync.OnceValue(func() map[string]function.Function {
 		"try":             tryfunc.TryFunc,
 		"can":             tryfunc.CanFunc,
 	}
+	for name, f := range fs {
+		if name != "try" && name != "can" { // they return their argument's value
+			fs[name] = limited(name, f)
+		}
+	}
+	return fs
 })
 
 // envFunc is env(NAME) or env(NAME, default). Its value is a secret: it is

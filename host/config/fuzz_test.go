@@ -71,6 +71,7 @@ func FuzzHCL(f *testing.F) {
 		"gateway {\n  listen          = \"127.0.0.1:1\"\n  allowed_origins = [\"https://a.example\"]\n  tls {\n    cert = \"c\"\n  }\n  limits {\n    max_sessions   = 0\n    shutdown_grace = \"1s\"\n  }\n}\n",
 		"gateway {\n  required_servers = [\"a\"]\n  oauth {\n    issuer = \"http://localhost\"\n    agents = { \"*\" = \"b\" }\n  }\n}\n",
 		// Variables, locals and functions.
+		"locals {\n  a = indent(3, \"x\\ny\")\n  b = format(\"%-5s|%.2f\", \"x\", 1)\n  c = range(1, 9, 2)\n  d = replace(\"ab\", \"/a/\", \"c\")\n  e = regex_replace(\"a1\", \"[0-9]\", \"#\")\n}\n",
 		"variable \"v\" {\n  default = [1, 2]\n}\nlocals {\n  a = concat([for x in var.v : tostring(x)], split(\",\", \"a,b\"))\n  b = jsondecode(\"{\\\"k\\\": 1}\")\n  c = try(local.b.k, 0)\n}\n",
 		"locals {\n  a = local.b\n  b = local.a\n}\n",
 		"dynamic \"server\" {\n  for_each = { a = 1 }\n  labels   = [server.key]\n  content {\n    stdio { command = \"x\" }\n  }\n}\n",

@@ -180,6 +180,10 @@ func TestHCLErrors(t *testing.T) {
 		{"rule_set", "rule \"cap\" {\n  when   = \"has(args.limit)\"\n  action = \"modify\"\n  set    = { \"arguments.limit\" = \"min(args.limit, \" }\n}\n"},
 		{"rule_action", "rule \"a\" {\n  when   = \"true\"\n  action = \"block\"\n}\n"},
 		{"rule_and_filter", "filter \"x\" {\n  kind = \"policy\"\n  wasm = \"x.wasm\"\n}\nrule \"x\" {\n  when   = \"true\"\n  action = \"deny\"\n}\n"},
+		{"function_indent", "locals {\n  big = indent(1000000000, \"a\\nb\")\n}\n"},
+		{"function_format", "locals {\n  big = format(\"%-99999999s\", \"\")\n}\n"},
+		{"function_range", "locals {\n  big = range(1000000000)\n}\n"},
+		{"function_replace", "locals {\n  s   = join(\"\", [for i in range(1000) : \"aaaa\"])\n  big = replace(local.s, \"a\", local.s)\n}\n"},
 		{"entrypoint_on_plugin", "plugin \"p\" {\n  path = \"/bin/true\"\n}\nfilter \"f\" {\n  kind       = \"policy\"\n  plugin     = \"p\"\n  entrypoint = \"nexus/allow\"\n}\n"},
 	}
 	for _, tc := range cases {
@@ -336,5 +340,29 @@ server "cc" {
 	_, err := loadOne(t, "nexus.hcl", "server \"a\" {\n  http { url = \"https://x/mcp\" }\n  oauth { grant = \"client_credential\" }\n}\n", nil)
 	if err == nil || !strings.Contains(err.Error(), `oauth grant must be one of`) || !strings.Contains(err.Error(), `"client_credentials"?`) {
 		t.Errorf("bad grant: %v", err)
+	}
+}
+
+// Functions within the limits work as ever; the limits stop only what
+// would be far larger than a config needs.
+func TestHCLFunctionsWithinLimits(t *testing.T) {
+	cfg := mustLoad(t, "nexus.hcl", `
+locals {
+  pad  = format("%-8s|%5.2f", "ab", 3.14159)
+  text = indent(2, "a\nb")
+  nums = [for n in range(3) : tostring(n)]
+  dash = replace("a-b-c", "-", "_")
+  re   = regex_replace("a1b22", "[0-9]+", "#")
+}
+server "a" {
+  stdio {
+    command = "x"
+    args    = concat([local.pad, local.text, local.dash, local.re], local.nums)
+  }
+}
+`, nil)
+	want := []string{"ab      | 3.14", "a\n  b", "a_b_c", "a#b#", "0", "1", "2"}
+	if got := cfg.Server("a").Command[1:]; !reflect.DeepEqual(got, want) {
+		t.Errorf("args %q, want %q", got, want)
 	}
 }
