@@ -563,7 +563,7 @@ func (h clientHandler) HandleNotification(ctx context.Context, method string, pa
 	case NotificationMessage:
 		if c.opts.OnLog != nil {
 			var m LogMessage
-			if json.Unmarshal(params, &m) == nil {
+			if m.decodeJSON(params) == nil {
 				c.opts.OnLog(m)
 			}
 		}

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"unicode/utf8"
@@ -475,4 +476,44 @@ func typeErr(field, want string, v []byte) error {
 		}
 	}
 	return fmt.Errorf("field %q: expected %s, found %s", field, want, got)
+}
+
+// appendJSON writes a log notification's params without reflection: a
+// gateway forwards every line its servers log, and a server may log on
+// every call. Data is raw JSON, checked as json.Marshal would.
+func (m LogMessage) appendJSON(b []byte) ([]byte, error) {
+	b = append(b, `{"level":`...)
+	b = appendJSONString(b, string(m.Level))
+	if m.Logger != "" {
+		b = append(b, `,"logger":`...)
+		b = appendJSONString(b, m.Logger)
+	}
+	b = append(b, `,"data":`...)
+	if len(m.Data) == 0 {
+		return append(b, "null}"...), nil
+	}
+	if !ValidJSON(m.Data) {
+		return b, errors.New("log data is not valid JSON")
+	}
+	return append(append(b, m.Data...), '}'), nil
+}
+
+func (m *LogMessage) decodeJSON(b []byte) error {
+	*m = LogMessage{}
+	return members(b, func(k, v []byte) error {
+		var err error
+		switch {
+		case keyIs(k, "level"):
+			var s string
+			s, err = stringValue(v, "level")
+			m.Level = LoggingLevel(s)
+		case keyIs(k, "logger"):
+			if !isNull(v) {
+				m.Logger, err = stringValue(v, "logger")
+			}
+		case keyIs(k, "data"):
+			m.Data = v // the notification's own copy (Peer.dispatch)
+		}
+		return err
+	})
 }

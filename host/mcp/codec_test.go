@@ -203,3 +203,48 @@ func FuzzAppendString(f *testing.F) {
 		}
 	})
 }
+
+// plainLog is LogMessage without its codec.
+type plainLog LogMessage
+
+// The log notification's codec writes and reads what encoding/json does,
+// and refuses data that is not JSON as json.Marshal would.
+func FuzzLogCodec(f *testing.F) {
+	f.Add("info", "echo", `{"msg":"hi","n":[1,2]}`)
+	f.Add("warning", "", `"a \"quoted\" line\n"`)
+	f.Add("error", "x\xffy\u2028", `null`)
+	f.Add("debug", "", ``)
+	f.Add("info", "l", `{"a":`)
+	f.Fuzz(func(t *testing.T, level, logger, data string) {
+		m := LogMessage{Level: LoggingLevel(level), Logger: logger, Data: json.RawMessage(data)}
+		if data == "" {
+			m.Data = nil
+		}
+		got, err := m.appendJSON(nil)
+		want, werr := json.Marshal(plainLog(m))
+		if (err != nil) != (werr != nil) {
+			t.Fatalf("codec error %v, encoding/json error %v", err, werr)
+		}
+		if err != nil {
+			return
+		}
+		sameJSON(t, got, want)
+
+		var back, plain LogMessage
+		if err := back.decodeJSON(got); err != nil {
+			t.Fatalf("decode own output: %v\n%s", err, got)
+		}
+		if err := json.Unmarshal(got, (*plainLog)(&plain)); err != nil {
+			t.Fatal(err)
+		}
+		if back.Level != plain.Level || back.Logger != plain.Logger || !sameRaw(back.Data, plain.Data) {
+			t.Fatalf("decoders disagree: %+v vs %+v", back, plain)
+		}
+	})
+}
+
+// sameRaw compares two raw JSON values by what they hold.
+func sameRaw(a, b json.RawMessage) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
+}
