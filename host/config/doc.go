@@ -18,7 +18,9 @@
 //     blocks expanded. Functions: env(), file() and the go-cty standard library,
 //     each call's result limited to 1 MiB of text and 100,000 elements, and
 //     the functions that can make far more than their arguments (range,
-//     indent, format's widths, replace) checked before they run (limits.go).
+//     indent, format's widths, replace) checked before they run; the for
+//     expressions of a file go over at most 100,000 elements in all, however
+//     nested (limits.go).
 //     Relative paths start at the file's directory.
 //
 // Layering (load.go): ~/.nexus/, every ancestor directory's .nexus/, then

@@ -18,6 +18,7 @@ import (
 	hcljson "github.com/hashicorp/hcl/v2/json"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
+	"github.com/zclconf/go-cty/cty/function"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/nexus-mcp/nexus/host/diag"
@@ -144,6 +145,9 @@ func (ld *loader) parseHCLFile(f *file, filename string, isJSON bool) *fileConfi
 	h := &hclFile{file: f, ld: ld, dir: ld.fileDir(f.src.File), known: map[string]string{}, unsetWarned: map[string]bool{}}
 	if h.diags(diags) {
 		return nil
+	}
+	if body, ok := hf.Body.(*hclsyntax.Body); ok {
+		countFors(body)
 	}
 	h.real, h.tmpl = h.contexts()
 
@@ -298,6 +302,9 @@ func (h *hclFile) contexts() (real, tmpl *hcl.EvalContext) {
 	tmpl.Functions["env"] = h.envFunc(true)
 	real.Functions["file"] = h.fileFunc()
 	tmpl.Functions["file"] = h.fileFunc()
+	// Each pass over the file has the whole budget.
+	real.Functions[forCounter] = forFunc(&forBudget{left: maxForIterations})
+	tmpl.Functions[forCounter] = forFunc(&forBudget{left: maxForIterations})
 	return real, tmpl
 }
 
@@ -441,7 +448,9 @@ func (h *hclFile) fromEnv(b *hcl.Block, name, s string, def cty.Value) cty.Value
 	}
 	expr, diags := hclsyntax.ParseExpression([]byte(s), "NEXUS_VAR_"+name, hcl.InitialPos)
 	if !diags.HasErrors() {
-		if v, diags := expr.Value(nil); !diags.HasErrors() {
+		countFors(expr)
+		ctx := &hcl.EvalContext{Functions: map[string]function.Function{forCounter: forFunc(&forBudget{left: maxForIterations})}}
+		if v, diags := expr.Value(ctx); !diags.HasErrors() {
 			return v
 		}
 	}

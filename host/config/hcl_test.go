@@ -184,6 +184,7 @@ func TestHCLErrors(t *testing.T) {
 		{"function_format", "locals {\n  big = format(\"%-99999999s\", \"\")\n}\n"},
 		{"function_range", "locals {\n  big = range(1000000000)\n}\n"},
 		{"function_replace", "locals {\n  s   = join(\"\", [for i in range(1000) : \"aaaa\"])\n  big = replace(local.s, \"a\", local.s)\n}\n"},
+		{"for_nested", "locals {\n  n   = range(1000)\n  big = [for a in local.n : [for b in local.n : a * b]]\n}\n"},
 		{"entrypoint_on_plugin", "plugin \"p\" {\n  path = \"/bin/true\"\n}\nfilter \"f\" {\n  kind       = \"policy\"\n  plugin     = \"p\"\n  entrypoint = \"nexus/allow\"\n}\n"},
 	}
 	for _, tc := range cases {
@@ -353,15 +354,16 @@ locals {
   nums = [for n in range(3) : tostring(n)]
   dash = replace("a-b-c", "-", "_")
   re   = regex_replace("a1b22", "[0-9]+", "#")
+  grid = flatten([for a in range(200) : [for b in range(200) : a * b]])
 }
 server "a" {
   stdio {
     command = "x"
-    args    = concat([local.pad, local.text, local.dash, local.re], local.nums)
+    args    = concat([local.pad, local.text, local.dash, local.re], local.nums, [tostring(local.grid[39999])])
   }
 }
 `, nil)
-	want := []string{"ab      | 3.14", "a\n  b", "a_b_c", "a#b#", "0", "1", "2"}
+	want := []string{"ab      | 3.14", "a\n  b", "a_b_c", "a#b#", "0", "1", "2", "39601"}
 	if got := cfg.Server("a").Command[1:]; !reflect.DeepEqual(got, want) {
 		t.Errorf("args %q, want %q", got, want)
 	}

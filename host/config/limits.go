@@ -5,6 +5,8 @@ import (
 	"math/big"
 	"strings"
 
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
 )
@@ -198,4 +200,74 @@ func replaceSize(args []cty.Value, regex bool) error {
 		return tooBig(fmt.Sprintf("up to a string of %.0f bytes", n))
 	}
 	return nil
+}
+
+// maxForIterations bounds the elements the for expressions of one file
+// go over, together: one for expression nested in another runs once for
+// each element of the outer one, so three of them over range(1000)
+// would make a billion values however each function call is limited.
+// Going over this many takes HCL a few tenths of a second.
+const maxForIterations = 100_000
+
+// forBudget is what a file's for expressions may still go over; spent,
+// once it ran out and said so.
+type forBudget struct {
+	left  int
+	spent bool
+}
+
+// forCounter is the function countFors puts around each for expression's
+// collection; its name is what the error of a spent budget shows (a
+// config that calls it only has its argument counted).
+const forCounter = "for"
+
+// countFors makes every for expression in n count the elements it goes
+// over against the budget of the forCounter function in the context it
+// is evaluated in (forFunc): its collection becomes a call of that
+// function, an ordinary node of the syntax tree, so the dependency order
+// of locals and everything else that walks the tree still sees what the
+// collection refers to. The tree is changed in place, before anything is
+// evaluated; a for expression in a JSON file's template strings is parsed
+// only when evaluated, and is not counted.
+func countFors(n hclsyntax.Node) {
+	hclsyntax.VisitAll(n, func(n hclsyntax.Node) hcl.Diagnostics {
+		fe, ok := n.(*hclsyntax.ForExpr)
+		if !ok {
+			return nil
+		}
+		if call, done := fe.CollExpr.(*hclsyntax.FunctionCallExpr); done && call.Name == forCounter {
+			return nil
+		}
+		rng := fe.CollExpr.Range()
+		fe.CollExpr = &hclsyntax.FunctionCallExpr{
+			Name: forCounter, Args: []hclsyntax.Expression{fe.CollExpr},
+			NameRange: rng, OpenParenRange: rng, CloseParenRange: rng,
+		}
+		return nil
+	})
+}
+
+// forFunc returns its argument, counting its elements against b.
+func forFunc(b *forBudget) function.Function {
+	return function.New(&function.Spec{
+		Description: "Counts the elements a for expression goes over.",
+		Params: []function.Parameter{{Name: "collection", Type: cty.DynamicPseudoType,
+			AllowNull: true, AllowUnknown: true, AllowDynamicType: true, AllowMarked: true}},
+		Type: func(args []cty.Value) (cty.Type, error) { return args[0].Type(), nil },
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			u, _ := args[0].Unmark()
+			if b.spent {
+				// Said once; the for expressions still running get nothing
+				// to go over, so they end at once.
+				return cty.UnknownVal(u.Type()), nil
+			}
+			if u.IsKnown() && !u.IsNull() && u.CanIterateElements() {
+				if b.left -= u.LengthInt(); b.left < 0 {
+					b.spent = true
+					return cty.NilVal, fmt.Errorf("the for expressions of this file would go over more than %d elements in all (one nested in another runs once for each element of the outer one); make the collections smaller or the nesting shallower", maxForIterations)
+				}
+			}
+			return args[0], nil
+		},
+	})
 }
