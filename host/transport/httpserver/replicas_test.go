@@ -33,6 +33,49 @@ type reviewShared struct {
 	hook    func(id string) // runs in Lookup after the record was read
 	fail    func(op string, data []byte) error
 	expired sync.Map // stream -> the ttl Expire gave it
+	// ended gets the id of each session whose end (a DELETE on another
+	// replica) this replica has acted on; see Receive.
+	ended chan string
+}
+
+// Receive passes the replica its messages one at a time, and after the
+// end of a session a message it ignores: when the replica takes that
+// one it has done with the end, which ended then says. A test can wait
+// for it rather than guess how long the message takes on a busy machine.
+func (s *reviewShared) Receive(ctx context.Context) (<-chan []byte, error) {
+	in, err := s.Shared.Receive(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan []byte) // unbuffered: a send ends when the replica takes it
+	pass := func(m []byte) bool {
+		select {
+		case out <- m:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	go func() {
+		defer close(out)
+		for m := range in {
+			if !pass(m) {
+				return
+			}
+			if len(m) > 2 && m[0] == 'e' && m[1] == ' ' {
+				// Ignored by the replica: taking it means it is done with m.
+				if !pass([]byte("-")) {
+					return
+				}
+				id, _, _ := strings.Cut(string(m[2:]), "\n")
+				select {
+				case s.ended <- id:
+				default:
+				}
+			}
+		}
+	}()
+	return out, nil
 }
 
 func (s *reviewShared) Lookup(ctx context.Context, id string) (httpserver.SharedSession, bool, error) {
@@ -145,7 +188,7 @@ func reviewReplicas(t *testing.T, n int, o httpserver.Options, sc *reviewServer)
 	}
 	var out []*reviewReplica
 	for i := range n {
-		sh := &reviewShared{Shared: store.NewShared(st, "r"+strconv.Itoa(i), o.IdleTimeout)}
+		sh := &reviewShared{Shared: store.NewShared(st, "r"+strconv.Itoa(i), o.IdleTimeout), ended: make(chan string, 64)}
 		oo := o
 		oo.Shared = sh
 		h := httpserver.New(sc.serve, oo)
@@ -311,7 +354,19 @@ func TestSharedDeleteRacesRestore(t *testing.T) {
 	if resp.StatusCode != http.StatusNoContent {
 		t.Fatalf("DELETE: %d", resp.StatusCode)
 	}
-	time.Sleep(100 * time.Millisecond) // the end reached every replica
+	// The end has reached b: the race is then the one the code must win,
+	// not the bus's delivery (which a busy machine may hold up).
+	for deadline := time.After(10 * time.Second); ; {
+		select {
+		case id := <-b.sh.ended:
+			if id != sid {
+				continue
+			}
+		case <-deadline:
+			t.Fatal("after 10 s, replica b has not heard of the DELETE")
+		}
+		break
+	}
 	close(goOn)
 	<-done
 	if code, body := b.post(sid, `{"jsonrpc":"2.0","id":3,"method":"ping"}`); code != http.StatusNotFound {
@@ -491,10 +546,14 @@ func TestSharedMirrorLeaksOnCancel(t *testing.T) {
 		resp.Body.Close()
 	}
 	close(sc.gate) // the server finishes the calls; their answers are dropped
-	time.Sleep(500 * time.Millisecond)
-	if n := reviewMirrors() - before; n > 0 {
-		t.Errorf("%d mirror goroutines outlive their cancelled requests (they end only with the session)", n)
+	// They end soon after; on a busy machine, later than any fixed wait.
+	n := 0
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if n = reviewMirrors() - before; n <= 0 {
+			return
+		}
 	}
+	t.Errorf("after 10 s, %d mirror goroutines outlive their cancelled requests (they end only with the session)", n)
 }
 
 func reviewMirrors() int {
