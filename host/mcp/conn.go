@@ -59,6 +59,16 @@ type PushConn interface {
 	SetDeliver(deliver func(frame []byte) error)
 }
 
+// WriteBounder is implemented by Conns that say whether WriteMessage
+// honours its context's deadline. The Peer writes its responses under the
+// request timeout only over a Conn whose writes do (the default for a
+// Conn that does not say): for one whose writes never wait on the other
+// side or cannot be interrupted, the timer would cost every response and
+// buy nothing.
+type WriteBounder interface {
+	WritesHonourDeadline() bool
+}
+
 // FrameBufferer is implemented by Conns that can tell whether a whole frame
 // is already buffered, so that ReadMessage returns without waiting. The
 // Peer then holds back the responses to requests that arrived together

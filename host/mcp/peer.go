@@ -147,8 +147,7 @@ type Peer struct {
 	directFrames atomic.Int64
 	inflight     atomic.Int64 // calls registered and not yet forgotten
 	// boundWrites: responses are written under a timeout, because the
-	// conn's writes honour their context (a StreamConn's cannot be
-	// interrupted, so for it the timeout would cost and buy nothing).
+	// conn's writes honour their context (see WriteBounder).
 	boundWrites bool
 
 	wmu  sync.Mutex
@@ -251,8 +250,10 @@ func NewPeer(conn Conn, opts PeerOptions) *Peer {
 	if p.fw != nil {
 		p.fb, _ = conn.(FrameBufferer)
 	}
-	_, stream := conn.(*StreamConn)
-	p.boundWrites = !stream
+	p.boundWrites = true
+	if wb, ok := conn.(WriteBounder); ok {
+		p.boundWrites = wb.WritesHonourDeadline()
+	}
 	if d, ok := conn.(DirectReader); ok && d.DirectReads() {
 		p.direct = d
 	}

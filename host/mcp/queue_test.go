@@ -464,3 +464,73 @@ func TestBigFramesShareBuffersSafely(t *testing.T) {
 		t.Errorf("each big frame allocated %d bytes; want under %d, its buffer reused", per, size/2)
 	}
 }
+
+// deadlineConn hands the Peer the frames on in and records, for each
+// message written, whether its context had a deadline. unboundedConn is
+// the same conn saying its writes honour none (WriteBounder).
+type deadlineConn struct {
+	in       chan []byte
+	mu       sync.Mutex
+	deadline []bool
+}
+
+func (c *deadlineConn) ReadMessage() ([]byte, error) {
+	m, ok := <-c.in
+	if !ok {
+		return nil, io.EOF
+	}
+	return m, nil
+}
+
+func (c *deadlineConn) WriteMessage(ctx context.Context, _ []byte) error {
+	_, ok := ctx.Deadline()
+	c.mu.Lock()
+	c.deadline = append(c.deadline, ok)
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *deadlineConn) Close() error { return nil }
+
+type unboundedConn struct{ *deadlineConn }
+
+func (unboundedConn) WritesHonourDeadline() bool { return false }
+
+type answerAll struct{}
+
+func (answerAll) HandleRequest(context.Context, string, json.RawMessage) (any, error) {
+	return json.RawMessage(`{}`), nil
+}
+func (answerAll) HandleNotification(context.Context, string, json.RawMessage) {}
+
+// Responses are written under the request timeout over a conn whose writes
+// honour a deadline, the default, and without one (no timer per response)
+// over a conn that says its writes do not (WriteBounder).
+func TestResponseWritesBoundedOnlyWhereHonoured(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mk   func(*deadlineConn) Conn
+		want bool
+	}{
+		{"default", func(c *deadlineConn) Conn { return c }, true},
+		{"unbounded", func(c *deadlineConn) Conn { return unboundedConn{c} }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dc := &deadlineConn{in: make(chan []byte, 1)}
+			p := NewPeer(tc.mk(dc), PeerOptions{Handler: answerAll{}, Timeout: time.Minute})
+			p.Start()
+			defer p.Close()
+			dc.in <- []byte(`{"jsonrpc":"2.0","id":1,"method":"x/y"}`)
+			eventually(t, "the response is written", func() bool {
+				dc.mu.Lock()
+				defer dc.mu.Unlock()
+				return len(dc.deadline) == 1
+			})
+			dc.mu.Lock()
+			defer dc.mu.Unlock()
+			if dc.deadline[0] != tc.want {
+				t.Errorf("the response's write had a deadline: %v, want %v", dc.deadline[0], tc.want)
+			}
+		})
+	}
+}

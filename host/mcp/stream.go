@@ -216,6 +216,10 @@ func (c *StreamConn) WriteMessage(ctx context.Context, msg []byte) error {
 	return err
 }
 
+// WritesHonourDeadline reports that a StreamConn's writes cannot be
+// interrupted; see WriteBounder.
+func (c *StreamConn) WritesHonourDeadline() bool { return false }
+
 // WriteFrames writes frames (complete messages, each ending in '\n') in
 // one Write.
 func (c *StreamConn) WriteFrames(ctx context.Context, frames []byte) error {

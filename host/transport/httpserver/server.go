@@ -1236,8 +1236,9 @@ func newSessionConn(o *Options, legacy bool) *sessionConn {
 }
 
 var (
-	_ mcp.Conn     = (*sessionConn)(nil)
-	_ mcp.PushConn = (*sessionConn)(nil)
+	_ mcp.Conn         = (*sessionConn)(nil)
+	_ mcp.WriteBounder = (*sessionConn)(nil)
+	_ mcp.PushConn     = (*sessionConn)(nil)
 )
 
 func (sc *sessionConn) ReadMessage() ([]byte, error) {
@@ -1436,6 +1437,13 @@ func (sc *sessionConn) lookup(eventID string) (*stream, int, bool) {
 }
 
 // WriteMessage routes a server message to a stream (see the package doc).
+// WritesHonourDeadline reports that WriteMessage takes no deadline from
+// its context, having none to honour: it puts the message on its stream
+// (a final answer up to maxDirect is written at once, which a socket's
+// buffer takes without waiting) under the stream's own limits
+// (max_sse_events); see mcp.WriteBounder.
+func (sc *sessionConn) WritesHonourDeadline() bool { return false }
+
 func (sc *sessionConn) WriteMessage(ctx context.Context, msg []byte) error {
 	select {
 	case <-sc.done:
