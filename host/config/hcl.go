@@ -303,8 +303,8 @@ func (h *hclFile) contexts() (real, tmpl *hcl.EvalContext) {
 	real.Functions["file"] = h.fileFunc()
 	tmpl.Functions["file"] = h.fileFunc()
 	// Each pass over the file has the whole budget.
-	real.Functions[forCounter] = forFunc(&forBudget{left: maxForIterations})
-	tmpl.Functions[forCounter] = forFunc(&forBudget{left: maxForIterations})
+	real.Functions[forCounter] = forFunc()
+	tmpl.Functions[forCounter] = forFunc()
 	return real, tmpl
 }
 
@@ -449,7 +449,7 @@ func (h *hclFile) fromEnv(b *hcl.Block, name, s string, def cty.Value) cty.Value
 	expr, diags := hclsyntax.ParseExpression([]byte(s), "NEXUS_VAR_"+name, hcl.InitialPos)
 	if !diags.HasErrors() {
 		countFors(expr)
-		ctx := &hcl.EvalContext{Functions: map[string]function.Function{forCounter: forFunc(&forBudget{left: maxForIterations})}}
+		ctx := &hcl.EvalContext{Functions: map[string]function.Function{forCounter: forFunc()}}
 		if v, diags := expr.Value(ctx); !diags.HasErrors() {
 			return v
 		}

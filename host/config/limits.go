@@ -247,8 +247,10 @@ func countFors(n hclsyntax.Node) {
 	})
 }
 
-// forFunc returns its argument, counting its elements against b.
-func forFunc(b *forBudget) function.Function {
+// forFunc returns its argument, counting its elements against a budget
+// of maxForIterations of its own: one for each evaluation context.
+func forFunc() function.Function {
+	b := &forBudget{left: maxForIterations}
 	return function.New(&function.Spec{
 		Description: "Counts the elements a for expression goes over.",
 		Params: []function.Parameter{{Name: "collection", Type: cty.DynamicPseudoType,

@@ -891,7 +891,7 @@ const poolMax = 64 << 20
 
 // frameBuf returns the buffer to build the next frame in; p.wmu is held.
 func (p *Peer) frameBuf() []byte {
-	if p.big && cap(p.wbuf) <= keepMax {
+	if p.big {
 		p.big = false
 		if v, ok := bigBufs.Get().(*[]byte); ok {
 			return (*v)[:0]

@@ -137,9 +137,7 @@ func (f *frameReader) gather() (bool, error) {
 		f.long.Reset()
 		f.collecting = true
 	}
-	if f.long.Len()+len(b) > f.limit+f.r.Size() {
-		f.long.Reset()
-		f.collecting = false
+	if f.overflows(len(b)) {
 		return true, errFrameTooLarge
 	}
 	f.long.Add(b)
@@ -210,6 +208,20 @@ func (f *frameReader) longFrame(head []byte) ([]byte, error) {
 	return f.collect()
 }
 
+// overflows reports whether n more bytes would take the frame being
+// collected past its bound, dropping it if so. Trailing whitespace is
+// tolerated up to one buffer beyond the limit, which keeps the bound at
+// limit+bufsize without tracking where the whitespace began; collect
+// holds the trimmed frame to the limit itself.
+func (f *frameReader) overflows(n int) bool {
+	if f.long.Len()+n <= f.limit+f.r.Size() {
+		return false
+	}
+	f.long.Reset()
+	f.collecting = false
+	return true
+}
+
 // collect reads the rest of the long frame being collected.
 func (f *frameReader) collect() ([]byte, error) {
 	for {
@@ -219,12 +231,7 @@ func (f *frameReader) collect() ([]byte, error) {
 			f.collecting = false
 			return nil, err
 		}
-		// Trailing whitespace is tolerated up to one buffer beyond the limit,
-		// which keeps the bound at limit+bufsize without tracking where the
-		// whitespace began.
-		if f.long.Len()+len(chunk) > f.limit+f.r.Size() {
-			f.long.Reset()
-			f.collecting = false
+		if f.overflows(len(chunk)) {
 			return nil, errFrameTooLarge
 		}
 		if err != bufio.ErrBufferFull {

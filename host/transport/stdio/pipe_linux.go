@@ -106,7 +106,7 @@ var pipeBudget struct {
 }
 
 // pipeSoftLimit reads fs.pipe-user-pages-soft; 0 means no limit.
-var pipeSoftLimit = func() int64 {
+func pipeSoftLimit() int64 {
 	b, err := os.ReadFile("/proc/sys/fs/pipe-user-pages-soft")
 	if err != nil {
 		return 16384 // the kernel's default
