@@ -218,10 +218,7 @@ var gatewayContenders = []contender{
 // processes asleep (an agent's occasional call); in blocks of 100, awake
 // (a conversation).
 func BenchmarkGatewayStdio(b *testing.B) {
-	for _, mode := range []struct {
-		name  string
-		block int
-	}{{"call-by-call", 1}, {"in-blocks", 100}} {
+	for _, mode := range turns {
 		b.Run(mode.name, func(b *testing.B) {
 			p50 := inTurns(b, gatewayContenders, mode.block)
 			hop := p50[2] - p50[1]
@@ -240,10 +237,7 @@ func BenchmarkGatewayStdio(b *testing.B) {
 // serve --listen`, and reports the gateway's p50 over (POST + direct),
 // call by call and in blocks of 100.
 func BenchmarkGatewayHTTP(b *testing.B) {
-	for _, mode := range []struct {
-		name  string
-		block int
-	}{{"call-by-call", 1}, {"in-blocks", 100}} {
+	for _, mode := range turns {
 		b.Run(mode.name, func(b *testing.B) {
 			p50 := inTurns(b, []contender{
 				{"post", func(tb testing.TB) caller { return newRawPostProcess(tb) }},
