@@ -42,6 +42,7 @@ type Conn struct {
 	log    hclog.Logger
 	client *http.Client
 	tr     *http.Transport
+	h1     *h1         // in front of tr
 	hdr    http.Header // configured headers, canonical names
 
 	ctx     context.Context // ends on Close or on a fatal error
@@ -114,7 +115,8 @@ func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 		DisableCompression:    true, // SSE must not be buffered by a decompressor
 		ExpectContinueTimeout: time.Second,
 	}
-	var rt http.RoundTripper = tr
+	fast := &h1{next: tr, dial: g.DialContext}
+	var rt http.RoundTripper = fast
 	if cfg.WrapTransport != nil {
 		rt = cfg.WrapTransport(rt)
 	}
@@ -137,6 +139,7 @@ func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 		log:      cfg.Logger.With("server", cfg.Server),
 		client:   client,
 		tr:       tr,
+		h1:       fast,
 		hdr:      hdr,
 		ctx:      cctx,
 		cancel:   cancel,
@@ -376,6 +379,7 @@ func (c *Conn) Close() error {
 		c.wg.Wait()
 		c.workers.Wait()
 		c.tr.CloseIdleConnections()
+		c.h1.closeIdle(true)
 	})
 	return nil
 }

@@ -15,6 +15,14 @@
 // 405 it tries the legacy transport, as the spec's backwards-compatibility
 // section describes.
 //
+// A plain-http POST with a body of up to 64 KiB (every tools/call but the
+// largest) is sent and answered on the caller's goroutine over a small
+// HTTP/1.1 client of the package's own (h1.go), whose answers net/http's
+// parser reads; net/http's Transport hands every request to a writer
+// goroutine and every answer back from a reader goroutine, which costs a
+// small call more than the rest of the client. TLS, the GET stream,
+// DELETE and larger bodies go through net/http.
+//
 // Servers are remote and may be hostile, and the URL may come from a
 // config file someone else wrote, so the transport guarantees:
 //
