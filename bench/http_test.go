@@ -14,7 +14,6 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/nexus-mcp/nexus/bench/internal/echo"
-	"github.com/nexus-mcp/nexus/bench/internal/minimal"
 	"github.com/nexus-mcp/nexus/host/mcp"
 	httptransport "github.com/nexus-mcp/nexus/host/transport/http"
 	"github.com/nexus-mcp/nexus/host/transport/httpserver"
@@ -40,15 +39,12 @@ func httpServer(tb testing.TB) string {
 	return hs.URL + "/mcp"
 }
 
-// minimalHTTP serves bench/internal/minimal at /mcp on 127.0.0.1 for tb:
-// a server that does almost nothing, so the clients' ratios are theirs.
-func minimalHTTP(tb testing.TB) string {
-	hs := httptest.NewServer(minimal.Handler())
-	tb.Cleanup(func() {
-		hs.CloseClientConnections()
-		hs.Close()
-	})
-	return hs.URL + "/mcp"
+// minimalProcess starts cmd/minimalecho --listen on a loopback port and
+// returns its MCP endpoint; it stops when tb ends.
+func minimalProcess(tb testing.TB) string {
+	addr := freeAddr(tb)
+	tb.Cleanup(process(tb, "minimalecho listening on", "", bins.minimal, "--listen", addr))
+	return "http://" + addr + "/mcp"
 }
 
 // cannedReply is what the trivial handler sends back: the echo server's
@@ -138,12 +134,18 @@ var httpContenders = []contender{
 	{"mcp-go", func(tb testing.TB) caller { return newMCPGoHTTP(tb, httpServer(tb)) }},
 }
 
-// httpClientContenders are the same clients against bench/internal/minimal.
+// httpClientContenders are the same clients against bench/internal/minimal
+// in a process of its own (cmd/minimalecho --listen), and the POST against
+// cmd/postecho: every server a client reaches over HTTP is in another
+// process. In this one, client and server share the Go scheduler, and a
+// client that runs the exchange on its own goroutine (Nexus) is measured
+// waiting for the server's goroutine to be woken instead of doing its own
+// work.
 var httpClientContenders = []contender{
-	{"rawpost", func(tb testing.TB) caller { return newRawPost(tb) }},
-	{"nexus", func(tb testing.TB) caller { return newNexusHTTP(tb, minimalHTTP(tb)) }},
-	{"go-sdk", func(tb testing.TB) caller { return newSDKHTTP(tb, minimalHTTP(tb)) }},
-	{"mcp-go", func(tb testing.TB) caller { return newMCPGoHTTP(tb, minimalHTTP(tb)) }},
+	{"rawpost", func(tb testing.TB) caller { return newRawPostProcess(tb) }},
+	{"nexus", func(tb testing.TB) caller { return newNexusHTTP(tb, minimalProcess(tb)) }},
+	{"go-sdk", func(tb testing.TB) caller { return newSDKHTTP(tb, minimalProcess(tb)) }},
+	{"mcp-go", func(tb testing.TB) caller { return newMCPGoHTTP(tb, minimalProcess(tb)) }},
 }
 
 // BenchmarkHTTPRoundTrip measures one sequential tools/call over streamable
@@ -163,13 +165,20 @@ func BenchmarkHTTPRatio(b *testing.B) {
 
 // BenchmarkHTTPClientRatio is BenchmarkHTTPRatio against a server that
 // does almost nothing (bench/internal/minimal), as the raw POST's handler
-// does: the ratios are the clients' own, not diluted by the work of a
-// server all of them share.
+// does, each in a process of its own: the ratios are the clients' own,
+// not diluted by the work of a server all of them share. Call by call,
+// each call finds its server asleep, and waking it is most of every
+// contender's time; in blocks of 100 the servers are awake, as in a
+// conversation, and the clients' own work shows.
 func BenchmarkHTTPClientRatio(b *testing.B) {
-	p50 := interleaved(b, httpClientContenders)
-	b.ReportMetric(p50[1]/p50[0], "nexus/rawpost")
-	b.ReportMetric(p50[2]/p50[1], "go-sdk/nexus")
-	b.ReportMetric(p50[3]/p50[1], "mcp-go/nexus")
+	for _, mode := range turns {
+		b.Run(mode.name, func(b *testing.B) {
+			p50 := inTurns(b, httpClientContenders, mode.block)
+			b.ReportMetric(p50[1]/p50[0], "nexus/rawpost")
+			b.ReportMetric(p50[2]/p50[1], "go-sdk/nexus")
+			b.ReportMetric(p50[3]/p50[1], "mcp-go/nexus")
+		})
+	}
 }
 
 // TestHTTPPeersAgree makes sure every HTTP contender completes calls, so a

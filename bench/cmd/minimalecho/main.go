@@ -2,12 +2,18 @@ package main
 
 import (
 	"bufio"
+	"fmt"
+	"net"
+	"net/http"
 	"os"
 
 	"github.com/nexus-mcp/nexus/bench/internal/minimal"
 )
 
 func main() {
+	if len(os.Args) == 3 && os.Args[1] == "--listen" {
+		serveHTTP(os.Args[2])
+	}
 	in := bufio.NewReaderSize(os.Stdin, 64<<10)
 	var out []byte
 	for {
@@ -32,4 +38,18 @@ func main() {
 			return
 		}
 	}
+}
+
+// serveHTTP serves minimal.Handler at addr: a server in a process of its
+// own, as every server a client calls over HTTP is.
+func serveHTTP(addr string) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "minimalecho:", err)
+		os.Exit(1)
+	}
+	fmt.Fprintln(os.Stderr, "minimalecho listening on", ln.Addr())
+	err = http.Serve(ln, minimal.Handler())
+	fmt.Fprintln(os.Stderr, "minimalecho:", err)
+	os.Exit(1)
 }
