@@ -35,15 +35,14 @@ import (
 // (a refused address, a redirect, an expired session, an oversized message,
 // no connection at all) make ReadMessage return the typed error.
 type Conn struct {
-	cfg    Config
-	url    *url.URL
-	rawURL string // the URL as sent
-	shown  string // the URL for errors and logs
-	log    hclog.Logger
-	client *http.Client
-	tr     *http.Transport
-	h1     *h1         // in front of tr
-	hdr    http.Header // configured headers, canonical names
+	cfg   Config
+	url   *url.URL
+	shown string // the URL for errors and logs
+	log   hclog.Logger
+	rt    http.RoundTripper // h1, perhaps wrapped; called without an http.Client
+	tr    *http.Transport
+	h1    *h1         // in front of tr
+	hdr   http.Header // configured headers, canonical names
 
 	ctx     context.Context // ends on Close or on a fatal error
 	cancel  context.CancelFunc
@@ -120,12 +119,6 @@ func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 	if cfg.WrapTransport != nil {
 		rt = cfg.WrapTransport(rt)
 	}
-	client := &http.Client{
-		Transport: rt,
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse // reported as *RedirectError
-		},
-	}
 	hdr := make(http.Header, len(cfg.Headers))
 	for k, v := range cfg.Headers {
 		hdr[http.CanonicalHeaderKey(k)] = []string{v}
@@ -134,10 +127,9 @@ func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 	c := &Conn{
 		cfg:      cfg,
 		url:      u,
-		rawURL:   u.String(),
 		shown:    redactURL(u),
 		log:      cfg.Logger.With("server", cfg.Server),
-		client:   client,
+		rt:       rt,
 		tr:       tr,
 		h1:       fast,
 		hdr:      hdr,

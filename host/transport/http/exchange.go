@@ -116,10 +116,6 @@ func (c *Conn) doTracked(ctx context.Context, x *exchange) (*http.Response, int,
 // the exchange's context when closed: closing is how a stream reader that
 // is blocked in Read gets out.
 func (c *Conn) roundTrip(ctx context.Context, x *exchange) (resp *http.Response, gen int, withSession bool, err error) {
-	target := c.rawURL
-	if x.target != nil {
-		target = x.target.String()
-	}
 	var body io.Reader
 	if x.body != nil {
 		body = bytes.NewReader(x.body)
@@ -130,7 +126,7 @@ func (c *Conn) roundTrip(ctx context.Context, x *exchange) (resp *http.Response,
 	if x.timeout > 0 {
 		tctx, cancel = context.WithCancelCause(ctx)
 	}
-	req, err := http.NewRequestWithContext(tctx, x.method, target, body)
+	req, err := c.newRequest(tctx, x, body)
 	if err != nil {
 		cancel(nil)
 		return nil, 0, false, err
@@ -172,7 +168,7 @@ func (c *Conn) roundTrip(ctx context.Context, x *exchange) (resp *http.Response,
 	if x.timeout > 0 {
 		timer = time.AfterFunc(x.timeout, func() { cancel(&timeoutError{what: "response", after: x.timeout}) })
 	}
-	resp, err = c.client.Do(req)
+	resp, err = c.send(req)
 	if timer != nil && err == nil && !isStream(resp) {
 		// A JSON reply is read under the same limit as its headers: a
 		// server that sends headers and then a byte a second must not
@@ -204,6 +200,43 @@ func (c *Conn) roundTrip(ctx context.Context, x *exchange) (resp *http.Response,
 		cancel(nil) // a no-op: tctx is ctx, which the caller ends
 	}
 	return resp, gen, withSession, nil
+}
+
+// newRequest makes x's request with the URL parsed once, at Dial (the
+// MCP endpoint's) or when the legacy endpoint was announced.
+func (c *Conn) newRequest(ctx context.Context, x *exchange, body io.Reader) (*http.Request, error) {
+	u := c.url
+	if x.target != nil {
+		u = x.target
+	}
+	// "" parses to an empty URL at no cost; the shared one replaces it.
+	// Nothing downstream writes to a request's URL.
+	req, err := http.NewRequestWithContext(ctx, x.method, "", body)
+	if err != nil {
+		return nil, err
+	}
+	req.URL, req.Host = u, u.Host
+	return req, nil
+}
+
+// send runs req through the round tripper without an http.Client: the
+// Client would copy the headers of every request for redirects, which
+// are never followed here (a 3xx comes back as it is and becomes a
+// *RedirectError). What else it did for these requests is done here:
+// credentials in the URL become basic authorization.
+func (c *Conn) send(req *http.Request) (*http.Response, error) {
+	if u := req.URL.User; u != nil && req.Header.Get("Authorization") == "" {
+		pw, _ := u.Password()
+		req.SetBasicAuth(u.Username(), pw)
+	}
+	resp, err := c.rt.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.Body == nil {
+		resp.Body = http.NoBody
+	}
+	return resp, nil
 }
 
 type cancelBody struct {

@@ -90,7 +90,7 @@ func (t *h1) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // takes reports whether req is one h1 sends itself.
 func (t *h1) takes(req *http.Request) bool {
-	return req.Method == http.MethodPost && req.URL.Scheme == "http" && req.URL.User == nil &&
+	return req.Method == http.MethodPost && req.URL.Scheme == "http" &&
 		req.ContentLength >= 0 && req.ContentLength <= h1MaxBody &&
 		(req.Body != nil || req.ContentLength == 0) &&
 		len(req.TransferEncoding) == 0 && len(req.Trailer) == 0
