@@ -121,8 +121,9 @@ type hclFile struct {
 	out   fileConfig
 
 	unsetWarned map[string]bool
-	server      string // the server block being decoded, for reports
-	early       bool   // a variable or local failed
+	server      string      // the server block being decoded, for reports
+	ins         []insertion // what countJSONFors put into the text parsed
+	early       bool        // a variable or local failed
 
 	// inDefault is set while a variable's default is evaluated: env() of
 	// an unset variable is then unknown rather than an error, since the
@@ -137,12 +138,15 @@ func (ld *loader) parseHCLFile(f *file, filename string, isJSON bool) *fileConfi
 		hf    *hcl.File
 		diags hcl.Diagnostics
 	)
+	var ins []insertion
 	if isJSON {
-		hf, diags = hcljson.Parse(f.data, filename)
+		var data []byte
+		data, ins = countJSONFors(f.data)
+		hf, diags = hcljson.Parse(data, filename)
 	} else {
 		hf, diags = hclsyntax.ParseConfig(f.data, filename, hcl.InitialPos)
 	}
-	h := &hclFile{file: f, ld: ld, dir: ld.fileDir(f.src.File), known: map[string]string{}, unsetWarned: map[string]bool{}}
+	h := &hclFile{file: f, ld: ld, dir: ld.fileDir(f.src.File), known: map[string]string{}, unsetWarned: map[string]bool{}, ins: ins}
 	if h.diags(diags) {
 		return nil
 	}
@@ -241,7 +245,8 @@ func (h *hclFile) diags(ds hcl.Diagnostics) bool {
 		if d.Severity == hcl.DiagWarning {
 			src := h.src
 			if d.Subject != nil {
-				src.Line, src.Column = d.Subject.Start.Line, d.Subject.Start.Column
+				p := h.pos(d.Subject.Start)
+				src.Line, src.Column = p.Line, p.Column
 			}
 			h.warns = append(h.warns, Warning{Source: src, Message: problem})
 			continue
@@ -270,10 +275,11 @@ func (h *hclFile) errRange(rng hcl.Range, server, problem string, fix ...string)
 // site is where rng is, with its snippet.
 func (h *hclFile) site(rng hcl.Range) *site {
 	src := h.src
-	src.Line, src.Column = rng.Start.Line, rng.Start.Column
+	start, end := h.pos(rng.Start), h.pos(rng.End)
+	src.Line, src.Column = start.Line, start.Column
 	width := 1
-	if rng.End.Line == rng.Start.Line {
-		width = rng.End.Column - rng.Start.Column
+	if end.Line == start.Line {
+		width = end.Column - start.Column
 	} else {
 		width = 1 << 20 // to the end of the line
 	}
@@ -287,9 +293,13 @@ func article(w string) string {
 	return "a " + w
 }
 
+// pos is p in the file as written (see countJSONFors).
+func (h *hclFile) pos(p hcl.Pos) hcl.Pos { return unshift(p, h.ins) }
+
 func (h *hclFile) warnRange(rng hcl.Range, subj, format string, args ...any) {
 	src := h.src
-	src.Line, src.Column = rng.Start.Line, rng.Start.Column
+	p := h.pos(rng.Start)
+	src.Line, src.Column = p.Line, p.Column
 	h.warns = append(h.warns, Warning{Source: src, Subject: subj, Message: fmt.Sprintf(format, args...)})
 }
 
@@ -1002,7 +1012,8 @@ func (h *hclFile) decodeServer(b *hcl.Block) *Server {
 		return nil
 	}
 	src := h.src
-	src.Line, src.Column = b.DefRange.Start.Line, b.DefRange.Start.Column
+	p := h.pos(b.DefRange.Start)
+	src.Line, src.Column = p.Line, p.Column
 	s := &Server{Name: name, Enabled: true, Source: src}
 	refs := map[string]Template{}
 	if a := c.Attributes["enabled"]; a != nil {
@@ -1272,7 +1283,8 @@ func (h *hclFile) plugin(b *hcl.Block) {
 
 func (h *hclFile) blockSource(b *hcl.Block) diag.Source {
 	src := h.src
-	src.Line, src.Column = b.DefRange.Start.Line, b.DefRange.Start.Column
+	p := h.pos(b.DefRange.Start)
+	src.Line, src.Column = p.Line, p.Column
 	return src
 }
 
@@ -1555,12 +1567,13 @@ var ruleActions = []string{rules.Deny, rules.Allow, rules.Modify}
 // opening quote, or on the line after a heredoc's marker.
 func (h *hclFile) exprStart(rng hcl.Range) diag.Source {
 	src := h.src
-	src.Line, src.Column = rng.Start.Line, rng.Start.Column
-	if rng.Start.Byte < len(h.data) {
+	start := h.pos(rng.Start)
+	src.Line, src.Column = start.Line, start.Column
+	if start.Byte < len(h.data) {
 		switch {
-		case h.data[rng.Start.Byte] == '"':
+		case h.data[start.Byte] == '"':
 			src.Column++
-		case bytes.HasPrefix(h.data[rng.Start.Byte:], []byte("<<")):
+		case bytes.HasPrefix(h.data[start.Byte:], []byte("<<")):
 			src.Line, src.Column = src.Line+1, 1
 		}
 	}

@@ -1,9 +1,14 @@
 package config
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"math/big"
+	"slices"
 	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -227,8 +232,8 @@ const forCounter = "for"
 // function, an ordinary node of the syntax tree, so the dependency order
 // of locals and everything else that walks the tree still sees what the
 // collection refers to. The tree is changed in place, before anything is
-// evaluated; a for expression in a JSON file's template strings is parsed
-// only when evaluated, and is not counted.
+// evaluated. A JSON file's template strings are parsed only when they are
+// evaluated: countJSONFors does the same to their text.
 func countFors(n hclsyntax.Node) {
 	hclsyntax.VisitAll(n, func(n hclsyntax.Node) hcl.Diagnostics {
 		fe, ok := n.(*hclsyntax.ForExpr)
@@ -272,4 +277,231 @@ func forFunc() function.Function {
 			return args[0], nil
 		},
 	})
+}
+
+// countJSONFors does for a JSON file what countFors does for native
+// syntax. hcl/json parses a template string only when it evaluates it, so
+// here the source text changes instead: in each string value holding a
+// template with a for expression, the collection is wrapped in a call of
+// forCounter, written into the string as it stands (its escapes kept).
+// Object keys are left alone (they are names, not templates), and so is
+// everything that does not parse (hcl/json reports it). What was inserted
+// is returned too, so that positions can be given back in the file's own
+// columns (unshift): a JSON string is on one line, and so is each
+// insertion.
+func countJSONFors(data []byte) ([]byte, []insertion) {
+	if !bytes.Contains(data, []byte("for")) {
+		return data, nil
+	}
+	var (
+		out  []byte // nil while nothing changed
+		ins  []insertion
+		last int
+		line = 1
+	)
+	for i := 0; i < len(data); i++ {
+		switch data[i] {
+		case '\n':
+			line++
+			continue
+		case '"':
+		default:
+			continue
+		}
+		start := i
+		end := jsonStringEnd(data, start)
+		if end < 0 {
+			break // unterminated: hcl/json says so
+		}
+		i = end - 1
+		lit := data[start:end]
+		if !bytes.Contains(lit, []byte("for")) || !(bytes.Contains(lit, []byte("${")) || bytes.Contains(lit, []byte("%{"))) || isJSONKey(data, end) {
+			continue
+		}
+		edits := forEdits(lit)
+		if len(edits) == 0 {
+			continue
+		}
+		out = append(out, data[last:start]...)
+		at := 0
+		for _, e := range edits {
+			out = append(out, lit[at:e.at]...)
+			ins = append(ins, insertion{line: line, at: len(out), n: len(e.text)})
+			out = append(out, e.text...)
+			at = e.at
+		}
+		out = append(out, lit[at:]...)
+		last = end
+	}
+	if out == nil {
+		return data, nil
+	}
+	return append(out, data[last:]...), ins
+}
+
+// insertion is text countJSONFors put into a file: n bytes (ASCII, one
+// column each) at byte offset at of the new text, on line.
+type insertion struct{ line, at, n int }
+
+// unshift turns a position in the text countJSONFors made into one in
+// the file as written; inside an insertion, where it starts.
+func unshift(p hcl.Pos, ins []insertion) hcl.Pos {
+	b := p.Byte
+	for _, in := range ins {
+		if in.at >= b {
+			break
+		}
+		d := min(in.n, b-in.at)
+		p.Byte -= d
+		if in.line == p.Line {
+			p.Column -= d
+		}
+	}
+	return p
+}
+
+// edit is text to insert before lit[at].
+type edit struct {
+	at   int
+	text string
+}
+
+// forEdits returns where, in the JSON string literal lit (quotes
+// included), forCounter's call goes around each for expression's
+// collection, in order; none when the string holds no for expression or
+// does not parse.
+func forEdits(lit []byte) []edit {
+	str, raw, ok := decodeJSONString(lit)
+	if !ok {
+		return nil
+	}
+	expr, diags := hclsyntax.ParseTemplate([]byte(str), "", hcl.InitialPos)
+	if diags.HasErrors() {
+		return nil
+	}
+	var edits []edit
+	hclsyntax.VisitAll(expr, func(n hclsyntax.Node) hcl.Diagnostics {
+		fe, ok := n.(*hclsyntax.ForExpr)
+		if !ok {
+			return nil
+		}
+		if call, done := fe.CollExpr.(*hclsyntax.FunctionCallExpr); done && call.Name == forCounter {
+			return nil
+		}
+		r := fe.CollExpr.Range()
+		if r.Start.Byte < 0 || r.End.Byte > len(str) || r.Start.Byte > r.End.Byte {
+			return nil
+		}
+		edits = append(edits, edit{raw[r.Start.Byte], forCounter + "("}, edit{raw[r.End.Byte], ")"})
+		return nil
+	})
+	slices.SortStableFunc(edits, func(a, b edit) int { return a.at - b.at })
+	return edits
+}
+
+// decodeJSONString decodes the JSON string literal lit (quotes included)
+// and says, for each byte of the result and for its end, where in lit it
+// came from; false if lit is not a valid string literal.
+func decodeJSONString(lit []byte) (string, []int, bool) {
+	var want string
+	if json.Unmarshal(lit, &want) != nil {
+		return "", nil, false
+	}
+	out := make([]byte, 0, len(lit))
+	raw := make([]int, 0, len(lit)+1)
+	for i := 1; i < len(lit)-1; {
+		c := lit[i]
+		if c != '\\' {
+			out = append(out, c)
+			raw = append(raw, i)
+			i++
+			continue
+		}
+		switch e := lit[i+1]; e {
+		case 'u':
+			r := decodeHex(lit[i+2 : i+6])
+			n := 6
+			if utf16.IsSurrogate(r) && i+12 <= len(lit)-1 && lit[i+6] == '\\' && lit[i+7] == 'u' {
+				if pair := utf16.DecodeRune(r, decodeHex(lit[i+8:i+12])); pair != utf8.RuneError {
+					r, n = pair, 12
+				}
+			}
+			if utf16.IsSurrogate(r) {
+				r = utf8.RuneError
+			}
+			for range utf8.RuneLen(r) {
+				raw = append(raw, i)
+			}
+			out = utf8.AppendRune(out, r)
+			i += n
+		default:
+			out = append(out, unescape(e))
+			raw = append(raw, i)
+			i += 2
+		}
+	}
+	raw = append(raw, len(lit)-1)
+	if string(out) != want {
+		return "", nil, false // a case decoded otherwise: leave the string alone
+	}
+	return want, raw, true
+}
+
+// unescape is the byte a one-letter JSON escape stands for.
+func unescape(e byte) byte {
+	switch e {
+	case 'b':
+		return '\b'
+	case 'f':
+		return '\f'
+	case 'n':
+		return '\n'
+	case 'r':
+		return '\r'
+	case 't':
+		return '\t'
+	}
+	return e // '"', '\\', '/'
+}
+
+func decodeHex(h []byte) rune {
+	var r rune
+	for _, c := range h {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		}
+	}
+	return r
+}
+
+// jsonStringEnd returns the offset after the JSON string literal that
+// starts at data[start] ('"'), or -1 if it does not end.
+func jsonStringEnd(data []byte, start int) int {
+	for j := start + 1; j < len(data); j++ {
+		switch data[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return -1
+}
+
+// isJSONKey reports whether the string literal ending before data[end]
+// is an object key: a colon follows it.
+func isJSONKey(data []byte, end int) bool {
+	for _, c := range data[end:] {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		}
+		return c == ':'
+	}
+	return false
 }
