@@ -137,6 +137,8 @@ func TestCLI(t *testing.T) {
 		{"err_json_config", `{"mcpServers": {"a": {"args": ["x"]}}}`, []string{"--config", "mcp.json", "-o", "json", "tools"}, 2},
 		{"err_schema", testConfig, []string{"--config", "mcp.json", "--yes", "call", "testserver.add", "a=one", "b=2"}, 2},
 		{"servers", testConfig, []string{"--config", "mcp.json", "servers"}, 0},
+		{"servers_masked", `{"mcpServers": {"gh": {"command": "docker", "args": ["run", "-e", "GITHUB_TOKEN=ghp_secret1", "img", "--token", "secret2"]},
+  "db": {"url": "https://u:secret3@db.example/mcp?api_key=secret4"}}}`, []string{"--config", "mcp.json", "servers"}, 0},
 		{"tools_positional", testConfig, []string{"--config", "mcp.json", "tools", "testserver"}, 0},
 		{"err_server_twice", testConfig, []string{"--config", "mcp.json", "prompts", "testserver", "--server", "other"}, 2},
 		{"servers_connect", testConfig + "\n", []string{"--config", "mcp.json", "servers", "--connect", "-o", "json"}, 0},

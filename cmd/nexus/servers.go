@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nexus-mcp/nexus/host/config"
 	"github.com/nexus-mcp/nexus/host/registry"
 )
 
@@ -91,9 +92,9 @@ func target(s registry.Status) string {
 	c := s.Config
 	switch {
 	case len(c.Command) > 0:
-		return strings.Join(c.Command, " ")
+		return strings.Join(config.MaskCommand(c.Command), " ")
 	case c.URL != "":
-		return c.URL
+		return config.MaskURL(c.URL)
 	case c.Plugin != nil:
 		return "plugin " + c.Plugin.Name
 	}

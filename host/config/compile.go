@@ -202,7 +202,14 @@ func (c *compiler) server(s *Server) map[string]any {
 		if len(s.Command) > 1 {
 			args := make([]any, len(s.Command)-1)
 			for i, a := range s.Command[1:] {
-				args[i] = c.str(s.Refs, pointer("/command", i+1), a)
+				ptr := pointer("/command", i+1)
+				if _, ref := s.Refs[ptr]; !ref && !c.showSecrets && maskArg(s.Command[i], a) == mask {
+					// The value of a credential flag: "--token abc".
+					c.masked = append(c.masked, strings.TrimSpace(c.cur+" "+fieldName(ptr)))
+					args[i] = mask
+					continue
+				}
+				args[i] = c.str(s.Refs, ptr, a)
 			}
 			e["args"] = args
 		}

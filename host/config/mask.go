@@ -55,8 +55,63 @@ func maskCredential(ptr, val string) string {
 			return mask
 		}
 	}
+	if strings.HasPrefix(ptr, "/command/") {
+		return maskArg("", val)
+	}
 	return maskURLs(val)
 }
+
+// secretFlag reports whether name (a command-line flag, "--token", or
+// the name of a NAME=value word) names a credential. Flags that say where
+// a credential is kept (--token-file, --password-env, --auth-url) do not.
+func secretFlag(name string) bool {
+	name = strings.TrimLeft(name, "-")
+	if name == "" || !secretName.MatchString(name) {
+		return false
+	}
+	lower := strings.ToLower(name)
+	for _, where := range []string{"file", "path", "dir", "env", "var", "url", "uri"} {
+		if strings.HasSuffix(lower, where) {
+			return false
+		}
+	}
+	return true
+}
+
+// maskArg masks a command's argument given the one before it: the value
+// of a credential flag ("--token abc", "--api-key=abc"), of a NAME=value
+// word naming one ("-e GITHUB_TOKEN=ghp_..." of docker run), and the
+// credentials of URLs in it.
+func maskArg(prev, arg string) string {
+	if arg == "" {
+		return arg
+	}
+	if strings.HasPrefix(prev, "-") && !strings.Contains(prev, "=") && secretFlag(prev) && !strings.HasPrefix(arg, "-") {
+		return mask
+	}
+	if name, val, ok := strings.Cut(arg, "="); ok && val != "" && secretFlag(name) {
+		return name + "=" + mask
+	}
+	return maskURLs(arg)
+}
+
+// MaskCommand is a command line as it may be shown: the credentials in its
+// arguments masked (see maskArg). cmd is not changed.
+func MaskCommand(cmd []string) []string {
+	out := make([]string, len(cmd))
+	for i, a := range cmd {
+		prev := ""
+		if i > 0 {
+			prev = cmd[i-1]
+		}
+		out[i] = maskArg(prev, a)
+	}
+	return out
+}
+
+// MaskURL is a URL as it may be shown: its password (or a user name
+// standing alone, usually a token) and credential query values masked.
+func MaskURL(u string) string { return maskURLs(u) }
 
 // urlInText finds URLs inside a longer value ("--db=postgres://u:p@h/db").
 var urlInText = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>]+`)

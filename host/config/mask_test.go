@@ -28,6 +28,10 @@ func TestMaskCredential(t *testing.T) {
 		{"/command/2", "postgresql://app:pw@localhost/db", "postgresql://app:***@localhost/db"},
 		{"/command/1", "--dsn=mysql://root:pw@h/db", "--dsn=mysql://root:***@h/db"},
 		{"/command/1", "--verbose", "--verbose"},
+		{"/command/1", "--api-key=abc", "--api-key=***"},
+		{"/command/3", "GITHUB_PERSONAL_ACCESS_TOKEN=ghp_1", "GITHUB_PERSONAL_ACCESS_TOKEN=***"},
+		{"/command/1", "--token-file=/run/token", "--token-file=/run/token"},
+		{"/command/1", "--author=Ada", "--author=Ada"},
 		{"/config/api_key", "k", "***"},
 		{"/plugin/config/nested~1password", "p", "***"},
 		{"/config/host", "bastion", "bastion"},
@@ -42,17 +46,38 @@ func TestMaskCredential(t *testing.T) {
 	}
 }
 
+// TestMaskCommand: a flag naming a credential masks the word after it,
+// NAME=value words naming one mask their value, flags that say where a
+// credential is kept do not, and URLs are masked wherever they stand.
+func TestMaskCommand(t *testing.T) {
+	in := []string{"docker", "run", "-e", "GITHUB_TOKEN=ghp_1", "--token", "abc", "--token-file", "/p", "--password", "-v",
+		"--auth-url", "https://u:pw@h/x", "--client-secret", "s", "-k", "v"}
+	want := []string{"docker", "run", "-e", "GITHUB_TOKEN=***", "--token", "***", "--token-file", "/p", "--password", "-v",
+		"--auth-url", "https://u:***@h/x", "--client-secret", "***", "-k", "v"}
+	got := MaskCommand(in)
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("MaskCommand\n got %q\nwant %q", got, want)
+	}
+	if in[3] != "GITHUB_TOKEN=ghp_1" {
+		t.Error("MaskCommand changed its argument")
+	}
+	if got := MaskURL("https://ghp_x@h/mcp?token=t&a=b"); got != "https://***@h/mcp?token=***&a=b" {
+		t.Errorf("MaskURL = %q", got)
+	}
+}
+
 // config show and compile mask what is written in the file and say where,
 // server by server; --show-secrets (CompileShowingSecrets, NewView(cfg,
 // true)) writes it as it is; references are never values either way.
 func TestMaskedOutput(t *testing.T) {
 	cfg := mustLoad(t, "mcp.json", `{"mcpServers": {
   "db": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-postgres", "postgresql://app:pw-in-file@localhost/app"]},
+  "gh": {"command": "docker", "args": ["run", "-e", "GITHUB_TOKEN=gh-in-file", "img", "--token", "flag-in-file", "--token-file", "/run/t"]},
   "api": {"url": "https://api.example.com/mcp?api_key=key-in-file", "headers": {"Authorization": "Bearer ${API_TOKEN}"},
           "oauth": {"client_id": "nexus", "client_secret": "secret-in-file"}}
 }, "filters": [{"name": "f", "kind": "policy", "plugin": "p", "config": {"token": "tok-in-file"}}],
    "plugins": {"p": {"path": "/opt/p"}}}`, env("API_TOKEN", "from-env"))
-	literals := []string{"pw-in-file", "key-in-file", "secret-in-file", "tok-in-file"}
+	literals := []string{"pw-in-file", "key-in-file", "secret-in-file", "tok-in-file", "gh-in-file", "flag-in-file"}
 	var b strings.Builder
 	for _, format := range Formats {
 		out, warns, err := Compile(cfg, format)
