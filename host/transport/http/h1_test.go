@@ -585,3 +585,60 @@ func TestCredentialsInURL(t *testing.T) {
 		t.Errorf("the password is in the log:\n%s", e.logs.String())
 	}
 }
+
+// FuzzH1Response: whatever a server answers, h1 returns an error or a
+// response whose body ends (read to its end or failing), and never
+// panics or waits past its context. Each answer comes over an in-memory
+// connection, two exchanges per input, so that a connection given back to
+// the pool is tried again.
+func FuzzH1Response(f *testing.F) {
+	for _, s := range []string{
+		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+		"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\ndata: {}\n\n",
+		"HTTP/1.0 200 OK\r\n\r\n{}",
+		"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n{}",
+		"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}",
+		"HTTP/1.1 204 No Content\r\n\r\nHTTP/1.1 200 OK\r\n\r\n",
+		"HTTP/1.1 101 Switching Protocols\r\n\r\n",
+		"garbage\r\n\r\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, answer []byte) {
+		if len(answer) > 4<<10 {
+			return
+		}
+		rt := &h1{next: &nextRecorder{}, dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			client, server := net.Pipe()
+			go func() {
+				defer server.Close()
+				// One answer, then the end of the connection: a body
+				// that wants more sees it at once, and the next exchange
+				// finds the pooled connection dead when it writes.
+				req, err := http.ReadRequest(bufio.NewReader(server))
+				if err != nil {
+					return
+				}
+				io.Copy(io.Discard, req.Body)
+				server.Write(answer)
+			}()
+			return client, nil
+		}}
+		defer rt.closeIdle(true)
+		for range 2 {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://127.0.0.1:9/mcp", strings.NewReader("{}"))
+			resp, err := rt.RoundTrip(req)
+			if err == nil {
+				// The body ends: at its end, at the connection's end,
+				// or when the context does.
+				io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+				resp.Body.Close()
+			}
+			cancel()
+		}
+	})
+}
