@@ -7,7 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/nexus-mcp/nexus/host/gateway/store"
 )
@@ -36,7 +35,7 @@ func TestReplicasKeepEachOthersSubscriptions(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		time.Sleep(200 * time.Millisecond)
+		// Each replica records a subscription before it answers.
 		rec, err := st.Get(context.Background(), sid)
 		if err != nil {
 			t.Fatal(err)
