@@ -275,12 +275,18 @@ func BenchmarkStdioRatio(b *testing.B) {
 // Nexus's stdio transport waits for a reply (ppoll_linux_test.go).
 var ppollPipe *contender
 
-// BenchmarkPeerRatio interleaves Nexus and the two SDK clients call by call
-// against the same echo server and reports each SDK's p50 over Nexus's.
+// BenchmarkPeerRatio interleaves Nexus and the two SDK clients against
+// the same echo server and reports each SDK's p50 over Nexus's: call by
+// call, where waking the server's process is much of every client's time,
+// and in blocks of 100, where the clients' own work shows.
 func BenchmarkPeerRatio(b *testing.B) {
-	p50 := interleaved(b, contenders[1:])
-	b.ReportMetric(p50[1]/p50[0], "go-sdk/nexus")
-	b.ReportMetric(p50[2]/p50[0], "mcp-go/nexus")
+	for _, mode := range turns {
+		b.Run(mode.name, func(b *testing.B) {
+			p50 := inTurns(b, contenders[1:], mode.block)
+			b.ReportMetric(p50[1]/p50[0], "go-sdk/nexus")
+			b.ReportMetric(p50[2]/p50[0], "mcp-go/nexus")
+		})
+	}
 }
 
 // TestMinimalEcho: the minimal echo server really echoes, escapes and all,
