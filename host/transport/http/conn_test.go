@@ -437,3 +437,37 @@ func TestPerRequestHTTPError(t *testing.T) {
 		t.Errorf("warnings logged:\n%s", e.logs.String())
 	}
 }
+
+// TestCredentialsInURL: a user and password in the URL are sent as basic
+// authorization with every request (as an http.Client would), never as
+// part of the request line, and stay out of the logs.
+func TestCredentialsInURL(t *testing.T) {
+	e := newEnv(t)
+	var mu sync.Mutex
+	var bad []string
+	_, url := e.testServer(func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if u, p, ok := r.BasicAuth(); !ok || u != "ada" || p != "s3cret" || strings.Contains(r.RequestURI, "s3cret") {
+				mu.Lock()
+				bad = append(bad, r.Method+" "+r.RequestURI)
+				mu.Unlock()
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	url = strings.Replace(url, "http://", "http://ada:s3cret@", 1)
+	c, conn := e.connect(e.config(url), mcp.ClientOptions{})
+	if got := call(t, c, "add", map[string]any{"a": 1, "b": 1}); got != "2" {
+		t.Fatalf("add = %q", got)
+	}
+	c.Close()
+	conn.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(bad) != 0 {
+		t.Errorf("requests without the URL's credentials: %v", bad)
+	}
+	if strings.Contains(e.logs.String(), "s3cret") {
+		t.Errorf("the password is in the log:\n%s", e.logs.String())
+	}
+}

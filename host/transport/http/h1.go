@@ -30,8 +30,11 @@ import (
 // What net/http's reader goroutine also did, h1 does when it takes a
 // connection from its pool: a connection the server has closed meanwhile,
 // or on which it sent bytes nobody asked for, is dropped there (see
-// alive), so a POST is never written to a dead connection. A POST is not
-// retried once any of it was written, as net/http does not retry one.
+// alive), so a POST is not written to a dead connection; where alive
+// cannot look (not a Unix system), h1 takes no request at all. A request
+// none of which went out (the server closed the connection just after the
+// look) goes out again on another; one partly written is not retried, as
+// net/http does not retry a POST.
 // Bodies are capped at h1MaxBody because the caller does not read while it
 // writes: a server that answers early (413) without reading a large body
 // would stall the write, where net/http's reader would have seen the
@@ -69,7 +72,6 @@ type h1conn struct {
 	addr string
 	lr   io.LimitedReader // under br: bounds the header block
 	br   *bufio.Reader
-	wbuf []byte
 	used time.Time // when it went idle
 }
 
@@ -88,12 +90,39 @@ func (t *h1) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-// takes reports whether req is one h1 sends itself.
+// takes reports whether req is one h1 sends itself: a plain-http POST of
+// a known, small length, to a host name net/http would send as it is
+// (ASCII, no IPv6 zone), that leaves the connection's handling to the
+// transport (no Connection header), on a platform where alive can look
+// at an idle connection. net/http takes the rest.
 func (t *h1) takes(req *http.Request) bool {
-	return req.Method == http.MethodPost && req.URL.Scheme == "http" &&
-		req.ContentLength >= 0 && req.ContentLength <= h1MaxBody &&
-		(req.Body != nil || req.ContentLength == 0) &&
-		len(req.TransferEncoding) == 0 && len(req.Trailer) == 0
+	if !peekable || req.Method != http.MethodPost || req.URL.Scheme != "http" ||
+		req.ContentLength < 0 || req.ContentLength > h1MaxBody ||
+		len(req.TransferEncoding) > 0 || len(req.Trailer) > 0 {
+		return false
+	}
+	if req.ContentLength == 0 && req.Body != nil && req.Body != http.NoBody {
+		return false // net/http sends such a body chunked, as of unknown length
+	}
+	if req.ContentLength > 0 && req.Body == nil {
+		return false
+	}
+	if _, ok := req.Header["Connection"]; ok {
+		return false
+	}
+	return plainHost(req.URL.Host) && (req.Host == "" || plainHost(req.Host))
+}
+
+// plainHost reports whether h is sent in the Host header as it is: ASCII
+// (net/http turns other names into punycode) and no IPv6 zone (which
+// net/http leaves out).
+func plainHost(h string) bool {
+	for i := 0; i < len(h); i++ {
+		if h[i] >= 0x80 || h[i] == '%' {
+			return false
+		}
+	}
+	return true
 }
 
 // closeIdle closes the idle connections and, after close, every
@@ -112,6 +141,18 @@ func (t *h1) closeIdle(final bool) {
 }
 
 func (t *h1) exchange(req *http.Request) (*http.Response, error) {
+	// The request is made once, before any connection is taken: an
+	// invalid header or body costs none, and a request that found its
+	// connection closed is sent again, the same bytes, on another.
+	bp := reqBufs.Get().(*[]byte)
+	defer reqBufs.Put(bp)
+	b, err := encodeRequest((*bp)[:0], req)
+	if cap(b) <= 2*h1MaxBody {
+		*bp = b
+	}
+	if err != nil {
+		return nil, err
+	}
 	ctx := req.Context()
 	addr := canonicalAddr(req)
 	for {
@@ -123,15 +164,14 @@ func (t *h1) exchange(req *http.Request) (*http.Response, error) {
 		if ctx.Done() != nil {
 			stop = context.AfterFunc(ctx, func() { pc.SetDeadline(aLongTimeAgo) })
 		}
-		n, err := t.write(pc, req)
+		n, err := pc.Write(b)
 		if err != nil {
 			stop()
 			pc.Close()
 			if ctx.Err() != nil {
 				return nil, context.Cause(ctx)
 			}
-			var he *headerError
-			if n == 0 && reused && !errors.As(err, &he) {
+			if n == 0 && reused {
 				// Nothing went out: the server had closed the
 				// connection after alive looked. Another is safe.
 				continue
@@ -231,41 +271,51 @@ func (e *headerError) Error() string {
 	return fmt.Sprintf("invalid header field value for %q: line breaks and control characters cannot be sent", e.field)
 }
 
-// write sends req in one write and returns how many bytes went out.
-func (t *h1) write(pc *h1conn, req *http.Request) (int, error) {
+// reqBufs holds the buffers requests are encoded in.
+var reqBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// encodeRequest appends req in HTTP/1.1 wire form to b, as net/http would
+// write it: the request line, Host, a User-Agent unless the request says
+// otherwise, the headers (each value trimmed), Content-Length, the body.
+func encodeRequest(b []byte, req *http.Request) ([]byte, error) {
 	host := req.Host
 	if host == "" {
 		host = req.URL.Host
 	}
 	if !validValue(host) {
-		return 0, &headerError{"Host"}
+		return b, &headerError{"Host"}
 	}
-	b := append(pc.wbuf[:0], "POST "...)
+	b = append(b, "POST "...)
 	b = append(b, req.URL.RequestURI()...)
 	b = append(b, " HTTP/1.1\r\nHost: "...)
 	b = append(b, host...)
 	b = append(b, "\r\n"...)
-	if _, ok := req.Header["User-Agent"]; !ok {
+	if ua, ok := req.Header["User-Agent"]; !ok {
 		b = append(b, "User-Agent: "+userAgent+"\r\n"...)
+	} else if len(ua) > 0 && ua[0] != "" {
+		// net/http sends the first value only.
+		if !validValue(ua[0]) {
+			return b, &headerError{"User-Agent"}
+		}
+		b = append(b, "User-Agent: "...)
+		b = append(b, trimValue(ua[0])...)
+		b = append(b, "\r\n"...)
 	}
 	for k, vs := range req.Header {
 		switch k {
-		case "Host", "Content-Length", "Transfer-Encoding", "Trailer", "Connection":
+		case "Host", "User-Agent", "Content-Length", "Transfer-Encoding", "Trailer":
 			continue // written here, or not at all
 		}
 		if !validName(k) {
-			return 0, &headerError{k}
+			return b, &headerError{k}
 		}
 		for _, v := range vs {
 			if !validValue(v) {
-				return 0, &headerError{k}
-			}
-			if v == "" && k == "User-Agent" {
-				continue
+				return b, &headerError{k}
 			}
 			b = append(b, k...)
 			b = append(b, ": "...)
-			b = append(b, v...)
+			b = append(b, trimValue(v)...)
 			b = append(b, "\r\n"...)
 		}
 	}
@@ -279,13 +329,26 @@ func (t *h1) write(pc *h1conn, req *http.Request) (int, error) {
 		at := len(b)
 		b = append(b, make([]byte, n)...)
 		if _, err := io.ReadFull(req.Body, b[at:]); err != nil {
-			return 0, fmt.Errorf("reading the request body: %w", err)
+			return b, fmt.Errorf("reading the request body: %w", err)
+		}
+		var more [1]byte
+		if m, _ := req.Body.Read(more[:]); m > 0 {
+			return b, fmt.Errorf("the request body is longer than its ContentLength (%d)", n)
 		}
 	}
-	if cap(b) <= 2*h1MaxBody {
-		pc.wbuf = b
+	return b, nil
+}
+
+// trimValue is v without the spaces and tabs around it, as net/http
+// writes a header value.
+func trimValue(v string) string {
+	for v != "" && (v[0] == ' ' || v[0] == '\t') {
+		v = v[1:]
 	}
-	return pc.Write(b)
+	for v != "" && (v[len(v)-1] == ' ' || v[len(v)-1] == '\t') {
+		v = v[:len(v)-1]
+	}
+	return v
 }
 
 // read reads the final response to req, skipping informational ones.

@@ -4,6 +4,9 @@ package httptransport
 
 import "net"
 
-// alive cannot peek here; a connection the server closed fails its next
-// exchange instead.
-func alive(net.Conn) bool { return true }
+// peekable is false: alive cannot look at an idle connection here, so a
+// connection the server closed would take the next POST with it; h1
+// leaves every request to net/http, whose reader sees the close.
+const peekable = false
+
+func alive(net.Conn) bool { return false }

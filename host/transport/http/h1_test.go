@@ -1,3 +1,8 @@
+//go:build unix
+
+// h1 sends requests itself only where it can look at idle connections
+// (peekable); elsewhere net/http sends them all.
+
 package httptransport
 
 import (
@@ -12,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -175,17 +181,25 @@ func TestH1PassesOnWhatItDoesNotTake(t *testing.T) {
 	rt, next := newH1(t)
 	ctx := context.Background()
 	big := strings.Repeat("x", h1MaxBody+1)
+	withConnection := mustRequest(t, ctx, http.MethodPost, "http://127.0.0.1:1/mcp", "{}")
+	withConnection.Header.Set("Connection", "close")
+	unknownLength := mustRequest(t, ctx, http.MethodPost, "http://127.0.0.1:1/mcp", "{}")
+	unknownLength.ContentLength = 0
 	for _, req := range []*http.Request{
 		mustRequest(t, ctx, http.MethodGet, "http://127.0.0.1:1/mcp", ""),
 		mustRequest(t, ctx, http.MethodDelete, "http://127.0.0.1:1/mcp", ""),
 		mustRequest(t, ctx, http.MethodPost, "https://127.0.0.1:1/mcp", "{}"),
 		mustRequest(t, ctx, http.MethodPost, "http://127.0.0.1:1/mcp", big),
+		mustRequest(t, ctx, http.MethodPost, "http://bücher.example/mcp", "{}"),
+		mustRequest(t, ctx, http.MethodPost, "http://[fe80::1%25eth0]:1/mcp", "{}"),
+		withConnection,
+		unknownLength,
 	} {
 		if _, err := rt.RoundTrip(req); err == nil || err.Error() != "passed on" {
 			t.Errorf("%s %s: %v, want it passed on", req.Method, req.URL, err)
 		}
 	}
-	want := []string{"GET http", "DELETE http", "POST https", "POST http"}
+	want := []string{"GET http", "DELETE http", "POST https", "POST http", "POST http", "POST http", "POST http", "POST http"}
 	if strings.Join(next.seen, ",") != strings.Join(want, ",") {
 		t.Errorf("passed on %v, want %v", next.seen, want)
 	}
@@ -222,8 +236,9 @@ func TestH1WireFormat(t *testing.T) {
 	})
 	rt, _ := newH1(t)
 	req := mustRequest(t, context.Background(), http.MethodPost, srv.url()+"?a=b%20c", `{"jsonrpc":"2.0"}`)
-	req.Header.Set("Mcp-Session-Id", "abc")
+	req.Header.Set("Mcp-Session-Id", " abc\t")
 	req.Header["X-Two"] = []string{"1", "2"}
+	req.Header["User-Agent"] = []string{"first", "second"}
 	resp, err := rt.RoundTrip(req)
 	if err != nil {
 		t.Fatal(err)
@@ -236,7 +251,7 @@ func TestH1WireFormat(t *testing.T) {
 	if r.Method != http.MethodPost || r.RequestURI != "/mcp?a=b%20c" || r.Host != srv.ln.Addr().String() {
 		t.Errorf("request line %s %s, Host %s", r.Method, r.RequestURI, r.Host)
 	}
-	if r.Header.Get("Mcp-Session-Id") != "abc" || strings.Join(r.Header["X-Two"], ",") != "1,2" || r.UserAgent() != userAgent {
+	if r.Header.Get("Mcp-Session-Id") != "abc" || strings.Join(r.Header["X-Two"], ",") != "1,2" || strings.Join(r.Header["User-Agent"], ",") != "first" {
 		t.Errorf("headers %v", r.Header)
 	}
 	if r.ContentLength != 17 || <-bodies != `{"jsonrpc":"2.0"}` {
@@ -245,10 +260,21 @@ func TestH1WireFormat(t *testing.T) {
 }
 
 // TestH1RefusesHeaderInjection: a value with a line break is not sent at
-// all, and the error names the field but not the value.
+// all, and the error names the field but not the value; neither it nor a
+// body longer than its length costs a connection.
 func TestH1RefusesHeaderInjection(t *testing.T) {
 	srv := newScripted(t, func(_ int, c net.Conn, br *bufio.Reader) { io.Copy(io.Discard, br) })
 	rt, _ := newH1(t)
+	defer func() {
+		if n := srv.conns.Load(); n != 0 {
+			t.Errorf("%d connections made for requests that cannot be sent", n)
+		}
+	}()
+	long := mustRequest(t, context.Background(), http.MethodPost, srv.url(), "{}")
+	long.ContentLength = 1
+	if _, err := rt.RoundTrip(long); err == nil || !strings.Contains(err.Error(), "longer than its ContentLength") {
+		t.Errorf("a body longer than its length: %v", err)
+	}
 	for _, h := range [][2]string{{"Authorization", "Bearer secret\r\nX-Evil: 1"}, {"Bad Name", "v"}, {"X-Nul", "a\x00b"}} {
 		req := mustRequest(t, context.Background(), http.MethodPost, srv.url(), "{}")
 		req.Header[h[0]] = []string{h[1]}
@@ -552,40 +578,6 @@ func TestH1ThroughConn(t *testing.T) {
 	}
 }
 
-// TestCredentialsInURL: a user and password in the URL are sent as basic
-// authorization with every request (as an http.Client would), never as
-// part of the request line, and stay out of the logs.
-func TestCredentialsInURL(t *testing.T) {
-	e := newEnv(t)
-	var mu sync.Mutex
-	var bad []string
-	_, url := e.testServer(func(h http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if u, p, ok := r.BasicAuth(); !ok || u != "ada" || p != "s3cret" || strings.Contains(r.RequestURI, "s3cret") {
-				mu.Lock()
-				bad = append(bad, r.Method+" "+r.RequestURI)
-				mu.Unlock()
-			}
-			h.ServeHTTP(w, r)
-		})
-	})
-	url = strings.Replace(url, "http://", "http://ada:s3cret@", 1)
-	c, conn := e.connect(e.config(url), mcp.ClientOptions{})
-	if got := call(t, c, "add", map[string]any{"a": 1, "b": 1}); got != "2" {
-		t.Fatalf("add = %q", got)
-	}
-	c.Close()
-	conn.Close()
-	mu.Lock()
-	defer mu.Unlock()
-	if len(bad) != 0 {
-		t.Errorf("requests without the URL's credentials: %v", bad)
-	}
-	if strings.Contains(e.logs.String(), "s3cret") {
-		t.Errorf("the password is in the log:\n%s", e.logs.String())
-	}
-}
-
 // FuzzH1Response: whatever a server answers, h1 returns an error or a
 // response whose body ends (read to its end or failing), and never
 // panics or waits past its context. Each answer comes over an in-memory
@@ -641,4 +633,49 @@ func FuzzH1Response(f *testing.F) {
 			cancel()
 		}
 	})
+}
+
+// failingConn fails its next Write without writing anything, as a
+// connection the server closed just after alive looked at it does.
+type failingConn struct {
+	*net.TCPConn
+	fail *atomic.Bool
+}
+
+func (c failingConn) Write(b []byte) (int, error) {
+	if c.fail.CompareAndSwap(true, false) {
+		return 0, syscall.ECONNRESET
+	}
+	return c.TCPConn.Write(b)
+}
+
+// TestH1ResendsUnwrittenRequest: a request none of which went out on a
+// reused connection goes out once more, whole, on a new one.
+func TestH1ResendsUnwrittenRequest(t *testing.T) {
+	checkNoLeak(t)
+	srv, conns := echoServer(t)
+	var fail atomic.Bool
+	var d net.Dialer
+	rt := &h1{next: &nextRecorder{}, dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return failingConn{c.(*net.TCPConn), &fail}, nil
+	}}
+	defer rt.closeIdle(true)
+	for i := range 2 {
+		body := fmt.Sprintf(`{"n":%d}`, i)
+		resp, err := post(context.Background(), t, rt, srv.URL, body)
+		if err != nil {
+			t.Fatalf("POST %d: %v", i, err)
+		}
+		if got := replyText(t, resp); got != body {
+			t.Fatalf("reply %q, want %q", got, body)
+		}
+		fail.Store(true) // the pooled connection's next write fails
+	}
+	if n := conns.Load(); n != 2 {
+		t.Errorf("%d connections, want 2 (the second after the failed write)", n)
+	}
 }

@@ -9,13 +9,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// peekable: alive can look at an idle connection.
+const peekable = true
+
 // alive reports whether an idle connection can carry another request: the
 // server has not closed it, and has sent nothing on it (which would be out
 // of step). It peeks without waiting, one system call.
 func alive(c net.Conn) bool {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
-		return true
+		return false // cannot look: not safe to reuse
 	}
 	rc, err := sc.SyscallConn()
 	if err != nil {
