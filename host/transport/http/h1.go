@@ -44,7 +44,9 @@ type h1 struct {
 	dial DialFunc          // the guard: every connection is checked
 
 	mu     sync.Mutex
-	idle   []*h1conn // most recently used last
+	idle   []*h1conn   // most recently used last
+	reaper *time.Timer // armed while connections are idle
+	every  time.Duration
 	closed bool
 }
 
@@ -57,6 +59,10 @@ const (
 	// h1IdleTimeout drops a connection idle for longer when it is next
 	// taken (as net/http's IdleConnTimeout in Dial does with a timer).
 	h1IdleTimeout = 90 * time.Second
+	// h1ReapEvery is how often idle connections are looked at, to close
+	// those the server has closed (Node closes its side after 5 s): a
+	// socket the server ended stays open here until it is looked at.
+	h1ReapEvery = 10 * time.Second
 	// maxHeaderBytes bounds a response's status line and headers.
 	maxHeaderBytes = 1 << 20
 	// max1xx bounds the informational responses before the final one.
@@ -133,6 +139,10 @@ func (t *h1) closeIdle(final bool) {
 	t.idle = nil
 	if final {
 		t.closed = true
+	}
+	if t.reaper != nil {
+		t.reaper.Stop()
+		t.reaper = nil
 	}
 	t.mu.Unlock()
 	for _, pc := range idle {
@@ -260,7 +270,42 @@ func (t *h1) put(pc *h1conn) {
 		return
 	}
 	t.idle = append(t.idle, pc)
+	if t.reaper == nil {
+		every := t.every
+		if every == 0 {
+			every = h1ReapEvery
+		}
+		t.reaper = time.AfterFunc(every, func() { t.reap(every) })
+	}
 	t.mu.Unlock()
+}
+
+// reap closes the idle connections that the server closed, or that were
+// idle too long, and looks again later while any are left. It looks with
+// the pool locked (a peek that does not wait), so that no exchange finds
+// the pool empty meanwhile and dials another.
+func (t *h1) reap(every time.Duration) {
+	now := time.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return
+	}
+	keep := t.idle[:0]
+	for _, pc := range t.idle {
+		if now.Sub(pc.used) < h1IdleTimeout && alive(pc.Conn) {
+			keep = append(keep, pc)
+		} else {
+			pc.Close()
+		}
+	}
+	clear(t.idle[len(keep):])
+	t.idle = keep
+	if len(t.idle) > 0 {
+		t.reaper.Reset(every)
+	} else {
+		t.reaper = nil
+	}
 }
 
 // headerError is a request header that cannot be sent; it names the

@@ -567,12 +567,13 @@ func TestH1ThroughConn(t *testing.T) {
 			t.Fatalf("echo = %q", got)
 		}
 	}
-	conn.h1.mu.Lock()
-	idle := len(conn.h1.idle)
-	conn.h1.mu.Unlock()
-	if idle == 0 {
-		t.Error("no idle connection kept after the calls")
-	}
+	// The last answer's stream is read to its end on another goroutine,
+	// which then gives its connection back.
+	waitFor(t, "an idle connection kept after the calls", func() bool {
+		conn.h1.mu.Lock()
+		defer conn.h1.mu.Unlock()
+		return len(conn.h1.idle) > 0
+	})
 	if n := len(e.dial.seen()); n > 4 {
 		t.Errorf("%d connections dialled for 20 calls, want at most 4 (h1's and the GET stream's)", n)
 	}
@@ -677,5 +678,52 @@ func TestH1ResendsUnwrittenRequest(t *testing.T) {
 	}
 	if n := conns.Load(); n != 2 {
 		t.Errorf("%d connections, want 2 (the second after the failed write)", n)
+	}
+}
+
+// TestH1ReapsClosedConnections: an idle connection the server closed is
+// closed here too without waiting for the next request, and the reaper
+// stops once nothing is idle.
+func TestH1ReapsClosedConnections(t *testing.T) {
+	checkNoLeak(t)
+	srv := newScripted(t, func(_ int, c net.Conn, br *bufio.Reader) {
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		io.Copy(io.Discard, req.Body)
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+	})
+	rt, _ := newH1(t)
+	rt.every = 10 * time.Millisecond
+	resp, err := post(context.Background(), t, rt, srv.url(), "{}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	replyText(t, resp)
+	waitFor(t, "the reaper to close the connection and stop", func() bool {
+		rt.mu.Lock()
+		defer rt.mu.Unlock()
+		return len(rt.idle) == 0 && rt.reaper == nil
+	})
+}
+
+// TestH1ReaperKeepsLiveConnections: reaping leaves an open connection in
+// the pool for the next request.
+func TestH1ReaperKeepsLiveConnections(t *testing.T) {
+	checkNoLeak(t)
+	srv, conns := echoServer(t)
+	rt, _ := newH1(t)
+	rt.every = time.Millisecond
+	for range 3 {
+		resp, err := post(context.Background(), t, rt, srv.URL, "{}")
+		if err != nil {
+			t.Fatal(err)
+		}
+		replyText(t, resp)
+		time.Sleep(20 * time.Millisecond) // a few reaps
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("%d connections, want 1: the reaper closed a live one", n)
 	}
 }
