@@ -230,25 +230,36 @@ func BenchmarkGatewayStdio(b *testing.B) {
 	}
 }
 
+var gatewayHTTPContenders = []contender{
+	{"post", func(tb testing.TB) caller { return newRawPostProcess(tb) }},
+	{"direct", func(tb testing.TB) caller { return newNexus(tb) }},
+	{"gateway-http", func(tb testing.TB) caller {
+		url, stop := nexusGateway(tb)
+		return closer{newNexusURL(tb, url, "mcp_echo_echo"), stop}
+	}},
+	{"post-in-process", func(tb testing.TB) caller { return newRawPost(tb) }},
+	{"relay-http", func(tb testing.TB) caller {
+		addr := freeAddr(tb)
+		stop := process(tb, "relay listening on", "", bins.relay, "--listen", addr, bins.echoserver)
+		return closer{newNexusURL(tb, "http://"+addr+"/mcp", "echo"), stop}
+	}},
+}
+
 // BenchmarkGatewayHTTP interleaves a plain net/http POST to a server in a
 // process of its own (cmd/postecho: another process, as the gateway is;
 // an in-process server is reached without waking any other process, and
-// is reported too), the direct stdio call and the call through `nexus
-// serve --listen`, and reports the gateway's p50 over (POST + direct),
-// call by call and in blocks of 100.
+// is reported too), the direct stdio call, the call through `nexus serve
+// --listen` and through `relay --listen` (a bridge that only passes lines
+// on), and reports the gateway's p50 over (POST + direct), the relay's
+// likewise (what this machine gives any bridge), and the gateway's p50
+// over the relay's: its own work. Call by call and in blocks of 100.
 func BenchmarkGatewayHTTP(b *testing.B) {
 	for _, mode := range turns {
 		b.Run(mode.name, func(b *testing.B) {
-			p50 := inTurns(b, []contender{
-				{"post", func(tb testing.TB) caller { return newRawPostProcess(tb) }},
-				{"direct", func(tb testing.TB) caller { return newNexus(tb) }},
-				{"gateway-http", func(tb testing.TB) caller {
-					url, stop := nexusGateway(tb)
-					return closer{newNexusURL(tb, url, "mcp_echo_echo"), stop}
-				}},
-				{"post-in-process", func(tb testing.TB) caller { return newRawPost(tb) }},
-			}, mode.block)
+			p50 := inTurns(b, gatewayHTTPContenders, mode.block)
 			b.ReportMetric(p50[2]/(p50[0]+p50[1]), "gateway/(post+direct)")
+			b.ReportMetric(p50[4]/(p50[0]+p50[1]), "relay/(post+direct)")
+			b.ReportMetric(p50[2]-p50[4], "gateway-own-µs")
 		})
 	}
 }
@@ -347,5 +358,5 @@ func BenchmarkBridgeThroughput(b *testing.B) {
 
 // TestGatewaysAgree: every gateway contender really completes calls.
 func TestGatewaysAgree(t *testing.T) {
-	peersAgree(t, append(gatewayContenders[1:], bridges...))
+	peersAgree(t, append(append(gatewayContenders[1:], gatewayHTTPContenders...), bridges...))
 }

@@ -4,5 +4,7 @@
 // `nexus serve` against it, so that what the second process in the chain
 // costs on this machine (its wake-ups, its pipe, the scheduler putting
 // three processes on few cores) is measured apart from the gateway's own
-// work.
+// work. With --listen ADDR it is the same for streamable HTTP: each POST's
+// message goes to the command as a line and its answer comes back as the
+// reply, the floor of `nexus serve --listen`.
 package main

@@ -2,15 +2,24 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
+	"sync"
 )
 
 func main() {
 	if len(os.Args) < 2 {
-		os.Stderr.WriteString("usage: relay COMMAND [ARG...]\n")
+		os.Stderr.WriteString("usage: relay [--listen ADDR] COMMAND [ARG...]\n")
 		os.Exit(2)
+	}
+	if os.Args[1] == "--listen" && len(os.Args) > 3 {
+		serveHTTP(os.Args[2], os.Args[3:])
+		return
 	}
 	cmd := exec.Command(os.Args[1], os.Args[2:]...)
 	cmd.Stderr = os.Stderr
@@ -48,4 +57,70 @@ func lines(r io.Reader, w io.Writer) {
 			return
 		}
 	}
+}
+
+// serveHTTP relays each POST's body to the command as a line and answers
+// with the command's next response line (lines without a result or an
+// error, the command's notifications, are skipped): the least a bridge
+// from streamable HTTP to a stdio server can do. A message without an id
+// is a notification and gets 202; GET and DELETE get 405 (no stream, no
+// session), as the transport allows. One message at a time.
+func serveHTTP(addr string, argv []string) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stderr = os.Stderr
+	up, err := cmd.StdinPipe()
+	if err != nil {
+		panic(err)
+	}
+	down, err := cmd.StdoutPipe()
+	if err != nil {
+		panic(err)
+	}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "relay:", err)
+		os.Exit(1)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "relay:", err)
+		os.Exit(1)
+	}
+	fmt.Fprintln(os.Stderr, "relay listening on", ln.Addr())
+	in := bufio.NewReaderSize(down, 64<<10)
+	var mu sync.Mutex
+	err = http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, 10<<20))
+		if err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if _, err := up.Write(append(bytes.TrimSpace(body), '\n')); err != nil {
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		if !bytes.Contains(body, []byte(`"id"`)) {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		for {
+			line, err := in.ReadBytes('\n')
+			if err != nil {
+				w.WriteHeader(http.StatusBadGateway)
+				return
+			}
+			if bytes.Contains(line, []byte(`"result"`)) || bytes.Contains(line, []byte(`"error"`)) {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write(line)
+				return
+			}
+		}
+	}))
+	fmt.Fprintln(os.Stderr, "relay:", err)
+	os.Exit(1)
 }
