@@ -235,6 +235,18 @@ const forCounter = "for"
 // evaluated. A JSON file's template strings are parsed only when they are
 // evaluated: countJSONFors does the same to their text.
 func countFors(n hclsyntax.Node) {
+	uncounted(n, func(fe *hclsyntax.ForExpr) {
+		rng := fe.CollExpr.Range()
+		fe.CollExpr = &hclsyntax.FunctionCallExpr{
+			Name: forCounter, Args: []hclsyntax.Expression{fe.CollExpr},
+			NameRange: rng, OpenParenRange: rng, CloseParenRange: rng,
+		}
+	})
+}
+
+// uncounted calls fn for each for expression in n whose collection is not
+// counted yet.
+func uncounted(n hclsyntax.Node, fn func(*hclsyntax.ForExpr)) {
 	hclsyntax.VisitAll(n, func(n hclsyntax.Node) hcl.Diagnostics {
 		fe, ok := n.(*hclsyntax.ForExpr)
 		if !ok {
@@ -243,11 +255,7 @@ func countFors(n hclsyntax.Node) {
 		if call, done := fe.CollExpr.(*hclsyntax.FunctionCallExpr); done && call.Name == forCounter {
 			return nil
 		}
-		rng := fe.CollExpr.Range()
-		fe.CollExpr = &hclsyntax.FunctionCallExpr{
-			Name: forCounter, Args: []hclsyntax.Expression{fe.CollExpr},
-			NameRange: rng, OpenParenRange: rng, CloseParenRange: rng,
-		}
+		fn(fe)
 		return nil
 	})
 }
@@ -380,20 +388,11 @@ func forEdits(lit []byte) []edit {
 		return nil
 	}
 	var edits []edit
-	hclsyntax.VisitAll(expr, func(n hclsyntax.Node) hcl.Diagnostics {
-		fe, ok := n.(*hclsyntax.ForExpr)
-		if !ok {
-			return nil
-		}
-		if call, done := fe.CollExpr.(*hclsyntax.FunctionCallExpr); done && call.Name == forCounter {
-			return nil
-		}
+	uncounted(expr, func(fe *hclsyntax.ForExpr) {
 		r := fe.CollExpr.Range()
-		if r.Start.Byte < 0 || r.End.Byte > len(str) || r.Start.Byte > r.End.Byte {
-			return nil
+		if r.Start.Byte >= 0 && r.End.Byte <= len(str) && r.Start.Byte <= r.End.Byte {
+			edits = append(edits, edit{raw[r.Start.Byte], forCounter + "("}, edit{raw[r.End.Byte], ")"})
 		}
-		edits = append(edits, edit{raw[r.Start.Byte], forCounter + "("}, edit{raw[r.End.Byte], ")"})
-		return nil
 	})
 	slices.SortStableFunc(edits, func(a, b edit) int { return a.at - b.at })
 	return edits

@@ -21,7 +21,18 @@ func main() {
 		serveHTTP(os.Args[2], os.Args[3:])
 		return
 	}
-	cmd := exec.Command(os.Args[1], os.Args[2:]...)
+	cmd, up, down := start(os.Args[1:])
+	go func() {
+		lines(os.Stdin, up)
+		up.Close() // EOF on stdin ends the child
+	}()
+	lines(down, os.Stdout)
+	_ = cmd.Wait()
+}
+
+// start starts argv with pipes to its stdin and from its stdout.
+func start(argv []string) (*exec.Cmd, io.WriteCloser, io.ReadCloser) {
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stderr = os.Stderr
 	up, err := cmd.StdinPipe()
 	if err != nil {
@@ -32,15 +43,10 @@ func main() {
 		panic(err)
 	}
 	if err := cmd.Start(); err != nil {
-		os.Stderr.WriteString("relay: " + err.Error() + "\n")
+		fmt.Fprintln(os.Stderr, "relay:", err)
 		os.Exit(1)
 	}
-	go func() {
-		lines(os.Stdin, up)
-		up.Close() // EOF on stdin ends the child
-	}()
-	lines(down, os.Stdout)
-	_ = cmd.Wait()
+	return cmd, up, down
 }
 
 // lines copies r to w a line (or a buffer's worth of one) at a time.
@@ -66,20 +72,7 @@ func lines(r io.Reader, w io.Writer) {
 // is a notification and gets 202; GET and DELETE get 405 (no stream, no
 // session), as the transport allows. One message at a time.
 func serveHTTP(addr string, argv []string) {
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stderr = os.Stderr
-	up, err := cmd.StdinPipe()
-	if err != nil {
-		panic(err)
-	}
-	down, err := cmd.StdoutPipe()
-	if err != nil {
-		panic(err)
-	}
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, "relay:", err)
-		os.Exit(1)
-	}
+	_, up, down := start(argv)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "relay:", err)
