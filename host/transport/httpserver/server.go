@@ -369,7 +369,16 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, inco
 		rpcError(w, http.StatusRequestEntityTooLarge, mcp.CodeInvalidRequest, fmt.Sprintf("the message has %d bytes, over %s", r.ContentLength, h.opts.limitText("max_body_bytes", h.opts.MaxBodyBytes)))
 		return nil, incoming{}, false
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(h.opts.MaxBodyBytes)))
+	var body []byte
+	var err error
+	if n := r.ContentLength; n > 0 {
+		// A stated length (checked above) is read into a buffer of its
+		// size; net/http's body ends there.
+		body = make([]byte, n)
+		_, err = io.ReadFull(r.Body, body)
+	} else {
+		body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, int64(h.opts.MaxBodyBytes)))
+	}
 	if err != nil {
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {
