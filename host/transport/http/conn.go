@@ -371,7 +371,7 @@ func (c *Conn) Close() error {
 		c.wg.Wait()
 		c.workers.Wait()
 		c.tr.CloseIdleConnections()
-		c.h1.closeIdle(true)
+		c.h1.shutdown()
 	})
 	return nil
 }

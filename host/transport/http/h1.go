@@ -35,6 +35,7 @@ import (
 // none of which went out (the server closed the connection just after the
 // look) goes out again on another; one partly written is not retried, as
 // net/http does not retry a POST.
+//
 // Bodies are capped at h1MaxBody because the caller does not read while it
 // writes: a server that answers early (413) without reading a large body
 // would stall the write, where net/http's reader would have seen the
@@ -44,9 +45,9 @@ type h1 struct {
 	dial DialFunc          // the guard: every connection is checked
 
 	mu     sync.Mutex
-	idle   []*h1conn   // most recently used last
-	reaper *time.Timer // armed while connections are idle
-	every  time.Duration
+	idle   []*h1conn     // most recently used last
+	reaper *time.Timer   // armed while connections are idle
+	every  time.Duration // how often reap looks; 0: h1ReapEvery (tests shorten it)
 	closed bool
 }
 
@@ -131,15 +132,13 @@ func plainHost(h string) bool {
 	return true
 }
 
-// closeIdle closes the idle connections and, after close, every
-// connection when its exchange ends.
-func (t *h1) closeIdle(final bool) {
+// shutdown closes the idle connections, and every other one when its
+// exchange ends; no new exchange starts.
+func (t *h1) shutdown() {
 	t.mu.Lock()
 	idle := t.idle
 	t.idle = nil
-	if final {
-		t.closed = true
-	}
+	t.closed = true
 	if t.reaper != nil {
 		t.reaper.Stop()
 		t.reaper = nil

@@ -95,7 +95,7 @@ func newH1(t *testing.T) (*h1, *nextRecorder) {
 	next := &nextRecorder{}
 	var d net.Dialer
 	t1 := &h1{next: next, dial: d.DialContext}
-	t.Cleanup(func() { t1.closeIdle(true) })
+	t.Cleanup(func() { t1.shutdown() })
 	return t1, next
 }
 
@@ -515,7 +515,7 @@ func TestH1Concurrent(t *testing.T) {
 	}
 }
 
-// TestH1Close: after closeIdle(true) the idle connections are closed (the
+// TestH1Close: after shutdown the idle connections are closed (the
 // server sees them end) and nothing new is dialled.
 func TestH1Close(t *testing.T) {
 	ended := make(chan struct{}, 1)
@@ -536,7 +536,7 @@ func TestH1Close(t *testing.T) {
 		t.Fatal(err)
 	}
 	replyText(t, resp)
-	rt.closeIdle(true)
+	rt.shutdown()
 	select {
 	case <-ended:
 	case <-time.After(10 * time.Second):
@@ -620,7 +620,7 @@ func FuzzH1Response(f *testing.F) {
 			}()
 			return client, nil
 		}}
-		defer rt.closeIdle(true)
+		defer rt.shutdown()
 		for range 2 {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://127.0.0.1:9/mcp", strings.NewReader("{}"))
@@ -664,7 +664,7 @@ func TestH1ResendsUnwrittenRequest(t *testing.T) {
 		}
 		return failingConn{c.(*net.TCPConn), &fail}, nil
 	}}
-	defer rt.closeIdle(true)
+	defer rt.shutdown()
 	for i := range 2 {
 		body := fmt.Sprintf(`{"n":%d}`, i)
 		resp, err := post(context.Background(), t, rt, srv.URL, body)
