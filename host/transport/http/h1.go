@@ -9,6 +9,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/textproto"
 	"strconv"
 	"sync"
 	"time"
@@ -342,7 +343,7 @@ func encodeRequest(b []byte, req *http.Request) ([]byte, error) {
 			return b, &headerError{"User-Agent"}
 		}
 		b = append(b, "User-Agent: "...)
-		b = append(b, trimValue(ua[0])...)
+		b = append(b, textproto.TrimString(ua[0])...)
 		b = append(b, "\r\n"...)
 	}
 	for k, vs := range req.Header {
@@ -350,7 +351,7 @@ func encodeRequest(b []byte, req *http.Request) ([]byte, error) {
 		case "Host", "User-Agent", "Content-Length", "Transfer-Encoding", "Trailer":
 			continue // written here, or not at all
 		}
-		if !validName(k) {
+		if !validHeaderName(k) {
 			return b, &headerError{k}
 		}
 		for _, v := range vs {
@@ -359,7 +360,7 @@ func encodeRequest(b []byte, req *http.Request) ([]byte, error) {
 			}
 			b = append(b, k...)
 			b = append(b, ": "...)
-			b = append(b, trimValue(v)...)
+			b = append(b, textproto.TrimString(v)...)
 			b = append(b, "\r\n"...)
 		}
 	}
@@ -381,18 +382,6 @@ func encodeRequest(b []byte, req *http.Request) ([]byte, error) {
 		}
 	}
 	return b, nil
-}
-
-// trimValue is v without the spaces and tabs around it, as net/http
-// writes a header value.
-func trimValue(v string) string {
-	for v != "" && (v[0] == ' ' || v[0] == '\t') {
-		v = v[1:]
-	}
-	for v != "" && (v[len(v)-1] == ' ' || v[len(v)-1] == '\t') {
-		v = v[:len(v)-1]
-	}
-	return v
 }
 
 // read reads the final response to req, skipping informational ones.
@@ -498,28 +487,6 @@ func (b *h1body) release(ok bool) {
 	}
 	b.stop()
 	pc.Close()
-}
-
-// validName reports whether k is an HTTP token (RFC 9110 5.1).
-func validName(k string) bool {
-	if k == "" {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		c := k[i]
-		if c <= ' ' || c >= 0x7f || isSeparator(c) {
-			return false
-		}
-	}
-	return true
-}
-
-func isSeparator(c byte) bool {
-	switch c {
-	case '(', ')', '<', '>', '@', ',', ';', ':', '\\', '"', '/', '[', ']', '?', '=', '{', '}':
-		return true
-	}
-	return false
 }
 
 // validValue reports whether v may be sent as a field value: no control

@@ -1445,7 +1445,6 @@ func (sc *sessionConn) lookup(eventID string) (*stream, int, bool) {
 	return st, seq, true
 }
 
-// WriteMessage routes a server message to a stream (see the package doc).
 // WritesHonourDeadline reports that WriteMessage takes no deadline from
 // its context, having none to honour: it puts the message on its stream
 // (a final answer up to maxDirect is written at once, which a socket's
@@ -1453,6 +1452,7 @@ func (sc *sessionConn) lookup(eventID string) (*stream, int, bool) {
 // (max_sse_events); see mcp.WriteBounder.
 func (sc *sessionConn) WritesHonourDeadline() bool { return false }
 
+// WriteMessage routes a server message to a stream (see the package doc).
 func (sc *sessionConn) WriteMessage(ctx context.Context, msg []byte) error {
 	select {
 	case <-sc.done:
