@@ -95,13 +95,26 @@ func (c *compiler) warn(s *Server, format string, args ...any) {
 }
 
 // str writes a value: its template when it came from a secret, else the
-// value itself (with ${ escaped where the target would expand it).
+// value itself (with ${ escaped where the target would expand it), its
+// credentials masked.
 func (c *compiler) str(refs map[string]Template, ptr, val string) string {
+	return c.value(refs, ptr, val, maskCredential(ptr, val))
+}
+
+// arg is str for a command's argument, masked knowing the word before it
+// ("--token abc").
+func (c *compiler) arg(refs map[string]Template, ptr, prev, val string) string {
+	return c.value(refs, ptr, val, maskArg(prev, val))
+}
+
+// value is str with val's masked form given (written unless val is a
+// reference or secrets are shown).
+func (c *compiler) value(refs map[string]Template, ptr, val, masked string) string {
 	t, ok := refs[ptr]
 	if !ok && !c.showSecrets {
-		if m := maskCredential(ptr, val); m != val {
+		if masked != val {
 			c.masked = append(c.masked, strings.TrimSpace(c.cur+" "+fieldName(ptr)))
-			val = m
+			val = masked
 		}
 	}
 	if !ok {
@@ -202,14 +215,7 @@ func (c *compiler) server(s *Server) map[string]any {
 		if len(s.Command) > 1 {
 			args := make([]any, len(s.Command)-1)
 			for i, a := range s.Command[1:] {
-				ptr := pointer("/command", i+1)
-				if _, ref := s.Refs[ptr]; !ref && !c.showSecrets && maskArg(s.Command[i], a) == mask {
-					// The value of a credential flag: "--token abc".
-					c.masked = append(c.masked, strings.TrimSpace(c.cur+" "+fieldName(ptr)))
-					args[i] = mask
-					continue
-				}
-				args[i] = c.str(s.Refs, ptr, a)
+				args[i] = c.arg(s.Refs, pointer("/command", i+1), s.Command[i], a)
 			}
 			e["args"] = args
 		}
