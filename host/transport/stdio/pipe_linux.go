@@ -94,16 +94,21 @@ func (q *quickWriter) raw(fd uintptr) bool {
 // bought little more.
 const pipeSize = 256 << 10
 
-// pipeBudget is how many more pipes this process may grow. The kernel
+// budget is how many more pipes this process may grow. The kernel
 // charges a user's pipe pages against fs.pipe-user-pages-soft and, past
 // it, gives every new pipe of that user (other programs' too) a single
 // page; a gateway with many servers must not do that to its machine, so
 // Nexus takes at most a quarter of the limit and the rest of its pipes
 // keep the default size.
-var pipeBudget struct {
-	once sync.Once
-	left atomic.Int64
-}
+var budget = sync.OnceValue(func() *atomic.Int64 {
+	left := new(atomic.Int64)
+	if soft := pipeSoftLimit(); soft == 0 {
+		left.Store(1 << 40)
+	} else {
+		left.Store(soft / 4 / (pipeSize / int64(os.Getpagesize())))
+	}
+	return left
+})
 
 // pipeSoftLimit reads fs.pipe-user-pages-soft; 0 means no limit.
 func pipeSoftLimit() int64 {
@@ -116,18 +121,6 @@ func pipeSoftLimit() int64 {
 		return 16384
 	}
 	return n
-}
-
-func budget() *atomic.Int64 {
-	pipeBudget.once.Do(func() {
-		soft := pipeSoftLimit()
-		if soft == 0 {
-			pipeBudget.left.Store(1 << 40)
-			return
-		}
-		pipeBudget.left.Store(soft / 4 / (pipeSize / int64(os.Getpagesize())))
-	})
-	return &pipeBudget.left
 }
 
 // growPipes grows the pipes of files to pipeSize while the budget lasts
