@@ -218,16 +218,13 @@ var gatewayContenders = []contender{
 // processes asleep (an agent's occasional call); in blocks of 100, awake
 // (a conversation).
 func BenchmarkGatewayStdio(b *testing.B) {
-	for _, mode := range turns {
-		b.Run(mode.name, func(b *testing.B) {
-			p50 := inTurns(b, gatewayContenders, mode.block)
-			hop := p50[2] - p50[1]
-			b.ReportMetric(hop, "hop-µs")
-			b.ReportMetric(hop/(p50[0]+5), "hop/(rawpipe+5µs)")
-			b.ReportMetric(p50[3]-p50[1], "relay-hop-µs")
-			b.ReportMetric(p50[2]-p50[3], "gateway-own-µs")
-		})
-	}
+	byTurns(b, gatewayContenders, func(b *testing.B, p50 []float64) {
+		hop := p50[2] - p50[1]
+		b.ReportMetric(hop, "hop-µs")
+		b.ReportMetric(hop/(p50[0]+5), "hop/(rawpipe+5µs)")
+		b.ReportMetric(p50[3]-p50[1], "relay-hop-µs")
+		b.ReportMetric(p50[2]-p50[3], "gateway-own-µs")
+	})
 }
 
 var gatewayHTTPContenders = []contender{
@@ -254,14 +251,11 @@ var gatewayHTTPContenders = []contender{
 // likewise (what this machine gives any bridge), and the gateway's p50
 // over the relay's: its own work. Call by call and in blocks of 100.
 func BenchmarkGatewayHTTP(b *testing.B) {
-	for _, mode := range turns {
-		b.Run(mode.name, func(b *testing.B) {
-			p50 := inTurns(b, gatewayHTTPContenders, mode.block)
-			b.ReportMetric(p50[2]/(p50[0]+p50[1]), "gateway/(post+direct)")
-			b.ReportMetric(p50[4]/(p50[0]+p50[1]), "relay/(post+direct)")
-			b.ReportMetric(p50[2]-p50[4], "gateway-own-µs")
-		})
-	}
+	byTurns(b, gatewayHTTPContenders, func(b *testing.B, p50 []float64) {
+		b.ReportMetric(p50[2]/(p50[0]+p50[1]), "gateway/(post+direct)")
+		b.ReportMetric(p50[4]/(p50[0]+p50[1]), "relay/(post+direct)")
+		b.ReportMetric(p50[2]-p50[4], "gateway-own-µs")
+	})
 }
 
 var bridges = []contender{

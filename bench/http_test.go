@@ -157,7 +157,12 @@ func BenchmarkHTTPRoundTrip(b *testing.B) { roundTrips(b, httpContenders) }
 // SDKs). The servers run in this process, so the ratios include the
 // server's share, which is the same test server for all three clients.
 func BenchmarkHTTPRatio(b *testing.B) {
-	p50 := interleaved(b, httpContenders)
+	clientRatios(b, interleaved(b, httpContenders))
+}
+
+// clientRatios reports the HTTP contenders' ratios from their p50s: Nexus
+// over the raw POST, each SDK over Nexus.
+func clientRatios(b *testing.B, p50 []float64) {
 	b.ReportMetric(p50[1]/p50[0], "nexus/rawpost")
 	b.ReportMetric(p50[2]/p50[1], "go-sdk/nexus")
 	b.ReportMetric(p50[3]/p50[1], "mcp-go/nexus")
@@ -171,14 +176,7 @@ func BenchmarkHTTPRatio(b *testing.B) {
 // contender's time; in blocks of 100 the servers are awake, as in a
 // conversation, and the clients' own work shows.
 func BenchmarkHTTPClientRatio(b *testing.B) {
-	for _, mode := range turns {
-		b.Run(mode.name, func(b *testing.B) {
-			p50 := inTurns(b, httpClientContenders, mode.block)
-			b.ReportMetric(p50[1]/p50[0], "nexus/rawpost")
-			b.ReportMetric(p50[2]/p50[1], "go-sdk/nexus")
-			b.ReportMetric(p50[3]/p50[1], "mcp-go/nexus")
-		})
-	}
+	byTurns(b, httpClientContenders, clientRatios)
 }
 
 // TestHTTPPeersAgree makes sure every HTTP contender completes calls, so a

@@ -51,13 +51,22 @@ func roundTrips(b *testing.B, cs []contender) {
 // hits them alike, reports each one's p50 and returns them in order.
 func interleaved(b *testing.B, cs []contender) []float64 { return inTurns(b, cs, 1) }
 
-// turns are the two ways the gateway benchmarks take turns: call by call,
-// where each call finds the other processes asleep (an agent's occasional
-// call), and in blocks of 100, where they are awake (a conversation).
+// turns are the two ways the benchmarks of several processes take turns:
+// call by call, where each call finds the other processes asleep (an
+// agent's occasional call), and in blocks of 100, where they are awake (a
+// conversation).
 var turns = []struct {
 	name  string
 	block int
 }{{"call-by-call", 1}, {"in-blocks", 100}}
+
+// byTurns runs cs in each of turns as a sub-benchmark of its name and
+// hands report their p50s, in order.
+func byTurns(b *testing.B, cs []contender, report func(b *testing.B, p50 []float64)) {
+	for _, mode := range turns {
+		b.Run(mode.name, func(b *testing.B) { report(b, inTurns(b, cs, mode.block)) })
+	}
+}
 
 // inTurns is interleaved with block calls per turn: each contender's
 // calls then follow one another as a client's in a conversation do, its

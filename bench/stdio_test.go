@@ -280,13 +280,10 @@ var ppollPipe *contender
 // call, where waking the server's process is much of every client's time,
 // and in blocks of 100, where the clients' own work shows.
 func BenchmarkPeerRatio(b *testing.B) {
-	for _, mode := range turns {
-		b.Run(mode.name, func(b *testing.B) {
-			p50 := inTurns(b, contenders[1:], mode.block)
-			b.ReportMetric(p50[1]/p50[0], "go-sdk/nexus")
-			b.ReportMetric(p50[2]/p50[0], "mcp-go/nexus")
-		})
-	}
+	byTurns(b, contenders[1:], func(b *testing.B, p50 []float64) {
+		b.ReportMetric(p50[1]/p50[0], "go-sdk/nexus")
+		b.ReportMetric(p50[2]/p50[0], "mcp-go/nexus")
+	})
 }
 
 // TestMinimalEcho: the minimal echo server really echoes, escapes and all,

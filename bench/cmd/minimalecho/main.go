@@ -2,17 +2,17 @@ package main
 
 import (
 	"bufio"
-	"fmt"
-	"net"
-	"net/http"
 	"os"
 
+	"github.com/nexus-mcp/nexus/bench/internal/listen"
 	"github.com/nexus-mcp/nexus/bench/internal/minimal"
 )
 
 func main() {
 	if len(os.Args) == 3 && os.Args[1] == "--listen" {
-		serveHTTP(os.Args[2])
+		// A server in a process of its own, as every server a client
+		// calls over HTTP is.
+		listen.Serve("minimalecho", os.Args[2], minimal.Handler())
 	}
 	in := bufio.NewReaderSize(os.Stdin, 64<<10)
 	var out []byte
@@ -38,18 +38,4 @@ func main() {
 			return
 		}
 	}
-}
-
-// serveHTTP serves minimal.Handler at addr: a server in a process of its
-// own, as every server a client calls over HTTP is.
-func serveHTTP(addr string) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "minimalecho:", err)
-		os.Exit(1)
-	}
-	fmt.Fprintln(os.Stderr, "minimalecho listening on", ln.Addr())
-	err = http.Serve(ln, minimal.Handler())
-	fmt.Fprintln(os.Stderr, "minimalecho:", err)
-	os.Exit(1)
 }

@@ -5,11 +5,12 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"sync"
+
+	"github.com/nexus-mcp/nexus/bench/internal/listen"
 )
 
 func main() {
@@ -73,15 +74,9 @@ func lines(r io.Reader, w io.Writer) {
 // session), as the transport allows. One message at a time.
 func serveHTTP(addr string, argv []string) {
 	_, up, down := start(argv)
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "relay:", err)
-		os.Exit(1)
-	}
-	fmt.Fprintln(os.Stderr, "relay listening on", ln.Addr())
 	in := bufio.NewReaderSize(down, 64<<10)
 	var mu sync.Mutex
-	err = http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	listen.Serve("relay", addr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			w.WriteHeader(http.StatusMethodNotAllowed)
 			return
@@ -114,6 +109,4 @@ func serveHTTP(addr string, argv []string) {
 			}
 		}
 	}))
-	fmt.Fprintln(os.Stderr, "relay:", err)
-	os.Exit(1)
 }
