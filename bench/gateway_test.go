@@ -213,8 +213,9 @@ var gatewayContenders = []contender{
 // p50 - direct p50) against its floor, one raw pipe round trip, plus
 // 5 µs. The relay's hop is the floor as this machine sees it: with a
 // third process in the chain a round trip waits for more wake-ups, and on
-// few cores for the scheduler, whatever the proxy does; the gateway's hop
-// over the relay's is its own work. Call by call, each call finds the
+// few cores for the scheduler, whatever the proxy does; the relay's hop
+// over that target says whether any proxy could meet it here, and the
+// gateway's hop over the relay's is its own work. Call by call, each call finds the
 // processes asleep (an agent's occasional call); in blocks of 100, awake
 // (a conversation).
 func BenchmarkGatewayStdio(b *testing.B) {
@@ -223,6 +224,7 @@ func BenchmarkGatewayStdio(b *testing.B) {
 		b.ReportMetric(hop, "hop-µs")
 		b.ReportMetric(hop/(p50[0]+5), "hop/(rawpipe+5µs)")
 		b.ReportMetric(p50[3]-p50[1], "relay-hop-µs")
+		b.ReportMetric((p50[3]-p50[1])/(p50[0]+5), "relay-hop/(rawpipe+5µs)")
 		b.ReportMetric(p50[2]-p50[3], "gateway-own-µs")
 	})
 }
