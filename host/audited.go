@@ -13,7 +13,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/host/audit"
 	"github.com/nexus-mcp/nexus/host/config"
-	"github.com/nexus-mcp/nexus/host/internal/ctxval"
+	"github.com/nexus-mcp/nexus/internal/ctxval"
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/host/policy"
 	"github.com/nexus-mcp/nexus/host/telemetry"

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/nexus-mcp/nexus/host"
-	"github.com/nexus-mcp/nexus/host/internal/taskfake"
+	"github.com/nexus-mcp/nexus/internal/taskfake"
 	"github.com/nexus-mcp/nexus/host/mcp"
 )
 

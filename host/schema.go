@@ -14,7 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/nexus-mcp/nexus/host/internal/schemaerr"
+	"github.com/nexus-mcp/nexus/internal/schemaerr"
 	"github.com/nexus-mcp/nexus/host/mcp"
 )
 

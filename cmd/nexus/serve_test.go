@@ -407,7 +407,7 @@ func (s *stdioServe) answer(id string) string {
 
 // SIGKILL of nexus serve leaves nothing behind: not the upstream (the
 // parent-death signal) and not what the upstream spawned (the watchdog of
-// host/internal/proc kills its group). The upstream's shell starts a
+// internal/proc kills its group). The upstream's shell starts a
 // sleep beside the test server; both carry the mark.
 func TestServeSIGKILL(t *testing.T) {
 	if runtime.GOOS != "linux" {

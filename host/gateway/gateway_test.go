@@ -17,7 +17,7 @@ import (
 	"github.com/nexus-mcp/nexus/host/audit"
 	"github.com/nexus-mcp/nexus/host/config"
 	"github.com/nexus-mcp/nexus/host/gateway"
-	"github.com/nexus-mcp/nexus/host/internal/taskfake"
+	"github.com/nexus-mcp/nexus/internal/taskfake"
 	"github.com/nexus-mcp/nexus/host/lock"
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/host/testserver"

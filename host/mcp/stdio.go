@@ -15,7 +15,7 @@ import (
 // then wait for the runtime to notice (tens of microseconds to milliseconds)
 // before it runs; with the poller it runs the moment the reader parks. On
 // Linux, where stdin is a pipe or socket, a read that finds it empty first
-// waits a moment (host/internal/pollpipe's Window) in ppoll(2) on its own
+// waits a moment (internal/pollpipe's Window) in ppoll(2) on its own
 // thread, since a client in a conversation sends its next request right
 // after the last answer: the request then wakes that thread alone instead
 // of the poller's, which would hand it on (a wake-up that costs a sixth of

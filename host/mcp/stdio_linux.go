@@ -7,7 +7,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/nexus-mcp/nexus/host/internal/pollpipe"
+	"github.com/nexus-mcp/nexus/internal/pollpipe"
 )
 
 // stdinReader reads stdin through a pollpipe.Reader that awaits input

@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nexus-mcp/nexus/host/internal/longframe"
+	"github.com/nexus-mcp/nexus/internal/longframe"
 )
 
 // StreamConn is a Conn over a byte stream pair carrying newline-delimited

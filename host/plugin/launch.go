@@ -21,7 +21,7 @@ import (
 	goplugin "github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-plugin/runner"
 
-	"github.com/nexus-mcp/nexus/host/internal/proc"
+	"github.com/nexus-mcp/nexus/internal/proc"
 	"github.com/nexus-mcp/nexus/host/transport/stdio"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/nexus-mcp/nexus/host/internal/schemaerr"
+	"github.com/nexus-mcp/nexus/internal/schemaerr"
 )
 
 // maxSchemaSize bounds a config schema a plugin may hand the host.

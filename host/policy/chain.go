@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nexus-mcp/nexus/host/internal/ctxval"
+	"github.com/nexus-mcp/nexus/internal/ctxval"
 	"github.com/nexus-mcp/nexus/sdk/event"
 )
 

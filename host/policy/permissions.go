@@ -7,7 +7,7 @@ import (
 	"path"
 	"sync"
 
-	"github.com/nexus-mcp/nexus/host/internal/ctxval"
+	"github.com/nexus-mcp/nexus/internal/ctxval"
 	"github.com/nexus-mcp/nexus/sdk/event"
 )
 

@@ -19,7 +19,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/nexus-mcp/nexus/host/internal/proc"
+	"github.com/nexus-mcp/nexus/internal/proc"
 	"github.com/nexus-mcp/nexus/host/mcp"
 )
 

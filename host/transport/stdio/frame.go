@@ -6,7 +6,7 @@ import (
 	"errors"
 	"io"
 
-	"github.com/nexus-mcp/nexus/host/internal/longframe"
+	"github.com/nexus-mcp/nexus/internal/longframe"
 )
 
 const (

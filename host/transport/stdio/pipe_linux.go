@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/nexus-mcp/nexus/host/internal/pollpipe"
+	"github.com/nexus-mcp/nexus/internal/pollpipe"
 )
 
 // newPollReader is pollpipe.New; tests make it fail.

@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/nexus-mcp/nexus/host/internal/pollpipe"
+	"github.com/nexus-mcp/nexus/internal/pollpipe"
 )
 
 // The read end is a pollpipe.Reader, close-on-exec like the write end; the
