@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
-	httptransport "github.com/nexus-mcp/nexus/host/transport/http"
-	"github.com/nexus-mcp/nexus/host/transport/stdio"
+	httptransport "github.com/nexus-mcp/nexus/internal/transport/http"
+	"github.com/nexus-mcp/nexus/internal/transport/stdio"
 )
 
 // The gateway rows: the same echo call made directly (the Nexus client to

@@ -15,8 +15,8 @@ import (
 
 	"github.com/nexus-mcp/nexus/bench/internal/echo"
 	"github.com/nexus-mcp/nexus/host/mcp"
-	httptransport "github.com/nexus-mcp/nexus/host/transport/http"
-	"github.com/nexus-mcp/nexus/host/transport/httpserver"
+	httptransport "github.com/nexus-mcp/nexus/internal/transport/http"
+	"github.com/nexus-mcp/nexus/internal/transport/httpserver"
 )
 
 // The HTTP rows: every client calls the echo server (bench/internal/echo,

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/nexus-mcp/nexus/host"
-	"github.com/nexus-mcp/nexus/host/config"
-	"github.com/nexus-mcp/nexus/host/diag"
+	"github.com/nexus-mcp/nexus/internal/config"
+	"github.com/nexus-mcp/nexus/internal/diag"
 )
 
 // BenchmarkPayload: a tools/call echoing a message of 64 B, 2 KB, 64 KB

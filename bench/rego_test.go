@@ -9,9 +9,9 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 
-	"github.com/nexus-mcp/nexus/host/wasm"
-	"github.com/nexus-mcp/nexus/host/wasm/wasmtest"
+	"github.com/nexus-mcp/nexus/internal/wasm"
 	"github.com/nexus-mcp/nexus/sdk/event"
+	"github.com/nexus-mcp/nexus/sdk/filter/filtertest"
 )
 
 // The Rego allowlist of examples/policies, with its data.
@@ -33,8 +33,8 @@ deny contains sprintf("server %s is not in the allowlist", [input.server.name]) 
 // OPA's own Go library (the rego package, in process, the query
 // prepared once), each deciding from the event's JSON.
 func regoContenders(tb testing.TB) (nexus, opa func() error) {
-	rt := wasmtest.Runtime(tb, wasm.Options{})
-	f, err := rt.Load(context.Background(), wasm.Spec{Name: "allowlist", Path: wasmtest.BuildRego(tb, regoAllowlist, "policies/allowlist/deny"), Config: json.RawMessage(regoData)})
+	rt := filtertest.Runtime(tb, wasm.Options{})
+	f, err := rt.Load(context.Background(), wasm.Spec{Name: "allowlist", Path: filtertest.BuildRego(tb, regoAllowlist, "policies/allowlist/deny"), Config: json.RawMessage(regoData)})
 	if err != nil {
 		tb.Fatal(err)
 	}

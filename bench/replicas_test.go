@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	httptransport "github.com/nexus-mcp/nexus/host/transport/http"
 	"github.com/nexus-mcp/nexus/internal/testenv"
+	httptransport "github.com/nexus-mcp/nexus/internal/transport/http"
 )
 
 // The scale-out row: `nexus serve --listen` processes sharing a real

@@ -18,7 +18,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
-	"github.com/nexus-mcp/nexus/host/transport/stdio"
+	"github.com/nexus-mcp/nexus/internal/transport/stdio"
 )
 
 var bins struct {

@@ -14,7 +14,7 @@
 // (a misspelled field fails), load the ConfigMap's nexus.hcl with the
 // repository's config package and the environment the Deployment gives
 // it, and check that probes, ports, selectors, Secret keys and security
-// settings agree with each other and with the gateway (host/gateway's
+// settings agree with each other and with the gateway (internal/gateway's
 // paths, host/mcp's body limit). They check the nginx configuration and
 // the Dockerfile textually, nginx -t where nginx is installed, and, unless
 // -short, build nexus as the Dockerfile does and run it as the image would.

@@ -22,8 +22,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nexus-mcp/nexus/host/gateway"
-	"github.com/nexus-mcp/nexus/host/gateway/store"
+	"github.com/nexus-mcp/nexus/internal/gateway"
+	"github.com/nexus-mcp/nexus/internal/gateway/store"
 )
 
 // TestImageEntrypoint builds nexus as the Dockerfile does and runs it as

@@ -19,9 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/nexus-mcp/nexus/host/config"
-	"github.com/nexus-mcp/nexus/host/gateway"
-	"github.com/nexus-mcp/nexus/host/gateway/store"
+	"github.com/nexus-mcp/nexus/internal/config"
+	"github.com/nexus-mcp/nexus/internal/gateway"
+	"github.com/nexus-mcp/nexus/internal/gateway/store"
 )
 
 // The names the manifests use for the gateway.

@@ -11,12 +11,12 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/nexus-mcp/nexus/host/audit"
-	"github.com/nexus-mcp/nexus/host/config"
-	"github.com/nexus-mcp/nexus/internal/ctxval"
 	"github.com/nexus-mcp/nexus/host/mcp"
-	"github.com/nexus-mcp/nexus/host/policy"
-	"github.com/nexus-mcp/nexus/host/telemetry"
+	"github.com/nexus-mcp/nexus/internal/audit"
+	"github.com/nexus-mcp/nexus/internal/config"
+	"github.com/nexus-mcp/nexus/internal/ctxval"
+	"github.com/nexus-mcp/nexus/internal/policy"
+	"github.com/nexus-mcp/nexus/internal/telemetry"
 	"github.com/nexus-mcp/nexus/sdk/event"
 )
 

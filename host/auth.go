@@ -9,9 +9,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/nexus-mcp/nexus/host/auth"
-	"github.com/nexus-mcp/nexus/host/config"
-	"github.com/nexus-mcp/nexus/host/diag"
+	"github.com/nexus-mcp/nexus/internal/auth"
+	"github.com/nexus-mcp/nexus/internal/config"
+	"github.com/nexus-mcp/nexus/internal/diag"
 )
 
 // AuthOptions configure the OAuth clients of HTTP servers. The zero value
@@ -84,7 +84,7 @@ func (h *Host) AuthLogout(ctx context.Context, server string) error {
 }
 
 // OAuthStatus describes the stored authorization of a server, without
-// secrets (host/auth's Status, so that callers need not import it).
+// secrets (internal/auth's Status, so that callers need not import it).
 type OAuthStatus = auth.Status
 
 // AuthStatus reports what is stored for server, without secrets.

@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/nexus-mcp/nexus/host"
-	"github.com/nexus-mcp/nexus/host/testserver"
 	"github.com/nexus-mcp/nexus/internal/testenv"
+	"github.com/nexus-mcp/nexus/internal/testserver"
 )
 
 // The performance claims of issue 6, each measured against its baseline in

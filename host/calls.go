@@ -10,10 +10,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nexus-mcp/nexus/host/audit"
 	"github.com/nexus-mcp/nexus/host/mcp"
-	"github.com/nexus-mcp/nexus/host/policy"
-	"github.com/nexus-mcp/nexus/host/sanitize"
+	"github.com/nexus-mcp/nexus/internal/audit"
+	"github.com/nexus-mcp/nexus/internal/policy"
+	"github.com/nexus-mcp/nexus/internal/sanitize"
 	"github.com/nexus-mcp/nexus/sdk/event"
 )
 

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nexus-mcp/nexus/host/config"
 	"github.com/nexus-mcp/nexus/host/mcp"
-	httptransport "github.com/nexus-mcp/nexus/host/transport/http"
-	"github.com/nexus-mcp/nexus/host/transport/stdio"
+	"github.com/nexus-mcp/nexus/internal/config"
+	httptransport "github.com/nexus-mcp/nexus/internal/transport/http"
+	"github.com/nexus-mcp/nexus/internal/transport/stdio"
 )
 
 // dial opens a session to srv over its configured transport.

@@ -4,7 +4,7 @@
 // how to fix it.
 //
 // A Host connects servers concurrently on Start or on first use, keeps and
-// reconnects their sessions (host/registry), names their tools for LLMs,
+// reconnects their sessions (internal/registry), names their tools for LLMs,
 // and puts every call, read, prompt fetch, completion and ping, and every
 // request a server sends back (sampling, elicitation, roots), through the
 // chain: the agent's permission level and rules, then the config's
@@ -12,6 +12,6 @@
 // then schema checks and the built-in sanitizer. NewSession makes a host
 // that shares all of that but connects upstream on its own, for a caller
 // whose servers' requests must reach it alone (a gateway session, see
-// host/gateway). Close stops every server and plugin process it started;
+// internal/gateway). Close stops every server and plugin process it started;
 // CleanupPlugins is the last line of defence on the way out of main.
 package host

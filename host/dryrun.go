@@ -7,7 +7,7 @@ import (
 	"fmt"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
-	"github.com/nexus-mcp/nexus/host/policy"
+	"github.com/nexus-mcp/nexus/internal/policy"
 )
 
 // Verdict is what the chain decides about a tool call, worked out without

@@ -7,11 +7,11 @@ import (
 	"time"
 
 	"github.com/nexus-mcp/nexus/host"
-	"github.com/nexus-mcp/nexus/host/config"
-	"github.com/nexus-mcp/nexus/host/diag"
 	"github.com/nexus-mcp/nexus/host/mcp"
-	"github.com/nexus-mcp/nexus/host/policy"
-	"github.com/nexus-mcp/nexus/host/testserver"
+	"github.com/nexus-mcp/nexus/internal/config"
+	"github.com/nexus-mcp/nexus/internal/diag"
+	"github.com/nexus-mcp/nexus/internal/policy"
+	"github.com/nexus-mcp/nexus/internal/testserver"
 )
 
 // inProcess connects every server to the built-in test server in this

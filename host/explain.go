@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/nexus-mcp/nexus/host/config"
-	"github.com/nexus-mcp/nexus/host/diag"
 	"github.com/nexus-mcp/nexus/host/mcp"
-	httptransport "github.com/nexus-mcp/nexus/host/transport/http"
-	"github.com/nexus-mcp/nexus/host/transport/stdio"
+	"github.com/nexus-mcp/nexus/internal/config"
+	"github.com/nexus-mcp/nexus/internal/diag"
+	httptransport "github.com/nexus-mcp/nexus/internal/transport/http"
+	"github.com/nexus-mcp/nexus/internal/transport/stdio"
 )
 
 func diagContext(srv *config.Server) diag.Context {
@@ -24,7 +24,7 @@ func explain(srv *config.Server, err error, sc *stdio.Conn) error {
 	c := diagContext(srv)
 	var ae *httptransport.AuthError
 	if errors.As(err, &ae) {
-		// Before the check below: the auth error holds host/auth's report.
+		// Before the check below: the auth error holds internal/auth's report.
 		return explainHTTP(c, err)
 	}
 	var rep *diag.Report
@@ -101,7 +101,7 @@ func explainHTTP(c diag.Context, err error) *diag.Report {
 	case errors.As(err, &ae):
 		var rep *diag.Report
 		if errors.As(ae.Err, &rep) {
-			// host/auth explains its own failures; keep its report, whose
+			// internal/auth explains its own failures; keep its report, whose
 			// cause chain still leads to the transport's error.
 			cp := *rep
 			if cp.Server == "" {

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/nexus-mcp/nexus/host"
-	"github.com/nexus-mcp/nexus/internal/taskfake"
 	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/internal/taskfake"
 )
 
 // runTaskFake serves taskfake over stdio (NEXUS_HOST_FAKE=tasks),

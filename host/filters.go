@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/nexus-mcp/nexus/host/config"
-	"github.com/nexus-mcp/nexus/host/plugin"
-	"github.com/nexus-mcp/nexus/host/policy"
-	"github.com/nexus-mcp/nexus/host/rules"
-	"github.com/nexus-mcp/nexus/host/wasm"
+	"github.com/nexus-mcp/nexus/internal/config"
+	"github.com/nexus-mcp/nexus/internal/plugin"
+	"github.com/nexus-mcp/nexus/internal/policy"
+	"github.com/nexus-mcp/nexus/internal/rules"
+	"github.com/nexus-mcp/nexus/internal/wasm"
 )
 
 // FilterLoadError is a configured filter that could not be loaded. Calls

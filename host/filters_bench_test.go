@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/nexus-mcp/nexus/host"
-	"github.com/nexus-mcp/nexus/host/policy"
-	"github.com/nexus-mcp/nexus/host/wasm"
-	"github.com/nexus-mcp/nexus/host/wasm/wasmtest"
+	"github.com/nexus-mcp/nexus/internal/policy"
+	"github.com/nexus-mcp/nexus/internal/wasm"
+	"github.com/nexus-mcp/nexus/sdk/filter/filtertest"
 )
 
 // BenchmarkFiltersInChain: host.CallTool on the in-process test server's
@@ -21,7 +21,7 @@ import (
 // sum of each alone).
 func BenchmarkFiltersInChain(b *testing.B) {
 	w := tsWorld()
-	rt := wasmtest.Runtime(b, wasm.Options{})
+	rt := filtertest.Runtime(b, wasm.Options{})
 	load := func(name, path, config string) policy.Link {
 		f, err := rt.Load(context.Background(), wasm.Spec{Name: name, Path: path, Config: json.RawMessage(config)})
 		if err != nil {
@@ -30,9 +30,9 @@ func BenchmarkFiltersInChain(b *testing.B) {
 		return f
 	}
 	raw := policy.Entry{Link: load("raw", "wasm/testdata/minimal.wasm", "null"), Kind: policy.KindPolicy}
-	allowlist := policy.Entry{Link: load("tool-allowlist", wasmtest.Build(b, "../filters/tool-allowlist"), `{"allow": ["ts.*"]}`), Kind: policy.KindPolicy}
-	destructive := policy.Entry{Link: load("deny-destructive", wasmtest.Build(b, "../filters/deny-destructive"), `{"tools": ["*.drop_*", "rm_rf"], "assume_destructive": false}`), Kind: policy.KindPolicy}
-	redact := policy.Entry{Link: load("redact-secrets", wasmtest.Build(b, "../filters/redact-secrets"), `{}`), Kind: policy.KindSanitizer}
+	allowlist := policy.Entry{Link: load("tool-allowlist", filtertest.Build(b, "../filters/tool-allowlist"), `{"allow": ["ts.*"]}`), Kind: policy.KindPolicy}
+	destructive := policy.Entry{Link: load("deny-destructive", filtertest.Build(b, "../filters/deny-destructive"), `{"tools": ["*.drop_*", "rm_rf"], "assume_destructive": false}`), Kind: policy.KindPolicy}
+	redact := policy.Entry{Link: load("redact-secrets", filtertest.Build(b, "../filters/redact-secrets"), `{}`), Kind: policy.KindSanitizer}
 	hostWith := func(links ...policy.Entry) *host.Host { return w.host(b, benchAgent, host.Options{Links: links}) }
 	plain := hostWith()
 	call := func(h *host.Host, args json.RawMessage) func() {

@@ -11,17 +11,17 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/nexus-mcp/nexus/host/audit"
-	"github.com/nexus-mcp/nexus/host/config"
-	"github.com/nexus-mcp/nexus/host/diag"
-	"github.com/nexus-mcp/nexus/host/lock"
 	"github.com/nexus-mcp/nexus/host/mcp"
-	"github.com/nexus-mcp/nexus/host/plugin"
-	"github.com/nexus-mcp/nexus/host/policy"
-	"github.com/nexus-mcp/nexus/host/registry"
-	"github.com/nexus-mcp/nexus/host/telemetry"
-	"github.com/nexus-mcp/nexus/host/transport/stdio"
-	"github.com/nexus-mcp/nexus/host/wasm"
+	"github.com/nexus-mcp/nexus/internal/audit"
+	"github.com/nexus-mcp/nexus/internal/config"
+	"github.com/nexus-mcp/nexus/internal/diag"
+	"github.com/nexus-mcp/nexus/internal/lock"
+	"github.com/nexus-mcp/nexus/internal/plugin"
+	"github.com/nexus-mcp/nexus/internal/policy"
+	"github.com/nexus-mcp/nexus/internal/registry"
+	"github.com/nexus-mcp/nexus/internal/telemetry"
+	"github.com/nexus-mcp/nexus/internal/transport/stdio"
+	"github.com/nexus-mcp/nexus/internal/wasm"
 	"github.com/nexus-mcp/nexus/sdk/event"
 )
 

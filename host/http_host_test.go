@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/nexus-mcp/nexus/host"
-	"github.com/nexus-mcp/nexus/host/testserver"
+	"github.com/nexus-mcp/nexus/internal/testserver"
 )
 
 // serveLoopback runs h on 127.0.0.1 for the test.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/mcp"
-	"github.com/nexus-mcp/nexus/host/policy"
+	"github.com/nexus-mcp/nexus/internal/policy"
 	"github.com/nexus-mcp/nexus/sdk/event"
 )
 

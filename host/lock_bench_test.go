@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/nexus-mcp/nexus/host"
-	"github.com/nexus-mcp/nexus/host/lock"
 	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/internal/lock"
 )
 
 // BenchmarkLockfileCheck: listing a catalog of 1,000 tools with a

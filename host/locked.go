@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/nexus-mcp/nexus/host/config"
-	"github.com/nexus-mcp/nexus/host/lock"
 	"github.com/nexus-mcp/nexus/host/mcp"
-	"github.com/nexus-mcp/nexus/host/policy"
+	"github.com/nexus-mcp/nexus/internal/config"
+	"github.com/nexus-mcp/nexus/internal/lock"
+	"github.com/nexus-mcp/nexus/internal/policy"
 )
 
 // Enforcing the lockfile (Options.Lock): a tool whose definition is not

@@ -9,8 +9,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/nexus-mcp/nexus/host"
-	"github.com/nexus-mcp/nexus/host/audit"
-	"github.com/nexus-mcp/nexus/host/telemetry"
+	"github.com/nexus-mcp/nexus/internal/audit"
+	"github.com/nexus-mcp/nexus/internal/telemetry"
 )
 
 // discard is a span exporter that drops what it gets: an in-process sink,

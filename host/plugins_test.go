@@ -13,10 +13,10 @@ import (
 	"testing"
 
 	"github.com/nexus-mcp/nexus/host"
-	"github.com/nexus-mcp/nexus/host/config"
-	"github.com/nexus-mcp/nexus/host/plugin/plugintest"
-	"github.com/nexus-mcp/nexus/host/policy"
-	"github.com/nexus-mcp/nexus/host/testserver"
+	"github.com/nexus-mcp/nexus/internal/config"
+	"github.com/nexus-mcp/nexus/internal/policy"
+	"github.com/nexus-mcp/nexus/internal/testserver"
+	"github.com/nexus-mcp/nexus/sdk/plugin/plugintest"
 )
 
 func sum(t *testing.T, path string) string {

@@ -6,10 +6,10 @@ import (
 	"testing"
 
 	"github.com/nexus-mcp/nexus/host"
-	"github.com/nexus-mcp/nexus/host/policy"
-	"github.com/nexus-mcp/nexus/host/rules"
-	"github.com/nexus-mcp/nexus/host/wasm"
-	"github.com/nexus-mcp/nexus/host/wasm/wasmtest"
+	"github.com/nexus-mcp/nexus/internal/policy"
+	"github.com/nexus-mcp/nexus/internal/rules"
+	"github.com/nexus-mcp/nexus/internal/wasm"
+	"github.com/nexus-mcp/nexus/sdk/filter/filtertest"
 )
 
 // regoAllowlist is the Rego allowlist of examples/policies, built by OPA.
@@ -33,8 +33,8 @@ func BenchmarkPolicyLanguages(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rt := wasmtest.Runtime(b, wasm.Options{})
-	rego, err := rt.Load(context.Background(), wasm.Spec{Name: "allowlist", Path: wasmtest.BuildRego(b, regoAllowlist, "policies/allowlist/deny"),
+	rt := filtertest.Runtime(b, wasm.Options{})
+	rego, err := rt.Load(context.Background(), wasm.Spec{Name: "allowlist", Path: filtertest.BuildRego(b, regoAllowlist, "policies/allowlist/deny"),
 		Config: json.RawMessage(`{"servers": ["ts"]}`)})
 	if err != nil {
 		b.Fatal(err)

@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/nexus-mcp/nexus/host"
-	"github.com/nexus-mcp/nexus/host/config"
-	"github.com/nexus-mcp/nexus/host/diag"
-	"github.com/nexus-mcp/nexus/host/rules"
+	"github.com/nexus-mcp/nexus/internal/config"
+	"github.com/nexus-mcp/nexus/internal/diag"
+	"github.com/nexus-mcp/nexus/internal/rules"
 )
 
 // An agent's rule that does not compile (a Config made in code: a loaded

@@ -14,8 +14,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/nexus-mcp/nexus/internal/schemaerr"
 	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/internal/schemaerr"
 )
 
 // schemas compiles tool schemas once and keeps them by content, so a tool

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/nexus-mcp/nexus/host"
-	"github.com/nexus-mcp/nexus/host/config"
-	"github.com/nexus-mcp/nexus/host/diag"
-	"github.com/nexus-mcp/nexus/host/registry"
+	"github.com/nexus-mcp/nexus/internal/config"
+	"github.com/nexus-mcp/nexus/internal/diag"
+	"github.com/nexus-mcp/nexus/internal/registry"
 	"github.com/nexus-mcp/nexus/internal/testenv"
 )
 

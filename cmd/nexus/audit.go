@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/nexus-mcp/nexus/host/audit"
+	"github.com/nexus-mcp/nexus/internal/audit"
 )
 
 func (a *app) auditCmd() *cobra.Command {

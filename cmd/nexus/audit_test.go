@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nexus-mcp/nexus/host/audit"
+	"github.com/nexus-mcp/nexus/internal/audit"
 )
 
 // TestAuditVerify: nexus audit verify passes an intact log (rotated files

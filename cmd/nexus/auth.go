@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nexus-mcp/nexus/host"
-	"github.com/nexus-mcp/nexus/host/config"
+	"github.com/nexus-mcp/nexus/internal/config"
 )
 
 // nexus auth login|logout|status SERVER: the OAuth tokens of HTTP servers.

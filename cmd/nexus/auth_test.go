@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nexus-mcp/nexus/host/testserver"
 	"github.com/nexus-mcp/nexus/internal/testenv"
+	"github.com/nexus-mcp/nexus/internal/testserver"
 )
 
 // nexusHome runs the binary on dir/mcp.json in dir, which is also HOME, so

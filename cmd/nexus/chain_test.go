@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nexus-mcp/nexus/host/wasm/wasmtest"
 	"github.com/nexus-mcp/nexus/internal/testenv"
+	"github.com/nexus-mcp/nexus/sdk/filter/filtertest"
 )
 
 // buildFilter compiles a first-party WASM filter the way `make filters` does.
@@ -96,7 +96,7 @@ filter "no-destructive" {
 // TestCallRunsRegoFilters: Rego policies compiled by OPA, as a policy and
 // as a sanitizer, in the chain of `nexus call`.
 func TestCallRunsRegoFilters(t *testing.T) {
-	bundle := wasmtest.BuildRego(t, `package t
+	bundle := filtertest.BuildRego(t, `package t
 
 import rego.v1
 
@@ -131,7 +131,7 @@ filter "rego-redact" {
 	if err := os.WriteFile(filepath.Join(dir, "nexus.hcl"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env := []string{"HOME=" + dir, "XDG_CACHE_HOME=" + filepath.Join(wasmtest.Dir(), "cli-cache")}
+	env := []string{"HOME=" + dir, "XDG_CACHE_HOME=" + filepath.Join(filtertest.Dir(), "cli-cache")}
 	out, errOut, code := nexusIn(t, dir, "", env, "--config", filepath.Join(dir, "nexus.hcl"), "--yes", "call", "testserver.echo", "message=the secret word")
 	if code != 0 || strings.TrimSpace(out) != "the ****** word" {
 		t.Fatalf("sanitized call: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)

@@ -18,11 +18,11 @@ import (
 	"testing"
 
 	"github.com/nexus-mcp/nexus/host"
-	"github.com/nexus-mcp/nexus/host/config"
-	"github.com/nexus-mcp/nexus/host/diag"
-	"github.com/nexus-mcp/nexus/host/plugin/plugintest"
-	"github.com/nexus-mcp/nexus/host/policy"
+	"github.com/nexus-mcp/nexus/internal/config"
+	"github.com/nexus-mcp/nexus/internal/diag"
+	"github.com/nexus-mcp/nexus/internal/policy"
 	"github.com/nexus-mcp/nexus/internal/testenv"
+	"github.com/nexus-mcp/nexus/sdk/plugin/plugintest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")

@@ -18,8 +18,8 @@ import (
 
 	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/mcp"
-	"github.com/nexus-mcp/nexus/host/registry"
-	"github.com/nexus-mcp/nexus/host/testserver"
+	"github.com/nexus-mcp/nexus/internal/registry"
+	"github.com/nexus-mcp/nexus/internal/testserver"
 )
 
 // splitTarget splits "server.name"; server names cannot hold a dot.

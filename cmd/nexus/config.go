@@ -16,10 +16,10 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/nexus-mcp/nexus/host/config"
-	"github.com/nexus-mcp/nexus/host/diag"
-	"github.com/nexus-mcp/nexus/host/plugin"
-	"github.com/nexus-mcp/nexus/host/sanitize"
+	"github.com/nexus-mcp/nexus/internal/config"
+	"github.com/nexus-mcp/nexus/internal/diag"
+	"github.com/nexus-mcp/nexus/internal/plugin"
+	"github.com/nexus-mcp/nexus/internal/sanitize"
 )
 
 // loadConfig discovers and loads the configuration (or the --config

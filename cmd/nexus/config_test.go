@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nexus-mcp/nexus/host/config"
+	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/testenv"
 )
 

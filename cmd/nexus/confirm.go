@@ -8,8 +8,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/nexus-mcp/nexus/host/policy"
-	"github.com/nexus-mcp/nexus/host/sanitize"
+	"github.com/nexus-mcp/nexus/internal/policy"
+	"github.com/nexus-mcp/nexus/internal/sanitize"
 )
 
 // confirmer answers the host's confirmation questions: --yes approves

@@ -14,7 +14,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/mcp"
-	"github.com/nexus-mcp/nexus/host/policy"
+	"github.com/nexus-mcp/nexus/internal/policy"
 )
 
 // maxSampleResult bounds --result: a sample, read whole.

@@ -6,7 +6,7 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/nexus-mcp/nexus/host/wasm/wasmtest"
+	"github.com/nexus-mcp/nexus/sdk/filter/filtertest"
 )
 
 // stepTimes are what differs between runs of nexus explain.
@@ -80,7 +80,7 @@ filter "redact" {
 // decision and where it is written.
 func TestExplainOneChain(t *testing.T) {
 	deny, denySum := buildFilter(t, "deny-destructive")
-	bundle := wasmtest.BuildRego(t, `package p
+	bundle := filtertest.BuildRego(t, `package p
 
 import rego.v1
 

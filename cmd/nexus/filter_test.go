@@ -7,11 +7,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nexus-mcp/nexus/host/wasm/wasmtest"
+	"github.com/nexus-mcp/nexus/sdk/filter/filtertest"
 )
 
 var (
-	wasmBin   = regexp.MustCompile(`/[^\s"]*nexus-wasmtest-[0-9]+/bin/`)
+	wasmBin   = regexp.MustCompile(`/[^\s"]*nexus-filtertest-[0-9]+/bin/`)
 	filterTmp = regexp.MustCompile(`/[^\s"]*/TestFilter[^\s"/]*/[0-9]+/`)
 	timeTaken = regexp.MustCompile(`(Time: |"duration_ms": )[0-9.]+(µs|ms|s)?`)
 )
@@ -21,9 +21,9 @@ func TestFilter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	td := filepath.Join(root, "host", "wasm", "testdata")
-	deny := wasmtest.Build(t, "../../filters/deny-destructive")
-	redact := wasmtest.Build(t, "../../filters/redact-secrets")
+	td := filepath.Join(root, "internal", "wasm", "testdata")
+	deny := filtertest.Build(t, "../../filters/deny-destructive")
+	redact := filtertest.Build(t, "../../filters/redact-secrets")
 	dir := t.TempDir()
 	file := func(name, body string) string {
 		p := filepath.Join(dir, name)
@@ -46,7 +46,7 @@ func TestFilter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	guard := wasmtest.BuildRego(t, string(guardSrc), "nexus/guard/decision")
+	guard := filtertest.BuildRego(t, string(guardSrc), "nexus/guard/decision")
 	guardData := file("guard.json", `{"admins": ["ops"], "max_limit": 10}`)
 	cases := []struct {
 		name string
@@ -77,7 +77,7 @@ func TestFilter(t *testing.T) {
 		{"filter_test_rego_entrypoint", []string{"filter", "test", guard, "--event", yolo, "--entrypoint", "nexus/guard/allow"}, 3},
 		{"filter_inspect_rego", []string{"filter", "inspect", guard}, 0},
 	}
-	env := []string{"XDG_CACHE_HOME=" + filepath.Join(wasmtest.Dir(), "cli-cache")}
+	env := []string{"XDG_CACHE_HOME=" + filepath.Join(filtertest.Dir(), "cli-cache")}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			stdout, stderr, code := nexus(t, "", env, tc.args...)

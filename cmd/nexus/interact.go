@@ -18,7 +18,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/mcp"
-	"github.com/nexus-mcp/nexus/host/sanitize"
+	"github.com/nexus-mcp/nexus/internal/sanitize"
 )
 
 // The console is the person at the terminal. Everything that is not a

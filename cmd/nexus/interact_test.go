@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/nexus-mcp/nexus/host"
-	"github.com/nexus-mcp/nexus/host/config"
 	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/internal/config"
 )
 
 // scripted answers a console's questions from a list, as a person would

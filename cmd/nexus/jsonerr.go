@@ -5,8 +5,8 @@ import (
 	"errors"
 	"io"
 
-	"github.com/nexus-mcp/nexus/host/config"
-	"github.com/nexus-mcp/nexus/host/diag"
+	"github.com/nexus-mcp/nexus/internal/config"
+	"github.com/nexus-mcp/nexus/internal/diag"
 )
 
 // jsonError is one error as --output json prints it: the report a person

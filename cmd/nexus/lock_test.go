@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nexus-mcp/nexus/host/lock"
 	"github.com/nexus-mcp/nexus/host/mcp"
-	"github.com/nexus-mcp/nexus/host/policy"
+	"github.com/nexus-mcp/nexus/internal/lock"
+	"github.com/nexus-mcp/nexus/internal/policy"
 )
 
 // screen keeps a flagged tool out of a new entry (its previous pin stays),

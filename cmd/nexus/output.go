@@ -11,9 +11,9 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/nexus-mcp/nexus/host/diag"
 	"github.com/nexus-mcp/nexus/host/mcp"
-	"github.com/nexus-mcp/nexus/host/sanitize"
+	"github.com/nexus-mcp/nexus/internal/diag"
+	"github.com/nexus-mcp/nexus/internal/sanitize"
 )
 
 // Everything printed from a server passes through sanitize.ForDisplay: a

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/nexus-mcp/nexus/host/plugin"
+	"github.com/nexus-mcp/nexus/internal/plugin"
 )
 
 // pluginCmd is `nexus plugin`: tools for go-plugin binaries.

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nexus-mcp/nexus/host/plugin/plugintest"
+	"github.com/nexus-mcp/nexus/sdk/plugin/plugintest"
 )
 
 var (

@@ -20,7 +20,7 @@ import (
 
 	"github.com/creack/pty"
 
-	"github.com/nexus-mcp/nexus/host/policy"
+	"github.com/nexus-mcp/nexus/internal/policy"
 	"github.com/nexus-mcp/nexus/internal/testenv"
 )
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
-	"github.com/nexus-mcp/nexus/host/sampling"
+	"github.com/nexus-mcp/nexus/internal/sampling"
 )
 
 // Sampling at the terminal: Nexus has no model of its own, so a server's

@@ -16,11 +16,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nexus-mcp/nexus/host"
-	"github.com/nexus-mcp/nexus/host/config"
-	"github.com/nexus-mcp/nexus/host/gateway"
-	"github.com/nexus-mcp/nexus/host/gateway/store"
 	"github.com/nexus-mcp/nexus/host/mcp"
-	"github.com/nexus-mcp/nexus/host/policy"
+	"github.com/nexus-mcp/nexus/internal/config"
+	"github.com/nexus-mcp/nexus/internal/gateway"
+	"github.com/nexus-mcp/nexus/internal/gateway/store"
+	"github.com/nexus-mcp/nexus/internal/policy"
 )
 
 func (a *app) serveCmd() *cobra.Command {

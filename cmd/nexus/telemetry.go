@@ -8,8 +8,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/nexus-mcp/nexus/host/config"
-	"github.com/nexus-mcp/nexus/host/telemetry"
+	"github.com/nexus-mcp/nexus/internal/config"
+	"github.com/nexus-mcp/nexus/internal/telemetry"
 )
 
 // telemetry sets up traces as the config's telemetry block and the

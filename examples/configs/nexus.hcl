@@ -130,7 +130,7 @@ filter "ratelimit" {
   }
 }
 
-# A rule: a CEL expression over the event (host/rules), compiled when
+# A rule: a CEL expression over the event (internal/rules), compiled when
 # the config loads. This one lowers page sizes instead of refusing them.
 rule "cap-page-size" {
   when   = "has(args.per_page) && args.per_page > 100"

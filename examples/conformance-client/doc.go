@@ -1,5 +1,5 @@
 // Command conformance-client drives Nexus's MCP client (host/mcp over
-// host/transport/http, with host/auth for OAuth) through the client
+// internal/transport/http, with internal/auth for OAuth) through the client
 // scenarios of the official MCP conformance suite
 // (@modelcontextprotocol/conformance). The suite starts a mock server per
 // scenario and runs this program with the server's URL as the last

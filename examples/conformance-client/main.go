@@ -13,9 +13,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/nexus-mcp/nexus/host/auth"
 	"github.com/nexus-mcp/nexus/host/mcp"
-	httptransport "github.com/nexus-mcp/nexus/host/transport/http"
+	"github.com/nexus-mcp/nexus/internal/auth"
+	httptransport "github.com/nexus-mcp/nexus/internal/transport/http"
 )
 
 // clientMetadataURL is the Client ID Metadata Document the suite's

@@ -5,21 +5,20 @@ package main
 import (
 	"testing"
 
-	"github.com/nexus-mcp/nexus/host/wasm"
-	"github.com/nexus-mcp/nexus/host/wasm/wasmtest"
 	"github.com/nexus-mcp/nexus/sdk/filter"
+	"github.com/nexus-mcp/nexus/sdk/filter/filtertest"
 )
 
 // TestNative runs the cases on the filter's code compiled for this
 // machine: fast, and a debugger works.
 func TestNative(t *testing.T) {
-	for _, s := range wasmtest.LoadCases(t, "testdata/cases.json") {
+	for _, s := range filtertest.LoadCases(t, "testdata/cases.json") {
 		words = nil
 		if err := filter.Configure(s.Config); err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range s.Cases {
-			c.Check(t, wasmtest.DecodeDecision(t, filter.Call(c.Event)))
+			c.Check(t, filtertest.DecodeDecision(t, filter.Call(c.Event)))
 		}
 	}
 }
@@ -27,6 +26,5 @@ func TestNative(t *testing.T) {
 // TestWASM builds the real .wasm and runs the same cases in the runtime
 // Nexus uses, with its limits.
 func TestWASM(t *testing.T) {
-	rt := wasmtest.Runtime(t, wasm.Options{})
-	wasmtest.RunSuites(t, rt, "filter-template", wasmtest.Build(t, "."), "testdata/cases.json")
+	filtertest.RunWASM(t, "filter-template", filtertest.Build(t, "."), "testdata/cases.json")
 }

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nexus-mcp/nexus/host/wasm"
-	"github.com/nexus-mcp/nexus/host/wasm/wasmtest"
 	"github.com/nexus-mcp/nexus/internal/readmesh"
+	"github.com/nexus-mcp/nexus/internal/wasm"
+	"github.com/nexus-mcp/nexus/sdk/filter/filtertest"
 )
 
 // TestOutside runs the shell blocks of README.md marked
@@ -39,6 +39,6 @@ func TestOutside(t *testing.T) {
 	if err != nil || !bytes.HasPrefix(b, []byte("\x00asm\x01\x00\x00\x00")) {
 		t.Fatalf("the module the README builds, %s: %v (not WebAssembly 1.0)", mod, err)
 	}
-	rt := wasmtest.Runtime(t, wasm.Options{})
-	wasmtest.RunSuites(t, rt, strings.TrimSuffix(filepath.Base(mod), ".wasm"), mod, "testdata/cases.json")
+	rt := filtertest.Runtime(t, wasm.Options{})
+	filtertest.RunSuites(t, rt, strings.TrimSuffix(filepath.Base(mod), ".wasm"), mod, "testdata/cases.json")
 }

@@ -9,10 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nexus-mcp/nexus/host/config"
-	hostplugin "github.com/nexus-mcp/nexus/host/plugin"
-	"github.com/nexus-mcp/nexus/host/plugin/plugintest"
 	"github.com/nexus-mcp/nexus/sdk/event"
+	"github.com/nexus-mcp/nexus/sdk/plugin/plugintest"
 )
 
 func TestMain(m *testing.M) {
@@ -39,24 +37,22 @@ func TestDenyTools(t *testing.T) {
 
 // The real binary through the host, as Nexus runs it.
 func TestThroughHost(t *testing.T) {
-	m := plugintest.Manager(t)
-	// The deadline starts after the build: a cold build on a busy
-	// machine can take longer than the calls are given.
-	cfg := &config.Config{Plugins: []*config.Plugin{plugintest.Pinned(t, "template", plugintest.Build(t, "."))}}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	san, err := m.Filter(ctx, cfg, &config.Filter{Name: "keys", Kind: "sanitizer", Plugin: "template",
-		Config: map[string]any{"pattern": `sk-[A-Za-z0-9]{8,}`}})
+	// plugintest.Filter builds first; the deadline starts after the build,
+	// since a cold build on a busy machine can take longer than the calls
+	// are given.
+	san, err := plugintest.Filter(t, ".", "sanitizer", map[string]any{"pattern": `sk-[A-Za-z0-9]{8,}`})
 	if err != nil {
 		t.Fatal(err)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	d, err := san.Handle(ctx, &event.Event{ABI: event.ABI, Phase: event.PhaseResponse, Method: "tools/call",
 		Result: json.RawMessage(`{"content":[{"type":"text","text":"key: sk-abcdef123456"}]}`)})
 	if err != nil || d.Action != event.Modify || !strings.Contains(string(d.Result), "key: [redacted]") {
 		t.Fatalf("sanitize: %+v %v", d, err)
 	}
-	_, err = m.Filter(ctx, cfg, &config.Filter{Name: "bad", Kind: "policy", Plugin: "template", Config: map[string]any{}})
-	var ce *hostplugin.ConfigError
+	_, err = plugintest.Filter(t, ".", "policy", map[string]any{})
+	var ce *plugintest.ConfigError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "deny") {
 		t.Fatalf("missing deny: %v", err)
 	}

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nexus-mcp/nexus/host/config"
-	"github.com/nexus-mcp/nexus/host/plugin/plugintest"
+	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/readmesh"
 	"github.com/nexus-mcp/nexus/sdk/event"
+	"github.com/nexus-mcp/nexus/sdk/plugin/plugintest"
 )
 
 // TestOutside runs the shell blocks of README.md marked

@@ -9,13 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nexus-mcp/nexus/host/config"
-	"github.com/nexus-mcp/nexus/host/diag"
-	hostplugin "github.com/nexus-mcp/nexus/host/plugin"
-	"github.com/nexus-mcp/nexus/host/plugin/plugintest"
-	"github.com/nexus-mcp/nexus/host/policy"
-	"github.com/nexus-mcp/nexus/host/wasm"
-	"github.com/nexus-mcp/nexus/host/wasm/wasmtest"
+	"github.com/nexus-mcp/nexus/internal/config"
+	"github.com/nexus-mcp/nexus/internal/diag"
+	hostplugin "github.com/nexus-mcp/nexus/internal/plugin"
+	"github.com/nexus-mcp/nexus/internal/policy"
+	"github.com/nexus-mcp/nexus/internal/wasm"
+	"github.com/nexus-mcp/nexus/sdk/filter/filtertest"
+	"github.com/nexus-mcp/nexus/sdk/plugin/plugintest"
 )
 
 func TestMain(m *testing.M) {
@@ -37,11 +37,11 @@ var policies = []struct {
 // TestFourWays runs each policy's cases.json through each of its four
 // implementations, loaded the way the host loads them.
 func TestFourWays(t *testing.T) {
-	rt := wasmtest.Runtime(t, wasm.Options{})
+	rt := filtertest.Runtime(t, wasm.Options{})
 	pm := plugintest.Manager(t)
 	for _, p := range policies {
 		t.Run(p.dir, func(t *testing.T) {
-			suites := wasmtest.LoadCases(t, filepath.Join(p.dir, "cases.json"))
+			suites := filtertest.LoadCases(t, filepath.Join(p.dir, "cases.json"))
 			for _, s := range suites {
 				ways := map[string]policy.Link{
 					"cel":    celRule(t, p.dir),
@@ -50,7 +50,7 @@ func TestFourWays(t *testing.T) {
 					"plugin": pluginFilter(t, pm, p.dir, p.kind, s.Config),
 				}
 				for way, link := range ways {
-					t.Run(way, func(t *testing.T) { wasmtest.RunCases(t, link, s.Cases) })
+					t.Run(way, func(t *testing.T) { filtertest.RunCases(t, link, s.Cases) })
 				}
 			}
 		})
@@ -84,7 +84,7 @@ func regoPolicy(t *testing.T, rt *wasm.Runtime, dir, entrypoint string, cfg []by
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := rt.Load(context.Background(), wasm.Spec{Name: dir + "-rego", Path: wasmtest.BuildRego(t, string(src), entrypoint), Config: cfg})
+	f, err := rt.Load(context.Background(), wasm.Spec{Name: dir + "-rego", Path: filtertest.BuildRego(t, string(src), entrypoint), Config: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func regoPolicy(t *testing.T, rt *wasm.Runtime, dir, entrypoint string, cfg []by
 
 func sdkFilter(t *testing.T, rt *wasm.Runtime, dir string, cfg []byte) policy.Link {
 	t.Helper()
-	f, err := rt.Load(context.Background(), wasm.Spec{Name: dir + "-sdk", Path: wasmtest.Build(t, filepath.Join(dir, "sdk")), Config: cfg})
+	f, err := rt.Load(context.Background(), wasm.Spec{Name: dir + "-sdk", Path: filtertest.Build(t, filepath.Join(dir, "sdk")), Config: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}

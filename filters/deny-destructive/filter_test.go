@@ -5,9 +5,9 @@ package main
 import (
 	"testing"
 
-	"github.com/nexus-mcp/nexus/host/wasm"
-	"github.com/nexus-mcp/nexus/host/wasm/wasmtest"
+	"github.com/nexus-mcp/nexus/internal/wasm"
 	"github.com/nexus-mcp/nexus/sdk/filter"
+	"github.com/nexus-mcp/nexus/sdk/filter/filtertest"
 )
 
 // The filter's own code imports only sdk/filter and sdk/event. Its tests
@@ -15,17 +15,17 @@ import (
 // in the real runtime, beside the same code run natively.
 
 func TestNative(t *testing.T) {
-	for _, s := range wasmtest.LoadCases(t, "testdata/cases.json") {
+	for _, s := range filtertest.LoadCases(t, "testdata/cases.json") {
 		if err := filter.Configure(s.Config); err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range s.Cases {
-			c.Check(t, wasmtest.DecodeDecision(t, filter.Call(c.Event)))
+			c.Check(t, filtertest.DecodeDecision(t, filter.Call(c.Event)))
 		}
 	}
 }
 
 func TestWASM(t *testing.T) {
-	rt := wasmtest.Runtime(t, wasm.Options{})
-	wasmtest.RunSuites(t, rt, "deny-destructive", wasmtest.Build(t, "."), "testdata/cases.json")
+	rt := filtertest.Runtime(t, wasm.Options{})
+	filtertest.RunSuites(t, rt, "deny-destructive", filtertest.Build(t, "."), "testdata/cases.json")
 }

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nexus-mcp/nexus/host/wasm"
-	"github.com/nexus-mcp/nexus/host/wasm/wasmtest"
+	"github.com/nexus-mcp/nexus/internal/wasm"
 	"github.com/nexus-mcp/nexus/sdk/event"
 	"github.com/nexus-mcp/nexus/sdk/filter"
+	"github.com/nexus-mcp/nexus/sdk/filter/filtertest"
 )
 
 // The filter's own code imports only sdk/filter and sdk/event. Its tests
@@ -20,19 +20,19 @@ import (
 // in the real runtime, beside the same code run natively.
 
 func TestNative(t *testing.T) {
-	for _, s := range wasmtest.LoadCases(t, "testdata/cases.json") {
+	for _, s := range filtertest.LoadCases(t, "testdata/cases.json") {
 		if err := filter.Configure(s.Config); err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range s.Cases {
-			c.Check(t, wasmtest.DecodeDecision(t, filter.Call(c.Event)))
+			c.Check(t, filtertest.DecodeDecision(t, filter.Call(c.Event)))
 		}
 	}
 }
 
 func TestWASM(t *testing.T) {
-	rt := wasmtest.Runtime(t, wasm.Options{})
-	wasmtest.RunSuites(t, rt, "redact-secrets", wasmtest.Build(t, "."), "testdata/cases.json")
+	rt := filtertest.Runtime(t, wasm.Options{})
+	filtertest.RunSuites(t, rt, "redact-secrets", filtertest.Build(t, "."), "testdata/cases.json")
 }
 
 // benchResult is a 2 KB tool result: log lines with two secrets in them.
@@ -54,8 +54,8 @@ func benchResult() json.RawMessage {
 // BenchmarkRedactSecrets2KB is one sanitizer call on a 2 KB result, built
 // with the Go SDK, against the same code in native Go and out of process.
 func BenchmarkRedactSecrets2KB(b *testing.B) {
-	rt := wasmtest.Runtime(b, wasm.Options{})
-	f, err := rt.Load(context.Background(), wasm.Spec{Path: wasmtest.Build(b, ".")})
+	rt := filtertest.Runtime(b, wasm.Options{})
+	f, err := rt.Load(context.Background(), wasm.Spec{Path: filtertest.Build(b, ".")})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -65,15 +65,15 @@ func BenchmarkRedactSecrets2KB(b *testing.B) {
 	if err := filter.Configure(nil); err != nil {
 		b.Fatal(err)
 	}
-	pipe := wasmtest.StartPipe(b, wasmtest.BuildNative(b, "."), nil)
+	pipe := filtertest.StartPipe(b, filtertest.BuildNative(b, "."), nil)
 	ctx := context.Background()
-	wasmtest.Compare(b, func() error {
+	filtertest.Compare(b, func() error {
 		d, err := f.Handle(ctx, e)
 		if err == nil && d.Action != event.Modify {
 			b.Fatalf("decision %+v", d)
 		}
 		return err
-	}, wasmtest.Baselines{
+	}, filtertest.Baselines{
 		Native: func() { filter.CallEvent(e) },
 		OOP: func() error {
 			_, err := pipe.CallEvent(e)

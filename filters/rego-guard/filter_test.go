@@ -12,11 +12,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nexus-mcp/nexus/host/config"
-	"github.com/nexus-mcp/nexus/host/diag"
-	"github.com/nexus-mcp/nexus/host/wasm"
-	"github.com/nexus-mcp/nexus/host/wasm/wasmtest"
+	"github.com/nexus-mcp/nexus/internal/config"
+	"github.com/nexus-mcp/nexus/internal/diag"
+	"github.com/nexus-mcp/nexus/internal/wasm"
 	"github.com/nexus-mcp/nexus/sdk/event"
+	"github.com/nexus-mcp/nexus/sdk/filter/filtertest"
 )
 
 const entrypoint = "nexus/guard/decision"
@@ -27,14 +27,14 @@ func bundle(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return wasmtest.BuildRego(t, string(src), entrypoint)
+	return filtertest.BuildRego(t, string(src), entrypoint)
 }
 
 // TestCases runs testdata/cases.json through the compiled policy.
 func TestCases(t *testing.T) {
-	rt := wasmtest.Runtime(t, wasm.Options{})
+	rt := filtertest.Runtime(t, wasm.Options{})
 	path := bundle(t)
-	for _, s := range wasmtest.LoadCases(t, "testdata/cases.json") {
+	for _, s := range filtertest.LoadCases(t, "testdata/cases.json") {
 		t.Run(s.Name, func(t *testing.T) {
 			f, err := rt.Load(context.Background(), wasm.Spec{Name: "rego-guard", Path: path, Entrypoint: entrypoint, Config: s.Config, Pool: 1})
 			if err != nil {
@@ -43,7 +43,7 @@ func TestCases(t *testing.T) {
 				t.Fatal(b.String())
 			}
 			defer f.Close(context.Background())
-			wasmtest.RunCases(t, f, s.Cases)
+			filtertest.RunCases(t, f, s.Cases)
 		})
 	}
 }
@@ -84,16 +84,16 @@ func TestExampleConfig(t *testing.T) {
 	if spec.Path != dst || spec.Entrypoint != entrypoint {
 		t.Fatalf("spec %+v", spec)
 	}
-	suite := wasmtest.LoadCases(t, "testdata/cases.json")[0]
-	if !wasmtest.EqualJSON(spec.Config, suite.Config) {
+	suite := filtertest.LoadCases(t, "testdata/cases.json")[0]
+	if !filtertest.EqualJSON(spec.Config, suite.Config) {
 		t.Fatalf("the example's config %s is not the cases' %s", spec.Config, suite.Config)
 	}
-	f, err := wasmtest.Runtime(t, wasm.Options{}).Load(context.Background(), spec)
+	f, err := filtertest.Runtime(t, wasm.Options{}).Load(context.Background(), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close(context.Background())
-	wasmtest.RunCases(t, f, suite.Cases)
+	filtertest.RunCases(t, f, suite.Cases)
 }
 
 var benchEvent = []byte(`{"abi":1,"phase":"request","method":"tools/call","agent":{"id":"claude","permission":"trusted"},"server":{"name":"github"},"tool":{"name":"list_issues"},"params":{"name":"list_issues","arguments":{"repo":"nexus-mcp/nexus","state":"open","limit":20}}}`)
@@ -101,7 +101,7 @@ var benchEvent = []byte(`{"abi":1,"phase":"request","method":"tools/call","agent
 // BenchmarkRegoGuard is one call of the compiled policy, against the same
 // checks written in Go (in process, so it is the floor).
 func BenchmarkRegoGuard(b *testing.B) {
-	rt := wasmtest.Runtime(b, wasm.Options{})
+	rt := filtertest.Runtime(b, wasm.Options{})
 	f, err := rt.Load(context.Background(), wasm.Spec{Path: bundle(b), Entrypoint: entrypoint,
 		Config: json.RawMessage(`{"admins": ["release-bot"], "blocked_servers": ["legacy-ftp"], "max_limit": 100}`)})
 	if err != nil {
@@ -113,10 +113,10 @@ func BenchmarkRegoGuard(b *testing.B) {
 		b.Fatal(err)
 	}
 	sink := ""
-	wasmtest.Compare(b, func() error {
+	filtertest.Compare(b, func() error {
 		_, err := f.Handle(context.Background(), &e)
 		return err
-	}, wasmtest.Baselines{Native: func() { sink = nativeGuard(benchEvent) }})
+	}, filtertest.Baselines{Native: func() { sink = nativeGuard(benchEvent) }})
 	_ = sink
 }
 

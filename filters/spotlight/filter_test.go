@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nexus-mcp/nexus/host/wasm"
-	"github.com/nexus-mcp/nexus/host/wasm/wasmtest"
+	"github.com/nexus-mcp/nexus/internal/wasm"
 	"github.com/nexus-mcp/nexus/sdk/event"
 	"github.com/nexus-mcp/nexus/sdk/filter"
+	"github.com/nexus-mcp/nexus/sdk/filter/filtertest"
 )
 
 // The filter's own code imports only sdk/filter and sdk/event. Its tests
@@ -18,31 +18,31 @@ import (
 // in the real runtime, beside the same code run natively.
 
 func TestNative(t *testing.T) {
-	for _, s := range wasmtest.LoadCases(t, "testdata/cases.json") {
+	for _, s := range filtertest.LoadCases(t, "testdata/cases.json") {
 		filter.SetSession(s.Session)
 		if err := filter.Configure(s.Config); err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range s.Cases {
-			c.Check(t, wasmtest.DecodeDecision(t, filter.Call(c.Event)))
+			c.Check(t, filtertest.DecodeDecision(t, filter.Call(c.Event)))
 		}
 	}
 }
 
 func TestWASM(t *testing.T) {
-	rt := wasmtest.Runtime(t, wasm.Options{})
-	wasmtest.RunSuites(t, rt, "spotlight", wasmtest.Build(t, "."), "testdata/cases.json")
+	rt := filtertest.Runtime(t, wasm.Options{})
+	filtertest.RunSuites(t, rt, "spotlight", filtertest.Build(t, "."), "testdata/cases.json")
 }
 
 // The marker is random per session: two runtimes (two sessions) mark the
 // same result differently, and neither marker is the session id.
 func TestMarkerPerSession(t *testing.T) {
-	mod := wasmtest.Build(t, ".")
+	mod := filtertest.Build(t, ".")
 	e := &event.Event{Phase: event.PhaseResponse, Method: "tools/call", Server: event.Server{Name: "web"}, Tool: &event.Tool{Name: "fetch"},
 		Result: []byte(`{"content":[{"type":"text","text":"hello"}]}`)}
 	var seen []string
 	for range 2 {
-		rt := wasmtest.Runtime(t, wasm.Options{})
+		rt := filtertest.Runtime(t, wasm.Options{})
 		f, err := rt.Load(context.Background(), wasm.Spec{Path: mod})
 		if err != nil {
 			t.Fatal(err)

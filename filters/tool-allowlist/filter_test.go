@@ -7,10 +7,10 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/nexus-mcp/nexus/host/wasm"
-	"github.com/nexus-mcp/nexus/host/wasm/wasmtest"
+	"github.com/nexus-mcp/nexus/internal/wasm"
 	"github.com/nexus-mcp/nexus/sdk/event"
 	"github.com/nexus-mcp/nexus/sdk/filter"
+	"github.com/nexus-mcp/nexus/sdk/filter/filtertest"
 )
 
 // The filter's own code imports only sdk/filter and sdk/event. Its tests
@@ -18,24 +18,24 @@ import (
 // in the real runtime, beside the same code run natively.
 
 func TestNative(t *testing.T) {
-	for _, s := range wasmtest.LoadCases(t, "testdata/cases.json") {
+	for _, s := range filtertest.LoadCases(t, "testdata/cases.json") {
 		if err := filter.Configure(s.Config); err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range s.Cases {
-			c.Check(t, wasmtest.DecodeDecision(t, filter.Call(c.Event)))
+			c.Check(t, filtertest.DecodeDecision(t, filter.Call(c.Event)))
 		}
 	}
 }
 
 func TestWASM(t *testing.T) {
-	rt := wasmtest.Runtime(t, wasm.Options{})
-	wasmtest.RunSuites(t, rt, "tool-allowlist", wasmtest.Build(t, "."), "testdata/cases.json")
+	rt := filtertest.Runtime(t, wasm.Options{})
+	filtertest.RunSuites(t, rt, "tool-allowlist", filtertest.Build(t, "."), "testdata/cases.json")
 }
 
 func TestBadConfig(t *testing.T) {
-	rt := wasmtest.Runtime(t, wasm.Options{})
-	mod := wasmtest.Build(t, ".")
+	rt := filtertest.Runtime(t, wasm.Options{})
+	mod := filtertest.Build(t, ".")
 	for cfg, want := range map[string]string{
 		`{}`:                    "allow must list at least one",
 		`{"allow": ["github"]}`: `"github" has no dot`,
@@ -69,8 +69,8 @@ const benchConfig = `{"allow": ["testserver.*", "github.get_*", "github.list_*",
 // BenchmarkToolAllowlist is one policy call of the filter built with the
 // Go SDK, against the same code in native Go and out of process.
 func BenchmarkToolAllowlist(b *testing.B) {
-	rt := wasmtest.Runtime(b, wasm.Options{})
-	f, err := rt.Load(context.Background(), wasm.Spec{Path: wasmtest.Build(b, "."), Config: json.RawMessage(benchConfig)})
+	rt := filtertest.Runtime(b, wasm.Options{})
+	f, err := rt.Load(context.Background(), wasm.Spec{Path: filtertest.Build(b, "."), Config: json.RawMessage(benchConfig)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -81,15 +81,15 @@ func BenchmarkToolAllowlist(b *testing.B) {
 	if err := filter.Configure([]byte(benchConfig)); err != nil {
 		b.Fatal(err)
 	}
-	pipe := wasmtest.StartPipe(b, wasmtest.BuildNative(b, "."), []byte(benchConfig))
+	pipe := filtertest.StartPipe(b, filtertest.BuildNative(b, "."), []byte(benchConfig))
 	ctx := context.Background()
-	wasmtest.Compare(b, func() error {
+	filtertest.Compare(b, func() error {
 		d, err := f.Handle(ctx, &e)
 		if err == nil && d.Action != event.Allow {
 			b.Fatalf("decision %+v", d)
 		}
 		return err
-	}, wasmtest.Baselines{
+	}, filtertest.Baselines{
 		Native: func() { filter.CallEvent(&e) },
 		OOP: func() error {
 			_, err := pipe.CallEvent(&e)

@@ -11,10 +11,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nexus-mcp/nexus/host/wasm"
-	"github.com/nexus-mcp/nexus/host/wasm/wasmtest"
+	"github.com/nexus-mcp/nexus/internal/wasm"
 	"github.com/nexus-mcp/nexus/sdk/event"
 	"github.com/nexus-mcp/nexus/sdk/filter"
+	"github.com/nexus-mcp/nexus/sdk/filter/filtertest"
 )
 
 // The filter's own code imports only sdk/filter and sdk/event. Its tests
@@ -113,9 +113,9 @@ var built string // the .wasm, built once
 
 func inWASM(t testing.TB, config string) decider {
 	if built == "" {
-		built = wasmtest.Build(t, ".")
+		built = filtertest.Build(t, ".")
 	}
-	rt := wasmtest.Runtime(t, wasm.Options{})
+	rt := filtertest.Runtime(t, wasm.Options{})
 	f, err := rt.Load(context.Background(), wasm.Spec{Name: "tool-poisoning", Path: built, Config: json.RawMessage(config)})
 	if err != nil {
 		t.Fatal(err)
@@ -269,9 +269,9 @@ func TestShadowingOwnServer(t *testing.T) {
 }
 
 func TestBadConfig(t *testing.T) {
-	rt := wasmtest.Runtime(t, wasm.Options{})
+	rt := filtertest.Runtime(t, wasm.Options{})
 	if built == "" {
-		built = wasmtest.Build(t, ".")
+		built = filtertest.Build(t, ".")
 	}
 	for cfg, want := range map[string]string{
 		`{"action": "block"}`:          `"block" is not an action; want "withhold" or "warn"`,

@@ -8,6 +8,13 @@
 // streamable HTTP, plugins) provide Conns; the host puts policies around the
 // Client.
 //
+// It stays public, beside the host rather than under internal/, because
+// the host's API speaks it: CallTool returns its results, Client hands out
+// its sessions, and an embedder's own transport (host.Options.Transport)
+// or a plugin transport is a Conn. It is also a complete protocol library
+// on its own; what is public here is held to the compatibility an
+// importer expects.
+//
 // We write our own peer rather than build on an SDK because a security host
 // must see and bound every frame, and because the per-call cost matters:
 // the hot path (Peer.CallRaw) builds frames by hand into a reused buffer and

@@ -10,12 +10,12 @@ import (
 	"testing"
 	"time"
 
-	hostconfig "github.com/nexus-mcp/nexus/host/config"
-	hostplugin "github.com/nexus-mcp/nexus/host/plugin"
-	"github.com/nexus-mcp/nexus/host/plugin/plugintest"
-	hostpolicy "github.com/nexus-mcp/nexus/host/policy"
+	hostconfig "github.com/nexus-mcp/nexus/internal/config"
+	hostplugin "github.com/nexus-mcp/nexus/internal/plugin"
+	hostpolicy "github.com/nexus-mcp/nexus/internal/policy"
 	"github.com/nexus-mcp/nexus/internal/testenv"
 	"github.com/nexus-mcp/nexus/sdk/event"
+	"github.com/nexus-mcp/nexus/sdk/plugin/plugintest"
 )
 
 func TestMain(m *testing.M) {

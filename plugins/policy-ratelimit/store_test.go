@@ -17,11 +17,11 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/redis/go-redis/v9"
 
-	hostconfig "github.com/nexus-mcp/nexus/host/config"
-	"github.com/nexus-mcp/nexus/host/plugin/plugintest"
-	hostpolicy "github.com/nexus-mcp/nexus/host/policy"
+	hostconfig "github.com/nexus-mcp/nexus/internal/config"
+	hostpolicy "github.com/nexus-mcp/nexus/internal/policy"
 	"github.com/nexus-mcp/nexus/internal/testenv"
 	"github.com/nexus-mcp/nexus/sdk/event"
+	"github.com/nexus-mcp/nexus/sdk/plugin/plugintest"
 )
 
 // redisProc is a redis-server this test started and may stop mid-test,

@@ -20,9 +20,9 @@ import (
 	"golang.org/x/crypto/ssh/knownhosts"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
-	hostplugin "github.com/nexus-mcp/nexus/host/plugin"
-	"github.com/nexus-mcp/nexus/host/plugin/plugintest"
-	"github.com/nexus-mcp/nexus/host/testserver"
+	hostplugin "github.com/nexus-mcp/nexus/internal/plugin"
+	"github.com/nexus-mcp/nexus/internal/testserver"
+	"github.com/nexus-mcp/nexus/sdk/plugin/plugintest"
 )
 
 func TestMain(m *testing.M) {

@@ -6,7 +6,7 @@
 // (fastpath.go).
 //
 // Plugin authors never use it: sdk/plugin implements the plugin side and
-// host/plugin the host side. Events and decisions travel as the same JSON
+// internal/plugin the host side. Events and decisions travel as the same JSON
 // that WASM filters receive (sdk/event), so a filter's logic can move
 // between the two without a rewrite.
 package proto

@@ -1,7 +1,7 @@
 // The wire protocol between the Nexus host and a go-plugin binary.
 //
 // Plugin authors never see it: sdk/plugin implements the plugin side and
-// host/plugin the host side. Events and decisions travel as the same JSON
+// internal/plugin the host side. Events and decisions travel as the same JSON
 // that WASM filters receive (sdk/event), so a filter's logic can move between
 // the two without a rewrite; configs travel as the JSON of the config block.
 //

@@ -1,0 +1,397 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"regexp"
+	"time"
+
+	"github.com/nexus-mcp/nexus/internal/diag"
+	"github.com/nexus-mcp/nexus/internal/rules"
+)
+
+// MaxFileSize bounds a config file; a larger one is rejected before parsing.
+const MaxFileSize = 10 << 20
+
+// Transport types of Server.Type.
+const (
+	TypeStdio  = "stdio"
+	TypeHTTP   = "http" // streamable HTTP
+	TypeSSE    = "sse"  // the legacy HTTP+SSE transport (protocol 2024-11-05)
+	TypePlugin = "plugin"
+)
+
+// Server is one MCP server in the canonical mcpServers model. Every front
+// end (the JSON dialects, HCL) produces it, and the host reads nothing else.
+type Server struct {
+	Name string
+	Type string // TypeStdio, TypeHTTP, TypeSSE or TypePlugin
+
+	// stdio
+	Command        []string // executable and arguments, merged
+	Env            map[string]string
+	EnvFile        string // absolute path of a KEY=value file (Cursor's envFile)
+	EnvPassthrough []string
+	Cwd            string // absolute, or "" for the host's working directory
+
+	// http and sse
+	URL                  string
+	Headers              map[string]string
+	MaxRetries           *int          // retries of a failed request; nil = the transport's default
+	RetryBackoff         time.Duration // delay before the first retry; 0 = the transport's default
+	AllowPrivateNetworks bool          // let the URL reach loopback and private addresses
+	LegacySSE            bool          // mirrors Type == TypeSSE, for transports that only look here
+	OAuth                *OAuth
+
+	// plugin
+	Plugin *PluginTransport
+
+	Enabled       bool
+	Timeout       time.Duration // per request; 0 = the host default
+	FailIfNoTools bool
+	// Confirm is what of a trusted agent's use of the server a person
+	// confirms: ConfirmFirstUse (the default, "") or ConfirmToolCalls.
+	Confirm string
+	// Prefix is put before the server's tool, prompt and resource template
+	// names where they are exposed (the gateway's catalog, exposed tool
+	// names in the CLI). nil means the default "mcp_<server>_"; a pointer
+	// to "" exposes bare names (a single-server gateway, or servers whose
+	// names never collide).
+	Prefix *string
+
+	// Source is the server's origin: layer, file and line of its definition.
+	Source diag.Source
+	// Overrides lists the definitions in lower layers this one replaced,
+	// lowest first, so `nexus config show` can say where a setting went.
+	Overrides []diag.Source
+	// Refs holds, by JSON pointer into the server's mcpServers entry
+	// ("/env/GITHUB_TOKEN", "/args/2", "/headers/Authorization"), the
+	// template of every value that came from the environment, a sensitive
+	// variable or an input. Compile-down writes these, never the values.
+	Refs map[string]Template
+
+	fileEnv map[string]string // what EnvFile held when the config was loaded
+}
+
+// Environ is the environment the server's config sets: EnvFile's values,
+// overridden by Env.
+func (s *Server) Environ() map[string]string {
+	if len(s.fileEnv) == 0 {
+		return s.Env
+	}
+	out := maps.Clone(s.fileEnv)
+	maps.Copy(out, s.Env)
+	return out
+}
+
+// OAuth configures the OAuth 2.1 client of an HTTP server. Empty endpoints
+// are discovered from the server's metadata.
+type OAuth struct {
+	ClientID     string
+	ClientSecret string
+	Scopes       []string
+	RedirectURI  string
+	AuthURL      string
+	TokenURL     string
+
+	// Grant is how tokens are obtained: "authorization_code" (the default,
+	// a person logs in through a browser), "client_credentials" (machine to
+	// machine, with ClientSecret or PrivateKey) or "enterprise"
+	// (enterprise-managed authorization: IDToken from the IdP login is
+	// exchanged at the IdP, then at the server's authorization server).
+	Grant string
+	// ClientMetadataURL is the client's Client ID Metadata Document (an
+	// https URL), used as client_id where the authorization server
+	// supports them.
+	ClientMetadataURL string
+	// PrivateKey (PEM) makes the client authenticate with private_key_jwt;
+	// SigningAlg (default from the key) and KeyID go into the assertion.
+	PrivateKey string
+	SigningAlg string
+	KeyID      string
+	// Enterprise-managed authorization: the ID token of the user's IdP
+	// login, and the IdP's token endpoint (or issuer, to discover it) and
+	// this client's registration there.
+	IDToken         string
+	IdPTokenURL     string
+	IdPIssuer       string
+	IdPClientID     string
+	IdPClientSecret string
+}
+
+// OAuth grants (OAuth.Grant).
+const (
+	GrantAuthorizationCode = "authorization_code"
+	GrantClientCredentials = "client_credentials"
+	GrantEnterprise        = "enterprise"
+)
+
+var oauthGrants = []string{GrantAuthorizationCode, GrantClientCredentials, GrantEnterprise}
+
+// PluginTransport connects to a server through a transport plugin: the
+// plugin block called Name, given Config.
+type PluginTransport struct {
+	Name   string
+	Config map[string]any
+}
+
+// Plugin is a go-plugin binary a transport or filter can name.
+type Plugin struct {
+	Name      string
+	Path      string // absolute
+	SHA256    string // lower-case hex; "" = not pinned
+	Source    diag.Source
+	Overrides []diag.Source
+}
+
+// Filter is a policy or sanitizer run as a WASM module or a plugin.
+// Filters run in config order: lower layers first, each file top to bottom.
+type Filter struct {
+	Name   string
+	Kind   string // "policy" (request phase) or "sanitizer" (response phase)
+	WASM   string // absolute path of the module, or ""
+	Plugin string // name of a plugin block, or ""
+	SHA256 string
+	ABI    string // ABINexus, ABIOPA, or "" to tell by the module's exports
+	// Entrypoint is the rule of a Rego policy whose value decides
+	// ("nexus/decision"); "" = the policy's only one.
+	Entrypoint string
+	// DataFile is a JSON file merged into a Rego policy's data document
+	// (absolute path, or ""); the config goes over it.
+	DataFile  string
+	OnError   string // "deny" (fail closed, the default) or "allow" (a failing filter lets the call or result through)
+	Mode      string // ModeEnforce (the default) or ModeShadow: decisions recorded as would-deny / would-modify, not enforced
+	Config    map[string]any
+	Match     []Match // empty: every call; else any one must match
+	Limits    Limits
+	Source    diag.Source
+	Overrides []diag.Source
+	Refs      map[string]Template // by JSON pointer into the filter ("/config/token")
+	// Rule is set for a CEL rule (a rule block): no module, no plugin;
+	// the rule decides.
+	Rule *Rule
+}
+
+// Rule is a CEL rule (internal/rules): a rule block at the top level, which
+// sees every agent's events, or in an agent block, which sees that
+// agent's. It is compiled when the config loads, so an expression that
+// does not parse or type-check is a config error at its line and column.
+type Rule struct {
+	When     rules.Expr
+	Action   string // "deny", "allow" or "modify"
+	Reason   string
+	Set      []rules.Assign // modify: dotted paths into params (policy) or result (sanitizer), and their expressions
+	Compiled *rules.Rule
+}
+
+// ABIs of a WASM filter: the Nexus filter ABI (sdk/filter/ABI.md) and a
+// Rego policy compiled by opa build -t wasm.
+const (
+	ABINexus = "1"
+	ABIOPA   = "opa"
+)
+
+// Modes of a filter (and of an agent's deny rules).
+const (
+	ModeEnforce = "enforce"
+	ModeShadow  = "shadow"
+)
+
+// Match selects the calls a filter sees; each list holds glob patterns and
+// an empty list matches anything.
+type Match struct {
+	Servers []string
+	Tools   []string
+	Methods []string
+}
+
+// Limits bound a WASM filter; zero values mean the runtime's defaults.
+type Limits struct {
+	MemoryMB int
+	Timeout  time.Duration
+	Pool     int
+}
+
+// Agent is a caller of the host with a permission level and the servers
+// and tools it may use.
+type Agent struct {
+	Name       string
+	Permission string   // "yolo", "trusted" or "sandboxed"
+	Servers    []string // servers it may use; empty = all
+	Allow      []string // "server.tool" glob patterns
+	Deny       []string
+	// Mode is ModeShadow to record what the servers, allow and deny rules
+	// refuse (would-deny) without enforcing it; "" or ModeEnforce enforce.
+	Mode string
+	// Tokens are the bearer tokens that act as this agent on the gateway's
+	// HTTP listener (usually references to sensitive variables). The
+	// gateway keeps only their hashes and compares in constant time.
+	Tokens []string
+	// Rules are the agent's CEL rules, in order: they see only its events.
+	Rules     []*Filter
+	Source    diag.Source
+	Overrides []diag.Source
+	Refs      map[string]Template // by JSON pointer into the agent ("/tokens/0")
+}
+
+// Gateway configures `nexus serve`: the MCP server Nexus offers to agents
+// (Claude Code, Cursor, VS Code, any MCP client). Flags override it.
+type Gateway struct {
+	// Listen is the streamable HTTP listener's address ("127.0.0.1:8750");
+	// "" serves stdio only unless --listen is given.
+	Listen string
+	// Metrics is the address Prometheus metrics are served on
+	// (http://ADDR/metrics); "" serves none unless --metrics is given.
+	Metrics string
+	// PublicURL is the URL clients reach the MCP endpoint at, behind any
+	// proxy ("https://nexus.example.com/mcp"). It is the OAuth resource
+	// identifier (the audience JWTs must name); default: from Listen.
+	PublicURL string
+	// TLSCert and TLSKey are absolute paths of a PEM certificate chain and
+	// key; both or neither.
+	TLSCert, TLSKey string
+	// AllowedOrigins are the browser origins ("https://app.example.com")
+	// allowed besides no Origin at all and loopback origins.
+	AllowedOrigins []string
+	// RequiredServers are the servers /readyz checks are reachable.
+	RequiredServers []string
+	// SessionStore is where replicas share sessions: "memory" (or "", one
+	// process) or redis://host:6379 (Redis 7 or Valkey). A password in it
+	// should come from a sensitive variable; see Refs.
+	SessionStore string
+	// Refs are the references SessionStore's text came from, by JSON
+	// pointer ("/session_store"), so compile writes them, not the value.
+	Refs      map[string]Template
+	Limits    GatewayLimits
+	OAuth     *GatewayOAuth
+	Source    diag.Source
+	Overrides []diag.Source
+
+	// Where each of RequiredServers and each OAuth agent (by claim value)
+	// was written, so that the checks made after layers are merged can
+	// point at it.
+	requiredAt []*site
+	agentsAt   map[string]*site
+}
+
+// site is where a value was written: its source and the snippet under
+// it, kept for reports made when the file's text is no longer at hand.
+type site struct {
+	src   diag.Source
+	lines []string
+}
+
+// GatewayLimits bound what clients of the gateway can make it hold; zero
+// values mean the gateway's defaults.
+type GatewayLimits struct {
+	MaxBodyBytes          int           // one HTTP request body
+	MaxSessions           int           // downstream sessions at once
+	MaxRequests           int           // requests in progress, all sessions
+	MaxRequestsPerSession int           // requests in progress in one session
+	MaxSSEEvents          int           // events buffered per SSE stream
+	SessionIdleTimeout    time.Duration // a session with no request and no open stream ends
+	ShutdownGrace         time.Duration // in-flight calls get this long after SIGINT/SIGTERM
+}
+
+// GatewayOAuth makes the gateway an OAuth 2.1 resource server: it
+// publishes Protected Resource Metadata (RFC 9728) naming Issuer, and
+// accepts JWT access tokens the issuer signed for PublicURL, mapping a
+// claim to an agent.
+type GatewayOAuth struct {
+	Issuer   string   // the authorization server (https URL)
+	JWKSURL  string   // default: discovered from the issuer's metadata
+	Audience string   // default: the gateway's PublicURL
+	Scopes   []string // scopes_supported in the metadata; required of tokens if set
+	// AgentClaim is the claim whose value picks the agent (default "sub").
+	AgentClaim string
+	// Agents maps claim values to agent names; a value missing here is
+	// refused (403). An entry "*" maps every other value.
+	Agents map[string]string
+}
+
+// File is a config file that was loaded, and its layer.
+type File struct {
+	Path  string // "" for the built-in default
+	Layer string
+}
+
+// Config is a loaded, merged configuration.
+type Config struct {
+	Servers   []*Server // sorted by name
+	Plugins   []*Plugin
+	Filters   []*Filter   // in run order
+	Agents    []*Agent    // sorted by name
+	Gateway   *Gateway    // nil: no gateway block (nexus serve uses defaults and flags)
+	Sampling  *Sampling   // nil: no model; servers' sampling requests go to a person
+	Lock      *LockPolicy // nil: what the lockfile does not pin is withheld
+	Audit     *Audit      // nil: no audit log
+	Telemetry *Telemetry  // nil: traces as the OTEL_* variables say
+	Roots     []string    // absolute paths offered to servers as MCP roots
+	Inputs    []Input     // the VS Code inputs the servers refer to, by id
+	Files     []File      // lowest layer first
+	Warnings  []Warning
+}
+
+// Server returns the server called name, or nil.
+func (c *Config) Server(name string) *Server {
+	for _, s := range c.Servers {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// Names lists the configured server names.
+func (c *Config) Names() []string {
+	out := make([]string, len(c.Servers))
+	for i, s := range c.Servers {
+		out[i] = s.Name
+	}
+	return out
+}
+
+// Plugin returns the plugin called name, or nil.
+func (c *Config) Plugin(name string) *Plugin {
+	for _, p := range c.Plugins {
+		if p.Name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+// Agent returns the agent called name, or nil.
+func (c *Config) Agent(name string) *Agent {
+	for _, a := range c.Agents {
+		if a.Name == name {
+			return a
+		}
+	}
+	return nil
+}
+
+// nameRE is what a server, plugin, filter or agent may be called: a tool
+// is addressed as server.tool, so no dots, and nothing a shell would split.
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+const nameRule = "Use 1 to 64 letters, digits, '_' or '-' (a tool is called as server.tool, so no dots)."
+
+// Values of Server.Confirm.
+const (
+	// ConfirmFirstUse: a trusted agent's first use of the server, of any
+	// kind, is confirmed (the default).
+	ConfirmFirstUse = "first_use"
+	// ConfirmToolCalls: only tool calls are confirmed; reading resources
+	// and prompts, completion and ping are not (a server whose reads are
+	// harmless, such as the built-in test server).
+	ConfirmToolCalls = "tool_calls"
+)
+
+// checkConfirm says what is wrong with a confirm value, or "".
+func checkConfirm(v string) string {
+	if v == ConfirmFirstUse || v == ConfirmToolCalls {
+		return ""
+	}
+	return fmt.Sprintf("confirm %q is not one of %q (the default) and %q", v, ConfirmFirstUse, ConfirmToolCalls)
+}

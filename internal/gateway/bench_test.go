@@ -1,0 +1,151 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/internal/config"
+	"github.com/nexus-mcp/nexus/internal/gateway"
+)
+
+// BenchmarkHop is the gateway's own work per tools/call, in process: the
+// client and the upstream talk to it over in-memory pipes, so what is
+// measured is the two protocol hops and the host's chain, not I/O. The
+// baseline is the same client calling the same upstream directly.
+func BenchmarkHop(b *testing.B) {
+	e := newEnv(b, nil)
+	ctx := context.Background()
+	args := map[string]any{"message": "hello"}
+
+	b.Run("direct", func(b *testing.B) {
+		c, err := e.h.Client(ctx, "claude", "testserver")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for range b.N {
+			if _, err := c.CallTool(ctx, "echo", args, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("gateway", func(b *testing.B) {
+		down, up := mcp.Pipe()
+		go e.g.Serve(ctx, up, "claude")
+		c, err := mcp.Connect(ctx, down, mcp.ClientOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		b.ReportAllocs()
+		b.ResetTimer()
+		for range b.N {
+			if _, err := c.CallTool(ctx, "mcp_testserver_echo", args, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkSessions1000 opens 1,000 HTTP sessions on the gateway, reports
+// the memory each idle one holds (heap and goroutine stacks, server side:
+// the client keeps only the session ids), then makes calls spread over
+// them from 32 goroutines and reports calls/s.
+func BenchmarkSessions1000(b *testing.B) {
+	const sessions = 1000
+	for range b.N {
+		e := newEnv(b, nil)
+		hh, err := e.g.HTTP(gateway.HTTPOptions{Agent: "claude", Limits: config.GatewayLimits{MaxSessions: sessions + 1, MaxRequests: 4096}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		srv := httptest.NewServer(hh)
+		tr := &http.Transport{MaxIdleConnsPerHost: 64}
+		hc := &http.Client{Transport: tr}
+		post := func(sid, body string) (string, error) {
+			req, _ := http.NewRequest(http.MethodPost, srv.URL+gateway.EndpointPath, strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			if sid != "" {
+				req.Header.Set("Mcp-Session-Id", sid)
+			}
+			resp, err := hc.Do(req)
+			if err != nil {
+				return "", err
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode/100 != 2 {
+				return "", fmt.Errorf("status %d", resp.StatusCode)
+			}
+			return resp.Header.Get("Mcp-Session-Id"), nil
+		}
+		// The shared upstream connects on the first call, before measuring.
+		warmSid, err := post("", initBody)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := post(warmSid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"mcp_probe_echo","arguments":{}}}`); err != nil {
+			b.Fatal(err)
+		}
+		before := memInUse()
+		sids := make([]string, sessions)
+		for i := range sids {
+			if sids[i], err = post("", initBody); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := post(sids[i], `{"jsonrpc":"2.0","method":"notifications/initialized"}`); err != nil {
+				b.Fatal(err)
+			}
+		}
+		tr.CloseIdleConnections()
+		after := memInUse()
+		b.ReportMetric(float64(after-before)/sessions/1024, "KB/idle-session")
+
+		const calls = 20000
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		t0 := time.Now()
+		for range 32 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					i := next.Add(1)
+					if i > calls {
+						return
+					}
+					if _, err := post(sids[i%sessions], `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"mcp_probe_echo","arguments":{}}}`); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		b.ReportMetric(calls/time.Since(t0).Seconds(), "calls/s")
+		b.ReportMetric(float64(runtime.NumCPU()), "cores")
+		hh.Close()
+		srv.CloseClientConnections()
+		srv.Close()
+	}
+}
+
+// memInUse is the heap in use plus goroutine stacks, after a collection.
+func memInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse + m.StackInuse
+}

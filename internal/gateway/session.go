@@ -1,0 +1,935 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nexus-mcp/nexus/host"
+	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/internal/diag"
+	"github.com/nexus-mcp/nexus/internal/gateway/store"
+	"github.com/nexus-mcp/nexus/internal/policy"
+)
+
+// session is one downstream client. It implements mcp.Handler.
+type session struct {
+	g      *Gateway
+	agent  string
+	id     string // names the session in the audit log (never the HTTP session id, which admits to it)
+	peer   *mcp.Peer
+	ctx    context.Context // ends with the session: tasks run under it
+	cancel context.CancelFunc
+	tasks  tasks
+	stored *stored // the session's record, when replicas share a store
+
+	mu         sync.Mutex
+	init       *mcp.InitializeParams
+	version    string // negotiated
+	ready      bool
+	unrestored bool              // restoring from the store failed: try again on the next request
+	up         *host.Host        // g.h, or the session's own (see the package doc)
+	own        bool              // up is the session's own
+	level      int               // least severity of log messages sent; -1: the client set none
+	subs       map[string]string // subscribed URIs, by the server that has them
+	pending    map[string]int    // changes not yet announced (kind -> 1), see announce
+	timer      *time.Timer
+	calls      map[string][]json.RawMessage // ids of the client's requests in flight, by server
+	listing    int                          // list requests in flight: a change they cause is not announced
+	connected  map[string]bool              // what the session last knew of each server
+	promptRefs map[string]promptRef         // exposed prompt name -> server and name
+	closed     bool
+}
+
+type promptRef struct{ server, name string }
+
+func newSession(g *Gateway, agent string) *session {
+	ctx, cancel := context.WithCancel(context.Background())
+	id := make([]byte, 8)
+	rand.Read(id)
+	return &session{g: g, agent: agent, id: hex.EncodeToString(id), up: g.h, level: -1, subs: map[string]string{}, ctx: ctx, cancel: cancel,
+		calls: map[string][]json.RawMessage{}, connected: map[string]bool{}}
+}
+
+func (s *session) isOwn() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.own
+}
+
+func (s *session) host() *host.Host {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.up
+}
+
+// close ends the session's own upstream connections, if any.
+func (s *session) close() {
+	s.cancel()
+	s.endTasks()
+	s.mu.Lock()
+	s.closed = true
+	own, up := s.own, s.up
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	s.mu.Unlock()
+	if own {
+		up.Close()
+	}
+}
+
+// Versions the gateway speaks, newest first; a client asking for another
+// gets the newest.
+var versions = []string{mcp.Version20251125, mcp.Version20250618, mcp.Version20250326, mcp.Version20241105}
+
+// HandleRequest implements mcp.Handler.
+func (s *session) HandleRequest(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	ctx = host.WithSession(ctx, s.id)
+	if method == mcp.MethodInitialize {
+		return s.initialize(params)
+	}
+	s.mu.Lock()
+	unrestored := s.unrestored
+	s.mu.Unlock()
+	if unrestored {
+		// The restore failed (a store blip): try again before giving up.
+		if err := s.restore(); err != nil {
+			return nil, &mcp.RPCError{Code: mcp.CodeInternalError, Message: "the session store does not answer, so this replica cannot take up the session (" + oneLine(err) + "); retry"}
+		}
+	}
+	s.mu.Lock()
+	inited := s.init != nil
+	// A request after initialize means the client is initialized, even if
+	// its notifications/initialized went to another replica.
+	s.ready = s.ready || inited
+	s.mu.Unlock()
+	if !inited {
+		return nil, &mcp.RPCError{Code: mcp.CodeInvalidRequest, Message: "the session is not initialized: send initialize first (" + method + " came before it)"}
+	}
+	switch method {
+	case mcp.MethodToolsList:
+		return s.listTools(ctx, params)
+	case mcp.MethodToolsCall:
+		return s.callTool(ctx, params)
+	case mcp.MethodResourcesList:
+		return s.listResources(ctx, params)
+	case mcp.MethodResourcesTemplatesList:
+		return s.listTemplates(ctx, params)
+	case mcp.MethodResourcesRead:
+		return s.readResource(ctx, params)
+	case mcp.MethodResourcesSubscribe, mcp.MethodResourcesUnsubscribe:
+		return s.subscribe(ctx, method, params)
+	case mcp.MethodPromptsList:
+		return s.listPrompts(ctx, params)
+	case mcp.MethodPromptsGet:
+		return s.getPrompt(ctx, params)
+	case mcp.MethodComplete:
+		return s.complete(ctx, params)
+	case mcp.MethodLoggingSetLevel:
+		return s.setLevel(ctx, params)
+	case methodTasksGet, methodTasksResult, methodTasksList, methodTasksCancel:
+		return s.handleTask(ctx, method, params)
+	}
+	return nil, mcp.MethodNotFound(method)
+}
+
+// HandleNotification implements mcp.Handler.
+func (s *session) HandleNotification(ctx context.Context, method string, params json.RawMessage) {
+	switch method {
+	case mcp.NotificationInitialized:
+		s.mu.Lock()
+		s.ready = true
+		s.mu.Unlock()
+	case mcp.NotificationRootsListChanged:
+		if s.isOwn() {
+			if err := s.host().RootsChanged(ctx); err != nil {
+				s.g.log.Debug("passing roots list_changed upstream failed", "error", err)
+			}
+		}
+	}
+}
+
+func (s *session) initialize(params json.RawMessage) (any, error) {
+	var p mcp.InitializeParams
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, mcp.InvalidParams("initialize: %v", err)
+	}
+	version := p.ProtocolVersion
+	if !slices.Contains(versions, version) {
+		version = versions[0]
+	}
+	s.mu.Lock()
+	if s.init != nil {
+		s.mu.Unlock()
+		return nil, &mcp.RPCError{Code: mcp.CodeInvalidRequest, Message: "the session is already initialized"}
+	}
+	s.init, s.version = &p, version
+	c := p.Capabilities
+	if c.Sampling != nil || c.Elicitation != nil || c.Roots != nil {
+		s.up, s.own = s.g.h.NewSession(s.sessionOptions(c)), true
+	}
+	s.mu.Unlock()
+	if s.stored != nil {
+		// Any replica may serve the next request: it learns the session there.
+		err := s.stored.save(func(r *store.Session) {
+			r.Init, r.Protocol, r.Agent = params, version, s.agent
+		})
+		if err != nil {
+			return nil, &mcp.RPCError{Code: mcp.CodeInternalError, Message: "initialize: the session store did not record the session (" + oneLine(err) + "); retry once it answers"}
+		}
+	}
+	caps := mcp.ServerCapabilities{
+		Tools:       &mcp.ListChangedCapability{ListChanged: true},
+		Resources:   &mcp.ResourcesCapability{Subscribe: true, ListChanged: true},
+		Prompts:     &mcp.ListChangedCapability{ListChanged: true},
+		Logging:     &struct{}{},
+		Completions: &struct{}{},
+	}
+	if version == mcp.Version20251125 {
+		caps.Tasks = taskCapability
+	}
+	return mcp.InitializeResult{
+		ProtocolVersion: version,
+		Capabilities:    caps,
+		ServerInfo:      mcp.Implementation{Name: "nexus", Title: "Nexus MCP gateway", Version: host.Version},
+		Instructions:    s.g.opts.Instructions,
+	}, nil
+}
+
+// sessionOptions are the handlers of the session's own upstream
+// connections: what servers ask goes to this client, on the stream of its
+// request in flight to that server.
+func (s *session) sessionOptions(c mcp.ClientCapabilities) host.SessionOptions {
+	o := host.SessionOptions{
+		Agent:             s.agent,
+		Session:           s.id,
+		OnLog:             s.forwardLog,
+		OnListChanged:     s.listChanged,
+		OnResourceUpdated: s.updated,
+		OnChange:          s.serverChanged,
+	}
+	if c.Sampling != nil {
+		o.Sampling = func(server string) mcp.SamplingHandler {
+			return func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+				var res mcp.CreateMessageResult
+				if err := s.peer.Call(s.related(ctx, server), mcp.MethodSamplingCreateMessage, p, &res); err != nil {
+					return nil, err
+				}
+				return &res, nil
+			}
+		}
+	}
+	if c.Elicitation != nil {
+		o.Elicitation = func(server string) mcp.ElicitationHandler {
+			return func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+				if p.Mode == "url" && (c.Elicitation == nil || c.Elicitation.URL == nil) {
+					return nil, mcp.InvalidParams("elicitation/create: the client did not declare URL mode")
+				}
+				var res mcp.ElicitResult
+				if err := s.peer.Call(s.related(ctx, server), mcp.MethodElicitationCreate, p, &res); err != nil {
+					return nil, err
+				}
+				return &res, nil
+			}
+		}
+	}
+	if c.Roots != nil {
+		o.Roots = func(ctx context.Context) ([]mcp.Root, error) {
+			var res mcp.ListRootsResult
+			if err := s.peer.Call(ctx, mcp.MethodRootsList, nil, &res); err != nil {
+				return nil, err
+			}
+			return res.Roots, nil
+		}
+	}
+	return o
+}
+
+// related marks ctx as belonging to the client's newest request in flight
+// to server, so that on HTTP what is sent travels on that request's stream.
+func (s *session) related(ctx context.Context, server string) context.Context {
+	s.mu.Lock()
+	ids := s.calls[server]
+	var id json.RawMessage
+	if len(ids) > 0 {
+		id = ids[len(ids)-1]
+	}
+	s.mu.Unlock()
+	if id == nil {
+		return ctx
+	}
+	return mcp.WithRelatedRequest(ctx, id)
+}
+
+// track records a client request in flight to server; untrack, with
+// what track returned, forgets it.
+func (s *session) track(ctx context.Context, server string) json.RawMessage {
+	id := mcp.RelatedRequest(ctx)
+	if id == nil {
+		return nil
+	}
+	s.mu.Lock()
+	s.calls[server] = append(s.calls[server], id)
+	s.mu.Unlock()
+	return id
+}
+
+func (s *session) untrack(server string, id json.RawMessage) {
+	if id == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := s.calls[server]
+	for i := len(ids) - 1; i >= 0; i-- {
+		if string(ids[i]) == string(id) {
+			// The emptied slice stays, for the server's next call.
+			s.calls[server] = slices.Delete(ids, i, i+1)
+			return
+		}
+	}
+}
+
+// ---- lists ----------------------------------------------------------------
+
+// listing marks a list request in progress: the connections it opens
+// announce nothing to this session (it is about to see their lists).
+func (s *session) startListing() func() {
+	s.mu.Lock()
+	s.listing++
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		s.listing--
+		s.mu.Unlock()
+	}
+}
+
+// listed turns what the host listed into one page for the client: a
+// refusal of the whole list is the answer, servers that failed are logged
+// and left out, and each item is converted to its wire form.
+func listed[T, U any](s *session, method string, list []T, err error, params json.RawMessage, conv func(T) U) ([]U, string, error) {
+	if err != nil && list == nil {
+		if rerr := refusalOf(err); rerr != nil {
+			return nil, "", rerr
+		}
+	}
+	s.partial(method, err)
+	out := make([]U, len(list))
+	for i, x := range list {
+		out[i] = conv(x)
+	}
+	return paginate(out, params, s.g.opts.PageSize)
+}
+
+func (s *session) listTools(ctx context.Context, params json.RawMessage) (any, error) {
+	defer s.startListing()()
+	list, err := s.host().Tools(ctx, s.agent)
+	page, next, err := listed(s, mcp.MethodToolsList, list, err, params, func(t host.Tool) mcp.Tool {
+		out := t.Tool
+		out.Name = t.Name
+		// The gateway runs any tool as a task (tasks.go), and one its
+		// server requires a task for also when called plainly.
+		out.Execution = optionalTask
+		return out
+	})
+	if err != nil {
+		return nil, err
+	}
+	return mcp.ListToolsResult{Tools: page, NextCursor: next}, nil
+}
+
+func (s *session) listResources(ctx context.Context, params json.RawMessage) (any, error) {
+	defer s.startListing()()
+	list, err := s.host().Resources(ctx, s.agent)
+	page, next, err := listed(s, mcp.MethodResourcesList, list, err, params, func(r host.Resource) mcp.Resource { return r.Resource })
+	if err != nil {
+		return nil, err
+	}
+	return mcp.ListResourcesResult{Resources: page, NextCursor: next}, nil
+}
+
+func (s *session) listTemplates(ctx context.Context, params json.RawMessage) (any, error) {
+	defer s.startListing()()
+	list, err := s.host().Templates(ctx, s.agent)
+	page, next, err := listed(s, mcp.MethodResourcesTemplatesList, list, err, params, func(t host.Template) mcp.ResourceTemplate { return t.ResourceTemplate })
+	if err != nil {
+		return nil, err
+	}
+	return mcp.ListResourceTemplatesResult{ResourceTemplates: page, NextCursor: next}, nil
+}
+
+func (s *session) listPrompts(ctx context.Context, params json.RawMessage) (any, error) {
+	defer s.startListing()()
+	out, err := s.prompts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	page, next, perr := paginate(out, params, s.g.opts.PageSize)
+	if perr != nil {
+		return nil, perr
+	}
+	return mcp.ListPromptsResult{Prompts: page, NextCursor: next}, nil
+}
+
+// prompts lists the agent's prompts under their exposed names and keeps
+// the names' mapping for prompts/get and completion.
+func (s *session) prompts(ctx context.Context) ([]mcp.Prompt, error) {
+	h := s.host()
+	list, err := h.Prompts(ctx, s.agent)
+	if err != nil && list == nil {
+		if rerr := refusalOf(err); rerr != nil {
+			return nil, rerr
+		}
+	}
+	s.partial("prompts/list", err)
+	out := make([]mcp.Prompt, 0, len(list))
+	refs := make(map[string]promptRef, len(list))
+	for _, p := range list {
+		name := h.ExposedName(p.Server, p.Name)
+		if prev, dup := refs[name]; dup {
+			s.g.log.Error("prompt name collision: left out", "name", name, "first", prev.server+"."+prev.name, "then", p.Server+"."+p.Name,
+				"fix", "give one of the servers a different prefix")
+			continue
+		}
+		refs[name] = promptRef{p.Server, p.Name}
+		p.Prompt.Name = name
+		out = append(out, p.Prompt)
+	}
+	s.mu.Lock()
+	s.promptRefs = refs
+	s.mu.Unlock()
+	return out, nil
+}
+
+// partial logs the servers a list left out.
+func (s *session) partial(what string, err error) {
+	if err != nil {
+		s.g.log.Warn("a list is missing servers that failed", "list", what, "agent", s.agent, "error", oneLine(err))
+	}
+}
+
+// paginate cuts one page of all; the cursor is the offset.
+func paginate[T any](all []T, params json.RawMessage, size int) ([]T, string, error) {
+	var p struct {
+		Cursor string `json:"cursor"`
+	}
+	if len(params) > 0 && string(params) != "null" {
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, "", mcp.InvalidParams("invalid params: %v", err)
+		}
+	}
+	start := 0
+	if p.Cursor != "" {
+		n, err := strconv.Atoi(p.Cursor)
+		if err != nil || n < 0 || n > len(all) {
+			return nil, "", mcp.InvalidParams("invalid cursor %q: use the nextCursor of the previous page", p.Cursor)
+		}
+		start = n
+	}
+	if start+size >= len(all) {
+		return all[start:], "", nil
+	}
+	return all[start : start+size], strconv.Itoa(start + size), nil
+}
+
+// ---- calls ----------------------------------------------------------------
+
+func (s *session) callTool(ctx context.Context, params json.RawMessage) (any, error) {
+	p, err := mcp.DecodeCallToolParams(params)
+	if err != nil {
+		return nil, mcp.InvalidParams("tools/call: %v", err)
+	}
+	if p.Name == "" {
+		return nil, mcp.InvalidParams("tools/call: params need the tool's name")
+	}
+	if raw := mcp.Member(params, "task"); len(raw) > 0 && string(raw) != "null" {
+		tp, err := taskParams(params)
+		if err != nil || tp == nil {
+			return nil, mcp.InvalidParams("tools/call: task must be an object like {\"ttl\": 60000}")
+		}
+		// The progress token stays valid for the task's life; its
+		// notifications go out on the session, not the request.
+		return s.startTask(tp.TTL, func(tctx context.Context) (any, error) { return s.call(tctx, s.ctx, p) })
+	}
+	return s.call(ctx, ctx, p)
+}
+
+// call makes one tools/call through the host; progress goes out under
+// nctx.
+func (s *session) call(ctx, nctx context.Context, p mcp.CallToolParams) (any, error) {
+	h := s.host()
+	var o *host.CallOptions
+	if tok := p.Meta["progressToken"]; len(tok) > 0 {
+		o = &host.CallOptions{OnProgress: func(pr mcp.Progress) {
+			pr.ProgressToken = tok
+			if err := s.peer.Notify(nctx, mcp.NotificationProgress, pr); err != nil {
+				s.g.log.Debug("forwarding progress failed", "error", err)
+			}
+		}}
+	}
+	args := p.Arguments
+	if args == nil {
+		args = json.RawMessage("{}")
+	}
+	if server, ok := s.serverOf(p.Name); ok {
+		defer s.untrack(server, s.track(ctx, server))
+	}
+	if tc := traceContext(p.Meta); tc != nil {
+		ctx = host.WithTraceContext(ctx, tc)
+	}
+	res, err := h.CallTool(ctx, s.agent, p.Name, args, o)
+	if err != nil {
+		var de *policy.DeniedError
+		if errors.As(err, &de) && de.Link == "rules" && de.Tool != "" {
+			// The agent's rules hide the tool from tools/list: to the
+			// client it does not exist.
+			return nil, mcp.InvalidParams("unknown tool %q: the agent %q may not use it (its allow and deny rules)", p.Name, s.agent)
+		}
+		if errors.As(err, &de) {
+			// The model reads it and can change course: a tool result, not
+			// a protocol error.
+			return &mcp.CallToolResult{Content: []mcp.Content{{Type: mcp.ContentText, Text: "Nexus refused this call: " + de.Error()}}, IsError: true}, nil
+		}
+		return nil, rpcErrorOf(err)
+	}
+	return res, nil
+}
+
+var optionalTask = json.RawMessage(`{"taskSupport":"optional"}`)
+
+// serverOf guesses the server an exposed tool name belongs to, for
+// routing what the server asks meanwhile; a wrong guess only costs the
+// routing precision.
+func (s *session) serverOf(name string) (string, bool) {
+	if server, _, ok := strings.Cut(name, "."); ok {
+		return server, true
+	}
+	for _, srv := range s.g.h.Config().Servers {
+		if srv.Prefix == nil && strings.HasPrefix(name, "mcp_"+srv.Name+"_") {
+			return srv.Name, true
+		}
+		if srv.Prefix != nil && *srv.Prefix != "" && strings.HasPrefix(name, *srv.Prefix) {
+			return srv.Name, true
+		}
+	}
+	return "", false
+}
+
+func (s *session) readResource(ctx context.Context, params json.RawMessage) (any, error) {
+	uri, err := uriParam(mcp.MethodResourcesRead, params)
+	if err != nil {
+		return nil, err
+	}
+	server, err := s.route(ctx, uri)
+	if err != nil {
+		return nil, err
+	}
+	defer s.untrack(server, s.track(ctx, server))
+	res, err := s.host().ReadResource(ctx, s.agent, server, uri)
+	if err != nil {
+		return nil, rpcErrorOf(err)
+	}
+	return res, nil
+}
+
+func (s *session) subscribe(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	uri, err := uriParam(method, params)
+	if err != nil {
+		return nil, err
+	}
+	server, err := s.route(ctx, uri)
+	if err != nil {
+		return nil, err
+	}
+	h := s.host()
+	if method == mcp.MethodResourcesSubscribe {
+		err = h.Subscribe(ctx, s.agent, server, uri)
+		if err == nil {
+			s.mu.Lock()
+			s.subs[uri] = server
+			s.mu.Unlock()
+			s.saveSub(subscription(server, uri), true)
+		}
+	} else {
+		s.mu.Lock()
+		delete(s.subs, uri)
+		s.mu.Unlock()
+		s.saveSub(subscription(server, uri), false)
+		// A shared connection's subscription stays: another session may
+		// hold it, and updates are filtered per session anyway.
+		if s.isOwn() {
+			err = h.Unsubscribe(ctx, s.agent, server, uri)
+		}
+	}
+	if err != nil {
+		return nil, rpcErrorOf(err)
+	}
+	return struct{}{}, nil
+}
+
+// saveSub adds a subscription to the session's record, or removes it, in
+// one atomic update: two replicas subscribing at once both keep theirs.
+func (s *session) saveSub(entry string, add bool) {
+	if s.stored == nil {
+		return
+	}
+	err := s.stored.save(func(r *store.Session) {
+		i := slices.Index(r.Subscriptions, entry)
+		switch {
+		case add && i < 0:
+			r.Subscriptions = append(r.Subscriptions, entry)
+			slices.Sort(r.Subscriptions)
+		case !add && i >= 0:
+			r.Subscriptions = slices.Delete(r.Subscriptions, i, i+1)
+		}
+	})
+	if err != nil {
+		s.g.log.Warn("the session store did not record a subscription; another replica serving the session will not know it", "error", oneLine(err))
+	}
+}
+
+// route finds the server of a resource URI: the one that lists it, else
+// the one with a matching template, else the only server with resources.
+func (s *session) route(ctx context.Context, uri string) (string, error) {
+	h := s.host()
+	res, _ := h.Resources(ctx, s.agent)
+	for _, r := range res {
+		if r.URI == uri {
+			return r.Server, nil
+		}
+	}
+	tmpls, _ := h.Templates(ctx, s.agent)
+	for _, t := range tmpls {
+		if mcp.MatchTemplate(t.URITemplate, uri) {
+			return t.Server, nil
+		}
+	}
+	servers := map[string]bool{}
+	for _, r := range res {
+		servers[r.Server] = true
+	}
+	for _, t := range tmpls {
+		servers[t.Server] = true
+	}
+	if len(servers) == 1 {
+		for server := range servers {
+			return server, nil
+		}
+	}
+	return "", &mcp.RPCError{Code: -32002, Message: "resource not found: " + uri + " (no server this agent can see lists it or a template matching it)"}
+}
+
+func (s *session) getPrompt(ctx context.Context, params json.RawMessage) (any, error) {
+	var p struct {
+		Name      string            `json:"name"`
+		Arguments map[string]string `json:"arguments"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil || p.Name == "" {
+		return nil, mcp.InvalidParams("prompts/get: params need the prompt's name")
+	}
+	ref, err := s.prompt(ctx, p.Name)
+	if err != nil {
+		return nil, err
+	}
+	defer s.untrack(ref.server, s.track(ctx, ref.server))
+	res, err := s.host().GetPrompt(ctx, s.agent, ref.server, ref.name, p.Arguments)
+	if err != nil {
+		return nil, rpcErrorOf(err)
+	}
+	return res, nil
+}
+
+// prompt resolves an exposed prompt name, listing again if it is new.
+func (s *session) prompt(ctx context.Context, name string) (promptRef, error) {
+	s.mu.Lock()
+	ref, ok := s.promptRefs[name]
+	s.mu.Unlock()
+	if ok {
+		return ref, nil
+	}
+	if _, err := s.prompts(ctx); err != nil {
+		return promptRef{}, err
+	}
+	s.mu.Lock()
+	ref, ok = s.promptRefs[name]
+	s.mu.Unlock()
+	if !ok {
+		return promptRef{}, mcp.InvalidParams("unknown prompt %q: prompts/list has the names this agent can use", name)
+	}
+	return ref, nil
+}
+
+func (s *session) complete(ctx context.Context, params json.RawMessage) (any, error) {
+	var p mcp.CompleteParams
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, mcp.InvalidParams("completion/complete: %v", err)
+	}
+	var server string
+	switch p.Ref.Type {
+	case "ref/prompt":
+		ref, err := s.prompt(ctx, p.Ref.Name)
+		if err != nil {
+			return nil, err
+		}
+		server, p.Ref.Name = ref.server, ref.name
+	case "ref/resource":
+		tmpls, _ := s.host().Templates(ctx, s.agent)
+		for _, t := range tmpls {
+			if t.URITemplate == p.Ref.URI {
+				server = t.Server
+				break
+			}
+		}
+		if server == "" {
+			var err error
+			if server, err = s.route(ctx, p.Ref.URI); err != nil {
+				return nil, err
+			}
+		}
+	default:
+		return nil, mcp.InvalidParams("completion/complete: ref.type must be ref/prompt or ref/resource, not %q", p.Ref.Type)
+	}
+	res, err := s.host().Complete(ctx, s.agent, server, &p)
+	if err != nil {
+		return nil, rpcErrorOf(err)
+	}
+	return res, nil
+}
+
+func (s *session) setLevel(ctx context.Context, params json.RawMessage) (any, error) {
+	var p struct {
+		Level mcp.LoggingLevel `json:"level"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil || p.Level.Severity() < 0 {
+		return nil, mcp.InvalidParams("logging/setLevel: level must be one of %v", mcp.LoggingLevels)
+	}
+	s.mu.Lock()
+	s.level = p.Level.Severity()
+	own := s.own
+	s.mu.Unlock()
+	if s.stored != nil {
+		if err := s.stored.save(func(r *store.Session) { r.LogLevel = string(p.Level) }); err != nil {
+			s.g.log.Warn("the session store did not record a log level; other replicas keep the old one", "error", oneLine(err))
+		}
+	}
+	if own {
+		// A shared connection keeps its level: other sessions share it;
+		// this session's level filters what it is sent (forwardLog).
+		if err := s.host().SetLogLevel(ctx, s.agent, p.Level); err != nil {
+			s.g.log.Debug("setting upstream log levels failed", "error", oneLine(err))
+		}
+	}
+	return struct{}{}, nil
+}
+
+// ---- notifications to the client ---------------------------------------
+
+// forwardLog sends a server's log message on, tagged with the server.
+func (s *session) forwardLog(server string, m mcp.LogMessage) {
+	if !s.g.h.Visible(s.agent, server) {
+		return
+	}
+	s.mu.Lock()
+	min, ready := s.level, s.ready
+	s.mu.Unlock()
+	if !ready || m.Level.Severity() < min {
+		return
+	}
+	if m.Logger == "" {
+		m.Logger = server
+	} else {
+		m.Logger = server + "/" + m.Logger
+	}
+	_ = s.peer.Notify(s.related(s.ctx, server), mcp.NotificationMessage, m)
+}
+
+// updated passes resources/updated to a subscribed client.
+func (s *session) updated(server, uri string) {
+	s.mu.Lock()
+	sub := s.subs[uri] == server
+	s.mu.Unlock()
+	if !sub {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = s.peer.Notify(ctx, mcp.NotificationResourceUpdated, map[string]string{"uri": uri})
+}
+
+// listChanged announces a server's changed list.
+func (s *session) listChanged(server, kind string) {
+	if s.g.h.Visible(s.agent, server) {
+		s.announce(kind)
+	}
+}
+
+// serverChanged announces every list when a server comes or goes.
+func (s *session) serverChanged(server string) {
+	if !s.g.h.Visible(s.agent, server) {
+		return
+	}
+	up := false
+	for _, st := range s.host().Servers() {
+		if st.Config.Name == server {
+			up = st.Connected
+		}
+	}
+	s.mu.Lock()
+	was, known := s.connected[server]
+	s.connected[server] = up
+	quiet := s.listing > 0 || (!known && up)
+	s.mu.Unlock()
+	if was != up && !quiet {
+		s.announce("tools", "resources", "prompts")
+	}
+}
+
+// announce sends list_changed for kinds, coalescing what comes within
+// a short time into one notification each.
+func (s *session) announce(kinds ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.ready || s.closed {
+		return
+	}
+	if s.pending == nil {
+		s.pending = map[string]int{}
+	}
+	for _, k := range kinds {
+		s.pending[k] = 1
+	}
+	if s.timer == nil {
+		s.timer = time.AfterFunc(50*time.Millisecond, s.flushChanges)
+	} else {
+		s.timer.Reset(50 * time.Millisecond)
+	}
+}
+
+func (s *session) flushChanges() {
+	s.mu.Lock()
+	kinds := s.pending
+	s.pending = nil
+	s.mu.Unlock()
+	for _, k := range []string{"tools", "resources", "prompts"} {
+		if kinds[k] == 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = s.peer.Notify(ctx, "notifications/"+k+"/list_changed", nil)
+		cancel()
+	}
+}
+
+// ---- errors -------------------------------------------------------------
+
+func uriParam(method string, params json.RawMessage) (string, error) {
+	var p struct {
+		URI string `json:"uri"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil || p.URI == "" {
+		return "", mcp.InvalidParams("%s: params need a uri", method)
+	}
+	return p.URI, nil
+}
+
+// refusalOf turns a refusal of the whole request (an agent without
+// access) into its JSON-RPC error, or nil.
+func refusalOf(err error) *mcp.RPCError {
+	var de *policy.DeniedError
+	if errors.As(err, &de) {
+		return &mcp.RPCError{Code: mcp.CodeInvalidRequest, Message: "Nexus refused the request: " + de.Error()}
+	}
+	return nil
+}
+
+// rpcErrorOf turns a host error into the JSON-RPC error the client gets:
+// a server's own error passes through; unknown names and bad arguments are
+// invalid params; anything else is an internal error that names the
+// server, what happened and, for a crashed server, its stderr tail.
+func rpcErrorOf(err error) error {
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	var (
+		rerr   *mcp.RPCError
+		ut     *host.UnknownToolError
+		us     *host.UnknownServerError
+		schema *host.SchemaError
+		rep    *diag.Report
+	)
+	switch {
+	case errors.As(err, &ut), errors.As(err, &us):
+		return mcp.InvalidParams("%s", err.Error())
+	case errors.As(err, &schema) && schema.What == "arguments":
+		return mcp.InvalidParams("%s", err.Error())
+	case errors.As(err, &rep):
+		return &mcp.RPCError{Code: mcp.CodeInternalError, Message: reportText(rep)}
+	case errors.As(err, &rerr):
+		return rerr
+	}
+	if r := refusalOf(err); r != nil {
+		return r
+	}
+	return &mcp.RPCError{Code: mcp.CodeInternalError, Message: oneLine(err)}
+}
+
+// reportText is a diag report in a few lines: the server, the problem, the
+// stderr tail, the first fix.
+func reportText(r *diag.Report) string {
+	var b strings.Builder
+	if r.Server != "" {
+		fmt.Fprintf(&b, "server %q: ", r.Server)
+	}
+	b.WriteString(r.Problem)
+	for _, d := range r.Details {
+		if len(d.Lines) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\n%s:", d.Heading)
+		for _, l := range d.Lines {
+			b.WriteString("\n  " + l)
+		}
+	}
+	if len(r.Fix) > 0 {
+		b.WriteString("\nFix: " + r.Fix[0])
+	}
+	return b.String()
+}
+
+func oneLine(err error) string {
+	s := err.Error()
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+// traceContext is the W3C trace context a request's _meta carries
+// ("traceparent", "tracestate"), or nil.
+func traceContext(meta mcp.Meta) map[string]string {
+	var out map[string]string
+	for _, k := range []string{"traceparent", "tracestate"} {
+		raw, ok := meta[k]
+		if !ok {
+			continue
+		}
+		var v string // on the heap, so only for a member that is there
+		if json.Unmarshal(raw, &v) == nil && v != "" && len(v) <= 512 {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
+		}
+	}
+	return out
+}

@@ -1,0 +1,125 @@
+package plugin
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/nexus-mcp/nexus/internal/config"
+	"github.com/nexus-mcp/nexus/internal/diag"
+	"github.com/nexus-mcp/nexus/internal/testenv"
+)
+
+var (
+	binOnce sync.Once
+	binDir  string
+	binErr  error
+)
+
+func TestMain(m *testing.M) {
+	// The test plugin is built once, before any test's deadline starts.
+	buildTestPlugin()
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	testenv.Cleanup()
+	os.Exit(code)
+}
+
+// buildTestPlugin builds internal/testplugin, once.
+func buildTestPlugin() {
+	binOnce.Do(func() {
+		binDir, binErr = os.MkdirTemp("", "nexus-testplugin-")
+		if binErr != nil {
+			return
+		}
+		// As plugintest.Build and make plugins build plugins (see
+		// plugintest.BuildFlags), which this package cannot import.
+		cmd := exec.Command("go", "build", "-trimpath", "-tags", "grpcnotrace", "-ldflags=-s -w", "-o", filepath.Join(binDir, "testplugin"), "./internal/plugin/internal/testplugin")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		cmd.Dir = testenv.RootDir()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("go build testplugin: %v\n%s", err, out)
+		}
+	})
+}
+
+// testPlugin returns the path of a link to the test plugin named mode,
+// which picks its behaviour.
+func testPlugin(t testing.TB, mode string) string {
+	t.Helper()
+	buildTestPlugin()
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	p := filepath.Join(binDir, mode)
+	if _, err := os.Lstat(p); err != nil {
+		if err := os.Symlink(filepath.Join(binDir, "testplugin"), p); err != nil && !os.IsExist(err) {
+			t.Fatal(err)
+		}
+	}
+	return p
+}
+
+// pinned is a plugin block for path with its real checksum.
+func pinned(t testing.TB, name, path string) *config.Plugin {
+	t.Helper()
+	sum, err := fileSHA256(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &config.Plugin{Name: name, Path: path, SHA256: sum, Source: diag.Source{File: "/work/nexus.hcl", Layer: "project", Line: 3}}
+}
+
+// syncBuffer is a log sink safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// newManager makes a manager whose logs go to the returned buffer, closed
+// when the test ends.
+func newManager(t testing.TB, o Options) (*Manager, *syncBuffer) {
+	t.Helper()
+	var buf syncBuffer
+	if o.Logger == nil {
+		o.Logger = hclog.New(&hclog.LoggerOptions{Name: "nexus", Output: &buf, Level: hclog.Debug})
+	}
+	if o.StartTimeout == 0 {
+		o.StartTimeout = 10 * time.Second
+	}
+	empty := ""
+	if o.Reattach == nil {
+		o.Reattach = &empty
+	}
+	m := NewManager(o)
+	t.Cleanup(func() { m.Close() })
+	return m, &buf
+}
+
+func ctxT(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
