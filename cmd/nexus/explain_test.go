@@ -9,9 +9,11 @@ import (
 	"github.com/nexus-mcp/nexus/sdk/filter/filtertest"
 )
 
-// stepTimes are what differs between runs of nexus explain.
+// stepTimes are what differs between runs of nexus explain; a time is
+// right-aligned in its column, so the spaces before it go with it (a step
+// that took 10 ms or more is a character wider).
 var (
-	stepTimes = regexp.MustCompile(`[0-9]+\.[0-9]{3} ms`)
+	stepTimes = regexp.MustCompile(` *[0-9]+\.[0-9]{3} ms`)
 	stepUs    = regexp.MustCompile(`"us": [0-9.e+-]+`)
 )
 
@@ -147,7 +149,7 @@ func explainCases(t *testing.T, dir string, cases []explainCase) {
 			if code != c.code {
 				t.Errorf("exit %d, want %d\n%s%s", code, c.code, stdout, stderr)
 			}
-			out := stepUs.ReplaceAllString(stepTimes.ReplaceAllString(stdout, "$$TIME"), `"us": $$US`)
+			out := stepUs.ReplaceAllString(stepTimes.ReplaceAllString(stdout, " $$TIME"), `"us": $$US`)
 			golden(t, c.name, "--- stdout\n"+out+"--- stderr\n"+stderr)
 		})
 	}
