@@ -9,7 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	pb "github.com/nexus-mcp/nexus/sdk/plugin/proto"
+	pb "github.com/nexus-mcp/nexus/internal/pluginwire"
 )
 
 // decisionStream multiplexes Decide (or Sanitize) calls over one long-lived

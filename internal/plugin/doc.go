@@ -42,5 +42,5 @@
 // host loads them; errors are *diag.Report values with the config's file and
 // line. Inspect asks a binary what it offers, for `nexus plugin inspect`.
 //
-// The wire protocol is sdk/plugin/proto; plugin authors use sdk/plugin.
+// The wire protocol is internal/pluginwire; plugin authors use sdk/plugin.
 package plugin

@@ -14,12 +14,11 @@ import (
 	"sync"
 	"time"
 
-	sdk "github.com/nexus-mcp/nexus/sdk/plugin"
-	pb "github.com/nexus-mcp/nexus/sdk/plugin/proto"
+	pb "github.com/nexus-mcp/nexus/internal/pluginwire"
 )
 
 // fastPath is the host's side of the Decide fast path (the protocol, and
-// why, are in sdk/plugin/proto's fastpath.go): a private directory whose
+// why, are in internal/pluginwire's fastpath.go): a private directory whose
 // socket the plugin listens on, and a pool of connections, each carrying
 // one call at a time on the calling goroutine, with no goroutine of its
 // own. A plugin that does not listen (built with an older SDK) turns it
@@ -117,7 +116,7 @@ func (c *fastConn) roundTrip() (*pb.DecideResponse, error) {
 	if _, err := c.c.Write(c.buf); err != nil {
 		return nil, err
 	}
-	body, err := pb.ReadFrame(c.r, c.buf, sdk.MaxGRPCMessage)
+	body, err := pb.ReadFrame(c.r, c.buf, pb.MaxGRPCMessage)
 	if err != nil {
 		return nil, err
 	}

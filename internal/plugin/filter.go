@@ -14,10 +14,9 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/nexus-mcp/nexus/internal/config"
+	pb "github.com/nexus-mcp/nexus/internal/pluginwire"
 	"github.com/nexus-mcp/nexus/internal/policy"
 	"github.com/nexus-mcp/nexus/sdk/event"
-	sdk "github.com/nexus-mcp/nexus/sdk/plugin"
-	pb "github.com/nexus-mcp/nexus/sdk/plugin/proto"
 )
 
 // Link is a policy or sanitizer filter served by a plugin: a policy.Link.
@@ -25,7 +24,7 @@ import (
 // process with the same config on its next call.
 type Link struct {
 	p       *Plugin
-	kind    string // sdk.KindPolicy or sdk.KindSanitizer
+	kind    string // pb.KindPolicy or pb.KindSanitizer
 	name    string
 	config  json.RawMessage
 	timeout time.Duration // each call's limit (the filter's limits { timeout })
@@ -40,7 +39,7 @@ var _ policy.Link = (*Link)(nil)
 // Name is the filter's name.
 func (l *Link) Name() string { return l.name }
 
-// Kind is sdk.KindPolicy or sdk.KindSanitizer.
+// Kind is pb.KindPolicy or pb.KindSanitizer.
 func (l *Link) Kind() string { return l.kind }
 
 // Filter returns the policy.Link of f, a policy or sanitizer filter that
@@ -58,9 +57,9 @@ func (p *Plugin) Filter(ctx context.Context, f *config.Filter) (*Link, error) {
 // checkFilter checks that the plugin serves f's kind and that f's config
 // matches the kind's schema; it returns the kind and the config as JSON.
 func (p *Plugin) checkFilter(f *config.Filter) (string, json.RawMessage, error) {
-	kind := sdk.KindPolicy
+	kind := pb.KindPolicy
 	if f.Kind == "sanitizer" {
-		kind = sdk.KindSanitizer
+		kind = pb.KindSanitizer
 	}
 	if !p.Info().Has(kind) {
 		return "", nil, p.kindErr(kind)
@@ -101,12 +100,12 @@ func (e *TimeoutError) Timeout() bool { return true }
 
 // Policy returns a policy link named name with config (JSON; nil is {}).
 func (p *Plugin) Policy(ctx context.Context, name string, cfg json.RawMessage) (*Link, error) {
-	return p.checkedLink(ctx, sdk.KindPolicy, name, cfg)
+	return p.checkedLink(ctx, pb.KindPolicy, name, cfg)
 }
 
 // Sanitizer returns a sanitizer link named name with config.
 func (p *Plugin) Sanitizer(ctx context.Context, name string, cfg json.RawMessage) (*Link, error) {
-	return p.checkedLink(ctx, sdk.KindSanitizer, name, cfg)
+	return p.checkedLink(ctx, pb.KindSanitizer, name, cfg)
 }
 
 func (p *Plugin) checkedLink(ctx context.Context, kind, name string, cfg json.RawMessage) (*Link, error) {
@@ -166,7 +165,7 @@ func (l *Link) instance(ctx context.Context, stale *string) (*instance, string, 
 	ctx, cancel := context.WithTimeoutCause(ctx, l.timeout, errOverrun)
 	defer cancel()
 	call := "NewPolicy"
-	if l.kind == sdk.KindSanitizer {
+	if l.kind == pb.KindSanitizer {
 		call = "NewSanitizer"
 		if inst.sanitizer == nil {
 			return nil, "", l.p.kindErr(l.kind)
@@ -229,7 +228,7 @@ func (l *Link) unary(ctx context.Context, inst *instance, req *pb.DecideRequest)
 	defer cancel()
 	stop := context.AfterFunc(inst.ctx, cancel)
 	defer stop()
-	if l.kind == sdk.KindSanitizer {
+	if l.kind == pb.KindSanitizer {
 		return inst.sanitizer.Sanitize(cctx, req)
 	}
 	return inst.policy.Decide(cctx, req)
@@ -239,16 +238,16 @@ func (l *Link) unary(ctx context.Context, inst *instance, req *pb.DecideRequest)
 // plugin serves it, else on the Decisions stream, else unary.
 func (l *Link) send(ctx context.Context, inst *instance, req *pb.DecideRequest) (*pb.DecideResponse, error) {
 	if inst.fast != nil {
-		kind := pb.KindPolicy
-		if l.kind == sdk.KindSanitizer {
-			kind = pb.KindSanitizer
+		kind := pb.FramePolicy
+		if l.kind == pb.KindSanitizer {
+			kind = pb.FrameSanitizer
 		}
 		resp, err := inst.fast.call(ctx, kind, req)
 		if !errors.Is(err, errNoFastPath) {
 			return resp, err
 		}
 	}
-	ds, err := inst.decisions(l.kind == sdk.KindSanitizer)
+	ds, err := inst.decisions(l.kind == pb.KindSanitizer)
 	if err == nil {
 		// The stream ends the moment the process does, failing the call.
 		resp, err := ds.call(ctx, req)
@@ -275,7 +274,7 @@ func (l *Link) Handle(ctx context.Context, e *event.Event) (event.Decision, erro
 			return event.Decision{}, err
 		}
 		call := "Decide"
-		if l.kind == sdk.KindSanitizer {
+		if l.kind == pb.KindSanitizer {
 			call = "Sanitize"
 		}
 		req := &pb.DecideRequest{Instance: id, Event: b}

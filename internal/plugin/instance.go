@@ -18,8 +18,7 @@ import (
 	"github.com/hashicorp/go-plugin/runner"
 	"google.golang.org/grpc"
 
-	sdk "github.com/nexus-mcp/nexus/sdk/plugin"
-	pb "github.com/nexus-mcp/nexus/sdk/plugin/proto"
+	pb "github.com/nexus-mcp/nexus/internal/pluginwire"
 )
 
 // HostProtocolVersions are the plugin protocol versions this host speaks.
@@ -43,7 +42,7 @@ func (clientPlugin) GRPCClient(_ context.Context, _ *goplugin.GRPCBroker, c *grp
 func versionedSets(versions []int) map[int]goplugin.PluginSet {
 	m := map[int]goplugin.PluginSet{}
 	for _, v := range versions {
-		m[v] = goplugin.PluginSet{sdk.SetName: clientPlugin{}}
+		m[v] = goplugin.PluginSet{pb.SetName: clientPlugin{}}
 	}
 	return m
 }
@@ -80,7 +79,7 @@ type launchSpec struct {
 	name     string
 	path     string
 	sha256   []byte // nil: not verified
-	reattach *sdk.Reattach
+	reattach *pb.Reattach
 	versions []int
 	timeout  time.Duration
 	log      hclog.Logger
@@ -93,7 +92,7 @@ func launch(ctx context.Context, s launchSpec) (*instance, error) {
 	inst.ctx, inst.cancel = context.WithCancel(context.Background())
 	log := pluginLogger(s.log, s.name)
 	cc := &goplugin.ClientConfig{
-		HandshakeConfig:  sdk.Handshake,
+		HandshakeConfig:  pb.Handshake,
 		VersionedPlugins: versionedSets(s.versions),
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
 		StartTimeout:     s.timeout,
@@ -104,8 +103,8 @@ func launch(ctx context.Context, s launchSpec) (*instance, error) {
 		SkipHostEnv:      true,
 		Managed:          true,
 		GRPCDialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(
-			grpc.MaxCallRecvMsgSize(sdk.MaxGRPCMessage), grpc.MaxCallSendMsgSize(sdk.MaxGRPCMessage)),
-			grpc.WithInitialWindowSize(sdk.GRPCWindow), grpc.WithInitialConnWindowSize(sdk.GRPCWindow)},
+			grpc.MaxCallRecvMsgSize(pb.MaxGRPCMessage), grpc.MaxCallSendMsgSize(pb.MaxGRPCMessage)),
+			grpc.WithInitialWindowSize(pb.GRPCWindow), grpc.WithInitialConnWindowSize(pb.GRPCWindow)},
 	}
 	if r := s.reattach; r != nil {
 		addr, err := reattachAddr(r.Addr)
@@ -114,7 +113,7 @@ func launch(ctx context.Context, s launchSpec) (*instance, error) {
 		}
 		set, ok := cc.VersionedPlugins[r.ProtocolVersion]
 		if !ok {
-			return nil, &LoadError{Plugin: s.name, Kind: LoadReattach, Err: fmt.Errorf("%s names protocol version %d; this host speaks %v", sdk.ReattachEnv, r.ProtocolVersion, s.versions)}
+			return nil, &LoadError{Plugin: s.name, Kind: LoadReattach, Err: fmt.Errorf("%s names protocol version %d; this host speaks %v", pb.ReattachEnv, r.ProtocolVersion, s.versions)}
 		}
 		cc.Plugins = set // go-plugin negotiates VersionedPlugins only when it launches
 		cc.Reattach = &goplugin.ReattachConfig{Protocol: goplugin.Protocol(r.Protocol), ProtocolVersion: r.ProtocolVersion, Addr: addr, Pid: r.Pid, Test: r.Test}
@@ -163,7 +162,7 @@ func launch(ctx context.Context, s launchSpec) (*instance, error) {
 		}
 		return fail(classifyStart(err, exited), cleanStartError(err))
 	}
-	raw, err := rpc.Dispense(sdk.SetName)
+	raw, err := rpc.Dispense(pb.SetName)
 	if err != nil {
 		return fail(LoadBadPlugin, err)
 	}
@@ -188,11 +187,11 @@ func launch(ctx context.Context, s launchSpec) (*instance, error) {
 	inst.info = info
 	for _, k := range info.Kinds {
 		switch k {
-		case sdk.KindTransport:
+		case pb.KindTransport:
 			inst.transport = pb.NewTransportClient(inst.conn)
-		case sdk.KindPolicy:
+		case pb.KindPolicy:
 			inst.policy = pb.NewPolicyClient(inst.conn)
-		case sdk.KindSanitizer:
+		case pb.KindSanitizer:
 			inst.sanitizer = pb.NewSanitizerClient(inst.conn)
 		}
 	}
@@ -200,14 +199,14 @@ func launch(ctx context.Context, s launchSpec) (*instance, error) {
 	return inst, nil
 }
 
-func reattachAddr(a sdk.ReattachAddr) (net.Addr, error) {
+func reattachAddr(a pb.ReattachAddr) (net.Addr, error) {
 	switch a.Network {
 	case "unix":
 		return net.ResolveUnixAddr("unix", a.String)
 	case "tcp":
 		return net.ResolveTCPAddr("tcp", a.String)
 	}
-	return nil, fmt.Errorf("unknown network %q in %s", a.Network, sdk.ReattachEnv)
+	return nil, fmt.Errorf("unknown network %q in %s", a.Network, pb.ReattachEnv)
 }
 
 func infoFrom(s launchSpec, negotiated int, r *pb.InfoResponse) (Info, error) {
@@ -227,7 +226,7 @@ func infoFrom(s launchSpec, negotiated int, r *pb.InfoResponse) (Info, error) {
 		return info, errors.New("it serves no kind (transport, policy or sanitizer)")
 	}
 	for _, k := range info.Kinds {
-		if k != sdk.KindTransport && k != sdk.KindPolicy && k != sdk.KindSanitizer {
+		if k != pb.KindTransport && k != pb.KindPolicy && k != pb.KindSanitizer {
 			return info, fmt.Errorf("it offers an unknown kind %q", k)
 		}
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/diag"
-	sdk "github.com/nexus-mcp/nexus/sdk/plugin"
+	pb "github.com/nexus-mcp/nexus/internal/pluginwire"
 )
 
 // Defaults of Options.
@@ -87,19 +87,19 @@ func NewManager(o Options) *Manager {
 }
 
 // reattachFor returns the reattach entry for name, if any.
-func (m *Manager) reattachFor(name string) (*sdk.Reattach, error) {
+func (m *Manager) reattachFor(name string) (*pb.Reattach, error) {
 	v := ""
 	if m.opts.Reattach != nil {
 		v = *m.opts.Reattach
 	} else {
-		v = os.Getenv(sdk.ReattachEnv)
+		v = os.Getenv(pb.ReattachEnv)
 	}
 	if v == "" {
 		return nil, nil
 	}
-	var all map[string]sdk.Reattach
+	var all map[string]pb.Reattach
 	if err := json.Unmarshal([]byte(v), &all); err != nil {
-		return nil, fmt.Errorf("%s is not a JSON object of plugin names to reattach configs: %v", sdk.ReattachEnv, err)
+		return nil, fmt.Errorf("%s is not a JSON object of plugin names to reattach configs: %v", pb.ReattachEnv, err)
 	}
 	r, ok := all[name]
 	if !ok {
@@ -164,7 +164,7 @@ func (m *Manager) open(ctx context.Context, pc *config.Plugin) (*Plugin, error) 
 		return nil, loadReport(pc, &LoadError{Plugin: pc.Name, Path: pc.Path, Kind: LoadReattach, Err: err}, "")
 	}
 	if ra != nil {
-		m.log.Warn("attaching to a running plugin from "+sdk.ReattachEnv+"; its checksum is not verified", "plugin", pc.Name, "pid", ra.Pid)
+		m.log.Warn("attaching to a running plugin from "+pb.ReattachEnv+"; its checksum is not verified", "plugin", pc.Name, "pid", ra.Pid)
 		spec.reattach = ra
 	} else {
 		if kind, err := checkExecutable(pc.Path); err != nil {

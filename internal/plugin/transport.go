@@ -18,8 +18,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/config"
-	sdk "github.com/nexus-mcp/nexus/sdk/plugin"
-	pb "github.com/nexus-mcp/nexus/sdk/plugin/proto"
+	pb "github.com/nexus-mcp/nexus/internal/pluginwire"
 )
 
 // Transport is a server's connection through a transport plugin, with its
@@ -47,19 +46,19 @@ func (p *Plugin) Transport(s *config.Server) (*Transport, error) {
 	if s.Plugin == nil {
 		return nil, fmt.Errorf("server %q has no plugin block", s.Name)
 	}
-	if !p.Info().Has(sdk.KindTransport) {
-		return nil, p.kindErr(sdk.KindTransport)
+	if !p.Info().Has(pb.KindTransport) {
+		return nil, p.kindErr(pb.KindTransport)
 	}
 	raw, err := configJSON(s.Plugin.Config)
 	if err != nil {
 		return nil, fmt.Errorf("server %q: plugin config: %v", s.Name, err)
 	}
-	problems, err := p.validate(sdk.KindTransport, raw)
+	problems, err := p.validate(pb.KindTransport, raw)
 	if err != nil {
 		return nil, err
 	}
 	if len(problems) > 0 {
-		return nil, (&ConfigError{Plugin: p.cfg.Name, Kind: sdk.KindTransport, User: "server " + strconv.Quote(s.Name),
+		return nil, (&ConfigError{Plugin: p.cfg.Name, Kind: pb.KindTransport, User: "server " + strconv.Quote(s.Name),
 			Source: s.Source, Pointer: "/plugin/config", Problems: problems}).Report()
 	}
 	return &Transport{p: p, server: s.Name, config: raw}, nil
@@ -72,12 +71,12 @@ func (p *Plugin) Dial(ctx context.Context, cfg json.RawMessage) (mcp.Conn, error
 	if len(cfg) == 0 {
 		cfg = json.RawMessage("{}")
 	}
-	problems, err := p.validate(sdk.KindTransport, cfg)
+	problems, err := p.validate(pb.KindTransport, cfg)
 	if err != nil {
 		return nil, err
 	}
 	if len(problems) > 0 {
-		return nil, &ConfigError{Plugin: p.cfg.Name, Kind: sdk.KindTransport, User: "the dial", Problems: problems}
+		return nil, &ConfigError{Plugin: p.cfg.Name, Kind: pb.KindTransport, User: "the dial", Problems: problems}
 	}
 	return p.dial(ctx, "", cfg)
 }
@@ -109,7 +108,7 @@ func (p *Plugin) dial(ctx context.Context, server string, cfg json.RawMessage) (
 		return nil, err
 	}
 	if inst.transport == nil {
-		return nil, p.kindErr(sdk.KindTransport)
+		return nil, p.kindErr(pb.KindTransport)
 	}
 	resp, err := inst.transport.Open(ctx, &pb.OpenRequest{Config: cfg})
 	if err != nil {
@@ -124,7 +123,7 @@ func (p *Plugin) dial(ctx context.Context, server string, cfg json.RawMessage) (
 		return nil, &OpenError{Plugin: p.cfg.Name, Server: server, Msg: grpcMessage(err), Stderr: inst.stderr.snapshot()}
 	}
 	sctx, cancel := context.WithCancel(inst.ctx)
-	sctx = metadata.AppendToOutgoingContext(sctx, sdk.SessionMetadataKey, resp.Session)
+	sctx = metadata.AppendToOutgoingContext(sctx, pb.SessionMetadataKey, resp.Session)
 	stream, err := inst.transport.Stream(sctx)
 	if err != nil {
 		cancel()
@@ -204,8 +203,8 @@ func (c *conn) ReadMessage() ([]byte, error) {
 		return c.fail(err)
 	}
 	msg := f.Data
-	if len(msg) > sdk.MaxFrameSize {
-		return c.setFail(&mcp.FrameTooLargeError{Limit: sdk.MaxFrameSize})
+	if len(msg) > pb.MaxFrameSize {
+		return c.setFail(&mcp.FrameTooLargeError{Limit: pb.MaxFrameSize})
 	}
 	if !json.Valid(msg) {
 		ex := msg
@@ -246,7 +245,7 @@ func (c *conn) fail(err error) ([]byte, error) {
 	}
 	st, _ := status.FromError(err)
 	if st.Code() == codes.ResourceExhausted {
-		return c.setFail(&mcp.FrameTooLargeError{Limit: sdk.MaxFrameSize})
+		return c.setFail(&mcp.FrameTooLargeError{Limit: pb.MaxFrameSize})
 	}
 	if st.Code() == codes.Unavailable || st.Code() == codes.Canceled || c.inst.dead() {
 		if c.inst.exitedWithin(time.Second) {

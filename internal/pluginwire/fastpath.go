@@ -1,4 +1,4 @@
-package proto
+package pluginwire
 
 import (
 	"encoding/binary"
@@ -19,7 +19,7 @@ import (
 // this SDK listens there. Each connection starts with the token and then
 // carries one call at a time, request then response, each a frame: a
 // 4-byte big-endian length and that many bytes. A request frame holds the
-// kind (KindPolicy or KindSanitizer), the deadline (8 bytes, Unix
+// kind (FramePolicy or FrameSanitizer), the deadline (8 bytes, Unix
 // nanoseconds, 0 for none) and a DecideRequest; a response frame holds a
 // DecideResponse, whose code and error report a failed call as the
 // Decisions stream does. A host that finds no socket (a plugin built with
@@ -32,8 +32,8 @@ const (
 	// value is hex).
 	DecideTokenSize = 32
 
-	KindPolicy    byte = 'p'
-	KindSanitizer byte = 's'
+	FramePolicy    byte = 'p'
+	FrameSanitizer byte = 's'
 )
 
 // AppendDecideRequest appends a request frame to b.
@@ -59,7 +59,7 @@ func ParseDecideRequest(body []byte) (kind byte, deadline time.Time, req *Decide
 		return 0, time.Time{}, nil, errors.New("decide request frame too short")
 	}
 	kind = body[0]
-	if kind != KindPolicy && kind != KindSanitizer {
+	if kind != FramePolicy && kind != FrameSanitizer {
 		return 0, time.Time{}, nil, fmt.Errorf("decide request frame of unknown kind %q", kind)
 	}
 	if dl := int64(binary.BigEndian.Uint64(body[1:9])); dl != 0 {

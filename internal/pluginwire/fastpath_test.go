@@ -1,4 +1,4 @@
-package proto
+package pluginwire
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 func TestDecideFrames(t *testing.T) {
 	dl := time.Unix(1700000000, 123)
 	req := &DecideRequest{Instance: "3", Event: []byte(`{"abi":1}`)}
-	b, err := AppendDecideRequest([]byte("x"), KindSanitizer, dl, req)
+	b, err := AppendDecideRequest([]byte("x"), FrameSanitizer, dl, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +23,7 @@ func TestDecideFrames(t *testing.T) {
 		t.Fatal(err)
 	}
 	kind, gotDL, got, err := ParseDecideRequest(body)
-	if err != nil || kind != KindSanitizer || !gotDL.Equal(dl) || !proto.Equal(got, req) {
+	if err != nil || kind != FrameSanitizer || !gotDL.Equal(dl) || !proto.Equal(got, req) {
 		t.Fatalf("%c %v %v %v", kind, gotDL, got, err)
 	}
 	resp := &DecideResponse{Decision: []byte(`{"action":"allow"}`), Code: 5, Error: "x"}
@@ -42,7 +42,7 @@ func TestDecideFrames(t *testing.T) {
 // frame returns an error or a value, never a panic, and a request that
 // parses encodes back to one that parses the same.
 func FuzzDecideFrame(f *testing.F) {
-	good, _ := AppendDecideRequest(nil, KindPolicy, time.Unix(5, 0), &DecideRequest{Instance: "1", Event: []byte(`{}`)})
+	good, _ := AppendDecideRequest(nil, FramePolicy, time.Unix(5, 0), &DecideRequest{Instance: "1", Event: []byte(`{}`)})
 	for _, s := range [][]byte{good, {0, 0, 0, 0}, {0, 0, 0, 9, 'p', 0, 0, 0, 0, 0, 0, 0, 0}, {0, 0, 0, 2, 's'}, {0xff, 0xff, 0xff, 0xff}} {
 		f.Add(s)
 	}

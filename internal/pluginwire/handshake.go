@@ -1,4 +1,4 @@
-package plugin
+package pluginwire
 
 import (
 	goplugin "github.com/hashicorp/go-plugin"

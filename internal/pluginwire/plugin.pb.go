@@ -15,7 +15,7 @@
 // 	protoc        v3.21.12
 // source: plugin.proto
 
-package proto
+package pluginwire
 
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
@@ -656,7 +656,7 @@ const file_plugin_proto_rawDesc = "" +
 	"\tSanitizer\x12R\n" +
 	"\tConfigure\x12!.nexus.plugin.v1.ConfigureRequest\x1a\".nexus.plugin.v1.ConfigureResponse\x12K\n" +
 	"\bSanitize\x12\x1e.nexus.plugin.v1.DecideRequest\x1a\x1f.nexus.plugin.v1.DecideResponse\x12P\n" +
-	"\tDecisions\x12\x1e.nexus.plugin.v1.DecideRequest\x1a\x1f.nexus.plugin.v1.DecideResponse(\x010\x01B3Z1github.com/nexus-mcp/nexus/sdk/plugin/proto;protob\x06proto3"
+	"\tDecisions\x12\x1e.nexus.plugin.v1.DecideRequest\x1a\x1f.nexus.plugin.v1.DecideResponse(\x010\x01B;Z9github.com/nexus-mcp/nexus/internal/pluginwire;pluginwireb\x06proto3"
 
 var (
 	file_plugin_proto_rawDescOnce sync.Once

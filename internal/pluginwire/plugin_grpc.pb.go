@@ -15,7 +15,7 @@
 // - protoc             v3.21.12
 // source: plugin.proto
 
-package proto
+package pluginwire
 
 import (
 	context "context"

@@ -15,10 +15,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	pb "github.com/nexus-mcp/nexus/sdk/plugin/proto"
+	pb "github.com/nexus-mcp/nexus/internal/pluginwire"
 )
 
-// The plugin's side of the Decide fast path (see sdk/plugin/proto's
+// The plugin's side of the Decide fast path (see internal/pluginwire's
 // fastpath.go for the protocol and why it exists). Authors see none of it:
 // their Decider answers the same calls either way.
 
@@ -100,7 +100,7 @@ func serveFastConn(c net.Conn, token []byte, s *decideServers) {
 	r := bufio.NewReaderSize(c, 4<<10)
 	var in, out []byte
 	for {
-		body, err := pb.ReadFrame(r, in, MaxGRPCMessage)
+		body, err := pb.ReadFrame(r, in, pb.MaxGRPCMessage)
 		if err != nil {
 			return
 		}
@@ -128,7 +128,7 @@ func (s *decideServers) decide(body []byte) *pb.DecideResponse {
 		return failed(status.Error(codes.InvalidArgument, err.Error()))
 	}
 	d, what := s.policy.Load(), "Decide"
-	if kind == pb.KindSanitizer {
+	if kind == pb.FrameSanitizer {
 		d, what = s.sanitizer.Load(), "Sanitize"
 	}
 	if d == nil {

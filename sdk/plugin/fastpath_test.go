@@ -15,8 +15,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	pb "github.com/nexus-mcp/nexus/internal/pluginwire"
 	"github.com/nexus-mcp/nexus/sdk/event"
-	pb "github.com/nexus-mcp/nexus/sdk/plugin/proto"
 )
 
 // The plugin's side of the Decide fast path: it listens where the
@@ -64,7 +64,7 @@ func TestFastPathServe(t *testing.T) {
 		if _, err := c.Write(b); err != nil {
 			return nil, err
 		}
-		body, err := pb.ReadFrame(c, nil, MaxGRPCMessage)
+		body, err := pb.ReadFrame(c, nil, pb.MaxGRPCMessage)
 		if err != nil {
 			return nil, err
 		}
@@ -73,12 +73,12 @@ func TestFastPathServe(t *testing.T) {
 
 	bad := append([]byte(nil), token...)
 	bad[0] = 8
-	if _, err := call(dial(bad), pb.KindPolicy, &pb.DecideRequest{Instance: cr.Instance, Event: ev("rm")}); err == nil {
+	if _, err := call(dial(bad), pb.FramePolicy, &pb.DecideRequest{Instance: cr.Instance, Event: ev("rm")}); err == nil {
 		t.Fatal("a connection with the wrong token was answered")
 	}
 	c := dial(token)
 	for range 2 { // one connection, calls one after another
-		r, err := call(c, pb.KindPolicy, &pb.DecideRequest{Instance: cr.Instance, Event: ev("rm")})
+		r, err := call(c, pb.FramePolicy, &pb.DecideRequest{Instance: cr.Instance, Event: ev("rm")})
 		if err != nil || r.Code != 0 {
 			t.Fatalf("%v %+v", err, r)
 		}
@@ -93,9 +93,9 @@ func TestFastPathServe(t *testing.T) {
 		code codes.Code
 		msg  string
 	}{
-		{pb.KindSanitizer, &pb.DecideRequest{Instance: cr.Instance, Event: ev("rm")}, codes.Unimplemented, "does not serve Sanitize"},
-		{pb.KindPolicy, &pb.DecideRequest{Instance: "nope", Event: ev("rm")}, codes.NotFound, "unknown instance"},
-		{pb.KindPolicy, &pb.DecideRequest{Instance: cr.Instance, Event: ev("panic")}, codes.Internal, "Decide panicked: kaboom"},
+		{pb.FrameSanitizer, &pb.DecideRequest{Instance: cr.Instance, Event: ev("rm")}, codes.Unimplemented, "does not serve Sanitize"},
+		{pb.FramePolicy, &pb.DecideRequest{Instance: "nope", Event: ev("rm")}, codes.NotFound, "unknown instance"},
+		{pb.FramePolicy, &pb.DecideRequest{Instance: cr.Instance, Event: ev("panic")}, codes.Internal, "Decide panicked: kaboom"},
 	} {
 		r, err := call(c, tc.kind, tc.req)
 		if err != nil || codes.Code(r.Code) != tc.code || !strings.Contains(r.Error, tc.msg) {
@@ -107,7 +107,7 @@ func TestFastPathServe(t *testing.T) {
 	if _, err := c.Write(frame); err != nil {
 		t.Fatal(err)
 	}
-	body, err := pb.ReadFrame(c, nil, MaxGRPCMessage)
+	body, err := pb.ReadFrame(c, nil, pb.MaxGRPCMessage)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestFastPathServe(t *testing.T) {
 	if _, err := c.Write([]byte{0xff, 0xff, 0xff, 0xff}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pb.ReadFrame(c, nil, MaxGRPCMessage); err != io.EOF && !strings.Contains(fmt.Sprint(err), "reset") {
+	if _, err := pb.ReadFrame(c, nil, pb.MaxGRPCMessage); err != io.EOF && !strings.Contains(fmt.Sprint(err), "reset") {
 		t.Errorf("after an oversized frame: %v, want the connection closed", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 
+	pb "github.com/nexus-mcp/nexus/internal/pluginwire"
 	"github.com/nexus-mcp/nexus/sdk/event"
 )
 
@@ -117,13 +118,13 @@ type Options struct {
 func (o Options) kinds() []string {
 	var k []string
 	if o.Transport != nil {
-		k = append(k, KindTransport)
+		k = append(k, pb.KindTransport)
 	}
 	if o.Policy != nil {
-		k = append(k, KindPolicy)
+		k = append(k, pb.KindPolicy)
 	}
 	if o.Sanitizer != nil {
-		k = append(k, KindSanitizer)
+		k = append(k, pb.KindSanitizer)
 	}
 	return k
 }
@@ -132,7 +133,7 @@ func (o Options) validate() error {
 	if len(o.kinds()) == 0 {
 		return errors.New("plugin.Serve: Options sets no Transport, Policy or Sanitizer; a plugin must serve at least one kind")
 	}
-	for kind, v := range map[string]any{KindTransport: o.Transport, KindPolicy: o.Policy, KindSanitizer: o.Sanitizer} {
+	for kind, v := range map[string]any{pb.KindTransport: o.Transport, pb.KindPolicy: o.Policy, pb.KindSanitizer: o.Sanitizer} {
 		if s, ok := v.(SchemaProvider); ok && v != nil {
 			if b := s.ConfigSchema(); len(b) > 0 && !json.Valid(b) {
 				return errors.New("plugin.Serve: the " + kind + " config schema is not valid JSON")
@@ -144,7 +145,7 @@ func (o Options) validate() error {
 
 func (o Options) schemas() map[string][]byte {
 	out := map[string][]byte{}
-	for kind, v := range map[string]any{KindTransport: o.Transport, KindPolicy: o.Policy, KindSanitizer: o.Sanitizer} {
+	for kind, v := range map[string]any{pb.KindTransport: o.Transport, pb.KindPolicy: o.Policy, pb.KindSanitizer: o.Sanitizer} {
 		if s, ok := v.(SchemaProvider); ok && v != nil {
 			if b := s.ConfigSchema(); len(b) > 0 {
 				out[kind] = b

@@ -14,8 +14,8 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	pb "github.com/nexus-mcp/nexus/internal/pluginwire"
 	"github.com/nexus-mcp/nexus/sdk/event"
-	pb "github.com/nexus-mcp/nexus/sdk/plugin/proto"
 )
 
 // echoConn answers every frame with itself, then io.EOF after "bye".
@@ -86,7 +86,7 @@ func (denyPolicy) NewPolicy(_ context.Context, cfg json.RawMessage) (Decider, er
 
 func serve(t *testing.T, o Options) (pb.MetaClient, pb.TransportClient, pb.PolicyClient) {
 	t.Helper()
-	client, server := goplugin.TestPluginGRPCConn(t, false, map[string]goplugin.Plugin{SetName: &grpcPlugin{o: o}})
+	client, server := goplugin.TestPluginGRPCConn(t, false, map[string]goplugin.Plugin{pb.SetName: &grpcPlugin{o: o}})
 	// Not client.Close: its Shutdown call would race with Stop inside go-plugin.
 	t.Cleanup(func() { client.Conn.Close(); server.Stop() })
 	return pb.NewMetaClient(client.Conn), pb.NewTransportClient(client.Conn), pb.NewPolicyClient(client.Conn)
@@ -200,7 +200,7 @@ func TestTransportStream(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st, err := tr.Stream(metadata.AppendToOutgoingContext(ctx, SessionMetadataKey, r.Session))
+		st, err := tr.Stream(metadata.AppendToOutgoingContext(ctx, pb.SessionMetadataKey, r.Session))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -222,7 +222,7 @@ func TestTransportStream(t *testing.T) {
 		t.Errorf("broken upstream: %v", err)
 	}
 	// A stream for a session that does not exist.
-	bad, _ := tr.Stream(metadata.AppendToOutgoingContext(ctx, SessionMetadataKey, "42"))
+	bad, _ := tr.Stream(metadata.AppendToOutgoingContext(ctx, pb.SessionMetadataKey, "42"))
 	if _, err := bad.Recv(); status.Code(err) != codes.NotFound {
 		t.Errorf("unknown session: %v", err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
+	pb "github.com/nexus-mcp/nexus/internal/pluginwire"
 	"google.golang.org/grpc"
 )
 
@@ -28,15 +29,15 @@ func Logger() hclog.Logger { return logger }
 // not nil, gets the deciders for the Decide fast path.
 func serveConfig(o Options, fast *decideServers) *goplugin.ServeConfig {
 	sets := map[int]goplugin.PluginSet{}
-	for _, v := range ProtocolVersions {
-		sets[v] = goplugin.PluginSet{SetName: &grpcPlugin{o: o, fast: fast}}
+	for _, v := range pb.ProtocolVersions {
+		sets[v] = goplugin.PluginSet{pb.SetName: &grpcPlugin{o: o, fast: fast}}
 	}
 	return &goplugin.ServeConfig{
-		HandshakeConfig:  Handshake,
+		HandshakeConfig:  pb.Handshake,
 		VersionedPlugins: sets,
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
-			opts = append(opts, grpc.MaxRecvMsgSize(MaxGRPCMessage), grpc.MaxSendMsgSize(MaxGRPCMessage),
-				grpc.InitialWindowSize(GRPCWindow), grpc.InitialConnWindowSize(GRPCWindow))
+			opts = append(opts, grpc.MaxRecvMsgSize(pb.MaxGRPCMessage), grpc.MaxSendMsgSize(pb.MaxGRPCMessage),
+				grpc.InitialWindowSize(pb.GRPCWindow), grpc.InitialConnWindowSize(pb.GRPCWindow))
 			return grpc.NewServer(opts...)
 		},
 		Logger: logger,
@@ -95,17 +96,17 @@ func Debug(ctx context.Context, o Options) error {
 	if name == "" {
 		name = filepath.Base(os.Args[0])
 	}
-	b, err := json.Marshal(map[string]Reattach{name: {
+	b, err := json.Marshal(map[string]pb.Reattach{name: {
 		Protocol:        string(rc.Protocol),
 		ProtocolVersion: rc.ProtocolVersion,
 		Pid:             rc.Pid,
 		Test:            true,
-		Addr:            ReattachAddr{Network: rc.Addr.Network(), String: rc.Addr.String()},
+		Addr:            pb.ReattachAddr{Network: rc.Addr.Network(), String: rc.Addr.String()},
 	}})
 	if err != nil {
 		return err
 	}
-	fmt.Printf("Plugin serving in debug mode. In the shell that runs nexus:\n\n\texport %s='%s'\n\nPress Ctrl-C to stop.\n", ReattachEnv, b)
+	fmt.Printf("Plugin serving in debug mode. In the shell that runs nexus:\n\n\texport %s='%s'\n\nPress Ctrl-C to stop.\n", pb.ReattachEnv, b)
 	<-closed
 	return nil
 }

@@ -18,8 +18,8 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	pb "github.com/nexus-mcp/nexus/internal/pluginwire"
 	"github.com/nexus-mcp/nexus/sdk/event"
-	pb "github.com/nexus-mcp/nexus/sdk/plugin/proto"
 )
 
 // grpcPlugin is the one go-plugin plugin a Nexus binary serves. Its server
@@ -67,8 +67,8 @@ type metaServer struct {
 }
 
 func (m *metaServer) Info(context.Context, *pb.InfoRequest) (*pb.InfoResponse, error) {
-	vs := make([]int32, len(ProtocolVersions))
-	for i, v := range ProtocolVersions {
+	vs := make([]int32, len(pb.ProtocolVersions))
+	for i, v := range pb.ProtocolVersions {
 		vs[i] = int32(v)
 	}
 	return &pb.InfoResponse{
@@ -156,7 +156,7 @@ func (s *transportServer) Close(_ context.Context, req *pb.CloseRequest) (*pb.Cl
 // with that error's text, which the host shows.
 func (s *transportServer) Stream(stream grpc.BidiStreamingServer[pb.Frame, pb.Frame]) error {
 	md, _ := metadata.FromIncomingContext(stream.Context())
-	ids := md.Get(SessionMetadataKey)
+	ids := md.Get(pb.SessionMetadataKey)
 	if len(ids) != 1 {
 		return status.Error(codes.InvalidArgument, "stream without a session id")
 	}

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/internal/pluginwire"
 	"github.com/nexus-mcp/nexus/internal/testserver"
 	"github.com/nexus-mcp/nexus/sdk/event"
 	"github.com/nexus-mcp/nexus/sdk/plugin"
@@ -91,8 +92,8 @@ func stdinState() string {
 // serveVersion serves a Nexus-cookie plugin that speaks only version v.
 func serveVersion(v int) {
 	goplugin.Serve(&goplugin.ServeConfig{
-		HandshakeConfig:  plugin.Handshake,
-		VersionedPlugins: map[int]goplugin.PluginSet{v: {plugin.SetName: &nothing{}}},
+		HandshakeConfig:  pluginwire.Handshake,
+		VersionedPlugins: map[int]goplugin.PluginSet{v: {pluginwire.SetName: &nothing{}}},
 		GRPCServer:       goplugin.DefaultGRPCServer,
 	})
 }
@@ -197,7 +198,7 @@ func (t *testConn) ReadMessage() ([]byte, error) {
 	case t.cfg.Malformed:
 		return []byte("<html>502 Bad Gateway</html>"), nil
 	case t.cfg.Huge:
-		return []byte(`"` + strings.Repeat("x", plugin.MaxFrameSize+10) + `"`), nil
+		return []byte(`"` + strings.Repeat("x", pluginwire.MaxFrameSize+10) + `"`), nil
 	}
 	return msg, nil
 }
