@@ -1,0 +1,367 @@
+package mcp
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Frames in. Contract:
+//   - Each frame is parsed once into an envelope of spans pointing into it;
+//     the frame is only valid until the next read, so whatever outlives
+//     the dispatch is copied (clone).
+//   - A response goes to its call (onResponse); a notification to the
+//     Handler or to the call it is about (progress, cancellation); a
+//     request is served (serve) on the goroutine that read it when a
+//     handler slot is free, queued up to MaxQueue otherwise, and refused
+//     with CodeBusy beyond that.
+//   - A frame that is not JSON-RPC ends the session with an
+//     InvalidMessageError saying where it went wrong (its offset and the
+//     frame's start); over a PushConn, Deliver returns that error to the
+//     transport instead. Nothing a frame holds makes the peer panic.
+//   - When the input ends, accepted requests are answered (drain, at most
+//     one request timeout) unless NoDrain cancels them.
+
+// envelope holds spans of one frame's top-level members. They point into
+// the frame, which is only valid until the next read: whatever outlives the
+// dispatch is copied.
+type envelope struct {
+	id, method, params, result, err []byte
+
+	// owned: the frame is the Peer's to keep (FrameOwner), so what a
+	// request or response carries on is a slice of it, not a copy.
+	owned bool
+}
+
+// parseEnvelope validates the whole frame and finds its members in one pass.
+func parseEnvelope(frame []byte, e *envelope) error {
+	*e = envelope{}
+	return members(frame, func(k, v []byte) error {
+		switch {
+		case keyIs(k, "id"):
+			e.id = v
+		case keyIs(k, "method"):
+			if v[0] != '"' {
+				return &scanError{msg: "\"method\" is not a string", offset: 1}
+			}
+			e.method = v
+		case keyIs(k, "params"):
+			e.params = v
+		case keyIs(k, "result"):
+			e.result = v
+		case keyIs(k, "error"):
+			e.err = v
+		}
+		return nil
+	})
+}
+
+// Deliver handles one message that a PushConn received, on the calling
+// goroutine, as if it had been read: a response or notification is
+// dispatched, and a request that may start at once is served before
+// Deliver returns (one over MaxHandlers is queued as usual). It fails when
+// the session is over or the message is malformed; frame is not kept.
+func (p *Peer) Deliver(frame []byte) error {
+	if err := p.Err(); err != nil {
+		return err
+	}
+	var e envelope
+	in, err := p.handleFrame(frame, false, &e)
+	if err != nil {
+		return err
+	}
+	if in != nil {
+		p.worker(in)
+	}
+	return nil
+}
+
+// handleFrame parses and dispatches one frame. It returns an incoming
+// request that may start now, for the caller to serve.
+func (p *Peer) handleFrame(frame []byte, owned bool, e *envelope) (*inbound, error) {
+	if err := parseEnvelope(frame, e); err != nil {
+		return nil, newInvalidMessage(frame, err)
+	}
+	e.owned = owned
+	in, err := p.dispatch(e)
+	if err != nil {
+		return nil, newInvalidMessage(frame, err)
+	}
+	return in, nil
+}
+
+func newInvalidMessage(frame []byte, err error) *InvalidMessageError {
+	off := int64(-1)
+	var se *json.SyntaxError
+	var sc *scanError
+	switch {
+	case errors.As(err, &sc):
+		off = sc.offset
+	case errors.As(err, &se):
+		off = se.Offset
+	}
+	const keep = 4 << 10
+	f := frame
+	if len(f) > keep {
+		f = f[:keep]
+	}
+	return &InvalidMessageError{Frame: append([]byte(nil), f...), Offset: off, Err: err}
+}
+
+// frameOwned reports whether the frame just read is the Peer's to keep.
+func (p *Peer) frameOwned() bool { return p.owner != nil && p.owner.FrameOwned() }
+
+func isNull(v []byte) bool { return len(v) == 4 && string(v) == "null" }
+
+// dispatch handles one frame. It returns an incoming request that may start
+// now (already counted as active), for the caller to serve.
+func (p *Peer) dispatch(e *envelope) (*inbound, error) {
+	hasID := len(e.id) > 0 && !isNull(e.id)
+	switch {
+	case e.method != nil:
+		method, err := internMethod(e.method)
+		if err != nil {
+			return nil, err
+		}
+		if hasID {
+			var id, params json.RawMessage
+			if e.owned {
+				id, params = keep(e.id, true), keep(e.params, true)
+			} else {
+				id, params = cloneTwo(e.id, e.params)
+			}
+			return p.onRequest(id, method, params), nil
+		}
+		p.onNotification(method, e.params)
+	case len(e.id) > 0:
+		p.onResponse(e)
+	default:
+		p.log.Warn("dropping message that is neither request, response nor notification")
+	}
+	return nil, nil
+}
+
+// cloneTwo copies a request's id and params in one allocation.
+func cloneTwo(a, b []byte) (json.RawMessage, json.RawMessage) {
+	buf := make([]byte, len(a)+len(b))
+	n := copy(buf, a)
+	copy(buf[n:], b)
+	ca := json.RawMessage(buf[:n:n])
+	if b == nil {
+		return ca, nil
+	}
+	return ca, json.RawMessage(buf[n:])
+}
+
+func clone(b []byte) json.RawMessage {
+	if b == nil {
+		return nil
+	}
+	return append(json.RawMessage(nil), b...)
+}
+
+func (p *Peer) onResponse(e *envelope) {
+	id, err := strconv.ParseInt(string(e.id), 10, 64)
+	if err != nil {
+		p.log.Warn("dropping response with an id this client never sends", "id", string(e.id))
+		return
+	}
+	p.mu.Lock()
+	c, ok := p.pending[id]
+	if ok {
+		delete(p.pending, id)
+	}
+	p.mu.Unlock()
+	if !ok {
+		if id > 0 && id <= p.nextID.Load() {
+			// A request this side sent and gave up on (cancelled, timed
+			// out): its answer is late, not wrong.
+			p.log.Debug("dropping a late response to a request no longer waited for", "id", id)
+		} else {
+			p.log.Warn("dropping response that matches no request this side sent", "id", id)
+		}
+		return
+	}
+	switch {
+	case e.err != nil:
+		rerr := &RPCError{}
+		if err := json.Unmarshal(e.err, rerr); err != nil || isNull(e.err) {
+			rerr = &RPCError{Code: CodeInvalidRequest, Message: "malformed error object in response"}
+		}
+		c.ch <- reply{err: rerr}
+	case e.result == nil:
+		c.ch <- reply{err: &RPCError{Code: CodeInvalidRequest, Message: "response has neither result nor error"}}
+	default:
+		c.ch <- reply{result: keep(e.result, e.owned)}
+	}
+}
+
+func (p *Peer) onNotification(method string, params json.RawMessage) {
+	switch method {
+	case NotificationCancelled:
+		var n struct {
+			RequestID json.RawMessage `json:"requestId"`
+		}
+		if json.Unmarshal(params, &n) == nil {
+			p.mu.Lock()
+			rc := p.incoming[keyOf(n.RequestID)]
+			p.mu.Unlock()
+			if rc != nil {
+				rc.cancel()
+			}
+		}
+		return
+	case NotificationProgress:
+		var pr Progress
+		if err := json.Unmarshal(params, &pr); err != nil {
+			p.log.Debug("malformed progress notification", "error", err)
+			return
+		}
+		p.mu.Lock()
+		c := p.progress[string(pr.ProgressToken)]
+		var fn func(Progress)
+		if c != nil {
+			fn = c.onProgress
+		}
+		p.mu.Unlock()
+		if fn != nil {
+			select {
+			case c.reset <- struct{}{}:
+			default:
+			}
+			fn(pr)
+			return
+		}
+	}
+	if p.handler != nil {
+		// Handlers may keep params; the frame's bytes are reused.
+		p.handler.HandleNotification(p.baseCtx, method, clone(params))
+	}
+}
+
+// onRequest accepts an incoming request. It returns it when it may start
+// now; otherwise it is queued, or refused when the queue is full.
+func (p *Peer) onRequest(id json.RawMessage, method string, params json.RawMessage) *inbound {
+	if method == MethodPing {
+		// Answered aside from the handlers, but counted with them, so the
+		// drain at the end of input waits for its answer too.
+		p.hmu.Lock()
+		draining := p.draining
+		if !draining {
+			p.serving.Add(1)
+		}
+		p.hmu.Unlock()
+		if draining {
+			go p.respond(id, nil, &RPCError{Code: CodeInternalError, Message: "the session is closing"}, false)
+			return nil
+		}
+		go func() {
+			defer p.serving.Done()
+			p.respond(id, json.RawMessage("{}"), nil, false)
+		}()
+		return nil
+	}
+	in := &inbound{id: id, method: method, params: params}
+	p.hmu.Lock()
+	defer p.hmu.Unlock()
+	switch {
+	case p.draining:
+		go p.respond(id, nil, &RPCError{Code: CodeInternalError, Message: "the session is closing"}, false)
+	case p.active < p.opts.MaxHandlers:
+		p.active++
+		p.serving.Add(1)
+		return in
+	case len(p.queue) < p.opts.MaxQueue:
+		p.queue = append(p.queue, in)
+		p.serving.Add(1)
+	default:
+		go p.respond(id, nil, &RPCError{Code: CodeBusy, Message: "too many requests in flight; retry later"}, false)
+	}
+	return nil
+}
+
+func (p *Peer) worker(in *inbound) {
+	for in != nil {
+		p.serve(in)
+		p.serving.Done()
+		p.hmu.Lock()
+		if len(p.queue) > 0 {
+			in = p.queue[0]
+			p.queue[0] = nil
+			p.queue = p.queue[1:]
+		} else {
+			in = nil
+			p.active--
+		}
+		p.hmu.Unlock()
+	}
+}
+
+func (p *Peer) serve(in *inbound) {
+	key := keyOf(in.id)
+	ctx := &in.ctx
+	ctx.Context = p.valueCtx
+	ctx.id = in.id
+	ctx.handler = p.handler
+	p.mu.Lock()
+	if p.Err() != nil {
+		ctx.cancel() // the session ended: fail registered requests did
+	}
+	p.incoming[key] = ctx
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		if p.incoming[key] == ctx {
+			delete(p.incoming, key)
+		}
+		p.mu.Unlock()
+		ctx.cancel()
+	}()
+
+	var result any
+	var err error
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				p.log.Error("handler panicked", "method", in.method, "panic", r)
+				err = &RPCError{Code: CodeInternalError, Message: fmt.Sprintf("internal error in %s handler", in.method)}
+			}
+		}()
+		if p.handler == nil {
+			err = MethodNotFound(in.method)
+			return
+		}
+		result, err = p.handler.HandleRequest(ctx, in.method, in.params)
+	}()
+	if ctx.Err() != nil && p.baseCtx.Err() == nil {
+		// Cancelled by the other side: the spec says not to answer.
+		return
+	}
+	if p.baseCtx.Err() != nil {
+		return
+	}
+	if err != nil {
+		var rerr *RPCError
+		if !errors.As(err, &rerr) {
+			rerr = &RPCError{Code: CodeInternalError, Message: err.Error()}
+		}
+		p.respond(in.id, nil, rerr, in.cork)
+		return
+	}
+	p.respond(in.id, result, nil, in.cork)
+}
+
+// drain waits, at most one request timeout, for accepted incoming requests
+// to be answered.
+func (p *Peer) drain() {
+	done := make(chan struct{})
+	go func() { p.serving.Wait(); close(done) }()
+	t := time.NewTimer(p.opts.Timeout)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
