@@ -37,14 +37,6 @@ type authClients struct {
 	clients map[string]*auth.Client
 }
 
-// SetAuthOptions configures the OAuth clients; call it before the first
-// connection or auth command.
-func (h *Host) SetAuthOptions(o AuthOptions) {
-	h.oauth.mu.Lock()
-	h.oauth.opts = o
-	h.oauth.mu.Unlock()
-}
-
 // NotHTTPServerError says an auth command named a server that is not
 // reached over HTTP, where OAuth does not apply.
 type NotHTTPServerError struct {

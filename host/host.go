@@ -86,6 +86,9 @@ type Options struct {
 	// built-in transports; unlike Dial, the session on it is still made by
 	// the host, with its handlers (sampling, elicitation, roots, hooks).
 	Transport func(ctx context.Context, srv *config.Server) (mcp.Conn, error)
+	// Auth configures the OAuth clients of HTTP servers (where tokens are
+	// kept, how a person is shown an authorization URL).
+	Auth AuthOptions
 }
 
 // Host connects to the configured servers and runs every call through the
@@ -168,6 +171,7 @@ func New(cfg *config.Config, opts Options) *Host {
 		opts.Timeout = DefaultTimeout
 	}
 	c := &core{cfg: cfg, opts: opts, log: opts.Logger}
+	c.oauth.opts = opts.Auth
 	c.sch.log = opts.Logger
 	if opts.Roots == nil && len(cfg.Roots) > 0 {
 		c.opts.Roots = configRoots(cfg.Roots)

@@ -110,9 +110,8 @@ func TestHTTPOAuthThroughHost(t *testing.T) {
 	url, tokens := oauthProtected(t)
 	cfg := fmt.Sprintf(`{"servers":{"web":{"type":"http","url":%q,
   "oauth":{"grant":"client_credentials","client_id":"svc","client_secret":"s3cret"}}}}`, url)
-	h := newHost(t, cfg, host.Options{Timeout: 10 * time.Second})
 	dir := t.TempDir()
-	h.SetAuthOptions(host.AuthOptions{TokenDir: dir})
+	h := newHost(t, cfg, host.Options{Timeout: 10 * time.Second, Auth: host.AuthOptions{TokenDir: dir}})
 	ctx := context.Background()
 
 	// The first request gets 401; the host's OAuth client discovers the
@@ -190,8 +189,7 @@ func TestHTTPErrorsExplained(t *testing.T) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="x"`)
 			http.Error(w, "no", http.StatusUnauthorized)
 		}))
-		h := newHost(t, fmt.Sprintf(`{"servers":{"fake":{"type":"http","url":%q}}}`, url+"/mcp"), host.Options{Timeout: 5 * time.Second})
-		h.SetAuthOptions(host.AuthOptions{NoStore: true})
+		h := newHost(t, fmt.Sprintf(`{"servers":{"fake":{"type":"http","url":%q}}}`, url+"/mcp"), host.Options{Timeout: 5 * time.Second, Auth: host.AuthOptions{NoStore: true}})
 		_, err := h.Client(ctx, host.CLIAgent, "fake")
 		wantReport(t, err, "OAuth")
 	})

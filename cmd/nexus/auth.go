@@ -33,12 +33,8 @@ and refreshed before they expire.`,
 
 // authHost opens the host with the auth commands' settings.
 func (a *app) authHost() (*host.Host, error) {
-	h, err := a.openHost()
-	if err != nil {
-		return nil, err
-	}
-	h.SetAuthOptions(host.AuthOptions{Out: a.stderr})
-	return h, nil
+	a.auth = host.AuthOptions{Out: a.stderr}
+	return a.openHost()
 }
 
 func (a *app) authLoginCmd() *cobra.Command {

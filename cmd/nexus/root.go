@@ -51,7 +51,8 @@ func usageErr(format string, args ...any) error {
 type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
-	atExit         []func() // run when the command ends (telemetry's queued spans)
+	atExit         []func()         // run when the command ends (telemetry's queued spans)
+	auth           host.AuthOptions // the OAuth clients' settings (the auth commands set Out)
 
 	configPaths []string
 	output      string
@@ -295,6 +296,7 @@ func (a *app) openHost() (*host.Host, error) {
 		Elicitation: a.elicitationHandler,
 		OnLog:       a.onLog,
 		OnChange:    a.onChange,
+		Auth:        a.auth,
 	}
 	if len(cfg.Roots) == 0 {
 		// No roots in the config: the directory Nexus runs in (the shell's
