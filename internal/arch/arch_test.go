@@ -80,6 +80,10 @@ var streamHelpers = map[string]bool{"internal/pollpipe": true, "internal/longfra
 // against.
 var authorTests = map[string]bool{"sdk/filter/filtertest": true, "sdk/plugin/plugintest": true}
 
+// sharedWire is what an SDK shares with the host under internal/: the
+// protocol or ABI both sides must agree on, kept out of the author's API.
+var sharedWire = map[string]bool{"sdk/plugin internal/pluginwire": true, "sdk/filter internal/filterabi": true}
+
 func TestDependencyRules(t *testing.T) {
 	ps := packages(t)
 	if len(ps) < 10 {
@@ -106,8 +110,10 @@ func TestDependencyRules(t *testing.T) {
 				bad = "transports import only host/mcp, internal/diag, internal/proc, internal/pollpipe and internal/longframe"
 			case from == "internal/proc":
 				bad = "internal/proc starts processes for transports and plugins alike, and imports no other Nexus package"
-			case strings.HasPrefix(from, "sdk/") && impl(to) && !authorTests[from] && !(from == "sdk/plugin" && to == "internal/pluginwire"):
-				bad = "sdk packages never import the host (but the wire a plugin speaks to it, and the helpers that run an author's code through it in tests)"
+			case strings.HasPrefix(from, "sdk/") && impl(to) && !authorTests[from] && !sharedWire[from+" "+to]:
+				bad = "sdk packages never import the host (but the wire or ABI a plugin or filter speaks to it, and the helpers that run an author's code through it in tests)"
+			case from == "internal/filterabi" && to != "sdk/event":
+				bad = "internal/filterabi is the WASM filter ABI, shared by the host and the guest SDK, and imports only sdk/event"
 			case from == "internal/pluginwire" && impl(to):
 				bad = "internal/pluginwire is the wire between host and plugin, shared by both sides, and imports no other Nexus package"
 			case from == "internal/plugin" && to == "sdk/plugin":

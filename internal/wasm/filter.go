@@ -19,9 +19,9 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 
+	abi "github.com/nexus-mcp/nexus/internal/filterabi"
 	"github.com/nexus-mcp/nexus/internal/policy"
 	"github.com/nexus-mcp/nexus/sdk/event"
-	"github.com/nexus-mcp/nexus/sdk/filter"
 )
 
 // Filter is a loaded WASM filter: a compiled module, its limits and a pool
@@ -119,7 +119,7 @@ func (f *Filter) Close(ctx context.Context) error {
 // LogLine is one thing a filter logged during a call: through the log
 // host function, or on stdout or stderr.
 type LogLine struct {
-	Level  filter.Level
+	Level  abi.Level
 	Stream string // "log", "stdout" or "stderr"
 	Text   string
 }
@@ -216,10 +216,10 @@ func (inst *instance) guard(ctx context.Context) func() bool {
 func (f *Filter) hostModule(ctx context.Context) error {
 	f.once.Do(func() {
 		wr := f.mod.wr
-		b := wr.NewHostModuleBuilder(filter.HostModule)
-		b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(hostLog), []api.ValueType{i32, i32, i32}, nil).Export(filter.ImportLog)
-		b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(hostField), []api.ValueType{i32, i32, i32}, []api.ValueType{i32}).Export(filter.ImportField)
-		b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(hostContentText), []api.ValueType{i32, i32, i32}, []api.ValueType{i32}).Export(filter.ImportContentText)
+		b := wr.NewHostModuleBuilder(abi.HostModule)
+		b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(hostLog), []api.ValueType{i32, i32, i32}, nil).Export(abi.ImportLog)
+		b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(hostField), []api.ValueType{i32, i32, i32}, []api.ValueType{i32}).Export(abi.ImportField)
+		b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(hostContentText), []api.ValueType{i32, i32, i32}, []api.ValueType{i32}).Export(abi.ImportContentText)
 		if _, err := b.Instantiate(ctx); err != nil {
 			f.setup = err
 			return
@@ -301,14 +301,14 @@ func (f *Filter) ready(ctx, sctx context.Context, inst *instance, configure bool
 	if f.mod.opa {
 		return f.readyOPA(ctx, sctx, inst)
 	}
-	inst.inputBuf = mod.ExportedFunction(filter.ExportInputBuf)
-	inst.onEvent = mod.ExportedFunction(filter.ExportOnEvent)
+	inst.inputBuf = mod.ExportedFunction(abi.ExportInputBuf)
+	inst.onEvent = mod.ExportedFunction(abi.ExportOnEvent)
 	if inst.mem == nil || inst.inputBuf == nil || inst.onEvent == nil {
 		inst.close(ctx)
 		return nil, fmt.Errorf("%w: the instance lacks its exports", ErrStart)
 	}
 	if f.minor < 0 {
-		res, err := mod.ExportedFunction(filter.ExportMinor).Call(sctx)
+		res, err := mod.ExportedFunction(abi.ExportMinor).Call(sctx)
 		if err != nil {
 			inst.close(ctx)
 			return nil, fmt.Errorf("%w: nx_abi_minor: %w", ErrStart, f.cause(ctx, inst, err, f.startTimeout()))
@@ -332,7 +332,7 @@ func (inst *instance) configure(ctx context.Context, config []byte) error {
 	if err := inst.write(ctx, config); err != nil {
 		return err
 	}
-	res, err := inst.mod.ExportedFunction(filter.ExportConfigure).Call(ctx, uint64(inst.inPtr), uint64(len(config)))
+	res, err := inst.mod.ExportedFunction(abi.ExportConfigure).Call(ctx, uint64(inst.inPtr), uint64(len(config)))
 	if err != nil {
 		return err
 	}
@@ -653,14 +653,14 @@ func hostLog(ctx context.Context, mod api.Module, stack []uint64) {
 	if inst == nil {
 		return
 	}
-	level, ptr, n := filter.Level(int32(stack[0])), uint32(stack[1]), uint32(stack[2])
+	level, ptr, n := abi.Level(int32(stack[0])), uint32(stack[1]), uint32(stack[2])
 	if level == yieldLevel {
 		inst.yield()
 		return
 	}
 	b, ok := mod.Memory().Read(ptr, n)
 	if !ok {
-		inst.logs.add(filter.LevelError, "log", fmt.Sprintf("(log called with %d bytes at %#x, outside the filter's memory)", n, ptr))
+		inst.logs.add(abi.LevelError, "log", fmt.Sprintf("(log called with %d bytes at %#x, outside the filter's memory)", n, ptr))
 		return
 	}
 	inst.logs.addBytes(level, b)
@@ -669,29 +669,29 @@ func hostLog(ctx context.Context, mod api.Module, stack []uint64) {
 func hostField(ctx context.Context, mod api.Module, stack []uint64) {
 	inst, _ := ctx.Value(instKey{}).(*instance)
 	if inst == nil || inst.ev == nil {
-		stack[0] = api.EncodeI32(filter.Absent)
+		stack[0] = api.EncodeI32(abi.Absent)
 		return
 	}
-	id := filter.Field(int32(stack[0]))
-	if id == filter.FieldParams || id == filter.FieldResult {
+	id := abi.Field(int32(stack[0]))
+	if id == abi.FieldParams || id == abi.FieldResult {
 		raw := inst.ev.Params
-		if id == filter.FieldResult {
+		if id == abi.FieldResult {
 			raw = inst.ev.Result
 		}
 		stack[0] = api.EncodeI32(copyRaw(mod, raw, uint32(stack[1]), uint32(stack[2])))
 		return
 	}
-	s, n := filter.FieldOf(inst.ev, id, inst.f.rt.session)
+	s, n := abi.FieldOf(inst.ev, id, inst.f.rt.session)
 	stack[0] = api.EncodeI32(copyOut(mod, s, n, uint32(stack[1]), uint32(stack[2])))
 }
 
 // copyRaw is copyOut for the JSON fields, without a string copy.
 func copyRaw(mod api.Module, raw []byte, ptr, capacity uint32) int32 {
 	if len(raw) == 0 {
-		return filter.Absent
+		return abi.Absent
 	}
 	if uint32(len(raw)) <= capacity && !mod.Memory().Write(ptr, raw) {
-		return filter.OutOfRange
+		return abi.OutOfRange
 	}
 	return int32(len(raw))
 }
@@ -699,13 +699,13 @@ func copyRaw(mod api.Module, raw []byte, ptr, capacity uint32) int32 {
 func hostContentText(ctx context.Context, mod api.Module, stack []uint64) {
 	inst, _ := ctx.Value(instKey{}).(*instance)
 	if inst == nil || inst.ev == nil {
-		stack[0] = api.EncodeI32(filter.Absent)
+		stack[0] = api.EncodeI32(abi.Absent)
 		return
 	}
 	if !inst.textsDone {
-		inst.texts, inst.textsDone = filter.ContentTexts(inst.ev.Result), true
+		inst.texts, inst.textsDone = abi.ContentTexts(inst.ev.Result), true
 	}
-	s, n := filter.ContentTextOf(inst.texts, int(int32(stack[0])))
+	s, n := abi.ContentTextOf(inst.texts, int(int32(stack[0])))
 	stack[0] = api.EncodeI32(copyOut(mod, s, n, uint32(stack[1]), uint32(stack[2])))
 }
 
@@ -717,7 +717,7 @@ func copyOut(mod api.Module, s string, n int32, ptr, capacity uint32) int32 {
 	}
 	if uint32(len(s)) <= capacity {
 		if !mod.Memory().WriteString(ptr, s) {
-			return filter.OutOfRange
+			return abi.OutOfRange
 		}
 	}
 	return n

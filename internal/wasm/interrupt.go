@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/nexus-mcp/nexus/sdk/filter"
+	abi "github.com/nexus-mcp/nexus/internal/filterabi"
 )
 
 // A call's time limit has to stop a guest that loops forever, and a guest
@@ -60,8 +60,8 @@ var yieldHooks = map[[2]string]struct {
 	args   int
 	result bool
 }{
-	{filter.HostModule, filter.ImportLog}: {3, false},
-	{"env", "opa_builtin0"}:               {2, true},
+	{abi.HostModule, abi.ImportLog}: {3, false},
+	{"env", "opa_builtin0"}:         {2, true},
 }
 
 // errNotInterruptible is a module the rewrite leaves to wazero's checks.

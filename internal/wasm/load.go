@@ -21,7 +21,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/nexus-mcp/nexus/internal/diag"
-	"github.com/nexus-mcp/nexus/sdk/filter"
+	abi "github.com/nexus-mcp/nexus/internal/filterabi"
 )
 
 // Defaults of a Spec's limits.
@@ -32,7 +32,7 @@ const (
 	// MaxModuleSize bounds a module file.
 	MaxModuleSize = 64 << 20
 	// MaxOutput bounds a decision.
-	MaxOutput = filter.MaxOutput
+	MaxOutput = abi.MaxOutput
 )
 
 // Spec says which module to load as a filter and how to bound it.
@@ -160,17 +160,17 @@ var (
 		name string
 		sig  sig
 	}{
-		{filter.ExportMarker, sig{}},
-		{filter.ExportMinor, sig{nil, []api.ValueType{i32}}},
-		{filter.ExportInputBuf, sig{[]api.ValueType{i32}, []api.ValueType{i32}}},
-		{filter.ExportConfigure, sig{[]api.ValueType{i32, i32}, []api.ValueType{i32}}},
-		{filter.ExportOnEvent, sig{[]api.ValueType{i32, i32}, []api.ValueType{i64}}},
+		{abi.ExportMarker, sig{}},
+		{abi.ExportMinor, sig{nil, []api.ValueType{i32}}},
+		{abi.ExportInputBuf, sig{[]api.ValueType{i32}, []api.ValueType{i32}}},
+		{abi.ExportConfigure, sig{[]api.ValueType{i32, i32}, []api.ValueType{i32}}},
+		{abi.ExportOnEvent, sig{[]api.ValueType{i32, i32}, []api.ValueType{i64}}},
 	}
 	// The host functions (module "nexus").
 	hostSigs = map[string]sig{
-		filter.ImportLog:         {[]api.ValueType{i32, i32, i32}, nil},
-		filter.ImportField:       {[]api.ValueType{i32, i32, i32}, []api.ValueType{i32}},
-		filter.ImportContentText: {[]api.ValueType{i32, i32, i32}, []api.ValueType{i32}},
+		abi.ImportLog:         {[]api.ValueType{i32, i32, i32}, nil},
+		abi.ImportField:       {[]api.ValueType{i32, i32, i32}, []api.ValueType{i32}},
+		abi.ImportContentText: {[]api.ValueType{i32, i32, i32}, []api.ValueType{i32}},
 	}
 	markerRE = regexp.MustCompile(`^nexus_filter_abi_v([0-9]+)$`)
 )
@@ -400,7 +400,7 @@ func (m *module) abi(minor int) string {
 	if m.opa {
 		return fmt.Sprintf("opa 1.%d", minor)
 	}
-	return fmt.Sprintf("%d.%d", filter.ABIMajor, minor)
+	return fmt.Sprintf("%d.%d", abi.ABIMajor, minor)
 }
 
 func (m *module) close(ctx context.Context) {
@@ -416,7 +416,7 @@ func check(cm wazero.CompiledModule, info *Info) error {
 	funcs := cm.ExportedFunctions()
 	mems := cm.ExportedMemories()
 	var problems []string
-	if _, ok := funcs[filter.ExportMarker]; !ok {
+	if _, ok := funcs[abi.ExportMarker]; !ok {
 		var others []string
 		for name := range funcs {
 			if m := markerRE.FindStringSubmatch(name); m != nil {
@@ -427,7 +427,7 @@ func check(cm wazero.CompiledModule, info *Info) error {
 			sort.Strings(others)
 			info.Problems = []string{fmt.Sprintf("the module is built for filter ABI %s (it exports nexus_filter_abi_%s); this Nexus speaks ABI v1", strings.Join(others, ", "), others[0])}
 		} else {
-			info.Problems = []string{fmt.Sprintf("no %s export: the module is not a Nexus filter (its exports: %s)", filter.ExportMarker, exportNames(info.Exports))}
+			info.Problems = []string{fmt.Sprintf("no %s export: the module is not a Nexus filter (its exports: %s)", abi.ExportMarker, exportNames(info.Exports))}
 		}
 		return ErrABI
 	}
@@ -444,7 +444,7 @@ func check(cm wazero.CompiledModule, info *Info) error {
 	if _, init := funcs["_initialize"]; start && !init {
 		problems = append(problems, "exports _start, not _initialize: it is built as a command, whose runtime the host never starts; build it as a reactor (Go: -buildmode=c-shared)")
 	}
-	if _, ok := mems[filter.ExportMemory]; !ok {
+	if _, ok := mems[abi.ExportMemory]; !ok {
 		problems = append(problems, "missing export: memory \"memory\" (the filter's linear memory)")
 	}
 	for _, d := range cm.ImportedMemories() {
@@ -454,7 +454,7 @@ func check(cm wazero.CompiledModule, info *Info) error {
 	for _, d := range cm.ImportedFunctions() {
 		mod, name, _ := d.Import()
 		switch mod {
-		case filter.HostModule:
+		case abi.HostModule:
 			want, ok := hostSigs[name]
 			if !ok {
 				problems = append(problems, fmt.Sprintf("imports %s.%s, which this Nexus does not provide (a newer ABI minor version?)", mod, name))
@@ -463,7 +463,7 @@ func check(cm wazero.CompiledModule, info *Info) error {
 			}
 		case wasiModule:
 		default:
-			problems = append(problems, fmt.Sprintf("imports %s.%s; a filter may import only from %q and %q", mod, name, filter.HostModule, wasiModule))
+			problems = append(problems, fmt.Sprintf("imports %s.%s; a filter may import only from %q and %q", mod, name, abi.HostModule, wasiModule))
 		}
 	}
 	info.Problems = problems
@@ -482,7 +482,7 @@ func fillSymbols(cm wazero.CompiledModule, info *Info) {
 	}
 	for name, d := range mems {
 		info.Exports = append(info.Exports, Symbol{Name: name, Kind: "memory"})
-		if name == filter.ExportMemory {
+		if name == abi.ExportMemory {
 			info.MemoryMin = d.Min()
 			if max, ok := d.Max(); ok {
 				info.MemoryMax = max
@@ -623,8 +623,8 @@ func (r *Runtime) Load(ctx context.Context, spec Spec) (*Filter, error) {
 	}
 	f.put(inst)
 	m.info.ABIMinor, m.info.ABI = f.minor, m.abi(f.minor)
-	if !m.opa && f.minor > filter.ABIMinor {
-		r.logger.Warn("filter was built for a newer ABI minor version; it loads, since every host function it imports exists", "filter", spec.Name, "abi", fmt.Sprintf("1.%d", f.minor), "host_abi", fmt.Sprintf("1.%d", filter.ABIMinor))
+	if !m.opa && f.minor > abi.ABIMinor {
+		r.logger.Warn("filter was built for a newer ABI minor version; it loads, since every host function it imports exists", "filter", spec.Name, "abi", fmt.Sprintf("1.%d", f.minor), "host_abi", fmt.Sprintf("1.%d", abi.ABIMinor))
 	}
 	if err := r.add(f); err != nil {
 		f.Close(ctx)

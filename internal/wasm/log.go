@@ -7,7 +7,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/nexus-mcp/nexus/sdk/filter"
+	abi "github.com/nexus-mcp/nexus/internal/filterabi"
 )
 
 // logCapture collects what an instance logs during one call (or its
@@ -68,14 +68,14 @@ func (c *logCapture) write(stream int, p []byte) {
 	}
 }
 
-func streamLevel(stream int) filter.Level {
+func streamLevel(stream int) abi.Level {
 	if stream == 1 {
-		return filter.LevelWarn
+		return abi.LevelWarn
 	}
-	return filter.LevelInfo
+	return abi.LevelInfo
 }
 
-func (c *logCapture) addBytes(level filter.Level, msg []byte) {
+func (c *logCapture) addBytes(level abi.Level, msg []byte) {
 	if c.used >= c.limit {
 		c.dropped += len(msg)
 		c.droppedLines++
@@ -84,7 +84,7 @@ func (c *logCapture) addBytes(level filter.Level, msg []byte) {
 	c.line(LogLine{Level: level, Stream: "log", Text: string(msg[:c.room(len(msg))])})
 }
 
-func (c *logCapture) add(level filter.Level, stream, msg string) {
+func (c *logCapture) add(level abi.Level, stream, msg string) {
 	c.line(LogLine{Level: level, Stream: stream, Text: msg})
 }
 
@@ -101,7 +101,7 @@ func (c *logCapture) line(l LogLine) {
 // config.
 func (c *logCapture) lastError() string {
 	for i := len(c.lines) - 1; i >= 0; i-- {
-		if c.lines[i].Level >= filter.LevelError || c.lines[i].Stream == "stderr" {
+		if c.lines[i].Level >= abi.LevelError || c.lines[i].Stream == "stderr" {
 			return c.lines[i].Text
 		}
 	}
@@ -143,10 +143,10 @@ func (c *logCapture) flush(logger hclog.Logger) []LogLine {
 	}
 	switch {
 	case c.droppedLines > 0:
-		c.lines = append(c.lines, LogLine{Level: filter.LevelWarn, Stream: "log",
+		c.lines = append(c.lines, LogLine{Level: abi.LevelWarn, Stream: "log",
 			Text: fmt.Sprintf("output capped at %s and %d lines per call: %s and %d lines more dropped", size(c.limit), maxLogLines, size(c.dropped), c.droppedLines)})
 	case c.dropped > 0:
-		c.lines = append(c.lines, LogLine{Level: filter.LevelWarn, Stream: "log",
+		c.lines = append(c.lines, LogLine{Level: abi.LevelWarn, Stream: "log",
 			Text: fmt.Sprintf("output capped at %s per call: %s more dropped", size(c.limit), size(c.dropped))})
 	}
 	lines := c.lines
@@ -157,15 +157,15 @@ func (c *logCapture) flush(logger hclog.Logger) []LogLine {
 	return lines
 }
 
-func hclogLevel(l filter.Level) hclog.Level {
+func hclogLevel(l abi.Level) hclog.Level {
 	switch l {
-	case filter.LevelTrace:
+	case abi.LevelTrace:
 		return hclog.Trace
-	case filter.LevelDebug:
+	case abi.LevelDebug:
 		return hclog.Debug
-	case filter.LevelWarn:
+	case abi.LevelWarn:
 		return hclog.Warn
-	case filter.LevelError:
+	case abi.LevelError:
 		return hclog.Error
 	}
 	return hclog.Info

@@ -6,7 +6,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/nexus-mcp/nexus/sdk/filter"
+	abi "github.com/nexus-mcp/nexus/internal/filterabi"
 )
 
 // A guest that floods log calls, empty ones included, costs the host a
@@ -18,11 +18,11 @@ func TestLogFlood(t *testing.T) {
 	for i := range 1_000_000 {
 		switch i % 3 {
 		case 0:
-			c.addBytes(filter.LevelInfo, nil)
+			c.addBytes(abi.LevelInfo, nil)
 		case 1:
-			c.addBytes(filter.LevelInfo, big[:i%4096])
+			c.addBytes(abi.LevelInfo, big[:i%4096])
 		default:
-			c.add(filter.LevelError, "log", "(log called outside the filter's memory)")
+			c.add(abi.LevelError, "log", "(log called outside the filter's memory)")
 		}
 	}
 	if len(c.lines) > maxLogLines {
@@ -34,7 +34,7 @@ func TestLogFlood(t *testing.T) {
 		t.Errorf("%d lines, last %q", len(lines), last)
 	}
 	// The next call starts afresh.
-	c.addBytes(filter.LevelInfo, []byte("hello"))
+	c.addBytes(abi.LevelInfo, []byte("hello"))
 	if l := c.flush(hclog.NewNullLogger()); len(l) != 1 || l[0].Text != "hello" {
 		t.Errorf("after a flood: %+v", l)
 	}

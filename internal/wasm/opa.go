@@ -13,8 +13,8 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 
+	abi "github.com/nexus-mcp/nexus/internal/filterabi"
 	"github.com/nexus-mcp/nexus/sdk/event"
-	"github.com/nexus-mcp/nexus/sdk/filter"
 )
 
 // Rego policies compiled by `opa build -t wasm` run as filters beside
@@ -86,7 +86,7 @@ func checkOPA(cm wazero.CompiledModule, info *Info) error {
 			problems = append(problems, fmt.Sprintf("wrong signature: %s is %s; the OPA ABI has %s", want.name, defSig(d), want.sig))
 		}
 	}
-	if _, ok := cm.ExportedMemories()[filter.ExportMemory]; !ok {
+	if _, ok := cm.ExportedMemories()[abi.ExportMemory]; !ok {
 		problems = append(problems, "missing export: memory \"memory\" (OPA WebAssembly ABI 1.1)")
 	}
 	for _, d := range cm.ImportedFunctions() {
@@ -471,7 +471,7 @@ func opaPrintln(ctx context.Context, mod api.Module, stack []uint64) {
 		return
 	}
 	if b, err := inst.opaString(uint32(stack[0])); err == nil {
-		inst.logs.addBytes(filter.LevelInfo, b)
+		inst.logs.addBytes(abi.LevelInfo, b)
 	}
 }
 
@@ -511,7 +511,7 @@ func opaBuiltinFunc(arity int) api.GoModuleFunc {
 		}
 		out, err := b.fn(&builtinCall{inst: inst}, args)
 		if err != nil {
-			inst.logs.add(filter.LevelWarn, "log", fmt.Sprintf("%s: %v (the expression is undefined)", b.name, err))
+			inst.logs.add(abi.LevelWarn, "log", fmt.Sprintf("%s: %v (the expression is undefined)", b.name, err))
 			stack[0] = 0
 			return
 		}
@@ -524,7 +524,7 @@ func opaBuiltinFunc(arity int) api.GoModuleFunc {
 			panic(fmt.Errorf("opa builtin %s: result: %v", b.name, err))
 		}
 		if len(raw) > maxOPAString {
-			inst.logs.add(filter.LevelWarn, "log", fmt.Sprintf("%s: its result is %s, over the %s limit (the expression is undefined)", b.name, mib(uint64(len(raw))), mib(maxOPAString)))
+			inst.logs.add(abi.LevelWarn, "log", fmt.Sprintf("%s: its result is %s, over the %s limit (the expression is undefined)", b.name, mib(uint64(len(raw))), mib(maxOPAString)))
 			stack[0] = 0
 			return
 		}
@@ -547,4 +547,4 @@ func (c *builtinCall) now() int64 {
 	return c.inst.opa.now
 }
 
-func (c *builtinCall) log(level filter.Level, msg string) { c.inst.logs.add(level, "log", msg) }
+func (c *builtinCall) log(level abi.Level, msg string) { c.inst.logs.add(level, "log", msg) }

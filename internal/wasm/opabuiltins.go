@@ -22,7 +22,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/nexus-mcp/nexus/sdk/filter"
+	abi "github.com/nexus-mcp/nexus/internal/filterabi"
 )
 
 // A compiled Rego policy evaluates most builtins inside the module; the
@@ -116,7 +116,7 @@ func init() {
 		{"object.subset", 2, func(_ *builtinCall, a []any) (any, error) { return subset(a[0], a[1]), nil }},
 		{"internal.print", 1, biPrint},
 		{"trace", 1, func(c *builtinCall, a []any) (any, error) {
-			c.log(filter.LevelDebug, "trace: "+display(a[0]))
+			c.log(abi.LevelDebug, "trace: "+display(a[0]))
 			return true, nil
 		}},
 	} {
@@ -658,6 +658,6 @@ func biPrint(c *builtinCall, a []any) (any, error) {
 		}
 		parts[i] = strings.Join(vals, ", ")
 	}
-	c.log(filter.LevelInfo, strings.Join(parts, " "))
+	c.log(abi.LevelInfo, strings.Join(parts, " "))
 	return nil, nil
 }

@@ -19,10 +19,10 @@ import (
 
 	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/diag"
+	abi "github.com/nexus-mcp/nexus/internal/filterabi"
 	"github.com/nexus-mcp/nexus/internal/policy"
 	"github.com/nexus-mcp/nexus/internal/wasm"
 	"github.com/nexus-mcp/nexus/sdk/event"
-	"github.com/nexus-mcp/nexus/sdk/filter"
 	"github.com/nexus-mcp/nexus/sdk/filter/filtertest"
 )
 
@@ -208,7 +208,7 @@ func TestMisbehaving(t *testing.T) {
 	t.Run("log levels", func(t *testing.T) {
 		f := load(t, rt, wasm.Spec{Path: "testdata/misbehave.wasm", Config: json.RawMessage(`"G"`)})
 		res, err := f.Call(context.Background(), toolCall())
-		if err != nil || len(res.Log) != 2 || res.Log[0] != (wasm.LogLine{Level: filter.LevelTrace, Stream: "log", Text: "a trace"}) || res.Log[1].Level != filter.LevelError {
+		if err != nil || len(res.Log) != 2 || res.Log[0] != (wasm.LogLine{Level: abi.LevelTrace, Stream: "log", Text: "a trace"}) || res.Log[1].Level != abi.LevelError {
 			t.Fatal(res.Log, err)
 		}
 	})
@@ -232,7 +232,7 @@ func TestGoGuest(t *testing.T) {
 		if res.Decision.Reason != want {
 			t.Fatalf("got  %s\nwant %s", res.Decision.Reason, want)
 		}
-		if len(res.Log) != 2 || res.Log[0].Text != "fields read" || res.Log[1] != (wasm.LogLine{Level: filter.LevelInfo, Stream: "stdout", Text: "to stdout"}) {
+		if len(res.Log) != 2 || res.Log[0].Text != "fields read" || res.Log[1] != (wasm.LogLine{Level: abi.LevelInfo, Stream: "stdout", Text: "to stdout"}) {
 			t.Fatalf("log %+v", res.Log)
 		}
 		// The response phase: the result and its text items, through

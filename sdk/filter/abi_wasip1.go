@@ -3,6 +3,8 @@
 package filter
 
 import (
+	abi "github.com/nexus-mcp/nexus/internal/filterabi"
+
 	"errors"
 	"unsafe"
 )
@@ -44,7 +46,7 @@ func hostContentText(index int32, ptr unsafe.Pointer, n int32) int32
 func exportMarker() {}
 
 //go:wasmexport nx_abi_minor
-func exportMinor() int32 { return ABIMinor }
+func exportMinor() int32 { return abi.ABIMinor }
 
 //go:wasmexport nx_input_buf
 func exportInputBuf(n int32) uint32 {
@@ -106,7 +108,7 @@ func logHost(level Level, msg string) {
 // scratch receives fields from the host; it grows to the longest field.
 var scratch = make([]byte, 256)
 
-func fieldHost(_ *View, id Field) (string, int32) {
+func fieldHost(_ *View, id abi.Field) (string, int32) {
 	for {
 		n := hostField(int32(id), unsafe.Pointer(unsafe.SliceData(scratch)), int32(len(scratch)))
 		if n < 0 {
@@ -123,7 +125,7 @@ func fieldHost(_ *View, id Field) (string, int32) {
 // the buffer to fetch it into.
 var rawHint [numFields]int32
 
-func rawFieldHost(_ *View, id Field) ([]byte, bool) {
+func rawFieldHost(_ *View, id abi.Field) ([]byte, bool) {
 	b := make([]byte, max(rawHint[id], 64))
 	for {
 		n := hostField(int32(id), unsafe.Pointer(unsafe.SliceData(b)), int32(len(b)))

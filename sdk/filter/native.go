@@ -3,6 +3,8 @@
 package filter
 
 import (
+	abi "github.com/nexus-mcp/nexus/internal/filterabi"
+
 	"bufio"
 	"encoding/binary"
 	"errors"
@@ -54,18 +56,18 @@ func logHost(level Level, msg string) {
 	fmt.Fprintf(os.Stderr, "[%s] %s\n", level, msg)
 }
 
-func fieldHost(v *View, id Field) (string, int32) {
+func fieldHost(v *View, id abi.Field) (string, int32) {
 	e, err := v.Event()
 	if err != nil {
-		return "", Absent
+		return "", abi.Absent
 	}
 	nativeMu.Lock()
 	session := nativeSession
 	nativeMu.Unlock()
-	return FieldOf(e, id, session)
+	return abi.FieldOf(e, id, session)
 }
 
-func rawFieldHost(v *View, id Field) ([]byte, bool) {
+func rawFieldHost(v *View, id abi.Field) ([]byte, bool) {
 	s, n := fieldHost(v, id)
 	if n < 0 {
 		return nil, false
@@ -77,10 +79,10 @@ func contentTextHost(v *View, i int) (string, int32) {
 	if !v.textsDone {
 		v.textsDone = true
 		if e, err := v.Event(); err == nil {
-			v.texts = ContentTexts(e.Result)
+			v.texts = abi.ContentTexts(e.Result)
 		}
 	}
-	return ContentTextOf(v.texts, i)
+	return abi.ContentTextOf(v.texts, i)
 }
 
 // Configure hands config (JSON) to the registered config handler, as the
@@ -119,7 +121,7 @@ func CallEvent(e *event.Event) event.Decision {
 // from $NEXUS_FILTER_CONFIG, and prints the decision.
 func Main() {
 	if os.Getenv("NEXUS_FILTER_PIPE") == "1" {
-		if err := ServePipe(os.Stdin, os.Stdout); !errors.Is(err, io.EOF) {
+		if err := servePipe(os.Stdin, os.Stdout); !errors.Is(err, io.EOF) {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -137,8 +139,8 @@ func Main() {
 	os.Stdout.Write(append(Call(ev), '\n'))
 }
 
-// ServePipe serves the frame protocol of Main on r and w until r ends.
-func ServePipe(r io.Reader, w io.Writer) error {
+// servePipe serves the frame protocol of Main on r and w until r ends.
+func servePipe(r io.Reader, w io.Writer) error {
 	br, bw := bufio.NewReader(r), bufio.NewWriter(w)
 	first := true
 	var buf []byte

@@ -1,6 +1,8 @@
 package filter
 
 import (
+	abi "github.com/nexus-mcp/nexus/internal/filterabi"
+
 	"github.com/nexus-mcp/nexus/sdk/event"
 )
 
@@ -22,7 +24,7 @@ type View struct {
 	textsDone bool
 }
 
-const numFields = int(FieldListingID) + 1
+const numFields = int(abi.FieldListingID) + 1
 
 type fieldCache struct {
 	s    string
@@ -56,9 +58,9 @@ func (v *View) Event() (*event.Event, error) {
 	return v.ev, v.evErr
 }
 
-// Field returns one field of the event by its ABI id, and whether the
-// event has it.
-func (v *View) Field(id Field) (string, bool) {
+// get returns one field of the event by its ABI id, and whether the event
+// has it, asking the host once per field and event.
+func (v *View) get(id abi.Field) (string, bool) {
 	if id >= 0 && int(id) < numFields {
 		c := &v.fields[id]
 		if !c.have {
@@ -70,7 +72,7 @@ func (v *View) Field(id Field) (string, bool) {
 	return v.field(id)
 }
 
-func (v *View) field(id Field) (string, bool) {
+func (v *View) field(id abi.Field) (string, bool) {
 	if raw(id) {
 		b := v.rawField(id)
 		return string(b), b != nil
@@ -81,38 +83,38 @@ func (v *View) field(id Field) (string, bool) {
 
 // raw reports whether a field can be long: such fields are fetched
 // straight into a slice of their own (see rawField).
-func raw(id Field) bool {
-	return id == FieldParams || id == FieldResult || id == FieldDefinition || id == FieldListing
+func raw(id abi.Field) bool {
+	return id == abi.FieldParams || id == abi.FieldResult || id == abi.FieldDefinition || id == abi.FieldListing
 }
 
-func (v *View) str(id Field) string { s, _ := v.Field(id); return s }
+func (v *View) str(id abi.Field) string { s, _ := v.get(id); return s }
 
 // Phase is "request" or "response".
-func (v *View) Phase() string { return v.str(FieldPhase) }
+func (v *View) Phase() string { return v.str(abi.FieldPhase) }
 
 // Method is the MCP method, such as "tools/call".
-func (v *View) Method() string { return v.str(FieldMethod) }
+func (v *View) Method() string { return v.str(abi.FieldMethod) }
 
 // Server is the name of the server the call goes to.
-func (v *View) Server() string { return v.str(FieldServer) }
+func (v *View) Server() string { return v.str(abi.FieldServer) }
 
 // Tool is the tool's name, or "" when the event is not about a tool.
-func (v *View) Tool() string { return v.str(FieldTool) }
+func (v *View) Tool() string { return v.str(abi.FieldTool) }
 
 // AgentID names who makes the call.
-func (v *View) AgentID() string { return v.str(FieldAgentID) }
+func (v *View) AgentID() string { return v.str(abi.FieldAgentID) }
 
 // Permission is the agent's permission level: "yolo", "trusted" or
 // "sandboxed".
-func (v *View) Permission() string { return v.str(FieldPermission) }
+func (v *View) Permission() string { return v.str(abi.FieldPermission) }
 
 // Session is an unguessable id of the host session: the same for every
 // call of one session, different in the next, never sent to a server.
-func (v *View) Session() string { return v.str(FieldSession) }
+func (v *View) Session() string { return v.str(abi.FieldSession) }
 
 // Annotations are the tool's annotations, or nil when it has none.
 func (v *View) Annotations() *event.Annotations {
-	s, ok := v.Field(FieldAnnotations)
+	s, ok := v.get(abi.FieldAnnotations)
 	if !ok || s == "" {
 		return nil
 	}
@@ -127,33 +129,33 @@ func (v *View) Annotations() *event.Annotations {
 // comes from the host without parsing the event. The bytes are the
 // filter's to keep; every call of Params during one event returns the
 // same slice.
-func (v *View) Params() []byte { return v.rawField(FieldParams) }
+func (v *View) Params() []byte { return v.rawField(abi.FieldParams) }
 
 // Result is the response's result as JSON, or nil: what a sanitizer
 // rewrites, fetched without parsing the event. The bytes are the filter's
 // to keep; every call of Result during one event returns the same slice.
-func (v *View) Result() []byte { return v.rawField(FieldResult) }
+func (v *View) Result() []byte { return v.rawField(abi.FieldResult) }
 
 // Definition is, for a tools/list event, the tool's definition as the
 // server listed it (name, title, description, inputSchema, outputSchema,
 // annotations) as JSON, or nil: what a policy reviews before the agent
 // sees the tool. The bytes are the filter's to keep.
-func (v *View) Definition() []byte { return v.rawField(FieldDefinition) }
+func (v *View) Definition() []byte { return v.rawField(abi.FieldDefinition) }
 
 // Listing is, for a tools/list event, every tool of the listing the
 // event's tool is part of, from every server the agent sees: one line per
 // tool, its server's name, a tab and its name. Nil when absent. A listing
 // of n tools sends n events with the same listing: parse it once per
 // ListingID and keep it.
-func (v *View) Listing() []byte { return v.rawField(FieldListing) }
+func (v *View) Listing() []byte { return v.rawField(abi.FieldListing) }
 
 // ListingID changes whenever the listing does; "" when the event has no
 // listing.
-func (v *View) ListingID() string { return v.str(FieldListingID) }
+func (v *View) ListingID() string { return v.str(abi.FieldListingID) }
 
 // rawField fetches a JSON field straight into a slice of its own: one
 // allocation and one copy, however long the field is.
-func (v *View) rawField(id Field) []byte {
+func (v *View) rawField(id abi.Field) []byte {
 	c := &v.fields[id]
 	if !c.have {
 		c.b, c.ok = rawFieldHost(v, id)
@@ -163,7 +165,7 @@ func (v *View) rawField(id Field) []byte {
 }
 
 // HasTool reports whether the event is about a tool.
-func (v *View) HasTool() bool { _, ok := v.Field(FieldTool); return ok }
+func (v *View) HasTool() bool { _, ok := v.get(abi.FieldTool); return ok }
 
 // ContentText returns the text of the result's content item i (response
 // phase of tools/call), and false when there is no item i or it is not a
@@ -178,7 +180,7 @@ func (v *View) ContentText(i int) (string, bool) {
 func (v *View) Texts(fn func(i int, text string) bool) {
 	for i := 0; ; i++ {
 		s, n := contentTextHost(v, i)
-		if n == Absent || n == OutOfRange {
+		if n == abi.Absent || n == abi.OutOfRange {
 			return
 		}
 		if n >= 0 && !fn(i, s) {

@@ -1,4 +1,4 @@
-package filter
+package filterabi
 
 import (
 	"encoding/json"

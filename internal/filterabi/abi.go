@@ -1,6 +1,6 @@
-package filter
+package filterabi
 
-// The ABI, version 1 (ABI.md is the full text). These names and numbers
+// The ABI, version 1 (sdk/filter/ABI.md is the full text). These names and numbers
 // are the contract between the host and every guest, in any language; the
 // host checks a module against them when it loads it.
 const (
