@@ -65,13 +65,13 @@ $(NPM_DIR)/node_modules/.installed: $(NPM_DIR)/package.json $(NPM_DIR)/package-l
 	touch $@
 
 # The official MCP conformance suite (tools/npm, run on its Node 22) against
-# Nexus's client (examples/conformance-client: all 26 client scenarios) and
+# Nexus's client (internal/cmd/conformance-client: all 26 client scenarios) and
 # as a server: the built-in test server, and the gateway in front of it
 # (examples/conformance-server: all 30 server scenarios each). Any failed
 # check or warning fails this and prints the suite's report.
 conformance: testdeps build
-	$(GO) build -o bin/conformance-client ./examples/conformance-client
-	bash examples/conformance-client/run.sh "$(CURDIR)/bin/conformance-client"
+	$(GO) build -o bin/conformance-client ./internal/cmd/conformance-client
+	bash internal/cmd/conformance-client/run.sh "$(CURDIR)/bin/conformance-client"
 	bash examples/conformance-server/run.sh "$(CURDIR)/$(BIN)" testserver
 	bash examples/conformance-server/run.sh "$(CURDIR)/$(BIN)" gateway
 

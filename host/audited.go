@@ -15,6 +15,7 @@ import (
 	"github.com/nexus-mcp/nexus/internal/audit"
 	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/ctxval"
+	"github.com/nexus-mcp/nexus/internal/hostapi"
 	"github.com/nexus-mcp/nexus/internal/policy"
 	"github.com/nexus-mcp/nexus/internal/telemetry"
 	"github.com/nexus-mcp/nexus/sdk/event"
@@ -106,11 +107,11 @@ func (h *Host) audited(ctx context.Context, rec *audit.Record, do func(ctx conte
 	before := tr.Len()
 	rec.Time = time.Now().UTC()
 	rec.Session = h.hooks.session
-	if id, ok := ctx.Value(sessionKey{}).(string); ok {
+	if id, ok := hostapi.SessionFrom(ctx); ok {
 		rec.Session = id
 	}
 	tel := h.opts.Telemetry
-	meta, _ := ctx.Value(metaKey{}).(map[string]string)
+	meta := hostapi.TraceContextFrom(ctx)
 	ctx, sp := tel.Start(ctx, rec.Method, meta, telemetry.Attrs(rec.Method, rec.Tool, rec.URI, rec.Session)...)
 	err = do(ctxval.With(ctx, recordKey{}, rec))
 	steps := tr.Since(before)
@@ -138,15 +139,6 @@ func (h *Host) audited(ctx context.Context, rec *audit.Record, do func(ctx conte
 	return err
 }
 
-type metaKey struct{}
-
-// WithTraceContext hands a request's W3C trace context (its _meta's
-// "traceparent" and "tracestate") to the host, whose span then continues
-// it.
-func WithTraceContext(ctx context.Context, meta map[string]string) context.Context {
-	return ctxval.With(ctx, metaKey{}, meta)
-}
-
 // upstreamMeta is the _meta that carries ctx's trace context upstream, or
 // nil without tracing.
 func (h *Host) upstreamMeta(ctx context.Context) mcp.Meta {
@@ -163,14 +155,6 @@ func (h *Host) upstreamMeta(ctx context.Context) mcp.Meta {
 }
 
 type recordKey struct{}
-
-type sessionKey struct{}
-
-// WithSession names, for the audit log, the downstream session a
-// request comes from (the gateway's).
-func WithSession(ctx context.Context, id string) context.Context {
-	return ctxval.With(ctx, sessionKey{}, id)
-}
 
 // auditRecordFrom is the record a decision point being audited fills in,
 // or nil.

@@ -17,14 +17,6 @@ import (
 	"github.com/nexus-mcp/nexus/sdk/event"
 )
 
-// CallOptions change one call.
-type CallOptions struct {
-	// OnProgress receives the server's progress notifications.
-	OnProgress func(mcp.Progress)
-	// Timeout overrides the request timeout.
-	Timeout time.Duration
-}
-
 // CallTool calls a tool by exposed name (mcp_<server>_<tool>) or as
 // server.tool, through the whole chain: the agent's permission (asking for
 // confirmation where its level says so), the filters, validation of the
@@ -338,24 +330,6 @@ func capResult(res *mcp.CallToolResult) {
 	}
 }
 
-// Resource is a resource with the server that offers it.
-type Resource struct {
-	Server string `json:"server"`
-	mcp.Resource
-}
-
-// Template is a resource template with its server.
-type Template struct {
-	Server string `json:"server"`
-	mcp.ResourceTemplate
-}
-
-// Prompt is a prompt with its server.
-type Prompt struct {
-	Server string `json:"server"`
-	mcp.Prompt
-}
-
 // gather lists one kind of item from every server agent can see, tags each
 // with its server and sorts by key. Servers without the capability (offers
 // false) are skipped; failing servers are reported in the error while the
@@ -390,14 +364,14 @@ func hasResources(c mcp.ServerCapabilities) bool { return c.Resources != nil }
 // Resources lists the resources of every server agent can see.
 func (h *Host) Resources(ctx context.Context, agent string) ([]Resource, error) {
 	return gather(ctx, h, agent, mcp.MethodResourcesList, hasResources, (*mcp.Client).Resources,
-		func(s string, r mcp.Resource) Resource { return Resource{s, r} },
+		func(s string, r mcp.Resource) Resource { return Resource{Server: s, Resource: r} },
 		func(r Resource) string { return r.Server + "\x00" + r.URI })
 }
 
 // Templates lists the resource templates of every server agent can see.
 func (h *Host) Templates(ctx context.Context, agent string) ([]Template, error) {
 	return gather(ctx, h, agent, mcp.MethodResourcesTemplatesList, hasResources, (*mcp.Client).ListResourceTemplates,
-		func(s string, t mcp.ResourceTemplate) Template { return Template{s, t} },
+		func(s string, t mcp.ResourceTemplate) Template { return Template{Server: s, ResourceTemplate: t} },
 		func(t Template) string { return t.Server + "\x00" + t.URITemplate })
 }
 
@@ -405,7 +379,7 @@ func (h *Host) Templates(ctx context.Context, agent string) ([]Template, error) 
 func (h *Host) Prompts(ctx context.Context, agent string) ([]Prompt, error) {
 	return gather(ctx, h, agent, mcp.MethodPromptsList,
 		func(c mcp.ServerCapabilities) bool { return c.Prompts != nil }, (*mcp.Client).Prompts,
-		func(s string, p mcp.Prompt) Prompt { return Prompt{s, p} },
+		func(s string, p mcp.Prompt) Prompt { return Prompt{Server: s, Prompt: p} },
 		func(p Prompt) string { return p.Server + "\x00" + p.Name })
 }
 

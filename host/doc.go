@@ -1,7 +1,13 @@
-// Package host is the facade that programs embed: it takes a loaded config,
-// connects to the MCP servers it names, and turns every failure into an
-// error that says which server, from which config file, what went wrong and
-// how to fix it.
+// Package host is the facade that programs embed, and the one door to
+// Nexus's implementation (which lives under internal/): LoadConfig and
+// ParseConfig read configuration as the nexus command does, New makes a
+// Host that connects to the MCP servers it names and puts every request
+// through the chain, and NewGateway serves that host to MCP clients as
+// `nexus serve` does. Every failure is an error that says which server,
+// from which config file, what went wrong and how to fix it (a *Report, or
+// one of the typed errors here). Types implemented elsewhere are named
+// here (Tool, Status, Confirmer, ...), so an embedder imports host and
+// host/mcp, the protocol its signatures speak, and nothing else.
 //
 // A Host connects servers concurrently on Start or on first use, keeps and
 // reconnects their sessions (internal/registry), names their tools for LLMs,

@@ -8,16 +8,13 @@ import (
 
 	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/mcp"
-	"github.com/nexus-mcp/nexus/internal/config"
-	"github.com/nexus-mcp/nexus/internal/diag"
-	"github.com/nexus-mcp/nexus/internal/policy"
 	"github.com/nexus-mcp/nexus/internal/testserver"
 )
 
 // inProcess connects every server to the built-in test server in this
 // process, so the examples need no binary. A real embedder leaves Dial
 // nil: each server runs as its config says (a stdio command, an HTTP URL).
-func inProcess(ctx context.Context, srv *config.Server) (*mcp.Client, error) {
+func inProcess(ctx context.Context, srv *host.Server) (*mcp.Client, error) {
 	client, server := mcp.Pipe()
 	go testserver.New(testserver.Options{}).Serve(context.Background(), server)
 	return mcp.Connect(ctx, client, mcp.ClientOptions{})
@@ -28,10 +25,10 @@ func inProcess(ctx context.Context, srv *config.Server) (*mcp.Client, error) {
 // use and call a tool through the chain, then close it, which stops every
 // server it started.
 func Example() {
-	cfg, err := config.Parse([]byte(`{
+	cfg, err := host.ParseConfig([]byte(`{
 	  "mcpServers": {"ts": {"command": "nexus", "args": ["testserver"]}},
 	  "agents": {"bot": {"permission": "yolo", "allow": ["ts.echo", "ts.add"]}}
-	}`), diag.Source{File: "example.json"})
+	}`), "example.json")
 	if err != nil {
 		fmt.Println(err) // a diag.Report: file, line, problem, fix
 		return
@@ -64,10 +61,10 @@ func Example() {
 // A call the agent's rules do not allow is refused before it reaches the
 // server, with the link that refused it.
 func ExampleHost_CallTool_denied() {
-	cfg, err := config.Parse([]byte(`{
+	cfg, err := host.ParseConfig([]byte(`{
 	  "mcpServers": {"ts": {"command": "nexus", "args": ["testserver"]}},
 	  "agents": {"bot": {"permission": "yolo", "allow": ["ts.echo"]}}
-	}`), diag.Source{File: "example.json"})
+	}`), "example.json")
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -76,10 +73,57 @@ func ExampleHost_CallTool_denied() {
 	defer h.Close()
 
 	_, err = h.CallTool(context.Background(), "bot", "ts.add", map[string]any{"a": 1, "b": 2}, nil)
-	var denied *policy.DeniedError
+	var denied *host.DeniedError
 	fmt.Println(errors.As(err, &denied), denied.Link)
 	fmt.Println(err)
 	// Output:
 	// true rules
 	// ts.add denied by policy "rules": ts.add is not allowed for agent "bot": no pattern of its allow list ["ts.echo"] matches it (agent defined in example.json, line 3, column 15)
+}
+
+// A gateway serves a host's servers, behind its chain, to any MCP client:
+// here one session over an in-process pipe, acting as agent "bot", whose
+// client sees the one tool the agent may use under its exposed name.
+// `nexus serve` does the same over stdin and stdout (mcp.StdioConn), and
+// Gateway.HTTP serves a session per client over streamable HTTP.
+func ExampleNewGateway() {
+	cfg, err := host.ParseConfig([]byte(`{
+	  "mcpServers": {"ts": {"command": "nexus", "args": ["testserver"]}},
+	  "agents": {"bot": {"permission": "yolo", "allow": ["ts.echo"]}}
+	}`), "example.json")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	h := host.New(cfg, host.Options{Dial: inProcess})
+	defer h.Close()
+	g := host.NewGateway(h, host.GatewayOptions{})
+	defer g.Close()
+
+	ctx := context.Background()
+	downstream, conn := mcp.Pipe()
+	go g.Serve(ctx, conn, "bot")
+	client, err := mcp.Connect(ctx, downstream, mcp.ClientOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer client.Close()
+	tools, err := client.ListTools(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, t := range tools {
+		fmt.Println(t.Name)
+	}
+	res, err := client.CallTool(ctx, "mcp_ts_echo", map[string]any{"message": "through the gateway"}, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(res.Content[0].Text)
+	// Output:
+	// mcp_ts_echo
+	// through the gateway
 }

@@ -204,29 +204,6 @@ func newHost(c *core, hk hooks, root bool) *Host {
 	return h
 }
 
-// SessionOptions are the handlers of a session's own upstream connections
-// (see NewSession). A nil handler leaves its capability undeclared
-// upstream, so servers do not send that kind of request.
-type SessionOptions struct {
-	// Agent is whom the session's server-initiated requests go to, as the
-	// chain's events say.
-	Agent string
-	// Session names the downstream session in the audit log.
-	Session     string
-	Roots       mcp.RootsHandler
-	Sampling    func(server string) mcp.SamplingHandler
-	Elicitation func(server string) mcp.ElicitationHandler
-	// OnLog receives the servers' log messages, OnListChanged their
-	// list_changed notifications (kind: "tools", "resources" or
-	// "prompts") once the list is refreshed, OnResourceUpdated their
-	// resources/updated notifications, OnChange every change of a
-	// server's state or lists.
-	OnLog             func(server string, m mcp.LogMessage)
-	OnListChanged     func(server, kind string)
-	OnResourceUpdated func(server, uri string)
-	OnChange          func(server string)
-}
-
 // NewSession returns a host with upstream connections of its own, made
 // with o's handlers, that shares h's configuration, permissions, filters,
 // schema cache and OAuth clients. It is for a caller whose servers'
@@ -346,16 +323,6 @@ func (h *Host) session(ctx context.Context, agent, server, method string) (*mcp.
 	return c, nil
 }
 
-// UnknownServerError names a server that is not configured.
-type UnknownServerError struct {
-	Name  string
-	Known []string
-}
-
-func (e *UnknownServerError) Error() string {
-	return fmt.Sprintf("no server named %q is configured (configured: %v)", e.Name, e.Known)
-}
-
 // Visible reports whether agent may see server at all: it is configured,
 // enabled, and the agent's servers list (if any) names it.
 func (h *Host) Visible(agent, server string) bool {
@@ -377,13 +344,6 @@ func (h *Host) visibleNames(agent string) []string {
 		}
 	}
 	return out
-}
-
-// Tool is a tool as an agent sees it.
-type Tool struct {
-	Name   string `json:"exposedName"` // mcp_<server>_<tool>, or under the server's prefix
-	Server string `json:"server"`
-	mcp.Tool
 }
 
 // ServerError is a server an operation could not reach; the operation
@@ -567,25 +527,6 @@ func cutDot(name string) (string, string, bool) {
 		}
 	}
 	return "", "", false
-}
-
-// UnknownToolError names a tool no server offers, with the nearest names.
-type UnknownToolError struct {
-	Name        string
-	Server      string
-	Suggestions []string
-}
-
-func (e *UnknownToolError) Error() string {
-	where := "any server"
-	if e.Server != "" {
-		where = "server " + fmt.Sprintf("%q", e.Server)
-	}
-	s := fmt.Sprintf("no tool %q on %s", e.Name, where)
-	if len(e.Suggestions) > 0 {
-		s += fmt.Sprintf("; did you mean %v?", e.Suggestions)
-	}
-	return s
 }
 
 // nearest returns up to three catalog tools close to name, by either of

@@ -160,17 +160,6 @@ func stringBlind(doc any) bool {
 	return true
 }
 
-// SchemaError is arguments or structured output that fail a tool's schema.
-type SchemaError struct {
-	Server, Tool string
-	What         string   // "arguments" or "structured output"
-	Problems     []string // "/field: rule", one per failed rule
-}
-
-func (e *SchemaError) Error() string {
-	return fmt.Sprintf("%s.%s: %s do not match the tool's schema: %s", e.Server, e.Tool, e.What, strings.Join(e.Problems, "; "))
-}
-
 // validate checks raw against c. raw is JSON already checked where it
 // came in (rawArgs, a filter's output decoded by encoding/json, a
 // result's frame), so it is not scanned again: a 1 MB argument was.

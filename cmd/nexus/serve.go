@@ -104,7 +104,7 @@ say where; a traceparent in a request's _meta is continued.`,
 			if err := h.OpenAudit(); err != nil {
 				return &exitError{exitUsage, err}
 			}
-			g := gateway.New(h, gateway.Options{Logger: log.Named("gateway"), Metrics: tel.Metrics()})
+			g := host.NewGateway(h, host.GatewayOptions{Logger: log.Named("gateway"), Metrics: tel.Metrics()})
 			defer g.Close()
 
 			// SIGINT and SIGTERM stop the gateway cleanly (exit 0): it stops

@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/nexus-mcp/nexus/host"
-	"github.com/nexus-mcp/nexus/internal/config"
-	"github.com/nexus-mcp/nexus/internal/diag"
 )
 
 // builtinConfig runs the built-in test server and defines the agent this
@@ -51,15 +49,15 @@ func main() {
 func run(ctx context.Context, out io.Writer, cfgPath, agent, tool string, args json.RawMessage) error {
 	// 1. Configuration: any mcpServers JSON (Claude, Cursor, VS Code) or
 	// nexus.hcl loads as it is; here either a file or JSON in memory.
-	var cfg *config.Config
+	var cfg *host.Config
 	var err error
 	if cfgPath != "" {
-		cfg, err = config.Load(config.Options{Files: []string{cfgPath}})
+		cfg, err = host.LoadConfig(host.ConfigOptions{Files: []string{cfgPath}})
 	} else {
-		cfg, err = config.Parse([]byte(builtinConfig), diag.Source{Layer: "embedded"})
+		cfg, err = host.ParseConfig([]byte(builtinConfig), "embedded")
 	}
 	if err != nil {
-		return err // a diag.Report: file, line, problem, fix
+		return err // a *host.Report: file, line, problem, fix
 	}
 
 	// 2. The host. Nothing runs until Start (or first use).

@@ -118,6 +118,10 @@ func TestDependencyRules(t *testing.T) {
 				bad = "internal/pluginwire is the wire between host and plugin, shared by both sides, and imports no other Nexus package"
 			case from == "internal/plugin" && to == "sdk/plugin":
 				bad = "the host's side of plugins speaks internal/pluginwire, never the plugin author's SDK"
+			case strings.HasPrefix(from, "internal/") && !strings.HasPrefix(from, "internal/cmd/") && to == "host":
+				bad = "the implementation never imports the facade, which imports it (internal/hostapi holds what both speak)"
+			case strings.HasPrefix(from, "examples/") && !publicPkg(to):
+				bad = "examples import only the public surface (host, host/mcp, sdk/*): an example is code to copy into another module"
 			case strings.HasPrefix(from, "filters/") && to != "sdk/filter" && to != "sdk/event":
 				bad = "filters import only sdk/filter and sdk/event"
 			case strings.HasPrefix(from, "plugins/") && !strings.HasPrefix(to, "sdk/"):
@@ -184,6 +188,13 @@ var public = map[string]string{
 	"sdk/filter/filtertest": "a filter author's tests",
 	"sdk/plugin":            "what a plugin author writes against",
 	"sdk/plugin/plugintest": "a plugin author's tests",
+}
+
+// publicPkg says whether another module may import path: the public
+// surface, or an extension or example folder (the copies are theirs).
+func publicPkg(path string) bool {
+	top, _, _ := strings.Cut(path, "/")
+	return public[path] != "" || top == "examples" || top == "filters" || top == "plugins"
 }
 
 func TestPublicSurface(t *testing.T) {

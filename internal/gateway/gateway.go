@@ -8,8 +8,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/internal/hostapi"
 	"github.com/nexus-mcp/nexus/internal/telemetry"
 )
 
@@ -28,11 +28,14 @@ type Options struct {
 	MaxRequests int
 	// Metrics, when set, counts the sessions.
 	Metrics *telemetry.Metrics
+	// Version is the serverInfo version clients see at initialize
+	// (host.NewGateway gives the host's).
+	Version string
 }
 
 // Gateway serves a host to MCP clients. It is safe for concurrent use.
 type Gateway struct {
-	h    *host.Host
+	h    Upstream
 	log  hclog.Logger
 	opts Options
 
@@ -45,7 +48,7 @@ type Gateway struct {
 // New makes a gateway in front of h. It takes over h's notification
 // handlers (log messages, list changes, resource updates of the
 // connections sessions share); create it before anything connects.
-func New(h *host.Host, o Options) *Gateway {
+func New(h Upstream, o Options) *Gateway {
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
@@ -58,8 +61,11 @@ func New(h *host.Host, o Options) *Gateway {
 	if o.MaxRequests <= 0 {
 		o.MaxRequests = 64
 	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
 	g := &Gateway{h: h, log: o.Logger, opts: o, sessions: map[*session]struct{}{}}
-	h.SetNotify(host.SessionOptions{
+	h.SetNotify(hostapi.SessionOptions{
 		OnLog:             func(server string, m mcp.LogMessage) { g.shared(func(s *session) { s.forwardLog(server, m) }) },
 		OnListChanged:     func(server, kind string) { g.shared(func(s *session) { s.listChanged(server, kind) }) },
 		OnResourceUpdated: func(server, uri string) { g.shared(func(s *session) { s.updated(server, uri) }) },
@@ -69,7 +75,7 @@ func New(h *host.Host, o Options) *Gateway {
 }
 
 // Host is the host the gateway serves.
-func (g *Gateway) Host() *host.Host { return g.h }
+func (g *Gateway) Host() Upstream { return g.h }
 
 // shared runs fn for every session on the shared connections.
 func (g *Gateway) shared(fn func(*session)) {

@@ -131,7 +131,7 @@ func newEnvOpts(t testing.TB, edit func(*config.Config), opts func(*host.Options
 		opts(&ho)
 	}
 	e.h = host.New(cfg, ho)
-	e.g = gateway.New(e.h, gateway.Options{PageSize: 3})
+	e.g = host.NewGateway(e.h, host.GatewayOptions{PageSize: 3})
 	t.Cleanup(func() {
 		e.g.Close()
 		e.h.Close()

@@ -13,10 +13,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/diag"
 	"github.com/nexus-mcp/nexus/internal/gateway/store"
+	"github.com/nexus-mcp/nexus/internal/hostapi"
 	"github.com/nexus-mcp/nexus/internal/policy"
 )
 
@@ -36,7 +36,7 @@ type session struct {
 	version    string // negotiated
 	ready      bool
 	unrestored bool              // restoring from the store failed: try again on the next request
-	up         *host.Host        // g.h, or the session's own (see the package doc)
+	up         Upstream          // g.h, or the session's own (see the package doc)
 	own        bool              // up is the session's own
 	level      int               // least severity of log messages sent; -1: the client set none
 	subs       map[string]string // subscribed URIs, by the server that has them
@@ -65,7 +65,7 @@ func (s *session) isOwn() bool {
 	return s.own
 }
 
-func (s *session) host() *host.Host {
+func (s *session) host() Upstream {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.up
@@ -93,7 +93,7 @@ var versions = []string{mcp.Version20251125, mcp.Version20250618, mcp.Version202
 
 // HandleRequest implements mcp.Handler.
 func (s *session) HandleRequest(ctx context.Context, method string, params json.RawMessage) (any, error) {
-	ctx = host.WithSession(ctx, s.id)
+	ctx = hostapi.WithSession(ctx, s.id)
 	if method == mcp.MethodInitialize {
 		return s.initialize(params)
 	}
@@ -200,7 +200,7 @@ func (s *session) initialize(params json.RawMessage) (any, error) {
 	return mcp.InitializeResult{
 		ProtocolVersion: version,
 		Capabilities:    caps,
-		ServerInfo:      mcp.Implementation{Name: "nexus", Title: "Nexus MCP gateway", Version: host.Version},
+		ServerInfo:      mcp.Implementation{Name: "nexus", Title: "Nexus MCP gateway", Version: s.g.opts.Version},
 		Instructions:    s.g.opts.Instructions,
 	}, nil
 }
@@ -208,8 +208,8 @@ func (s *session) initialize(params json.RawMessage) (any, error) {
 // sessionOptions are the handlers of the session's own upstream
 // connections: what servers ask goes to this client, on the stream of its
 // request in flight to that server.
-func (s *session) sessionOptions(c mcp.ClientCapabilities) host.SessionOptions {
-	o := host.SessionOptions{
+func (s *session) sessionOptions(c mcp.ClientCapabilities) hostapi.SessionOptions {
+	o := hostapi.SessionOptions{
 		Agent:             s.agent,
 		Session:           s.id,
 		OnLog:             s.forwardLog,
@@ -334,7 +334,7 @@ func listed[T, U any](s *session, method string, list []T, err error, params jso
 func (s *session) listTools(ctx context.Context, params json.RawMessage) (any, error) {
 	defer s.startListing()()
 	list, err := s.host().Tools(ctx, s.agent)
-	page, next, err := listed(s, mcp.MethodToolsList, list, err, params, func(t host.Tool) mcp.Tool {
+	page, next, err := listed(s, mcp.MethodToolsList, list, err, params, func(t hostapi.Tool) mcp.Tool {
 		out := t.Tool
 		out.Name = t.Name
 		// The gateway runs any tool as a task (tasks.go), and one its
@@ -351,7 +351,7 @@ func (s *session) listTools(ctx context.Context, params json.RawMessage) (any, e
 func (s *session) listResources(ctx context.Context, params json.RawMessage) (any, error) {
 	defer s.startListing()()
 	list, err := s.host().Resources(ctx, s.agent)
-	page, next, err := listed(s, mcp.MethodResourcesList, list, err, params, func(r host.Resource) mcp.Resource { return r.Resource })
+	page, next, err := listed(s, mcp.MethodResourcesList, list, err, params, func(r hostapi.Resource) mcp.Resource { return r.Resource })
 	if err != nil {
 		return nil, err
 	}
@@ -361,7 +361,7 @@ func (s *session) listResources(ctx context.Context, params json.RawMessage) (an
 func (s *session) listTemplates(ctx context.Context, params json.RawMessage) (any, error) {
 	defer s.startListing()()
 	list, err := s.host().Templates(ctx, s.agent)
-	page, next, err := listed(s, mcp.MethodResourcesTemplatesList, list, err, params, func(t host.Template) mcp.ResourceTemplate { return t.ResourceTemplate })
+	page, next, err := listed(s, mcp.MethodResourcesTemplatesList, list, err, params, func(t hostapi.Template) mcp.ResourceTemplate { return t.ResourceTemplate })
 	if err != nil {
 		return nil, err
 	}
@@ -468,9 +468,9 @@ func (s *session) callTool(ctx context.Context, params json.RawMessage) (any, er
 // nctx.
 func (s *session) call(ctx, nctx context.Context, p mcp.CallToolParams) (any, error) {
 	h := s.host()
-	var o *host.CallOptions
+	var o *hostapi.CallOptions
 	if tok := p.Meta["progressToken"]; len(tok) > 0 {
-		o = &host.CallOptions{OnProgress: func(pr mcp.Progress) {
+		o = &hostapi.CallOptions{OnProgress: func(pr mcp.Progress) {
 			pr.ProgressToken = tok
 			if err := s.peer.Notify(nctx, mcp.NotificationProgress, pr); err != nil {
 				s.g.log.Debug("forwarding progress failed", "error", err)
@@ -485,7 +485,7 @@ func (s *session) call(ctx, nctx context.Context, p mcp.CallToolParams) (any, er
 		defer s.untrack(server, s.track(ctx, server))
 	}
 	if tc := traceContext(p.Meta); tc != nil {
-		ctx = host.WithTraceContext(ctx, tc)
+		ctx = hostapi.WithTraceContext(ctx, tc)
 	}
 	res, err := h.CallTool(ctx, s.agent, p.Name, args, o)
 	if err != nil {
@@ -862,9 +862,9 @@ func rpcErrorOf(err error) error {
 	}
 	var (
 		rerr   *mcp.RPCError
-		ut     *host.UnknownToolError
-		us     *host.UnknownServerError
-		schema *host.SchemaError
+		ut     *hostapi.UnknownToolError
+		us     *hostapi.UnknownServerError
+		schema *hostapi.SchemaError
 		rep    *diag.Report
 	)
 	switch {

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/gateway/store"
 )
@@ -76,7 +75,7 @@ func (s *session) apply(rec *store.Session) (added map[string]string) {
 
 // takeUp subscribes this replica's upstream connections to what the
 // session subscribed to on another, in the background.
-func (s *session) takeUp(up *host.Host, subs map[string]string) {
+func (s *session) takeUp(up Upstream, subs map[string]string) {
 	if len(subs) == 0 {
 		return
 	}

@@ -8,7 +8,7 @@
 //
 // Run it through `make conformance`; by hand:
 //
-//	go build -o /tmp/cc ./examples/conformance-client
+//	go build -o /tmp/cc ./internal/cmd/conformance-client
 //	node tools/npm/node_modules/@modelcontextprotocol/conformance/dist/index.js \
 //	    client --command "/tmp/cc" --suite all
 //

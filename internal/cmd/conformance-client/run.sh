@@ -9,7 +9,7 @@
 # Usage: run.sh CLIENT_BINARY [RESULTS_DIR]
 set -euo pipefail
 
-root="$(cd "$(dirname "$0")/../.." && pwd)"
+root="$(cd "$(dirname "$0")/../../.." && pwd)"
 client="${1:?usage: run.sh CLIENT_BINARY [RESULTS_DIR]}"
 results="${2:-$root/bin/conformance-results}"
 want=26 # the client scenarios of conformance 0.1.16 (`... list --client`)

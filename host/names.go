@@ -1,0 +1,93 @@
+package host
+
+import (
+	"context"
+
+	"github.com/nexus-mcp/nexus/internal/hostapi"
+	"github.com/nexus-mcp/nexus/internal/policy"
+	"github.com/nexus-mcp/nexus/internal/registry"
+)
+
+// The types below are implemented under internal/ and named here, so an
+// embedder can write them without importing what it cannot import.
+
+// Status is what Servers reports of one server: its config, whether it is
+// connected and why not, and what it offered.
+type Status = registry.Status
+
+// Dialer opens a session to one server and runs the initialize handshake
+// (Options.Dial); its errors should already say which server.
+type Dialer = registry.Dialer
+
+// Confirmer asks a person before a trusted agent's first use of a server
+// (Options.Confirm); an error denies.
+type Confirmer = policy.Confirmer
+
+// ConfirmRequest is what a Confirmer asks about.
+type ConfirmRequest = policy.ConfirmRequest
+
+// Answer is a person's reply to a ConfirmRequest.
+type Answer = policy.Answer
+
+// The answers a Confirmer gives.
+const (
+	AnswerNo         = policy.No         // deny this call
+	AnswerYes        = policy.Yes        // allow this call
+	AnswerAlways     = policy.Always     // allow this and every later use of the server
+	AnswerAlwaysTool = policy.AlwaysTool // allow this and every later call of this tool
+)
+
+// Approvals remember a person's "always" answers (Options.Approvals).
+type Approvals = policy.Approvals
+
+// Flag is what a policy said of a tool's definition (Review).
+type Flag = policy.Flag
+
+// DeniedError is a request the chain refused: Link says which link (the
+// permission check, a rule, a filter or plugin) and the error why.
+type DeniedError = policy.DeniedError
+
+// Tool is a tool an agent may use: its exposed name (what an LLM calls it),
+// its server and its definition as the server gave it.
+type Tool = hostapi.Tool
+
+// Resource is a resource with the server that offers it.
+type Resource = hostapi.Resource
+
+// Template is a resource template with its server.
+type Template = hostapi.Template
+
+// Prompt is a prompt with its server.
+type Prompt = hostapi.Prompt
+
+// CallOptions tune one call: where its progress goes, its timeout.
+type CallOptions = hostapi.CallOptions
+
+// SessionOptions say where a session's server-initiated requests and
+// notifications go (NewSession, SetNotify): whom it acts for, the roots,
+// sampling and elicitation handlers, and the log, list-change, resource
+// update and state-change callbacks.
+type SessionOptions = hostapi.SessionOptions
+
+// UnknownServerError names a server that is not configured.
+type UnknownServerError = hostapi.UnknownServerError
+
+// UnknownToolError names a tool no server offers, with the nearest names.
+type UnknownToolError = hostapi.UnknownToolError
+
+// SchemaError says which of a call's arguments, or of a result's
+// structured output, broke the tool's schema, and how.
+type SchemaError = hostapi.SchemaError
+
+// WithSession names, for the audit log, the downstream session a request
+// comes from (the gateway's).
+func WithSession(ctx context.Context, id string) context.Context {
+	return hostapi.WithSession(ctx, id)
+}
+
+// WithTraceContext hands a request's W3C trace context (its _meta's
+// "traceparent" and "tracestate") to the host, whose span then continues
+// it.
+func WithTraceContext(ctx context.Context, meta map[string]string) context.Context {
+	return hostapi.WithTraceContext(ctx, meta)
+}

@@ -1,0 +1,136 @@
+package hostapi
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/internal/ctxval"
+)
+
+// CallOptions change one call.
+type CallOptions struct {
+	// OnProgress receives the server's progress notifications.
+	OnProgress func(mcp.Progress)
+	// Timeout overrides the request timeout.
+	Timeout time.Duration
+}
+
+// Resource is a resource with the server that offers it.
+type Resource struct {
+	Server string `json:"server"`
+	mcp.Resource
+}
+
+// Template is a resource template with its server.
+type Template struct {
+	Server string `json:"server"`
+	mcp.ResourceTemplate
+}
+
+// Prompt is a prompt with its server.
+type Prompt struct {
+	Server string `json:"server"`
+	mcp.Prompt
+}
+
+// SessionOptions are the handlers of a session's own upstream connections
+// (see NewSession). A nil handler leaves its capability undeclared
+// upstream, so servers do not send that kind of request.
+type SessionOptions struct {
+	// Agent is whom the session's server-initiated requests go to, as the
+	// chain's events say.
+	Agent string
+	// Session names the downstream session in the audit log.
+	Session     string
+	Roots       mcp.RootsHandler
+	Sampling    func(server string) mcp.SamplingHandler
+	Elicitation func(server string) mcp.ElicitationHandler
+	// OnLog receives the servers' log messages, OnListChanged their
+	// list_changed notifications (kind: "tools", "resources" or
+	// "prompts") once the list is refreshed, OnResourceUpdated their
+	// resources/updated notifications, OnChange every change of a
+	// server's state or lists.
+	OnLog             func(server string, m mcp.LogMessage)
+	OnListChanged     func(server, kind string)
+	OnResourceUpdated func(server, uri string)
+	OnChange          func(server string)
+}
+
+// UnknownServerError names a server that is not configured.
+type UnknownServerError struct {
+	Name  string
+	Known []string
+}
+
+func (e *UnknownServerError) Error() string {
+	return fmt.Sprintf("no server named %q is configured (configured: %v)", e.Name, e.Known)
+}
+
+// Tool is a tool as an agent sees it.
+type Tool struct {
+	Name   string `json:"exposedName"` // mcp_<server>_<tool>, or under the server's prefix
+	Server string `json:"server"`
+	mcp.Tool
+}
+
+// UnknownToolError names a tool no server offers, with the nearest names.
+type UnknownToolError struct {
+	Name        string
+	Server      string
+	Suggestions []string
+}
+
+func (e *UnknownToolError) Error() string {
+	where := "any server"
+	if e.Server != "" {
+		where = "server " + fmt.Sprintf("%q", e.Server)
+	}
+	s := fmt.Sprintf("no tool %q on %s", e.Name, where)
+	if len(e.Suggestions) > 0 {
+		s += fmt.Sprintf("; did you mean %v?", e.Suggestions)
+	}
+	return s
+}
+
+// SchemaError is arguments or structured output that fail a tool's schema.
+type SchemaError struct {
+	Server, Tool string
+	What         string   // "arguments" or "structured output"
+	Problems     []string // "/field: rule", one per failed rule
+}
+
+func (e *SchemaError) Error() string {
+	return fmt.Sprintf("%s.%s: %s do not match the tool's schema: %s", e.Server, e.Tool, e.What, strings.Join(e.Problems, "; "))
+}
+
+type metaKey struct{}
+
+// WithTraceContext hands a request's W3C trace context (its _meta's
+// "traceparent" and "tracestate") to the host, whose span then continues
+// it.
+func WithTraceContext(ctx context.Context, meta map[string]string) context.Context {
+	return ctxval.With(ctx, metaKey{}, meta)
+}
+
+type sessionKey struct{}
+
+// WithSession names, for the audit log, the downstream session a
+// request comes from (the gateway's).
+func WithSession(ctx context.Context, id string) context.Context {
+	return ctxval.With(ctx, sessionKey{}, id)
+}
+
+// SessionFrom is the downstream session WithSession named, if any.
+func SessionFrom(ctx context.Context) (string, bool) {
+	id, ok := ctx.Value(sessionKey{}).(string)
+	return id, ok
+}
+
+// TraceContextFrom is the trace context WithTraceContext handed over, if any.
+func TraceContextFrom(ctx context.Context) map[string]string {
+	meta, _ := ctx.Value(metaKey{}).(map[string]string)
+	return meta
+}
