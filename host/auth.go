@@ -24,7 +24,7 @@ type AuthOptions struct {
 	NoStore bool
 	// Opener shows an authorization URL to the person; Out receives the
 	// default Opener's instructions.
-	Opener auth.Opener
+	Opener Opener
 	Out    io.Writer
 }
 

@@ -23,7 +23,7 @@ import (
 // arguments against the tool's inputSchema, the server, validation of
 // structuredContent against its outputSchema, the sanitizers, the output cap.
 //
-// A refusal is a *policy.DeniedError naming the link that decided. A tool
+// A refusal is a *DeniedError naming the link that decided. A tool
 // that ran and failed returns a result with IsError set.
 func (h *Host) CallTool(ctx context.Context, agent, name string, args any, o *CallOptions) (*mcp.CallToolResult, error) {
 	if !h.observing() {

@@ -18,9 +18,9 @@ type Verdict struct {
 	// schema) and configured (the policies, the tools/list review, the
 	// sanitizers on a sample result), each with its action, reason,
 	// source and time.
-	Steps []policy.Step
-	// Err is the refusal (a *policy.DeniedError, a *SchemaError, a
-	// *policy.WithheldError) or nil when the call would go through.
+	Steps []Step
+	// Err is the refusal (a *DeniedError, a *SchemaError, a
+	// *WithheldError) or nil when the call would go through.
 	Err error
 	// Result is the sample result as the sanitizers left it; Raw is
 	// that of a read or a prompt (DryRunRequest), as JSON.

@@ -15,11 +15,9 @@ import (
 	"github.com/nexus-mcp/nexus/internal/audit"
 	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/diag"
-	"github.com/nexus-mcp/nexus/internal/lock"
 	"github.com/nexus-mcp/nexus/internal/plugin"
 	"github.com/nexus-mcp/nexus/internal/policy"
 	"github.com/nexus-mcp/nexus/internal/registry"
-	"github.com/nexus-mcp/nexus/internal/telemetry"
 	"github.com/nexus-mcp/nexus/internal/transport/stdio"
 	"github.com/nexus-mcp/nexus/internal/wasm"
 	"github.com/nexus-mcp/nexus/sdk/event"
@@ -44,16 +42,16 @@ type Options struct {
 
 	// Confirm asks a person before a trusted agent's first use of a server;
 	// nil denies where it would ask.
-	Confirm policy.Confirmer
+	Confirm Confirmer
 	// Lock, when set, is the tool lockfile the host enforces: tools not
-	// pinned as they are now are withheld (locked.go).
-	Lock *lock.Lock
+	// pinned as they are now are withheld (ReadLock reads it).
+	Lock *Lock
 	// Approvals remember a person's "always" answers across processes
-	// (policy.OpenApprovals keeps them in a file); nil: for this process.
-	Approvals policy.Approvals
+	// (OpenApprovals keeps them in a file); nil: for this process.
+	Approvals Approvals
 	// Links are the filters (WASM, plugins) that run after the built-in
 	// permission check, in order.
-	Links []policy.Entry
+	Links []Entry
 
 	// Handlers for requests servers send; nil leaves the capability out.
 	// Roots defaults to the config's roots when it has any.
@@ -66,11 +64,11 @@ type Options struct {
 	OnChange func(server string)
 	// Audit, when set, is the audit log every decision point is recorded
 	// in; nil opens the config's audit block's, if it has one.
-	Audit *audit.Writer
+	Audit *AuditLog
 	// Telemetry, when set, traces every request (a span with a child per
 	// link, continuing a traceparent the request carries and passing it
 	// upstream) and counts them for Prometheus.
-	Telemetry *telemetry.Telemetry
+	Telemetry *Telemetry
 	// OnToolDecision is told each time a tool's definition decides what
 	// an agent gets: the lockfile or a tools/list policy withholds it (in
 	// a listing or a call) or a policy flags it. Audit records them.
@@ -81,11 +79,11 @@ type Options struct {
 	CloseGrace time.Duration
 	// Dial replaces the built-in transports, for tests and embedders with
 	// their own; nil uses stdio (and the others as they are configured).
-	Dial registry.Dialer
+	Dial Dialer
 	// Transport, if set, opens every server's connection instead of the
 	// built-in transports; unlike Dial, the session on it is still made by
 	// the host, with its handlers (sampling, elicitation, roots, hooks).
-	Transport func(ctx context.Context, srv *config.Server) (mcp.Conn, error)
+	Transport func(ctx context.Context, srv *Server) (mcp.Conn, error)
 	// Auth configures the OAuth clients of HTTP servers (where tokens are
 	// kept, how a person is shown an authorization URL).
 	Auth AuthOptions
@@ -163,7 +161,7 @@ type builtCatalog struct {
 }
 
 // New makes a host for cfg. Nothing connects until Start or first use.
-func New(cfg *config.Config, opts Options) *Host {
+func New(cfg *Config, opts Options) *Host {
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}
@@ -264,14 +262,14 @@ func (h *Host) changed(server string) {
 }
 
 // Config is the configuration the host runs.
-func (h *Host) Config() *config.Config { return h.cfg }
+func (h *Host) Config() *Config { return h.cfg }
 
 // Start connects every enabled server concurrently and returns when all
 // have connected or failed; failures are kept for Servers.
 func (h *Host) Start(ctx context.Context) { h.reg.Start(ctx) }
 
 // Servers reports every configured server with its connection state.
-func (h *Host) Servers() []registry.Status { return h.reg.Status() }
+func (h *Host) Servers() []Status { return h.reg.Status() }
 
 // Connect connects one server on behalf of agent (the shell's /mcp connect).
 func (h *Host) Connect(ctx context.Context, agent, server string, shared bool) error {
@@ -707,10 +705,10 @@ func rawArgs(args any) (json.RawMessage, error) {
 }
 
 // Fingerprints are what each of cfg's servers is for a remembered approval
-// (policy.FileApprovals): its transport and what it runs or reaches. A
+// (OpenApprovals): its transport and what it runs or reaches. A
 // server whose command, arguments, working directory, URL or transport
 // plugin changed is a different server, asked about again.
-func Fingerprints(cfg *config.Config) map[string]string {
+func Fingerprints(cfg *Config) map[string]string {
 	out := make(map[string]string, len(cfg.Servers))
 	for _, s := range cfg.Servers {
 		parts := []string{s.Type}

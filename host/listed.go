@@ -209,7 +209,7 @@ func (h *Host) callListed(ctx context.Context, agent, server string, t *mcp.Tool
 // server), as agent would list them together, and returns each flagged
 // tool's flags by server and tool name: what nexus lock refuses to pin. A
 // tool a policy withholds without flags (an allowlist) is not flagged.
-func (h *Host) Review(ctx context.Context, agent string, defs map[string][]mcp.Tool) (map[string]map[string][]policy.Flag, error) {
+func (h *Host) Review(ctx context.Context, agent string, defs map[string][]mcp.Tool) (map[string]map[string][]Flag, error) {
 	if err := h.loadChain(ctx); err != nil {
 		return nil, err
 	}

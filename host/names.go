@@ -3,6 +3,9 @@ package host
 import (
 	"context"
 
+	"github.com/nexus-mcp/nexus/internal/audit"
+	"github.com/nexus-mcp/nexus/internal/auth"
+
 	"github.com/nexus-mcp/nexus/internal/hostapi"
 	"github.com/nexus-mcp/nexus/internal/policy"
 	"github.com/nexus-mcp/nexus/internal/registry"
@@ -91,3 +94,33 @@ func WithSession(ctx context.Context, id string) context.Context {
 func WithTraceContext(ctx context.Context, meta map[string]string) context.Context {
 	return hostapi.WithTraceContext(ctx, meta)
 }
+
+// Link is one step of the chain an embedder adds (Options.Links): it sees
+// the events of its kind and decides (sdk/event's Decision). Entry places
+// it: its kind, which events it sees, what a failure means, shadow mode.
+type (
+	Link  = policy.Link
+	Entry = policy.Entry
+	Match = policy.Match
+	Kind  = policy.Kind
+)
+
+// The kinds of link: a policy sees requests, a sanitizer responses.
+const (
+	KindPolicy    = policy.KindPolicy
+	KindSanitizer = policy.KindSanitizer
+)
+
+// AuditLog is the hash-chained audit log (Options.Audit); OpenAudit opens
+// the one the config's audit block names.
+type AuditLog = audit.Writer
+
+// Opener shows a person an authorization URL (AuthOptions.Opener).
+type Opener = auth.Opener
+
+// Step is one check a request went through, in a Verdict: the link, what
+// it decided and why, where it is defined, how long it took.
+type Step = policy.Step
+
+// WithheldError is a tool the lockfile or a tools/list policy withheld.
+type WithheldError = policy.WithheldError

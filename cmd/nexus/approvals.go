@@ -33,7 +33,7 @@ func (a *app) approvals(cfg *config.Config) policy.Approvals {
 	if path == "" {
 		return nil
 	}
-	store, err := policy.OpenApprovals(path, host.Fingerprints(cfg))
+	store, err := host.OpenApprovals(path, cfg)
 	if err != nil {
 		fmt.Fprintf(a.stderr, "Warning: %v; \"always\" answers last this process only\n", err)
 		return nil

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -53,7 +52,7 @@ reviewers see them and later runs accept the same definition again.`,
 			}
 			defer h.Close()
 			if path == "" {
-				path = lockPath(a.cfg)
+				path = host.LockPath(a.cfg)
 			}
 			pinned, err := lock.Read(path)
 			switch {
@@ -190,20 +189,11 @@ func screen(live, old *lock.Server, flags map[string][]policy.Flag, accept bool)
 	return refused
 }
 
-// lockPath is where the lockfile of cfg is: nexus.lock.hcl beside its
-// first config file (the working directory for the built-in default).
-func lockPath(cfg *config.Config) string {
-	if len(cfg.Files) > 0 && cfg.Files[0].Path != "" {
-		return filepath.Join(filepath.Dir(cfg.Files[0].Path), lock.FileName)
-	}
-	return lock.FileName
-}
-
 // readLock reads cfg's lockfile for enforcement: none is nil; a broken one
 // stops the command, since running unpinned would be silent. Entries of
 // servers the config no longer has are said (nexus lock drops them).
 func (a *app) readLock(cfg *config.Config) (*lock.Lock, error) {
-	path := lockPath(cfg)
+	path := host.LockPath(cfg)
 	l, err := lock.Read(path)
 	if err != nil {
 		return nil, &exitError{exitUsage, err}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/telemetry"
 )
@@ -17,11 +18,7 @@ import (
 // with metrics, Prometheus metrics. Spans still queued are sent when the command ends, for at most
 // five seconds.
 func (a *app) telemetry(cfg *config.Config, metrics bool) (*telemetry.Telemetry, error) {
-	o := telemetry.Options{Metrics: metrics}
-	if b := cfg.Telemetry; b != nil {
-		o.Tracing, o.Endpoint, o.Protocol, o.ServiceName = true, b.Endpoint, b.Protocol, b.ServiceName
-	}
-	t, err := telemetry.New(context.Background(), o)
+	t, err := host.OpenTelemetry(cfg, metrics)
 	if err != nil {
 		return nil, &exitError{exitUsage, err}
 	}

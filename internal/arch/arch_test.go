@@ -2,9 +2,11 @@ package arch
 
 import (
 	"encoding/json"
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"io"
+	"io/fs"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -210,4 +212,81 @@ func TestPublicSurface(t *testing.T) {
 			t.Errorf("%s can be imported by other modules but is not part of the public surface; move it under internal/ (or, if embedders or authors need it, add it to public with why)", path)
 		}
 	}
+}
+
+// TestFacadeNamesItsTypes: what the host facade's exported functions,
+// methods and struct fields take and return is named in host itself (an
+// alias where the implementation lives under internal/), so an embedder
+// can write every type it meets. Alias declarations are where the names
+// come from and are not checked.
+func TestFacadeNamesItsTypes(t *testing.T) {
+	dir := filepath.Join(testenv.Root(t), "host")
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, dir, func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pkgs {
+		for _, f := range p.Files {
+			internal := map[string]bool{} // local names of imported internal packages
+			for _, im := range f.Imports {
+				path := strings.Trim(im.Path.Value, `"`)
+				if !strings.Contains(path, "/internal/") {
+					continue
+				}
+				local := path[strings.LastIndex(path, "/")+1:]
+				if im.Name != nil {
+					local = im.Name.Name
+				}
+				internal[local] = true
+			}
+			check := func(where string, n ast.Node) {
+				ast.Inspect(n, func(n ast.Node) bool {
+					if sel, ok := n.(*ast.SelectorExpr); ok {
+						if id, ok := sel.X.(*ast.Ident); ok && internal[id.Name] {
+							t.Errorf("%s: %s uses %s.%s; name it in host (type X = %s.%s) and use that", fset.Position(n.Pos()), where, id.Name, sel.Sel.Name, id.Name, sel.Sel.Name)
+						}
+					}
+					return true
+				})
+			}
+			for _, d := range f.Decls {
+				switch d := d.(type) {
+				case *ast.FuncDecl:
+					if !d.Name.IsExported() || (d.Recv != nil && !exportedRecv(d.Recv)) {
+						continue
+					}
+					check(d.Name.Name, d.Type)
+				case *ast.GenDecl:
+					for _, s := range d.Specs {
+						ts, ok := s.(*ast.TypeSpec)
+						if !ok || !ts.Name.IsExported() || ts.Assign != 0 {
+							continue
+						}
+						st, ok := ts.Type.(*ast.StructType)
+						if !ok {
+							check(ts.Name.Name, ts.Type)
+							continue
+						}
+						for _, fld := range st.Fields.List {
+							for _, fn := range fld.Names {
+								if fn.IsExported() {
+									check(ts.Name.Name+"."+fn.Name, fld.Type)
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func exportedRecv(r *ast.FieldList) bool {
+	typ := r.List[0].Type
+	if s, ok := typ.(*ast.StarExpr); ok {
+		typ = s.X
+	}
+	id, ok := typ.(*ast.Ident)
+	return ok && id.IsExported()
 }
