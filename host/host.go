@@ -102,13 +102,10 @@ type Host struct {
 	reg   *registry.Registry
 	root  bool // made by New: Close also stops the shared extensions
 
-	mu     sync.Mutex
-	stdio  map[string]*stdio.Conn // live stdio transports, for stderr in errors
-	catGen uint64                 // bumped on every change; catalogs are rebuilt lazily
-	// catalogs are by agent: each holds only what the agent may see, so
-	// one agent's lookups never resolve a tool it cannot use (the names
-	// themselves are the same for every agent; see namer).
-	catalogs map[string]builtCatalog
+	cats registry.Catalogs // each agent's, rebuilt after any change
+
+	mu       sync.Mutex
+	stdio    map[string]*stdio.Conn  // live stdio transports, for stderr in errors
 	listv    map[listKey]listVerdict // by agent, server and tool (listed.go)
 	logLevel mcp.LoggingLevel        // set by SetLogLevel; servers that connect later get it too
 }
@@ -154,12 +151,6 @@ type hooks struct {
 	onUpdated     func(server, uri string)
 }
 
-type builtCatalog struct {
-	cat  *registry.Catalog
-	gen  uint64            // catGen it was built at
-	vers map[string]uint64 // each server's tool list version (mcp.Client.ToolsVersion)
-}
-
 // New makes a host for cfg. Nothing connects until Start or first use.
 func New(cfg *Config, opts Options) *Host {
 	if opts.Logger == nil {
@@ -188,7 +179,7 @@ func New(cfg *Config, opts Options) *Host {
 }
 
 func newHost(c *core, hk hooks, root bool) *Host {
-	h := &Host{core: c, hooks: hk, root: root, stdio: map[string]*stdio.Conn{}, catalogs: map[string]builtCatalog{}}
+	h := &Host{core: c, hooks: hk, root: root, stdio: map[string]*stdio.Conn{}}
 	dial := c.opts.Dial
 	if dial == nil {
 		dial = h.dial
@@ -250,9 +241,7 @@ func agents(cfg *config.Config) []policy.Agent {
 }
 
 func (h *Host) changed(server string) {
-	h.mu.Lock()
-	h.catGen++
-	h.mu.Unlock()
+	h.cats.Invalidate()
 	if m := h.opts.Telemetry.Metrics(); m != nil {
 		m.Upstream(server, h.reg.Connected(server))
 	}
@@ -394,14 +383,14 @@ func (h *Host) Tools(ctx context.Context, agent string) ([]Tool, error) {
 		return nil, err
 	}
 	b, err := h.buildCatalog(ctx, agent)
-	cat := b.cat
+	cat := b.Catalog
 	var l *event.Listing
 	var out []Tool
 	for _, e := range cat.Entries {
 		if !h.perms.ToolAllowed(agent, e.Server, e.Tool.Name) {
 			continue
 		}
-		if why := h.withheld(e.Server, &e.Tool, b.vers[e.Server]); why != "" {
+		if why := h.withheld(e.Server, &e.Tool, b.Vers[e.Server]); why != "" {
 			h.toolDecision(ToolDecision{Agent: agent, Server: e.Server, Tool: e.Tool.Name, Method: mcp.MethodToolsList, Link: "lock", Withheld: true, Reason: why})
 			continue
 		}
@@ -409,7 +398,7 @@ func (h *Host) Tools(ctx context.Context, agent string) ([]Tool, error) {
 			if l == nil {
 				l = listing(cat.Entries)
 			}
-			if h.listed(ctx, agent, e.Server, &e.Tool, func() *event.Listing { return l }, b.gen, b.vers[e.Server], true) != nil {
+			if h.listed(ctx, agent, e.Server, &e.Tool, func() *event.Listing { return l }, b.Gen, b.Vers[e.Server], true) != nil {
 				continue
 			}
 		}
@@ -437,10 +426,8 @@ func (h *Host) mayList(ctx context.Context, agent, method string) error {
 // buildCatalog names the tools of every server agent can see (connecting
 // them) and keeps the catalog for the agent's name lookups, so a name
 // Tools returned resolves to that very tool.
-func (h *Host) buildCatalog(ctx context.Context, agent string) (builtCatalog, error) {
-	h.mu.Lock()
-	gen := h.catGen
-	h.mu.Unlock()
+func (h *Host) buildCatalog(ctx context.Context, agent string) (registry.Built, error) {
+	gen := h.cats.Gen()
 	var mu sync.Mutex
 	lists := map[string][]mcp.Tool{}
 	vers := map[string]uint64{}
@@ -457,10 +444,8 @@ func (h *Host) buildCatalog(ctx context.Context, agent string) (builtCatalog, er
 		mu.Unlock()
 		return nil
 	})
-	b := builtCatalog{registry.NewCatalog(lists, h.namer()), gen, vers}
-	h.mu.Lock()
-	h.catalogs[agent] = b
-	h.mu.Unlock()
+	b := registry.Built{Catalog: registry.NewCatalog(lists, h.namer()), Gen: gen, Vers: vers}
+	h.cats.Put(agent, b)
 	return b, err
 }
 
@@ -495,17 +480,14 @@ func (h *Host) resolve(ctx context.Context, agent, name string) (server, tool st
 	if s, t, ok := cutDot(name); ok && h.cfg.Server(s) != nil {
 		return s, t, nil
 	}
-	h.mu.Lock()
-	b, ok := h.catalogs[agent]
-	fresh := ok && b.gen == h.catGen
-	h.mu.Unlock()
+	b, _, fresh := h.cats.Get(agent)
 	if fresh {
-		if e, ok := b.cat.Lookup(name); ok {
+		if e, ok := b.Catalog.Lookup(name); ok {
 			return e.Server, e.Tool.Name, nil
 		}
 	}
 	b, _ = h.buildCatalog(ctx, agent)
-	cat := b.cat
+	cat := b.Catalog
 	if e, ok := cat.Lookup(name); ok {
 		return e.Server, e.Tool.Name, nil
 	}

@@ -24,7 +24,7 @@ import (
 
 // listVerdict is the chain's verdict on listing one tool to one agent.
 type listVerdict struct {
-	gen   uint64        // catGen it was reached at: the listing it saw
+	gen   uint64        // the catalog generation it was reached at: the listing it saw
 	ver   uint64        // the version of the server's tool list: the definition it saw
 	full  bool          // with the agent's whole listing (Tools), not a call's partial one
 	err   error         // the *policy.DeniedError that withholds the tool, or nil
@@ -171,17 +171,13 @@ func (h *Host) listed(ctx context.Context, agent, server string, t *mcp.Tool, l 
 // fresh, else the tools of the servers already connected (a nexus call
 // connects one server only), so it never connects a server for this.
 func (h *Host) callListed(ctx context.Context, agent, server string, t *mcp.Tool, ver uint64) error {
-	h.mu.Lock()
-	gen := h.catGen
-	b, fresh := h.catalogs[agent]
-	fresh = fresh && b.gen == gen
-	h.mu.Unlock()
+	b, gen, fresh := h.cats.Get(agent)
 	// The listing is built only when the verdict is not cached: a call
 	// then costs one map lookup.
 	l := func() *event.Listing {
 		var entries []registry.Entry
 		if fresh {
-			entries = b.cat.Entries
+			entries = b.Catalog.Entries
 		} else {
 			for name, c := range h.reg.Live(agent) {
 				if tools, ok := c.CachedTools(); ok {
