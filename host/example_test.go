@@ -127,3 +127,36 @@ func ExampleNewGateway() {
 	// mcp_ts_echo
 	// through the gateway
 }
+
+// Configuration comes as nexus.hcl or any mcpServers JSON; a mistake is a
+// *host.Report that says where it is and how to fix it.
+func ExampleParseConfig() {
+	cfg, err := host.ParseConfig([]byte(`
+server "files" {
+  stdio {
+    command = "npx"
+    args    = ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"]
+  }
+}
+agent "bot" {
+  permission = "trusted"
+  allow      = ["files.read_*"]
+}
+`), "nexus.hcl")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, s := range cfg.Servers {
+		fmt.Println(s.Name, s.Type, s.Command[0])
+	}
+
+	_, err = host.ParseConfig([]byte(`{"mcpServers": {"files": {"command": 42}}}`), "claude.json")
+	var rep *host.Report
+	if errors.As(err, &rep) {
+		fmt.Println(rep.Source.File, rep.Source.Line)
+	}
+	// Output:
+	// files stdio npx
+	// claude.json 1
+}

@@ -1,4 +1,8 @@
-// Package arch holds the test that pins the dependency rules of
-// ARCHITECTURE.md, so an arrow that must never exist fails the build's
-// tests instead of waiting for a review to notice it.
+// Package arch holds the tests that pin the shape of the house
+// (ARCHITECTURE.md): the dependency rules between packages, the public
+// surface (what another module may import: host, host/mcp and sdk/*; the
+// implementation lives under internal/), that the facade names every type
+// it speaks, and that each package's comment is in its doc.go. An arrow
+// that must never exist fails the tests instead of waiting for a review to
+// notice it.
 package arch
