@@ -20,6 +20,7 @@ import (
 	"github.com/nexus-mcp/nexus/internal/registry"
 	"github.com/nexus-mcp/nexus/internal/transport/stdio"
 	"github.com/nexus-mcp/nexus/internal/wasm"
+	"github.com/nexus-mcp/nexus/internal/wire"
 	"github.com/nexus-mcp/nexus/sdk/event"
 )
 
@@ -674,7 +675,7 @@ func rawArgs(args any) (json.RawMessage, error) {
 		return json.RawMessage("{}"), nil
 	case json.RawMessage:
 		// Checked here, once: it is spliced into the request as it is.
-		if !mcp.ValidJSON(a) {
+		if !wire.ValidJSON(a) {
 			return nil, errors.New("encoding arguments: the json.RawMessage given as arguments is not one valid JSON value")
 		}
 		return a, nil

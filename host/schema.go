@@ -14,8 +14,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/schemaerr"
+	"github.com/nexus-mcp/nexus/internal/wire"
 )
 
 // schemas compiles tool schemas once and keeps them by content, so a tool
@@ -189,7 +189,7 @@ func (c *compiled) validate(raw json.RawMessage) ([]string, error) {
 // (objects as map[string]any, arrays as []any, numbers exact as
 // json.Number) for the validator. It is on every call's path, where a
 // json.Decoder costs more than the validation itself, so a document that
-// mcp.ValidJSON accepts is taken apart here in one pass; anything else gets
+// wire.ValidJSON accepts is taken apart here in one pass; anything else gets
 // the library's error.
 //
 // The strings and numbers it returns share data's memory: the value lives
@@ -198,7 +198,7 @@ func (c *compiled) validate(raw json.RawMessage) ([]string, error) {
 // reads no string's contents) every string value is "": the validator
 // copies each string it is given, whatever the schema.
 func decodeJSON(data []byte, blind bool) (any, error) {
-	if !mcp.ValidJSON(data) {
+	if !wire.ValidJSON(data) {
 		return jsonschema.UnmarshalJSON(bytes.NewReader(data))
 	}
 	d := jsonDecoder{data: data, blind: blind}
@@ -222,7 +222,7 @@ func decodeChecked(data []byte, blind bool) (v any, err error) {
 	return v, nil
 }
 
-// jsonDecoder walks a document mcp.ValidJSON has accepted, so it need not
+// jsonDecoder walks a document wire.ValidJSON has accepted, so it need not
 // check its syntax again.
 type jsonDecoder struct {
 	data  []byte
@@ -303,7 +303,7 @@ func (d *jsonDecoder) value() any {
 // invalid UTF-8 (which becomes U+FFFD) is left to encoding/json.
 func (d *jsonDecoder) str(blank bool) string {
 	start := d.i
-	end, escaped, err := mcp.StringEnd(d.data, d.i)
+	end, escaped, err := wire.StringEnd(d.data, d.i)
 	if err != nil {
 		panic("jsonDecoder: " + err.Error()) // see decodeChecked
 	}

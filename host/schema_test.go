@@ -8,9 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nexus-mcp/nexus/internal/wire"
 	"github.com/santhosh-tekuri/jsonschema/v6"
-
-	"github.com/nexus-mcp/nexus/host/mcp"
 )
 
 // TestSchemaCache: a schema is compiled once however many tools and calls
@@ -132,7 +131,7 @@ func FuzzBlindSchema(f *testing.F) {
 			return // each input stays cheap
 		}
 		c := compileSchema(schema)
-		if c.err != nil || !mcp.ValidJSON(doc) {
+		if c.err != nil || !wire.ValidJSON(doc) {
 			return
 		}
 		for k := range stringReaders {
@@ -210,7 +209,7 @@ func FuzzDecodeChecked(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		got, err := decodeChecked(data, false)
-		if !mcp.ValidJSON(data) {
+		if !wire.ValidJSON(data) {
 			return
 		}
 		want, werr := decodeJSON(data, false)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/nexus-mcp/nexus/internal/wire"
 	"io"
 	"strings"
 	"sync"
@@ -352,7 +353,7 @@ func idOf(m []byte) string {
 func methodOf(m []byte) string {
 	var e envelope
 	parseEnvelope(m, &e)
-	s, _ := unquote(e.method)
+	s, _ := wire.Unquote(e.method)
 	return s
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/nexus-mcp/nexus/internal/wire"
 	"strconv"
 	"unicode/utf8"
 	"unsafe"
@@ -56,7 +57,7 @@ func appendJSONString(b []byte, s string) []byte {
 				w := s[i : i+8]
 				x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
 					uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
-				if x&highs != 0 || special(x) {
+				if !wire.PlainWord(x) {
 					words = i + 8
 					break
 				}
@@ -149,7 +150,7 @@ func (p *CallToolParams) appendJSON(b []byte) ([]byte, error) {
 // (the chain's events carry them on every filtered call). Arguments must
 // be one JSON value; they are checked, not re-encoded.
 func EncodeCallToolParams(p CallToolParams) ([]byte, error) {
-	if len(p.Arguments) > 0 && !ValidJSON(p.Arguments) {
+	if len(p.Arguments) > 0 && !wire.ValidJSON(p.Arguments) {
 		return nil, fmt.Errorf("the arguments of tool %q are not valid JSON", p.Name)
 	}
 	return p.appendJSON(make([]byte, 0, len(p.Name)+len(p.Arguments)+32))
@@ -166,16 +167,16 @@ func DecodeCallToolParams(b []byte) (CallToolParams, error) {
 
 func (p *CallToolParams) decodeJSON(b []byte) error {
 	*p = CallToolParams{}
-	return members(b, func(k, v []byte) error {
+	return wire.Members(b, func(k, v []byte) error {
 		var err error
 		switch {
-		case keyIs(k, "name"):
+		case wire.KeyIs(k, "name"):
 			p.Name, err = stringValue(v, "name")
-		case keyIs(k, "arguments"):
+		case wire.KeyIs(k, "arguments"):
 			if !isNull(v) {
 				p.Arguments = v // b is the request's own copy (Peer.dispatch)
 			}
-		case keyIs(k, "_meta"):
+		case wire.KeyIs(k, "_meta"):
 			err = json.Unmarshal(v, &p.Meta)
 		}
 		return err
@@ -218,11 +219,11 @@ func (r *CallToolResult) decodeOwned(b []byte) error { return r.decode(b, true) 
 func (r *CallToolResult) decode(b []byte, owned bool) error {
 	*r = CallToolResult{}
 	// One pass: content blocks are read where they are validated.
-	return walkObject(b, func(k []byte, j int) (int, error) {
+	return wire.WalkObject(b, func(k []byte, j int) (int, error) {
 		switch {
-		case keyIs(k, "content"):
+		case wire.KeyIs(k, "content"):
 			if j < len(b) && b[j] == '[' {
-				return walkElements(b, j, 1, func(e int) (int, error) {
+				return wire.WalkElements(b, j, 1, func(e int) (int, error) {
 					r.Content = append(r.Content, Content{})
 					return r.Content[len(r.Content)-1].decodeAt(b, e, 1, owned)
 				})
@@ -232,26 +233,26 @@ func (r *CallToolResult) decode(b []byte, owned bool) error {
 				err = typeErr("content", "array", v)
 			}
 			return end, err
-		case keyIs(k, "structuredContent"):
+		case wire.KeyIs(k, "structuredContent"):
 			end, v, err := value(b, j, 1)
 			if err == nil && !isNull(v) {
 				r.StructuredContent = keep(v, owned)
 			}
 			return end, err
-		case keyIs(k, "isError"):
+		case wire.KeyIs(k, "isError"):
 			end, v, err := value(b, j, 1)
 			if err == nil {
 				err = boolValue(v, "isError", &r.IsError)
 			}
 			return end, err
-		case keyIs(k, "_meta"):
+		case wire.KeyIs(k, "_meta"):
 			end, v, err := value(b, j, 1)
 			if err == nil {
 				err = json.Unmarshal(v, &r.Meta)
 			}
 			return end, err
 		}
-		return skipValue(b, j, 1)
+		return wire.SkipValue(b, j, 1)
 	})
 }
 
@@ -306,13 +307,13 @@ func (c *Content) appendJSON(b []byte) ([]byte, error) {
 }
 
 func (c *Content) decodeJSON(b []byte) error {
-	i := skipWS(b, 0)
+	i := wire.SkipWS(b, 0)
 	end, err := c.decodeAt(b, i, 0, false)
 	if err != nil {
 		return err
 	}
-	if end = skipWS(b, end); end != len(b) {
-		return syntaxErr(b, end, "after top-level value")
+	if end = wire.SkipWS(b, end); end != len(b) {
+		return wire.SyntaxErr(b, end, "after top-level value")
 	}
 	return nil
 }
@@ -328,25 +329,25 @@ func (c *Content) decodeAt(b []byte, i, depth int, owned bool) (int, error) {
 		}
 		return end, typeErr("content block", "object", v)
 	}
-	end, err := walkMembers(b, i, depth+1, func(k []byte, j int) (int, error) {
+	end, err := wire.WalkMembers(b, i, depth+1, func(k []byte, j int) (int, error) {
 		var dst *string
 		var field string
 		switch {
-		case keyIs(k, "type"):
+		case wire.KeyIs(k, "type"):
 			dst, field = &c.Type, "type"
-		case keyIs(k, "text"):
+		case wire.KeyIs(k, "text"):
 			dst, field = &c.Text, "text"
-		case keyIs(k, "data"):
+		case wire.KeyIs(k, "data"):
 			dst, field = &c.Data, "data"
-		case keyIs(k, "mimeType"):
+		case wire.KeyIs(k, "mimeType"):
 			dst, field = &c.MimeType, "mimeType"
-		case keyIs(k, "uri"):
+		case wire.KeyIs(k, "uri"):
 			dst, field = &c.URI, "uri"
-		case keyIs(k, "name"):
+		case wire.KeyIs(k, "name"):
 			dst, field = &c.Name, "name"
-		case keyIs(k, "title"):
+		case wire.KeyIs(k, "title"):
 			dst, field = &c.Title, "title"
-		case keyIs(k, "description"):
+		case wire.KeyIs(k, "description"):
 			dst, field = &c.Description, "description"
 		}
 		if dst != nil {
@@ -357,15 +358,15 @@ func (c *Content) decodeAt(b []byte, i, depth int, owned bool) (int, error) {
 			return end, err
 		}
 		switch {
-		case keyIs(k, "size"):
+		case wire.KeyIs(k, "size"):
 			err = json.Unmarshal(v, &c.Size)
-		case keyIs(k, "icons"):
+		case wire.KeyIs(k, "icons"):
 			err = json.Unmarshal(v, &c.Icons)
-		case keyIs(k, "resource"):
+		case wire.KeyIs(k, "resource"):
 			err = json.Unmarshal(v, &c.Resource)
-		case keyIs(k, "annotations"):
+		case wire.KeyIs(k, "annotations"):
 			err = json.Unmarshal(v, &c.Annotations)
-		case keyIs(k, "_meta"):
+		case wire.KeyIs(k, "_meta"):
 			err = json.Unmarshal(v, &c.Meta)
 		}
 		return end, err
@@ -393,7 +394,7 @@ func stringValue(v []byte, field string) (string, error) {
 	if v[0] != '"' {
 		return "", typeErr(field, "string", v)
 	}
-	return unquote(v)
+	return wire.Unquote(v)
 }
 
 // readString reads the string (or null) at b[j] into dst, validating it,
@@ -401,9 +402,9 @@ func stringValue(v []byte, field string) (string, error) {
 // shares b's memory, and is not validated again (see ownedDecoder).
 func readString(b []byte, j, depth int, field string, dst *string, owned bool) (int, error) {
 	if j < len(b) && b[j] == '"' {
-		scan := skipString
+		scan := wire.SkipString
 		if owned {
-			scan = StringEnd
+			scan = wire.StringEnd
 		}
 		end, escaped, err := scan(b, j)
 		if err != nil {
@@ -417,7 +418,7 @@ func readString(b []byte, j, depth int, field string, dst *string, owned bool) (
 			}
 			return end, nil
 		}
-		*dst, err = unquote(b[j:end])
+		*dst, err = wire.Unquote(b[j:end])
 		return end, err
 	}
 	end, v, err := value(b, j, depth)
@@ -438,7 +439,7 @@ func keep(v []byte, owned bool) json.RawMessage {
 // value validates the value at b[j] and returns the index past it and the
 // value's bytes.
 func value(b []byte, j, depth int) (int, []byte, error) {
-	end, err := skipValue(b, j, depth)
+	end, err := wire.SkipValue(b, j, depth)
 	if err != nil {
 		return end, nil, err
 	}
@@ -492,7 +493,7 @@ func (m LogMessage) appendJSON(b []byte) ([]byte, error) {
 	if len(m.Data) == 0 {
 		return append(b, "null}"...), nil
 	}
-	if !ValidJSON(m.Data) {
+	if !wire.ValidJSON(m.Data) {
 		return b, errors.New("log data is not valid JSON")
 	}
 	return append(append(b, m.Data...), '}'), nil
@@ -500,18 +501,18 @@ func (m LogMessage) appendJSON(b []byte) ([]byte, error) {
 
 func (m *LogMessage) decodeJSON(b []byte) error {
 	*m = LogMessage{}
-	return members(b, func(k, v []byte) error {
+	return wire.Members(b, func(k, v []byte) error {
 		var err error
 		switch {
-		case keyIs(k, "level"):
+		case wire.KeyIs(k, "level"):
 			var s string
 			s, err = stringValue(v, "level")
 			m.Level = LoggingLevel(s)
-		case keyIs(k, "logger"):
+		case wire.KeyIs(k, "logger"):
 			if !isNull(v) {
 				m.Logger, err = stringValue(v, "logger")
 			}
-		case keyIs(k, "data"):
+		case wire.KeyIs(k, "data"):
 			m.Data = v // the notification's own copy (Peer.dispatch)
 		}
 		return err

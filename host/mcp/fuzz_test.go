@@ -87,7 +87,7 @@ func FuzzContent(f *testing.F) {
 
 // FuzzParseMessage holds ParseMessage and Member to encoding/json: a
 // frame is accepted when encoding/json finds one valid object, and the
-// routing members are those encoding/json sees.
+// routing wire.Members are those encoding/json sees.
 func FuzzParseMessage(f *testing.F) {
 	for _, s := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":"t"}}}`,

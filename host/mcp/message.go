@@ -3,6 +3,7 @@ package mcp
 import (
 	"encoding/json"
 	"errors"
+	"github.com/nexus-mcp/nexus/internal/wire"
 )
 
 // Message is the routing view of one JSON-RPC message, for transports that
@@ -26,7 +27,7 @@ func (m *Message) IsRequest() bool { return m.Method != "" && m.HasID() }
 func (m *Message) IsResponse() bool { return m.Method == "" && m.HasID() }
 
 // ParseMessage validates msg as one JSON object in a single pass, about
-// ten times faster than encoding/json, and returns its JSON-RPC members.
+// ten times faster than encoding/json, and returns its JSON-RPC wire.Members.
 // Errors read like encoding/json's syntax errors.
 func ParseMessage(msg []byte) (Message, error) {
 	var e envelope
@@ -51,20 +52,46 @@ func ParseMessage(msg []byte) (Message, error) {
 var errFound = errors.New("found")
 
 // Member returns the raw value of key in obj, a JSON object that has been
-// validated (a member of a parsed Message, or one of its members), or nil
+// validated (a member of a parsed Message, or one of its wire.Members), or nil
 // when obj is not an object or has no such key.
 func Member(obj []byte, key string) json.RawMessage {
-	i := skipWS(obj, 0)
+	i := wire.SkipWS(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
 		return nil
 	}
 	var found []byte
-	eachMember(obj, i, 0, func(k, v []byte) error {
-		if keyIs(k, key) {
+	wire.EachMember(obj, i, 0, func(k, v []byte) error {
+		if wire.KeyIs(k, key) {
 			found = v
 			return errFound
 		}
 		return nil
 	})
 	return found
+}
+
+// internMethod returns the constant for well-known method names so that
+// decoding them allocates nothing.
+func internMethod(raw []byte) (string, error) {
+	if len(raw) >= 2 {
+		switch string(raw[1 : len(raw)-1]) {
+		case MethodToolsCall:
+			return MethodToolsCall, nil
+		case MethodToolsList:
+			return MethodToolsList, nil
+		case MethodPing:
+			return MethodPing, nil
+		case NotificationProgress:
+			return NotificationProgress, nil
+		case NotificationMessage:
+			return NotificationMessage, nil
+		case NotificationCancelled:
+			return NotificationCancelled, nil
+		case MethodInitialize:
+			return MethodInitialize, nil
+		case NotificationInitialized:
+			return NotificationInitialized, nil
+		}
+	}
+	return wire.Unquote(raw)
 }

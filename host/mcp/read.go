@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/nexus-mcp/nexus/internal/wire"
 	"strconv"
 	"time"
 )
@@ -24,7 +25,7 @@ import (
 //   - When the input ends, accepted requests are answered (drain, at most
 //     one request timeout) unless NoDrain cancels them.
 
-// envelope holds spans of one frame's top-level members. They point into
+// envelope holds spans of one frame's top-level wire.Members. They point into
 // the frame, which is only valid until the next read: whatever outlives the
 // dispatch is copied.
 type envelope struct {
@@ -35,23 +36,23 @@ type envelope struct {
 	owned bool
 }
 
-// parseEnvelope validates the whole frame and finds its members in one pass.
+// parseEnvelope validates the whole frame and finds its wire.Members in one pass.
 func parseEnvelope(frame []byte, e *envelope) error {
 	*e = envelope{}
-	return members(frame, func(k, v []byte) error {
+	return wire.Members(frame, func(k, v []byte) error {
 		switch {
-		case keyIs(k, "id"):
+		case wire.KeyIs(k, "id"):
 			e.id = v
-		case keyIs(k, "method"):
+		case wire.KeyIs(k, "method"):
 			if v[0] != '"' {
-				return &scanError{msg: "\"method\" is not a string", offset: 1}
+				return &wire.ScanError{Msg: "\"method\" is not a string", Offset: 1}
 			}
 			e.method = v
-		case keyIs(k, "params"):
+		case wire.KeyIs(k, "params"):
 			e.params = v
-		case keyIs(k, "result"):
+		case wire.KeyIs(k, "result"):
 			e.result = v
-		case keyIs(k, "error"):
+		case wire.KeyIs(k, "error"):
 			e.err = v
 		}
 		return nil
@@ -95,10 +96,10 @@ func (p *Peer) handleFrame(frame []byte, owned bool, e *envelope) (*inbound, err
 func newInvalidMessage(frame []byte, err error) *InvalidMessageError {
 	off := int64(-1)
 	var se *json.SyntaxError
-	var sc *scanError
+	var sc *wire.ScanError
 	switch {
 	case errors.As(err, &sc):
-		off = sc.offset
+		off = sc.Offset
 	case errors.As(err, &se):
 		off = se.Offset
 	}

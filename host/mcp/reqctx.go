@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"github.com/nexus-mcp/nexus/internal/wire"
 	"sync"
 )
 
@@ -159,10 +160,10 @@ type reqKey struct {
 
 func keyOf(raw json.RawMessage) reqKey {
 	i, j := 0, len(raw)
-	for i < j && isWS(raw[i]) {
+	for i < j && wire.IsWS(raw[i]) {
 		i++
 	}
-	for j > i && isWS(raw[j-1]) {
+	for j > i && wire.IsWS(raw[j-1]) {
 		j--
 	}
 	raw = raw[i:j]
@@ -170,7 +171,7 @@ func keyOf(raw json.RawMessage) reqKey {
 		return reqKey{n: n}
 	}
 	if len(raw) > 0 && raw[0] == '"' {
-		if s, err := unquote(raw); err == nil {
+		if s, err := wire.Unquote(raw); err == nil {
 			return reqKey{s: s, str: true}
 		}
 	}

@@ -73,8 +73,9 @@ func local(path string) (string, bool) {
 // TestDependencyRules checks the arrows ARCHITECTURE.md says must never
 // exist (non-test imports).
 // streamHelpers read byte streams below the protocol: the protocol's own
-// stdio and the transports share them.
-var streamHelpers = map[string]bool{"internal/pollpipe": true, "internal/longframe": true}
+// stdio and the transports share them, and internal/wire scans the JSON
+// in them for every package that does.
+var streamHelpers = map[string]bool{"internal/pollpipe": true, "internal/longframe": true, "internal/wire": true}
 
 // authorTests run a filter or plugin author's code through the real host in
 // the author's tests: public, since an author's module must import them,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/nexus-mcp/nexus/internal/wire"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
 )
@@ -317,8 +318,8 @@ func countJSONFors(data []byte) ([]byte, []insertion) {
 			continue
 		}
 		start := i
-		end := jsonStringEnd(data, start)
-		if end < 0 {
+		end, _, err := wire.StringEnd(data, start)
+		if err != nil {
 			break // unterminated: hcl/json says so
 		}
 		i = end - 1
@@ -476,20 +477,6 @@ func decodeHex(h []byte) rune {
 		}
 	}
 	return r
-}
-
-// jsonStringEnd returns the offset after the JSON string literal that
-// starts at data[start] ('"'), or -1 if it does not end.
-func jsonStringEnd(data []byte, start int) int {
-	for j := start + 1; j < len(data); j++ {
-		switch data[j] {
-		case '\\':
-			j++
-		case '"':
-			return j + 1
-		}
-	}
-	return -1
 }
 
 // isJSONKey reports whether the string literal ending before data[end]

@@ -180,6 +180,10 @@ func TestRequestID(t *testing.T) {
 			t.Errorf("requestID(%s) = %q, %v; want %q, %v", c.in, id, m, c.id, c.method)
 		}
 	}
+	msg := []byte(cases[0].in)
+	if n := testing.AllocsPerRun(100, func() { requestID(msg) }); n != 0 {
+		t.Errorf("requestID allocates %v times per message", n)
+	}
 }
 
 func FuzzRequestID(f *testing.F) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 
+	"github.com/nexus-mcp/nexus/internal/wire"
 	"github.com/nexus-mcp/nexus/sdk/event"
 	"github.com/nexus-mcp/nexus/sdk/filter"
 )
@@ -67,7 +68,7 @@ func appendEvent(b []byte, e *event.Event) ([]byte, error) {
 			b = append(b, '}')
 		}
 		if len(t.Definition) > 0 {
-			if !validJSON(t.Definition) && !json.Valid(t.Definition) {
+			if !wire.ValidJSON(t.Definition) {
 				return b, errors.New("tool.definition is not valid JSON")
 			}
 			b = append(b, `,"definition":`...)
@@ -82,7 +83,7 @@ func appendEvent(b []byte, e *event.Event) ([]byte, error) {
 		if len(f.raw) == 0 {
 			continue
 		}
-		if !validJSON(f.raw) && !json.Valid(f.raw) {
+		if !wire.ValidJSON(f.raw) {
 			return b, errors.New(f.name + " is not valid JSON")
 		}
 		b = append(b, `,"`...)

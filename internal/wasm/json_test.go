@@ -21,19 +21,6 @@ func TestFastJSON(t *testing.T) {
 	for _, s := range jsonSeeds {
 		checkFastJSON(t, []byte(s))
 	}
-	deep := bytes.Repeat([]byte("["), fastMaxDepth+10)
-	deep = append(deep, bytes.Repeat([]byte("]"), fastMaxDepth+10)...)
-	if validJSON(deep) {
-		t.Error("validJSON followed a document past fastMaxDepth")
-	}
-	if !json.Valid(deep) {
-		t.Fatal("encoding/json refused the deep document")
-	}
-	for _, s := range []string{`{"a":[1,{"b":"c\n"}],"d":-0.5E-2}`, `{"content":[{"type":"text","text":"x"}]}`} {
-		if !validJSON([]byte(s)) {
-			t.Errorf("validJSON(%s) = false", s)
-		}
-	}
 	d, failure, ok := fastDecision([]byte(`{"action":"modify","reason":"r","result":{"a":1}}`))
 	if !ok || failure != nil || d.Action != "modify" || d.Reason != "r" || string(d.Result) != `{"a":1}` {
 		t.Errorf("fastDecision: %+v %v %v", d, failure, ok)
@@ -50,9 +37,6 @@ func FuzzFastJSON(f *testing.F) {
 }
 
 func checkFastJSON(t *testing.T, b []byte) {
-	if validJSON(b) && !json.Valid(b) {
-		t.Fatalf("validJSON accepts %q, json.Valid does not", b)
-	}
 	d, failure, ok := fastDecision(b)
 	if !ok {
 		return

@@ -14,6 +14,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	abi "github.com/nexus-mcp/nexus/internal/filterabi"
+	"github.com/nexus-mcp/nexus/internal/wire"
 	"github.com/nexus-mcp/nexus/sdk/event"
 )
 
@@ -444,7 +445,7 @@ func resultOf(out []byte) (r json.RawMessage, ok bool) {
 		return nil, false
 	}
 	v := out[len(head) : len(out)-len(tail)]
-	if end, ok := skipValue(v, 0, 0); !ok || end != len(v) {
+	if end, err := wire.SkipValue(v, 0, 0); err != nil || end != len(v) {
 		return nil, false
 	}
 	return v, true

@@ -1,4 +1,4 @@
-package mcp
+package wire
 
 import (
 	"bytes"
@@ -9,37 +9,30 @@ import (
 	"unicode/utf8"
 )
 
-// A small validating JSON scanner for the hot path. encoding/json decodes
-// through reflection and validates every message twice (once to check it,
-// once to decode); the envelope of every frame and the content blocks of
-// every tool result go through here instead, in one pass and without
-// allocating. Values that need real decoding are handed to encoding/json as
-// byte spans.
-
-// maxDepth bounds nesting, like encoding/json, so hostile input cannot grow
+// MaxDepth bounds nesting, like encoding/json, so hostile input cannot grow
 // the stack without limit.
-const maxDepth = 10000
+const MaxDepth = 10000
 
-// scanError is a syntax error at a byte offset, shaped like json.SyntaxError
+// ScanError is a syntax error at a byte offset, shaped like json.SyntaxError
 // so callers can point at the offending byte.
-type scanError struct {
-	msg    string
-	offset int64
+type ScanError struct {
+	Msg    string
+	Offset int64
 }
 
-func (e *scanError) Error() string { return e.msg }
+func (e *ScanError) Error() string { return e.Msg }
 
-func syntaxErr(b []byte, i int, what string) error {
+func SyntaxErr(b []byte, i int, what string) error {
 	if i >= len(b) {
-		return &scanError{msg: "unexpected end of JSON input", offset: int64(len(b))}
+		return &ScanError{Msg: "unexpected end of JSON input", Offset: int64(len(b))}
 	}
-	return &scanError{msg: fmt.Sprintf("invalid character %q %s", b[i], what), offset: int64(i + 1)}
+	return &ScanError{Msg: fmt.Sprintf("invalid character %q %s", b[i], what), Offset: int64(i + 1)}
 }
 
-func isWS(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+func IsWS(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
-func skipWS(b []byte, i int) int {
-	for i < len(b) && isWS(b[i]) {
+func SkipWS(b []byte, i int) int {
+	for i < len(b) && IsWS(b[i]) {
 		i++
 	}
 	return i
@@ -49,19 +42,19 @@ func skipWS(b []byte, i int) int {
 // (FuzzScanner holds it to json.Valid), several times faster on long
 // strings.
 func ValidJSON(b []byte) bool {
-	i, err := skipValue(b, skipWS(b, 0), 0)
-	return err == nil && skipWS(b, i) == len(b)
+	i, err := SkipValue(b, SkipWS(b, 0), 0)
+	return err == nil && SkipWS(b, i) == len(b)
 }
 
-// skipValue validates the value starting at b[i] (no leading whitespace)
+// SkipValue validates the value starting at b[i] (no leading whitespace)
 // and returns the index just past it.
-func skipValue(b []byte, i, depth int) (int, error) {
+func SkipValue(b []byte, i, depth int) (int, error) {
 	if i >= len(b) {
-		return i, syntaxErr(b, i, "")
+		return i, SyntaxErr(b, i, "")
 	}
 	switch c := b[i]; {
 	case c == '"':
-		end, _, err := skipString(b, i)
+		end, _, err := SkipString(b, i)
 		return end, err
 	case c == '{':
 		return skipObject(b, i, depth+1)
@@ -76,7 +69,7 @@ func skipValue(b []byte, i, depth int) (int, error) {
 	case c == '-' || (c >= '0' && c <= '9'):
 		return skipNumber(b, i)
 	}
-	return i, syntaxErr(b, i, "looking for beginning of value")
+	return i, SyntaxErr(b, i, "looking for beginning of value")
 }
 
 // special reports whether any byte of w is a quote, a backslash or a
@@ -91,9 +84,9 @@ const ones, highs = 0x0101010101010101, 0x8080808080808080
 // below reports whether any byte of w is less than n (n ≤ 128).
 func below(w, n uint64) bool { return (w-ones*n)&^w&highs != 0 }
 
-// skipString validates the string starting at b[i] == '"' and returns the
+// SkipString validates the string starting at b[i] == '"' and returns the
 // index past the closing quote and whether it holds escapes.
-func skipString(b []byte, i int) (int, bool, error) {
+func SkipString(b []byte, i int) (int, bool, error) {
 	escaped := false
 	quote := -1 // the next quote at or after j, once looked for
 	for j := i + 1; j < len(b); j++ {
@@ -108,28 +101,28 @@ func skipString(b []byte, i int) (int, bool, error) {
 			escaped = true
 			j++
 			if j >= len(b) {
-				return j, escaped, syntaxErr(b, j, "")
+				return j, escaped, SyntaxErr(b, j, "")
 			}
 			switch b[j] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 			case 'u':
 				if j+4 >= len(b) {
-					return len(b), escaped, syntaxErr(b, len(b), "")
+					return len(b), escaped, SyntaxErr(b, len(b), "")
 				}
 				for k := j + 1; k <= j+4; k++ {
 					if !isHex(b[k]) {
-						return k, escaped, syntaxErr(b, k, "in \\u hexadecimal character escape")
+						return k, escaped, SyntaxErr(b, k, "in \\u hexadecimal character escape")
 					}
 				}
 				j += 4
 			default:
-				return j, escaped, syntaxErr(b, j, "in string escape code")
+				return j, escaped, SyntaxErr(b, j, "in string escape code")
 			}
 		case c < 0x20:
-			return j, escaped, syntaxErr(b, j, "in string literal")
+			return j, escaped, SyntaxErr(b, j, "in string literal")
 		}
 	}
-	return len(b), escaped, syntaxErr(b, len(b), "")
+	return len(b), escaped, SyntaxErr(b, len(b), "")
 }
 
 // plainRun returns the index of the first quote, backslash or control byte
@@ -194,13 +187,13 @@ func plainRun(b []byte, j, quote int) (int, int) {
 // ValidJSON accepted), the index past its closing quote and whether it
 // holds escapes. The closing quote is the first one after an even run of
 // backslashes, found with the runtime's vector search; nothing else is
-// checked, so a long string costs a fraction of skipString. Should b not
-// be as promised, it answers as skipString does, with an error.
+// checked, so a long string costs a fraction of SkipString. Should b not
+// be as promised, it answers as SkipString does, with an error.
 func StringEnd(b []byte, i int) (end int, escaped bool, err error) {
 	for k := i + 1; ; {
 		q := bytes.IndexByte(b[k:], '"')
 		if q < 0 {
-			return skipString(b, i)
+			return SkipString(b, i)
 		}
 		q += k
 		n := 0
@@ -221,7 +214,7 @@ func isHex(c byte) bool {
 func skipLiteral(b []byte, i int, lit string) (int, error) {
 	for k := 0; k < len(lit); k++ {
 		if i+k >= len(b) || b[i+k] != lit[k] {
-			return i + k, syntaxErr(b, i+k, "in literal "+lit)
+			return i + k, SyntaxErr(b, i+k, "in literal "+lit)
 		}
 	}
 	return i + len(lit), nil
@@ -240,12 +233,12 @@ func skipNumber(b []byte, i int) (int, error) {
 			j++
 		}
 	default:
-		return j, syntaxErr(b, j, "in numeric literal")
+		return j, SyntaxErr(b, j, "in numeric literal")
 	}
 	if j < len(b) && b[j] == '.' {
 		j++
 		if j >= len(b) || b[j] < '0' || b[j] > '9' {
-			return j, syntaxErr(b, j, "after decimal point in numeric literal")
+			return j, SyntaxErr(b, j, "after decimal point in numeric literal")
 		}
 		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
 			j++
@@ -257,7 +250,7 @@ func skipNumber(b []byte, i int) (int, error) {
 			j++
 		}
 		if j >= len(b) || b[j] < '0' || b[j] > '9' {
-			return j, syntaxErr(b, j, "in exponent of numeric literal")
+			return j, SyntaxErr(b, j, "in exponent of numeric literal")
 		}
 		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
 			j++
@@ -267,54 +260,54 @@ func skipNumber(b []byte, i int) (int, error) {
 }
 
 func skipArray(b []byte, i, depth int) (int, error) {
-	return walkElements(b, i, depth, func(j int) (int, error) { return skipValue(b, j, depth) })
+	return WalkElements(b, i, depth, func(j int) (int, error) { return SkipValue(b, j, depth) })
 }
 
-// walkElements validates the array at b[i] == '[' and returns the index
+// WalkElements validates the array at b[i] == '[' and returns the index
 // past it. fn reads each element, which starts at b[j] (no leading
 // whitespace): it validates it as it goes and returns the index past it.
 // Decoders use it to read nested values in the same pass that validates
 // them.
-func walkElements(b []byte, i, depth int, fn func(j int) (int, error)) (int, error) {
-	if depth > maxDepth {
-		return i, &scanError{msg: "exceeded max depth", offset: int64(i + 1)}
+func WalkElements(b []byte, i, depth int, fn func(j int) (int, error)) (int, error) {
+	if depth > MaxDepth {
+		return i, &ScanError{Msg: "exceeded max depth", Offset: int64(i + 1)}
 	}
-	j := skipWS(b, i+1)
+	j := SkipWS(b, i+1)
 	if j < len(b) && b[j] == ']' {
 		return j + 1, nil
 	}
 	for {
 		if j >= len(b) {
-			return j, syntaxErr(b, j, "")
+			return j, SyntaxErr(b, j, "")
 		}
 		var err error
 		if j, err = fn(j); err != nil {
 			return j, err
 		}
-		j = skipWS(b, j)
+		j = SkipWS(b, j)
 		if j >= len(b) {
-			return j, syntaxErr(b, j, "")
+			return j, SyntaxErr(b, j, "")
 		}
 		switch b[j] {
 		case ',':
-			j = skipWS(b, j+1)
+			j = SkipWS(b, j+1)
 		case ']':
 			return j + 1, nil
 		default:
-			return j, syntaxErr(b, j, "after array element")
+			return j, SyntaxErr(b, j, "after array element")
 		}
 	}
 }
 
 func skipObject(b []byte, i, depth int) (int, error) {
-	return eachMember(b, i, depth, nil)
+	return EachMember(b, i, depth, nil)
 }
 
-// eachMember validates the object at b[i] == '{' and calls fn (if not nil)
+// EachMember validates the object at b[i] == '{' and calls fn (if not nil)
 // with each member's raw key (quotes included) and raw value.
-func eachMember(b []byte, i, depth int, fn func(key, val []byte) error) (int, error) {
-	return walkMembers(b, i, depth, func(key []byte, j int) (int, error) {
-		end, err := skipValue(b, j, depth)
+func EachMember(b []byte, i, depth int, fn func(key, val []byte) error) (int, error) {
+	return WalkMembers(b, i, depth, func(key []byte, j int) (int, error) {
+		end, err := SkipValue(b, j, depth)
 		if err != nil || fn == nil {
 			return end, err
 		}
@@ -322,72 +315,72 @@ func eachMember(b []byte, i, depth int, fn func(key, val []byte) error) (int, er
 	})
 }
 
-// walkMembers validates the object at b[i] == '{' and returns the index
+// WalkMembers validates the object at b[i] == '{' and returns the index
 // past it. For each member, fn gets the raw key (quotes included) and the
 // index of the value (no leading whitespace, maybe past the end of b); it
 // reads and validates the value and returns the index past it. Decoders
 // use it to read nested values in the same pass that validates them.
-func walkMembers(b []byte, i, depth int, fn func(key []byte, j int) (int, error)) (int, error) {
-	if depth > maxDepth {
-		return i, &scanError{msg: "exceeded max depth", offset: int64(i + 1)}
+func WalkMembers(b []byte, i, depth int, fn func(key []byte, j int) (int, error)) (int, error) {
+	if depth > MaxDepth {
+		return i, &ScanError{Msg: "exceeded max depth", Offset: int64(i + 1)}
 	}
-	j := skipWS(b, i+1)
+	j := SkipWS(b, i+1)
 	if j < len(b) && b[j] == '}' {
 		return j + 1, nil
 	}
 	for {
 		if j >= len(b) || b[j] != '"' {
-			return j, syntaxErr(b, j, "looking for beginning of object key string")
+			return j, SyntaxErr(b, j, "looking for beginning of object key string")
 		}
-		kend, _, err := skipString(b, j)
+		kend, _, err := SkipString(b, j)
 		if err != nil {
 			return kend, err
 		}
 		key := b[j:kend]
-		j = skipWS(b, kend)
+		j = SkipWS(b, kend)
 		if j >= len(b) || b[j] != ':' {
-			return j, syntaxErr(b, j, "after object key")
+			return j, SyntaxErr(b, j, "after object key")
 		}
-		if j, err = fn(key, skipWS(b, j+1)); err != nil {
+		if j, err = fn(key, SkipWS(b, j+1)); err != nil {
 			return j, err
 		}
-		j = skipWS(b, j)
+		j = SkipWS(b, j)
 		if j >= len(b) {
-			return j, syntaxErr(b, j, "")
+			return j, SyntaxErr(b, j, "")
 		}
 		switch b[j] {
 		case ',':
-			j = skipWS(b, j+1)
+			j = SkipWS(b, j+1)
 		case '}':
 			return j + 1, nil
 		default:
-			return j, syntaxErr(b, j, "after object key:value pair")
+			return j, SyntaxErr(b, j, "after object key:value pair")
 		}
 	}
 }
 
-// walkObject is walkMembers over a complete JSON object held in b,
+// WalkObject is WalkMembers over a complete JSON object held in b,
 // rejecting anything after it.
-func walkObject(b []byte, fn func(key []byte, j int) (int, error)) error {
-	i := skipWS(b, 0)
+func WalkObject(b []byte, fn func(key []byte, j int) (int, error)) error {
+	i := SkipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
-		return syntaxErr(b, i, "looking for beginning of object")
+		return SyntaxErr(b, i, "looking for beginning of object")
 	}
-	end, err := walkMembers(b, i, 0, fn)
+	end, err := WalkMembers(b, i, 0, fn)
 	if err != nil {
 		return err
 	}
-	if end = skipWS(b, end); end != len(b) {
-		return syntaxErr(b, end, "after top-level value")
+	if end = SkipWS(b, end); end != len(b) {
+		return SyntaxErr(b, end, "after top-level value")
 	}
 	return nil
 }
 
-// members iterates the top-level members of a complete JSON object held in
+// Members iterates the top-level Members of a complete JSON object held in
 // b, rejecting anything after it.
-func members(b []byte, fn func(key, val []byte) error) error {
-	return walkObject(b, func(key []byte, j int) (int, error) {
-		end, err := skipValue(b, j, 0)
+func Members(b []byte, fn func(key, val []byte) error) error {
+	return WalkObject(b, func(key []byte, j int) (int, error) {
+		end, err := SkipValue(b, j, 0)
 		if err != nil {
 			return end, err
 		}
@@ -395,15 +388,15 @@ func members(b []byte, fn func(key, val []byte) error) error {
 	})
 }
 
-// keyIs reports whether the raw key (with quotes) is name. Keys with
+// KeyIs reports whether the raw key (with quotes) is name. Keys with
 // escapes never match; JSON-RPC and MCP keys have none.
-func keyIs(key []byte, name string) bool {
+func KeyIs(key []byte, name string) bool {
 	return len(key) == len(name)+2 && string(key[1:len(key)-1]) == name
 }
 
-// unquote returns the string value of a raw JSON string. The common case
+// Unquote returns the string value of a raw JSON string. The common case
 // (no escapes, valid UTF-8) is a plain conversion.
-func unquote(raw []byte) (string, error) {
+func Unquote(raw []byte) (string, error) {
 	if len(raw) < 2 || raw[0] != '"' {
 		return "", errors.New("not a JSON string")
 	}
@@ -423,28 +416,8 @@ func unquote(raw []byte) (string, error) {
 	return s, err
 }
 
-// internMethod returns the constant for well-known method names so that
-// decoding them allocates nothing.
-func internMethod(raw []byte) (string, error) {
-	if len(raw) >= 2 {
-		switch string(raw[1 : len(raw)-1]) {
-		case MethodToolsCall:
-			return MethodToolsCall, nil
-		case MethodToolsList:
-			return MethodToolsList, nil
-		case MethodPing:
-			return MethodPing, nil
-		case NotificationProgress:
-			return NotificationProgress, nil
-		case NotificationMessage:
-			return NotificationMessage, nil
-		case NotificationCancelled:
-			return NotificationCancelled, nil
-		case MethodInitialize:
-			return MethodInitialize, nil
-		case NotificationInitialized:
-			return NotificationInitialized, nil
-		}
-	}
-	return unquote(raw)
-}
+// PlainWord reports whether none of the eight bytes of w (little-endian)
+// needs care in a JSON string: no quote, backslash, control character or
+// byte beyond ASCII. It may say false for a plain word, never true for
+// one that is not; encoders use it to copy eight bytes at a time.
+func PlainWord(w uint64) bool { return w&highs == 0 && !special(w) }

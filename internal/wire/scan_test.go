@@ -1,4 +1,4 @@
-package mcp
+package wire
 
 import (
 	"bytes"
@@ -21,9 +21,9 @@ func TestScannerAgreesWithEncodingJSON(t *testing.T) {
 			t.Errorf("%q: scanner says %v, encoding/json %v", s, got, want)
 		}
 	}
-	deep := strings.Repeat("[", maxDepth+5) + strings.Repeat("]", maxDepth+5)
+	deep := strings.Repeat("[", MaxDepth+5) + strings.Repeat("]", MaxDepth+5)
 	if ValidJSON([]byte(deep)) {
-		t.Error("nesting past maxDepth accepted")
+		t.Error("nesting past MaxDepth accepted")
 	}
 }
 
@@ -31,7 +31,7 @@ func TestUnquote(t *testing.T) {
 	for _, s := range []string{`"plain"`, `"esc\"aped\n"`, `"\u00e9"`, "\"bad\xffutf8\""} {
 		var want string
 		json.Unmarshal([]byte(s), &want)
-		got, err := unquote([]byte(s))
+		got, err := Unquote([]byte(s))
 		if err != nil || got != want {
 			t.Errorf("%q: got %q %v, want %q", s, got, err, want)
 		}
@@ -46,39 +46,6 @@ func FuzzScanner(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if got, want := ValidJSON(b), json.Valid(b); got != want {
 			t.Fatalf("%q: scanner says %v, encoding/json %v", b, got, want)
-		}
-		var e envelope
-		if parseEnvelope(b, &e) == nil && !json.Valid(b) {
-			t.Fatalf("envelope accepted invalid JSON %q", b)
-		}
-	})
-}
-
-func BenchmarkEnvelope(b *testing.B) {
-	frame := []byte(`{"jsonrpc":"2.0","id":17,"result":{"content":[{"type":"text","text":"hello"}]}}`)
-	b.Run("scanner", func(b *testing.B) {
-		b.ReportAllocs()
-		var e envelope
-		for b.Loop() {
-			if err := parseEnvelope(frame, &e); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("encoding-json", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			var w struct {
-				JSONRPC string          `json:"jsonrpc"`
-				ID      json.RawMessage `json:"id"`
-				Method  string          `json:"method"`
-				Params  json.RawMessage `json:"params"`
-				Result  json.RawMessage `json:"result"`
-				Error   *RPCError       `json:"error"`
-			}
-			if err := json.Unmarshal(frame, &w); err != nil {
-				b.Fatal(err)
-			}
 		}
 	})
 }
@@ -149,7 +116,7 @@ func TestLongStrings(t *testing.T) {
 	}
 }
 
-// FuzzStringEnd: on a string skipString accepts, StringEnd finds the same
+// FuzzStringEnd: on a string SkipString accepts, StringEnd finds the same
 // end and says the same about escapes.
 func FuzzStringEnd(f *testing.F) {
 	for _, s := range []string{`"a"`, `"a\"b"`, `"\\"`, `"\\\""x`, `"\\\\\\"`, `"` + strings.Repeat(`\\`, 20) + `"`, `"\u0041\n"`, `"unterminated`} {
@@ -159,13 +126,13 @@ func FuzzStringEnd(f *testing.F) {
 		if len(b) == 0 || b[0] != '"' {
 			return
 		}
-		want, wantEsc, err := skipString(b, 0)
+		want, wantEsc, err := SkipString(b, 0)
 		if err != nil {
 			return
 		}
 		got, gotEsc, err := StringEnd(b, 0)
 		if err != nil || got != want || gotEsc != wantEsc {
-			t.Fatalf("%q: StringEnd %d %v %v, skipString %d %v", b, got, gotEsc, err, want, wantEsc)
+			t.Fatalf("%q: StringEnd %d %v %v, SkipString %d %v", b, got, gotEsc, err, want, wantEsc)
 		}
 	})
 }

@@ -1,0 +1,13 @@
+// Package wire is the one hand-written JSON scanner of the host: a
+// validating, non-allocating pass over JSON-RPC frames and the documents
+// in them (ValidJSON, SkipValue, StringEnd, the member and element
+// walkers), held to encoding/json's verdict by FuzzScanner.
+//
+// encoding/json decodes through reflection and validates every message
+// twice (once to check it, once to decode); the envelope of every frame,
+// the content blocks of every tool result, the decisions of WASM filters
+// and the ids of plugin frames go through here instead, in one pass.
+// Values that need real decoding are handed to encoding/json as byte
+// spans. It imports nothing of Nexus, so the protocol (host/mcp) and
+// every part of the implementation can share it.
+package wire
