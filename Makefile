@@ -87,6 +87,12 @@ test: testdeps crossbuild conformance
 	# The deploy module (Dockerfile, Kubernetes manifests decoded strictly,
 	# nginx) follows the main module the same way.
 	cd deploy && GOFLAGS=-mod=mod $(GO) vet ./... && GOFLAGS=-mod=mod $(GO) test -race -count=1 -timeout 10m ./...
+	# Every benchmark once, so one that no longer runs (a moved testdata
+	# path, a peer that changed) fails here rather than when its figures
+	# are next needed; only failures are printed.
+	@echo "bench smoke: every benchmark once (main and bench modules)"
+	@$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 10m ./... > bin/bench-smoke.log 2>&1 || { grep -v '^Benchmark\|^goos\|^goarch\|^pkg\|^cpu\|^PASS' bin/bench-smoke.log; exit 1; }
+	@cd bench && GOFLAGS=-mod=mod $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 10m ./... > ../bin/bench-smoke-peers.log 2>&1 || { grep -v '^Benchmark\|^goos\|^goarch\|^pkg\|^cpu\|^PASS' ../bin/bench-smoke-peers.log; exit 1; }
 
 # Silent for minutes on a cold cache, so each step says what it does.
 crossbuild:

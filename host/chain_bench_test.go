@@ -29,7 +29,7 @@ func BenchmarkFiltersInChain(b *testing.B) {
 		}
 		return f
 	}
-	raw := policy.Entry{Link: load("raw", "wasm/testdata/minimal.wasm", "null"), Kind: policy.KindPolicy}
+	raw := policy.Entry{Link: load("raw", "../internal/wasm/testdata/minimal.wasm", "null"), Kind: policy.KindPolicy}
 	allowlist := policy.Entry{Link: load("tool-allowlist", filtertest.Build(b, "../filters/tool-allowlist"), `{"allow": ["ts.*"]}`), Kind: policy.KindPolicy}
 	destructive := policy.Entry{Link: load("deny-destructive", filtertest.Build(b, "../filters/deny-destructive"), `{"tools": ["*.drop_*", "rm_rf"], "assume_destructive": false}`), Kind: policy.KindPolicy}
 	redact := policy.Entry{Link: load("redact-secrets", filtertest.Build(b, "../filters/redact-secrets"), `{}`), Kind: policy.KindSanitizer}

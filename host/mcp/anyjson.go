@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+
+	"github.com/nexus-mcp/nexus/internal/wire"
 )
 
 // appendArgs appends tool arguments, encoded, to b. The shapes callers
@@ -40,7 +42,7 @@ func appendAny(b []byte, v any, depth int) ([]byte, bool) {
 	case nil:
 		return append(b, "null"...), true
 	case string:
-		return appendJSONString(b, x), true
+		return wire.AppendString(b, x), true
 	case bool:
 		return strconv.AppendBool(b, x), true
 	case float64:
@@ -67,7 +69,7 @@ func appendAny(b []byte, v any, depth int) ([]byte, bool) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, k)
+			b = wire.AppendString(b, k)
 			b = append(b, ':')
 			var ok bool
 			if b, ok = appendAny(b, x[k], depth+1); !ok {
@@ -85,9 +87,9 @@ func appendAny(b []byte, v any, depth int) ([]byte, bool) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, k)
+			b = wire.AppendString(b, k)
 			b = append(b, ':')
-			b = appendJSONString(b, x[k])
+			b = wire.AppendString(b, x[k])
 		}
 		return append(b, '}'), true
 	case []any:
@@ -114,7 +116,7 @@ func appendAny(b []byte, v any, depth int) ([]byte, bool) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, e)
+			b = wire.AppendString(b, e)
 		}
 		return append(b, ']'), true
 	}

@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/nexus-mcp/nexus/internal/wire"
 	"io"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/nexus-mcp/nexus/internal/wire"
 )
 
 // testServer builds a small server with the features the client tests need.
@@ -586,7 +587,7 @@ func TestTemplateMatching(t *testing.T) {
 func TestAppendString(t *testing.T) {
 	for _, s := range []string{"tools/call", `a"b\c`, "\x00\n\x1f", "ünï"} {
 		var got string
-		if err := json.Unmarshal(appendJSONString(nil, s), &got); err != nil || got != s {
+		if err := json.Unmarshal(wire.AppendString(nil, s), &got); err != nil || got != s {
 			t.Fatalf("%q: %v %q", s, err, got)
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/nexus-mcp/nexus/internal/wire"
 )
 
 // Defined types without the hand-written methods: what encoding/json does
@@ -179,7 +181,7 @@ func BenchmarkAppendString(b *testing.B) {
 			b.SetBytes(int64(len(c.s)))
 			buf := make([]byte, 0, 2*len(c.s)+2)
 			for b.Loop() {
-				buf = appendJSONString(buf[:0], c.s)
+				buf = wire.AppendString(buf[:0], c.s)
 			}
 		})
 	}
@@ -195,7 +197,7 @@ func FuzzAppendString(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		var got string
-		if err := json.Unmarshal(appendJSONString(nil, s), &got); err != nil {
+		if err := json.Unmarshal(wire.AppendString(nil, s), &got); err != nil {
 			t.Fatalf("%q: encoded to invalid JSON: %v", s, err)
 		}
 		if utf8.ValidString(s) && got != s {

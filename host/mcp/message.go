@@ -3,6 +3,7 @@ package mcp
 import (
 	"encoding/json"
 	"errors"
+
 	"github.com/nexus-mcp/nexus/internal/wire"
 )
 

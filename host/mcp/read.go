@@ -4,9 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/nexus-mcp/nexus/internal/wire"
 	"strconv"
 	"time"
+
+	"github.com/nexus-mcp/nexus/internal/wire"
 )
 
 // Frames in. Contract:

@@ -3,8 +3,9 @@ package mcp
 import (
 	"context"
 	"encoding/json"
-	"github.com/nexus-mcp/nexus/internal/wire"
 	"sync"
+
+	"github.com/nexus-mcp/nexus/internal/wire"
 )
 
 // reqCtx is the context of one incoming request: the session's values,

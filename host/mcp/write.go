@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/nexus-mcp/nexus/internal/wire"
 )
 
 // Frames out. Contract:
@@ -129,7 +131,7 @@ func appendMessage(b []byte, id int64, method string, params any, praw []byte) (
 		b = append(b, ',')
 	}
 	b = append(b, `"method":`...)
-	b = appendJSONString(b, method)
+	b = wire.AppendString(b, method)
 	if app, ok := params.(appender); ok {
 		b = append(b, `,"params":`...)
 		var err error

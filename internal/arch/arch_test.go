@@ -85,7 +85,7 @@ var authorTests = map[string]bool{"sdk/filter/filtertest": true, "sdk/plugin/plu
 
 // sharedWire is what an SDK shares with the host under internal/: the
 // protocol or ABI both sides must agree on, kept out of the author's API.
-var sharedWire = map[string]bool{"sdk/plugin internal/pluginwire": true, "sdk/filter internal/filterabi": true}
+var sharedWire = map[string]bool{"sdk/plugin internal/pluginwire": true, "sdk/filter internal/filterabi": true, "sdk/filter internal/wire": true}
 
 func TestDependencyRules(t *testing.T) {
 	ps := packages(t)
@@ -115,6 +115,8 @@ func TestDependencyRules(t *testing.T) {
 				bad = "internal/proc starts processes for transports and plugins alike, and imports no other Nexus package"
 			case strings.HasPrefix(from, "sdk/") && impl(to) && !authorTests[from] && !sharedWire[from+" "+to]:
 				bad = "sdk packages never import the host (but the wire or ABI a plugin or filter speaks to it, and the helpers that run an author's code through it in tests)"
+			case from == "internal/wasm" && to == "sdk/filter":
+				bad = "the host's side of WASM filters speaks internal/filterabi and internal/wire, never the guest author's SDK"
 			case from == "internal/filterabi" && to != "sdk/event":
 				bad = "internal/filterabi is the WASM filter ABI, shared by the host and the guest SDK, and imports only sdk/event"
 			case from == "internal/pluginwire" && impl(to):

@@ -7,7 +7,6 @@ import (
 
 	"github.com/nexus-mcp/nexus/internal/wire"
 	"github.com/nexus-mcp/nexus/sdk/event"
-	"github.com/nexus-mcp/nexus/sdk/filter"
 )
 
 // appendEvent writes e as the event JSON of the ABI, as encoding/json
@@ -19,26 +18,26 @@ func appendEvent(b []byte, e *event.Event) ([]byte, error) {
 	b = append(b, `{"abi":`...)
 	b = strconv.AppendInt(b, int64(event.ABI), 10)
 	b = append(b, `,"phase":`...)
-	b = filter.AppendString(b, e.Phase)
+	b = wire.AppendString(b, e.Phase)
 	b = append(b, `,"method":`...)
-	b = filter.AppendString(b, e.Method)
+	b = wire.AppendString(b, e.Method)
 	b = append(b, `,"agent":{"id":`...)
-	b = filter.AppendString(b, e.Agent.ID)
+	b = wire.AppendString(b, e.Agent.ID)
 	b = append(b, `,"permission":`...)
-	b = filter.AppendString(b, e.Agent.Permission)
+	b = wire.AppendString(b, e.Agent.Permission)
 	b = append(b, `},"server":{"name":`...)
-	b = filter.AppendString(b, e.Server.Name)
+	b = wire.AppendString(b, e.Server.Name)
 	if i := e.Server.Info; i != nil {
 		b = append(b, `,"info":{"name":`...)
-		b = filter.AppendString(b, i.Name)
+		b = wire.AppendString(b, i.Name)
 		b = append(b, `,"version":`...)
-		b = filter.AppendString(b, i.Version)
+		b = wire.AppendString(b, i.Version)
 		b = append(b, '}')
 	}
 	b = append(b, '}')
 	if t := e.Tool; t != nil {
 		b = append(b, `,"tool":{"name":`...)
-		b = filter.AppendString(b, t.Name)
+		b = wire.AppendString(b, t.Name)
 		if a := t.Annotations; a != nil {
 			b = append(b, `,"annotations":{`...)
 			first := true
@@ -51,7 +50,7 @@ func appendEvent(b []byte, e *event.Event) ([]byte, error) {
 			if a.Title != "" {
 				sep()
 				b = append(b, `"title":`...)
-				b = filter.AppendString(b, a.Title)
+				b = wire.AppendString(b, a.Title)
 			}
 			for _, h := range []struct {
 				name string

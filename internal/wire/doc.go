@@ -1,7 +1,10 @@
-// Package wire is the one hand-written JSON scanner of the host: a
-// validating, non-allocating pass over JSON-RPC frames and the documents
-// in them (ValidJSON, SkipValue, StringEnd, the member and element
-// walkers), held to encoding/json's verdict by FuzzScanner.
+// Package wire is the one hand-written JSON scanner and string encoder of
+// Nexus: a validating, non-allocating pass over JSON-RPC frames and the
+// documents in them (ValidJSON, SkipValue, StringEnd, the member and
+// element walkers), held to encoding/json's verdict by FuzzScanner, and
+// AppendString, which writes a string as encoding/json does (less its HTML
+// escaping), eight plain bytes at a time. The host, the protocol and the
+// Go guest SDK all use it.
 //
 // encoding/json decodes through reflection and validates every message
 // twice (once to check it, once to decode); the envelope of every frame,

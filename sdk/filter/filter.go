@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"strconv"
 
+	"github.com/nexus-mcp/nexus/internal/wire"
 	"github.com/nexus-mcp/nexus/sdk/event"
 )
 
@@ -202,14 +203,14 @@ func appendDecision(b []byte, d event.Decision) []byte {
 	}
 	if d.Action == actionFail {
 		b = append(b, `{"error":`...)
-		b = AppendString(b, d.Reason)
+		b = wire.AppendString(b, d.Reason)
 		return append(b, '}')
 	}
 	b = append(b, `{"action":`...)
-	b = AppendString(b, d.Action)
+	b = wire.AppendString(b, d.Action)
 	if d.Reason != "" {
 		b = append(b, `,"reason":`...)
-		b = AppendString(b, d.Reason)
+		b = wire.AppendString(b, d.Reason)
 	}
 	if len(d.Params) > 0 {
 		b = append(b, `,"params":`...)
@@ -225,7 +226,7 @@ func appendDecision(b []byte, d event.Decision) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = AppendString(b, f)
+			b = wire.AppendString(b, f)
 		}
 		b = append(b, ']')
 	}

@@ -17,22 +17,6 @@ import (
 	"github.com/nexus-mcp/nexus/sdk/event"
 )
 
-func TestAppendString(t *testing.T) {
-	for _, s := range []string{"", "plain", "quote \" back \\ slash", "ctl \x00\x01\x1f\t\n\r", "utf8 é 日本 😀", "bad \xff\xfe utf8", "\u2028\u2029", strings.Repeat("long run of plain text ", 20) + "\""} {
-		got := AppendString(nil, s)
-		var back string
-		if err := json.Unmarshal(got, &back); err != nil {
-			t.Fatalf("%q: %s: %v", s, got, err)
-		}
-		var want string
-		b, _ := json.Marshal(s)
-		json.Unmarshal(b, &want)
-		if back != want {
-			t.Errorf("%q round-trips to %q", s, back)
-		}
-	}
-}
-
 func TestEditStrings(t *testing.T) {
 	doc := []byte(`{"content":[{"type":"text","text":"a \"secret\" here"},{"type":"image","data":"AAAA"}],"structuredContent":{"k":["x","y"],"n":1.5e3,"t":true,"z":null},"isError":false}`)
 	var paths []string

@@ -7,61 +7,13 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/nexus-mcp/nexus/internal/wire"
 )
 
-// AppendString appends s to b as a JSON string. Invalid UTF-8 becomes
-// U+FFFD, as encoding/json does.
-func AppendString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if i = Scan(s, i, needEscape); i >= len(s) {
-			break
-		}
-		c := s[i]
-		if c < utf8.RuneSelf { // a control byte, the quote or the backslash
-			b = append(b, s[start:i]...)
-			b = append(b, asciiEscapes[c]...)
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
-
-// asciiEscapes is how AppendString writes each ASCII byte of needEscape:
-// a table, not a switch, since each branch taken costs a jump (see Scan).
-var asciiEscapes = [utf8.RuneSelf]string{
-	0x00: `\u0000`, 0x01: `\u0001`, 0x02: `\u0002`, 0x03: `\u0003`, 0x04: `\u0004`, 0x05: `\u0005`,
-	0x06: `\u0006`, 0x07: `\u0007`, 0x08: `\u0008`, 0x09: `\t`, 0x0a: `\n`, 0x0b: `\u000b`,
-	0x0c: `\u000c`, 0x0d: `\r`, 0x0e: `\u000e`, 0x0f: `\u000f`, 0x10: `\u0010`, 0x11: `\u0011`,
-	0x12: `\u0012`, 0x13: `\u0013`, 0x14: `\u0014`, 0x15: `\u0015`, 0x16: `\u0016`, 0x17: `\u0017`,
-	0x18: `\u0018`, 0x19: `\u0019`, 0x1a: `\u001a`, 0x1b: `\u001b`, 0x1c: `\u001c`, 0x1d: `\u001d`,
-	0x1e: `\u001e`, 0x1f: `\u001f`, '"': `\"`, '\\': `\\`,
-}
-
-// needEscape holds the bytes AppendString must look at: control bytes,
-// quote, backslash, and every byte of a multi-byte character (to check it
-// is valid UTF-8, and for U+2028 and U+2029).
+// needEscape holds the bytes a JSON string must be looked at for: control
+// bytes, quote, backslash, and every byte of a multi-byte character (to
+// check it is valid UTF-8).
 var needEscape = NewByteSet("\"\\").Add(0, 0x1f).Add(0x80, 0xff)
 
 // stringStop holds the bytes that end a run inside a JSON string.
@@ -250,7 +202,7 @@ func (ed *editor) value(depth int) error {
 				ed.out = make([]byte, 0, len(ed.src)+64)
 			}
 			ed.out = append(ed.out, ed.src[ed.copied:start]...)
-			ed.out = AppendString(ed.out, ns)
+			ed.out = wire.AppendString(ed.out, ns)
 			ed.copied = ed.pos
 		}
 		return nil
