@@ -3,6 +3,8 @@ package config
 import (
 	"encoding/json"
 	"strings"
+
+	"github.com/nexus-mcp/nexus/internal/wire"
 )
 
 // jval is a parsed JSON value that remembers where it was written, which
@@ -111,112 +113,61 @@ func stripJSONC(data []byte) []byte {
 }
 
 // parseJSON builds the tree of data, which json.Unmarshal has already
-// accepted: it reports no syntax errors of its own.
+// accepted; internal/wire walks it, so it reports no syntax errors of its
+// own (should data be broken after all, the tree ends where the walk
+// stopped).
 func parseJSON(data []byte) *jval {
-	p := &jparser{data: data}
-	return p.value()
-}
-
-type jparser struct {
-	data []byte
-	i    int
-}
-
-func (p *jparser) ws() {
-	for p.i < len(p.data) {
-		switch p.data[p.i] {
-		case ' ', '\t', '\r', '\n':
-			p.i++
-		default:
-			return
-		}
-	}
-}
-
-func (p *jparser) value() *jval {
-	p.ws()
-	if p.i >= len(p.data) {
-		return &jval{kind: 'n', off: p.i}
-	}
-	v := &jval{off: p.i}
-	switch c := p.data[p.i]; c {
-	case '{':
-		v.kind = '{'
-		p.i++
-		for {
-			p.ws()
-			if p.i >= len(p.data) || p.data[p.i] == '}' {
-				p.i++
-				return v
-			}
-			if p.data[p.i] == ',' {
-				p.i++
-				continue
-			}
-			koff := p.i
-			key := p.string()
-			p.ws()
-			p.i++ // ':'
-			v.obj = append(v.obj, jmember{key: key, off: koff, val: p.value()})
-		}
-	case '[':
-		v.kind = '['
-		p.i++
-		for {
-			p.ws()
-			if p.i >= len(p.data) || p.data[p.i] == ']' {
-				p.i++
-				return v
-			}
-			if p.data[p.i] == ',' {
-				p.i++
-				continue
-			}
-			v.arr = append(v.arr, p.value())
-		}
-	case '"':
-		v.kind = '"'
-		v.str = p.string()
-	case 't', 'f', 'n':
-		v.kind = c
-		for p.i < len(p.data) && p.data[p.i] >= 'a' && p.data[p.i] <= 'z' {
-			p.i++
-		}
-	default:
-		v.kind = '0'
-		start := p.i
-		for p.i < len(p.data) && strings.IndexByte("+-0123456789.eE", p.data[p.i]) >= 0 {
-			p.i++
-		}
-		v.str = string(p.data[start:p.i])
-	}
+	v, _ := jvalue(data, wire.SkipWS(data, 0), 0)
 	return v
 }
 
-// string reads a string token; escapes are decoded by encoding/json.
-func (p *jparser) string() string {
-	start := p.i
-	p.i++
-	esc := false
-	for p.i < len(p.data) {
-		c := p.data[p.i]
-		p.i++
-		if c == '\\' {
-			esc = true
-			p.i++
-			continue
-		}
-		if c == '"' {
-			break
-		}
+// jvalue is the value at data[i] and the offset just past it.
+func jvalue(data []byte, i, depth int) (*jval, int) {
+	if i >= len(data) {
+		return &jval{kind: 'n', off: i}, i
 	}
-	raw := p.data[start:min(p.i, len(p.data))]
-	if !esc {
-		return string(raw[1 : len(raw)-1])
+	v := &jval{off: i}
+	switch c := data[i]; c {
+	case '{':
+		v.kind = '{'
+		end, _ := wire.WalkMembers(data, i, depth, func(key []byte, j int) (int, error) {
+			k, err := wire.Unquote(key)
+			if err != nil {
+				return j, err
+			}
+			// key is data[koff:...]: its offset is how much shorter its
+			// capacity is.
+			koff := cap(data) - cap(key)
+			val, end := jvalue(data, j, depth+1)
+			v.obj = append(v.obj, jmember{key: k, off: koff, val: val})
+			return end, nil
+		})
+		return v, end
+	case '[':
+		v.kind = '['
+		end, _ := wire.WalkElements(data, i, depth, func(j int) (int, error) {
+			val, end := jvalue(data, j, depth+1)
+			v.arr = append(v.arr, val)
+			return end, nil
+		})
+		return v, end
+	case '"':
+		v.kind = '"'
+		end, _, err := wire.SkipString(data, i)
+		if err == nil {
+			v.str, _ = wire.Unquote(data[i:end])
+		}
+		return v, end
+	case 't', 'f', 'n':
+		v.kind = c
+	default:
+		v.kind = '0'
 	}
-	var s string
-	json.Unmarshal(raw, &s)
-	return s
+	end, _ := wire.SkipValue(data, i, depth)
+	if v.kind == '0' {
+		v.str = string(data[i:end])
+	}
+	return v, end
 }
 
 // toAny converts v to the values encoding/json produces, for free-form
