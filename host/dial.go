@@ -30,11 +30,6 @@ func (h *Host) dial(ctx context.Context, srv *config.Server) (*mcp.Client, error
 		}
 		return nil, explain(srv, err, sc)
 	}
-	if sc, ok := conn.(*stdio.Conn); ok {
-		h.mu.Lock()
-		h.stdio[srv.Name] = sc
-		h.mu.Unlock()
-	}
 	h.mu.Lock()
 	level := h.logLevel
 	h.mu.Unlock()

@@ -1,15 +1,18 @@
 package host
 
-import "github.com/nexus-mcp/nexus/host/mcp"
+import (
+	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/internal/transport/stdio"
+)
 
-// PIDs returns, by server, the process id of the last stdio process the
-// host started for it.
+// PIDs returns, by server, the process id of each connected stdio server
+// the host started.
 func (h *Host) PIDs() map[string]int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	out := map[string]int{}
-	for name, sc := range h.stdio {
-		out[name] = sc.PID()
+	for name, c := range h.reg.Live("") {
+		if sc, ok := c.Peer().Conn().(*stdio.Conn); ok {
+			out[name] = sc.PID()
+		}
 	}
 	return out
 }

@@ -18,7 +18,6 @@ import (
 	"github.com/nexus-mcp/nexus/internal/plugin"
 	"github.com/nexus-mcp/nexus/internal/policy"
 	"github.com/nexus-mcp/nexus/internal/registry"
-	"github.com/nexus-mcp/nexus/internal/transport/stdio"
 	"github.com/nexus-mcp/nexus/internal/wasm"
 	"github.com/nexus-mcp/nexus/internal/wire"
 	"github.com/nexus-mcp/nexus/sdk/event"
@@ -106,7 +105,6 @@ type Host struct {
 	cats registry.Catalogs // each agent's, rebuilt after any change
 
 	mu       sync.Mutex
-	stdio    map[string]*stdio.Conn  // live stdio transports, for stderr in errors
 	listv    map[listKey]listVerdict // by agent, server and tool (listed.go)
 	logLevel mcp.LoggingLevel        // set by SetLogLevel; servers that connect later get it too
 }
@@ -180,7 +178,7 @@ func New(cfg *Config, opts Options) *Host {
 }
 
 func newHost(c *core, hk hooks, root bool) *Host {
-	h := &Host{core: c, hooks: hk, root: root, stdio: map[string]*stdio.Conn{}}
+	h := &Host{core: c, hooks: hk, root: root}
 	dial := c.opts.Dial
 	if dial == nil {
 		dial = h.dial
@@ -624,10 +622,9 @@ func (h *Host) Explain(server string, err error) error {
 		}
 		return err
 	}
-	h.mu.Lock()
-	sc := h.stdio[server]
-	h.mu.Unlock()
-	return explain(srv, err, sc)
+	// A handshake's timeout, the one error a stdio server's stderr tail
+	// explains, was explained when the dial failed (dial).
+	return explain(srv, err, nil)
 }
 
 // RootsChanged tells every connected server that the roots changed, so

@@ -223,6 +223,9 @@ func (p *Peer) Start() {
 	go p.readLoop()
 }
 
+// Conn is the connection the peer runs on.
+func (p *Peer) Conn() Conn { return p.conn }
+
 // Done is closed when the connection has ended; Err then says why.
 func (p *Peer) Done() <-chan struct{} { return p.done }
 
