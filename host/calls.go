@@ -14,6 +14,7 @@ import (
 	"github.com/nexus-mcp/nexus/internal/audit"
 	"github.com/nexus-mcp/nexus/internal/policy"
 	"github.com/nexus-mcp/nexus/internal/sanitize"
+	"github.com/nexus-mcp/nexus/internal/suggest"
 	"github.com/nexus-mcp/nexus/sdk/event"
 )
 
@@ -300,7 +301,7 @@ func findTool(ctx context.Context, c *mcp.Client, server, name string) (*mcp.Too
 	for i, t := range tools {
 		cands[i] = []string{server + "." + t.Name, t.Name}
 	}
-	return nil, 0, &UnknownToolError{Name: name, Server: server, Suggestions: suggest(name, cands)}
+	return nil, 0, &UnknownToolError{Name: name, Server: server, Suggestions: suggest.Ranked(name, cands)}
 }
 
 // sanitizeResult is the built-in sanitizer: text a server returns loses

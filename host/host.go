@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"sync"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/nexus-mcp/nexus/internal/plugin"
 	"github.com/nexus-mcp/nexus/internal/policy"
 	"github.com/nexus-mcp/nexus/internal/registry"
+	"github.com/nexus-mcp/nexus/internal/suggest"
 	"github.com/nexus-mcp/nexus/internal/wasm"
 	"github.com/nexus-mcp/nexus/internal/wire"
 	"github.com/nexus-mcp/nexus/sdk/event"
@@ -515,52 +515,7 @@ func nearest(name string, cat *registry.Catalog) []string {
 	for i, e := range cat.Entries {
 		cands[i] = []string{e.Ref.String(), e.Name}
 	}
-	return suggest(name, cands)
-}
-
-// suggest returns up to three candidates closest to name by edit distance,
-// closest first. A candidate matches by any of its spellings and is shown
-// as its first.
-func suggest(name string, cands [][]string) []string {
-	type cand struct {
-		s string
-		d int
-	}
-	var cs []cand
-	for _, c := range cands {
-		for _, n := range c {
-			if d := editDistance(name, n); d <= max(2, len(name)/3) {
-				cs = append(cs, cand{c[0], d})
-				break
-			}
-		}
-	}
-	sort.Slice(cs, func(i, j int) bool { return cs[i].d < cs[j].d || cs[i].d == cs[j].d && cs[i].s < cs[j].s })
-	var out []string
-	for _, c := range cs[:min(3, len(cs))] {
-		out = append(out, c.s)
-	}
-	return out
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return suggest.Ranked(name, cands)
 }
 
 // event builds the filter event for a call.

@@ -18,6 +18,7 @@ import (
 	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/diag"
 	"github.com/nexus-mcp/nexus/internal/policy"
+	"github.com/nexus-mcp/nexus/internal/suggest"
 )
 
 // explainErr gives an error that reaches the command line the context the
@@ -92,7 +93,7 @@ func (a *app) explainErr(err error) error {
 			lines = []string{"(none)"}
 		}
 		r.Details = append(r.Details, diag.Section{Heading: "Configured servers", Lines: lines})
-		if near := nearestName(name, us.Known); near != "" {
+		if near := suggest.Nearest(name, us.Known); near != "" {
 			r.Details = append(r.Details, diag.Section{Heading: "Did you mean", Lines: []string{near}})
 		}
 		r.Details = append(r.Details, diag.Section{Heading: "Config files read", Lines: a.configFiles()})
@@ -222,41 +223,6 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// nearestName is the closest of names to s, if it is close.
-func nearestName(s string, names []string) string {
-	best, bestD := "", 1<<30
-	for _, n := range names {
-		if d := levenshtein(s, n); d < bestD {
-			best, bestD = n, d
-		}
-	}
-	if bestD <= max(2, len(s)/3) {
-		return best
-	}
-	return ""
-}
-
-func levenshtein(a, b string) int {
-	ar, br := []rune(a), []rune(b)
-	prev := make([]int, len(br)+1)
-	cur := make([]int, len(br)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ar); i++ {
-		cur[0] = i
-		for j := 1; j <= len(br); j++ {
-			cost := 1
-			if ar[i-1] == br[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(br)]
-}
-
 // suggestFlag adds the nearest flag name to cobra's "unknown flag" error,
 // as cobra itself does for unknown commands.
 func suggestFlag(cmd *cobra.Command, err error) error {
@@ -270,7 +236,7 @@ func suggestFlag(cmd *cobra.Command, err error) error {
 	cmd.Flags().VisitAll(add)
 	cmd.InheritedFlags().VisitAll(add)
 	sort.Strings(names)
-	if near := nearestName(name, names); near != "" {
+	if near := suggest.Nearest(name, names); near != "" {
 		//lint:ignore ST1005 the blank line after it is the one every usage error has (err_unknown_flag.golden)
 		return fmt.Errorf("%w\n\nDid you mean this?\n\t--%s\n", err, near)
 	}

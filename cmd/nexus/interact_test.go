@@ -12,6 +12,7 @@ import (
 	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/config"
+	"github.com/nexus-mcp/nexus/internal/suggest"
 )
 
 // scripted answers a console's questions from a list, as a person would
@@ -309,13 +310,13 @@ func TestSplitWords(t *testing.T) {
 }
 
 func TestSuggestions(t *testing.T) {
-	if got := nearestName("/mpc", shellCommands); got != "/mcp" {
+	if got := suggest.Nearest("/mpc", shellCommands); got != "/mcp" {
 		t.Errorf("got %q", got)
 	}
-	if got := nearestName("testsrever", []string{"testserver", "github"}); got != "testserver" {
+	if got := suggest.Nearest("testsrever", []string{"testserver", "github"}); got != "testserver" {
 		t.Errorf("got %q", got)
 	}
-	if got := nearestName("zzzzzz", []string{"testserver"}); got != "" {
+	if got := suggest.Nearest("zzzzzz", []string{"testserver"}); got != "" {
 		t.Errorf("got %q", got)
 	}
 }

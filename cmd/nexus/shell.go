@@ -17,6 +17,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/internal/suggest"
 )
 
 // The interactive shell keeps one host, and so its connections, open
@@ -297,7 +298,7 @@ func (sh *shell) run(ctx context.Context, line string) (quit bool) {
 		msg := fmt.Sprintf("unknown command %q", cmd)
 		if !strings.HasPrefix(cmd, "/") {
 			msg += "; shell commands start with / (/help lists them)"
-		} else if near := nearestName(cmd, shellCommands); near != "" {
+		} else if near := suggest.Nearest(cmd, shellCommands); near != "" {
 			msg += fmt.Sprintf("; did you mean %s?", near)
 		} else {
 			msg += " (/help lists the commands)"
@@ -453,7 +454,7 @@ func (sh *shell) mcp(ctx context.Context, args []string) error {
 		return err
 	}
 	msg := fmt.Sprintf("unknown /mcp command %q", sub)
-	if near := nearestName(sub, mcpSubcommands); near != "" {
+	if near := suggest.Nearest(sub, mcpSubcommands); near != "" {
 		msg += fmt.Sprintf("; did you mean /mcp %s?", near)
 	}
 	return usageErr("%s (/help lists the commands)", msg)

@@ -954,7 +954,7 @@ func (h *hclFile) content(b *hcl.Block, schema *hcl.BodySchema) (*hcl.BodyConten
 			for i, a := range schema.Attributes {
 				known[i] = a.Name
 			}
-			if alt := suggest(name, known); alt != "" {
+			if alt := suggestKey(name, known); alt != "" {
 				d.Detail += fmt.Sprintf(" Did you mean %q?", alt)
 			}
 		}

@@ -116,7 +116,7 @@ func (ld *loader) parseJSONFile(f *file) *fileConfig {
 		default:
 			// Claude Desktop keeps its other settings in the same file, so
 			// only a near miss of a key Nexus reads is worth a word.
-			if k := suggest(m.key, topKeys); k != "" {
+			if k := suggestKey(m.key, topKeys); k != "" {
 				f.warnAt(m.off, "", "unknown top-level key %q is ignored; did you mean %q?", m.key, k)
 			}
 		}
@@ -222,7 +222,7 @@ func (d *dec) keys(v *jval, field string, known []string) bool {
 			if field != "" {
 				msg = fmt.Sprintf("unknown field %q in %s is ignored", m.key, field)
 			}
-			if k := suggest(m.key, known); k != "" {
+			if k := suggestKey(m.key, known); k != "" {
 				msg += fmt.Sprintf("; did you mean %q?", k)
 			}
 			d.j.warnAt(m.off, d.subject(), "%s", msg)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/internal/diag"
 	"github.com/nexus-mcp/nexus/internal/rules"
+	"github.com/nexus-mcp/nexus/internal/suggest"
 )
 
 // Error is a config problem a person can act on; it renders as a diag.Report.
@@ -186,15 +187,15 @@ func snippet(data []byte, line, col, width int, note string) []string {
 	return out
 }
 
-// suggest returns the known word nearest to s, if it is near enough to be
+// suggestKey returns the known word nearest to s, if it is near enough to be
 // a typo: "comand" → "command", "mcpServer" → "mcpServers".
-func suggest(s string, known []string) string {
+func suggestKey(s string, known []string) string {
 	if alt, ok := synonyms[strings.ToLower(s)]; ok && slices.Contains(known, alt) {
 		return alt
 	}
 	best, bestD := "", 1<<30
 	for _, k := range known {
-		if d := editDistance(strings.ToLower(s), strings.ToLower(k)); d < bestD {
+		if d := suggest.Distance(strings.ToLower(s), strings.ToLower(k)); d < bestD {
 			best, bestD = k, d
 		}
 	}
@@ -202,34 +203,6 @@ func suggest(s string, known []string) string {
 		return best
 	}
 	return ""
-}
-
-// editDistance is the optimal string alignment distance between a and b:
-// Levenshtein, with a swap of two neighbours ("evn" for "env") as one edit,
-// since that is the commonest typo.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	d := make([][]int, len(ra)+1)
-	for i := range d {
-		d[i] = make([]int, len(rb)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(ra)][len(rb)]
 }
 
 // sortErrs puts a file's reports in the order of the text they are about.
@@ -245,7 +218,7 @@ func (f *file) sortErrs() {
 
 // didYouMean is " Did you mean "x"?" when s looks like a typo of a known word.
 func didYouMean(s string, known []string) string {
-	if k := suggest(s, known); k != "" {
+	if k := suggestKey(s, known); k != "" {
 		return fmt.Sprintf(" Did you mean %q?", k)
 	}
 	return ""
