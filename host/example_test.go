@@ -160,3 +160,38 @@ agent "bot" {
 	// files stdio npx
 	// claude.json 1
 }
+
+// Describe explains an error a call returned to a person: here a tool
+// name with a typo, with the nearest names and where the server was
+// configured. A program prints what it returns; the nexus command line
+// gives it Hints that name its own commands in the fixes.
+func ExampleDescribe() {
+	cfg, err := host.ParseConfig([]byte(`{
+	  "mcpServers": {"ts": {"command": "nexus", "args": ["testserver"]}},
+	  "agents": {"bot": {"permission": "yolo"}}
+	}`), "example.json")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	h := host.New(cfg, host.Options{Dial: inProcess})
+	defer h.Close()
+
+	_, err = h.CallTool(context.Background(), "bot", "ts.ehco", map[string]any{"message": "hi"}, nil)
+	fmt.Println(host.Describe(cfg, err, host.DescribeOptions{Agent: "bot"}))
+	// Output:
+	// Unknown MCP Tool
+	// ━━━━━━━━━━━━━━━━
+	//
+	// Server: "ts"
+	// Source: example.json, line 2, column 19
+	// Command: ["nexus", "testserver"]
+	//
+	// Problem: There is no tool "ehco" on server "ts"
+	//
+	// Did you mean:
+	//   ts.echo
+	//
+	// Fix:
+	//   • Check the name against the tools the agent may use
+}
