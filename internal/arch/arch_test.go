@@ -6,7 +6,6 @@ import (
 	"go/parser"
 	"go/token"
 	"io"
-	"io/fs"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -223,59 +222,68 @@ func TestPublicSurface(t *testing.T) {
 // can write every type it meets. Alias declarations are where the names
 // come from and are not checked.
 func TestFacadeNamesItsTypes(t *testing.T) {
-	dir := filepath.Join(testenv.Root(t), "host")
+	var files []*ast.File
 	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, dir, func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
-	if err != nil {
-		t.Fatal(err)
+	for _, p := range packages(t) {
+		if p.ImportPath != mod+"host" {
+			continue
+		}
+		for _, name := range p.GoFiles { // this platform's, without tests
+			f, err := parser.ParseFile(fset, filepath.Join(p.Dir, name), nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files = append(files, f)
+		}
 	}
-	for _, p := range pkgs {
-		for _, f := range p.Files {
-			internal := map[string]bool{} // local names of imported internal packages
-			for _, im := range f.Imports {
-				path := strings.Trim(im.Path.Value, `"`)
-				if !strings.Contains(path, "/internal/") {
+	if len(files) == 0 {
+		t.Fatal("go list found no files of host")
+	}
+	for _, f := range files {
+		internal := map[string]bool{} // local names of imported internal packages
+		for _, im := range f.Imports {
+			path := strings.Trim(im.Path.Value, `"`)
+			if !strings.Contains(path, "/internal/") {
+				continue
+			}
+			local := path[strings.LastIndex(path, "/")+1:]
+			if im.Name != nil {
+				local = im.Name.Name
+			}
+			internal[local] = true
+		}
+		check := func(where string, n ast.Node) {
+			ast.Inspect(n, func(n ast.Node) bool {
+				if sel, ok := n.(*ast.SelectorExpr); ok {
+					if id, ok := sel.X.(*ast.Ident); ok && internal[id.Name] {
+						t.Errorf("%s: %s uses %s.%s; name it in host (type X = %s.%s) and use that", fset.Position(n.Pos()), where, id.Name, sel.Sel.Name, id.Name, sel.Sel.Name)
+					}
+				}
+				return true
+			})
+		}
+		for _, d := range f.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				if !d.Name.IsExported() || (d.Recv != nil && !exportedRecv(d.Recv)) {
 					continue
 				}
-				local := path[strings.LastIndex(path, "/")+1:]
-				if im.Name != nil {
-					local = im.Name.Name
-				}
-				internal[local] = true
-			}
-			check := func(where string, n ast.Node) {
-				ast.Inspect(n, func(n ast.Node) bool {
-					if sel, ok := n.(*ast.SelectorExpr); ok {
-						if id, ok := sel.X.(*ast.Ident); ok && internal[id.Name] {
-							t.Errorf("%s: %s uses %s.%s; name it in host (type X = %s.%s) and use that", fset.Position(n.Pos()), where, id.Name, sel.Sel.Name, id.Name, sel.Sel.Name)
-						}
-					}
-					return true
-				})
-			}
-			for _, d := range f.Decls {
-				switch d := d.(type) {
-				case *ast.FuncDecl:
-					if !d.Name.IsExported() || (d.Recv != nil && !exportedRecv(d.Recv)) {
+				check(d.Name.Name, d.Type)
+			case *ast.GenDecl:
+				for _, s := range d.Specs {
+					ts, ok := s.(*ast.TypeSpec)
+					if !ok || !ts.Name.IsExported() || ts.Assign != 0 {
 						continue
 					}
-					check(d.Name.Name, d.Type)
-				case *ast.GenDecl:
-					for _, s := range d.Specs {
-						ts, ok := s.(*ast.TypeSpec)
-						if !ok || !ts.Name.IsExported() || ts.Assign != 0 {
-							continue
-						}
-						st, ok := ts.Type.(*ast.StructType)
-						if !ok {
-							check(ts.Name.Name, ts.Type)
-							continue
-						}
-						for _, fld := range st.Fields.List {
-							for _, fn := range fld.Names {
-								if fn.IsExported() {
-									check(ts.Name.Name+"."+fn.Name, fld.Type)
-								}
+					st, ok := ts.Type.(*ast.StructType)
+					if !ok {
+						check(ts.Name.Name, ts.Type)
+						continue
+					}
+					for _, fld := range st.Fields.List {
+						for _, fn := range fld.Names {
+							if fn.IsExported() {
+								check(ts.Name.Name+"."+fn.Name, fld.Type)
 							}
 						}
 					}
