@@ -33,6 +33,9 @@ done
 rm -rf "$results"
 mkdir -p "$results"
 log="$results/server.log"
+# Made here, not by the server's redirection: that happens in the child,
+# which may not have run yet when the loop below first reads the log.
+: >"$log"
 pid=""
 stop() {
 	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
@@ -45,7 +48,7 @@ trap stop EXIT
 
 case "$mode" in
 testserver)
-	"$nexus" testserver --conformance --http 127.0.0.1:0 >"$log" 2>&1 &
+	"$nexus" testserver --conformance --http 127.0.0.1:0 >>"$log" 2>&1 &
 	pid=$!
 	pattern='MCP endpoint (streamable HTTP): '
 	;;
@@ -61,7 +64,7 @@ server "testserver" {
 }
 agent "conformance" { permission = "yolo" }
 HCL
-	"$nexus" serve --config "$config" --agent conformance --listen 127.0.0.1:0 >"$log" 2>&1 &
+	"$nexus" serve --config "$config" --agent conformance --listen 127.0.0.1:0 >>"$log" 2>&1 &
 	pid=$!
 	pattern='nexus: serving MCP at '
 	;;

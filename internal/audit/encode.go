@@ -5,7 +5,8 @@ import (
 	"errors"
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/nexus-mcp/nexus/internal/wire"
 )
 
 // appendRecord writes r as one JSON object, the fields in Record's order
@@ -16,24 +17,24 @@ func appendRecord(b []byte, r *Record) ([]byte, error) {
 	b = append(b, `{"time":"`...)
 	b = r.Time.AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","agent":`...)
-	b = appendString(b, r.Agent)
+	b = wire.AppendStringHTML(b, r.Agent)
 	str := func(key, v string) {
 		if v != "" {
 			b = append(b, `,"`...)
 			b = append(b, key...)
 			b = append(b, `":`...)
-			b = appendString(b, v)
+			b = wire.AppendStringHTML(b, v)
 		}
 	}
 	str("session", r.Session)
 	str("server", r.Server)
 	b = append(b, `,"method":`...)
-	b = appendString(b, r.Method)
+	b = wire.AppendStringHTML(b, r.Method)
 	str("tool", r.Tool)
 	str("uri", r.URI)
 	str("prompt", r.Prompt)
 	b = append(b, `,"decision":`...)
-	b = appendString(b, r.Decision)
+	b = wire.AppendStringHTML(b, r.Decision)
 	str("link", r.Link)
 	str("source", r.Source)
 	str("reason", r.Reason)
@@ -44,13 +45,13 @@ func appendRecord(b []byte, r *Record) ([]byte, error) {
 				b = append(b, ',')
 			}
 			b = append(b, `{"link":`...)
-			b = appendString(b, s.Link)
+			b = wire.AppendStringHTML(b, s.Link)
 			if s.Source != "" {
 				b = append(b, `,"source":`...)
-				b = appendString(b, s.Source)
+				b = wire.AppendStringHTML(b, s.Source)
 			}
 			b = append(b, `,"action":`...)
-			b = appendString(b, s.Action)
+			b = wire.AppendStringHTML(b, s.Action)
 			b = append(b, `,"us":`...)
 			b = strconv.AppendFloat(b, s.Micros, 'f', -1, 64)
 			b = append(b, '}')
@@ -79,7 +80,7 @@ func appendRecord(b []byte, r *Record) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendString(b, f)
+			b = wire.AppendStringHTML(b, f)
 		}
 		b = append(b, ']')
 	}
@@ -87,61 +88,6 @@ func appendRecord(b []byte, r *Record) ([]byte, error) {
 	b = strconv.AppendUint(b, r.Seq, 10)
 	str("genesis", r.Genesis)
 	b = append(b, `,"prev":`...)
-	b = appendString(b, r.Prev)
+	b = wire.AppendStringHTML(b, r.Prev)
 	return append(b, '}'), nil
-}
-
-// appendString writes s as a JSON string, as encoding/json does (invalid
-// UTF-8 as U+FFFD; <, >, & and U+2028/9 escaped).
-func appendString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && n == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += n
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
-			i += n
-			start = i
-			continue
-		}
-		i += n
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

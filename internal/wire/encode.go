@@ -1,6 +1,10 @@
 package wire
 
-import "unicode/utf8"
+import (
+	"encoding/json"
+	"strings"
+	"unicode/utf8"
+)
 
 // AppendString appends s as a JSON string, as encoding/json would
 // (minus its HTML escaping, which JSON does not need): quotes, backslashes
@@ -73,4 +77,18 @@ func AppendString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// AppendStringHTML appends s as a JSON string byte for byte as
+// encoding/json writes it: as AppendString does, and <, > and & escaped
+// as \u003c, \u003e and \u0026, backspace and form feed as \b and \f. For
+// output that must equal json.Marshal's (the audit log's records). Only a
+// string holding one of those five is written by encoding/json itself, so
+// AppendString's loop pays nothing for them.
+func AppendStringHTML(b []byte, s string) []byte {
+	if !strings.ContainsAny(s, "<>&\b\f") {
+		return AppendString(b, s)
+	}
+	j, _ := json.Marshal(s) // a string always marshals
+	return append(b, j...)
 }

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -39,6 +40,20 @@ func FuzzAppendString(f *testing.F) {
 		json.Unmarshal(b, &want)
 		if back != want {
 			t.Fatalf("%q round-trips to %q, encoding/json to %q", s, back, want)
+		}
+	})
+}
+
+// FuzzAppendStringHTML: AppendStringHTML writes what json.Marshal writes,
+// byte for byte, eight plain bytes at a time or one by one.
+func FuzzAppendStringHTML(f *testing.F) {
+	for _, s := range []string{"", "a<b>&c", "\b\f\n", "plain words, then <tag> & more text", "\xff", "\u2029", strings.Repeat("x", 20) + "&"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, _ := json.Marshal(s)
+		if got := AppendStringHTML(nil, s); !bytes.Equal(got, want) {
+			t.Fatalf("%q: wrote %s, json.Marshal %s", s, got, want)
 		}
 	})
 }
