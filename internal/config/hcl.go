@@ -1559,7 +1559,7 @@ func (h *hclFile) choice(a *hcl.Attribute, name string, allowed []string) (strin
 }
 
 // ruleFix points at the reference of rule expressions.
-const ruleFix = "A rule's expressions are CEL (https://cel.dev) over the variables phase, method, agent, server, tool, args, params, result, uri and prompt; go doc github.com/nexus-mcp/nexus/internal/rules lists their fields."
+const ruleFix = "A rule's expressions are CEL (https://cel.dev) over the variables phase, method, agent (id, permission), server (name, info), tool (name, annotations), args, params, result, uri and prompt."
 
 var ruleActions = []string{rules.Deny, rules.Allow, rules.Modify}
 
