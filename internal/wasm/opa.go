@@ -254,7 +254,7 @@ func (f *Filter) learnOPA(ctx context.Context, inst *instance) error {
 	}
 	if len(missing) > 0 {
 		return &opaLoadError{problem: "the policy calls builtins this Nexus does not provide to Rego policies", lines: missing,
-			fix: []string{"Rewrite the rules without " + strings.Join(missing, ", ") + "; the host-provided builtins are listed in the internal/wasm package documentation (OPABuiltins)."}}
+			fix: []string{"Rewrite the rules without " + strings.Join(missing, ", ") + ". Besides those OPA compiles into the module, Nexus provides: " + strings.Join(OPABuiltins(), ", ") + "."}}
 	}
 	var names []string
 	for n := range entrypoints {
