@@ -252,14 +252,13 @@ func (c *compiler) server(s *Server) map[string]any {
 			e["headers"] = c.strMap(s.Refs, "/headers", s.Headers)
 		}
 		if nexus {
-			if s.MaxRetries != nil {
-				e["http_max_retries"] = *s.MaxRetries
-			}
-			if s.RetryBackoff > 0 {
-				e["http_retry_backoff"] = s.RetryBackoff.String()
-			}
-			if s.AllowPrivateNetworks {
-				e["http_allow_private_networks"] = true
+			for _, o := range httpOptions {
+				if o.jsonOut == nil {
+					continue
+				}
+				if v := o.jsonOut(s); v != nil {
+					e[o.json] = v
+				}
 			}
 			if o := s.OAuth; o != nil {
 				oe := map[string]any{}

@@ -67,10 +67,13 @@ var (
 	stdioSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 		{Name: "command", Required: true}, {Name: "args"}, {Name: "env"}, {Name: "env_passthrough"}, {Name: "cwd"}, {Name: "env_file"},
 	}}
-	httpSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
-		{Name: "url", Required: true}, {Name: "headers"}, {Name: "max_retries"}, {Name: "retry_backoff"},
-		{Name: "allow_private_networks"}, {Name: "legacy_sse"},
-	}}
+	httpSchema = func() *hcl.BodySchema {
+		attrs := []hcl.AttributeSchema{{Name: "url", Required: true}, {Name: "legacy_sse"}}
+		for _, o := range httpOptions {
+			attrs = append(attrs, hcl.AttributeSchema{Name: o.hcl})
+		}
+		return &hcl.BodySchema{Attributes: attrs}
+	}()
 	pluginTransportSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "name", Required: true}, {Name: "config"}}}
 	oauthSchema           = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 		{Name: "client_id"}, {Name: "client_secret"}, {Name: "scopes"}, {Name: "redirect_uri"}, {Name: "auth_url"}, {Name: "token_url"},
@@ -1234,19 +1237,10 @@ func (h *hclFile) http(b *hcl.Block, s *Server, refs map[string]Template) {
 			h.errRange(a.Expr.Range(), s.Name, bad)
 		}
 	}
-	if a := c.Attributes["headers"]; a != nil {
-		s.Headers, _ = h.strMap(a, refs, "/headers")
-	}
-	if a := c.Attributes["max_retries"]; a != nil {
-		if n, ok := h.integer(a, 0); ok {
-			s.MaxRetries = &n
+	for _, o := range httpOptions {
+		if a := c.Attributes[o.hcl]; a != nil {
+			o.decode(s, hclSetting{h, a, refs})
 		}
-	}
-	if a := c.Attributes["retry_backoff"]; a != nil {
-		s.RetryBackoff, _ = h.duration(a)
-	}
-	if a := c.Attributes["allow_private_networks"]; a != nil {
-		s.AllowPrivateNetworks, _ = h.boolean(a)
 	}
 	if a := c.Attributes["legacy_sse"]; a != nil {
 		if s.LegacySSE, _ = h.boolean(a); s.LegacySSE {

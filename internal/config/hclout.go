@@ -84,15 +84,10 @@ func serverHCL(s *Server) string {
 	case s.URL != "":
 		b.WriteString("  http {\n")
 		fmt.Fprintf(&b, "    url = %s\n", val("/url", s.URL))
-		if len(s.Headers) > 0 {
-			fmt.Fprintf(&b, "    headers = %s\n", s.mapHCL("/headers", s.Headers))
-		}
 		if s.Type == TypeSSE || s.LegacySSE {
 			b.WriteString("    legacy_sse = true\n")
 		}
-		if s.AllowPrivateNetworks {
-			b.WriteString("    allow_private_networks = true\n")
-		}
+		b.WriteString(httpOptionsHCL(s))
 		b.WriteString("  }\n")
 	case s.Plugin != nil:
 		fmt.Fprintf(&b, "  plugin {\n    name = %s\n  }\n", hclString(s.Plugin.Name))

@@ -31,10 +31,11 @@ import (
 
 var (
 	topKeys    = []string{"mcpServers", "servers", "inputs", "nexus", "plugins", "filters", "agents", "gateway", "sampling", "lock", "audit", "telemetry"}
-	serverKeys = []string{"name", "type", "command", "args", "env", "envFile", "env_passthrough", "cwd", "url", "headers",
-		"enabled", "disabled", "timeout", "fail_if_no_tools", "confirm", "http_max_retries", "http_retry_backoff",
-		"http_allow_private_networks", "oauth", "plugin", "prefix"}
-	oauthKeys = []string{"client_id", "client_secret", "scopes", "redirect_uri", "auth_url", "token_url",
+	serverKeys = append(append([]string{"name", "type", "command", "args", "env", "envFile", "env_passthrough", "cwd", "url"},
+		httpOptionKeys()...), "enabled", "disabled", "timeout", "fail_if_no_tools", "confirm", "oauth", "plugin", "prefix")
+	// httpOnlyKeys are the server members that mean nothing without "url".
+	httpOnlyKeys = append(httpOptionKeys(), "oauth")
+	oauthKeys    = []string{"client_id", "client_secret", "scopes", "redirect_uri", "auth_url", "token_url",
 		"grant", "client_metadata_url", "private_key", "signing_alg", "key_id",
 		"id_token", "idp_token_url", "idp_issuer", "idp_client_id", "idp_client_secret"}
 	inputKeys  = []string{"type", "id", "description", "password", "default", "options", "command", "args"}
@@ -555,8 +556,6 @@ func (j *jsonFile) server(name string, off int, v *jval, array bool) *Server {
 					d.errAt(val, bad)
 				}
 			}
-		case "headers":
-			s.Headers, _ = d.strMap(val, f, "/headers")
 		case "enabled":
 			if b, ok := d.boolean(val, f); ok && !b {
 				s.Enabled = false
@@ -583,19 +582,15 @@ func (j *jsonFile) server(name string, off int, v *jval, array bool) *Server {
 				}
 				s.Prefix = &p
 			}
-		case "http_max_retries":
-			if n, ok := d.integer(val, f, 0); ok {
-				s.MaxRetries = &n
-			}
-		case "http_retry_backoff":
-			s.RetryBackoff, _ = d.duration(val, f)
-		case "http_allow_private_networks":
-			s.AllowPrivateNetworks, _ = d.boolean(val, f)
 		case "oauth":
 			s.OAuth = j.oauth(d, val)
 		case "plugin":
 			plugV = val
 			s.Plugin = j.pluginTransport(d, val)
+		default:
+			if o := httpOptionJSON(f); o != nil {
+				o.decode(s, jsonSetting{d, val, f})
+			}
 		}
 	}
 	if cmdV != nil && cmdV.kind == '[' && argsV != nil {
@@ -697,7 +692,7 @@ func (j *jsonFile) transport(d *dec, s *Server, v *jval, off int, cmdV, urlV, pl
 		}
 	}
 	if s.Type != TypeHTTP && s.Type != TypeSSE {
-		for _, f := range []string{"headers", "http_max_retries", "http_retry_backoff", "http_allow_private_networks", "oauth"} {
+		for _, f := range httpOnlyKeys {
 			if x := v.get(f); x != nil {
 				j.warnAt(x.off, d.subject(), "%q only applies to an HTTP server (one with \"url\"); it is ignored", f)
 			}
