@@ -338,18 +338,35 @@ func (c *conn) ReadMessage() ([]byte, error) {
 	}
 }
 
+// exitWait bounds how long the end of the remote stdout waits for the
+// command's exit status, which the server sends after it: on a loaded
+// machine that can take seconds, and without it the host learns only
+// "EOF" instead of why the command ended.
+const exitWait = 10 * time.Second
+
 // endErr explains the end of the remote stdout: the command's exit status
 // and the last lines of its stderr.
 func (c *conn) endErr(err error) error {
+	timer := time.NewTimer(exitWait)
+	defer timer.Stop()
+	waited := false
 	select {
 	case <-c.done:
-	case <-time.After(2 * time.Second):
+		waited = true
+	case <-timer.C:
 	}
 	c.cmu.Lock()
 	werr, closed := c.waitErr, c.closed
 	c.cmu.Unlock()
 	if closed {
 		return io.EOF
+	}
+	if !waited {
+		msg := fmt.Sprintf("remote command %q closed its output, and its exit status did not arrive within %s", c.command, exitWait)
+		if s := c.stderr.lastLines(3); s != "" {
+			msg += "; its stderr: " + s
+		}
+		return errors.New(msg)
 	}
 	var ee *ssh.ExitError
 	if errors.As(werr, &ee) {
