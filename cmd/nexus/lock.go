@@ -193,15 +193,14 @@ func screen(live, old *lock.Server, flags map[string][]policy.Flag, accept bool)
 // stops the command, since running unpinned would be silent. Entries of
 // servers the config no longer has are said (nexus lock drops them).
 func (a *app) readLock(cfg *config.Config) (*lock.Lock, error) {
-	path := host.LockPath(cfg)
-	l, err := lock.Read(path)
+	l, err := host.ReadLock(cfg)
 	if err != nil {
 		return nil, &exitError{exitUsage, err}
 	}
 	if l != nil {
 		for _, s := range l.Servers {
 			if cfg.Server(s.Name) == nil {
-				fmt.Fprintf(a.stderr, "Warning: %s pins server %q, which is not configured; nexus lock drops it\n", path, s.Name)
+				fmt.Fprintf(a.stderr, "Warning: %s pins server %q, which is not configured; nexus lock drops it\n", host.LockPath(cfg), s.Name)
 			}
 		}
 	}
