@@ -48,7 +48,7 @@ agent "bench" { permission = "yolo" }
 func newNexusCmd(tb testing.TB, argv ...string) *nexusClient {
 	tb.Helper()
 	ctx := context.Background()
-	conn, err := stdio.Start(ctx, stdio.Config{Server: "gw", Command: argv, EnvPassthrough: []string{"PATH"}})
+	conn, err := stdio.Start(ctx, stdio.Config{Server: "gw", Command: argv, Options: stdio.Options{EnvPassthrough: []string{"PATH"}}})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func newNexusCmd(tb testing.TB, argv ...string) *nexusClient {
 // calling tool.
 func newNexusURL(tb testing.TB, url, tool string) *nexusClient {
 	tb.Helper()
-	return dialNexus(tb, httptransport.Config{Server: "gw", URL: url, AllowPrivateNetworks: true}, tool)
+	return dialNexus(tb, httptransport.Config{Server: "gw", URL: url, Options: httptransport.Options{AllowPrivateNetworks: true}}, tool)
 }
 
 // dialNexus is the Nexus HTTP client with cfg, calling tool.

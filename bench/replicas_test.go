@@ -59,7 +59,7 @@ func newSpreadClient(tb testing.TB, urls []string) *nexusClient {
 		p, _ := url.Parse(u)
 		sp.hosts = append(sp.hosts, p.Host)
 	}
-	return dialNexus(tb, httptransport.Config{Server: "gw", URL: urls[0], AllowPrivateNetworks: true,
+	return dialNexus(tb, httptransport.Config{Server: "gw", URL: urls[0], Options: httptransport.Options{AllowPrivateNetworks: true},
 		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { sp.rt = rt; return sp }}, "mcp_echo_echo")
 }
 

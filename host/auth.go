@@ -161,7 +161,7 @@ func authConfig(srv *config.Server, o AuthOptions) (auth.Config, error) {
 	cfg := auth.Config{
 		ServerName:           srv.Name,
 		ServerURL:            srv.URL,
-		AllowPrivateNetworks: srv.AllowPrivateNetworks,
+		AllowPrivateNetworks: srv.HTTP.AllowPrivateNetworks,
 		TokenDir:             o.TokenDir,
 		NoStore:              o.NoStore,
 		Opener:               o.Opener,

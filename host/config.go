@@ -5,6 +5,8 @@ import (
 
 	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/diag"
+	httptransport "github.com/nexus-mcp/nexus/internal/transport/http"
+	"github.com/nexus-mcp/nexus/internal/transport/stdio"
 )
 
 // Config is a loaded configuration, the standard mcpServers model with
@@ -20,6 +22,14 @@ type ConfigOptions = config.Options
 
 // Server is one server of a Config, as a Dialer or a Transport receives it.
 type Server = config.Server
+
+// StdioOptions and HTTPOptions are what a config sets for a server's
+// transport (Server.Stdio, Server.HTTP), beside the command or url that
+// chose it.
+type (
+	StdioOptions = stdio.Options
+	HTTPOptions  = httptransport.Options
+)
 
 // Report is an error a person can act on: what went wrong, where (the
 // server, the config file and line), the likely causes and the fix.

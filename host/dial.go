@@ -68,13 +68,11 @@ func (h *Host) transport(ctx context.Context, srv *config.Server) (mcp.Conn, err
 	switch srv.Type {
 	case config.TypeStdio:
 		return stdio.Start(ctx, stdio.Config{
-			Server:         srv.Name,
-			Command:        selfCommand(srv.Command),
-			Env:            srv.Environ(),
-			EnvPassthrough: srv.EnvPassthrough,
-			Dir:            srv.Cwd,
-			Logger:         h.log.Named(srv.Name),
-			CloseGrace:     h.opts.CloseGrace,
+			Server:     srv.Name,
+			Command:    selfCommand(srv.Command),
+			Options:    srv.Stdio,
+			Logger:     h.log.Named(srv.Name),
+			CloseGrace: h.opts.CloseGrace,
 		})
 	case config.TypeHTTP, config.TypeSSE:
 		return h.dialHTTP(ctx, srv)
@@ -92,20 +90,12 @@ func (h *Host) transport(ctx context.Context, srv *config.Server) (mcp.Conn, err
 // server's OAuth client as its authorizer.
 func (h *Host) dialHTTP(ctx context.Context, srv *config.Server) (mcp.Conn, error) {
 	cfg := httptransport.Config{
-		Server:               srv.Name,
-		URL:                  srv.URL,
-		Headers:              srv.Headers,
-		RetryBackoff:         srv.RetryBackoff,
-		AllowPrivateNetworks: srv.AllowPrivateNetworks,
-		LegacySSE:            srv.Type == config.TypeSSE || srv.LegacySSE,
-		Timeout:              h.timeout(srv),
-		Logger:               h.log.Named(srv.Name),
-	}
-	if srv.MaxRetries != nil {
-		cfg.MaxRetries = *srv.MaxRetries
-		if cfg.MaxRetries == 0 {
-			cfg.MaxRetries = -1 // the transport's "none"
-		}
+		Server:    srv.Name,
+		URL:       srv.URL,
+		Options:   srv.HTTP,
+		LegacySSE: srv.Type == config.TypeSSE || srv.LegacySSE,
+		Timeout:   h.timeout(srv),
+		Logger:    h.log.Named(srv.Name),
 	}
 	a, err := h.authClient(srv, false)
 	if err != nil {

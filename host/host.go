@@ -649,7 +649,7 @@ func Fingerprints(cfg *Config) map[string]string {
 		parts := []string{s.Type}
 		switch {
 		case len(s.Command) > 0:
-			parts = append(append(parts, s.Command...), "cwd="+s.Cwd)
+			parts = append(append(parts, s.Command...), "cwd="+s.Stdio.Cwd)
 		case s.Plugin != nil:
 			b, _ := json.Marshal(s.Plugin.Config) // map keys sorted: stable
 			parts = append(parts, s.Plugin.Name, string(b))

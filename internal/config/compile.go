@@ -219,47 +219,14 @@ func (c *compiler) server(s *Server) map[string]any {
 			}
 			e["args"] = args
 		}
-		if len(s.Env) > 0 {
-			e["env"] = c.strMap(s.Refs, "/env", s.Env)
-		}
-		if s.EnvFile != "" {
-			if c.format == FormatMCPServers {
-				c.warn(s, "envFile %s cannot be expressed for Claude; set its variables in \"env\" (as ${NAME} references) instead", s.EnvFile)
-			} else {
-				e["envFile"] = c.str(s.Refs, "/envFile", s.EnvFile)
-			}
-		}
-		if len(s.EnvPassthrough) > 0 {
-			if nexus {
-				e["env_passthrough"] = s.EnvPassthrough
-			} else {
-				c.warn(s, "env_passthrough %v cannot be expressed; the client decides which of its variables the server sees (add them to \"env\" as ${NAME} references to pass them explicitly)", s.EnvPassthrough)
-			}
-		}
-		if s.Cwd != "" {
-			if nexus {
-				e["cwd"] = c.str(s.Refs, "/cwd", s.Cwd)
-			} else {
-				c.warn(s, "cwd %s cannot be expressed in %s; the server starts in the client's working directory", s.Cwd, c.format)
-			}
-		}
+		jsonOptions(c, e, s, stdioOptions, &s.Stdio)
 	case TypeHTTP, TypeSSE:
 		if s.Type == TypeSSE || !nexus {
 			e["type"] = s.Type
 		}
 		e["url"] = c.str(s.Refs, "/url", s.URL)
-		if len(s.Headers) > 0 {
-			e["headers"] = c.strMap(s.Refs, "/headers", s.Headers)
-		}
+		jsonOptions(c, e, s, httpOptions, &s.HTTP)
 		if nexus {
-			for _, o := range httpOptions {
-				if o.jsonOut == nil {
-					continue
-				}
-				if v := o.jsonOut(s); v != nil {
-					e[o.json] = v
-				}
-			}
 			if o := s.OAuth; o != nil {
 				oe := map[string]any{}
 				set := func(k, ptr, v string) {
@@ -287,20 +254,8 @@ func (c *compiler) server(s *Server) map[string]any {
 				}
 				e["oauth"] = oe
 			}
-		} else {
-			var lost []string
-			if s.MaxRetries != nil || s.RetryBackoff > 0 {
-				lost = append(lost, "retries")
-			}
-			if s.AllowPrivateNetworks {
-				lost = append(lost, "allow_private_networks")
-			}
-			if s.OAuth != nil {
-				lost = append(lost, "oauth (the client runs its own OAuth flow)")
-			}
-			if len(lost) > 0 {
-				c.warn(s, "%s cannot be expressed in %s", strings.Join(lost, ", "), c.format)
-			}
+		} else if s.OAuth != nil {
+			c.warn(s, "oauth cannot be expressed in %s; the client runs its own OAuth flow", c.format)
 		}
 	case TypePlugin:
 		p := map[string]any{"name": s.Plugin.Name}

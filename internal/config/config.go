@@ -2,12 +2,13 @@ package config
 
 import (
 	"fmt"
-	"maps"
 	"regexp"
 	"time"
 
 	"github.com/nexus-mcp/nexus/internal/diag"
 	"github.com/nexus-mcp/nexus/internal/rules"
+	httptransport "github.com/nexus-mcp/nexus/internal/transport/http"
+	"github.com/nexus-mcp/nexus/internal/transport/stdio"
 )
 
 // MaxFileSize bounds a config file; a larger one is rejected before parsing.
@@ -27,21 +28,17 @@ type Server struct {
 	Name string
 	Type string // TypeStdio, TypeHTTP, TypeSSE or TypePlugin
 
-	// stdio
-	Command        []string // executable and arguments, merged
-	Env            map[string]string
-	EnvFile        string // absolute path of a KEY=value file (Cursor's envFile)
-	EnvPassthrough []string
-	Cwd            string // absolute, or "" for the host's working directory
+	// stdio: the command (executable and arguments, merged) chooses the
+	// transport and is spelled differently by every format, so the loader
+	// reads it; the transport's other options are its own.
+	Command []string
+	Stdio   stdio.Options
 
-	// http and sse
-	URL                  string
-	Headers              map[string]string
-	MaxRetries           *int          // retries of a failed request; nil = the transport's default
-	RetryBackoff         time.Duration // delay before the first retry; 0 = the transport's default
-	AllowPrivateNetworks bool          // let the URL reach loopback and private addresses
-	LegacySSE            bool          // mirrors Type == TypeSSE, for transports that only look here
-	OAuth                *OAuth
+	// http and sse: likewise the url.
+	URL       string
+	HTTP      httptransport.Options
+	LegacySSE bool // mirrors Type == TypeSSE, for transports that only look here
+	OAuth     *OAuth
 
 	// plugin
 	Plugin *PluginTransport
@@ -69,19 +66,6 @@ type Server struct {
 	// template of every value that came from the environment, a sensitive
 	// variable or an input. Compile-down writes these, never the values.
 	Refs map[string]Template
-
-	fileEnv map[string]string // what EnvFile held when the config was loaded
-}
-
-// Environ is the environment the server's config sets: EnvFile's values,
-// overridden by Env.
-func (s *Server) Environ() map[string]string {
-	if len(s.fileEnv) == 0 {
-		return s.Env
-	}
-	out := maps.Clone(s.fileEnv)
-	maps.Copy(out, s.Env)
-	return out
 }
 
 // OAuth configures the OAuth 2.1 client of an HTTP server. Empty endpoints

@@ -23,6 +23,14 @@
 //     nested (limits.go).
 //     Relative paths start at the file's directory.
 //
+// Transport options belong to their transports (options.go): the stdio and
+// HTTP transports each keep an option.Table of their settings beside their
+// code, and the HCL schema, the JSON server keys, the decoding in both
+// formats, nexus.hcl and JSON output, and the warnings of compile come from
+// those tables. Server holds each transport's Options as decoded; what
+// selects a transport (the command, the url) and is spelled differently by
+// every client's format is read here.
+//
 // Layering (load.go): ~/.nexus/, every ancestor directory's .nexus/, then
 // ./.nexus/ and ./nexus.hcl; in one directory mcp.json, nexus.hcl.json,
 // nexus.hcl. Later wins per name, and the winner lists what it overrode;

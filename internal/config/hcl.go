@@ -22,6 +22,7 @@ import (
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/nexus-mcp/nexus/internal/diag"
+	"github.com/nexus-mcp/nexus/internal/option"
 	"github.com/nexus-mcp/nexus/internal/rules"
 )
 
@@ -64,16 +65,8 @@ var (
 		Attributes: []hcl.AttributeSchema{{Name: "enabled"}, {Name: "timeout"}, {Name: "fail_if_no_tools"}, {Name: "prefix"}, {Name: "confirm"}},
 		Blocks:     []hcl.BlockHeaderSchema{{Type: "stdio"}, {Type: "http"}, {Type: "plugin"}, {Type: "oauth"}},
 	}
-	stdioSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
-		{Name: "command", Required: true}, {Name: "args"}, {Name: "env"}, {Name: "env_passthrough"}, {Name: "cwd"}, {Name: "env_file"},
-	}}
-	httpSchema = func() *hcl.BodySchema {
-		attrs := []hcl.AttributeSchema{{Name: "url", Required: true}, {Name: "legacy_sse"}}
-		for _, o := range httpOptions {
-			attrs = append(attrs, hcl.AttributeSchema{Name: o.hcl})
-		}
-		return &hcl.BodySchema{Attributes: attrs}
-	}()
+	stdioSchema           = blockSchema(stdioOptions.HCLKeys(), hcl.AttributeSchema{Name: "command", Required: true}, hcl.AttributeSchema{Name: "args"})
+	httpSchema            = blockSchema(httpOptions.HCLKeys(), hcl.AttributeSchema{Name: "url", Required: true}, hcl.AttributeSchema{Name: "legacy_sse"})
 	pluginTransportSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "name", Required: true}, {Name: "config"}}}
 	oauthSchema           = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 		{Name: "client_id"}, {Name: "client_secret"}, {Name: "scopes"}, {Name: "redirect_uri"}, {Name: "auth_url"}, {Name: "token_url"},
@@ -1203,25 +1196,25 @@ func (h *hclFile) stdio(b *hcl.Block, s *Server, refs map[string]Template) {
 			s.Command = append(s.Command, args...)
 		}
 	}
-	if a := c.Attributes["env"]; a != nil {
-		s.Env, _ = h.strMap(a, refs, "/env")
-	}
-	if a := c.Attributes["env_passthrough"]; a != nil {
-		s.EnvPassthrough, _ = h.strs(a, nil, "")
-	}
-	if a := c.Attributes["cwd"]; a != nil {
-		s.Cwd, _ = h.path(a)
-	}
-	if a := c.Attributes["env_file"]; a != nil {
-		if p, ok := h.path(a); ok && p != "" {
-			s.EnvFile = p
-			if env, bad := h.ld.envFile(p); bad != "" {
-				h.errRange(a.Expr.Range(), s.Name, bad, "Create the file, or fix the path (relative paths start at this file's directory).")
-			} else {
-				s.fileEnv = env
-			}
+	hclDecode(h, c, s, refs, stdioOptions, &s.Stdio)
+}
+
+// hclDecode reads the attributes of table's options from a block.
+func hclDecode[T any](h *hclFile, c *hcl.BodyContent, s *Server, refs map[string]Template, table option.Table[T], o *T) {
+	for _, opt := range table {
+		if a := c.Attributes[opt.HCL]; a != nil {
+			opt.Decode(o, hclValue{h, a, refs, s.Name})
 		}
 	}
+}
+
+// blockSchema is a transport block's schema: its options and the
+// attributes the loader reads itself.
+func blockSchema(options []string, own ...hcl.AttributeSchema) *hcl.BodySchema {
+	for _, name := range options {
+		own = append(own, hcl.AttributeSchema{Name: name})
+	}
+	return &hcl.BodySchema{Attributes: own}
 }
 
 func (h *hclFile) http(b *hcl.Block, s *Server, refs map[string]Template) {
@@ -1237,11 +1230,7 @@ func (h *hclFile) http(b *hcl.Block, s *Server, refs map[string]Template) {
 			h.errRange(a.Expr.Range(), s.Name, bad)
 		}
 	}
-	for _, o := range httpOptions {
-		if a := c.Attributes[o.hcl]; a != nil {
-			o.decode(s, hclSetting{h, a, refs})
-		}
-	}
+	hclDecode(h, c, s, refs, httpOptions, &s.HTTP)
 	if a := c.Attributes["legacy_sse"]; a != nil {
 		if s.LegacySSE, _ = h.boolean(a); s.LegacySSE {
 			s.Type = TypeSSE

@@ -46,9 +46,9 @@ server "local" {
 		t.Fatal(err)
 	}
 	web := cfg.Server("web")
-	if web.URL != "https://eu.example.com/mcp" || web.Headers["Authorization"] != "Bearer t0k" ||
-		web.Headers["X-Env"] != "nobody" || web.Headers["X-File"] != "from-file" ||
-		*web.MaxRetries != 2 || web.RetryBackoff != 250*time.Millisecond || web.Timeout != 45*time.Second {
+	if web.URL != "https://eu.example.com/mcp" || web.HTTP.Headers["Authorization"] != "Bearer t0k" ||
+		web.HTTP.Headers["X-Env"] != "nobody" || web.HTTP.Headers["X-File"] != "from-file" ||
+		*web.HTTP.MaxRetries != 2 || web.HTTP.RetryBackoff != 250*time.Millisecond || web.Timeout != 45*time.Second {
 		t.Errorf("web: %+v", web)
 	}
 	wantRefs := map[string]string{"/headers/Authorization": "Bearer ${API_TOKEN}", "/headers/X-Env": "${WHO:-nobody}"}
@@ -60,8 +60,8 @@ server "local" {
 	if want := []string{filepath.Join(conf, "bin/server"), "--x", "7", "EU"}; !reflect.DeepEqual(local.Command, want) {
 		t.Errorf("command %q, want %q", local.Command, want)
 	}
-	if local.Cwd != filepath.Join(conf, "work") {
-		t.Errorf("cwd %q", local.Cwd)
+	if local.Stdio.Cwd != filepath.Join(conf, "work") {
+		t.Errorf("cwd %q", local.Stdio.Cwd)
 	}
 	if got := refStrings(local.Refs); !reflect.DeepEqual(got, map[string]string{"/env/T": "${API_TOKEN}"}) {
 		t.Errorf("local refs %v", got)

@@ -68,18 +68,7 @@ func serverHCL(s *Server) string {
 			}
 			fmt.Fprintf(&b, "    args = [%s]\n", strings.Join(args, ", "))
 		}
-		if len(s.Env) > 0 {
-			fmt.Fprintf(&b, "    env = %s\n", s.mapHCL("/env", s.Env))
-		}
-		if len(s.EnvPassthrough) > 0 {
-			fmt.Fprintf(&b, "    env_passthrough = %s\n", hclStrings(s.EnvPassthrough))
-		}
-		if s.EnvFile != "" {
-			fmt.Fprintf(&b, "    env_file = %s\n", hclString(s.EnvFile))
-		}
-		if s.Cwd != "" {
-			fmt.Fprintf(&b, "    cwd = %s\n", hclString(s.Cwd))
-		}
+		hclOptions(&b, s, stdioOptions, &s.Stdio)
 		b.WriteString("  }\n")
 	case s.URL != "":
 		b.WriteString("  http {\n")
@@ -87,7 +76,7 @@ func serverHCL(s *Server) string {
 		if s.Type == TypeSSE || s.LegacySSE {
 			b.WriteString("    legacy_sse = true\n")
 		}
-		b.WriteString(httpOptionsHCL(s))
+		hclOptions(&b, s, httpOptions, &s.HTTP)
 		b.WriteString("  }\n")
 	case s.Plugin != nil:
 		fmt.Fprintf(&b, "  plugin {\n    name = %s\n  }\n", hclString(s.Plugin.Name))

@@ -31,10 +31,10 @@ import (
 
 var (
 	topKeys    = []string{"mcpServers", "servers", "inputs", "nexus", "plugins", "filters", "agents", "gateway", "sampling", "lock", "audit", "telemetry"}
-	serverKeys = append(append([]string{"name", "type", "command", "args", "env", "envFile", "env_passthrough", "cwd", "url"},
-		httpOptionKeys()...), "enabled", "disabled", "timeout", "fail_if_no_tools", "confirm", "oauth", "plugin", "prefix")
+	serverKeys = append(append(append([]string{"name", "type", "command", "args"}, stdioOptions.JSONKeys()...), append([]string{"url"},
+		httpOptions.JSONKeys()...)...), "enabled", "disabled", "timeout", "fail_if_no_tools", "confirm", "oauth", "plugin", "prefix")
 	// httpOnlyKeys are the server members that mean nothing without "url".
-	httpOnlyKeys = append(httpOptionKeys(), "oauth")
+	httpOnlyKeys = append(httpOptions.JSONKeys(), "oauth")
 	oauthKeys    = []string{"client_id", "client_secret", "scopes", "redirect_uri", "auth_url", "token_url",
 		"grant", "client_metadata_url", "private_key", "signing_alg", "key_id",
 		"id_token", "idp_token_url", "idp_issuer", "idp_client_id", "idp_client_secret"}
@@ -531,23 +531,6 @@ func (j *jsonFile) server(name string, off int, v *jval, array bool) *Server {
 		case "args":
 			argsV = val
 			args, _ = d.strs(val, f, "/args")
-		case "env":
-			s.Env, _ = d.strMap(val, f, "/env")
-		case "envFile":
-			if p, ok := d.str(val, f, "/envFile"); ok && p != "" {
-				s.EnvFile = resolvePath(p, j.dir, j.ld.home)
-				if env, bad := j.ld.envFile(s.EnvFile); bad != "" {
-					d.errAt(val, bad, "Create the file, or fix the path (relative paths start at the config file's directory).")
-				} else {
-					s.fileEnv = env
-				}
-			}
-		case "env_passthrough":
-			s.EnvPassthrough, _ = d.strs(val, f, "")
-		case "cwd":
-			if p, ok := d.str(val, f, "/cwd"); ok {
-				s.Cwd = resolvePath(p, j.dir, j.ld.home)
-			}
 		case "url":
 			urlV = val
 			if u, ok := d.str(val, f, "/url"); ok {
@@ -588,8 +571,10 @@ func (j *jsonFile) server(name string, off int, v *jval, array bool) *Server {
 			plugV = val
 			s.Plugin = j.pluginTransport(d, val)
 		default:
-			if o := httpOptionJSON(f); o != nil {
-				o.decode(s, jsonSetting{d, val, f})
+			if o := stdioOptions.JSON(f); o != nil {
+				o.Decode(&s.Stdio, jsonValue{d, val, f})
+			} else if o := httpOptions.JSON(f); o != nil {
+				o.Decode(&s.HTTP, jsonValue{d, val, f})
 			}
 		}
 	}

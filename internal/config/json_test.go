@@ -25,8 +25,8 @@ func TestClaudeDesktop(t *testing.T) {
 	if want := []string{"npx", "-y", "@modelcontextprotocol/server-filesystem", "/tmp"}; !reflect.DeepEqual(s.Command, want) {
 		t.Errorf("command %q, want %q", s.Command, want)
 	}
-	if s.Env["KEY"] != "v" || s.Refs != nil {
-		t.Errorf("env %v refs %v", s.Env, s.Refs)
+	if s.Stdio.Env["KEY"] != "v" || s.Refs != nil {
+		t.Errorf("env %v refs %v", s.Stdio.Env, s.Refs)
 	}
 	if s.Source.Line != 4 || s.Source.Column != 5 || s.Source.Layer != LayerFlag {
 		t.Errorf("origin %+v", s.Source)
@@ -48,11 +48,11 @@ func TestNexusFormats(t *testing.T) {
 				t.Fatal("no server")
 			}
 			if !reflect.DeepEqual(s.Command, []string{"nexus", "testserver"}) || s.Timeout != time.Minute ||
-				!s.FailIfNoTools || s.Enabled || !reflect.DeepEqual(s.EnvPassthrough, []string{"NODE_PATH"}) {
+				!s.FailIfNoTools || s.Enabled || !reflect.DeepEqual(s.Stdio.EnvPassthrough, []string{"NODE_PATH"}) {
 				t.Errorf("%+v", s)
 			}
-			if !filepath.IsAbs(s.Cwd) || filepath.Base(s.Cwd) != "sub" {
-				t.Errorf("cwd %q should resolve against the file's directory", s.Cwd)
+			if !filepath.IsAbs(s.Stdio.Cwd) || filepath.Base(s.Stdio.Cwd) != "sub" {
+				t.Errorf("cwd %q should resolve against the file's directory", s.Stdio.Cwd)
 			}
 		})
 	}
@@ -67,7 +67,7 @@ func TestClaudeCodeVariables(t *testing.T) {
   "old": {"type": "sse", "url": "http://localhost:9/sse"}
 }}`, env("API_KEY", "s3cret", "TOOL_BIN", "/opt/tool"))
 	api := cfg.Server("api")
-	if api.URL != "https://api.example.com/mcp" || api.Headers["Authorization"] != "Bearer s3cret" || api.Type != TypeHTTP {
+	if api.URL != "https://api.example.com/mcp" || api.HTTP.Headers["Authorization"] != "Bearer s3cret" || api.Type != TypeHTTP {
 		t.Errorf("api: %+v", api)
 	}
 	if got := api.Refs["/headers/Authorization"].String(); got != "Bearer ${API_KEY}" {
@@ -101,7 +101,7 @@ func TestCursorVariables(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := cfg.Server("c")
-	if s.Command[0] != "/home/ada/bin/srv" || s.Env["P"] != "/x" || s.Env["W"] != proj {
+	if s.Command[0] != "/home/ada/bin/srv" || s.Stdio.Env["P"] != "/x" || s.Stdio.Env["W"] != proj {
 		t.Errorf("%+v", s)
 	}
 	if _, ok := s.Refs["/command/0"]; ok {
@@ -111,7 +111,7 @@ func TestCursorVariables(t *testing.T) {
 		t.Errorf("refs %v", s.Refs)
 	}
 	want := map[string]string{"A": "1", "B": "override", "P": "/x", "W": proj}
-	if got := s.Environ(); !reflect.DeepEqual(got, want) {
+	if got := s.Stdio.Environ(); !reflect.DeepEqual(got, want) {
 		t.Errorf("Environ() = %v, want %v", got, want)
 	}
 }
@@ -148,8 +148,8 @@ func TestVSCodeInputs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cfg.Server("a").Env["KEY"] != "typed" || cfg.Server("b").Headers["X-Key"] != "k=typed" {
-			t.Errorf("values: %v %v", cfg.Server("a").Env, cfg.Server("b").Headers)
+		if cfg.Server("a").Stdio.Env["KEY"] != "typed" || cfg.Server("b").HTTP.Headers["X-Key"] != "k=typed" {
+			t.Errorf("values: %v %v", cfg.Server("a").Stdio.Env, cfg.Server("b").HTTP.Headers)
 		}
 		if len(p.asked) != 1 {
 			t.Errorf("asked %v; an input is asked for once", p.asked)
@@ -163,8 +163,8 @@ func TestVSCodeInputs(t *testing.T) {
 	})
 	t.Run("environment", func(t *testing.T) {
 		cfg := mustLoad(t, "mcp.json", vscodeConfig, env("NEXUS_INPUT_API_KEY", "from-env"))
-		if cfg.Server("a").Env["KEY"] != "from-env" {
-			t.Errorf("env %v", cfg.Server("a").Env)
+		if cfg.Server("a").Stdio.Env["KEY"] != "from-env" {
+			t.Errorf("env %v", cfg.Server("a").Stdio.Env)
 		}
 	})
 	t.Run("missing", func(t *testing.T) {
@@ -182,7 +182,7 @@ func TestNexusHTTPFields(t *testing.T) {
   "p": {"plugin": {"name": "ssh", "config": {"host": "h", "n": 2}}}},
   "plugins": {"ssh": {"path": "./ssh"}}}`, nil)
 	h := cfg.Server("h")
-	if h.MaxRetries == nil || *h.MaxRetries != 0 || h.RetryBackoff != 250*time.Millisecond || !h.AllowPrivateNetworks ||
+	if h.HTTP.MaxRetries == nil || *h.HTTP.MaxRetries != 0 || h.HTTP.RetryBackoff != 250*time.Millisecond || !h.HTTP.AllowPrivateNetworks ||
 		h.OAuth == nil || h.OAuth.ClientID != "id" || len(h.OAuth.Scopes) != 2 {
 		t.Errorf("%+v", h)
 	}

@@ -27,8 +27,8 @@ server "a" {
 }
 `, env("X", "s3cret"))
 	s := cfg.Server("a")
-	if s.Env["T"] != "s3cret" || s.Env["P"] != "s3cret" {
-		t.Fatalf("env %v", s.Env)
+	if s.Stdio.Env["T"] != "s3cret" || s.Stdio.Env["P"] != "s3cret" {
+		t.Fatalf("env %v", s.Stdio.Env)
 	}
 	out, _, err := Compile(cfg, FormatMCPServers)
 	if err != nil {
@@ -44,8 +44,8 @@ server "a" {
 func TestEnvDefaultNotNeeded(t *testing.T) {
 	src := "variable \"tok\" {\n  sensitive = true\n  default   = env(\"X\")\n}\nserver \"a\" {\n  stdio {\n    command = \"x\"\n    env     = { T = var.tok }\n  }\n}\n"
 	cfg := mustLoad(t, "nexus.hcl", src, env("TOK", "from-tok"))
-	if s := cfg.Server("a"); s.Env["T"] != "from-tok" || s.Refs["/env/T"].String() != "${TOK}" {
-		t.Errorf("env %v refs %v", s.Env, s.Refs)
+	if s := cfg.Server("a"); s.Stdio.Env["T"] != "from-tok" || s.Refs["/env/T"].String() != "${TOK}" {
+		t.Errorf("env %v refs %v", s.Stdio.Env, s.Refs)
 	}
 	if _, err := loadOne(t, "nexus.hcl", src, nil); err == nil || !strings.Contains(err.Error(), `its default comes from env("X"), and X is not set`) {
 		t.Errorf("neither set: %v", err)

@@ -125,8 +125,8 @@ func TestHTTPTokens(t *testing.T) {
 
 	// The real client, with a token.
 	ctx := ctxT(t)
-	conn, err := httptransport.Dial(ctx, httptransport.Config{Server: "gw", URL: e.url + gateway.EndpointPath, AllowPrivateNetworks: true,
-		Headers: map[string]string{"Authorization": "Bearer ci-token"}})
+	conn, err := httptransport.Dial(ctx, httptransport.Config{Server: "gw", URL: e.url + gateway.EndpointPath,
+		Options: httptransport.Options{AllowPrivateNetworks: true, Headers: map[string]string{"Authorization": "Bearer ci-token"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

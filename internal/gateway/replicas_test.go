@@ -124,10 +124,10 @@ func (rr *roundRobin) markDown(r *replica) {
 func dialThrough(t *testing.T, rr *roundRobin, base, token string, o mcp.ClientOptions) *mcp.Client {
 	t.Helper()
 	ctx := ctxT(t)
-	conn, err := httptransport.Dial(ctx, httptransport.Config{Server: "gw", URL: base + gateway.EndpointPath, AllowPrivateNetworks: true,
-		Headers:       map[string]string{"Authorization": "Bearer " + token},
-		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { rr.rt = rt; return rr },
-		MaxRetries:    -1})
+	conn, err := httptransport.Dial(ctx, httptransport.Config{Server: "gw", URL: base + gateway.EndpointPath,
+		Options: httptransport.Options{AllowPrivateNetworks: true, MaxRetries: new(int),
+			Headers: map[string]string{"Authorization": "Bearer " + token}},
+		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { rr.rt = rt; return rr }})
 	if err != nil {
 		t.Fatal(err)
 	}

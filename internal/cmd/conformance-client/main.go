@@ -70,11 +70,11 @@ func run() error {
 	defer cancel()
 
 	cfg := httptransport.Config{
-		Server:       "conformance",
-		URL:          serverURL,
-		RetryBackoff: 100 * time.Millisecond,
-		Timeout:      10 * time.Second,
-		Logger:       log.Named("http"),
+		Server:  "conformance",
+		URL:     serverURL,
+		Options: httptransport.Options{RetryBackoff: 100 * time.Millisecond},
+		Timeout: 10 * time.Second,
+		Logger:  log.Named("http"),
 	}
 	// Every scenario gets an OAuth client, as the host gives one to every
 	// HTTP server: servers that never answer 401 never use it.

@@ -353,7 +353,7 @@ func TestRetry(t *testing.T) {
 			http.Error(w, "slow down", http.StatusTooManyRequests)
 		}))
 		cfg := e.config(url)
-		cfg.MaxRetries = 2
+		cfg.MaxRetries = new(2)
 		c := e.dialConn(cfg)
 		_, err := mcp.Connect(testCtx(t), c, mcp.ClientOptions{})
 		se := wantErrAs[*HTTPStatusError](t, err)
@@ -391,7 +391,7 @@ func TestRetry(t *testing.T) {
 		addr := ln.Addr().String()
 		ln.Close() // nothing listens there now
 		cfg := e.config("http://" + addr + "/mcp")
-		cfg.MaxRetries = -1
+		cfg.MaxRetries = new(0)
 		c := e.dialConn(cfg)
 		_, err := mcp.Connect(testCtx(t), c, mcp.ClientOptions{})
 		re := wantErrAs[*RequestError](t, err)
@@ -419,7 +419,7 @@ func TestRetryAfter(t *testing.T) {
 			t.Errorf("Retry-After %q: %s, want %s", v, got, want)
 		}
 	}
-	c := &Conn{cfg: Config{RetryBackoff: time.Second}}
+	c := &Conn{cfg: Config{Options: Options{RetryBackoff: time.Second}}}
 	for attempt, hi := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} {
 		for range 20 {
 			if d := c.backoff(attempt); d < hi/2 || d > hi {

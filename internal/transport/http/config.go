@@ -34,23 +34,8 @@ type Config struct {
 	Server string // the server's name, for errors and log lines
 	URL    string // the MCP endpoint (http or https)
 
-	// Headers are sent on every request, already ${VAR}-expanded. Their
-	// values are never logged or put into errors: they usually hold
-	// credentials. The transport's own headers (Accept, Content-Type,
-	// Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID) win over them.
-	Headers map[string]string
-
-	// MaxRetries is how often a request is retried after a connection
-	// failure before anything was sent, or after HTTP 429, 502, 503 or 504
-	// (default 3; -1 for none). RetryBackoff is the first wait (default
-	// 1 s); it doubles per attempt, with jitter, up to MaxRetryDelay.
-	MaxRetries   int
-	RetryBackoff time.Duration
-
-	// AllowPrivateNetworks lets the transport connect to private, link-local,
-	// CGNAT, multicast and unspecified addresses. Loopback is always
-	// allowed; cloud metadata addresses never are.
-	AllowPrivateNetworks bool
+	// Options are what a config sets (OptionTable decodes them).
+	Options
 
 	// LegacySSE speaks the 2024-11-05 HTTP+SSE transport from the start
 	// (config `type = "sse"`). Without it, the transport still falls back
@@ -95,6 +80,8 @@ type Config struct {
 	// Authorizer, if set, authorizes every request (POST, GET, DELETE) and
 	// handles 401 and 403 answers; internal/auth's *Client is one.
 	Authorizer Authorizer
+
+	retries int // MaxRetries resolved by normalize
 }
 
 // Authorizer adds credentials to requests and reacts to the server's
@@ -131,11 +118,9 @@ func (cfg *Config) normalize() (*url.URL, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}
-	switch {
-	case cfg.MaxRetries == 0:
-		cfg.MaxRetries = DefaultMaxRetries
-	case cfg.MaxRetries < 0:
-		cfg.MaxRetries = 0
+	cfg.retries = DefaultMaxRetries
+	if cfg.MaxRetries != nil {
+		cfg.retries = max(*cfg.MaxRetries, 0)
 	}
 	if cfg.RetryBackoff <= 0 {
 		cfg.RetryBackoff = DefaultRetryBackoff

@@ -171,11 +171,11 @@ func TestServerEverythingStreamableHTTP(t *testing.T) {
 	defer cancel()
 
 	conn, err := Dial(ctx, Config{
-		Server:       "everything",
-		URL:          "http://" + proxy.ln.Addr().String() + "/mcp",
-		RetryBackoff: 50 * time.Millisecond,
-		Timeout:      10 * time.Second,
-		Logger:       hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Debug}),
+		Server:  "everything",
+		URL:     "http://" + proxy.ln.Addr().String() + "/mcp",
+		Options: Options{RetryBackoff: 50 * time.Millisecond},
+		Timeout: 10 * time.Second,
+		Logger:  hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Debug}),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -49,7 +49,7 @@ func (c *Conn) doTracked(ctx context.Context, x *exchange) (*http.Response, int,
 	authTries := 0 // re-authorizations; they do not use up the retry budget
 	for attempt := 0; ; attempt++ {
 		resp, gen, withSession, err := c.roundTrip(ctx, x)
-		retry := !x.noRetry && attempt < c.cfg.MaxRetries
+		retry := !x.noRetry && attempt < c.cfg.retries
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, gen, c.reqErr(x, context.Cause(ctx))
@@ -59,7 +59,7 @@ func (c *Conn) doTracked(ctx context.Context, x *exchange) (*http.Response, int,
 				// Said at the default log level: a wait of seconds with
 				// nothing on screen looks like a hang.
 				c.log.Warn("cannot connect; retrying", "url", c.target(x), "in", d,
-					"retry", fmt.Sprintf("%d of %d (http_max_retries)", attempt+1, c.cfg.MaxRetries), "error", err)
+					"retry", fmt.Sprintf("%d of %d (http_max_retries)", attempt+1, c.cfg.retries), "error", err)
 				if !sleep(ctx, d) {
 					return nil, gen, c.reqErr(x, context.Cause(ctx))
 				}
@@ -98,7 +98,7 @@ func (c *Conn) doTracked(ctx context.Context, x *exchange) (*http.Response, int,
 				d := retryAfter(resp.Header, c.backoff(attempt))
 				discard(resp.Body)
 				c.log.Warn("server busy; retrying", "url", c.target(x), "status", s, "in", d,
-					"retry", fmt.Sprintf("%d of %d (http_max_retries)", attempt+1, c.cfg.MaxRetries))
+					"retry", fmt.Sprintf("%d of %d (http_max_retries)", attempt+1, c.cfg.retries))
 				if !sleep(ctx, d) {
 					return nil, gen, c.reqErr(x, context.Cause(ctx))
 				}

@@ -78,7 +78,7 @@ func TestAllowPrivateNetworks(t *testing.T) {
 	e := newEnv(t)
 	cfg := e.config("http://internal.example:8080/mcp")
 	cfg.AllowPrivateNetworks = true
-	cfg.MaxRetries = -1
+	cfg.MaxRetries = new(0)
 	cfg.Resolver = &fakeResolver{answers: map[string][][]string{"internal.example": {{"10.0.0.1"}}}}
 	c := e.dialConn(cfg)
 	_, err := mcp.Connect(testCtx(t), c, mcp.ClientOptions{})

@@ -143,13 +143,13 @@ func newEnv(t *testing.T) *env {
 
 func (e *env) config(url string) Config {
 	return Config{
-		Server:       "test",
-		URL:          url,
-		RetryBackoff: 5 * time.Millisecond,
-		Timeout:      5 * time.Second,
-		Logger:       hclog.New(&hclog.LoggerOptions{Output: e.logs, Level: hclog.Trace}),
-		DialContext:  e.dial.DialContext,
-		Resolver:     &fakeResolver{answers: map[string][][]string{"localhost": {{"127.0.0.1"}}}},
+		Server:      "test",
+		URL:         url,
+		Options:     Options{RetryBackoff: 5 * time.Millisecond},
+		Timeout:     5 * time.Second,
+		Logger:      hclog.New(&hclog.LoggerOptions{Output: e.logs, Level: hclog.Trace}),
+		DialContext: e.dial.DialContext,
+		Resolver:    &fakeResolver{answers: map[string][][]string{"localhost": {{"127.0.0.1"}}}},
 	}
 }
 

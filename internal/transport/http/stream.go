@@ -117,7 +117,7 @@ func (c *Conn) follow(ctx context.Context, resp *http.Response, key string, init
 			return &RequestError{Server: c.cfg.Server, Method: http.MethodPost, URL: c.shown, Err: &streamEndedError{id: key[2:], err: lastErr}}
 		}
 		fails++
-		if fails > c.cfg.MaxRetries+1 {
+		if fails > c.cfg.retries+1 {
 			return &RequestError{Server: c.cfg.Server, Method: http.MethodGet, URL: c.shown,
 				Err: fmt.Errorf("resuming the SSE stream for request %s failed %d times in a row: %w", key[2:], fails-1, lastErr)}
 		}

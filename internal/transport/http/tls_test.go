@@ -62,8 +62,8 @@ func TestConfigErrors(t *testing.T) {
 		{Server: "s"},
 		{Server: "s", URL: "ftp://example.com/"},
 		{Server: "s", URL: "http:///nohost"},
-		{Server: "s", URL: "http://example.com/", Headers: map[string]string{"Bad Name": "x"}},
-		{Server: "s", URL: "http://example.com/", Headers: map[string]string{"X-Token": "s3cret\r\nInjected: 1"}},
+		{Server: "s", URL: "http://example.com/", Options: Options{Headers: map[string]string{"Bad Name": "x"}}},
+		{Server: "s", URL: "http://example.com/", Options: Options{Headers: map[string]string{"X-Token": "s3cret\r\nInjected: 1"}}},
 	} {
 		_, err := Dial(testCtx(t), cfg)
 		ce := wantErrAs[*ConfigError](t, err)

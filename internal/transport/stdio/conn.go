@@ -38,16 +38,17 @@ const (
 
 // Config describes one server process.
 type Config struct {
-	Server         string            // server name, used in errors and log lines
-	Command        []string          // executable followed by its args (already merged from command+args)
-	Env            map[string]string // explicit values, win over everything
-	EnvPassthrough []string          // host variables to pass through in addition to SafeEnvKeys
-	Dir            string            // working directory; "" = inherit
-	Logger         hclog.Logger      // nil = hclog.NewNullLogger()
-	MaxFrame       int               // default mcp.MaxFrameSize (10 MiB)
-	CloseGrace     time.Duration     // default 2s: wait after closing stdin before SIGTERM to the group, and again before SIGKILL
-	StderrLines    int               // default 20: size of the stderr ring buffer
-	Environ        func() []string   // source of the host environment; default os.Environ (tests inject)
+	Server  string   // server name, used in errors and log lines
+	Command []string // executable followed by its args (already merged from command+args)
+	// Options are what a config sets (OptionTable decodes them). Env and
+	// FileEnv are merged by Options.Environ; EnvFile itself is not read
+	// again.
+	Options
+	Logger      hclog.Logger    // nil = hclog.NewNullLogger()
+	MaxFrame    int             // default mcp.MaxFrameSize (10 MiB)
+	CloseGrace  time.Duration   // default 2s: wait after closing stdin before SIGTERM to the group, and again before SIGKILL
+	StderrLines int             // default 20: size of the stderr ring buffer
+	HostEnviron func() []string // source of the host environment; default os.Environ (tests inject)
 }
 
 // stdoutReader is the host's end of the server's stdout (see stdoutPipe).
@@ -127,8 +128,8 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 	if cfg.StderrLines <= 0 {
 		cfg.StderrLines = defaultStderrLines
 	}
-	if cfg.Environ == nil {
-		cfg.Environ = os.Environ
+	if cfg.HostEnviron == nil {
+		cfg.HostEnviron = os.Environ
 	}
 	command := slices.Clone(cfg.Command)
 	fail := func(kind StartErrorKind, path string, err error) (*Conn, error) {
@@ -138,21 +139,21 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 		return fail(Other, "", errors.New("no command configured"))
 	}
 
-	env, err := buildEnv(cfg.Environ(), cfg.EnvPassthrough, cfg.Env, foldEnvCase)
+	env, err := buildEnv(cfg.HostEnviron(), cfg.EnvPassthrough, cfg.Options.Environ(), foldEnvCase)
 	if err != nil {
 		return fail(Other, "", err)
 	}
 	pathSeen := lookupEnv(env, "PATH", foldEnvCase)
-	if cfg.Dir != "" {
-		fi, err := os.Stat(cfg.Dir)
+	if cfg.Cwd != "" {
+		fi, err := os.Stat(cfg.Cwd)
 		if err == nil && !fi.IsDir() {
-			err = &fs.PathError{Op: "chdir", Path: cfg.Dir, Err: syscall.ENOTDIR}
+			err = &fs.PathError{Op: "chdir", Path: cfg.Cwd, Err: syscall.ENOTDIR}
 		}
 		if err != nil {
 			return fail(BadDir, pathSeen, err)
 		}
 	}
-	path, kind, err := resolveCommand(command[0], cfg.Dir, env)
+	path, kind, err := resolveCommand(command[0], cfg.Cwd, env)
 	if err != nil {
 		return fail(kind, pathSeen, err)
 	}
@@ -196,7 +197,7 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 		Path:   path,
 		Args:   command,
 		Env:    env, // never nil: a nil Env would hand over the whole host environment
-		Dir:    cfg.Dir,
+		Dir:    cfg.Cwd,
 		Stdin:  inR,
 		Stdout: outW,
 		Stderr: errW,

@@ -90,7 +90,7 @@ func startFake(t *testing.T, mode string, edit func(*Config)) (*Conn, *lockedBuf
 		// would outlast testGrace and turn every clean exit into a SIGTERM.
 		// GOCOVERDIR: a test binary built with -cover warns on stderr
 		// when it is unset, and these tests compare stderr exactly.
-		Env:        map[string]string{modeEnv: mode, "GORACE": "atexit_sleep_ms=0"},
+		Options:    Options{Env: map[string]string{modeEnv: mode, "GORACE": "atexit_sleep_ms=0"}},
 		CloseGrace: testGrace,
 		Logger:     hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Trace, DisableTime: true}),
 	}
@@ -403,7 +403,7 @@ func TestStartErrors(t *testing.T) {
 
 	t.Run("not found with override PATH", func(t *testing.T) {
 		path := strings.Join([]string{filepath.Join(dir, "a"), filepath.Join(dir, "b")}, string(os.PathListSeparator))
-		_, err := Start(ctx, Config{Server: "fs", Command: []string{"nexus-no-such-command"}, Env: map[string]string{"PATH": path}})
+		_, err := Start(ctx, Config{Server: "fs", Command: []string{"nexus-no-such-command"}, Options: Options{Env: map[string]string{"PATH": path}}})
 		var se *StartError
 		if !errors.As(err, &se) || se.Kind != NotFound || se.Path != path {
 			t.Fatalf("err = %#v", err)
@@ -429,7 +429,7 @@ func TestStartErrors(t *testing.T) {
 	})
 	t.Run("bad dir", func(t *testing.T) {
 		missing := filepath.Join(dir, "missing")
-		_, err := Start(ctx, Config{Server: "fs", Command: []string{testExe(t)}, Dir: missing})
+		_, err := Start(ctx, Config{Server: "fs", Command: []string{testExe(t)}, Options: Options{Cwd: missing}})
 		var se *StartError
 		if !errors.As(err, &se) || se.Kind != BadDir {
 			t.Fatalf("err = %#v", err)
@@ -443,7 +443,7 @@ func TestStartErrors(t *testing.T) {
 		if err := os.WriteFile(f, nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, err := Start(ctx, Config{Server: "fs", Command: []string{testExe(t)}, Dir: f})
+		_, err := Start(ctx, Config{Server: "fs", Command: []string{testExe(t)}, Options: Options{Cwd: f}})
 		var se *StartError
 		if !errors.As(err, &se) || se.Kind != BadDir {
 			t.Fatalf("err = %#v", err)
@@ -457,7 +457,7 @@ func TestStartErrors(t *testing.T) {
 		}
 	})
 	t.Run("invalid env key", func(t *testing.T) {
-		_, err := Start(ctx, Config{Server: "fs", Command: []string{testExe(t)}, Env: map[string]string{"A=B": "x"}})
+		_, err := Start(ctx, Config{Server: "fs", Command: []string{testExe(t)}, Options: Options{Env: map[string]string{"A=B": "x"}}})
 		var se *StartError
 		if !errors.As(err, &se) || se.Kind != Other {
 			t.Fatalf("err = %#v", err)
@@ -476,7 +476,7 @@ func TestStartErrors(t *testing.T) {
 func TestRelativeCommandUsesDir(t *testing.T) {
 	exe := testExe(t)
 	c, _ := startFake(t, "echo", func(cfg *Config) {
-		cfg.Dir = filepath.Dir(exe)
+		cfg.Cwd = filepath.Dir(exe)
 		cfg.Command = []string{"." + string(filepath.Separator) + filepath.Base(exe)}
 	})
 	mustWrite(t, c, `{"x":1}`)
@@ -544,7 +544,7 @@ func TestEnvSanitized(t *testing.T) {
 
 func TestEnvInjectedEnviron(t *testing.T) {
 	c, _ := startFake(t, "env", func(cfg *Config) {
-		cfg.Environ = func() []string {
+		cfg.HostEnviron = func() []string {
 			return []string{"PATH=/injected", "AWS_SECRET_ACCESS_KEY=x", "HOME=/home/h", "KEEP=1"}
 		}
 		cfg.EnvPassthrough = []string{"KEEP"}
@@ -567,7 +567,7 @@ func TestEmptyEnvDoesNotInherit(t *testing.T) {
 	// child must get exactly that, not the host environment (a nil
 	// exec.Cmd.Env would mean "inherit everything").
 	c, _ := startFake(t, "env", func(cfg *Config) {
-		cfg.Environ = func() []string { return nil }
+		cfg.HostEnviron = func() []string { return nil }
 	})
 	env := readEnv(t, c)
 	if len(env) != 2 || env[modeEnv] != "env" {

@@ -141,7 +141,7 @@ func TestPermissionDenied(t *testing.T) {
 	}
 	for name, cfg := range map[string]Config{
 		"absolute":    {Server: "fs", Command: []string{script}},
-		"via PATH":    {Server: "fs", Command: []string{"server"}, Env: map[string]string{"PATH": dir}},
+		"via PATH":    {Server: "fs", Command: []string{"server"}, Options: Options{Env: map[string]string{"PATH": dir}}},
 		"a directory": {Server: "fs", Command: []string{dir}},
 	} {
 		t.Run(name, func(t *testing.T) {

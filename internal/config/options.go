@@ -1,0 +1,155 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/nexus-mcp/nexus/internal/option"
+	httptransport "github.com/nexus-mcp/nexus/internal/transport/http"
+	"github.com/nexus-mcp/nexus/internal/transport/stdio"
+)
+
+// The transports own their options (option.Table): this file is where the
+// config formats meet the tables. Each decoder reads a transport's options
+// through a Value over its own helpers, so messages and positions stay the
+// format's; nexus.hcl, nexus JSON and the client formats write them
+// through a Writer, so values from the environment stay templates.
+
+var (
+	httpOptions  = httptransport.OptionTable
+	stdioOptions = stdio.OptionTable
+)
+
+// hclValue is an attribute of a nexus.hcl block.
+type hclValue struct {
+	h    *hclFile
+	a    *hcl.Attribute
+	refs map[string]Template
+	who  string // the server
+}
+
+// refsFor keeps templates only where the option asks for them (ptr != "").
+func (v hclValue) refsFor(ptr string) map[string]Template {
+	if ptr == "" {
+		return nil
+	}
+	return v.refs
+}
+
+func (v hclValue) String(ptr string) (string, bool) { return v.h.str(v.a, v.refsFor(ptr), ptr) }
+func (v hclValue) Strings(ptr string) ([]string, bool) {
+	return v.h.strs(v.a, v.refsFor(ptr), ptr)
+}
+func (v hclValue) Map(ptr string) (map[string]string, bool) { return v.h.strMap(v.a, v.refs, ptr) }
+func (v hclValue) Int(lo int) (int, bool)                   { return v.h.integer(v.a, lo) }
+func (v hclValue) Duration() (time.Duration, bool)          { return v.h.duration(v.a) }
+func (v hclValue) Bool() (bool, bool)                       { return v.h.boolean(v.a) }
+func (v hclValue) Path(string) (string, bool)               { return v.h.path(v.a) }
+func (v hclValue) Fail(problem, fix string) {
+	v.h.errRange(v.a.Expr.Range(), v.who, problem, fix)
+}
+func (v hclValue) EnvFile(p string) (map[string]string, bool) {
+	env, bad := v.h.ld.envFile(p)
+	if bad != "" {
+		v.Fail(bad, "Create the file, or fix the path (relative paths start at this file's directory).")
+		return nil, false
+	}
+	return env, true
+}
+
+// jsonValue is a member of a JSON server entry.
+type jsonValue struct {
+	d    *dec
+	v    *jval
+	name string
+}
+
+func (v jsonValue) String(ptr string) (string, bool)    { return v.d.str(v.v, v.name, ptr) }
+func (v jsonValue) Strings(ptr string) ([]string, bool) { return v.d.strs(v.v, v.name, ptr) }
+func (v jsonValue) Map(ptr string) (map[string]string, bool) {
+	return v.d.strMap(v.v, v.name, ptr)
+}
+func (v jsonValue) Int(lo int) (int, bool)          { return v.d.integer(v.v, v.name, lo) }
+func (v jsonValue) Duration() (time.Duration, bool) { return v.d.duration(v.v, v.name) }
+func (v jsonValue) Bool() (bool, bool)              { return v.d.boolean(v.v, v.name) }
+func (v jsonValue) Path(ptr string) (string, bool) {
+	p, ok := v.d.str(v.v, v.name, ptr)
+	return resolvePath(p, v.d.j.dir, v.d.j.ld.home), ok
+}
+func (v jsonValue) Fail(problem, fix string) { v.d.errAt(v.v, problem, fix) }
+func (v jsonValue) EnvFile(p string) (map[string]string, bool) {
+	env, bad := v.d.j.ld.envFile(p)
+	if bad != "" {
+		v.Fail(bad, "Create the file, or fix the path (relative paths start at the config file's directory).")
+		return nil, false
+	}
+	return env, true
+}
+
+// hclExpr is an HCL expression already written (a template, a map).
+type hclExpr string
+
+// hclWriter writes a server's values as nexus.hcl expressions.
+type hclWriter struct{ s *Server }
+
+func (w hclWriter) String(ptr, v string) any                { return hclExpr(w.s.valueHCL(ptr, v)) }
+func (w hclWriter) Map(ptr string, m map[string]string) any { return hclExpr(w.s.mapHCL(ptr, m)) }
+
+// hclOptions writes the options of table set on o as lines of a block.
+func hclOptions[T any](b *strings.Builder, s *Server, table option.Table[T], o *T) {
+	for _, opt := range table {
+		v := opt.Out(o, hclWriter{s})
+		if v == nil {
+			continue
+		}
+		var expr string
+		switch v := v.(type) {
+		case hclExpr:
+			expr = string(v)
+		case string:
+			expr = hclString(v)
+		case []string:
+			expr = hclStrings(v)
+		default: // numbers and booleans
+			expr = fmt.Sprint(v)
+		}
+		fmt.Fprintf(b, "    %s = %s\n", opt.HCL, expr)
+	}
+}
+
+// jsonWriter writes a server's values in the compile format, templates in
+// its syntax.
+type jsonWriter struct {
+	c *compiler
+	s *Server
+}
+
+func (w jsonWriter) String(ptr, v string) any { return w.c.str(w.s.Refs, ptr, v) }
+func (w jsonWriter) Map(ptr string, m map[string]string) any {
+	return w.c.strMap(w.s.Refs, ptr, m)
+}
+
+// jsonOptions puts the options of table set on o into the server entry e:
+// in nexus JSON all of them, in a client's format those it carries, with a
+// warning for each one it cannot.
+func jsonOptions[T any](c *compiler, e map[string]any, s *Server, table option.Table[T], o *T) {
+	nexus := c.format == FormatNexusJSON
+	warned := map[string]bool{} // two options may share a warning
+	for _, opt := range table {
+		if !nexus && opt.Lost != nil {
+			if w := opt.Lost(o, c.format); w != "" {
+				if !warned[w] {
+					warned[w] = true
+					c.warn(s, "%s", w)
+				}
+				continue
+			}
+		}
+		if v := opt.Out(o, jsonWriter{c, s}); v != nil {
+			e[opt.JSON] = v
+		}
+	}
+}

@@ -1,0 +1,115 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/nexus-mcp/nexus/internal/option"
+)
+
+// transportCase is one transport's option table as the tests see it: how
+// a server selects the transport in each format, and its options on Server.
+type transportCase struct {
+	name       string
+	keys       []option.Option[struct{}] // names and examples only
+	hclBlock   string                    // the block, with the selector
+	jsonSelect string                    // the JSON member(s) that select it
+	options    func(*Server) any
+}
+
+func names[T any](t option.Table[T]) []option.Option[struct{}] {
+	out := make([]option.Option[struct{}], len(t))
+	for i, o := range t {
+		out[i] = option.Option[struct{}]{HCL: o.HCL, JSON: o.JSON, Example: o.Example}
+	}
+	return out
+}
+
+var transportCases = []transportCase{
+	{"stdio", names(stdioOptions), `stdio {
+    command = "srv"
+    %s = %s
+  }`, `"command": "srv"`, func(s *Server) any { return s.Stdio }},
+	{"http", names(httpOptions), `http {
+    url = "https://mcp.example.com/mcp"
+    %s = %s
+  }`, `"url": "https://mcp.example.com/mcp"`, func(s *Server) any { return s.HTTP }},
+}
+
+// Every option in a transport's table is read from nexus.hcl and from JSON
+// to the same value, and comes back unchanged through nexus.hcl (ToHCL) and
+// nexus JSON (Compile): a new row is checked end to end without touching
+// the loader.
+func TestTransportOptions(t *testing.T) {
+	for _, tc := range transportCases {
+		for _, o := range tc.keys {
+			t.Run(tc.name+"/"+o.HCL, func(t *testing.T) {
+				if o.Example == "" {
+					t.Fatalf("option %q has no Example", o.HCL)
+				}
+				dir := t.TempDir()
+				write(t, dir, "vars.env", "FROM_FILE=1\n")
+				load := func(name, src string) *Server {
+					t.Helper()
+					cfg, err := Load(Options{Files: []string{write(t, dir, name, src)}, LookupEnv: env()})
+					if err != nil {
+						t.Fatalf("%s:\n%s\n%v", name, src, err)
+					}
+					return cfg.Server("s")
+				}
+				fromHCL := load("nexus.hcl", fmt.Sprintf("server \"s\" {\n  "+tc.hclBlock+"\n}\n", o.HCL, o.Example))
+				fromJSON := load("mcp.json", fmt.Sprintf(`{"mcpServers": {"s": {%s, %q: %s}}}`, tc.jsonSelect, o.JSON, o.Example))
+				got, zero := tc.options(fromHCL), reflect.Zero(reflect.TypeOf(tc.options(fromHCL))).Interface()
+				if reflect.DeepEqual(got, zero) {
+					t.Fatalf("%s = %s set nothing", o.HCL, o.Example)
+				}
+				if j := tc.options(fromJSON); !reflect.DeepEqual(got, j) {
+					t.Fatalf("nexus.hcl gave %+v, JSON %+v", got, j)
+				}
+
+				out, warns := ToHCL(&Config{Servers: []*Server{fromJSON}}, "mcp.json")
+				if len(warns) != 0 {
+					t.Errorf("ToHCL warnings %v", warns)
+				}
+				if back := tc.options(load("back.hcl", string(out))); !reflect.DeepEqual(got, back) {
+					t.Errorf("through nexus.hcl %+v, want %+v\n%s", back, got, out)
+				}
+				js, _, err := Compile(&Config{Servers: []*Server{fromHCL}}, FormatNexusJSON)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if back := tc.options(load("back.json", string(js))); !reflect.DeepEqual(got, back) {
+					t.Errorf("through nexus JSON %+v, want %+v\n%s", back, got, js)
+				}
+			})
+		}
+	}
+}
+
+// The loader's schema and keys come from the tables: every option is known
+// to both formats, and an HTTP option on a stdio server is flagged.
+func TestTransportOptionKeys(t *testing.T) {
+	for _, tc := range transportCases {
+		for _, o := range tc.keys {
+			schema := stdioSchema
+			if tc.name == "http" {
+				schema = httpSchema
+			}
+			found := false
+			for _, a := range schema.Attributes {
+				found = found || a.Name == o.HCL
+			}
+			if !found {
+				t.Errorf("%s option %q is not in its nexus.hcl block's schema", tc.name, o.HCL)
+			}
+			if !slices.Contains(serverKeys, o.JSON) {
+				t.Errorf("%s option %q is not a known JSON server key", tc.name, o.JSON)
+			}
+			if slices.Contains(httpOnlyKeys, o.JSON) != (tc.name == "http") {
+				t.Errorf("%s option %q: only-for-HTTP is %v", tc.name, o.JSON, slices.Contains(httpOnlyKeys, o.JSON))
+			}
+		}
+	}
+}

@@ -1,0 +1,18 @@
+// Package option is how a component owns its configuration: a Table of
+// options, each with its name in a nexus.hcl block and on a JSON server
+// entry, one Decode for both formats, and one Out for writing it back.
+//
+// A transport keeps its table beside its code (internal/transport/http's
+// OptionTable, internal/transport/stdio's), so adding an option touches that
+// transport and its tests: the config loader builds its HCL schema, its
+// JSON keys, its decoding, `nexus config compile` and the "only applies
+// to" warnings from the table, and the host hands the decoded Options to the
+// transport unchanged.
+//
+// Decoding goes through Value, which each config format implements over
+// its own helpers: an option reads its value once, and the messages and
+// positions of a wrong value are still the format's (file:line and caret in
+// nexus.hcl, a byte offset and JSON pointer in JSON). Writing goes through
+// Writer, which keeps a value that came from the environment or an input as
+// its template, never the secret.
+package option

@@ -1,0 +1,88 @@
+package option
+
+import "time"
+
+// Option is one setting of a component, for its options struct T.
+type Option[T any] struct {
+	// HCL is the attribute in the component's nexus.hcl block; JSON is the
+	// member on a JSON server entry (with a prefix such as http_ where the
+	// bare name would be unclear among the server's other members).
+	HCL, JSON string
+	// Decode reads v into o. A value of the wrong type is already reported
+	// by v; Decode adds checks of its own with v.Fail.
+	Decode func(o *T, v Value)
+	// Out is the option's value for nexus.hcl and nexus JSON, or nil to leave
+	// it out (unset, or the default): a string, []string, int, bool, or what
+	// w returned for a value that may hold a template.
+	Out func(o *T, w Writer) any
+	// Lost is the warning for a client's config (format is the compile
+	// format's name: "mcpservers", "vscode") that cannot express a set
+	// option, or "" when that format carries Out as nexus JSON does.
+	// Nil means every format carries it.
+	Lost func(o *T, format string) string
+	// Example is a value of the option as JSON text, which nexus.hcl reads
+	// too. The config loader's tests decode it in both formats and write it
+	// back through each, so a new option is checked end to end by its row.
+	Example string
+}
+
+// Value is an option's value as a config format found it. Each method reads
+// it as one type and reports whether it could; when it could not, the
+// format has recorded the error with its own position and wording. ptr is
+// the JSON pointer under the server entry ("/env", "/headers") where the
+// value's templates (${VAR}, var.x, input references) are kept, "" for
+// options that take none.
+type Value interface {
+	String(ptr string) (string, bool)
+	Strings(ptr string) ([]string, bool)
+	Map(ptr string) (map[string]string, bool)
+	Int(min int) (int, bool)
+	Duration() (time.Duration, bool)
+	Bool() (bool, bool)
+	// Path is a file or directory: a relative one starts at the config
+	// file's directory, ~ at the home directory.
+	Path(ptr string) (string, bool)
+	// EnvFile reads the KEY=value file at path, bounded; an unreadable or
+	// malformed file is reported at the value and ok is false.
+	EnvFile(path string) (env map[string]string, ok bool)
+	// Fail reports a problem with the value and its fix at its position.
+	Fail(problem, fix string)
+}
+
+// Writer writes values that may have come from a template. String and Map
+// take the value's JSON pointer and return what Out should give back.
+type Writer interface {
+	String(ptr, v string) any
+	Map(ptr string, m map[string]string) any
+}
+
+// Table is a component's options, in the order they are written.
+type Table[T any] []Option[T]
+
+// JSON is the option named name on a JSON server entry, or nil.
+func (t Table[T]) JSON(name string) *Option[T] {
+	for i := range t {
+		if t[i].JSON == name {
+			return &t[i]
+		}
+	}
+	return nil
+}
+
+// JSONKeys are the options' names on a JSON server entry.
+func (t Table[T]) JSONKeys() []string {
+	keys := make([]string, len(t))
+	for i, o := range t {
+		keys[i] = o.JSON
+	}
+	return keys
+}
+
+// HCLKeys are the options' attribute names in a nexus.hcl block.
+func (t Table[T]) HCLKeys() []string {
+	keys := make([]string, len(t))
+	for i, o := range t {
+		keys[i] = o.HCL
+	}
+	return keys
+}
