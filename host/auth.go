@@ -172,35 +172,9 @@ func authConfig(srv *config.Server, o AuthOptions) (auth.Config, error) {
 	if oa == nil {
 		return cfg, nil
 	}
-	cfg.ClientID = oa.ClientID
-	cfg.ClientSecret = oa.ClientSecret
-	cfg.Scopes = oa.Scopes
-	cfg.RedirectURI = oa.RedirectURI
-	cfg.AuthURL = oa.AuthURL
-	cfg.TokenURL = oa.TokenURL
-	cfg.ClientMetadataURL = oa.ClientMetadataURL
-	if oa.PrivateKey != "" {
-		cfg.PrivateKeyPEM = []byte(oa.PrivateKey)
-	}
-	cfg.SigningAlg = oa.SigningAlg
-	cfg.KeyID = oa.KeyID
-	switch oa.Grant {
-	case "", config.GrantAuthorizationCode:
-		cfg.Grant = auth.GrantAuthorizationCode
-	case config.GrantClientCredentials:
-		cfg.Grant = auth.GrantClientCredentials
-	case config.GrantEnterprise:
-		cfg.Grant = auth.GrantEnterprise
-		cfg.Enterprise = &auth.Enterprise{
-			IDToken:         oa.IDToken,
-			IdPTokenURL:     oa.IdPTokenURL,
-			IdPIssuer:       oa.IdPIssuer,
-			IdPClientID:     oa.IdPClientID,
-			IdPClientSecret: oa.IdPClientSecret,
-		}
-	default:
+	if err := oa.Apply(&cfg); err != nil {
 		return cfg, &diag.Report{Title: "OAuth Configuration Error", Server: srv.Name, Source: srv.Source, URL: srv.URL,
-			Problem: fmt.Sprintf("unknown oauth grant %q", oa.Grant),
+			Problem: err.Error(),
 			Fix:     []string{`Use "authorization_code", "client_credentials" or "enterprise".`}}
 	}
 	return cfg, nil

@@ -32,6 +32,10 @@
 //   - Tokens are stored per server URL in ~/.nexus/tokens, one 0600 file
 //     each, written atomically. Tokens and secrets are never logged.
 //
+// A config's oauth block is this package's Options (options.go): its
+// OptionTable is what the config loader decodes, validates and writes back
+// in every format, and Options.Apply fills a Config from it.
+//
 // golang.org/x/oauth2 does the mechanics (PKCE, the code exchange, token
 // requests and their client authentication); github.com/golang-jwt/jwt/v5
 // signs private_key_jwt assertions.

@@ -229,29 +229,7 @@ func (c *compiler) server(s *Server) map[string]any {
 		if nexus {
 			if o := s.OAuth; o != nil {
 				oe := map[string]any{}
-				set := func(k, ptr, v string) {
-					if v != "" {
-						oe[k] = c.str(s.Refs, ptr, v)
-					}
-				}
-				set("client_id", "/oauth/client_id", o.ClientID)
-				set("client_secret", "/oauth/client_secret", o.ClientSecret)
-				set("redirect_uri", "", o.RedirectURI)
-				set("auth_url", "", o.AuthURL)
-				set("token_url", "", o.TokenURL)
-				set("grant", "", o.Grant)
-				set("client_metadata_url", "", o.ClientMetadataURL)
-				set("private_key", "/oauth/private_key", o.PrivateKey)
-				set("signing_alg", "", o.SigningAlg)
-				set("key_id", "", o.KeyID)
-				set("id_token", "/oauth/id_token", o.IDToken)
-				set("idp_token_url", "", o.IdPTokenURL)
-				set("idp_issuer", "", o.IdPIssuer)
-				set("idp_client_id", "", o.IdPClientID)
-				set("idp_client_secret", "/oauth/idp_client_secret", o.IdPClientSecret)
-				if len(o.Scopes) > 0 {
-					oe["scopes"] = o.Scopes
-				}
+				jsonOptions(c, oe, s, oauthOptions, o)
 				e["oauth"] = oe
 			}
 		} else if s.OAuth != nil {

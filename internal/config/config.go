@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/nexus-mcp/nexus/internal/auth"
 	"github.com/nexus-mcp/nexus/internal/diag"
 	"github.com/nexus-mcp/nexus/internal/rules"
 	httptransport "github.com/nexus-mcp/nexus/internal/transport/http"
@@ -68,49 +69,9 @@ type Server struct {
 	Refs map[string]Template
 }
 
-// OAuth configures the OAuth 2.1 client of an HTTP server. Empty endpoints
-// are discovered from the server's metadata.
-type OAuth struct {
-	ClientID     string
-	ClientSecret string
-	Scopes       []string
-	RedirectURI  string
-	AuthURL      string
-	TokenURL     string
-
-	// Grant is how tokens are obtained: "authorization_code" (the default,
-	// a person logs in through a browser), "client_credentials" (machine to
-	// machine, with ClientSecret or PrivateKey) or "enterprise"
-	// (enterprise-managed authorization: IDToken from the IdP login is
-	// exchanged at the IdP, then at the server's authorization server).
-	Grant string
-	// ClientMetadataURL is the client's Client ID Metadata Document (an
-	// https URL), used as client_id where the authorization server
-	// supports them.
-	ClientMetadataURL string
-	// PrivateKey (PEM) makes the client authenticate with private_key_jwt;
-	// SigningAlg (default from the key) and KeyID go into the assertion.
-	PrivateKey string
-	SigningAlg string
-	KeyID      string
-	// Enterprise-managed authorization: the ID token of the user's IdP
-	// login, and the IdP's token endpoint (or issuer, to discover it) and
-	// this client's registration there.
-	IDToken         string
-	IdPTokenURL     string
-	IdPIssuer       string
-	IdPClientID     string
-	IdPClientSecret string
-}
-
-// OAuth grants (OAuth.Grant).
-const (
-	GrantAuthorizationCode = "authorization_code"
-	GrantClientCredentials = "client_credentials"
-	GrantEnterprise        = "enterprise"
-)
-
-var oauthGrants = []string{GrantAuthorizationCode, GrantClientCredentials, GrantEnterprise}
+// OAuth configures the OAuth 2.1 client of an HTTP server: the auth
+// package's options (auth.OptionTable decodes them).
+type OAuth = auth.Options
 
 // PluginTransport connects to a server through a transport plugin: the
 // plugin block called Name, given Config.

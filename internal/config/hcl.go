@@ -68,13 +68,9 @@ var (
 	stdioSchema           = blockSchema(stdioOptions.HCLKeys(), hcl.AttributeSchema{Name: "command", Required: true}, hcl.AttributeSchema{Name: "args"})
 	httpSchema            = blockSchema(httpOptions.HCLKeys(), hcl.AttributeSchema{Name: "url", Required: true}, hcl.AttributeSchema{Name: "legacy_sse"})
 	pluginTransportSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "name", Required: true}, {Name: "config"}}}
-	oauthSchema           = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
-		{Name: "client_id"}, {Name: "client_secret"}, {Name: "scopes"}, {Name: "redirect_uri"}, {Name: "auth_url"}, {Name: "token_url"},
-		{Name: "grant"}, {Name: "client_metadata_url"}, {Name: "private_key"}, {Name: "signing_alg"}, {Name: "key_id"},
-		{Name: "id_token"}, {Name: "idp_token_url"}, {Name: "idp_issuer"}, {Name: "idp_client_id"}, {Name: "idp_client_secret"},
-	}}
-	pluginSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "path", Required: true}, {Name: "sha256"}}}
-	filterSchema = &hcl.BodySchema{
+	oauthSchema           = blockSchema(oauthOptions.HCLKeys())
+	pluginSchema          = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "path", Required: true}, {Name: "sha256"}}}
+	filterSchema          = &hcl.BodySchema{
 		Attributes: []hcl.AttributeSchema{{Name: "kind", Required: true}, {Name: "wasm"}, {Name: "plugin"}, {Name: "sha256"},
 			{Name: "abi"}, {Name: "on_error"}, {Name: "mode"}, {Name: "config"}, {Name: "entrypoint"}, {Name: "data_file"}},
 		Blocks: []hcl.BlockHeaderSchema{{Type: "match"}, {Type: "limits"}},
@@ -1087,47 +1083,7 @@ func (h *hclFile) decodeServer(b *hcl.Block) *Server {
 			h.errRange(oauth.DefRange, name, "oauth only applies to an http server")
 		} else if oc, ok := h.content(oauth, oauthSchema); ok {
 			o := &OAuth{}
-			for n, a := range oc.Attributes {
-				switch n {
-				case "client_id":
-					o.ClientID, _ = h.str(a, refs, "/oauth/client_id")
-				case "client_secret":
-					o.ClientSecret, _ = h.str(a, refs, "/oauth/client_secret")
-				case "scopes":
-					o.Scopes, _ = h.strs(a, nil, "")
-				case "redirect_uri":
-					o.RedirectURI, _ = h.str(a, nil, "")
-				case "auth_url":
-					o.AuthURL, _ = h.str(a, nil, "")
-				case "token_url":
-					o.TokenURL, _ = h.str(a, nil, "")
-				case "grant":
-					var ok bool
-					if o.Grant, ok = h.str(a, nil, ""); ok {
-						if p := oneOf("oauth grant", o.Grant, oauthGrants); p != "" {
-							h.errRange(a.Expr.Range(), name, p)
-						}
-					}
-				case "client_metadata_url":
-					o.ClientMetadataURL, _ = h.str(a, nil, "")
-				case "private_key":
-					o.PrivateKey, _ = h.str(a, refs, "/oauth/private_key")
-				case "signing_alg":
-					o.SigningAlg, _ = h.str(a, nil, "")
-				case "key_id":
-					o.KeyID, _ = h.str(a, nil, "")
-				case "id_token":
-					o.IDToken, _ = h.str(a, refs, "/oauth/id_token")
-				case "idp_token_url":
-					o.IdPTokenURL, _ = h.str(a, nil, "")
-				case "idp_issuer":
-					o.IdPIssuer, _ = h.str(a, nil, "")
-				case "idp_client_id":
-					o.IdPClientID, _ = h.str(a, nil, "")
-				case "idp_client_secret":
-					o.IdPClientSecret, _ = h.str(a, refs, "/oauth/idp_client_secret")
-				}
-			}
+			hclDecode(h, oc, s, refs, "oauth", oauthOptions, o)
 			s.OAuth = o
 		}
 	}
@@ -1196,14 +1152,14 @@ func (h *hclFile) stdio(b *hcl.Block, s *Server, refs map[string]Template) {
 			s.Command = append(s.Command, args...)
 		}
 	}
-	hclDecode(h, c, s, refs, stdioOptions, &s.Stdio)
+	hclDecode(h, c, s, refs, "", stdioOptions, &s.Stdio)
 }
 
 // hclDecode reads the attributes of table's options from a block.
-func hclDecode[T any](h *hclFile, c *hcl.BodyContent, s *Server, refs map[string]Template, table option.Table[T], o *T) {
+func hclDecode[T any](h *hclFile, c *hcl.BodyContent, s *Server, refs map[string]Template, in string, table option.Table[T], o *T) {
 	for _, opt := range table {
 		if a := c.Attributes[opt.HCL]; a != nil {
-			opt.Decode(o, hclValue{h, a, refs, s.Name})
+			opt.Decode(o, hclValue{h, a, refs, s.Name, in})
 		}
 	}
 }
@@ -1230,7 +1186,7 @@ func (h *hclFile) http(b *hcl.Block, s *Server, refs map[string]Template) {
 			h.errRange(a.Expr.Range(), s.Name, bad)
 		}
 	}
-	hclDecode(h, c, s, refs, httpOptions, &s.HTTP)
+	hclDecode(h, c, s, refs, "", httpOptions, &s.HTTP)
 	if a := c.Attributes["legacy_sse"]; a != nil {
 		if s.LegacySSE, _ = h.boolean(a); s.LegacySSE {
 			s.Type = TypeSSE

@@ -334,7 +334,7 @@ server "cc" {
 }
 `, env("SECRET", "s3"))
 	o := cfg.Server("cc").OAuth
-	if o.Grant != GrantClientCredentials || o.ClientSecret != "s3" || o.ClientMetadataURL != "https://nexus.example/client.json" ||
+	if o.Grant != "client_credentials" || o.ClientSecret != "s3" || o.ClientMetadataURL != "https://nexus.example/client.json" ||
 		o.SigningAlg != "RS256" || o.KeyID != "k" || o.IdPIssuer != "https://idp.example" {
 		t.Errorf("%+v", o)
 	}

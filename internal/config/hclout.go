@@ -78,6 +78,11 @@ func serverHCL(s *Server) string {
 		}
 		hclOptions(&b, s, httpOptions, &s.HTTP)
 		b.WriteString("  }\n")
+		if s.OAuth != nil {
+			b.WriteString("  oauth {\n")
+			hclOptions(&b, s, oauthOptions, s.OAuth)
+			b.WriteString("  }\n")
+		}
 	case s.Plugin != nil:
 		fmt.Fprintf(&b, "  plugin {\n    name = %s\n  }\n", hclString(s.Plugin.Name))
 	}

@@ -35,16 +35,14 @@ var (
 		httpOptions.JSONKeys()...)...), "enabled", "disabled", "timeout", "fail_if_no_tools", "confirm", "oauth", "plugin", "prefix")
 	// httpOnlyKeys are the server members that mean nothing without "url".
 	httpOnlyKeys = append(httpOptions.JSONKeys(), "oauth")
-	oauthKeys    = []string{"client_id", "client_secret", "scopes", "redirect_uri", "auth_url", "token_url",
-		"grant", "client_metadata_url", "private_key", "signing_alg", "key_id",
-		"id_token", "idp_token_url", "idp_issuer", "idp_client_id", "idp_client_secret"}
-	inputKeys  = []string{"type", "id", "description", "password", "default", "options", "command", "args"}
-	pluginKeys = []string{"path", "sha256"}
-	filterKeys = []string{"name", "kind", "wasm", "plugin", "sha256", "abi", "on_error", "mode", "config", "match", "limits", "entrypoint", "data_file", "rule"}
-	ruleKeys   = []string{"when", "action", "reason", "set"}
-	matchKeys  = []string{"servers", "tools", "methods"}
-	limitKeys  = []string{"memory_mb", "timeout", "pool"}
-	agentKeys  = []string{"permission", "servers", "allow", "deny", "mode", "tokens", "rules"}
+	oauthKeys    = oauthOptions.JSONKeys()
+	inputKeys    = []string{"type", "id", "description", "password", "default", "options", "command", "args"}
+	pluginKeys   = []string{"path", "sha256"}
+	filterKeys   = []string{"name", "kind", "wasm", "plugin", "sha256", "abi", "on_error", "mode", "config", "match", "limits", "entrypoint", "data_file", "rule"}
+	ruleKeys     = []string{"when", "action", "reason", "set"}
+	matchKeys    = []string{"servers", "tools", "methods"}
+	limitKeys    = []string{"memory_mb", "timeout", "pool"}
+	agentKeys    = []string{"permission", "servers", "allow", "deny", "mode", "tokens", "rules"}
 )
 
 // jsonFile decodes one JSON config file.
@@ -691,44 +689,8 @@ func (j *jsonFile) oauth(d *dec, v *jval) *OAuth {
 	}
 	o := &OAuth{}
 	for _, m := range v.obj {
-		switch m.key {
-		case "client_id":
-			o.ClientID, _ = d.str(m.val, "oauth.client_id", "/oauth/client_id")
-		case "client_secret":
-			o.ClientSecret, _ = d.str(m.val, "oauth.client_secret", "/oauth/client_secret")
-		case "scopes":
-			o.Scopes, _ = d.strs(m.val, "oauth.scopes", "")
-		case "redirect_uri":
-			o.RedirectURI, _ = d.str(m.val, "oauth.redirect_uri", "")
-		case "auth_url":
-			o.AuthURL, _ = d.str(m.val, "oauth.auth_url", "")
-		case "token_url":
-			o.TokenURL, _ = d.str(m.val, "oauth.token_url", "")
-		case "grant":
-			var ok bool
-			if o.Grant, ok = d.str(m.val, "oauth.grant", ""); ok {
-				if p := oneOf("oauth.grant", o.Grant, oauthGrants); p != "" {
-					d.errAt(m.val, p)
-				}
-			}
-		case "client_metadata_url":
-			o.ClientMetadataURL, _ = d.str(m.val, "oauth.client_metadata_url", "")
-		case "private_key":
-			o.PrivateKey, _ = d.str(m.val, "oauth.private_key", "/oauth/private_key")
-		case "signing_alg":
-			o.SigningAlg, _ = d.str(m.val, "oauth.signing_alg", "")
-		case "key_id":
-			o.KeyID, _ = d.str(m.val, "oauth.key_id", "")
-		case "id_token":
-			o.IDToken, _ = d.str(m.val, "oauth.id_token", "/oauth/id_token")
-		case "idp_token_url":
-			o.IdPTokenURL, _ = d.str(m.val, "oauth.idp_token_url", "")
-		case "idp_issuer":
-			o.IdPIssuer, _ = d.str(m.val, "oauth.idp_issuer", "")
-		case "idp_client_id":
-			o.IdPClientID, _ = d.str(m.val, "oauth.idp_client_id", "")
-		case "idp_client_secret":
-			o.IdPClientSecret, _ = d.str(m.val, "oauth.idp_client_secret", "/oauth/idp_client_secret")
+		if opt := oauthOptions.JSON(m.key); opt != nil {
+			opt.Decode(o, jsonValue{d, m.val, "oauth." + m.key})
 		}
 	}
 	return o

@@ -317,12 +317,12 @@ func TestOAuthFields(t *testing.T) {
     "idp_token_url": "https://idp.example/token", "idp_issuer": "https://idp.example",
     "idp_client_id": "idp-c", "idp_client_secret": "idp-s"}}}}`, lookup)
 	cc := cfg.Server("cc").OAuth
-	if cc.Grant != GrantClientCredentials || cc.PrivateKey != "-----BEGIN PRIVATE KEY-----" || cc.SigningAlg != "ES256" || cc.KeyID != "k1" {
+	if cc.Grant != "client_credentials" || cc.PrivateKey != "-----BEGIN PRIVATE KEY-----" || cc.SigningAlg != "ES256" || cc.KeyID != "k1" {
 		t.Errorf("cc: %+v", cc)
 	}
 	ent := cfg.Server("ent")
 	o := ent.OAuth
-	if o.Grant != GrantEnterprise || o.IDToken != "id-token-value" || o.IdPTokenURL != "https://idp.example/token" ||
+	if o.Grant != "enterprise" || o.IDToken != "id-token-value" || o.IdPTokenURL != "https://idp.example/token" ||
 		o.IdPIssuer != "https://idp.example" || o.IdPClientID != "idp-c" || o.IdPClientSecret != "idp-s" ||
 		o.ClientMetadataURL != "https://nexus.example/client.json" {
 		t.Errorf("ent: %+v", o)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/nexus-mcp/nexus/internal/auth"
 	"github.com/nexus-mcp/nexus/internal/option"
 	httptransport "github.com/nexus-mcp/nexus/internal/transport/http"
 	"github.com/nexus-mcp/nexus/internal/transport/stdio"
@@ -21,6 +22,7 @@ import (
 var (
 	httpOptions  = httptransport.OptionTable
 	stdioOptions = stdio.OptionTable
+	oauthOptions = auth.OptionTable
 )
 
 // hclValue is an attribute of a nexus.hcl block.
@@ -29,6 +31,7 @@ type hclValue struct {
 	a    *hcl.Attribute
 	refs map[string]Template
 	who  string // the server
+	in   string // the block the attribute is in, for messages: "oauth"
 }
 
 // refsFor keeps templates only where the option asks for them (ptr != "").
@@ -48,6 +51,17 @@ func (v hclValue) Int(lo int) (int, bool)                   { return v.h.integer
 func (v hclValue) Duration() (time.Duration, bool)          { return v.h.duration(v.a) }
 func (v hclValue) Bool() (bool, bool)                       { return v.h.boolean(v.a) }
 func (v hclValue) Path(string) (string, bool)               { return v.h.path(v.a) }
+func (v hclValue) Choice(allowed []string) (string, bool) {
+	s, ok := v.h.str(v.a, nil, "")
+	if !ok {
+		return "", false
+	}
+	if p := oneOf(strings.TrimSpace(v.in+" "+v.a.Name), s, allowed); p != "" {
+		v.h.errRange(v.a.Expr.Range(), v.who, p)
+		return s, false
+	}
+	return s, true
+}
 func (v hclValue) Fail(problem, fix string) {
 	v.h.errRange(v.a.Expr.Range(), v.who, problem, fix)
 }
@@ -80,6 +94,17 @@ func (v jsonValue) Path(ptr string) (string, bool) {
 	return resolvePath(p, v.d.j.dir, v.d.j.ld.home), ok
 }
 func (v jsonValue) Fail(problem, fix string) { v.d.errAt(v.v, problem, fix) }
+func (v jsonValue) Choice(allowed []string) (string, bool) {
+	s, ok := v.d.str(v.v, v.name, "")
+	if !ok {
+		return "", false
+	}
+	if p := oneOf(v.name, s, allowed); p != "" {
+		v.d.errAt(v.v, p)
+		return s, false
+	}
+	return s, true
+}
 func (v jsonValue) EnvFile(p string) (map[string]string, bool) {
 	env, bad := v.d.j.ld.envFile(p)
 	if bad != "" {

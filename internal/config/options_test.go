@@ -6,17 +6,19 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/hashicorp/hcl/v2"
+
 	"github.com/nexus-mcp/nexus/internal/option"
 )
 
 // transportCase is one transport's option table as the tests see it: how
 // a server selects the transport in each format, and its options on Server.
 type transportCase struct {
-	name       string
-	keys       []option.Option[struct{}] // names and examples only
-	hclBlock   string                    // the block, with the selector
-	jsonSelect string                    // the JSON member(s) that select it
-	options    func(*Server) any
+	name      string
+	keys      []option.Option[struct{}] // names and examples only
+	hclBlock  string                    // the server's blocks, the option's attribute as %s = %s
+	jsonEntry string                    // the server's JSON members, the option's as %q: %s
+	options   func(*Server) any
 }
 
 func names[T any](t option.Table[T]) []option.Option[struct{}] {
@@ -31,11 +33,17 @@ var transportCases = []transportCase{
 	{"stdio", names(stdioOptions), `stdio {
     command = "srv"
     %s = %s
-  }`, `"command": "srv"`, func(s *Server) any { return s.Stdio }},
+  }`, `"command": "srv", %q: %s`, func(s *Server) any { return s.Stdio }},
 	{"http", names(httpOptions), `http {
     url = "https://mcp.example.com/mcp"
     %s = %s
-  }`, `"url": "https://mcp.example.com/mcp"`, func(s *Server) any { return s.HTTP }},
+  }`, `"url": "https://mcp.example.com/mcp", %q: %s`, func(s *Server) any { return s.HTTP }},
+	{"oauth", names(oauthOptions), `http {
+    url = "https://mcp.example.com/mcp"
+  }
+  oauth {
+    %s = %s
+  }`, `"url": "https://mcp.example.com/mcp", "oauth": {%q: %s}`, func(s *Server) any { return *s.OAuth }},
 }
 
 // Every option in a transport's table is read from nexus.hcl and from JSON
@@ -60,7 +68,7 @@ func TestTransportOptions(t *testing.T) {
 					return cfg.Server("s")
 				}
 				fromHCL := load("nexus.hcl", fmt.Sprintf("server \"s\" {\n  "+tc.hclBlock+"\n}\n", o.HCL, o.Example))
-				fromJSON := load("mcp.json", fmt.Sprintf(`{"mcpServers": {"s": {%s, %q: %s}}}`, tc.jsonSelect, o.JSON, o.Example))
+				fromJSON := load("mcp.json", fmt.Sprintf(`{"mcpServers": {"s": {`+tc.jsonEntry+`}}}`, o.JSON, o.Example))
 				got, zero := tc.options(fromHCL), reflect.Zero(reflect.TypeOf(tc.options(fromHCL))).Interface()
 				if reflect.DeepEqual(got, zero) {
 					t.Fatalf("%s = %s set nothing", o.HCL, o.Example)
@@ -76,7 +84,7 @@ func TestTransportOptions(t *testing.T) {
 				if back := tc.options(load("back.hcl", string(out))); !reflect.DeepEqual(got, back) {
 					t.Errorf("through nexus.hcl %+v, want %+v\n%s", back, got, out)
 				}
-				js, _, err := Compile(&Config{Servers: []*Server{fromHCL}}, FormatNexusJSON)
+				js, _, err := CompileShowingSecrets(&Config{Servers: []*Server{fromHCL}}, FormatNexusJSON)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -93,16 +101,19 @@ func TestTransportOptions(t *testing.T) {
 func TestTransportOptionKeys(t *testing.T) {
 	for _, tc := range transportCases {
 		for _, o := range tc.keys {
-			schema := stdioSchema
-			if tc.name == "http" {
-				schema = httpSchema
-			}
+			schema := map[string]*hcl.BodySchema{"stdio": stdioSchema, "http": httpSchema, "oauth": oauthSchema}[tc.name]
 			found := false
 			for _, a := range schema.Attributes {
 				found = found || a.Name == o.HCL
 			}
 			if !found {
 				t.Errorf("%s option %q is not in its nexus.hcl block's schema", tc.name, o.HCL)
+			}
+			if tc.name == "oauth" {
+				if !slices.Contains(oauthKeys, o.JSON) {
+					t.Errorf("oauth option %q is not a known JSON key", o.JSON)
+				}
+				continue
 			}
 			if !slices.Contains(serverKeys, o.JSON) {
 				t.Errorf("%s option %q is not a known JSON server key", tc.name, o.JSON)

@@ -39,6 +39,9 @@ type Value interface {
 	Int(min int) (int, bool)
 	Duration() (time.Duration, bool)
 	Bool() (bool, bool)
+	// Choice is a string that must be one of allowed; another is reported
+	// with the nearest allowed value.
+	Choice(allowed []string) (string, bool)
 	// Path is a file or directory: a relative one starts at the config
 	// file's directory, ~ at the home directory.
 	Path(ptr string) (string, bool)

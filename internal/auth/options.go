@@ -1,0 +1,136 @@
+package auth
+
+import (
+	"fmt"
+
+	"github.com/nexus-mcp/nexus/internal/option"
+)
+
+// Options are the OAuth client settings a config gives an HTTP server: its
+// oauth block in nexus.hcl, its "oauth" member in JSON. OptionTable decodes
+// and writes them; Apply puts them into a Config. Empty endpoints are
+// discovered from the server's metadata.
+type Options struct {
+	ClientID     string
+	ClientSecret string
+	Scopes       []string
+	RedirectURI  string
+	AuthURL      string
+	TokenURL     string
+
+	// Grant is how tokens are obtained: "authorization_code" (the default,
+	// a person logs in through a browser), "client_credentials" (machine to
+	// machine, with ClientSecret or PrivateKey) or "enterprise"
+	// (enterprise-managed authorization: IDToken from the IdP login is
+	// exchanged at the IdP, then at the server's authorization server).
+	Grant string
+	// ClientMetadataURL is the client's Client ID Metadata Document (an
+	// https URL), used as client_id where the authorization server
+	// supports them.
+	ClientMetadataURL string
+	// PrivateKey (PEM) makes the client authenticate with private_key_jwt;
+	// SigningAlg (default from the key) and KeyID go into the assertion.
+	PrivateKey string
+	SigningAlg string
+	KeyID      string
+	// Enterprise-managed authorization: the ID token of the user's IdP
+	// login, and the IdP's token endpoint (or issuer, to discover it) and
+	// this client's registration there.
+	IDToken         string
+	IdPTokenURL     string
+	IdPIssuer       string
+	IdPClientID     string
+	IdPClientSecret string
+}
+
+// Grants are the values of Options.Grant: the names of the Grants.
+var Grants = []string{GrantAuthorizationCode.String(), GrantClientCredentials.String(), GrantEnterprise.String()}
+
+// OptionTable is every option of Options. Values that may be secrets (the
+// client secret, the private key, tokens) and the client id may come from
+// the environment; the rest are plain text. To add one: a field above, a
+// row here, its use in Apply.
+var OptionTable = option.Table[Options]{
+	text("client_id", "/oauth/client_id", func(o *Options) *string { return &o.ClientID }, `"nexus"`),
+	text("client_secret", "/oauth/client_secret", func(o *Options) *string { return &o.ClientSecret }, `"s3cret"`),
+	{HCL: "scopes", JSON: "scopes", Example: `["repo", "read:org"]`,
+		Decode: func(o *Options, v option.Value) { o.Scopes, _ = v.Strings("") },
+		Out: func(o *Options, _ option.Writer) any {
+			if len(o.Scopes) == 0 {
+				return nil
+			}
+			return o.Scopes
+		}},
+	text("redirect_uri", "", func(o *Options) *string { return &o.RedirectURI }, `"http://127.0.0.1:8976/callback"`),
+	text("auth_url", "", func(o *Options) *string { return &o.AuthURL }, `"https://as.example.com/authorize"`),
+	text("token_url", "", func(o *Options) *string { return &o.TokenURL }, `"https://as.example.com/token"`),
+	{HCL: "grant", JSON: "grant", Example: `"client_credentials"`,
+		Decode: func(o *Options, v option.Value) { o.Grant, _ = v.Choice(Grants) },
+		Out: func(o *Options, _ option.Writer) any {
+			if o.Grant == "" {
+				return nil
+			}
+			return o.Grant
+		}},
+	text("client_metadata_url", "", func(o *Options) *string { return &o.ClientMetadataURL }, `"https://nexus.example.com/client.json"`),
+	text("private_key", "/oauth/private_key", func(o *Options) *string { return &o.PrivateKey }, `"-----BEGIN PRIVATE KEY-----"`),
+	text("signing_alg", "", func(o *Options) *string { return &o.SigningAlg }, `"ES256"`),
+	text("key_id", "", func(o *Options) *string { return &o.KeyID }, `"k1"`),
+	text("id_token", "/oauth/id_token", func(o *Options) *string { return &o.IDToken }, `"id-token"`),
+	text("idp_token_url", "", func(o *Options) *string { return &o.IdPTokenURL }, `"https://idp.example.com/token"`),
+	text("idp_issuer", "", func(o *Options) *string { return &o.IdPIssuer }, `"https://idp.example.com"`),
+	text("idp_client_id", "", func(o *Options) *string { return &o.IdPClientID }, `"nexus-at-idp"`),
+	text("idp_client_secret", "/oauth/idp_client_secret", func(o *Options) *string { return &o.IdPClientSecret }, `"idp-s3cret"`),
+}
+
+// text is a string option named the same in both formats; ptr is where its
+// template is kept, "" for a value that is written as it is.
+func text(name, ptr string, field func(*Options) *string, example string) option.Option[Options] {
+	return option.Option[Options]{HCL: name, JSON: name, Example: example,
+		Decode: func(o *Options, v option.Value) { *field(o), _ = v.String(ptr) },
+		Out: func(o *Options, w option.Writer) any {
+			s := *field(o)
+			switch {
+			case s == "":
+				return nil
+			case ptr == "":
+				return s
+			}
+			return w.String(ptr, s)
+		}}
+}
+
+// Apply puts the options into cfg. The grant was checked when the config
+// was decoded; an unknown one (options built in code) is an error here.
+func (o *Options) Apply(cfg *Config) error {
+	cfg.ClientID = o.ClientID
+	cfg.ClientSecret = o.ClientSecret
+	cfg.Scopes = o.Scopes
+	cfg.RedirectURI = o.RedirectURI
+	cfg.AuthURL = o.AuthURL
+	cfg.TokenURL = o.TokenURL
+	cfg.ClientMetadataURL = o.ClientMetadataURL
+	if o.PrivateKey != "" {
+		cfg.PrivateKeyPEM = []byte(o.PrivateKey)
+	}
+	cfg.SigningAlg = o.SigningAlg
+	cfg.KeyID = o.KeyID
+	switch o.Grant {
+	case "", GrantAuthorizationCode.String():
+		cfg.Grant = GrantAuthorizationCode
+	case GrantClientCredentials.String():
+		cfg.Grant = GrantClientCredentials
+	case GrantEnterprise.String():
+		cfg.Grant = GrantEnterprise
+		cfg.Enterprise = &Enterprise{
+			IDToken:         o.IDToken,
+			IdPTokenURL:     o.IdPTokenURL,
+			IdPIssuer:       o.IdPIssuer,
+			IdPClientID:     o.IdPClientID,
+			IdPClientSecret: o.IdPClientSecret,
+		}
+	default:
+		return fmt.Errorf("unknown oauth grant %q", o.Grant)
+	}
+	return nil
+}
