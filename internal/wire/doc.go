@@ -3,8 +3,12 @@
 // documents in them (ValidJSON, SkipValue, StringEnd, the member and
 // element walkers), held to encoding/json's verdict by FuzzScanner, and
 // AppendString, which writes a string as encoding/json does (less its HTML
-// escaping), eight plain bytes at a time. The host, the protocol and the
-// Go guest SDK all use it.
+// escaping), eight plain bytes at a time; DecodeString (behind Unquote),
+// which decodes a string as encoding/json does without reflection, held
+// to it by FuzzDecodeString; and Scan over a ByteSet, the 64-bytes-a-jump
+// search written for WASM guests. The host, the protocol and the Go guest
+// SDK all use it: the guest's event decoder, string editor and config
+// decoder read strings, numbers and raw values through it.
 //
 // encoding/json decodes through reflection and validates every message
 // twice (once to check it, once to decode); the envelope of every frame,

@@ -3,10 +3,8 @@ package wire
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"unicode/utf8"
 )
 
 // MaxDepth bounds nesting, like encoding/json, so hostile input cannot grow
@@ -394,25 +392,16 @@ func KeyIs(key []byte, name string) bool {
 	return len(key) == len(name)+2 && string(key[1:len(key)-1]) == name
 }
 
-// Unquote returns the string value of a raw JSON string. The common case
-// (no escapes, valid UTF-8) is a plain conversion.
+// Unquote returns the string value of a raw JSON string, as encoding/json
+// would decode it.
 func Unquote(raw []byte) (string, error) {
 	if len(raw) < 2 || raw[0] != '"' {
 		return "", errors.New("not a JSON string")
 	}
-	inner := raw[1 : len(raw)-1]
-	plain := utf8.Valid(inner)
-	for _, c := range inner {
-		if c == '\\' {
-			plain = false
-			break
-		}
+	s, end, _, err := DecodeString(raw, 0)
+	if err == nil && SkipWS(raw, end) != len(raw) {
+		err = decodeErr(end, "data after the string")
 	}
-	if plain {
-		return string(inner), nil
-	}
-	var s string
-	err := json.Unmarshal(raw, &s)
 	return s, err
 }
 

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+
+	"github.com/nexus-mcp/nexus/internal/wire"
 )
 
 // decodeConfig decodes the JSON document raw into the value v points to,
@@ -130,11 +132,11 @@ func (d *configDecoder) value(v reflect.Value, depth int) error {
 
 func (d *configDecoder) number(v reflect.Value) error {
 	start := d.pos
-	ed := editor{src: d.src, pos: d.pos}
-	if err := ed.number(); err != nil {
+	end, err := wire.SkipValue(d.src, d.pos, 0) // d.src[d.pos] starts a number
+	if err != nil {
 		return d.syntax("malformed number")
 	}
-	d.pos = ed.pos
+	d.pos = end
 	lit := string(d.src[start:d.pos])
 	switch v.Kind() {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strconv"
 
+	"github.com/nexus-mcp/nexus/internal/wire"
 	"github.com/nexus-mcp/nexus/sdk/event"
 )
 
@@ -33,16 +34,7 @@ type reader struct {
 	pos int
 }
 
-func (r *reader) ws() {
-	for r.pos < len(r.src) {
-		switch r.src[r.pos] {
-		case ' ', '\t', '\n', '\r':
-			r.pos++
-		default:
-			return
-		}
-	}
-}
+func (r *reader) ws() { r.pos = wire.SkipWS(r.src, r.pos) }
 
 func (r *reader) peek() byte {
 	r.ws()
@@ -99,17 +91,16 @@ func (r *reader) null() bool {
 	return false
 }
 
-// str reads a string; escapes are decoded by the editor's unescaper.
+// str reads a string.
 func (r *reader) str() (string, bool) {
 	if r.peek() != '"' {
 		return "", false
 	}
-	ed := editor{src: r.src, pos: r.pos}
-	s, _, err := ed.str()
+	s, end, _, err := wire.DecodeString(r.src, r.pos)
 	if err != nil {
 		return "", false
 	}
-	r.pos = ed.pos
+	r.pos = end
 	return s, true
 }
 
@@ -121,16 +112,16 @@ func (r *reader) strOrNull() (string, bool) {
 	return r.str()
 }
 
-// raw returns the next value as it is, checked.
+// raw returns the next value as it is, checked (no deeper than MaxDepth).
 func (r *reader) raw() ([]byte, bool) {
 	r.ws()
-	ed := editor{src: r.src, pos: r.pos, skip: true}
 	start := r.pos
-	if err := ed.value(0); err != nil {
+	end, err := wire.SkipValue(r.src, start, wire.MaxDepth-MaxDepth)
+	if err != nil {
 		return nil, false
 	}
-	r.pos = ed.pos
-	return r.src[start:r.pos], true
+	r.pos = end
+	return r.src[start:end], true
 }
 
 func (r *reader) boolPtr() (*bool, bool) {
