@@ -5,9 +5,10 @@
 // through the chain, and NewGateway serves that host to MCP clients as
 // `nexus serve` does. Every failure is an error that says which server,
 // from which config file, what went wrong and how to fix it (a *Report, or
-// one of the typed errors here, which Describe turns into one). Types implemented elsewhere are named
-// here (Tool, Status, Confirmer, ...), so an embedder imports host and
-// host/mcp, the protocol its signatures speak, and nothing else.
+// one of the typed errors here, which Describe turns into one). Types
+// implemented elsewhere are named here (Tool, Status, Confirmer,
+// HTTPOptions, ...), so an embedder imports host and host/mcp, the
+// protocol its signatures speak, and nothing else.
 //
 // A Host connects servers concurrently on Start or on first use, keeps and
 // reconnects their sessions (internal/registry), names their tools for LLMs,
