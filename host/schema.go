@@ -230,16 +230,7 @@ type jsonDecoder struct {
 	blind bool // string values decode as ""
 }
 
-func (d *jsonDecoder) space() {
-	for d.i < len(d.data) {
-		switch d.data[d.i] {
-		case ' ', '\t', '\n', '\r':
-			d.i++
-		default:
-			return
-		}
-	}
-}
+func (d *jsonDecoder) space() { d.i = wire.SkipWS(d.data, d.i) }
 
 // next skips space and returns (and consumes) the next byte.
 func (d *jsonDecoder) next() byte {
@@ -315,8 +306,7 @@ func (d *jsonDecoder) str(blank bool) string {
 	if !escaped && utf8.Valid(tok) {
 		return view(tok[1 : len(tok)-1])
 	}
-	var s string
-	_ = json.Unmarshal(tok, &s) // a valid string token: it cannot fail
+	s, _ := wire.Unquote(tok) // a valid string token: it cannot fail
 	return s
 }
 
