@@ -138,10 +138,13 @@ func (h *Host) authClient(srv *config.Server, required bool) (*auth.Client, erro
 	return c, nil
 }
 
-// oauthCapable: tokens only ever go to https URLs and to loopback.
+// oauthCapable: tokens only ever go to https URLs and to loopback, and
+// never to a URL with user information: that server authenticates with
+// the credentials in it (basic authentication, which the transport sends),
+// and an OAuth resource URL has none.
 func oauthCapable(raw string) bool {
 	u, err := url.Parse(raw)
-	if err != nil {
+	if err != nil || u.User != nil {
 		return false
 	}
 	if u.Scheme == "https" {

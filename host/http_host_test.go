@@ -60,6 +60,33 @@ func TestHTTPServerThroughHost(t *testing.T) {
 	}
 }
 
+// A server behind basic authentication, its credentials in the URL's
+// user information, is reached with them: the transport sends them, and
+// the host gives such a server no OAuth client (an OAuth resource URL has
+// no user information, and the client refused the URL, failing every
+// call with an OAuth configuration error).
+func TestHTTPBasicAuthInURL(t *testing.T) {
+	var refused atomic.Int32
+	raw := testserverHTTP(t, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if u, p, ok := r.BasicAuth(); !ok || u != "ada" || p != "pa55" {
+				refused.Add(1)
+				http.Error(w, "who are you", http.StatusUnauthorized)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	url := strings.Replace(raw, "http://", "http://ada:pa55@", 1)
+	h := newHost(t, fmt.Sprintf(`{"servers":{"web":{"type":"http","url":%q}}}`, url), host.Options{Timeout: 10 * time.Second})
+	if tools, err := h.Tools(context.Background(), host.CLIAgent); err != nil || len(tools) == 0 {
+		t.Fatalf("tools: %v %v", err, tools)
+	}
+	if n := refused.Load(); n != 0 {
+		t.Errorf("%d requests went without the credentials", n)
+	}
+}
+
 // oauthProtected puts the test server behind a bearer token that a tiny
 // authorization server on the same origin issues by client credentials.
 func oauthProtected(t *testing.T) (url string, tokens *atomic.Int32) {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/nexus-mcp/nexus/internal/diag"
 )
 
 // Compile targets.
@@ -104,7 +106,7 @@ func (c *compiler) str(refs map[string]Template, ptr, val string) string {
 // arg is str for a command's argument, masked knowing the word before it
 // ("--token abc").
 func (c *compiler) arg(refs map[string]Template, ptr, prev, val string) string {
-	return c.value(refs, ptr, val, maskArg(prev, val))
+	return c.value(refs, ptr, val, diag.MaskArg(prev, val))
 }
 
 // value is str with val's masked form given (written unless val is a

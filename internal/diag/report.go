@@ -72,7 +72,7 @@ func (r *Report) Error() string {
 			b.WriteString("Source: " + clean(src) + "\n")
 		}
 		if len(r.Command) > 0 {
-			b.WriteString("Command: " + jsonArray(r.Command) + "\n")
+			b.WriteString("Command: " + jsonArray(MaskCommand(r.Command)) + "\n")
 		}
 		if r.URL != "" {
 			b.WriteString("URL: " + clean(r.URL) + "\n")
@@ -147,7 +147,9 @@ func writeItem(b *strings.Builder, first, rest, text string) {
 	}
 }
 
-func clean(s string) string { return sanitize.ForDisplay(s) }
+// clean is s as a report shows it: the credentials of URLs in it masked,
+// and nothing a terminal would act on.
+func clean(s string) string { return sanitize.ForDisplay(MaskURLs(s)) }
 
 // Render prints err for a person: a *Report anywhere in err's chain in full,
 // anything else as "Error: " and its message. All of it is sanitized, since

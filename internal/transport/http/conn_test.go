@@ -406,7 +406,7 @@ func TestUnauthorizedIsFatalAndRedacted(t *testing.T) {
 		t.Errorf("%+v", se)
 	}
 	<-cl.Done()
-	wantContains(t, se.Error(), `server "test"`, "HTTP 401", "credentials", "api_key=xxxxx")
+	wantContains(t, se.Error(), `server "test"`, "HTTP 401", "credentials", "api_key=***")
 	// The server echoed the token into its body; that is the server's
 	// doing, but neither the URL key nor our log may carry secrets.
 	if strings.Contains(se.URL, "k3y") || strings.Contains(e.logs.String(), "s3cret") || strings.Contains(e.logs.String(), "k3y") {

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/internal/diag"
 )
 
 // Every error here names the server and the URL (with credentials and
@@ -258,38 +259,7 @@ func redactURL(u *url.URL) string {
 	if u == nil {
 		return ""
 	}
-	c := *u
-	if c.User != nil {
-		if _, has := c.User.Password(); has {
-			c.User = url.UserPassword(c.User.Username(), "xxxxx")
-		}
-	}
-	if c.RawQuery != "" {
-		q := c.Query()
-		changed := false
-		for k, vs := range q {
-			if secretName(k) {
-				for i := range vs {
-					vs[i] = "xxxxx"
-				}
-				changed = true
-			}
-		}
-		if changed {
-			c.RawQuery = q.Encode()
-		}
-	}
-	return c.String()
-}
-
-func secretName(k string) bool {
-	k = strings.ToLower(k)
-	for _, s := range []string{"key", "token", "secret", "password", "passwd", "auth", "sig", "session", "code", "credential"} {
-		if strings.Contains(k, s) {
-			return true
-		}
-	}
-	return false
+	return diag.MaskURLs(u.String())
 }
 
 // maxExcerpt bounds the body text kept in an error.

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/nexus-mcp/nexus/internal/diag"
 )
 
 // exchange is one HTTP request the transport makes (retried as a whole).
@@ -422,11 +424,11 @@ func (c *Conn) scrub(s string) string {
 	for _, vs := range c.hdr {
 		for _, v := range vs {
 			if len(v) >= 4 {
-				s = strings.ReplaceAll(s, v, "xxxxx")
+				s = strings.ReplaceAll(s, v, diag.Mask)
 			}
 			for _, word := range strings.Fields(v) {
 				if len(word) >= 8 {
-					s = strings.ReplaceAll(s, word, "xxxxx")
+					s = strings.ReplaceAll(s, word, diag.Mask)
 				}
 			}
 		}
