@@ -105,13 +105,13 @@ func TestDependencyRules(t *testing.T) {
 			switch {
 			case from == "host/mcp" && impl(to) && !streamHelpers[to]:
 				bad = "host/mcp is the pure protocol and imports no other host package (but the stream readers under it)"
-			case from == "internal/option":
-				bad = "internal/option is the vocabulary of component options and imports no other Nexus package"
+			case from == "internal/option" || from == "internal/bounded":
+				bad = from + " is a leaf every part may use and imports no other Nexus package"
 			case streamHelpers[from]:
 				bad = from + " reads streams for the protocol and the transports alike, and imports no other Nexus package"
 			case strings.HasPrefix(from, "internal/transport/") && impl(to) &&
-				to != "host/mcp" && to != "internal/diag" && to != "internal/proc" && to != "internal/option" && !streamHelpers[to] && !strings.HasPrefix(to, from):
-				bad = "transports import only host/mcp, internal/diag, internal/proc, internal/option (to own their config), internal/pollpipe and internal/longframe"
+				to != "host/mcp" && to != "internal/diag" && to != "internal/proc" && to != "internal/option" && to != "internal/bounded" && !streamHelpers[to] && !strings.HasPrefix(to, from):
+				bad = "transports import only host/mcp, internal/diag, internal/proc, internal/option (to own their config), internal/bounded, internal/pollpipe and internal/longframe"
 			case from == "internal/proc":
 				bad = "internal/proc starts processes for transports and plugins alike, and imports no other Nexus package"
 			case strings.HasPrefix(from, "sdk/") && impl(to) && !authorTests[from] && !sharedWire[from+" "+to]:

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -21,6 +20,7 @@ import (
 	"github.com/zclconf/go-cty/cty/function"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
+	"github.com/nexus-mcp/nexus/internal/bounded"
 	"github.com/nexus-mcp/nexus/internal/diag"
 	"github.com/nexus-mcp/nexus/internal/option"
 	"github.com/nexus-mcp/nexus/internal/rules"
@@ -1552,16 +1552,6 @@ func (h *hclFile) ruleSet(a *hcl.Attribute) []rules.Assign {
 
 // readLimited reads a file for file(), with the config size limit.
 func readLimited(p string) ([]byte, error) {
-	fi, err := os.Stat(p)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		// A directory, or a device or pipe that could be endless.
-		return nil, fmt.Errorf("%s is not a regular file", p)
-	}
-	if fi.Size() > MaxFileSize {
-		return nil, fmt.Errorf("%s is over the 10 MiB limit", p)
-	}
-	return os.ReadFile(p)
+	// Not a directory, nor a device or pipe that could be endless.
+	return bounded.ReadFile(p, MaxFileSize)
 }

@@ -3,15 +3,17 @@ package config
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"path"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/nexus-mcp/nexus/internal/bounded"
 )
 
 // The settings both front ends share are checked here, so that JSON and
@@ -135,18 +137,15 @@ func resolvePath(p, dir, home string) string {
 // and docker's --env-file do: # comments, blank lines, an optional
 // "export ", and values optionally in matching quotes.
 func readEnvFile(p string) (map[string]string, string) {
-	fi, err := os.Stat(p)
-	if err != nil {
-		return nil, fmt.Sprintf("envFile %s cannot be read: %v", p, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Sprintf("envFile %s is not a regular file", p)
-	}
-	if fi.Size() > MaxFileSize {
-		return nil, fmt.Sprintf("envFile %s is over the 10 MiB limit", p)
-	}
-	data, err := os.ReadFile(p)
-	if err != nil {
+	data, err := bounded.ReadFile(p, MaxFileSize)
+	var (
+		tl *bounded.TooLargeError
+		nr *bounded.NotRegularError
+	)
+	switch {
+	case errors.As(err, &tl), errors.As(err, &nr):
+		return nil, "envFile " + err.Error()
+	case err != nil:
 		return nil, fmt.Sprintf("envFile %s cannot be read: %v", p, err)
 	}
 	out := map[string]string{}

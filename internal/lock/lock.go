@@ -7,9 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -22,6 +20,7 @@ import (
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/internal/bounded"
 )
 
 // MaxFile bounds a lockfile Read accepts.
@@ -318,21 +317,16 @@ var (
 // used is an error that says where (file:line:column) and what is wrong:
 // a host must not run unpinned because its lockfile is broken.
 func Read(path string) (*Lock, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
 	// Read no more than the limit allows: the file is outside input.
-	data, err := io.ReadAll(io.LimitReader(f, MaxFile+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > MaxFile {
+	data, err := bounded.ReadFile(path, MaxFile)
+	var tl *bounded.TooLargeError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil
+	case errors.As(err, &tl):
 		return nil, fmt.Errorf("lockfile %s is over %d bytes; it is written by nexus lock: restore it from version control, or write it anew with nexus lock", path, MaxFile)
+	case err != nil:
+		return nil, err
 	}
 	return Parse(data, path)
 }

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
 )
@@ -189,5 +192,30 @@ func TestReadLimit(t *testing.T) {
 	}
 	if _, err := Read(big); err == nil || !strings.Contains(err.Error(), "over") {
 		t.Errorf("an oversized lockfile: %v", err)
+	}
+}
+
+// A lockfile path that is a FIFO is refused at once: reading it used to
+// wait for a writer that never comes.
+func TestReadFIFO(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no FIFOs on Windows")
+	}
+	fifo := filepath.Join(t.TempDir(), "nexus.lock")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := Read(fifo)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "is a named pipe, not a file") {
+			t.Fatalf("err = %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Read waited on the FIFO")
 	}
 }

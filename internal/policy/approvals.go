@@ -6,13 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/nexus-mcp/nexus/internal/bounded"
 )
 
 // MaxApprovalsFile bounds the approvals file a store reads.
@@ -66,20 +67,15 @@ func OpenApprovals(path string, servers map[string]string) (*FileApprovals, erro
 // ReadApprovals reads an approvals file: nothing when there is none, an
 // error saying what is wrong and how to fix it when it cannot be used.
 func ReadApprovals(path string) ([]Approval, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	b, err := bounded.ReadFile(path, MaxApprovalsFile)
+	var tl *bounded.TooLargeError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxApprovalsFile+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > MaxApprovalsFile {
+	case errors.As(err, &tl):
 		return nil, fmt.Errorf("approvals file %s is over %d bytes; delete it (nexus approvals revoke --all) and approve again", path, MaxApprovalsFile)
+	case err != nil:
+		return nil, err
 	}
 	var af approvalsFile
 	if err := json.Unmarshal(b, &af); err != nil {

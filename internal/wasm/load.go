@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -20,6 +19,7 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 
+	"github.com/nexus-mcp/nexus/internal/bounded"
 	"github.com/nexus-mcp/nexus/internal/diag"
 	abi "github.com/nexus-mcp/nexus/internal/filterabi"
 )
@@ -240,24 +240,26 @@ var buildFix = "Build a Go filter with the SDK: GOOS=wasip1 GOARCH=wasm go build
 // (some milliseconds for a Go module) is computed only when it is pinned
 // or hash is set; Filter.Inspect computes it later when asked.
 func read(spec Spec, hash bool) ([]byte, string, error) {
-	st, err := os.Stat(spec.Path)
+	code, err := bounded.ReadFile(spec.Path, MaxModuleSize)
+	var (
+		tl *bounded.TooLargeError
+		nr *bounded.NotRegularError
+	)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, "", loadReport(spec, fmt.Errorf("%w: %s", ErrNotFound, spec.Path),
 			fmt.Sprintf("the module %s does not exist", spec.Path), nil,
 			[]string{"The filter has not been built yet.", "The wasm path in the filter block is wrong (a relative path is relative to the config file)."},
 			[]string{buildFix, "Check the wasm path of the filter block."})
-	case err != nil:
-		return nil, "", loadReport(spec, fmt.Errorf("%w: %v", ErrNotFound, err), fmt.Sprintf("cannot read the module: %v", err), nil, nil, nil)
-	case st.IsDir():
+	case errors.As(err, &nr) && nr.Mode.IsDir():
 		return nil, "", loadReport(spec, fmt.Errorf("%w: %s is a directory", ErrNotFound, spec.Path),
 			fmt.Sprintf("%s is a directory, not a .wasm module", spec.Path), nil, nil, []string{"Point wasm at the built .wasm file."})
-	case st.Size() > MaxModuleSize:
-		return nil, "", loadReport(spec, fmt.Errorf("%w: %d bytes", ErrModuleTooLarge, st.Size()),
-			fmt.Sprintf("%s is %s, over the %s limit for a module", spec.Path, mib(uint64(st.Size())), mib(MaxModuleSize)), nil, nil, nil)
-	}
-	code, err := os.ReadFile(spec.Path)
-	if err != nil {
+	case errors.As(err, &nr):
+		return nil, "", loadReport(spec, fmt.Errorf("%w: %v", ErrNotFound, err), err.Error(), nil, nil, []string{"Point wasm at the built .wasm file."})
+	case errors.As(err, &tl):
+		return nil, "", loadReport(spec, fmt.Errorf("%w: %d bytes", ErrModuleTooLarge, tl.Size),
+			fmt.Sprintf("%s is %s, over the %s limit for a module", spec.Path, mib(uint64(max(tl.Size, tl.Max+1))), mib(MaxModuleSize)), nil, nil, nil)
+	case err != nil:
 		return nil, "", loadReport(spec, fmt.Errorf("%w: %v", ErrNotFound, err), fmt.Sprintf("cannot read the module: %v", err), nil, nil, nil)
 	}
 	var sum string

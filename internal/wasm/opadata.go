@@ -8,9 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path"
 	"strings"
+
+	"github.com/nexus-mcp/nexus/internal/bounded"
 )
 
 // An OPA bundle (what `opa build -t wasm` writes: a gzipped tar) holds the
@@ -117,15 +118,12 @@ func opaData(bundle map[string]any, dataFile string, config json.RawMessage) ([]
 		data = map[string]any{}
 	}
 	if dataFile != "" {
-		st, err := os.Stat(dataFile)
-		if err != nil {
-			return nil, fmt.Errorf("data_file: %v", err)
-		}
-		if st.Size() > MaxDataSize {
-			return nil, fmt.Errorf("data_file %s is %s, over the %s limit", dataFile, mib(uint64(st.Size())), mib(MaxDataSize))
-		}
-		raw, err := os.ReadFile(dataFile)
-		if err != nil {
+		raw, err := bounded.ReadFile(dataFile, MaxDataSize)
+		var tl *bounded.TooLargeError
+		switch {
+		case errors.As(err, &tl):
+			return nil, fmt.Errorf("data_file %s is %s, over the %s limit", dataFile, mib(uint64(max(tl.Size, tl.Max+1))), mib(MaxDataSize))
+		case err != nil:
 			return nil, fmt.Errorf("data_file: %v", err)
 		}
 		m, err := jsonObject(raw)

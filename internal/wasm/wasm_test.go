@@ -104,6 +104,10 @@ func TestLoadErrors(t *testing.T) {
 		want   []string
 	}{
 		{"missing", wasm.Spec{Name: "gone", Path: "testdata/missing.wasm"}, wasm.ErrNotFound, true, nil},
+		// A device has no end and says its size is 0: it is refused before
+		// a byte is read (it was read until memory ran out).
+		{"device", wasm.Spec{Path: "/dev/zero"}, wasm.ErrNotFound, false, []string{"/dev/zero is a device, not a file"}},
+		{"directory", wasm.Spec{Path: "testdata"}, wasm.ErrNotFound, false, []string{"testdata is a directory, not a .wasm module"}},
 		{"elf", wasm.Spec{Path: write("elf.wasm", []byte("\x7fELF\x02\x01\x01"))}, wasm.ErrNotWASM, false, []string{"ELF executable", "GOOS=wasip1"}},
 		{"text", wasm.Spec{Path: write("text.wasm", []byte("hello"))}, wasm.ErrNotWASM, false, []string{"starts with 68 65 6c 6c", `\0asm`}},
 		{"wat", wasm.Spec{Path: write("wat.wasm", wat)}, wasm.ErrNotWASM, false, []string{"WebAssembly text (WAT)"}},

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/internal/bounded"
 )
 
 // Defaults and caps.
@@ -196,13 +196,16 @@ func headerNames(h map[string]string) string {
 	return strings.Join(names, ",")
 }
 
+// maxCABundle bounds a CA bundle file; the system's own is about 200 KB.
+const maxCABundle = 10 << 20
+
 // tlsConfig builds the client TLS settings: system roots plus the bundle.
 func (cfg *Config) tlsConfig() (*tls.Config, error) {
 	t := &tls.Config{MinVersion: tls.VersionTLS12}
 	if cfg.CABundle == "" {
 		return t, nil
 	}
-	pem, err := os.ReadFile(cfg.CABundle)
+	pem, err := bounded.ReadFile(cfg.CABundle, maxCABundle)
 	if err != nil {
 		return nil, &ConfigError{Server: cfg.Server, Problem: fmt.Sprintf("cannot read the CA bundle: %v", err)}
 	}
