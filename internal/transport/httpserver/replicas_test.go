@@ -36,6 +36,9 @@ type reviewShared struct {
 	// ended gets the id of each session whose end (a DELETE on another
 	// replica) this replica has acted on; see Receive.
 	ended chan string
+	// drop, when set, loses the bus messages it returns true for: as if
+	// they were still on their way.
+	drop atomic.Pointer[func(m []byte) bool]
 }
 
 // Receive passes the replica its messages one at a time, and after the
@@ -59,6 +62,9 @@ func (s *reviewShared) Receive(ctx context.Context) (<-chan []byte, error) {
 	go func() {
 		defer close(out)
 		for m := range in {
+			if d := s.drop.Load(); d != nil && (*d)(m) {
+				continue
+			}
 			if !pass(m) {
 				return
 			}
@@ -409,6 +415,53 @@ func TestSharedStandaloneDuplicated(t *testing.T) {
 		}
 	}
 	t.Errorf("one list_changed was delivered on both GET streams of the session")
+}
+
+// A GET stream on replica A is taken over by a GET on replica B, and an
+// event is written before A hears of it (the bus message telling A is
+// still on its way; here it never comes). A's GET sent the event too, so
+// the session got it on both streams. The takeover is in the stream now:
+// A's GET stops at it, and the event goes to B's alone.
+func TestSharedTakeoverInFlight(t *testing.T) {
+	sc := &reviewServer{gate: make(chan struct{})}
+	rs := reviewReplicas(t, 2, httpserver.Options{}, sc)
+	a, b := rs[0], rs[1]
+	lost := func(m []byte) bool { return len(m) > 1 && m[0] == 't' && m[1] == ' ' }
+	a.sh.drop.Store(&lost)
+	sid := a.open()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	e1 := a.get(ctx, sid, "")
+	<-e1 // priming
+	e2 := b.get(ctx, sid, "")
+	<-e2
+	if code, body := a.post(sid, `{"jsonrpc":"2.0","id":2,"method":"notify"}`); code != 200 {
+		t.Fatalf("notify: %d %s", code, body)
+	}
+	for got := false; !got; {
+		select {
+		case ev, ok := <-e2:
+			if !ok {
+				t.Fatal("the newer GET stream ended")
+			}
+			got = strings.Contains(ev.data, "list_changed")
+		case <-ctx.Done():
+			t.Fatal("the newer GET stream did not get the event")
+		}
+	}
+	for {
+		select {
+		case ev, ok := <-e1:
+			if !ok {
+				return // the older GET stream ended at the takeover
+			}
+			if strings.Contains(ev.data, "list_changed") {
+				t.Fatal("the event went to the older GET stream too")
+			}
+		case <-ctx.Done():
+			t.Fatal("the older GET stream did not end at the takeover")
+		}
+	}
 }
 
 // A call's stream on replica A; the client's connection to A drops and it

@@ -640,6 +640,10 @@ func withParam(msg []byte, name string, v json.RawMessage) ([]byte, error) {
 // keep (too large, or the store was away). The standalone stream's events have no key or seq:
 // their ids are the store's.
 
+// flagOwner marks, in a session's standalone stream, the GET that took it
+// over (data: its token); the events after it are that GET's to send.
+const flagOwner = 'o'
+
 func storedEvent(flag byte, key string, seq int, data []byte) []byte {
 	b := make([]byte, 0, 4+len(key)+8+len(data))
 	b = append(b, flag, '\n')
@@ -866,7 +870,10 @@ func (h *Handler) pumpShared(w http.ResponseWriter, r *http.Request, s *session,
 	owner, _, _ := strings.Cut(stream, ".")
 	wake, leave := h.shared.waiter(key)
 	defer leave()
-	var stop <-chan struct{}
+	var (
+		stop    <-chan struct{}
+		myToken string
+	)
 	if standalone {
 		var tok [8]byte
 		rand.Read(tok[:])
@@ -874,7 +881,17 @@ func (h *Handler) pumpShared(w http.ResponseWriter, r *http.Request, s *session,
 		var release func()
 		stop, release = h.shared.takeOver(s.info.ID, token)
 		defer release()
+		// The takeover is written into the stream itself, so a GET on
+		// another replica stops at it even while the bus message telling
+		// it so is still on its way: an event written after the takeover
+		// reaches this GET alone.
+		actx, cancel := context.WithTimeout(ctx, sharedTimeout)
+		if _, err := h.shared.Append(actx, key, storedEvent(flagOwner, "", 0, []byte(token)), h.opts.ReplayEvents); err != nil && ctx.Err() == nil {
+			h.log.Warn("cannot mark the session's GET stream as taken over in the session store", "session", s.info.ID, "error", err)
+		}
+		cancel()
 		h.send("", busMessage(msgTakeover, s.info.ID, []byte(token)))
+		myToken = token
 	}
 
 	cursor, seq := "", 0
@@ -923,10 +940,18 @@ func (h *Handler) pumpShared(w http.ResponseWriter, r *http.Request, s *session,
 			cursor = ""
 			continue
 		}
-		complete := false
+		complete, takenOver := false, false
 		for _, ev := range evs {
-			cursor = ev.ID
 			flag, k, n, data, ok := parseStored(ev.Data)
+			if standalone && ok && flag == flagOwner {
+				if string(data) != myToken {
+					takenOver = true // what follows is the newer GET's
+					break
+				}
+				cursor = ev.ID
+				continue
+			}
+			cursor = ev.ID
 			if !ok {
 				continue
 			}
@@ -984,7 +1009,7 @@ func (h *Handler) pumpShared(w http.ResponseWriter, r *http.Request, s *session,
 				h.markDelivered(s, cursor)
 			}
 		}
-		if complete {
+		if complete || takenOver {
 			return
 		}
 		select {
