@@ -731,7 +731,9 @@ func TestSharedRestoredAreACache(t *testing.T) {
 // each instance of the session passes it on: the client is told once.
 func TestSharedSignalOnce(t *testing.T) {
 	sc := &reviewServer{gate: make(chan struct{})}
-	rs := reviewReplicas(t, 2, httpserver.Options{}, sc)
+	// A window no loaded machine outlasts between the two posts below (at
+	// 1 s, a CI run under -race saw them 1 s apart: two signals, rightly).
+	rs := reviewReplicas(t, 2, httpserver.Options{SignalWindow: time.Minute}, sc)
 	a, b := rs[0], rs[1]
 	sid := a.open()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

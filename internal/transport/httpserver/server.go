@@ -90,6 +90,10 @@ type Options struct {
 	// (default 1 s).
 	Shared     Shared
 	SharedPoll time.Duration
+	// SignalWindow is how long the same signal (list_changed, a
+	// resource's update) to one session from several replicas counts as
+	// one (default 1 s).
+	SignalWindow time.Duration
 	// Changed runs when another replica announced (Handler.Announce) that
 	// it changed the state of a session this replica has an instance of.
 	Changed func(id string)
@@ -128,6 +132,9 @@ func (o *Options) defaults() {
 	}
 	if o.SharedPoll <= 0 {
 		o.SharedPoll = time.Second
+	}
+	if o.SignalWindow <= 0 {
+		o.SignalWindow = time.Second
 	}
 }
 

@@ -811,14 +811,11 @@ func (h *Handler) outbox(s *session) {
 	}
 }
 
-// signalWindow is how long the same signal (list_changed, a resource's
-// update) to one session counts as one.
-const signalWindow = time.Second
-
 // firstSignal reports whether a message should go to the session's GET
 // stream: every message does, except a signal another replica sent the
-// session within signalWindow (each replica's upstream connection hears
-// the server's notification). A store that does not answer lets it go.
+// session within Options.SignalWindow (each replica's upstream connection
+// hears the server's notification). A store that does not answer lets it
+// go.
 func (h *Handler) firstSignal(s *session, data []byte) bool {
 	pm, err := mcp.ParseMessage(data)
 	if err != nil || (pm.Method != mcp.NotificationResourceUpdated && !strings.HasSuffix(pm.Method, "/list_changed")) {
@@ -827,7 +824,7 @@ func (h *Handler) firstSignal(s *session, data []byte) bool {
 	sum := sha256.Sum256(data)
 	ctx, cancel := context.WithTimeout(h.ctx, sharedTimeout)
 	defer cancel()
-	first, err := h.shared.First(ctx, s.info.ID+"/signal/"+hex.EncodeToString(sum[:12]), signalWindow)
+	first, err := h.shared.First(ctx, s.info.ID+"/signal/"+hex.EncodeToString(sum[:12]), h.opts.SignalWindow)
 	return first || err != nil
 }
 
