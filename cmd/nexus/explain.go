@@ -14,6 +14,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/internal/bounded"
 	"github.com/nexus-mcp/nexus/internal/policy"
 )
 
@@ -148,21 +149,32 @@ func (a *app) explainRequest(cmd *cobra.Command, method string, args []string, r
 	return nil
 }
 
-// readBounded reads a --result file, up to maxSampleResult bytes.
-func readBounded(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, usageErr("--result: %v", err)
+// readFlagFile reads the file a flag names ("-": standard input), up to
+// max bytes. A pipe is fine here (--event <(make-event)): the person
+// running the command chose it, and the limit holds for it too.
+func readFlagFile(flag, path string, max int64, stdin io.Reader) ([]byte, error) {
+	r := stdin
+	if path != "-" || stdin == nil {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, usageErr("%s: %v", flag, err)
+		}
+		defer f.Close()
+		r = f
 	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxSampleResult+1))
+	b, err := io.ReadAll(io.LimitReader(r, max+1))
 	if err != nil {
-		return nil, usageErr("--result %s: %v", path, err)
+		return nil, usageErr("%s %s: %v", flag, path, err)
 	}
-	if len(b) > maxSampleResult {
-		return nil, usageErr("--result %s: over %d bytes; give a smaller sample", path, maxSampleResult)
+	if int64(len(b)) > max {
+		return nil, usageErr("%s %s is over the %s limit", flag, path, bounded.Size(max))
 	}
 	return b, nil
+}
+
+// readBounded reads a --result file, up to maxSampleResult bytes.
+func readBounded(path string) ([]byte, error) {
+	return readFlagFile("--result", path, maxSampleResult, nil)
 }
 
 // readSample reads a --result file: a tools/call result, bounded.

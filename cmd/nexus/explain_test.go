@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/nexus-mcp/nexus/sdk/filter/filtertest"
@@ -152,5 +153,25 @@ func explainCases(t *testing.T, dir string, cases []explainCase) {
 			out := stepUs.ReplaceAllString(stepTimes.ReplaceAllString(stdout, " $$TIME"), `"us": $$US`)
 			golden(t, c.name, "--- stdout\n"+out+"--- stderr\n"+stderr)
 		})
+	}
+}
+
+// The files flags name are read up to their limit, pipes and standard
+// input included, and a larger one is refused with the flag, path and
+// limit (filter test's --config had no limit).
+func TestReadFlagFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.json")
+	os.WriteFile(path, []byte(`{"a": 1}`), 0o600)
+	if b, err := readFlagFile("--config", path, 8, nil); err != nil || string(b) != `{"a": 1}` {
+		t.Fatalf("at the limit: %q %v", b, err)
+	}
+	if _, err := readFlagFile("--config", path, 7, nil); err == nil || err.Error() != "--config "+path+" is over the 7 bytes limit" {
+		t.Fatalf("over the limit: %v", err)
+	}
+	if b, err := readFlagFile("--event", "-", 4, strings.NewReader("abcd")); err != nil || string(b) != "abcd" {
+		t.Fatalf("stdin: %q %v", b, err)
+	}
+	if _, err := readFlagFile("--event", "-", 4, strings.NewReader("abcde")); err == nil {
+		t.Fatal("stdin over the limit was read")
 	}
 }

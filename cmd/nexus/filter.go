@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -68,9 +66,9 @@ it fails (a trap, a timeout, an invalid decision), 3 when it does not load.`,
 			}
 			var cfg json.RawMessage
 			if configPath != "" {
-				b, err := os.ReadFile(configPath)
+				b, err := readFlagFile("--config", configPath, maxFilterConfig, nil)
 				if err != nil {
-					return usageErr("--config: %v", err)
+					return err
 				}
 				if !json.Valid(b) {
 					return usageErr("--config: %s is not JSON", configPath)
@@ -116,21 +114,17 @@ it fails (a trap, a timeout, an invalid decision), 3 when it does not load.`,
 
 // readEvent reads and checks an event file. Unknown fields are an error:
 // a misspelt "tool" would otherwise test a different event than meant.
+// Limits of the files nexus filter test reads: an event (its params and
+// result inside), and a filter's config.
+const (
+	maxEvent        = 64 << 20
+	maxFilterConfig = 10 << 20
+)
+
 func (a *app) readEvent(path string) (*event.Event, error) {
-	var r io.Reader
-	if path == "-" {
-		r = a.stdin
-	} else {
-		fh, err := os.Open(path)
-		if err != nil {
-			return nil, usageErr("--event: %v", err)
-		}
-		defer fh.Close()
-		r = fh
-	}
-	b, err := io.ReadAll(io.LimitReader(r, 64<<20))
+	b, err := readFlagFile("--event", path, maxEvent, a.stdin)
 	if err != nil {
-		return nil, usageErr("--event: %v", err)
+		return nil, err
 	}
 	e := new(event.Event)
 	dec := json.NewDecoder(bytes.NewReader(b))
