@@ -51,8 +51,8 @@ var Grants = []string{GrantAuthorizationCode.String(), GrantClientCredentials.St
 // the environment; the rest are plain text. To add one: a field above, a
 // row here, its use in Apply.
 var OptionTable = option.Table[Options]{
-	text("client_id", "/oauth/client_id", func(o *Options) *string { return &o.ClientID }, `"nexus"`),
-	text("client_secret", "/oauth/client_secret", func(o *Options) *string { return &o.ClientSecret }, `"s3cret"`),
+	option.Text("client_id", "/oauth/client_id", func(o *Options) *string { return &o.ClientID }, `"nexus"`),
+	option.Text("client_secret", "/oauth/client_secret", func(o *Options) *string { return &o.ClientSecret }, `"s3cret"`),
 	{HCL: "scopes", JSON: "scopes", Example: `["repo", "read:org"]`,
 		Decode: func(o *Options, v option.Value) { o.Scopes, _ = v.Strings("") },
 		Out: func(o *Options, _ option.Writer) any {
@@ -61,9 +61,9 @@ var OptionTable = option.Table[Options]{
 			}
 			return o.Scopes
 		}},
-	text("redirect_uri", "", func(o *Options) *string { return &o.RedirectURI }, `"http://127.0.0.1:8976/callback"`),
-	text("auth_url", "", func(o *Options) *string { return &o.AuthURL }, `"https://as.example.com/authorize"`),
-	text("token_url", "", func(o *Options) *string { return &o.TokenURL }, `"https://as.example.com/token"`),
+	option.Text("redirect_uri", "", func(o *Options) *string { return &o.RedirectURI }, `"http://127.0.0.1:8976/callback"`),
+	option.Text("auth_url", "", func(o *Options) *string { return &o.AuthURL }, `"https://as.example.com/authorize"`),
+	option.Text("token_url", "", func(o *Options) *string { return &o.TokenURL }, `"https://as.example.com/token"`),
 	{HCL: "grant", JSON: "grant", Example: `"client_credentials"`,
 		Decode: func(o *Options, v option.Value) { o.Grant, _ = v.Choice(Grants) },
 		Out: func(o *Options, _ option.Writer) any {
@@ -72,32 +72,15 @@ var OptionTable = option.Table[Options]{
 			}
 			return o.Grant
 		}},
-	text("client_metadata_url", "", func(o *Options) *string { return &o.ClientMetadataURL }, `"https://nexus.example.com/client.json"`),
-	text("private_key", "/oauth/private_key", func(o *Options) *string { return &o.PrivateKey }, `"-----BEGIN PRIVATE KEY-----"`),
-	text("signing_alg", "", func(o *Options) *string { return &o.SigningAlg }, `"ES256"`),
-	text("key_id", "", func(o *Options) *string { return &o.KeyID }, `"k1"`),
-	text("id_token", "/oauth/id_token", func(o *Options) *string { return &o.IDToken }, `"id-token"`),
-	text("idp_token_url", "", func(o *Options) *string { return &o.IdPTokenURL }, `"https://idp.example.com/token"`),
-	text("idp_issuer", "", func(o *Options) *string { return &o.IdPIssuer }, `"https://idp.example.com"`),
-	text("idp_client_id", "", func(o *Options) *string { return &o.IdPClientID }, `"nexus-at-idp"`),
-	text("idp_client_secret", "/oauth/idp_client_secret", func(o *Options) *string { return &o.IdPClientSecret }, `"idp-s3cret"`),
-}
-
-// text is a string option named the same in both formats; ptr is where its
-// template is kept, "" for a value that is written as it is.
-func text(name, ptr string, field func(*Options) *string, example string) option.Option[Options] {
-	return option.Option[Options]{HCL: name, JSON: name, Example: example,
-		Decode: func(o *Options, v option.Value) { *field(o), _ = v.String(ptr) },
-		Out: func(o *Options, w option.Writer) any {
-			s := *field(o)
-			switch {
-			case s == "":
-				return nil
-			case ptr == "":
-				return s
-			}
-			return w.String(ptr, s)
-		}}
+	option.Text("client_metadata_url", "", func(o *Options) *string { return &o.ClientMetadataURL }, `"https://nexus.example.com/client.json"`),
+	option.Text("private_key", "/oauth/private_key", func(o *Options) *string { return &o.PrivateKey }, `"-----BEGIN PRIVATE KEY-----"`),
+	option.Text("signing_alg", "", func(o *Options) *string { return &o.SigningAlg }, `"ES256"`),
+	option.Text("key_id", "", func(o *Options) *string { return &o.KeyID }, `"k1"`),
+	option.Text("id_token", "/oauth/id_token", func(o *Options) *string { return &o.IDToken }, `"id-token"`),
+	option.Text("idp_token_url", "", func(o *Options) *string { return &o.IdPTokenURL }, `"https://idp.example.com/token"`),
+	option.Text("idp_issuer", "", func(o *Options) *string { return &o.IdPIssuer }, `"https://idp.example.com"`),
+	option.Text("idp_client_id", "", func(o *Options) *string { return &o.IdPClientID }, `"nexus-at-idp"`),
+	option.Text("idp_client_secret", "/oauth/idp_client_secret", func(o *Options) *string { return &o.IdPClientSecret }, `"idp-s3cret"`),
 }
 
 // Apply puts the options into cfg. The grant was checked when the config

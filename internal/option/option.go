@@ -89,3 +89,34 @@ func (t Table[T]) HCLKeys() []string {
 	}
 	return keys
 }
+
+// Text is a string option named name in both formats, at field. ptr is
+// where its templates are kept ("" for a value that takes none, written as
+// it is).
+func Text[T any](name, ptr string, field func(*T) *string, example string) Option[T] {
+	return Option[T]{HCL: name, JSON: name, Example: example,
+		Decode: func(o *T, v Value) { *field(o), _ = v.String(ptr) },
+		Out: func(o *T, w Writer) any {
+			s := *field(o)
+			switch {
+			case s == "":
+				return nil
+			case ptr == "":
+				return s
+			}
+			return w.String(ptr, s)
+		}}
+}
+
+// Map is an object of strings named name in both formats (env, headers),
+// at field, its templates kept under ptr.
+func Map[T any](name, ptr string, field func(*T) *map[string]string, example string) Option[T] {
+	return Option[T]{HCL: name, JSON: name, Example: example,
+		Decode: func(o *T, v Value) { *field(o), _ = v.Map(ptr) },
+		Out: func(o *T, w Writer) any {
+			if len(*field(o)) == 0 {
+				return nil
+			}
+			return w.Map(ptr, *field(o))
+		}}
+}

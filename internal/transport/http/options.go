@@ -35,14 +35,7 @@ type Options struct {
 // OptionTable is every option of Options, in the order nexus.hcl writes
 // them. To add one: a field above, a row here, its use in the transport.
 var OptionTable = option.Table[Options]{
-	{HCL: "headers", JSON: "headers", Example: `{"X-Team": "blue"}`,
-		Decode: func(o *Options, v option.Value) { o.Headers, _ = v.Map("/headers") },
-		Out: func(o *Options, w option.Writer) any {
-			if len(o.Headers) == 0 {
-				return nil
-			}
-			return w.Map("/headers", o.Headers)
-		}},
+	option.Map("headers", "/headers", func(o *Options) *map[string]string { return &o.Headers }, `{"X-Team": "blue"}`),
 	{HCL: "max_retries", JSON: "http_max_retries", Example: `5`,
 		Decode: func(o *Options, v option.Value) {
 			if n, ok := v.Int(0); ok {

@@ -34,14 +34,7 @@ func (o *Options) Environ() map[string]string {
 // OptionTable is every option of Options, in the order nexus.hcl writes
 // them. To add one: a field above, a row here, its use in Start.
 var OptionTable = option.Table[Options]{
-	{HCL: "env", JSON: "env", Example: `{"MODE": "ro"}`,
-		Decode: func(o *Options, v option.Value) { o.Env, _ = v.Map("/env") },
-		Out: func(o *Options, w option.Writer) any {
-			if len(o.Env) == 0 {
-				return nil
-			}
-			return w.Map("/env", o.Env)
-		}},
+	option.Map("env", "/env", func(o *Options) *map[string]string { return &o.Env }, `{"MODE": "ro"}`),
 	{HCL: "env_passthrough", JSON: "env_passthrough", Example: `["LANG"]`,
 		Decode: func(o *Options, v option.Value) { o.EnvPassthrough, _ = v.Strings("") },
 		Out: func(o *Options, _ option.Writer) any {
