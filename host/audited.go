@@ -75,6 +75,13 @@ func (e *AuditError) Error() string {
 
 func (e *AuditError) Unwrap() error { return e.Err }
 
+// auditing says whether an audit log keeps records: only then are a
+// request's arguments encoded and hashed for its record.
+func (h *Host) auditing() bool {
+	w, _ := h.auditLog()
+	return w != nil
+}
+
 // observing says whether anything watches decision points: the audit
 // log (or its failure, fail-closed), traces, metrics. When nothing does,
 // a request takes no trace and pays nothing for them.

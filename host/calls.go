@@ -50,8 +50,10 @@ func (h *Host) CallTool(ctx context.Context, agent, name string, args any, o *Ca
 func (h *Host) callTool(ctx context.Context, agent, name string, args any, o *CallOptions) (*mcp.CallToolResult, error) {
 	rec := auditRecordFrom(ctx)
 	if rec != nil {
-		if raw, err := rawArgs(args); err == nil {
-			h.argsRecord(rec, raw)
+		if h.auditing() {
+			if raw, err := rawArgs(args); err == nil {
+				h.argsRecord(rec, raw)
+			}
 		}
 		rec.Server, rec.Tool, _ = cutDot(name)
 	}
@@ -432,8 +434,10 @@ func (h *Host) readResource(ctx context.Context, agent, server, uri string) (*mc
 func (h *Host) GetPrompt(ctx context.Context, agent, server, name string, args map[string]string) (res *mcp.GetPromptResult, err error) {
 	if h.observing() {
 		rec := audit.Record{Agent: agent, Server: server, Method: mcp.MethodPromptsGet, Prompt: name}
-		if b, err := json.Marshal(args); err == nil {
-			h.argsRecord(&rec, b)
+		if h.auditing() {
+			if b, err := json.Marshal(args); err == nil {
+				h.argsRecord(&rec, b)
+			}
 		}
 		err = h.audited(ctx, &rec, func(ctx context.Context) error {
 			res, err = h.getPrompt(ctx, agent, server, name, args)
