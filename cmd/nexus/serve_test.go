@@ -539,9 +539,10 @@ func TestMaskedInErrors(t *testing.T) {
 	dir := t.TempDir()
 	files(t, dir, "mcp.json", `{"mcpServers": {
   "remote": {"type": "http", "url": "http://ada:pa55@127.0.0.1:9/mcp?api_key=abc123&region=eu", "http_max_retries": 0},
-  "local": {"command": "nexus-no-such-command", "args": ["--token", "ghp_literal", "--db=postgres://u:pw9@db.internal/x"]}
+  "local": {"command": "nexus-no-such-command", "args": ["--token", "ghp_literal", "--db=postgres://u:pw9@db.internal/x"]},
+  "oauthed": {"type": "http", "url": "https://ada:pa55@mcp.example.com/mcp", "oauth": {"client_id": "nexus"}}
 }}`)
-	for _, server := range []string{"remote", "local"} {
+	for _, server := range []string{"remote", "local", "oauthed"} {
 		t.Run(server, func(t *testing.T) {
 			args := []string{"--config", "mcp.json", "tools", server}
 			stdout, stderr, code := nexusIn(t, dir, "", nil, args...)

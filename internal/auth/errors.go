@@ -261,6 +261,10 @@ func (e *Error) report(dc diag.Context) *diag.Report {
 			r.Problem += ": " + e.Err.Error()
 		}
 		r.Fix = []string{"Check this server's \"oauth\" settings" + inFile}
+		if errors.Is(e.Err, errUserInfo) {
+			r.Fix = []string{"Remove the user name and password from this server's url" + inFile + ": with an oauth block the token authenticates",
+				"Or, for a server that takes basic authentication, remove the oauth block and keep them in the url (never printed)"}
+		}
 	case ErrInsecureURL:
 		r.Problem = "Refusing to use " + e.URL + " for " + e.Op + ": OAuth endpoints must use HTTPS (plain http is only allowed on localhost)"
 		r.Causes = []string{

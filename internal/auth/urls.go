@@ -8,6 +8,10 @@ import (
 	"strings"
 )
 
+// errUserInfo is a server URL with credentials in it, which OAuth cannot
+// use: the token is what authenticates, and the URL is its resource.
+var errUserInfo = errors.New("URL must not carry user information")
+
 // canonicalResource is the RFC 8707 / MCP canonical form of a server URL:
 // lower-case scheme and host, no default port, no fragment, and no trailing
 // slash on an empty path. It is also the key of the token store.
@@ -20,7 +24,7 @@ func canonicalResource(raw string) (string, error) {
 		return "", errors.New("not an absolute URL (it needs a scheme and a host)")
 	}
 	if u.User != nil {
-		return "", errors.New("URL must not carry user information")
+		return "", errUserInfo
 	}
 	u.Scheme = strings.ToLower(u.Scheme)
 	if u.Scheme != "https" && u.Scheme != "http" {
