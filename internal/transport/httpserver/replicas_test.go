@@ -464,6 +464,54 @@ func TestSharedTakeoverInFlight(t *testing.T) {
 	}
 }
 
+// GETs that come and go, each resuming from the last event id the client
+// saw (a proxy that drops idle streams): the first version of the
+// takeover check, a marker in the stream, made every later GET stop at
+// the marker of one before it, so the session got nothing more.
+func TestSharedTakeoverChain(t *testing.T) {
+	sc := &reviewServer{gate: make(chan struct{})}
+	// The two list_changed below are one signal apart from their windows.
+	rs := reviewReplicas(t, 2, httpserver.Options{SignalWindow: time.Millisecond}, sc)
+	a, b := rs[0], rs[1]
+	sid := a.open()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	listChanged := func(evs <-chan reviewEvent) string {
+		t.Helper()
+		for {
+			select {
+			case ev, ok := <-evs:
+				if !ok {
+					t.Fatal("the GET stream ended")
+				}
+				if strings.Contains(ev.data, "list_changed") {
+					return ev.id
+				}
+			case <-ctx.Done():
+				t.Fatal("no list_changed on the GET stream")
+			}
+		}
+	}
+	c1, end1 := context.WithCancel(ctx)
+	e1 := a.get(c1, sid, "")
+	<-e1
+	if code, body := a.post(sid, `{"jsonrpc":"2.0","id":2,"method":"notify"}`); code != 200 {
+		t.Fatalf("notify: %d %s", code, body)
+	}
+	last := listChanged(e1)
+	end1()
+	c2, end2 := context.WithCancel(ctx)
+	e2 := b.get(c2, sid, last)
+	<-e2
+	end2()
+	e3 := a.get(ctx, sid, last)
+	<-e3
+	if code, body := b.post(sid, `{"jsonrpc":"2.0","id":3,"method":"notify"}`); code != 200 {
+		t.Fatalf("notify: %d %s", code, body)
+	}
+	listChanged(e3)
+}
+
 // A call's stream on replica A; the client's connection to A drops and it
 // resumes on B, reading everything there. A, whose local copy nobody reads,
 // overflows and ends the session; the stream on B never gets the answer.

@@ -640,10 +640,6 @@ func withParam(msg []byte, name string, v json.RawMessage) ([]byte, error) {
 // keep (too large, or the store was away). The standalone stream's events have no key or seq:
 // their ids are the store's.
 
-// flagOwner marks, in a session's standalone stream, the GET that took it
-// over (data: its token); the events after it are that GET's to send.
-const flagOwner = 'o'
-
 func storedEvent(flag byte, key string, seq int, data []byte) []byte {
 	b := make([]byte, 0, 4+len(key)+8+len(data))
 	b = append(b, flag, '\n')
@@ -868,8 +864,9 @@ func (h *Handler) pumpShared(w http.ResponseWriter, r *http.Request, s *session,
 	wake, leave := h.shared.waiter(key)
 	defer leave()
 	var (
-		stop    <-chan struct{}
-		myToken string
+		stop     <-chan struct{}
+		myToken  string
+		ownerKey = streamKey(s.info.ID, "gowner")
 	)
 	if standalone {
 		var tok [8]byte
@@ -878,13 +875,13 @@ func (h *Handler) pumpShared(w http.ResponseWriter, r *http.Request, s *session,
 		var release func()
 		stop, release = h.shared.takeOver(s.info.ID, token)
 		defer release()
-		// The takeover is written into the stream itself, so a GET on
-		// another replica stops at it even while the bus message telling
-		// it so is still on its way: an event written after the takeover
-		// reaches this GET alone.
+		// The takeover is written to the store too (only the newest
+		// owner is kept), so a GET on another replica checks it before it
+		// sends and stops even while the bus message telling it so is
+		// still on its way: an event reaches one GET stream.
 		actx, cancel := context.WithTimeout(ctx, sharedTimeout)
-		if _, err := h.shared.Append(actx, key, storedEvent(flagOwner, "", 0, []byte(token)), h.opts.ReplayEvents); err != nil && ctx.Err() == nil {
-			h.log.Warn("cannot mark the session's GET stream as taken over in the session store", "session", s.info.ID, "error", err)
+		if _, err := h.shared.Append(actx, ownerKey, []byte(token), 1); err != nil && ctx.Err() == nil {
+			h.log.Warn("cannot record the session's GET stream's new owner in the session store", "session", s.info.ID, "error", err)
 		}
 		cancel()
 		h.send("", busMessage(msgTakeover, s.info.ID, []byte(token)))
@@ -937,18 +934,10 @@ func (h *Handler) pumpShared(w http.ResponseWriter, r *http.Request, s *session,
 			cursor = ""
 			continue
 		}
-		complete, takenOver := false, false
+		complete := false
 		for _, ev := range evs {
-			flag, k, n, data, ok := parseStored(ev.Data)
-			if standalone && ok && flag == flagOwner {
-				if string(data) != myToken {
-					takenOver = true // what follows is the newer GET's
-					break
-				}
-				cursor = ev.ID
-				continue
-			}
 			cursor = ev.ID
+			flag, k, n, data, ok := parseStored(ev.Data)
 			if !ok {
 				continue
 			}
@@ -997,6 +986,11 @@ func (h *Handler) pumpShared(w http.ResponseWriter, r *http.Request, s *session,
 				complete = true
 			}
 		}
+		if standalone && len(evs) > 0 && h.ownedElsewhere(ctx, ownerKey, myToken) {
+			// A newer GET owns the stream: it sends these (from what this
+			// one last delivered), and this one stops unsent.
+			return
+		}
 		if len(buf) > 0 {
 			if !flushEvents(w, rc, buf) {
 				return
@@ -1006,7 +1000,7 @@ func (h *Handler) pumpShared(w http.ResponseWriter, r *http.Request, s *session,
 				h.markDelivered(s, cursor)
 			}
 		}
-		if complete || takenOver {
+		if complete {
 			return
 		}
 		select {
@@ -1024,6 +1018,16 @@ func (h *Handler) pumpShared(w http.ResponseWriter, r *http.Request, s *session,
 			return
 		}
 	}
+}
+
+// ownedElsewhere reports whether the newest GET of a session's standalone
+// stream, as the store has it, is another than the one with token. A store
+// that does not answer says no: the bus message still stops this GET.
+func (h *Handler) ownedElsewhere(ctx context.Context, ownerKey, token string) bool {
+	ctx, cancel := context.WithTimeout(ctx, sharedTimeout)
+	defer cancel()
+	evs, _, err := h.shared.After(ctx, ownerKey, "")
+	return err == nil && len(evs) > 0 && string(evs[len(evs)-1].Data) != token
 }
 
 func cmp(s, or string) string {
