@@ -48,11 +48,11 @@ var Grants = []string{GrantAuthorizationCode.String(), GrantClientCredentials.St
 
 // OptionTable is every option of Options. Values that may be secrets (the
 // client secret, the private key, tokens) and the client id may come from
-// the environment; the rest are plain text. To add one: a field above, a
+// the environment (templates); the rest are plain text. To add one: a field above, a
 // row here, its use in Apply.
 var OptionTable = option.Table[Options]{
-	option.Text("client_id", "/oauth/client_id", func(o *Options) *string { return &o.ClientID }, `"nexus"`),
-	option.Text("client_secret", "/oauth/client_secret", func(o *Options) *string { return &o.ClientSecret }, `"s3cret"`),
+	option.Text("client_id", "/oauth/client_id", true, func(o *Options) *string { return &o.ClientID }, `"nexus"`),
+	option.Text("client_secret", "/oauth/client_secret", true, func(o *Options) *string { return &o.ClientSecret }, `"s3cret"`),
 	{HCL: "scopes", JSON: "scopes", Example: `["repo", "read:org"]`,
 		Decode: func(o *Options, v option.Value) { o.Scopes, _ = v.Strings("") },
 		Out: func(o *Options, _ option.Writer) any {
@@ -61,9 +61,9 @@ var OptionTable = option.Table[Options]{
 			}
 			return o.Scopes
 		}},
-	option.Text("redirect_uri", "", func(o *Options) *string { return &o.RedirectURI }, `"http://127.0.0.1:8976/callback"`),
-	option.Text("auth_url", "", func(o *Options) *string { return &o.AuthURL }, `"https://as.example.com/authorize"`),
-	option.Text("token_url", "", func(o *Options) *string { return &o.TokenURL }, `"https://as.example.com/token"`),
+	option.Text("redirect_uri", "/oauth/redirect_uri", false, func(o *Options) *string { return &o.RedirectURI }, `"http://127.0.0.1:8976/callback"`),
+	option.Text("auth_url", "/oauth/auth_url", false, func(o *Options) *string { return &o.AuthURL }, `"https://as.example.com/authorize"`),
+	option.Text("token_url", "/oauth/token_url", false, func(o *Options) *string { return &o.TokenURL }, `"https://as.example.com/token"`),
 	{HCL: "grant", JSON: "grant", Example: `"client_credentials"`,
 		Decode: func(o *Options, v option.Value) { o.Grant, _ = v.Choice(Grants) },
 		Out: func(o *Options, _ option.Writer) any {
@@ -72,15 +72,15 @@ var OptionTable = option.Table[Options]{
 			}
 			return o.Grant
 		}},
-	option.Text("client_metadata_url", "", func(o *Options) *string { return &o.ClientMetadataURL }, `"https://nexus.example.com/client.json"`),
-	option.Text("private_key", "/oauth/private_key", func(o *Options) *string { return &o.PrivateKey }, `"-----BEGIN PRIVATE KEY-----"`),
-	option.Text("signing_alg", "", func(o *Options) *string { return &o.SigningAlg }, `"ES256"`),
-	option.Text("key_id", "", func(o *Options) *string { return &o.KeyID }, `"k1"`),
-	option.Text("id_token", "/oauth/id_token", func(o *Options) *string { return &o.IDToken }, `"id-token"`),
-	option.Text("idp_token_url", "", func(o *Options) *string { return &o.IdPTokenURL }, `"https://idp.example.com/token"`),
-	option.Text("idp_issuer", "", func(o *Options) *string { return &o.IdPIssuer }, `"https://idp.example.com"`),
-	option.Text("idp_client_id", "", func(o *Options) *string { return &o.IdPClientID }, `"nexus-at-idp"`),
-	option.Text("idp_client_secret", "/oauth/idp_client_secret", func(o *Options) *string { return &o.IdPClientSecret }, `"idp-s3cret"`),
+	option.Text("client_metadata_url", "/oauth/client_metadata_url", false, func(o *Options) *string { return &o.ClientMetadataURL }, `"https://nexus.example.com/client.json"`),
+	option.Text("private_key", "/oauth/private_key", true, func(o *Options) *string { return &o.PrivateKey }, `"-----BEGIN PRIVATE KEY-----"`),
+	option.Text("signing_alg", "/oauth/signing_alg", false, func(o *Options) *string { return &o.SigningAlg }, `"ES256"`),
+	option.Text("key_id", "/oauth/key_id", false, func(o *Options) *string { return &o.KeyID }, `"k1"`),
+	option.Text("id_token", "/oauth/id_token", true, func(o *Options) *string { return &o.IDToken }, `"id-token"`),
+	option.Text("idp_token_url", "/oauth/idp_token_url", false, func(o *Options) *string { return &o.IdPTokenURL }, `"https://idp.example.com/token"`),
+	option.Text("idp_issuer", "/oauth/idp_issuer", false, func(o *Options) *string { return &o.IdPIssuer }, `"https://idp.example.com"`),
+	option.Text("idp_client_id", "/oauth/idp_client_id", false, func(o *Options) *string { return &o.IdPClientID }, `"nexus-at-idp"`),
+	option.Text("idp_client_secret", "/oauth/idp_client_secret", true, func(o *Options) *string { return &o.IdPClientSecret }, `"idp-s3cret"`),
 }
 
 // Apply puts the options into cfg. The grant was checked when the config

@@ -64,3 +64,35 @@ func TestToHCLRoundTrip(t *testing.T) {
 		})
 	}
 }
+
+// A client config whose cwd and envFile come from the environment converts
+// to a nexus.hcl that loads: nexus.hcl reads paths as plain text, so they
+// are written as their values (they were written as env() templates,
+// which it refuses there).
+func TestToHCLPathsFromEnv(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "proj"), 0o700)
+	os.WriteFile(filepath.Join(dir, "proj", "vars.env"), []byte("A=1\n"), 0o600)
+	src := filepath.Join(dir, "mcp.json")
+	os.WriteFile(src, []byte(`{"mcpServers": {"s": {"command": "srv", "cwd": "${BASE}/proj", "envFile": "${BASE}/proj/vars.env"}}}`), 0o600)
+	lookup := env("BASE", dir)
+	before, err := Load(Options{Files: []string{src}, LookupEnv: lookup})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := ToHCL(before, "mcp.json")
+	hcl := filepath.Join(dir, "nexus.hcl")
+	os.WriteFile(hcl, out, 0o600)
+	after, err := Load(Options{Files: []string{hcl}, LookupEnv: lookup})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if a, b := before.Server("s").Stdio, after.Server("s").Stdio; a.Cwd != b.Cwd || a.EnvFile != b.EnvFile || b.FileEnv["A"] != "1" {
+		t.Errorf("before %+v, after %+v", a, b)
+	}
+	// nexus JSON keeps the templates.
+	js, _, err := Compile(before, FormatNexusJSON)
+	if err != nil || !strings.Contains(string(js), `"cwd": "${BASE}/proj"`) {
+		t.Errorf("nexus JSON lost the cwd template: %v\n%s", err, js)
+	}
+}

@@ -74,10 +74,10 @@ func TestMaskedOutput(t *testing.T) {
   "db": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-postgres", "postgresql://app:pw-in-file@localhost/app"]},
   "gh": {"command": "docker", "args": ["run", "-e", "GITHUB_TOKEN=gh-in-file", "img", "--token", "flag-in-file", "--token-file", "/run/t"]},
   "api": {"url": "https://api.example.com/mcp?api_key=key-in-file", "headers": {"Authorization": "Bearer ${API_TOKEN}"},
-          "oauth": {"client_id": "nexus", "client_secret": "secret-in-file"}}
+          "oauth": {"client_id": "nexus", "client_secret": "secret-in-file", "token_url": "https://u:pass-in-url@as.example.com/token?api_key=qkey-in-url"}}
 }, "filters": [{"name": "f", "kind": "policy", "plugin": "p", "config": {"token": "tok-in-file"}}],
    "plugins": {"p": {"path": "/opt/p"}}}`, env("API_TOKEN", "from-env"))
-	literals := []string{"pw-in-file", "key-in-file", "secret-in-file", "tok-in-file", "gh-in-file", "flag-in-file"}
+	literals := []string{"pw-in-file", "key-in-file", "secret-in-file", "tok-in-file", "gh-in-file", "flag-in-file", "pass-in-url", "qkey-in-url"}
 	var b strings.Builder
 	for _, format := range Formats {
 		out, warns, err := Compile(cfg, format)

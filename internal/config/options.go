@@ -122,6 +122,7 @@ type hclWriter struct{ s *Server }
 
 func (w hclWriter) String(ptr, v string) any                { return hclExpr(w.s.valueHCL(ptr, v)) }
 func (w hclWriter) Map(ptr string, m map[string]string) any { return hclExpr(w.s.mapHCL(ptr, m)) }
+func (w hclWriter) Path(_, v string) any                    { return v }
 
 // hclOptions writes the options of table set on o as lines of a block.
 func hclOptions[T any](b *strings.Builder, s *Server, table option.Table[T], o *T) {
@@ -153,6 +154,7 @@ type jsonWriter struct {
 }
 
 func (w jsonWriter) String(ptr, v string) any { return w.c.str(w.s.Refs, ptr, v) }
+func (w jsonWriter) Path(ptr, v string) any   { return w.c.str(w.s.Refs, ptr, v) }
 func (w jsonWriter) Map(ptr string, m map[string]string) any {
 	return w.c.strMap(w.s.Refs, ptr, m)
 }

@@ -52,11 +52,15 @@ type Value interface {
 	Fail(problem, fix string)
 }
 
-// Writer writes values that may have come from a template. String and Map
-// take the value's JSON pointer and return what Out should give back.
+// Writer writes values that may have come from a template, or hold a
+// credential a format masks. Each takes the value's JSON pointer ("" for
+// one kept without templates) and returns what Out should give back.
 type Writer interface {
 	String(ptr, v string) any
 	Map(ptr string, m map[string]string) any
+	// Path is a file or directory: JSON keeps its template, nexus.hcl
+	// (which reads paths as plain text) its value.
+	Path(ptr, v string) any
 }
 
 // Table is a component's options, in the order they are written.
@@ -90,21 +94,22 @@ func (t Table[T]) HCLKeys() []string {
 	return keys
 }
 
-// Text is a string option named name in both formats, at field. ptr is
-// where its templates are kept ("" for a value that takes none, written as
-// it is).
-func Text[T any](name, ptr string, field func(*T) *string, example string) Option[T] {
+// Text is a string option named name in both formats, at field, whose JSON
+// pointer is ptr. With templates, a value from the environment or an input
+// is kept as its template (and written back so); without, the value is
+// plain text. Either way ptr names it where a credential in it is masked.
+func Text[T any](name, ptr string, templates bool, field func(*T) *string, example string) Option[T] {
+	decodePtr := ptr
+	if !templates {
+		decodePtr = ""
+	}
 	return Option[T]{HCL: name, JSON: name, Example: example,
-		Decode: func(o *T, v Value) { *field(o), _ = v.String(ptr) },
+		Decode: func(o *T, v Value) { *field(o), _ = v.String(decodePtr) },
 		Out: func(o *T, w Writer) any {
-			s := *field(o)
-			switch {
-			case s == "":
-				return nil
-			case ptr == "":
-				return s
+			if s := *field(o); s != "" {
+				return w.String(ptr, s)
 			}
-			return w.String(ptr, s)
+			return nil
 		}}
 }
 

@@ -60,7 +60,7 @@ var OptionTable = option.Table[Options]{
 			if o.EnvFile == "" {
 				return nil
 			}
-			return w.String("/envFile", o.EnvFile)
+			return w.Path("/envFile", o.EnvFile)
 		},
 		// Cursor and VS Code have envFile; Claude's mcpServers has not.
 		Lost: func(o *Options, format string) string {
@@ -75,7 +75,7 @@ var OptionTable = option.Table[Options]{
 			if o.Cwd == "" {
 				return nil
 			}
-			return w.String("/cwd", o.Cwd)
+			return w.Path("/cwd", o.Cwd)
 		},
 		Lost: func(o *Options, format string) string {
 			if o.Cwd == "" {
