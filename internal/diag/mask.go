@@ -31,7 +31,11 @@ func MaskURLs(s string) string {
 	if !strings.Contains(s, "://") {
 		return s
 	}
-	return urlInText.ReplaceAllStringFunc(s, maskURL)
+	return urlInText.ReplaceAllStringFunc(s, func(u string) string {
+		// Punctuation that ends a sentence after a URL is not part of it.
+		core := strings.TrimRight(u, ".,;:!?)]}")
+		return maskURL(core) + u[len(core):]
+	})
 }
 
 // maskURL is MaskURLs for one URL.
@@ -63,7 +67,7 @@ func maskURL(raw string) string {
 			if err != nil {
 				name = k
 			}
-			if hasValue && SecretName.MatchString(name) {
+			if hasValue && secretQuery(name) {
 				params[i] = k + "=" + Mask
 			}
 		}
@@ -122,3 +126,14 @@ func MaskCommand(cmd []string) []string {
 	}
 	return out
 }
+
+// secretQuery is a query parameter whose value may be a credential: a
+// SecretName, or a name services use for keys and signatures in URLs
+// (subscription-key, application_key, authkey, authorization,
+// X-Amz-Signature, session). Plural and longer words (keys, author) are
+// not taken.
+func secretQuery(name string) bool {
+	return SecretName.MatchString(name) || secretQueryName.MatchString(name)
+}
+
+var secretQueryName = regexp.MustCompile(`(?i)(key$|^auth(orization|key)?$|signature$|^session$|pass)`)
