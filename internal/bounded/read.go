@@ -58,7 +58,9 @@ func ReadFile(path string, max int64) ([]byte, error) {
 	// The size is a hint for the buffer, not a bound: the file may grow.
 	buf := make([]byte, 0, min(fi.Size(), max)+1)
 	for {
-		n, err := f.Read(buf[len(buf):cap(buf)])
+		// Never ask for more than one byte past the limit, however the
+		// buffer grew.
+		n, err := f.Read(buf[len(buf):min(int64(cap(buf)), max+1)])
 		buf = buf[:len(buf)+n]
 		if int64(len(buf)) > max {
 			return nil, &TooLargeError{Path: path, Size: fi.Size(), Max: max}

@@ -299,3 +299,22 @@ func TestEditStringsEscapedAllocations(t *testing.T) {
 		t.Fatalf("editing a %d KB document allocated %d MB", len(src)>>10, got>>20)
 	}
 }
+
+// EditStrings' syntax errors give the index of the offending byte,
+// whichever part of the decoder found it (len for a document that ends
+// too soon).
+func TestEditStringsErrorOffsets(t *testing.T) {
+	for in, want := range map[string]string{
+		"{\"a\":\"\x01\"}": "offset 6: control character in a string",
+		`[1.]`:             "offset 3: invalid character ']' after decimal point",
+		`[tru]`:            "offset 4: invalid character ']' in literal true",
+		`{"a" 1}`:          "offset 5: want ':' after an object key",
+		`"abc`:             "offset 4: unterminated string",
+		`["a\q"]`:          "offset 5: unknown escape",
+	} {
+		_, _, err := EditStrings([]byte(in), nil)
+		if err == nil || !errors.Is(err, ErrSyntax) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", in, err, want)
+		}
+	}
+}

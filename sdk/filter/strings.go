@@ -198,7 +198,13 @@ func (ed *editor) value(depth int) error {
 // wireErr is an error of the wire decoder, as EditStrings reports it.
 func (ed *editor) wireErr(err error) error {
 	if se, ok := err.(*wire.ScanError); ok {
-		return syntaxError(ErrSyntax.Error() + " at offset " + strconv.FormatInt(se.Offset, 10) + ": " + se.Msg)
+		// wire counts the bytes read, the offending one included; the
+		// editor's own errors give that byte's index.
+		off := se.Offset
+		if off > 0 && off <= int64(len(ed.src)) && !strings.HasPrefix(se.Msg, "unexpected end") && se.Msg != "unterminated string" {
+			off--
+		}
+		return syntaxError(ErrSyntax.Error() + " at offset " + strconv.FormatInt(off, 10) + ": " + se.Msg)
 	}
 	return ed.errorf(err.Error())
 }
