@@ -438,17 +438,7 @@ func TestSharedTakeoverInFlight(t *testing.T) {
 	if code, body := a.post(sid, `{"jsonrpc":"2.0","id":2,"method":"notify"}`); code != 200 {
 		t.Fatalf("notify: %d %s", code, body)
 	}
-	for got := false; !got; {
-		select {
-		case ev, ok := <-e2:
-			if !ok {
-				t.Fatal("the newer GET stream ended")
-			}
-			got = strings.Contains(ev.data, "list_changed")
-		case <-ctx.Done():
-			t.Fatal("the newer GET stream did not get the event")
-		}
-	}
+	waitListChanged(ctx, t, e2)
 	for {
 		select {
 		case ev, ok := <-e1:
@@ -460,6 +450,25 @@ func TestSharedTakeoverInFlight(t *testing.T) {
 			}
 		case <-ctx.Done():
 			t.Fatal("the older GET stream did not end at the takeover")
+		}
+	}
+}
+
+// waitListChanged reads a GET stream up to a list_changed and returns its
+// event id; the stream ending first, or ctx, fails the test.
+func waitListChanged(ctx context.Context, t *testing.T, evs <-chan reviewEvent) string {
+	t.Helper()
+	for {
+		select {
+		case ev, ok := <-evs:
+			if !ok {
+				t.Fatal("the GET stream ended")
+			}
+			if strings.Contains(ev.data, "list_changed") {
+				return ev.id
+			}
+		case <-ctx.Done():
+			t.Fatal("no list_changed on the GET stream")
 		}
 	}
 }
@@ -476,22 +485,7 @@ func TestSharedTakeoverChain(t *testing.T) {
 	sid := a.open()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	listChanged := func(evs <-chan reviewEvent) string {
-		t.Helper()
-		for {
-			select {
-			case ev, ok := <-evs:
-				if !ok {
-					t.Fatal("the GET stream ended")
-				}
-				if strings.Contains(ev.data, "list_changed") {
-					return ev.id
-				}
-			case <-ctx.Done():
-				t.Fatal("no list_changed on the GET stream")
-			}
-		}
-	}
+	listChanged := func(evs <-chan reviewEvent) string { return waitListChanged(ctx, t, evs) }
 	c1, end1 := context.WithCancel(ctx)
 	e1 := a.get(c1, sid, "")
 	<-e1
