@@ -38,6 +38,9 @@ func MaskURLs(s string) string {
 	})
 }
 
+// loginSchemes are the schemes whose user name alone is a login name.
+var loginSchemes = map[string]bool{"ssh": true, "sftp": true, "git+ssh": true, "ssh+git": true}
+
 // maskURL is MaskURLs for one URL.
 func maskURL(raw string) string {
 	scheme, rest, ok := strings.Cut(raw, "://")
@@ -51,9 +54,13 @@ func maskURL(raw string) string {
 	authority, tail := rest[:end], rest[end:]
 	if at := strings.LastIndex(authority, "@"); at >= 0 {
 		user, _, hasPass := strings.Cut(authority[:at], ":")
-		if hasPass {
+		switch {
+		case hasPass:
 			authority = user + ":" + Mask + authority[at:]
-		} else {
+		case loginSchemes[strings.ToLower(scheme)]:
+			// ssh://git@host: a user name alone is a login there, not a
+			// token.
+		default:
 			authority = Mask + authority[at:]
 		}
 	}
