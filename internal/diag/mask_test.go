@@ -16,6 +16,8 @@ func TestMaskURLsQuery(t *testing.T) {
 		"https://h/x?page=2&sort=name":                      "https://h/x?page=2&sort=name",
 		"postgres://app:secret@db/app?sslmode=require":      "postgres://app:***@db/app?sslmode=require",
 		"https://TOKEN@h/mcp":                               "https://***@h/mcp",
+		"ssh://git@github.example/org/repo":                 "ssh://git@github.example/org/repo",
+		"ssh://git:pw@host/repo":                            "ssh://git:***@host/repo",
 		"no url here: key=value":                            "no url here: key=value",
 	} {
 		if got := MaskURLs(in); got != want {
