@@ -476,3 +476,66 @@ func TestLock(t *testing.T) {
 		t.Errorf("lock over a broken lockfile: exit %d\n%s", code, stderr)
 	}
 }
+
+// config compile --via-gateway: the client config whose only server is
+// Nexus, for each way in, and its errors.
+func TestCompileViaGateway(t *testing.T) {
+	dir := t.TempDir()
+	files(t, dir, "nexus.hcl", "server \"testserver\" {\n  stdio {\n    command = \"nexus\"\n    args = [\"testserver\"]\n  }\n}\nagent \"claude\" {\n  permission = \"yolo\"\n}\n")
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"stdio_mcpservers", []string{"--config", "nexus.hcl", "config", "compile", "--via-gateway", "--agent", "claude"}, 0},
+		{"stdio_vscode", []string{"--config", "nexus.hcl", "config", "compile", "--format", "vscode", "--via-gateway", "--agent", "claude"}, 0},
+		{"http_mcpservers", []string{"--config", "nexus.hcl", "config", "compile", "--via-gateway", "--url", "https://nexus.example.com/mcp"}, 0},
+		{"http_vscode", []string{"--config", "nexus.hcl", "config", "compile", "--format", "vscode", "--via-gateway", "--url", "https://nexus.example.com/mcp"}, 0},
+		{"err_both", []string{"--config", "nexus.hcl", "config", "compile", "--via-gateway", "--agent", "claude", "--url", "https://x/mcp"}, 2},
+		{"err_unknown_agent", []string{"--config", "nexus.hcl", "config", "compile", "--via-gateway", "--agent", "cladue"}, 2},
+		{"err_bad_url", []string{"--config", "nexus.hcl", "config", "compile", "--via-gateway", "--url", "nexus.example.com"}, 2},
+		{"err_nexus_json", []string{"--config", "nexus.hcl", "config", "compile", "--format", "nexus-json", "--via-gateway", "--agent", "claude"}, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			stdout, stderr, code := nexusIn(t, dir, "", nil, c.args...)
+			if code != c.code {
+				t.Errorf("exit %d, want %d\n%s%s", code, c.code, stdout, stderr)
+			}
+			golden(t, "via_gateway_"+c.name, "$ nexus "+quoteArgs(c.args)+"\n--- stdout\n"+stdout+"--- stderr\n"+stderr)
+		})
+	}
+}
+
+// Credentials written into a config file are masked by config show and
+// config compile, with a warning to move them to variables; --show-secrets
+// prints them (issue 20, item 8).
+func TestMaskedCredentials(t *testing.T) {
+	dir := t.TempDir()
+	files(t, dir, "mcp.json", `{"mcpServers": {
+  "remote": {"type": "http", "url": "https://user:pa55@mcp.example.com/mcp?api_key=abc123&region=eu", "headers": {"Authorization": "Bearer sk-live-123", "X-Trace": "on"}},
+  "local": {"command": "x", "env": {"GITHUB_TOKEN": "ghp_literal", "LOG_LEVEL": "debug"}}
+}}`)
+	secrets := []string{"pa55", "abc123", "sk-live-123", "ghp_literal"}
+	for _, c := range []struct {
+		name string
+		args []string
+		show bool
+	}{
+		{"show", []string{"--config", "mcp.json", "config", "show"}, false},
+		{"compile", []string{"--config", "mcp.json", "config", "compile"}, false},
+		{"compile_show_secrets", []string{"--config", "mcp.json", "config", "compile", "--show-secrets"}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			stdout, stderr, code := nexusIn(t, dir, "", nil, c.args...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			for _, s := range secrets {
+				if strings.Contains(stdout+stderr, s) != c.show {
+					t.Errorf("%q printed: %v, want %v", s, !c.show, c.show)
+				}
+			}
+			golden(t, "masked_"+c.name, "$ nexus "+quoteArgs(c.args)+"\n--- stdout\n"+stdout+"--- stderr\n"+stderr)
+		})
+	}
+}
