@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
@@ -122,5 +123,25 @@ func TestTransportOptionKeys(t *testing.T) {
 				t.Errorf("%s option %q: only-for-HTTP is %v", tc.name, o.JSON, slices.Contains(httpOnlyKeys, o.JSON))
 			}
 		}
+	}
+}
+
+// A transport checks its options where they are written: a header the
+// HTTP transport would refuse at its first request is an error of the
+// config, with the file and line, in both formats.
+func TestTransportOptionsChecked(t *testing.T) {
+	for name, src := range map[string]string{
+		"mcp.json":  `{"mcpServers": {"s": {"url": "https://mcp.example.com/mcp", "headers": {"Bad Name": "x"}}}}`,
+		"nexus.hcl": "server \"s\" {\n  http {\n    url = \"https://mcp.example.com/mcp\"\n    headers = {\"Bad Name\" = \"x\"}\n  }\n}\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := loadOne(t, name, src, env())
+			if err == nil || !strings.Contains(err.Error(), `header name "Bad Name" is not a valid HTTP header name`) {
+				t.Fatalf("err = %v", err)
+			}
+			if !strings.Contains(err.Error(), "line ") {
+				t.Errorf("no position:\n%v", err)
+			}
+		})
 	}
 }

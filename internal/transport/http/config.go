@@ -5,9 +5,11 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -155,15 +157,24 @@ func (cfg *Config) normalize() (*url.URL, error) {
 	if u.Fragment != "" {
 		u.Fragment, u.RawFragment = "", ""
 	}
-	for name, value := range cfg.Headers {
-		if !validHeaderName(name) {
-			return bad("header name %q is not a valid HTTP header name", name)
-		}
-		if strings.ContainsAny(value, "\r\n\x00") {
-			return bad("the value of header %q contains a line break or NUL; check its ${VAR} expansion", name)
-		}
+	if p := checkHeaders(cfg.Headers); p != "" {
+		return bad("%s", p)
 	}
 	return u, nil
+}
+
+// checkHeaders is what is wrong with headers, or "": the config loader
+// asks at load (OptionTable), Dial again for headers given in code.
+func checkHeaders(h map[string]string) string {
+	for _, name := range slices.Sorted(maps.Keys(h)) {
+		if !validHeaderName(name) {
+			return fmt.Sprintf("header name %q is not a valid HTTP header name", name)
+		}
+		if strings.ContainsAny(h[name], "\r\n\x00") {
+			return fmt.Sprintf("the value of header %q contains a line break or NUL; check its ${VAR} expansion", name)
+		}
+	}
+	return ""
 }
 
 func errorsCause(err error) error {

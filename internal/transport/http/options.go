@@ -35,7 +35,7 @@ type Options struct {
 // OptionTable is every option of Options, in the order nexus.hcl writes
 // them. To add one: a field above, a row here, its use in the transport.
 var OptionTable = option.Table[Options]{
-	option.Map("headers", "/headers", func(o *Options) *map[string]string { return &o.Headers }, `{"X-Team": "blue"}`),
+	headersOption(),
 	{HCL: "max_retries", JSON: "http_max_retries", Example: `5`,
 		Decode: func(o *Options, v option.Value) {
 			if n, ok := v.Int(0); ok {
@@ -80,4 +80,17 @@ func lostRetries(o *Options, format string) string {
 		return ""
 	}
 	return "retries cannot be expressed in " + format
+}
+
+// headersOption is the headers row, checked at load as Dial checks them.
+func headersOption() option.Option[Options] {
+	o := option.Map("headers", "/headers", func(o *Options) *map[string]string { return &o.Headers }, `{"X-Team": "blue"}`)
+	decode := o.Decode
+	o.Decode = func(opts *Options, v option.Value) {
+		decode(opts, v)
+		if p := checkHeaders(opts.Headers); p != "" {
+			v.Fail(p, "Header names are letters, digits and -; a value is one line.")
+		}
+	}
+	return o
 }
