@@ -15,7 +15,7 @@ func TestToHCLRoundTrip(t *testing.T) {
 	for name, src := range map[string]string{
 		"claude.json": `{"mcpServers": {
   "github": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github", "${HOME}/repos"], "env": {"GITHUB_TOKEN": "${GITHUB_TOKEN}", "MODE": "ro ${MODE:-safe} $${x}"}},
-  "remote": {"type": "http", "url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer ${API_TOKEN}", "X-Odd/Key": "%{not a directive}"}},
+  "remote": {"type": "http", "url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer ${API_TOKEN}", "X-Odd.Key": "%{not a directive}"}},
   "old": {"type": "sse", "url": "https://old.example.com/sse", "disabled": true},
   "tuned": {"url": "https://tuned.example.com/mcp", "http_max_retries": 5, "http_retry_backoff": "2s", "http_allow_private_networks": true}
 }}`,
