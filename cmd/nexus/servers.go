@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/nexus-mcp/nexus/internal/config"
+	"github.com/nexus-mcp/nexus/internal/diag"
 	"github.com/nexus-mcp/nexus/internal/registry"
 )
 
@@ -92,9 +92,9 @@ func target(s registry.Status) string {
 	c := s.Config
 	switch {
 	case len(c.Command) > 0:
-		return strings.Join(config.MaskCommand(c.Command), " ")
+		return strings.Join(diag.MaskCommand(c.Command), " ")
 	case c.URL != "":
-		return config.MaskURL(c.URL)
+		return diag.MaskURLs(c.URL)
 	case c.Plugin != nil:
 		return "plugin " + c.Plugin.Name
 	}

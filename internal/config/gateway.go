@@ -742,8 +742,8 @@ func ViaGateway(cfg *Config, format, agent, rawURL string, configFiles []string)
 			return nil, nil, fmt.Errorf("%s; give the gateway's MCP endpoint, for example https://nexus.example.com/mcp", p)
 		}
 		u, _ := url.Parse(rawURL)
-		if u.User != nil || u.RawQuery != "" && MaskURL(rawURL) != rawURL {
-			return nil, nil, fmt.Errorf("--url %q holds a credential; the client sends its token in the Authorization header, so give the URL without it", MaskURL(rawURL))
+		if u.User != nil || u.RawQuery != "" && diag.MaskURLs(rawURL) != rawURL {
+			return nil, nil, fmt.Errorf("--url %q holds a credential; the client sends its token in the Authorization header, so give the URL without it", diag.MaskURLs(rawURL))
 		}
 		if u.Scheme == "http" && !loopbackHost(u.Hostname()) {
 			warns = append(warns, Warning{Message: fmt.Sprintf("--url %s is plain http to a host that is not loopback: the client's token would cross the network unencrypted; serve the gateway over https", rawURL)})

@@ -15,12 +15,6 @@ import (
 // log) reads it makes matters worse. Values from variables, env() and
 // ${NAME} are never printed anyway: they are written as references.
 
-const mask = diag.Mask
-
-// secretName is an env, header, query parameter or config key whose value
-// is a credential (diag.SecretName).
-var secretName = diag.SecretName
-
 // oauthSecrets are the OAuth settings that hold credentials.
 var oauthSecrets = map[string]bool{"client_secret": true, "private_key": true, "id_token": true, "idp_client_secret": true}
 
@@ -38,20 +32,20 @@ func maskCredential(ptr, val string) string {
 	case strings.HasPrefix(ptr, "/headers/"):
 		if strings.EqualFold(key, "Authorization") || strings.EqualFold(key, "Proxy-Authorization") {
 			if scheme, _, ok := strings.Cut(val, " "); ok && scheme != "" {
-				return scheme + " " + mask
+				return scheme + " " + diag.Mask
 			}
-			return mask
+			return diag.Mask
 		}
-		if secretName.MatchString(key) {
-			return mask
+		if diag.SecretName.MatchString(key) {
+			return diag.Mask
 		}
 	case strings.HasPrefix(ptr, "/oauth/"):
 		if oauthSecrets[key] {
-			return mask
+			return diag.Mask
 		}
 	case strings.HasPrefix(ptr, "/env/"), strings.HasPrefix(ptr, "/config/"), strings.HasPrefix(ptr, "/plugin/config/"):
-		if secretName.MatchString(key) {
-			return mask
+		if diag.SecretName.MatchString(key) {
+			return diag.Mask
 		}
 	}
 	if strings.HasPrefix(ptr, "/command/") {
@@ -59,13 +53,6 @@ func maskCredential(ptr, val string) string {
 	}
 	return diag.MaskURLs(val)
 }
-
-// MaskCommand is a command line as it may be shown (diag.MaskCommand).
-func MaskCommand(cmd []string) []string { return diag.MaskCommand(cmd) }
-
-// MaskURL is a URL as it may be shown: its password (or a user name
-// standing alone, usually a token) and credential query values masked.
-func MaskURL(u string) string { return diag.MaskURLs(u) }
 
 // fieldName is how a person finds the value at ptr in a config file:
 // "url", "headers/Authorization", "args/2" (the command's third word).
@@ -102,8 +89,8 @@ func (c *compiler) maskWarning() {
 // names a credential (token, password, api_key, ...), and with the
 // passwords of URLs in it masked otherwise.
 func MaskValue(key, val string) string {
-	if secretName.MatchString(key) {
-		return mask
+	if diag.SecretName.MatchString(key) {
+		return diag.Mask
 	}
 	return diag.MaskURLs(val)
 }

@@ -3,6 +3,8 @@ package config
 import (
 	"strings"
 	"testing"
+
+	"github.com/nexus-mcp/nexus/internal/diag"
 )
 
 func TestMaskCredential(t *testing.T) {
@@ -54,14 +56,14 @@ func TestMaskCommand(t *testing.T) {
 		"--auth-url", "https://u:pw@h/x", "--client-secret", "s", "-k", "v"}
 	want := []string{"docker", "run", "-e", "GITHUB_TOKEN=***", "--token", "***", "--token-file", "/p", "--password", "-v",
 		"--auth-url", "https://u:***@h/x", "--client-secret", "***", "-k", "v"}
-	got := MaskCommand(in)
+	got := diag.MaskCommand(in)
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("MaskCommand\n got %q\nwant %q", got, want)
 	}
 	if in[3] != "GITHUB_TOKEN=ghp_1" {
 		t.Error("MaskCommand changed its argument")
 	}
-	if got := MaskURL("https://ghp_x@h/mcp?token=t&a=b"); got != "https://***@h/mcp?token=***&a=b" {
+	if got := diag.MaskURLs("https://ghp_x@h/mcp?token=t&a=b"); got != "https://***@h/mcp?token=***&a=b" {
 		t.Errorf("MaskURL = %q", got)
 	}
 }
