@@ -53,17 +53,10 @@ func (v hclValue) Bool() (bool, bool)                       { return v.h.boolean
 func (v hclValue) Path(string) (string, bool)               { return v.h.path(v.a) }
 func (v hclValue) Choice(allowed []string) (string, bool) {
 	s, ok := v.h.str(v.a, nil, "")
-	if !ok {
-		return "", false
-	}
-	if p := oneOf(strings.TrimSpace(v.in+" "+v.a.Name), s, allowed); p != "" {
-		v.h.errRange(v.a.Expr.Range(), v.who, p)
-		return s, false
-	}
-	return s, true
+	return choice(s, ok, strings.TrimSpace(v.in+" "+v.a.Name), allowed, v.Fail)
 }
 func (v hclValue) Fail(problem, fix string) {
-	v.h.errRange(v.a.Expr.Range(), v.who, problem, fix)
+	v.h.errRange(v.a.Expr.Range(), v.who, problem, fixes(fix)...)
 }
 func (v hclValue) EnvFile(p string) (map[string]string, bool) {
 	env, bad := v.h.ld.envFile(p)
@@ -93,17 +86,10 @@ func (v jsonValue) Path(ptr string) (string, bool) {
 	p, ok := v.d.str(v.v, v.name, ptr)
 	return resolvePath(p, v.d.j.dir, v.d.j.ld.home), ok
 }
-func (v jsonValue) Fail(problem, fix string) { v.d.errAt(v.v, problem, fix) }
+func (v jsonValue) Fail(problem, fix string) { v.d.errAt(v.v, problem, fixes(fix)...) }
 func (v jsonValue) Choice(allowed []string) (string, bool) {
 	s, ok := v.d.str(v.v, v.name, "")
-	if !ok {
-		return "", false
-	}
-	if p := oneOf(v.name, s, allowed); p != "" {
-		v.d.errAt(v.v, p)
-		return s, false
-	}
-	return s, true
+	return choice(s, ok, v.name, allowed, v.Fail)
 }
 func (v jsonValue) EnvFile(p string) (map[string]string, bool) {
 	env, bad := v.d.j.ld.envFile(p)
@@ -112,6 +98,27 @@ func (v jsonValue) EnvFile(p string) (map[string]string, bool) {
 		return nil, false
 	}
 	return env, true
+}
+
+// choice is Value.Choice for both formats: s, read by the format (ok),
+// checked against allowed, field naming it in the message.
+func choice(s string, ok bool, field string, allowed []string, fail func(problem, fix string)) (string, bool) {
+	if !ok {
+		return "", false
+	}
+	if p := oneOf(field, s, allowed); p != "" {
+		fail(p, "")
+		return s, false
+	}
+	return s, true
+}
+
+// fixes is a Fail's fix as a report's list: none when it is "".
+func fixes(fix string) []string {
+	if fix == "" {
+		return nil
+	}
+	return []string{fix}
 }
 
 // hclExpr is an HCL expression already written (a template, a map).
