@@ -1,7 +1,6 @@
 package plugin
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -80,29 +79,11 @@ func pinned(t testing.TB, name, path string) *config.Plugin {
 	return &config.Plugin{Name: name, Path: path, SHA256: sum, Source: diag.Source{File: "/work/nexus.hcl", Layer: "project", Line: 3}}
 }
 
-// syncBuffer is a log sink safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // newManager makes a manager whose logs go to the returned buffer, closed
 // when the test ends.
-func newManager(t testing.TB, o Options) (*Manager, *syncBuffer) {
+func newManager(t testing.TB, o Options) (*Manager, *testenv.Buffer) {
 	t.Helper()
-	var buf syncBuffer
+	var buf testenv.Buffer
 	if o.Logger == nil {
 		o.Logger = hclog.New(&hclog.LoggerOptions{Name: "nexus", Output: &buf, Level: hclog.Debug})
 	}

@@ -81,7 +81,7 @@ func (p *cutProxy) cut() int {
 
 // startEverything runs @modelcontextprotocol/server-everything in
 // streamableHttp mode on a free loopback port and returns host:port.
-func startEverything(t *testing.T) (string, *lockedBuffer) {
+func startEverything(t *testing.T) (string, *testenv.Buffer) {
 	t.Helper()
 	pkg := testenv.NPMPackage(t, "@modelcontextprotocol/server-everything")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -93,7 +93,7 @@ func startEverything(t *testing.T) (string, *lockedBuffer) {
 	cmd := exec.Command(testenv.Node(t), filepath.Join(pkg, "dist", "index.js"), "streamableHttp")
 	// Only what node needs: the server's get-env tool shows its environment.
 	cmd.Env = []string{"PORT=" + fmt.Sprint(port), "PATH=/usr/local/bin:/usr/bin:/bin"}
-	out := &lockedBuffer{}
+	out := &testenv.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -165,7 +165,7 @@ func (e *events) wait(t *testing.T, what string, cond func() bool) {
 func TestServerEverythingStreamableHTTP(t *testing.T) {
 	addr, serverOut := startEverything(t)
 	proxy := newCutProxy(t, addr)
-	logs := &lockedBuffer{}
+	logs := &testenv.Buffer{}
 	ev := &events{changed: map[string]int{}, updated: map[string]int{}, wake: make(chan struct{}, 1)}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()

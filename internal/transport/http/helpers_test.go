@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/internal/testenv"
 	"github.com/nexus-mcp/nexus/internal/testserver"
 )
 
@@ -85,24 +86,6 @@ func (r *fakeResolver) LookupIPAddr(ctx context.Context, host string) ([]net.IPA
 	return out, nil
 }
 
-// lockedBuffer collects log output from several goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // checkNoLeak fails the test if goroutines started during it are still
 // running shortly after its cleanups (registered later, so run earlier).
 func checkNoLeak(t *testing.T) {
@@ -133,12 +116,12 @@ func testCtx(t testing.TB) context.Context {
 type env struct {
 	t    *testing.T
 	dial *dialRecorder
-	logs *lockedBuffer
+	logs *testenv.Buffer
 }
 
 func newEnv(t *testing.T) *env {
 	checkNoLeak(t)
-	return &env{t: t, dial: &dialRecorder{}, logs: &lockedBuffer{}}
+	return &env{t: t, dial: &dialRecorder{}, logs: &testenv.Buffer{}}
 }
 
 func (e *env) config(url string) Config {

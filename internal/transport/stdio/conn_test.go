@@ -1,7 +1,6 @@
 package stdio
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,24 +22,6 @@ import (
 )
 
 const testGrace = 100 * time.Millisecond
-
-// lockedBuffer collects log output written from several goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 func testExe(t *testing.T) string {
 	t.Helper()
@@ -79,10 +60,10 @@ func coverDir(t *testing.T) string {
 }
 
 // startFake starts the test binary as a fake server in the given mode.
-func startFake(t *testing.T, mode string, edit func(*Config)) (*Conn, *lockedBuffer) {
+func startFake(t *testing.T, mode string, edit func(*Config)) (*Conn, *testenv.Buffer) {
 	t.Helper()
 	checkNoLeak(t)
-	logs := &lockedBuffer{}
+	logs := &testenv.Buffer{}
 	cfg := Config{
 		Server:  "fake",
 		Command: []string{testExe(t)},
