@@ -77,13 +77,16 @@ func ReadFile(path string, max int64) ([]byte, error) {
 	}
 }
 
-// Size is n bytes as a person reads a limit: "10 MiB", "64 KiB", "512 bytes".
+// Size is n bytes as a person reads a limit: "10 MiB", "64 KiB", "512
+// bytes", "1 byte". Errors about limits everywhere say them so.
 func Size(n int64) string {
 	switch {
 	case n >= 1<<20 && n%(1<<20) == 0:
 		return fmt.Sprintf("%d MiB", n>>20)
 	case n >= 1<<10 && n%(1<<10) == 0:
 		return fmt.Sprintf("%d KiB", n>>10)
+	case n == 1:
+		return "1 byte"
 	}
 	return fmt.Sprintf("%d bytes", n)
 }

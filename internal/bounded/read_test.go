@@ -94,7 +94,7 @@ func TestReadFileSizeLies(t *testing.T) {
 }
 
 func TestSize(t *testing.T) {
-	for n, want := range map[int64]string{10 << 20: "10 MiB", 64 << 10: "64 KiB", 512: "512 bytes", 1500: "1500 bytes"} {
+	for n, want := range map[int64]string{10 << 20: "10 MiB", 64 << 10: "64 KiB", 512: "512 bytes", 1500: "1500 bytes", 1: "1 byte"} {
 		if got := Size(n); got != want {
 			t.Errorf("Size(%d) = %q, want %q", n, got, want)
 		}

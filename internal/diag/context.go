@@ -201,19 +201,6 @@ func seconds(d time.Duration) string {
 	return s + " seconds"
 }
 
-// sizeName renders a byte count the way limits are usually set: 10 MiB.
-func sizeName(n int) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return strconv.Itoa(n>>20) + " MiB"
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return strconv.Itoa(n>>10) + " KiB"
-	case n == 1:
-		return "1 byte"
-	}
-	return strconv.Itoa(n) + " bytes"
-}
-
 // Fixes quote settings in the syntax of the file the server came from:
 // HCL for a .hcl file, JSON otherwise (and when the file is unknown, since
 // most people start from a client's JSON config).

@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/nexus-mcp/nexus/internal/bounded"
 )
 
 // initializeRequest is what a person can paste into a stdio server to see
@@ -210,7 +212,7 @@ func runeWidth(r rune) int {
 func FrameTooLarge(c Context, limit int, cause error) *Report {
 	r := c.report("MCP Protocol Error")
 	r.Cause = cause
-	r.Problem = "Server sent a message larger than the " + sizeName(limit) + " limit, so the session was closed"
+	r.Problem = "Server sent a message larger than the " + bounded.Size(int64(limit)) + " limit, so the session was closed"
 	r.Causes = []string{
 		"A tool returned a very large result (a whole file, a large query result, a base64-encoded image)",
 		"The server wrote a lot of non-MCP output to stdout without a line break",

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/internal/bounded"
 	"github.com/nexus-mcp/nexus/internal/diag"
 )
 
@@ -189,7 +190,7 @@ type BodyTooLargeError struct {
 }
 
 func (e *BodyTooLargeError) Error() string {
-	return fmt.Sprintf("server %q: a message from %s exceeds the %s limit; the session was closed", e.Server, e.URL, sizeText(e.Limit))
+	return fmt.Sprintf("server %q: a message from %s exceeds the %s limit; the session was closed", e.Server, e.URL, bounded.Size(int64(e.Limit)))
 }
 
 func (e *BodyTooLargeError) Unwrap() error { return &mcp.FrameTooLargeError{Limit: e.Limit} }
@@ -305,17 +306,6 @@ func sanitizeExcerpt(b []byte) string {
 		s += " …"
 	}
 	return s
-}
-
-func sizeText(n int) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return strconv.Itoa(n>>20) + " MiB"
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return strconv.Itoa(n>>10) + " KiB"
-	default:
-		return strconv.Itoa(n) + " bytes"
-	}
 }
 
 // cutText shortens server-controlled text (a Location header) for an error.
