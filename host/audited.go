@@ -119,25 +119,20 @@ func (h *Host) audited(ctx context.Context, rec *audit.Record, do func(ctx conte
 	}
 	tel := h.opts.Telemetry
 	meta := hostapi.TraceContextFrom(ctx)
-	ctx, sp := tel.Start(ctx, rec.Method, meta, telemetry.Attrs(rec.Method, rec.Tool, rec.URI, rec.Session)...)
+	ctx, sp := tel.Start(ctx, rec.Method, meta)
 	err = do(ctxval.With(ctx, recordKey{}, rec))
 	steps := tr.Since(before)
 	decide(rec, steps, err, w != nil)
 	if tel != nil {
-		ts := make([]telemetry.Step, len(steps))
-		for i, s := range steps {
-			ts[i] = telemetry.Step{Link: s.Link, Source: s.Source, Action: s.Action, Method: s.Method, Start: s.Start, Duration: s.Duration}
+		var buf [8]telemetry.Step // a request's usual few, on the stack
+		ts := buf[:0]
+		for _, s := range steps {
+			ts = append(ts, telemetry.Step{Link: s.Link, Source: s.Source, Action: s.Action, Method: s.Method, Start: s.Start, Duration: s.Duration})
 		}
 		tel.Steps(ctx, ts)
 		tel.Metrics().Request(rec.Method, rec.Server, rec.Tool, rec.Decision, ts)
-		if sp.IsRecording() {
-			if name := rec.Tool + rec.Prompt; name != "" {
-				sp.SetName(rec.Method + " " + name)
-			}
-			sp.SetAttributes(telemetry.Attrs(rec.Method, rec.Tool, rec.URI, rec.Session)...)
-		}
 	}
-	telemetry.End(sp, rec.Decision, rec.Server, err)
+	telemetry.End(sp, telemetry.Request{Method: rec.Method, Tool: rec.Tool, Prompt: rec.Prompt, URI: rec.URI, Session: rec.Session, Decision: rec.Decision, Server: rec.Server}, err)
 	if w != nil {
 		if werr := w.Write(*rec); werr != nil {
 			return &AuditError{werr}
@@ -150,10 +145,10 @@ func (h *Host) audited(ctx context.Context, rec *audit.Record, do func(ctx conte
 // nil without tracing.
 func (h *Host) upstreamMeta(ctx context.Context) mcp.Meta {
 	tp := h.opts.Telemetry.Traceparent(ctx)
-	if tp == "" {
+	if tp == nil {
 		return nil
 	}
-	m := mcp.Meta{"traceparent": json.RawMessage(`"` + tp + `"`)}
+	m := mcp.Meta{"traceparent": tp}
 	if ts := trace.SpanContextFromContext(ctx).TraceState().String(); ts != "" {
 		b, _ := json.Marshal(ts)
 		m["tracestate"] = b

@@ -6,7 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"go.opentelemetry.io/otel/sdk/trace"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/internal/audit"
@@ -17,8 +18,8 @@ import (
 // so the benchmark measures the host's tracing, not a collector.
 type discard struct{}
 
-func (discard) ExportSpans(context.Context, []trace.ReadOnlySpan) error { return nil }
-func (discard) Shutdown(context.Context) error                          { return nil }
+func (discard) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
+func (discard) Shutdown(context.Context) error                             { return nil }
 
 // BenchmarkObserved: host.CallTool on the in-process test server with the
 // audit log (a file), Prometheus metrics and tracing (an exporter that
@@ -26,7 +27,11 @@ func (discard) Shutdown(context.Context) error                          { return
 // no exporter, against the same call with none of them, interleaved block
 // by block. It reports what each adds per call: observed-µs and observed-B
 // for all three (targets 5 µs and 1 KB), audit-, metrics- and tracing-
-// alone, and idle-µs (target: nothing measurable).
+// alone, and idle-µs (target: nothing measurable). sdk-floor is the
+// official SDK's own share of tracing, measured beside it: the plain call
+// plus as many bare spans (no attributes, nothing but Start and End) as a
+// traced call makes, on a provider set up as tracing's is; tracing-spans
+// is how many that is.
 func BenchmarkObserved(b *testing.B) {
 	w := tsWorld()
 	aw, err := audit.Open(audit.Options{Path: filepath.Join(b.TempDir(), "audit.jsonl"), Buffer: 1 << 16})
@@ -62,9 +67,39 @@ func BenchmarkObserved(b *testing.B) {
 			}
 		}
 	}
-	s := interleaved(b, []func(){call(plain), call(observed), call(quiet), call(audited), call(counted), call(traced)})
+	spans := spansPerCall(b, w, args)
+	floor := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discard{}))
+	defer floor.Shutdown(context.Background())
+	tracer := floor.Tracer("floor")
+	bare := func() {
+		call(plain)()
+		for range spans {
+			_, sp := tracer.Start(ctx, "span")
+			sp.End()
+		}
+	}
+	s := interleaved(b, []func(){call(plain), call(observed), call(quiet), call(audited), call(counted), call(traced), bare})
 	plainMicros(b, s)
-	for k, name := range map[int]string{1: "observed", 2: "idle", 3: "audit", 4: "metrics", 5: "tracing"} {
+	b.ReportMetric(float64(spans), "tracing-spans")
+	for k, name := range map[int]string{1: "observed", 2: "idle", 3: "audit", 4: "metrics", 5: "tracing", 6: "sdk-floor"} {
 		added(b, s, k, name)
 	}
+}
+
+// spansPerCall is how many spans one traced call of the benchmark makes.
+func spansPerCall(b *testing.B, w *world, args json.RawMessage) int {
+	exp := tracetest.NewInMemoryExporter()
+	tel, err := telemetry.New(context.Background(), telemetry.Options{Exporter: exp, Getenv: func(string) string { return "" }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tel.Shutdown(context.Background())
+	h := w.host(b, benchAgent, host.Options{Telemetry: tel})
+	if _, err := h.CallTool(ctx, "bench", "mcp_ts_echo", args, nil); err != nil {
+		b.Fatal(err)
+	}
+	if err := tel.Flush(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	return len(exp.GetSpans())
 }

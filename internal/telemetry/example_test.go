@@ -20,7 +20,7 @@ func ExampleNew() {
 	}
 	_, span := t.Start(context.Background(), "tools/call", nil)
 	t.Metrics().Request("tools/call", "github", "get_issue", "allow", []telemetry.Step{{Link: "permission", Action: "allow", Duration: 4 * time.Microsecond}})
-	telemetry.End(span, "allow", "github", nil)
+	telemetry.End(span, telemetry.Request{Method: "tools/call", Tool: "get_issue", Decision: "allow", Server: "github"}, nil)
 
 	rec := httptest.NewRecorder()
 	t.Metrics().Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))

@@ -54,6 +54,7 @@ type Telemetry struct {
 	tracer  trace.Tracer
 	prop    propagation.TextMapPropagator
 	metrics *Metrics
+	names   sync.Map // link -> its span name
 }
 
 // New sets up what o and the environment ask for: tracing when
@@ -143,37 +144,43 @@ func (t *Telemetry) Metrics() *Metrics {
 // Start begins a request's span, continuing the W3C trace context carried
 // in meta (a request's _meta: "traceparent", "tracestate") when it has
 // one. Without tracing it returns ctx and a span that records nothing.
-func (t *Telemetry) Start(ctx context.Context, name string, meta map[string]string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+// The span's attributes are set once, by End, when the request's tool and
+// decision are known: setting them twice doubles the SDK's copies.
+func (t *Telemetry) Start(ctx context.Context, name string, meta map[string]string) (context.Context, trace.Span) {
 	if !t.Tracing() {
 		return ctx, trace.SpanFromContext(context.Background())
 	}
 	if len(meta) > 0 {
 		ctx = t.prop.Extract(ctx, propagation.MapCarrier(meta))
 	}
-	return t.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+	return t.tracer.Start(ctx, name, serverKind)
 }
 
-// Traceparent is ctx's span as a W3C traceparent value, or "" without
-// tracing: what an upstream request's _meta carries (a tracestate, when
-// the trace has one, goes with Inject).
-func (t *Telemetry) Traceparent(ctx context.Context) string {
+// serverKind is made once: an option is an interface, and making it per
+// request is an allocation.
+var serverKind = trace.WithSpanKind(trace.SpanKindServer)
+
+// Traceparent is ctx's span as a W3C traceparent value in a JSON string,
+// or nil without tracing: what an upstream request's _meta carries (a
+// tracestate, when the trace has one, goes with Inject).
+func (t *Telemetry) Traceparent(ctx context.Context) []byte {
 	if !t.Tracing() {
-		return ""
+		return nil
 	}
 	sc := trace.SpanContextFromContext(ctx)
 	if !sc.IsValid() {
-		return ""
+		return nil
 	}
 	tid, sid := sc.TraceID(), sc.SpanID()
-	b := make([]byte, 0, 55)
-	b = append(b, "00-"...)
+	b := make([]byte, 0, 57)
+	b = append(b, `"00-`...)
 	b = hex.AppendEncode(b, tid[:])
 	b = append(b, '-')
 	b = hex.AppendEncode(b, sid[:])
 	if sc.IsSampled() {
-		return string(append(b, "-01"...))
+		return append(b, `-01"`...)
 	}
-	return string(append(b, "-00"...))
+	return append(b, `-00"`...)
 }
 
 // Inject writes ctx's trace context into meta, for an upstream request's
@@ -203,9 +210,11 @@ func (t *Telemetry) Steps(ctx context.Context, steps []Step) {
 		if s.Start.IsZero() {
 			continue
 		}
-		_, sp := t.tracer.Start(ctx, "nexus.link "+s.Link, trace.WithTimestamp(s.Start), trace.WithAttributes(
-			attribute.String("nexus.link", s.Link), attribute.String("nexus.decision", s.Action), attribute.String("nexus.link.source", s.Source),
-			attribute.String("nexus.link.method", s.Method)))
+		// Attributes set after Start are copied once; given to Start as
+		// an option, the SDK copies them twice.
+		_, sp := t.tracer.Start(ctx, t.linkName(s.Link), trace.WithTimestamp(s.Start))
+		sp.SetAttributes(attribute.String("nexus.link", s.Link), attribute.String("nexus.decision", s.Action),
+			attribute.String("nexus.link.source", s.Source), attribute.String("nexus.link.method", s.Method))
 		if s.Action == "deny" || s.Action == "error" {
 			sp.SetStatus(codes.Error, s.Action)
 		}
@@ -213,28 +222,50 @@ func (t *Telemetry) Steps(ctx context.Context, steps []Step) {
 	}
 }
 
-// Attrs are the span attributes of a request, after the semantic
-// conventions for MCP and GenAI tools.
-func Attrs(method, tool, uri, session string) []attribute.KeyValue {
-	a := []attribute.KeyValue{semconv.McpMethodNameKey.String(method)}
-	if tool != "" {
-		a = append(a, semconv.GenAIToolNameKey.String(tool), semconv.GenAIOperationNameExecuteTool)
+// linkName is a link's span name, made once per link rather than per
+// request.
+func (t *Telemetry) linkName(link string) string {
+	if v, ok := t.names.Load(link); ok {
+		return v.(string)
 	}
-	if uri != "" {
-		a = append(a, semconv.McpResourceURIKey.String(uri))
-	}
-	if session != "" {
-		a = append(a, semconv.McpSessionIDKey.String(session))
-	}
-	return a
+	name := "nexus.link " + link
+	t.names.Store(link, name)
+	return name
 }
 
-// End ends a request's span with its decision.
-func End(sp trace.Span, decision, server string, err error) {
+// Request is what a request's span says once it is over.
+type Request struct {
+	Method string
+	// Tool or Prompt, with the method, names the span ("tools/call
+	// get_issue").
+	Tool, Prompt string
+	URI, Session string
+	Decision     string
+	Server       string
+}
+
+// End ends a request's span with its attributes, after the semantic
+// conventions for MCP and GenAI tools, and its decision.
+func End(sp trace.Span, r Request, err error) {
 	if !sp.IsRecording() {
 		return
 	}
-	sp.SetAttributes(attribute.String("nexus.decision", decision), attribute.String("nexus.server", server))
+	if name := r.Tool + r.Prompt; name != "" {
+		sp.SetName(r.Method + " " + name)
+	}
+	var buf [7]attribute.KeyValue
+	a := append(buf[:0], semconv.McpMethodNameKey.String(r.Method))
+	if r.Tool != "" {
+		a = append(a, semconv.GenAIToolNameKey.String(r.Tool), semconv.GenAIOperationNameExecuteTool)
+	}
+	if r.URI != "" {
+		a = append(a, semconv.McpResourceURIKey.String(r.URI))
+	}
+	if r.Session != "" {
+		a = append(a, semconv.McpSessionIDKey.String(r.Session))
+	}
+	a = append(a, attribute.String("nexus.decision", r.Decision), attribute.String("nexus.server", r.Server))
+	sp.SetAttributes(a...)
 	if err != nil {
 		sp.SetStatus(codes.Error, err.Error())
 	}

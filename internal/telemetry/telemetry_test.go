@@ -28,20 +28,20 @@ func TestSpans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, sp := tel.Start(context.Background(), "tools/call", map[string]string{"traceparent": parent}, Attrs("tools/call", "echo", "", "s1")...)
+	ctx, sp := tel.Start(context.Background(), "tools/call", map[string]string{"traceparent": parent})
 	start := time.Now()
 	tel.Steps(ctx, []Step{{Link: "permission", Action: "allow", Start: start, Duration: time.Microsecond},
 		{Link: "no-delete", Source: "nexus.hcl:3", Action: "deny", Start: start.Add(time.Microsecond), Duration: 2 * time.Microsecond}})
 	up := map[string]string{}
 	tel.Inject(ctx, up)
-	End(sp, "deny", "github", nil)
+	End(sp, Request{Method: "tools/call", Tool: "echo", Session: "s1", Decision: "deny", Server: "github"}, nil)
 	tel.tp.ForceFlush(context.Background()) // Shutdown would empty the in-memory exporter
 	spans := exp.GetSpans()
 	if len(spans) != 3 {
 		t.Fatalf("%d spans", len(spans))
 	}
 	root := spans[2]
-	if root.Name != "tools/call" || root.SpanContext.TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" || root.Parent.SpanID().String() != "00f067aa0ba902b7" {
+	if root.Name != "tools/call echo" || root.SpanContext.TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" || root.Parent.SpanID().String() != "00f067aa0ba902b7" {
 		t.Errorf("root %s trace %s parent %s", root.Name, root.SpanContext.TraceID(), root.Parent.SpanID())
 	}
 	for _, c := range spans[:2] {
@@ -114,7 +114,7 @@ func TestOTLPHTTP(t *testing.T) {
 	}
 	ctx, sp := tel.Start(context.Background(), "tools/call", map[string]string{"traceparent": parent})
 	tel.Steps(ctx, []Step{{Link: "schema", Action: "allow", Start: time.Now(), Duration: time.Microsecond}})
-	End(sp, "allow", "github", nil)
+	End(sp, Request{Method: "tools/call", Decision: "allow", Server: "github"}, nil)
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := tel.Shutdown(sctx); err != nil {
