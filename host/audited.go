@@ -108,7 +108,8 @@ func (h *Host) audited(ctx context.Context, rec *audit.Record, do func(ctx conte
 	}
 	tr := policy.TraceFrom(ctx)
 	if tr == nil {
-		tr = &policy.Trace{}
+		tr = policy.NewTrace()
+		defer tr.Release() // after the steps below are read
 		ctx = policy.WithTrace(ctx, tr)
 	}
 	before := tr.Len()

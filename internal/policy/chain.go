@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nexus-mcp/nexus/internal/ctxval"
@@ -381,10 +382,79 @@ type Step struct {
 
 // Trace collects the steps of every event decided under a context that
 // carries it (WithTrace): what audit, explain and tracing report. Without
-// one, the chain measures nothing.
+// one, the chain measures nothing. The zero value is ready to use.
+//
+// A Trace from NewTrace keeps its steps in a pooled buffer, which Release
+// hands to the next request once its owner has read them: a trace is made
+// for every observed call, and its steps are most of what observing a call
+// allocates. A link that records after the release (a filter that timed
+// out and finished late) finds the trace released and records nothing, as
+// the buffer then belongs to another request.
 type Trace struct {
+	gen uint64 // the buffer's generation this trace owns
+	buf atomic.Pointer[traceBuf]
+}
+
+type traceBuf struct {
 	mu    sync.Mutex
+	gen   uint64 // bumped by Release: older traces are locked out
 	steps []Step
+}
+
+// traceSteps is the room a buffer starts with: a request's usual few.
+const traceSteps = 6
+
+var traceBufs = sync.Pool{New: func() any { return &traceBuf{steps: make([]Step, 0, traceSteps)} }}
+
+// NewTrace returns a trace whose owner calls Release when done with it.
+func NewTrace() *Trace {
+	b := traceBufs.Get().(*traceBuf)
+	b.mu.Lock()
+	t := &Trace{gen: b.gen}
+	b.mu.Unlock()
+	t.buf.Store(b)
+	return t
+}
+
+// Release gives the trace's buffer to the next request. The steps Since
+// returned are not to be read after it; Steps' copies may be.
+func (t *Trace) Release() {
+	b := t.buf.Load()
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	if b.gen != t.gen { // released before
+		b.mu.Unlock()
+		return
+	}
+	b.gen++
+	clear(b.steps) // strings and flags are not kept alive by the pool
+	b.steps = b.steps[:0]
+	keep := cap(b.steps) <= 8*traceSteps
+	b.mu.Unlock()
+	if keep {
+		traceBufs.Put(b)
+	}
+}
+
+// lock returns the trace's buffer locked, or nil when the trace has been
+// released (its buffer is another's now).
+func (t *Trace) lock() *traceBuf {
+	b := t.buf.Load()
+	if b == nil {
+		nb := &traceBuf{}
+		if !t.buf.CompareAndSwap(nil, nb) {
+			nb = t.buf.Load()
+		}
+		b = nb
+	}
+	b.mu.Lock()
+	if b.gen != t.gen {
+		b.mu.Unlock()
+		return nil
+	}
+	return b
 }
 
 // Len is the number of steps so far.
@@ -392,31 +462,43 @@ func (t *Trace) Len() int {
 	if t == nil {
 		return 0
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.steps)
+	b := t.lock()
+	if b == nil {
+		return 0
+	}
+	defer b.mu.Unlock()
+	return len(b.steps)
 }
 
 // Since returns the steps from the n-th on, without a copy: for the
-// request's own goroutine, once the steps it waits for are recorded.
+// request's own goroutine, once the steps it waits for are recorded, and
+// until Release.
 func (t *Trace) Since(n int) []Step {
 	if t == nil {
 		return nil
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if n >= len(t.steps) {
+	b := t.lock()
+	if b == nil {
 		return nil
 	}
-	return t.steps[n:len(t.steps):len(t.steps)]
+	defer b.mu.Unlock()
+	if n >= len(b.steps) {
+		return nil
+	}
+	return b.steps[n:len(b.steps):len(b.steps)]
 }
 
-// appendStep adds s; the first makes room for a request's usual few.
-func (t *Trace) appendStep(s Step) {
-	if t.steps == nil {
-		t.steps = make([]Step, 0, 6)
+// record adds s unless the trace has been released.
+func (t *Trace) record(s Step) {
+	b := t.lock()
+	if b == nil {
+		return
 	}
-	t.steps = append(t.steps, s)
+	if b.steps == nil {
+		b.steps = make([]Step, 0, traceSteps)
+	}
+	b.steps = append(b.steps, s)
+	b.mu.Unlock()
 }
 
 type traceKey struct{}
@@ -437,9 +519,12 @@ func (t *Trace) Steps() []Step {
 	if t == nil {
 		return nil
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return append([]Step(nil), t.steps...)
+	b := t.lock()
+	if b == nil {
+		return nil
+	}
+	defer b.mu.Unlock()
+	return append([]Step(nil), b.steps...)
 }
 
 // Now is the time a built-in check starts, when the trace wants times.
@@ -474,9 +559,7 @@ func (t *Trace) Add(s Step) {
 	if t == nil {
 		return
 	}
-	t.mu.Lock()
-	t.appendStep(s)
-	t.mu.Unlock()
+	t.record(s)
 }
 
 func (t *Trace) add(en Entry, method, action, reason string, flags []string, start time.Time) {
@@ -491,8 +574,6 @@ func (t *Trace) add(en Entry, method, action, reason string, flags []string, sta
 			action = ActionWouldModify
 		}
 	}
-	t.mu.Lock()
-	t.appendStep(Step{Link: en.Link.Name(), Kind: en.Kind, Source: en.Source, Method: method, Action: action, Reason: reason, Flags: flags,
+	t.record(Step{Link: en.Link.Name(), Kind: en.Kind, Source: en.Source, Method: method, Action: action, Reason: reason, Flags: flags,
 		Start: start, Duration: time.Since(start)})
-	t.mu.Unlock()
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/nexus-mcp/nexus/sdk/event"
@@ -164,5 +165,58 @@ func TestShadowAndTrace(t *testing.T) {
 	}
 	if s := tr.Steps(); len(s) != 1 || s[0].Action != ActionWouldModify || s[0].Kind != KindSanitizer {
 		t.Errorf("steps %+v", s)
+	}
+}
+
+// A released trace records nothing more, and its buffer, now another
+// request's, sees none of the late steps; a second Release does not lock
+// out the buffer's new owner.
+func TestTraceRelease(t *testing.T) {
+	t1 := NewTrace()
+	t1.Add(Step{Link: "permission"})
+	if s := t1.Since(0); len(s) != 1 || s[0].Link != "permission" {
+		t.Fatalf("steps %+v", s)
+	}
+	b := t1.buf.Load()
+	t1.Release()
+	// The next owner of the same buffer, as NewTrace makes it.
+	t2 := &Trace{gen: b.gen}
+	t2.buf.Store(b)
+	if t2.Len() != 0 {
+		t.Errorf("the buffer came back with %d steps", t2.Len())
+	}
+	t1.Add(Step{Link: "late-filter"})
+	t1.Release()
+	t2.Add(Step{Link: "schema"})
+	if s := t2.Steps(); len(s) != 1 || s[0].Link != "schema" {
+		t.Errorf("the new owner's steps: %+v", s)
+	}
+	if t1.Len() != 0 || t1.Steps() != nil || t1.Since(0) != nil {
+		t.Error("a released trace still shows steps")
+	}
+
+	// Late steps racing with the release and the next owner.
+	for range 20 {
+		tr := NewTrace()
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 50 {
+					tr.Add(Step{Link: "late"})
+				}
+			}()
+		}
+		tr.Release()
+		next := NewTrace()
+		next.Add(Step{Link: "own"})
+		wg.Wait()
+		for _, s := range next.Steps() {
+			if s.Link != "own" {
+				t.Fatalf("a released trace's step reached the next owner: %+v", next.Steps())
+			}
+		}
+		next.Release()
 	}
 }
