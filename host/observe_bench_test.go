@@ -27,7 +27,8 @@ func (discard) Shutdown(context.Context) error                             { ret
 // no exporter, against the same call with none of them, interleaved block
 // by block. It reports what each adds per call: observed-µs and observed-B
 // for all three (targets 5 µs and 1 KB), audit-, metrics- and tracing-
-// alone, and idle-µs (target: nothing measurable). sdk-floor is the
+// alone, untraced for audit and metrics together, and idle-µs (target:
+// nothing measurable). sdk-floor is the
 // official SDK's own share of tracing, measured beside it: the plain call
 // plus as many bare spans (no attributes, nothing but Start and End) as a
 // traced call makes, on a provider set up as tracing's is; tracing-spans
@@ -53,12 +54,19 @@ func BenchmarkObserved(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer aw2.Close()
+	aw3, err := audit.Open(audit.Options{Path: filepath.Join(b.TempDir(), "audit3.jsonl"), Buffer: 1 << 16})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer aw3.Close()
+	metrics2, _ := telemetry.New(context.Background(), telemetry.Options{Metrics: true, Getenv: func(string) string { return "" }})
 	plain := w.host(b, benchAgent, host.Options{})
 	observed := w.host(b, benchAgent, host.Options{Audit: aw, Telemetry: full})
 	quiet := w.host(b, benchAgent, host.Options{Telemetry: idle})
 	audited := w.host(b, benchAgent, host.Options{Audit: aw2})
 	counted := w.host(b, benchAgent, host.Options{Telemetry: metrics})
 	traced := w.host(b, benchAgent, host.Options{Telemetry: tracing})
+	untraced := w.host(b, benchAgent, host.Options{Audit: aw3, Telemetry: metrics2})
 	args := json.RawMessage(`{"message":"hello"}`)
 	call := func(h *host.Host) func() {
 		return func() {
@@ -78,10 +86,10 @@ func BenchmarkObserved(b *testing.B) {
 			sp.End()
 		}
 	}
-	s := interleaved(b, []func(){call(plain), call(observed), call(quiet), call(audited), call(counted), call(traced), bare})
+	s := interleaved(b, []func(){call(plain), call(observed), call(quiet), call(audited), call(counted), call(traced), bare, call(untraced)})
 	plainMicros(b, s)
 	b.ReportMetric(float64(spans), "tracing-spans")
-	for k, name := range map[int]string{1: "observed", 2: "idle", 3: "audit", 4: "metrics", 5: "tracing", 6: "sdk-floor"} {
+	for k, name := range map[int]string{1: "observed", 2: "idle", 3: "audit", 4: "metrics", 5: "tracing", 6: "sdk-floor", 7: "untraced"} {
 		added(b, s, k, name)
 	}
 }

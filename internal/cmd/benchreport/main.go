@@ -69,6 +69,7 @@ var rows = []row{
 		[]metric{{"supergateway / Nexus p50", "", "supergateway/nexus", 1}, {"mcp-proxy / Nexus p50", "", "mcp-proxy/nexus", 1}}, "≥ 5x"},
 	{"audit + metrics + tracing per call", ".", "./host", "^BenchmarkObserved$", "3000x",
 		[]metric{{"µs", "", "observed-µs", 1}, {"B", "", "observed-B", 0}, {"no exporter, µs", "", "idle-µs", 1},
+			{"audit + metrics without tracing, µs", "", "untraced-µs", 1}, {"B", "", "untraced-B", 0},
 			{"tracing alone µs", "", "tracing-µs", 1}, {"B", "", "tracing-B", 0},
 			{"the OpenTelemetry SDK's floor for the same number of bare spans, µs", "", "sdk-floor-µs", 1}, {"B", "", "sdk-floor-B", 0}}, "≤ 5 µs, ≤ 1 KB"},
 	{"lockfile check of 1,000 tools", ".", "./host", "^BenchmarkLockfileCheck$", "30x",
