@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 	"unsafe"
@@ -57,6 +58,62 @@ func appendMarshal(b []byte, v any) ([]byte, error) {
 	return append(b, raw...), nil
 }
 
+// appendMeta encodes a _meta object with its keys sorted, as encoding/json
+// does, without reflection: tools/call carries one whenever the caller
+// traces or asks for progress. Values are written as they are, once
+// checked to be JSON.
+func appendMeta(b []byte, m Meta) ([]byte, error) {
+	var buf [8]string
+	keys := buf[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = wire.AppendString(b, k)
+		b = append(b, ':')
+		switch v := m[k]; {
+		case len(v) == 0:
+			b = append(b, "null"...) // a nil json.RawMessage, as encoding/json writes it
+		case !wire.ValidJSON(v):
+			return b, fmt.Errorf("_meta %q is not one valid JSON value", k)
+		default:
+			b = append(b, v...)
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// decodeMeta reads a _meta object (null leaves it nil) as encoding/json
+// would, without reflection; with owned, its values share v's memory.
+func decodeMeta(v []byte, m *Meta, owned bool) error {
+	*m = nil
+	if isNull(v) {
+		return nil
+	}
+	if len(v) == 0 || v[0] != '{' {
+		return typeErr("_meta", "object", v)
+	}
+	out := Meta{}
+	err := wire.Members(v, func(k, val []byte) error {
+		key, err := wire.Unquote(k)
+		if err != nil {
+			return err
+		}
+		out[key] = keep(val, owned)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	*m = out
+	return nil
+}
+
 func (p *CallToolParams) appendJSON(b []byte) ([]byte, error) {
 	b = append(b, `{"name":`...)
 	b = wire.AppendString(b, p.Name)
@@ -67,7 +124,7 @@ func (p *CallToolParams) appendJSON(b []byte) ([]byte, error) {
 	if len(p.Meta) > 0 {
 		b = append(b, `,"_meta":`...)
 		var err error
-		if b, err = appendMarshal(b, p.Meta); err != nil {
+		if b, err = appendMeta(b, p.Meta); err != nil {
 			return b, err
 		}
 	}
@@ -105,7 +162,7 @@ func (p *CallToolParams) decodeJSON(b []byte) error {
 				p.Arguments = v // b is the request's own copy (Peer.dispatch)
 			}
 		case wire.KeyIs(k, "_meta"):
-			err = json.Unmarshal(v, &p.Meta)
+			err = decodeMeta(v, &p.Meta, true) // b is the request's own copy, as for arguments
 		}
 		return err
 	})
@@ -132,7 +189,7 @@ func (r *CallToolResult) appendJSON(b []byte) ([]byte, error) {
 	}
 	if len(r.Meta) > 0 {
 		b = append(b, `,"_meta":`...)
-		if b, err = appendMarshal(b, r.Meta); err != nil {
+		if b, err = appendMeta(b, r.Meta); err != nil {
 			return b, err
 		}
 	}
@@ -176,7 +233,7 @@ func (r *CallToolResult) decode(b []byte, owned bool) error {
 		case wire.KeyIs(k, "_meta"):
 			end, v, err := value(b, j, 1)
 			if err == nil {
-				err = json.Unmarshal(v, &r.Meta)
+				err = decodeMeta(v, &r.Meta, owned)
 			}
 			return end, err
 		}
@@ -295,7 +352,7 @@ func (c *Content) decodeAt(b []byte, i, depth int, owned bool) (int, error) {
 		case wire.KeyIs(k, "annotations"):
 			err = json.Unmarshal(v, &c.Annotations)
 		case wire.KeyIs(k, "_meta"):
-			err = json.Unmarshal(v, &c.Meta)
+			err = decodeMeta(v, &c.Meta, owned)
 		}
 		return end, err
 	})

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -249,4 +250,54 @@ func FuzzLogCodec(f *testing.F) {
 func sameRaw(a, b json.RawMessage) bool {
 	var x, y any
 	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
+}
+
+// FuzzMetaCodec: _meta is read as encoding/json reads it into a Meta
+// (the same members, the same refusals of what is not an object), and
+// what appendMeta writes reads back as the same members.
+func FuzzMetaCodec(f *testing.F) {
+	for _, s := range []string{`{"progressToken":3}`, `null`, `{}`, `[1]`, `"x"`, `{"a":1,"a":{"b":[true]}}`,
+		`{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","k\u00e9y\n":  [ 1 , 2 ] }`, `{"\ud800":null}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if len(in) > 4<<10 || !wire.ValidJSON(in) {
+			return // decodeMeta gets a value the envelope's scan validated
+		}
+		in = bytes.TrimSpace(in) // as a member's value comes
+		var got, want Meta
+		err := decodeMeta(in, &got, false)
+		werr := json.Unmarshal(in, &want)
+		if (err == nil) != (werr == nil) {
+			t.Fatalf("%s: codec error %v, encoding/json error %v", in, err, werr)
+		}
+		if err != nil {
+			return
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: codec %q, encoding/json %q", in, got, want)
+		}
+		out, err := appendMeta(nil, got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got == nil {
+			return // Meta(nil) is never written: callers check len first
+		}
+		var back Meta
+		if err := json.Unmarshal(out, &back); err != nil || !reflect.DeepEqual(back, got) {
+			t.Fatalf("%s wrote %s, read back %q (%v)", in, out, back, err)
+		}
+	})
+}
+
+// A _meta value that is not JSON is refused, not written into a frame.
+func TestAppendMetaRefusesBadValues(t *testing.T) {
+	if _, err := appendMeta(nil, Meta{"progressToken": json.RawMessage(`{oops`)}); err == nil || !strings.Contains(err.Error(), `"progressToken"`) {
+		t.Errorf("got %v", err)
+	}
+	out, err := appendMeta(nil, Meta{"b": json.RawMessage(`2`), "a": nil})
+	if err != nil || string(out) != `{"a":null,"b":2}` {
+		t.Errorf("got %s %v", out, err)
+	}
 }
