@@ -206,6 +206,8 @@ func (t *Telemetry) Steps(ctx context.Context, steps []Step) {
 	if !t.Tracing() {
 		return
 	}
+	kv := attrBufs.Get().(*attrBuf)
+	defer kv.put()
 	for _, s := range steps {
 		if s.Start.IsZero() {
 			continue
@@ -213,13 +215,26 @@ func (t *Telemetry) Steps(ctx context.Context, steps []Step) {
 		// Attributes set after Start are copied once; given to Start as
 		// an option, the SDK copies them twice.
 		_, sp := t.tracer.Start(ctx, t.linkName(s.Link), trace.WithTimestamp(s.Start))
-		sp.SetAttributes(attribute.String("nexus.link", s.Link), attribute.String("nexus.decision", s.Action),
-			attribute.String("nexus.link.source", s.Source), attribute.String("nexus.link.method", s.Method))
+		kv[0], kv[1] = attribute.String("nexus.link", s.Link), attribute.String("nexus.decision", s.Action)
+		kv[2], kv[3] = attribute.String("nexus.link.source", s.Source), attribute.String("nexus.link.method", s.Method)
+		sp.SetAttributes(kv[:4]...)
 		if s.Action == "deny" || s.Action == "error" {
 			sp.SetStatus(codes.Error, s.Action)
 		}
 		sp.End(trace.WithTimestamp(s.Start.Add(s.Duration)))
 	}
+}
+
+// attrBuf holds the attributes handed to SetAttributes, which copies
+// them: a slice passed through the Span interface would otherwise be
+// allocated for every span.
+type attrBuf [8]attribute.KeyValue
+
+var attrBufs = sync.Pool{New: func() any { return new(attrBuf) }}
+
+func (b *attrBuf) put() {
+	clear(b[:]) // strings of a past request are not kept alive
+	attrBufs.Put(b)
 }
 
 // linkName is a link's span name, made once per link rather than per
@@ -253,7 +268,8 @@ func End(sp trace.Span, r Request, err error) {
 	if name := r.Tool + r.Prompt; name != "" {
 		sp.SetName(r.Method + " " + name)
 	}
-	var buf [7]attribute.KeyValue
+	buf := attrBufs.Get().(*attrBuf)
+	defer buf.put()
 	a := append(buf[:0], semconv.McpMethodNameKey.String(r.Method))
 	if r.Tool != "" {
 		a = append(a, semconv.GenAIToolNameKey.String(r.Tool), semconv.GenAIOperationNameExecuteTool)
