@@ -845,7 +845,9 @@ func (c *Conn) reinitialize() error {
 	if isStream(resp) {
 		defer resp.Body.Close()
 		var cur cursor
-		_, got, err := c.consume(ctx, NewSSEReader(resp.Body, c.cfg.MaxMessageSize), key, &cur, isInit|swallowResponse)
+		r := NewSSEReader(resp.Body, c.cfg.MaxMessageSize)
+		defer r.Release()
+		_, got, err := c.consume(ctx, r, key, &cur, isInit|swallowResponse)
 		if err != nil {
 			return err
 		}

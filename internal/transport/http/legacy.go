@@ -77,6 +77,7 @@ func (e *legacyClosedError) Unwrap() error { return e.err }
 
 func (c *Conn) legacyStream(resp *http.Response, found chan<- error) {
 	r := NewSSEReader(resp.Body, c.cfg.MaxMessageSize)
+	defer r.Release()
 	announced := false
 	for {
 		ev, err := r.Next()

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
@@ -53,8 +54,24 @@ func NewSSEReader(r io.Reader, maxEvent int) *SSEReader {
 		maxEvent = mcp.MaxFrameSize
 	}
 	// A small buffer: most events are small, and one SSE reader is made
-	// per streamed reply. Longer lines accumulate in line.
-	return &SSEReader{r: bufio.NewReaderSize(r, 4<<10), maxLine: maxEvent + 64, maxEvent: maxEvent}
+	// per streamed reply, so the buffers are pooled (Release). Longer
+	// lines accumulate in line.
+	br := sseBufs.Get().(*bufio.Reader)
+	br.Reset(r)
+	return &SSEReader{r: br, maxLine: maxEvent + 64, maxEvent: maxEvent}
+}
+
+var sseBufs = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4<<10) }}
+
+// Release hands the reader's buffer to the next stream, once the stream
+// is done with; the reader must not be used after it. A reader that is
+// never released costs only its buffer's allocation.
+func (s *SSEReader) Release() {
+	if s.r != nil {
+		s.r.Reset(nil)
+		sseBufs.Put(s.r)
+		s.r = nil
+	}
 }
 
 // maxRetryField bounds a parsed retry value; the transport caps it far lower.

@@ -160,3 +160,24 @@ func readAllFuzz(r *SSEReader) ([]Event, error) {
 		evs = append(evs, ev)
 	}
 }
+
+// A released reader's buffer serves the next stream with nothing of the
+// last one: not what it had buffered and not read, not its state.
+func TestSSEReleaseReuse(t *testing.T) {
+	for range 50 {
+		r := NewSSEReader(strings.NewReader("data: first\n\ndata: never read\r"), 0)
+		if ev, err := r.Next(); err != nil || string(ev.Data) != "first" {
+			t.Fatalf("%q %v", ev.Data, err)
+		}
+		r.Release()
+		r.Release() // twice is harmless
+		r2 := NewSSEReader(strings.NewReader("\ndata: second\n\n"), 0)
+		if ev, err := r2.Next(); err != nil || string(ev.Data) != "second" {
+			t.Fatalf("the next stream read %q %v", ev.Data, err)
+		}
+		if _, err := r2.Next(); err != io.EOF {
+			t.Fatalf("after its end: %v", err)
+		}
+		r2.Release()
+	}
+}

@@ -96,9 +96,11 @@ func (c *Conn) follow(ctx context.Context, resp *http.Response, key string, init
 			progressed, got, err := c.consume(ctx, r, key, &cur, flags)
 			if got {
 				c.drainStream(body, r)
+				r.Release()
 				return nil
 			}
 			body.Close()
+			r.Release()
 			body = nil
 			switch {
 			case ctx.Err() != nil:
@@ -282,6 +284,7 @@ func (c *Conn) listenLoop(opened, wrote chan struct{}) {
 		r := NewSSEReader(resp.Body, c.cfg.MaxMessageSize)
 		progressed, _, err := c.consume(c.ctx, r, "", &cur, 0)
 		resp.Body.Close()
+		r.Release()
 		if c.ctx.Err() != nil {
 			return
 		}
