@@ -2,7 +2,6 @@ package httptransport
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -58,8 +57,10 @@ func (c *Conn) consume(ctx context.Context, r *SSEReader, key string, cur *curso
 		progressed = true
 		isResp := false
 		if key != "" {
-			var e envelope
-			isResp = json.Unmarshal(ev.Data, &e) == nil && e.Method == "" && e.hasID() && idKey(e.ID) == key
+			// The single-pass scan, not encoding/json: every event of a
+			// reply is looked at, and a large result was decoded twice.
+			m, err := mcp.ParseMessage(ev.Data)
+			isResp = err == nil && m.IsResponse() && idKey(m.ID) == key
 		}
 		if isResp && flags&isInit != 0 {
 			c.noteVersion(ev.Data)
