@@ -33,6 +33,8 @@ import (
 // against both servers: on 2 cores a server that works on the message
 // competes with the client for the cores and their caches, so the client
 // spends more CPU on the same bytes than against one that copies them.
+// The raw pipe's own figure (rawpipe-MB/s-cpu: writing the request and
+// reading the reply, nothing else) is the floor any client pays here.
 func BenchmarkPayload(b *testing.B) {
 	for _, size := range []struct {
 		name string
@@ -53,7 +55,7 @@ func BenchmarkPayload(b *testing.B) {
 			// from many turns.
 			calls := b.N * max(1, (64<<10)/size.n)
 			lat := make([][]time.Duration, len(cs))
-			var nexusCPU, minimalCPU []time.Duration // per call, per block
+			var rawCPU, nexusCPU, minimalCPU []time.Duration // per call, per block
 			ctx := context.Background()
 			b.ResetTimer()
 			for done := 0; done < calls; done += block {
@@ -70,6 +72,8 @@ func BenchmarkPayload(b *testing.B) {
 						lat[i] = append(lat[i], time.Since(t0))
 					}
 					switch i {
+					case 0:
+						rawCPU = append(rawCPU, (cpuSelf()-c0)/time.Duration(block))
 					case 1:
 						nexusCPU = append(nexusCPU, (cpuSelf()-c0)/time.Duration(block))
 					case 4:
@@ -89,6 +93,7 @@ func BenchmarkPayload(b *testing.B) {
 			b.ReportMetric(p50[3]/p50[1], "mcp-go/nexus")
 			b.ReportMetric(float64(2*size.n)/percentile(nexusCPU, 0.5).Seconds()/1e6, "nexus-MB/s-cpu")
 			b.ReportMetric(float64(2*size.n)/percentile(minimalCPU, 0.5).Seconds()/1e6, "nexus-minimal-MB/s-cpu")
+			b.ReportMetric(float64(2*size.n)/percentile(rawCPU, 0.5).Seconds()/1e6, "rawpipe-MB/s-cpu")
 		})
 	}
 }

@@ -95,6 +95,7 @@ var rows = []row{
 			{"64 B, echo on Nexus's server role", "BenchmarkPayload/64B", "nexus/rawpipe", 2}, {"2 KB", "BenchmarkPayload/2KB", "nexus/rawpipe", 2},
 			{"the Nexus side's own CPU, MB/s, 64 KB", "BenchmarkPayload/64KB", "nexus-MB/s-cpu", 0}, {"1 MB", "BenchmarkPayload/1MB", "nexus-MB/s-cpu", 0},
 			{"against the minimal server, 64 KB", "BenchmarkPayload/64KB", "nexus-minimal-MB/s-cpu", 0}, {"1 MB", "BenchmarkPayload/1MB", "nexus-minimal-MB/s-cpu", 0},
+			{"the raw pipe client's own, 64 KB", "BenchmarkPayload/64KB", "rawpipe-MB/s-cpu", 0}, {"1 MB", "BenchmarkPayload/1MB", "rawpipe-MB/s-cpu", 0},
 			{"go-sdk / Nexus, 64 B", "BenchmarkPayload/64B", "go-sdk/nexus", 2}, {"1 MB", "BenchmarkPayload/1MB", "go-sdk/nexus", 2},
 			{"mcp-go / Nexus, 64 B", "BenchmarkPayload/64B", "mcp-go/nexus", 2}, {"1 MB", "BenchmarkPayload/1MB", "mcp-go/nexus", 2}},
 		"≤ 1.3x up to 2 KB; ≥ 1000 MB/s at 64 KB and 1 MB; peers ≥ 2x"},
