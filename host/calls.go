@@ -188,8 +188,8 @@ func (h *Host) prepareCall(ctx context.Context, agent, name string, args any) (*
 			// Read back only what a policy changed: the params it left
 			// alone are the arguments already in hand.
 			if !bytes.Equal(out, params) {
-				var p mcp.CallToolParams
-				if err := json.Unmarshal(out, &p); err != nil {
+				p, err := mcp.DecodeCallToolParams(out) // out is ours: its arguments may share it
+				if err != nil {
 					return nil, &policy.DeniedError{Link: "chain", Method: mcp.MethodToolsCall, Server: server, Tool: toolName, Err: err}
 				}
 				if p.Name != toolName {
@@ -246,8 +246,10 @@ func (h *Host) finishCall(ctx context.Context, p *call, res *mcp.CallToolResult)
 			return nil, err
 		}
 		if string(out) != string(b) {
+			// The chain checked out is JSON; the codec reads it in one
+			// pass (json.Unmarshal would scan it whole first).
 			var changed mcp.CallToolResult
-			if err := json.Unmarshal(out, &changed); err != nil {
+			if err := changed.UnmarshalJSON(out); err != nil {
 				return nil, &policy.WithheldError{Link: "chain", Err: err}
 			}
 			res = &changed

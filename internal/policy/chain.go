@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nexus-mcp/nexus/internal/ctxval"
+	"github.com/nexus-mcp/nexus/internal/wire"
 	"github.com/nexus-mcp/nexus/sdk/event"
 )
 
@@ -304,7 +305,7 @@ func (c *Chain) decide(ctx context.Context, en Entry, e *event.Event) (event.Dec
 		if e.Phase == event.PhaseResponse {
 			field = d.Result
 		}
-		if !json.Valid(field) {
+		if !wire.ValidJSON(field) { // one pass, not encoding/json's: a result may be large
 			return d, fmt.Errorf("%w: modify carries invalid JSON", ErrInvalidDecision)
 		}
 	}
