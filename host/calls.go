@@ -555,7 +555,7 @@ func (h *Host) after(ctx context.Context, e *event.Event, res any) error {
 	if e == nil {
 		return nil
 	}
-	b, err := json.Marshal(res)
+	b, err := encodeResult(res)
 	if err != nil {
 		return err
 	}
@@ -565,11 +565,28 @@ func (h *Host) after(ctx context.Context, e *event.Event, res any) error {
 		return err
 	}
 	if string(out) != string(b) {
-		if err := json.Unmarshal(out, res); err != nil {
+		if err := decodeResult(out, res); err != nil {
 			return &policy.WithheldError{Link: "chain", Err: err}
 		}
 	}
 	return nil
+}
+
+// encodeResult and decodeResult use the codec of a resource read (often a
+// whole file): through encoding/json, its output, or the chain's output
+// already checked, would be scanned whole once more.
+func encodeResult(res any) ([]byte, error) {
+	if r, ok := res.(*mcp.ReadResourceResult); ok && r != nil {
+		return r.MarshalJSON()
+	}
+	return json.Marshal(res)
+}
+
+func decodeResult(out []byte, res any) error {
+	if r, ok := res.(*mcp.ReadResourceResult); ok {
+		return r.UnmarshalJSON(out)
+	}
+	return json.Unmarshal(out, res)
 }
 
 // Subscribe asks a server for notifications/resources/updated about uri

@@ -273,27 +273,39 @@ func (c *Content) appendJSON(b []byte) ([]byte, error) {
 		b = appendKey(b, &first, "size")
 		b = strconv.AppendInt(b, *c.Size, 10)
 	}
-	for _, f := range [...]struct {
-		k string
-		v any
-		n bool
-	}{
-		{"icons", c.Icons, len(c.Icons) == 0}, {"resource", c.Resource, c.Resource == nil},
-		{"annotations", c.Annotations, c.Annotations == nil}, {"_meta", c.Meta, len(c.Meta) == 0},
-	} {
-		if !f.n {
-			b = appendKey(b, &first, f.k)
-			if b, err = appendMarshal(b, f.v); err != nil {
-				return b, err
-			}
+	if len(c.Icons) > 0 {
+		b = appendKey(b, &first, "icons")
+		if b, err = appendMarshal(b, c.Icons); err != nil {
+			return b, err
+		}
+	}
+	if c.Resource != nil {
+		b = appendKey(b, &first, "resource")
+		if b, err = c.Resource.appendJSON(b); err != nil {
+			return b, err
+		}
+	}
+	if c.Annotations != nil {
+		b = appendKey(b, &first, "annotations")
+		if b, err = appendMarshal(b, c.Annotations); err != nil {
+			return b, err
+		}
+	}
+	if len(c.Meta) > 0 {
+		b = appendKey(b, &first, "_meta")
+		if b, err = appendMeta(b, c.Meta); err != nil {
+			return b, err
 		}
 	}
 	return append(b, '}'), nil
 }
 
-func (c *Content) decodeJSON(b []byte) error {
-	i := wire.SkipWS(b, 0)
-	end, err := c.decodeAt(b, i, 0, false)
+func (c *Content) decodeJSON(b []byte) error { return decodeWhole(b, false, c.decodeAt) }
+
+// decodeWhole runs decodeAt on the one value b holds, refusing anything
+// after it, as encoding/json does.
+func decodeWhole(b []byte, owned bool, decodeAt func(b []byte, i, depth int, owned bool) (int, error)) error {
+	end, err := decodeAt(b, wire.SkipWS(b, 0), 0, owned)
 	if err != nil {
 		return err
 	}
@@ -338,6 +350,17 @@ func (c *Content) decodeAt(b []byte, i, depth int, owned bool) (int, error) {
 		if dst != nil {
 			return readString(b, j, depth+1, field, dst, owned)
 		}
+		if wire.KeyIs(k, "resource") { // an embedded resource: often a whole file
+			if j < len(b) && b[j] == '{' {
+				c.Resource = new(ResourceContents)
+				return c.Resource.decodeAt(b, j, depth+1, owned)
+			}
+			end, v, err := value(b, j, depth+1)
+			if err == nil && !isNull(v) {
+				err = typeErr("resource", "object", v)
+			}
+			return end, err
+		}
 		end, v, err := value(b, j, depth+1)
 		if err != nil {
 			return end, err
@@ -347,8 +370,6 @@ func (c *Content) decodeAt(b []byte, i, depth int, owned bool) (int, error) {
 			err = json.Unmarshal(v, &c.Size)
 		case wire.KeyIs(k, "icons"):
 			err = json.Unmarshal(v, &c.Icons)
-		case wire.KeyIs(k, "resource"):
-			err = json.Unmarshal(v, &c.Resource)
 		case wire.KeyIs(k, "annotations"):
 			err = json.Unmarshal(v, &c.Annotations)
 		case wire.KeyIs(k, "_meta"):

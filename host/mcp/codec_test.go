@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -300,4 +301,137 @@ func TestAppendMetaRefusesBadValues(t *testing.T) {
 	if err != nil || string(out) != `{"a":null,"b":2}` {
 		t.Errorf("got %s %v", out, err)
 	}
+}
+
+// plainReadResult is ReadResourceResult as encoding/json sees it.
+type (
+	plainResourceContents ResourceContents
+	plainReadResult       struct {
+		Contents []plainResourceContents `json:"contents"`
+		Meta     Meta                    `json:"_meta,omitempty"`
+	}
+)
+
+// FuzzResourceCodec: a resources/read result is written as encoding/json
+// writes it (semantically), and read as encoding/json reads it: the same
+// values from the same bytes, the same refusals.
+func FuzzResourceCodec(f *testing.F) {
+	f.Add("file:///a.txt", "text/plain", "héllo \"w\"\n\x01 <b>&", "", []byte(`{"contents":[{"uri":"file:///a","text":"x"}]}`))
+	f.Add("file:///b.png", "image/png", "", "AAAA", []byte(`{"contents":[{"uri":"u","blob":"QQ==","_meta":{"k":1}}],"_meta":{"a":"b"},"future":[1]}`))
+	f.Add("", "", "bad \xff utf8", "", []byte(`{"contents":null}`))
+	f.Add("u", "", "", "", []byte(`{"contents":[null,{"uri":"\u00e9\ud800"}]}`))
+	f.Add("u", "", "", "", []byte(`{"contents":"x"}`))
+	f.Add("u", "", "", "", []byte(`{"contents":[{"text":5}]}`))
+	f.Fuzz(func(t *testing.T, uri, mime, text, blob string, in []byte) {
+		r := ReadResourceResult{Contents: []ResourceContents{{URI: uri, MimeType: mime, Text: text, Blob: blob, Meta: Meta{"n": json.RawMessage(`1`)}}}}
+		got, err := r.appendJSON(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := plainReadResult{Contents: []plainResourceContents{plainResourceContents(r.Contents[0])}}
+		want, _ := json.Marshal(p)
+		sameJSON(t, got, want)
+		var back ReadResourceResult
+		if err := back.decodeJSON(got); err != nil {
+			t.Fatalf("decode own output: %v\n%s", err, got)
+		}
+		if utf8.ValidString(text) && utf8.ValidString(uri) && (back.Contents[0].Text != text || back.Contents[0].URI != uri) {
+			t.Fatalf("came back as %+v", back.Contents[0])
+		}
+
+		if len(in) > 4<<10 || !wire.ValidJSON(in) || foldedKeys(in) {
+			return
+		}
+		var mine, owned ReadResourceResult
+		var plain plainReadResult
+		err = mine.decodeJSON(in)
+		werr := json.Unmarshal(in, &plain)
+		if (err == nil) != (werr == nil) {
+			t.Fatalf("%s: codec error %v, encoding/json error %v", in, err, werr)
+		}
+		if err != nil {
+			return
+		}
+		if len(mine.Contents) != len(plain.Contents) || (mine.Contents == nil) != (plain.Contents == nil) || !reflect.DeepEqual(mine.Meta, plain.Meta) {
+			t.Fatalf("%s: codec %+v, encoding/json %+v", in, mine, plain)
+		}
+		for i := range mine.Contents {
+			if ResourceContents(plain.Contents[i]).URI != mine.Contents[i].URI || !reflect.DeepEqual(ResourceContents(plain.Contents[i]), mine.Contents[i]) {
+				t.Fatalf("%s: contents %d: codec %+v, encoding/json %+v", in, i, mine.Contents[i], plain.Contents[i])
+			}
+		}
+		// Owned decoding (a frame the envelope scan accepted) agrees too.
+		if err := owned.decodeOwned(bytes.Clone(in)); err != nil || !reflect.DeepEqual(owned, mine) {
+			t.Fatalf("%s: owned %+v (%v), copied %+v", in, owned, err, mine)
+		}
+	})
+}
+
+// foldedKeys reports whether valid JSON b has an object key that
+// encoding/json would match to a field only by its leniencies: written
+// with escapes ("\u0075ri") or in another case ("URI"). MCP's keys are
+// exact, and the codecs match them exactly.
+func foldedKeys(b []byte) bool {
+	odd := false
+	var walk func(i, depth int) (int, error)
+	walk = func(i, depth int) (int, error) {
+		switch b[i] {
+		case '{':
+			return wire.WalkMembers(b, i, depth+1, func(k []byte, j int) (int, error) {
+				name := string(k[1 : len(k)-1])
+				if strings.Contains(name, `\`) || (name != strings.ToLower(name) && slices.Contains([]string{"contents", "uri", "mimetype", "text", "blob", "_meta"}, strings.ToLower(name))) {
+					odd = true
+				}
+				return walk(j, depth+1)
+			})
+		case '[':
+			return wire.WalkElements(b, i, depth+1, func(j int) (int, error) { return walk(j, depth+1) })
+		}
+		return wire.SkipValue(b, i, depth)
+	}
+	walk(wire.SkipWS(b, 0), 0)
+	return odd
+}
+
+// BenchmarkReadResourceResult: a 64 KB text resource read and written by
+// the codec and by encoding/json.
+func BenchmarkReadResourceResult(b *testing.B) {
+	r := ReadResourceResult{Contents: []ResourceContents{{URI: "file:///var/log/app.log", MimeType: "text/plain",
+		Text: strings.Repeat("2026-11-25T08:00:00Z INFO request served in 12ms\n", (64<<10)/50)}}}
+	raw, _ := r.MarshalJSON()
+	b.SetBytes(int64(len(raw)))
+	b.Run("codec-decode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var r ReadResourceResult
+			if err := r.decodeJSON(raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoding-json-decode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var r plainReadResult
+			if err := json.Unmarshal(raw, &r); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("codec-encode", func(b *testing.B) {
+		b.ReportAllocs()
+		buf := make([]byte, 0, len(raw)+64)
+		for b.Loop() {
+			buf, _ = r.appendJSON(buf[:0])
+		}
+	})
+	b.Run("encoding-json-encode", func(b *testing.B) {
+		b.ReportAllocs()
+		p := plainReadResult{Contents: []plainResourceContents{plainResourceContents(r.Contents[0])}}
+		for b.Loop() {
+			if _, err := json.Marshal(p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -1,0 +1,135 @@
+package mcp
+
+import "github.com/nexus-mcp/nexus/internal/wire"
+
+// Codecs for resources/read results, as codec.go's are for tool calls: a
+// resource is often a whole file, read through the gateway and its
+// sanitizers, and encoding/json scanned it whole before decoding it by
+// reflection, and encoded it by reflection again.
+
+func (r *ResourceContents) appendJSON(b []byte) ([]byte, error) {
+	b = append(b, `{"uri":`...)
+	b = wire.AppendString(b, r.URI)
+	for _, f := range [...]struct{ k, v string }{{"mimeType", r.MimeType}, {"text", r.Text}, {"blob", r.Blob}} {
+		if f.v != "" {
+			b = append(b, ',', '"')
+			b = append(b, f.k...)
+			b = append(b, '"', ':')
+			b = wire.AppendString(b, f.v)
+		}
+	}
+	if len(r.Meta) > 0 {
+		b = append(b, `,"_meta":`...)
+		var err error
+		if b, err = appendMeta(b, r.Meta); err != nil {
+			return b, err
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// decodeAt decodes the object at b[i] and returns the index past it; with
+// owned, its strings share b's memory (see ownedDecoder).
+func (r *ResourceContents) decodeAt(b []byte, i, depth int, owned bool) (int, error) {
+	*r = ResourceContents{}
+	if i >= len(b) || b[i] != '{' {
+		end, v, err := value(b, i, depth)
+		if err == nil && !isNull(v) {
+			err = typeErr("resource contents", "object", v)
+		}
+		return end, err
+	}
+	return wire.WalkMembers(b, i, depth+1, func(k []byte, j int) (int, error) {
+		var dst *string
+		var field string
+		switch {
+		case wire.KeyIs(k, "uri"):
+			dst, field = &r.URI, "uri"
+		case wire.KeyIs(k, "mimeType"):
+			dst, field = &r.MimeType, "mimeType"
+		case wire.KeyIs(k, "text"):
+			dst, field = &r.Text, "text"
+		case wire.KeyIs(k, "blob"):
+			dst, field = &r.Blob, "blob"
+		case wire.KeyIs(k, "_meta"):
+			end, v, err := value(b, j, depth+1)
+			if err == nil {
+				err = decodeMeta(v, &r.Meta, owned)
+			}
+			return end, err
+		}
+		if dst != nil {
+			return readString(b, j, depth+1, field, dst, owned)
+		}
+		return wire.SkipValue(b, j, depth+1)
+	})
+}
+
+func (r *ResourceContents) decodeJSON(b []byte) error { return decodeWhole(b, false, r.decodeAt) }
+
+// MarshalJSON and UnmarshalJSON route encoding/json through the codec.
+func (r ResourceContents) MarshalJSON() ([]byte, error)  { return r.appendJSON(nil) }
+func (r *ResourceContents) UnmarshalJSON(b []byte) error { return r.decodeJSON(b) }
+
+func (r *ReadResourceResult) appendJSON(b []byte) ([]byte, error) {
+	b = append(b, `{"contents":[`...)
+	var err error
+	for i := range r.Contents {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if b, err = r.Contents[i].appendJSON(b); err != nil {
+			return b, err
+		}
+	}
+	b = append(b, ']')
+	if len(r.Meta) > 0 {
+		b = append(b, `,"_meta":`...)
+		if b, err = appendMeta(b, r.Meta); err != nil {
+			return b, err
+		}
+	}
+	return append(b, '}'), nil
+}
+
+func (r *ReadResourceResult) decodeJSON(b []byte) error  { return decodeWhole(b, false, r.decodeAt) }
+func (r *ReadResourceResult) decodeOwned(b []byte) error { return decodeWhole(b, true, r.decodeAt) }
+
+func (r *ReadResourceResult) decodeAt(b []byte, i, depth int, owned bool) (int, error) {
+	*r = ReadResourceResult{}
+	if i >= len(b) || b[i] != '{' {
+		end, v, err := value(b, i, depth)
+		if err == nil {
+			err = typeErr("resources/read result", "object", v)
+		}
+		return end, err
+	}
+	return wire.WalkMembers(b, i, depth+1, func(k []byte, j int) (int, error) {
+		switch {
+		case wire.KeyIs(k, "contents"):
+			if j < len(b) && b[j] == '[' {
+				r.Contents = []ResourceContents{} // [] stays an empty list, as encoding/json has it
+				return wire.WalkElements(b, j, depth+2, func(e int) (int, error) {
+					r.Contents = append(r.Contents, ResourceContents{})
+					return r.Contents[len(r.Contents)-1].decodeAt(b, e, depth+2, owned)
+				})
+			}
+			end, v, err := value(b, j, depth+1)
+			if err == nil && !isNull(v) {
+				err = typeErr("contents", "array", v)
+			}
+			return end, err
+		case wire.KeyIs(k, "_meta"):
+			end, v, err := value(b, j, depth+1)
+			if err == nil {
+				err = decodeMeta(v, &r.Meta, owned)
+			}
+			return end, err
+		}
+		return wire.SkipValue(b, j, depth+1)
+	})
+}
+
+// MarshalJSON and UnmarshalJSON route encoding/json through the codec.
+func (r ReadResourceResult) MarshalJSON() ([]byte, error)  { return r.appendJSON(nil) }
+func (r *ReadResourceResult) UnmarshalJSON(b []byte) error { return r.decodeJSON(b) }
