@@ -7,14 +7,6 @@ import (
 	"unsafe"
 )
 
-// needEscape holds the bytes a JSON string must be looked at for: control
-// bytes, quote, backslash, and every byte of a multi-byte character (to
-// check it is valid UTF-8).
-var needEscape = NewByteSet("\"\\").Add(0, 0x1f).Add(0x80, 0xff)
-
-// stringStop holds the bytes that end a run inside a JSON string.
-var stringStop = NewByteSet("\"\\").Add(0, 0x1f)
-
 // DecodeString decodes the JSON string at b[i] == '"' as encoding/json
 // does (escapes resolved, an invalid UTF-8 byte or lone surrogate becoming
 // U+FFFD) without reflection, and returns it, the index past its closing
@@ -24,22 +16,23 @@ var stringStop = NewByteSet("\"\\").Add(0, 0x1f)
 // It is written for the WASM guest, where encoding/json costs a hundred
 // microseconds a call and every jump costs as much as forty bytes of
 // straight-line work (see Scan); the host uses it too, for the strings
-// Unquote finds escaped. Most strings are ASCII: until it meets a byte >=
-// 0x80 it scans with needEscape, which stops at those bytes too, so an
-// ASCII string is known to be valid UTF-8 without reading it again.
+// Unquote finds escaped. Each finds runs of plain bytes its own way
+// (runEnd). Most strings are ASCII: until it meets a byte >= 0x80 a run
+// ends at those bytes too, so an ASCII string is known to be valid UTF-8
+// without reading it again.
 func DecodeString(b []byte, i int) (s string, end int, escaped bool, err error) {
 	pos := i + 1 // past the opening quote
 	start := pos
-	set := needEscape
+	ascii := true // no byte >= 0x80 so far: no UTF-8 to check
 	for pos < len(b) {
-		if pos = Scan(b, pos, set); pos >= len(b) {
+		if pos = runEnd(b, pos, ascii); pos >= len(b) {
 			break
 		}
 		c := b[pos]
 		if c == '"' {
 			pos++
 			raw := b[start : pos-1]
-			if set == needEscape {
+			if ascii {
 				return intern(raw), pos, false, nil
 			}
 			if s := string(raw); utf8.ValidString(s) {
@@ -54,7 +47,7 @@ func DecodeString(b []byte, i int) (s string, end int, escaped bool, err error) 
 		if c < 0x20 {
 			return "", pos, false, decodeErr(pos, "control character in a string")
 		}
-		set = stringStop // a byte >= 0x80: check UTF-8 at the end
+		ascii = false // a byte >= 0x80: check UTF-8 at the end
 		pos++
 	}
 	return "", pos, false, &ScanError{Msg: "unterminated string", Offset: int64(len(b))}
@@ -121,7 +114,7 @@ var unescapes = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 
 // contents starting at s[i]: its closing quote, a control byte, or len(s).
 func escapedEnd(s []byte, i int) int {
 	for {
-		if i = Scan(s, i, stringStop); i >= len(s) || s[i] != '\\' {
+		if i = runEnd(s, i, false); i >= len(s) || s[i] != '\\' {
 			return min(i, len(s))
 		}
 		i += 2
@@ -136,11 +129,11 @@ func unescape(b []byte, pos int) (string, int, error) {
 	// sized by the rest of the document (thousands of short escaped
 	// strings would each take that much).
 	out := make([]byte, 0, escapedEnd(b, pos)-pos)
-	set := needEscape // as in DecodeString: stop at bytes >= 0x80 until there is one
+	ascii := true // as in DecodeString: stop at bytes >= 0x80 until there is one
 	for pos < len(b) {
 		// Copy the run up to the next quote, backslash or control byte.
 		start := pos
-		pos = Scan(b, pos, set)
+		pos = runEnd(b, pos, ascii)
 		out = append(out, b[start:pos]...)
 		if pos >= len(b) {
 			break
@@ -150,14 +143,14 @@ func unescape(b []byte, pos int) (string, int, error) {
 		if c != '\\' {
 			switch {
 			case c == '"':
-				if set != needEscape && !utf8.Valid(out) {
+				if !ascii && !utf8.Valid(out) {
 					return fixUTF8(string(out)), pos, nil
 				}
 				return unsafe.String(unsafe.SliceData(out), len(out)), pos, nil // out is not used again
 			case c < 0x20:
 				return "", pos - 1, decodeErr(pos-1, "control character in a string")
 			}
-			set = stringStop
+			ascii = false
 			out = append(out, c)
 			continue
 		}

@@ -58,3 +58,29 @@ func checkDecode(t *testing.T, b []byte) {
 		}
 	}
 }
+
+// FuzzRunEnd: runEnd stops where a byte-by-byte reading of the same rule
+// does, from any start, in both modes.
+func FuzzRunEnd(f *testing.F) {
+	f.Add([]byte(`plain text, then "a quote`), 0)
+	f.Add([]byte("line one\\nline two\x01é"), 3)
+	f.Add([]byte(strings.Repeat("a", 70)+"é"+strings.Repeat("b", 40)+"\\"), 5)
+	f.Fuzz(func(t *testing.T, s []byte, i int) {
+		if len(s) > 1<<10 || i < 0 || i > len(s) {
+			return
+		}
+		for _, ascii := range []bool{true, false} {
+			want := i
+			for want < len(s) {
+				c := s[want]
+				if c == '"' || c == '\\' || c < 0x20 || (ascii && c >= 0x80) {
+					break
+				}
+				want++
+			}
+			if got := runEnd(s, i, ascii); got != want {
+				t.Fatalf("runEnd(%q, %d, %v) = %d, want %d", s, i, ascii, got, want)
+			}
+		}
+	})
+}
