@@ -88,6 +88,32 @@ func appendMeta(b []byte, m Meta) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
+// appendMetaMember appends `,"_meta":{...}` when m has members.
+func appendMetaMember(b []byte, m Meta) ([]byte, error) {
+	if len(m) == 0 {
+		return b, nil
+	}
+	return appendMeta(append(b, `,"_meta":`...), m)
+}
+
+// appendArray appends xs as a JSON array, each element by its codec.
+func appendArray[T any, P interface {
+	*T
+	appender
+}](b []byte, xs []T) ([]byte, error) {
+	b = append(b, '[')
+	var err error
+	for i := range xs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if b, err = P(&xs[i]).appendJSON(b); err != nil {
+			return b, err
+		}
+	}
+	return append(b, ']'), nil
+}
+
 // decodeMeta reads a _meta object (null leaves it nil) as encoding/json
 // would, without reflection; with owned, its values share v's memory.
 func decodeMeta(v []byte, m *Meta, owned bool) error {
@@ -121,14 +147,8 @@ func (p *CallToolParams) appendJSON(b []byte) ([]byte, error) {
 		b = append(b, `,"arguments":`...)
 		b = append(b, p.Arguments...)
 	}
-	if len(p.Meta) > 0 {
-		b = append(b, `,"_meta":`...)
-		var err error
-		if b, err = appendMeta(b, p.Meta); err != nil {
-			return b, err
-		}
-	}
-	return append(b, '}'), nil
+	b, err := appendMetaMember(b, p.Meta)
+	return append(b, '}'), err
 }
 
 // EncodeCallToolParams encodes tools/call params without encoding/json
@@ -169,17 +189,10 @@ func (p *CallToolParams) decodeJSON(b []byte) error {
 }
 
 func (r *CallToolResult) appendJSON(b []byte) ([]byte, error) {
-	b = append(b, `{"content":[`...)
-	var err error
-	for i := range r.Content {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		if b, err = r.Content[i].appendJSON(b); err != nil {
-			return b, err
-		}
+	b, err := appendArray(append(b, `{"content":`...), r.Content)
+	if err != nil {
+		return b, err
 	}
-	b = append(b, ']')
 	if len(r.StructuredContent) > 0 {
 		b = append(b, `,"structuredContent":`...)
 		b = append(b, r.StructuredContent...)
@@ -187,13 +200,8 @@ func (r *CallToolResult) appendJSON(b []byte) ([]byte, error) {
 	if r.IsError {
 		b = append(b, `,"isError":true`...)
 	}
-	if len(r.Meta) > 0 {
-		b = append(b, `,"_meta":`...)
-		if b, err = appendMeta(b, r.Meta); err != nil {
-			return b, err
-		}
-	}
-	return append(b, '}'), nil
+	b, err = appendMetaMember(b, r.Meta)
+	return append(b, '}'), err
 }
 
 func (r *CallToolResult) decodeJSON(b []byte) error  { return r.decode(b, false) }

@@ -18,14 +18,8 @@ func (r *ResourceContents) appendJSON(b []byte) ([]byte, error) {
 			b = wire.AppendString(b, f.v)
 		}
 	}
-	if len(r.Meta) > 0 {
-		b = append(b, `,"_meta":`...)
-		var err error
-		if b, err = appendMeta(b, r.Meta); err != nil {
-			return b, err
-		}
-	}
-	return append(b, '}'), nil
+	b, err := appendMetaMember(b, r.Meta)
+	return append(b, '}'), err
 }
 
 // decodeAt decodes the object at b[i] and returns the index past it; with
@@ -72,24 +66,12 @@ func (r ResourceContents) MarshalJSON() ([]byte, error)  { return r.appendJSON(n
 func (r *ResourceContents) UnmarshalJSON(b []byte) error { return r.decodeJSON(b) }
 
 func (r *ReadResourceResult) appendJSON(b []byte) ([]byte, error) {
-	b = append(b, `{"contents":[`...)
-	var err error
-	for i := range r.Contents {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		if b, err = r.Contents[i].appendJSON(b); err != nil {
-			return b, err
-		}
+	b, err := appendArray(append(b, `{"contents":`...), r.Contents)
+	if err != nil {
+		return b, err
 	}
-	b = append(b, ']')
-	if len(r.Meta) > 0 {
-		b = append(b, `,"_meta":`...)
-		if b, err = appendMeta(b, r.Meta); err != nil {
-			return b, err
-		}
-	}
-	return append(b, '}'), nil
+	b, err = appendMetaMember(b, r.Meta)
+	return append(b, '}'), err
 }
 
 func (r *ReadResourceResult) decodeJSON(b []byte) error  { return decodeWhole(b, false, r.decodeAt) }
