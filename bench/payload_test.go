@@ -39,9 +39,13 @@ func BenchmarkPayload(b *testing.B) {
 	for _, size := range []struct {
 		name string
 		n    int
-	}{{"64B", 64}, {"2KB", 2 << 10}, {"64KB", 64 << 10}, {"1MB", 1 << 20}} {
+		text bool // lines of text (escaped line breaks), not one letter repeated
+	}{{"64B", 64, false}, {"2KB", 2 << 10, false}, {"64KB", 64 << 10, false}, {"1MB", 1 << 20, false}, {"64KB-text", 64 << 10, true}} {
 		b.Run(size.name, func(b *testing.B) {
 			msg := strings.Repeat("a", size.n)
+			if size.text {
+				msg = logText(size.n)
+			}
 			cs := []caller{newRawPayload(b, msg), newHostPayload(b, msg), newSDKPayload(b, msg), newMCPGoPayload(b, msg),
 				newHostPayloadTo(b, bins.minimal, msg)}
 			for _, c := range cs {
@@ -112,8 +116,16 @@ type rawPayload struct {
 }
 
 func newRawPayload(tb testing.TB, msg string) *rawPayload {
-	line := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"` + msg + `"}}}` + "\n"
+	q, _ := json.Marshal(msg)
+	line := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":` + string(q) + `}}}` + "\n"
 	return &rawPayload{newRawPipe(tb), line}
+}
+
+// logText is n bytes of log lines: what files, logs and command output
+// look like to a tool, a line break (an escape in JSON) every 50 bytes.
+func logText(n int) string {
+	const line = "2026-11-25T08:00:00Z INFO request served in 12ms\n"
+	return strings.Repeat(line, n/len(line)+1)[:n]
 }
 
 func (r *rawPayload) call(context.Context) error {
@@ -195,8 +207,8 @@ func newMCPGoPayload(tb testing.TB, msg string) *mcpgoClient {
 // call at every size, so the benchmark never measures a broken client.
 func TestPayloadPeersAgree(t *testing.T) {
 	ctx := context.Background()
-	for _, n := range []int{64, 64 << 10, 1 << 20} {
-		msg := strings.Repeat("a", n)
+	for _, msg := range []string{strings.Repeat("a", 64), strings.Repeat("a", 64<<10), strings.Repeat("a", 1<<20), logText(64 << 10)} {
+		n := len(msg)
 		for _, c := range []caller{newRawPayload(t, msg), newHostPayload(t, msg), newSDKPayload(t, msg), newMCPGoPayload(t, msg)} {
 			for range 3 {
 				if err := c.call(ctx); err != nil {

@@ -4,7 +4,6 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
-	"unsafe"
 )
 
 // DecodeString decodes the JSON string at b[i] == '"' as encoding/json
@@ -21,6 +20,13 @@ import (
 // ends at those bytes too, so an ASCII string is known to be valid UTF-8
 // without reading it again.
 func DecodeString(b []byte, i int) (s string, end int, escaped bool, err error) {
+	return decodeString(b, i, false)
+}
+
+// decodeString is DecodeString; alone says b holds nothing after the
+// string but white space (Unquote's case), so its length bounds the
+// decoded string without a scan for the string's end.
+func decodeString(b []byte, i int, alone bool) (s string, end int, escaped bool, err error) {
 	pos := i + 1 // past the opening quote
 	start := pos
 	ascii := true // no byte >= 0x80 so far: no UTF-8 to check
@@ -41,7 +47,11 @@ func DecodeString(b []byte, i int) (s string, end int, escaped bool, err error) 
 			return fixUTF8(string(raw)), pos, false, nil
 		}
 		if c == '\\' {
-			s, end, err := unescape(b, start)
+			size := len(b) - start
+			if !alone {
+				size = escapedEnd(b, start) - start
+			}
+			s, end, err := unescape(b, start, size)
 			return s, end, true, err
 		}
 		if c < 0x20 {
@@ -122,19 +132,21 @@ func escapedEnd(s []byte, i int) int {
 }
 
 // unescape decodes the string contents starting at b[pos] (past the
-// opening quote), which hold an escape.
-func unescape(b []byte, pos int) (string, int, error) {
+// opening quote), which hold an escape and decode to at most size bytes.
+func unescape(b []byte, pos, size int) (string, int, error) {
 	// The decoded string is no longer than its escaped form: one
 	// allocation of that size, not a series of growing ones, nor one
 	// sized by the rest of the document (thousands of short escaped
-	// strings would each take that much).
-	out := make([]byte, 0, escapedEnd(b, pos)-pos)
+	// strings would each take that much). A Builder's buffer is not
+	// zeroed first, as every byte of it is about to be written.
+	var out strings.Builder
+	out.Grow(size)
 	ascii := true // as in DecodeString: stop at bytes >= 0x80 until there is one
 	for pos < len(b) {
 		// Copy the run up to the next quote, backslash or control byte.
 		start := pos
 		pos = runEnd(b, pos, ascii)
-		out = append(out, b[start:pos]...)
+		out.Write(b[start:pos])
 		if pos >= len(b) {
 			break
 		}
@@ -143,15 +155,15 @@ func unescape(b []byte, pos int) (string, int, error) {
 		if c != '\\' {
 			switch {
 			case c == '"':
-				if !ascii && !utf8.Valid(out) {
-					return fixUTF8(string(out)), pos, nil
+				if !ascii && !utf8.ValidString(out.String()) {
+					return fixUTF8(out.String()), pos, nil
 				}
-				return unsafe.String(unsafe.SliceData(out), len(out)), pos, nil // out is not used again
+				return out.String(), pos, nil
 			case c < 0x20:
 				return "", pos - 1, decodeErr(pos-1, "control character in a string")
 			}
 			ascii = false
-			out = append(out, c)
+			out.WriteByte(c)
 			continue
 		}
 		if pos >= len(b) {
@@ -163,7 +175,7 @@ func unescape(b []byte, pos int) (string, int, error) {
 			if e == 0 {
 				return "", pos, decodeErr(pos, "unknown escape \\"+string(rune(b[pos-1])))
 			}
-			out = append(out, e)
+			out.WriteByte(e)
 			continue
 		}
 		r, ok := hex4(b, pos)
@@ -189,7 +201,7 @@ func unescape(b []byte, pos int) (string, int, error) {
 				r = utf8.RuneError
 			}
 		}
-		out = utf8.AppendRune(out, r)
+		out.WriteRune(r)
 	}
 	return "", pos, &ScanError{Msg: "unterminated string", Offset: int64(len(b))}
 }

@@ -398,7 +398,7 @@ func Unquote(raw []byte) (string, error) {
 	if len(raw) < 2 || raw[0] != '"' {
 		return "", errors.New("not a JSON string")
 	}
-	s, end, _, err := DecodeString(raw, 0)
+	s, end, _, err := decodeString(raw, 0, true)
 	if err == nil && SkipWS(raw, end) != len(raw) {
 		err = decodeErr(end, "data after the string")
 	}
