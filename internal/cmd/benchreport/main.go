@@ -96,6 +96,7 @@ var rows = []row{
 			{"the Nexus side's own CPU, MB/s, 64 KB", "BenchmarkPayload/64KB", "nexus-MB/s-cpu", 0}, {"1 MB", "BenchmarkPayload/1MB", "nexus-MB/s-cpu", 0},
 			{"against the minimal server, 64 KB", "BenchmarkPayload/64KB", "nexus-minimal-MB/s-cpu", 0}, {"1 MB", "BenchmarkPayload/1MB", "nexus-minimal-MB/s-cpu", 0},
 			{"the raw pipe client's own, 64 KB", "BenchmarkPayload/64KB", "rawpipe-MB/s-cpu", 0}, {"1 MB", "BenchmarkPayload/1MB", "rawpipe-MB/s-cpu", 0},
+			{"64 KB of log text (a line break every 50 bytes), the Nexus side's", "BenchmarkPayload/64KB-text", "nexus-MB/s-cpu", 0}, {"the raw pipe client's", "BenchmarkPayload/64KB-text", "rawpipe-MB/s-cpu", 0},
 			{"go-sdk / Nexus, 64 B", "BenchmarkPayload/64B", "go-sdk/nexus", 2}, {"1 MB", "BenchmarkPayload/1MB", "go-sdk/nexus", 2},
 			{"mcp-go / Nexus, 64 B", "BenchmarkPayload/64B", "mcp-go/nexus", 2}, {"1 MB", "BenchmarkPayload/1MB", "mcp-go/nexus", 2}},
 		"≤ 1.3x up to 2 KB; ≥ 1000 MB/s at 64 KB and 1 MB; peers ≥ 2x"},
