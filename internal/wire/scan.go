@@ -129,13 +129,15 @@ func SkipString(b []byte, i int) (int, bool, error) {
 // returned for the same string.
 //
 // Long strings (a tool's arguments, a result's text) are most of a large
-// message. The first words are checked eight bytes at a time, which is
-// all a short string needs; a longer run has its quote and first
+// message. The first ten words are checked eight bytes at a time, which
+// is all a short string needs, and all a line of text needs up to its
+// escaped line break (ten, not four: 8% faster on log text, the same on
+// one long run); a longer run has its quote and first
 // backslash found by the runtime's vector search, and only the bytes
 // before them are checked for control bytes. The quote is remembered, so
 // text with an escape on every line is not searched to its end each time.
 func plainRun(b []byte, j, quote int) (int, int) {
-	for range 4 {
+	for range 10 {
 		if j+8 > len(b) {
 			for ; j < len(b); j++ {
 				if c := b[j]; c == '"' || c == '\\' || c < 0x20 {
