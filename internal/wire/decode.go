@@ -4,6 +4,7 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // DecodeString decodes the JSON string at b[i] == '"' as encoding/json
@@ -137,16 +138,14 @@ func unescape(b []byte, pos, size int) (string, int, error) {
 	// The decoded string is no longer than its escaped form: one
 	// allocation of that size, not a series of growing ones, nor one
 	// sized by the rest of the document (thousands of short escaped
-	// strings would each take that much). A Builder's buffer is not
-	// zeroed first, as every byte of it is about to be written.
-	var out strings.Builder
-	out.Grow(size)
+	// strings would each take that much).
+	out := make([]byte, 0, size)
 	ascii := true // as in DecodeString: stop at bytes >= 0x80 until there is one
 	for pos < len(b) {
 		// Copy the run up to the next quote, backslash or control byte.
 		start := pos
 		pos = runEnd(b, pos, ascii)
-		out.Write(b[start:pos])
+		out = append(out, b[start:pos]...)
 		if pos >= len(b) {
 			break
 		}
@@ -155,15 +154,15 @@ func unescape(b []byte, pos, size int) (string, int, error) {
 		if c != '\\' {
 			switch {
 			case c == '"':
-				if !ascii && !utf8.ValidString(out.String()) {
-					return fixUTF8(out.String()), pos, nil
+				if !ascii && !utf8.Valid(out) {
+					return fixUTF8(string(out)), pos, nil
 				}
-				return out.String(), pos, nil
+				return unsafe.String(unsafe.SliceData(out), len(out)), pos, nil // out is not used again
 			case c < 0x20:
 				return "", pos - 1, decodeErr(pos-1, "control character in a string")
 			}
 			ascii = false
-			out.WriteByte(c)
+			out = append(out, c)
 			continue
 		}
 		if pos >= len(b) {
@@ -175,7 +174,7 @@ func unescape(b []byte, pos, size int) (string, int, error) {
 			if e == 0 {
 				return "", pos, decodeErr(pos, "unknown escape \\"+string(rune(b[pos-1])))
 			}
-			out.WriteByte(e)
+			out = append(out, e)
 			continue
 		}
 		r, ok := hex4(b, pos)
@@ -201,7 +200,7 @@ func unescape(b []byte, pos, size int) (string, int, error) {
 				r = utf8.RuneError
 			}
 		}
-		out.WriteRune(r)
+		out = utf8.AppendRune(out, r)
 	}
 	return "", pos, &ScanError{Msg: "unterminated string", Offset: int64(len(b))}
 }
