@@ -188,7 +188,7 @@ func (h *Host) prepareCall(ctx context.Context, agent, name string, args any) (*
 			// Read back only what a policy changed: the params it left
 			// alone are the arguments already in hand.
 			if !bytes.Equal(out, params) {
-				p, err := mcp.DecodeCallToolParams(out) // out is ours: its arguments may share it
+				p, err := mcp.DecodeCallToolParams(out)
 				if err != nil {
 					return nil, &policy.DeniedError{Link: "chain", Method: mcp.MethodToolsCall, Server: server, Tool: toolName, Err: err}
 				}
@@ -196,7 +196,9 @@ func (h *Host) prepareCall(ctx context.Context, agent, name string, args any) (*
 					return nil, &policy.DeniedError{Link: "chain", Method: mcp.MethodToolsCall, Server: server, Tool: toolName,
 						Reason: "a filter changed the tool name to " + p.Name + "; filters may change arguments, not the tool"}
 				}
-				raw = p.Arguments
+				// A copy: the arguments share out, and a link (one in Go,
+				// embedded) may reuse the buffer it returned.
+				raw = bytes.Clone(p.Arguments)
 			}
 		}
 	}

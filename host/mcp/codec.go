@@ -114,30 +114,29 @@ func appendArray[T any, P interface {
 	return append(b, ']'), nil
 }
 
-// decodeMeta reads a _meta object (null leaves it nil) as encoding/json
-// would, without reflection; with owned, its values share v's memory.
+// decodeMeta reads a _meta object as encoding/json would, without
+// reflection: null makes m nil, and an object's members are added to what
+// m holds (a repeated _meta adds to the first); with owned, its values
+// share v's memory.
 func decodeMeta(v []byte, m *Meta, owned bool) error {
-	*m = nil
 	if isNull(v) {
+		*m = nil
 		return nil
 	}
 	if len(v) == 0 || v[0] != '{' {
 		return typeErr("_meta", "object", v)
 	}
-	out := Meta{}
-	err := wire.Members(v, func(k, val []byte) error {
+	if *m == nil {
+		*m = Meta{}
+	}
+	return wire.Members(v, func(k, val []byte) error {
 		key, err := wire.Unquote(k)
 		if err != nil {
 			return err
 		}
-		out[key] = keep(val, owned)
+		(*m)[key] = keep(val, owned)
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	*m = out
-	return nil
 }
 
 func (p *CallToolParams) appendJSON(b []byte) ([]byte, error) {
@@ -163,7 +162,7 @@ func EncodeCallToolParams(p CallToolParams) ([]byte, error) {
 
 // DecodeCallToolParams decodes tools/call params in one pass, without
 // encoding/json (the server role's and the gateway's hot path). Arguments
-// alias b.
+// and _meta values alias b.
 func DecodeCallToolParams(b []byte) (CallToolParams, error) {
 	var p CallToolParams
 	err := p.decodeJSON(b)
@@ -216,13 +215,16 @@ func (r *CallToolResult) decode(b []byte, owned bool) error {
 		switch {
 		case wire.KeyIs(k, "content"):
 			if j < len(b) && b[j] == '[' {
+				r.Content = []Content{} // a repeated "content" replaces the first, as in encoding/json
 				return wire.WalkElements(b, j, 1, func(e int) (int, error) {
 					r.Content = append(r.Content, Content{})
 					return r.Content[len(r.Content)-1].decodeAt(b, e, 1, owned)
 				})
 			}
 			end, v, err := value(b, j, 1)
-			if err == nil && !isNull(v) {
+			if err == nil && isNull(v) {
+				r.Content = nil
+			} else if err == nil {
 				err = typeErr("content", "array", v)
 			}
 			return end, err
@@ -360,11 +362,15 @@ func (c *Content) decodeAt(b []byte, i, depth int, owned bool) (int, error) {
 		}
 		if wire.KeyIs(k, "resource") { // an embedded resource: often a whole file
 			if j < len(b) && b[j] == '{' {
-				c.Resource = new(ResourceContents)
-				return c.Resource.decodeAt(b, j, depth+1, owned)
+				if c.Resource == nil { // a repeated "resource" adds to the first, as in encoding/json
+					c.Resource = new(ResourceContents)
+				}
+				return c.Resource.decodeInto(b, j, depth+1, owned)
 			}
 			end, v, err := value(b, j, depth+1)
-			if err == nil && !isNull(v) {
+			if err == nil && isNull(v) {
+				c.Resource = nil
+			} else if err == nil {
 				err = typeErr("resource", "object", v)
 			}
 			return end, err

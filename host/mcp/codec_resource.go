@@ -26,6 +26,13 @@ func (r *ResourceContents) appendJSON(b []byte) ([]byte, error) {
 // owned, its strings share b's memory (see ownedDecoder).
 func (r *ResourceContents) decodeAt(b []byte, i, depth int, owned bool) (int, error) {
 	*r = ResourceContents{}
+	return r.decodeInto(b, i, depth, owned)
+}
+
+// decodeInto is decodeAt onto what r holds: members the object has
+// replace r's, the others stay (a repeated embedded resource, read as
+// encoding/json reads it).
+func (r *ResourceContents) decodeInto(b []byte, i, depth int, owned bool) (int, error) {
 	if i >= len(b) || b[i] != '{' {
 		end, v, err := value(b, i, depth)
 		if err == nil && !isNull(v) {
@@ -59,7 +66,8 @@ func (r *ResourceContents) decodeAt(b []byte, i, depth int, owned bool) (int, er
 	})
 }
 
-func (r *ResourceContents) decodeJSON(b []byte) error { return decodeWhole(b, false, r.decodeAt) }
+// decodeJSON merges into r, as encoding/json does with a struct.
+func (r *ResourceContents) decodeJSON(b []byte) error { return decodeWhole(b, false, r.decodeInto) }
 
 // MarshalJSON and UnmarshalJSON route encoding/json through the codec.
 func (r ResourceContents) MarshalJSON() ([]byte, error)  { return r.appendJSON(nil) }
@@ -97,7 +105,9 @@ func (r *ReadResourceResult) decodeAt(b []byte, i, depth int, owned bool) (int, 
 				})
 			}
 			end, v, err := value(b, j, depth+1)
-			if err == nil && !isNull(v) {
+			if err == nil && isNull(v) {
+				r.Contents = nil
+			} else if err == nil {
 				err = typeErr("contents", "array", v)
 			}
 			return end, err

@@ -322,6 +322,11 @@ func FuzzResourceCodec(f *testing.F) {
 	f.Add("u", "", "", "", []byte(`{"contents":[null,{"uri":"\u00e9\ud800"}]}`))
 	f.Add("u", "", "", "", []byte(`{"contents":"x"}`))
 	f.Add("u", "", "", "", []byte(`{"contents":[{"text":5}]}`))
+	// Repeated keys read as encoding/json reads them: a later list or null
+	// replaces, a later _meta adds.
+	f.Add("u", "", "", "", []byte(`{"contents":[{"uri":"a"}],"contents":null}`))
+	f.Add("u", "", "", "", []byte(`{"contents":[],"_meta":{"a":1},"_meta":{"b":2}}`))
+	f.Add("u", "", "", "", []byte(`{"contents":[{"uri":"a","_meta":{"x":1},"_meta":null}],"contents":[{"uri":"b"},{"text":"t"}]}`))
 	f.Fuzz(func(t *testing.T, uri, mime, text, blob string, in []byte) {
 		r := ReadResourceResult{Contents: []ResourceContents{{URI: uri, MimeType: mime, Text: text, Blob: blob, Meta: Meta{"n": json.RawMessage(`1`)}}}}
 		got, err := r.appendJSON(nil)
@@ -434,4 +439,38 @@ func BenchmarkReadResourceResult(b *testing.B) {
 			}
 		}
 	})
+}
+
+// A key given twice is read as encoding/json reads it: a later list or
+// null replaces the earlier value, a later object adds to the earlier one
+// (an embedded resource, _meta). A filter and the agent must not read one
+// message two ways.
+func TestCodecRepeatedKeys(t *testing.T) {
+	for _, in := range []string{
+		`{"content":[{"type":"text","text":"a"}],"content":null}`,
+		`{"content":[{"type":"text","text":"a"}],"content":[{"type":"text","text":"b"}]}`,
+		`{"content":[{"type":"resource","resource":{"uri":"a"},"resource":{"text":"t"}}]}`,
+		`{"content":[{"type":"resource","resource":{"uri":"a"},"resource":null}]}`,
+		`{"content":[],"_meta":{"a":1},"_meta":{"b":2}}`,
+		`{"content":[{"type":"text","text":"a","_meta":{"a":1},"_meta":null}]}`,
+	} {
+		var got CallToolResult
+		var want plainCallResult
+		if err := got.decodeJSON([]byte(in)); err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		if err := json.Unmarshal([]byte(in), &want); err != nil {
+			t.Fatalf("%s: encoding/json: %v", in, err)
+		}
+		var plain []Content
+		if want.Content != nil {
+			plain = make([]Content, len(want.Content))
+		}
+		for i, c := range want.Content {
+			plain[i] = Content(c)
+		}
+		if !reflect.DeepEqual(got.Content, plain) || !reflect.DeepEqual(got.Meta, want.Meta) {
+			t.Errorf("%s:\ncodec         %+v %v\nencoding/json %+v %v", in, got.Content, got.Meta, plain, want.Meta)
+		}
+	}
 }
