@@ -39,6 +39,28 @@ type reviewShared struct {
 	// drop, when set, loses the bus messages it returns true for: as if
 	// they were still on their way.
 	drop atomic.Pointer[func(m []byte) bool]
+	// hold, when set, keeps back the bus messages it returns true for
+	// until deliverHeld: as if they were slow on their way.
+	hold atomic.Pointer[func(m []byte) bool]
+	held chan []byte      // what hold kept back
+	late chan chan []byte // deliverHeld's requests
+}
+
+// deliverHeld passes the replica the messages hold kept back, and returns
+// once it has acted on them.
+func (s *reviewShared) deliverHeld(t *testing.T) {
+	t.Helper()
+	for {
+		select {
+		case m := <-s.held:
+			done := make(chan []byte)
+			s.late <- done
+			done <- m
+			<-done
+		default:
+			return
+		}
+	}
 }
 
 // Receive passes the replica its messages one at a time, and after the
@@ -61,8 +83,32 @@ func (s *reviewShared) Receive(ctx context.Context) (<-chan []byte, error) {
 	}
 	go func() {
 		defer close(out)
-		for m := range in {
+		for {
+			var m []byte
+			select {
+			case msg, ok := <-in:
+				if !ok {
+					return
+				}
+				m = msg
+			case done := <-s.late:
+				// A held message, then one the replica ignores: taking that
+				// one means it has acted on the held one.
+				late := <-done
+				ok := pass(late) && pass([]byte("-"))
+				close(done)
+				if !ok {
+					return
+				}
+				continue
+			case <-ctx.Done():
+				return
+			}
 			if d := s.drop.Load(); d != nil && (*d)(m) {
+				continue
+			}
+			if h := s.hold.Load(); h != nil && (*h)(m) {
+				s.held <- m
 				continue
 			}
 			if !pass(m) {
@@ -194,7 +240,8 @@ func reviewReplicas(t *testing.T, n int, o httpserver.Options, sc *reviewServer)
 	}
 	var out []*reviewReplica
 	for i := range n {
-		sh := &reviewShared{Shared: store.NewShared(st, "r"+strconv.Itoa(i), o.IdleTimeout), ended: make(chan string, 64)}
+		sh := &reviewShared{Shared: store.NewShared(st, "r"+strconv.Itoa(i), o.IdleTimeout), ended: make(chan string, 64),
+			held: make(chan []byte, 16), late: make(chan chan []byte)}
 		oo := o
 		oo.Shared = sh
 		h := httpserver.New(sc.serve, oo)
@@ -868,4 +915,32 @@ func TestSharedServerCancelID(t *testing.T) {
 	if reqID != cancelled {
 		t.Errorf("the client got request id %s and a cancellation of %s", reqID, cancelled)
 	}
+}
+
+// Another replica's word that it took the GET stream over can arrive after
+// a newer GET began here (the bus delivers each replica's messages in
+// their own time): the GET here asks the store, finds itself the newest
+// and goes on. It used to stop at the stale word, and the session lost
+// its standalone stream (a CI failure of TestSharedTakeoverChain).
+func TestSharedTakeoverStaleWord(t *testing.T) {
+	sc := &reviewServer{gate: make(chan struct{})}
+	rs := reviewReplicas(t, 2, httpserver.Options{SignalWindow: time.Millisecond}, sc)
+	a, b := rs[0], rs[1]
+	takeover := func(m []byte) bool { return len(m) > 1 && m[0] == 't' && m[1] == ' ' }
+	a.sh.hold.Store(&takeover)
+	sid := a.open()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c2, end2 := context.WithCancel(ctx)
+	e2 := b.get(c2, sid, "")
+	<-e2 // B's word of its takeover is held on its way to A
+	end2()
+	e3 := a.get(ctx, sid, "")
+	<-e3
+	a.sh.hold.Store(nil)
+	a.sh.deliverHeld(t) // A acts on the stale word
+	if code, body := b.post(sid, `{"jsonrpc":"2.0","id":3,"method":"notify"}`); code != 200 {
+		t.Fatalf("notify: %d %s", code, body)
+	}
+	waitListChanged(ctx, t, e3)
 }

@@ -133,7 +133,12 @@ type sharedState struct {
 // to one stream).
 type standaloneGet struct {
 	token string
-	stop  chan struct{}
+	stop  chan struct{} // closed: a newer GET on this replica
+	// check gets another replica's word that it took the stream over.
+	// The word may be older than this GET (the bus delivers each
+	// replica's messages in their own time), so the GET asks the store
+	// which owner is the newest before it stops.
+	check chan struct{}
 }
 
 // How long, and how many, deleted sessions a replica remembers, so a
@@ -168,15 +173,15 @@ func (sh *sharedState) ended(id string) bool {
 
 // takeOver makes a GET the one that writes a session's standalone stream
 // here, stopping the one before it; release when it ends.
-func (sh *sharedState) takeOver(id, token string) (stop <-chan struct{}, release func()) {
-	g := &standaloneGet{token: token, stop: make(chan struct{})}
+func (sh *sharedState) takeOver(id, token string) (g *standaloneGet, release func()) {
+	g = &standaloneGet{token: token, stop: make(chan struct{}), check: make(chan struct{}, 1)}
 	sh.mu.Lock()
 	if old := sh.gets[id]; old != nil {
 		close(old.stop)
 	}
 	sh.gets[id] = g
 	sh.mu.Unlock()
-	return g.stop, func() {
+	return g, func() {
 		sh.mu.Lock()
 		if sh.gets[id] == g {
 			delete(sh.gets, id)
@@ -185,14 +190,17 @@ func (sh *sharedState) takeOver(id, token string) (stop <-chan struct{}, release
 	}
 }
 
-// takenOver stops this replica's GET of a session's standalone stream
-// when another (with another token) took it over.
+// takenOver tells this replica's GET of a session's standalone stream
+// that another GET (with another token) took it over; the GET checks the
+// store, since a newer one may be itself.
 func (sh *sharedState) takenOver(id, token string) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if g := sh.gets[id]; g != nil && g.token != token {
-		close(g.stop)
-		delete(sh.gets, id)
+		select {
+		case g.check <- struct{}{}:
+		default: // one check is pending already
+		}
 	}
 }
 
@@ -864,17 +872,17 @@ func (h *Handler) pumpShared(w http.ResponseWriter, r *http.Request, s *session,
 	wake, leave := h.shared.waiter(key)
 	defer leave()
 	var (
-		stop     <-chan struct{}
-		myToken  string
-		ownerKey = streamKey(s.info.ID, "gowner")
+		stop, check <-chan struct{}
+		myToken     string
+		ownerKey    = streamKey(s.info.ID, "gowner")
 	)
 	if standalone {
 		var tok [8]byte
 		rand.Read(tok[:])
 		token := hex.EncodeToString(tok[:])
-		var release func()
-		stop, release = h.shared.takeOver(s.info.ID, token)
+		g, release := h.shared.takeOver(s.info.ID, token)
 		defer release()
+		stop, check = g.stop, g.check
 		// The takeover is written to the store too (only the newest
 		// owner is kept), so a GET on another replica checks it before it
 		// sends and stops even while the bus message telling it so is
@@ -918,6 +926,10 @@ func (h *Handler) pumpShared(w http.ResponseWriter, r *http.Request, s *session,
 		select {
 		case <-stop:
 			return
+		case <-check:
+			if h.takenElsewhere(ctx, ownerKey, myToken) {
+				return
+			}
 		default:
 		}
 		sctx, cancel := context.WithTimeout(ctx, sharedTimeout)
@@ -1010,6 +1022,10 @@ func (h *Handler) pumpShared(w http.ResponseWriter, r *http.Request, s *session,
 			h.keepAlive(s) // a client that only reads keeps its session
 		case <-stop:
 			return // a newer GET took the stream over
+		case <-check:
+			if h.takenElsewhere(ctx, ownerKey, myToken) {
+				return
+			}
 		case <-ctx.Done():
 			return
 		case <-s.conn.done:
@@ -1028,6 +1044,17 @@ func (h *Handler) ownedElsewhere(ctx context.Context, ownerKey, token string) bo
 	defer cancel()
 	evs, _, err := h.shared.After(ctx, ownerKey, "")
 	return err == nil && len(evs) > 0 && string(evs[len(evs)-1].Data) != token
+}
+
+// takenElsewhere answers another replica's word that its GET took a
+// session's standalone stream over: whether the store's newest owner is
+// another than token. A store that does not answer leaves the word
+// standing.
+func (h *Handler) takenElsewhere(ctx context.Context, ownerKey, token string) bool {
+	ctx, cancel := context.WithTimeout(ctx, sharedTimeout)
+	defer cancel()
+	evs, _, err := h.shared.After(ctx, ownerKey, "")
+	return err != nil || len(evs) == 0 || string(evs[len(evs)-1].Data) != token
 }
 
 func cmp(s, or string) string {
