@@ -114,6 +114,31 @@ func appendArray[T any, P interface {
 	return append(b, ']'), nil
 }
 
+// decodeList reads the array (or null) at b[j], the value of field, into
+// dst, each element by its codec: an array replaces what dst held (a
+// repeated key, [] an empty list) and null makes it nil, as in
+// encoding/json. depth is the array's.
+func decodeList[T any, P interface {
+	*T
+	decodeAt(b []byte, i, depth int, owned bool) (int, error)
+}](b []byte, j, depth int, owned bool, field string, dst *[]T) (int, error) {
+	if j < len(b) && b[j] == '[' {
+		*dst = []T{}
+		return wire.WalkElements(b, j, depth, func(e int) (int, error) {
+			var zero T
+			*dst = append(*dst, zero)
+			return P(&(*dst)[len(*dst)-1]).decodeAt(b, e, depth, owned)
+		})
+	}
+	end, v, err := value(b, j, depth)
+	if err == nil && isNull(v) {
+		*dst = nil
+	} else if err == nil {
+		err = typeErr(field, "array", v)
+	}
+	return end, err
+}
+
 // decodeMeta reads a _meta object as encoding/json would, without
 // reflection: null makes m nil, and an object's members are added to what
 // m holds (a repeated _meta adds to the first); with owned, its values
@@ -214,20 +239,7 @@ func (r *CallToolResult) decode(b []byte, owned bool) error {
 	return wire.WalkObject(b, func(k []byte, j int) (int, error) {
 		switch {
 		case wire.KeyIs(k, "content"):
-			if j < len(b) && b[j] == '[' {
-				r.Content = []Content{} // a repeated "content" replaces the first, as in encoding/json
-				return wire.WalkElements(b, j, 1, func(e int) (int, error) {
-					r.Content = append(r.Content, Content{})
-					return r.Content[len(r.Content)-1].decodeAt(b, e, 1, owned)
-				})
-			}
-			end, v, err := value(b, j, 1)
-			if err == nil && isNull(v) {
-				r.Content = nil
-			} else if err == nil {
-				err = typeErr("content", "array", v)
-			}
-			return end, err
+			return decodeList(b, j, 1, owned, "content", &r.Content)
 		case wire.KeyIs(k, "structuredContent"):
 			end, v, err := value(b, j, 1)
 			if err == nil && !isNull(v) {

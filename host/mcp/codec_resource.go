@@ -97,20 +97,7 @@ func (r *ReadResourceResult) decodeAt(b []byte, i, depth int, owned bool) (int, 
 	return wire.WalkMembers(b, i, depth+1, func(k []byte, j int) (int, error) {
 		switch {
 		case wire.KeyIs(k, "contents"):
-			if j < len(b) && b[j] == '[' {
-				r.Contents = []ResourceContents{} // [] stays an empty list, as encoding/json has it
-				return wire.WalkElements(b, j, depth+2, func(e int) (int, error) {
-					r.Contents = append(r.Contents, ResourceContents{})
-					return r.Contents[len(r.Contents)-1].decodeAt(b, e, depth+2, owned)
-				})
-			}
-			end, v, err := value(b, j, depth+1)
-			if err == nil && isNull(v) {
-				r.Contents = nil
-			} else if err == nil {
-				err = typeErr("contents", "array", v)
-			}
-			return end, err
+			return decodeList(b, j, depth+1, owned, "contents", &r.Contents)
 		case wire.KeyIs(k, "_meta"):
 			end, v, err := value(b, j, depth+1)
 			if err == nil {
