@@ -137,7 +137,7 @@ type standaloneGet struct {
 	// check gets another replica's word that it took the stream over.
 	// The word may be older than this GET (the bus delivers each
 	// replica's messages in their own time), so the GET asks the store
-	// which owner is the newest before it stops.
+	// which owner is the newest before it stops (ownedElsewhere).
 	check chan struct{}
 }
 
@@ -927,7 +927,7 @@ func (h *Handler) pumpShared(w http.ResponseWriter, r *http.Request, s *session,
 		case <-stop:
 			return
 		case <-check:
-			if h.takenElsewhere(ctx, ownerKey, myToken) {
+			if h.ownedElsewhere(ctx, ownerKey, myToken, true) {
 				return
 			}
 		default:
@@ -998,7 +998,7 @@ func (h *Handler) pumpShared(w http.ResponseWriter, r *http.Request, s *session,
 				complete = true
 			}
 		}
-		if standalone && len(evs) > 0 && h.ownedElsewhere(ctx, ownerKey, myToken) {
+		if standalone && len(evs) > 0 && h.ownedElsewhere(ctx, ownerKey, myToken, false) {
 			// A newer GET owns the stream: it sends these (from what this
 			// one last delivered), and this one stops unsent.
 			return
@@ -1023,7 +1023,7 @@ func (h *Handler) pumpShared(w http.ResponseWriter, r *http.Request, s *session,
 		case <-stop:
 			return // a newer GET took the stream over
 		case <-check:
-			if h.takenElsewhere(ctx, ownerKey, myToken) {
+			if h.ownedElsewhere(ctx, ownerKey, myToken, true) {
 				return
 			}
 		case <-ctx.Done():
@@ -1037,24 +1037,18 @@ func (h *Handler) pumpShared(w http.ResponseWriter, r *http.Request, s *session,
 }
 
 // ownedElsewhere reports whether the newest GET of a session's standalone
-// stream, as the store has it, is another than the one with token. A store
-// that does not answer says no: the bus message still stops this GET.
-func (h *Handler) ownedElsewhere(ctx context.Context, ownerKey, token string) bool {
+// stream, as the store has it, is another than the one with token. When
+// the store does not say (no answer, no owner recorded) it answers
+// unknown: before sending, a GET goes on (the bus message still stops
+// it); at another replica's word that it took over, the word stands.
+func (h *Handler) ownedElsewhere(ctx context.Context, ownerKey, token string, unknown bool) bool {
 	ctx, cancel := context.WithTimeout(ctx, sharedTimeout)
 	defer cancel()
 	evs, _, err := h.shared.After(ctx, ownerKey, "")
-	return err == nil && len(evs) > 0 && string(evs[len(evs)-1].Data) != token
-}
-
-// takenElsewhere answers another replica's word that its GET took a
-// session's standalone stream over: whether the store's newest owner is
-// another than token. A store that does not answer leaves the word
-// standing.
-func (h *Handler) takenElsewhere(ctx context.Context, ownerKey, token string) bool {
-	ctx, cancel := context.WithTimeout(ctx, sharedTimeout)
-	defer cancel()
-	evs, _, err := h.shared.After(ctx, ownerKey, "")
-	return err != nil || len(evs) == 0 || string(evs[len(evs)-1].Data) != token
+	if err != nil || len(evs) == 0 {
+		return unknown
+	}
+	return string(evs[len(evs)-1].Data) != token
 }
 
 func cmp(s, or string) string {
