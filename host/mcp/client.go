@@ -196,7 +196,15 @@ type CallOptions struct {
 	OnProgress func(Progress)
 	// Timeout overrides the session's request timeout.
 	Timeout time.Duration
-	Meta    Meta
+	// Meta is the request's _meta (a progress token is added to it).
+	Meta Meta
+	// Wire, when not nil, is set to the result's JSON as the server sent
+	// it, when encoding the decoded result again would say exactly that
+	// (no member the result type does not hold, no key given twice, no
+	// string changed by decoding it); it is set to nil otherwise. A
+	// program that passes the result on unchanged writes these bytes
+	// instead of encoding it again. They share the result's memory.
+	Wire *json.RawMessage
 }
 
 // CallTool calls a tool. args is anything that marshals to a JSON object
@@ -224,11 +232,32 @@ func (c *Client) CallTool(ctx context.Context, name string, args any, o *CallOpt
 	}
 	var opts []CallOption
 	params.Meta, opts = c.callOptions(o)
-	var res CallToolResult
-	if err := c.peer.Call(ctx, MethodToolsCall, &params, &res, opts...); err != nil {
+	raw, err := c.peer.CallRaw(ctx, MethodToolsCall, &params, opts...)
+	if err != nil {
 		return nil, err
 	}
-	return &res, nil
+	return decodeResult(MethodToolsCall, raw, o)
+}
+
+// decodeResult decodes a tools/call result from raw, the response's own
+// copy (CallRaw), and sets o.Wire when asked to.
+func decodeResult(method string, raw json.RawMessage, o *CallOptions) (*CallToolResult, error) {
+	// The decoder's state escapes (the codecs reach it through generic
+	// dispatch): it shares the result's allocation.
+	x := &struct {
+		res CallToolResult
+		d   dec
+	}{d: dec{owned: true}}
+	if err := x.res.decode(raw, &x.d); err != nil {
+		return nil, fmt.Errorf("%s: malformed result: %w", method, err)
+	}
+	if o != nil && o.Wire != nil {
+		*o.Wire = nil
+		if !x.d.altered {
+			*o.Wire = raw
+		}
+	}
+	return &x.res, nil
 }
 
 // callOptions are a tools/call's _meta and call options from o: its

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 	"unsafe"
 
@@ -37,6 +38,39 @@ type decoder interface {
 // validated once more to be read.
 type ownedDecoder interface {
 	decodeOwned(b []byte) error
+}
+
+// dec is one decode's state. owned: the decoder may keep the input (see
+// ownedDecoder). altered: encoding what was decoded would not say what
+// the input said: a member the codec does not read or read twice (a
+// repeated key: a parser that keeps the first would read another
+// message), a string the decode changed (invalid UTF-8, an unpaired
+// surrogate: both become U+FFFD), a required member missing, a value
+// whose encoding differs. Members whose value is null, "", false or {}
+// say what their absence says. While altered is false, the input can be
+// passed on as it is instead of being encoded again (CallOptions.Wire).
+type dec struct{ owned, altered bool }
+
+// keep is v for a decoder that owns it, else a copy.
+func (d *dec) keep(v []byte) json.RawMessage { return keep(v, d.owned) }
+
+// once marks bit in seen, and the decode altered when it was set already.
+func (d *dec) once(seen *uint16, bit uint16) {
+	if *seen&bit != 0 {
+		d.altered = true
+	}
+	*seen |= bit
+}
+
+// same marks the decode altered unless v is what encoding got gives.
+func (d *dec) same(v []byte, got any) {
+	if d.altered {
+		return
+	}
+	b, err := json.Marshal(got)
+	if err != nil || string(b) != string(v) {
+		d.altered = true
+	}
 }
 
 // appendField appends `,"key":` (or without the comma for the first field).
@@ -120,14 +154,14 @@ func appendArray[T any, P interface {
 // encoding/json. depth is the array's.
 func decodeList[T any, P interface {
 	*T
-	decodeAt(b []byte, i, depth int, owned bool) (int, error)
-}](b []byte, j, depth int, owned bool, field string, dst *[]T) (int, error) {
+	decodeAt(b []byte, i, depth int, d *dec) (int, error)
+}](b []byte, j, depth int, d *dec, field string, dst *[]T) (int, error) {
 	if j < len(b) && b[j] == '[' {
 		*dst = []T{}
 		return wire.WalkElements(b, j, depth, func(e int) (int, error) {
 			var zero T
 			*dst = append(*dst, zero)
-			return P(&(*dst)[len(*dst)-1]).decodeAt(b, e, depth, owned)
+			return P(&(*dst)[len(*dst)-1]).decodeAt(b, e, depth, d)
 		})
 	}
 	end, v, err := value(b, j, depth)
@@ -141,9 +175,9 @@ func decodeList[T any, P interface {
 
 // decodeMeta reads a _meta object as encoding/json would, without
 // reflection: null makes m nil, and an object's members are added to what
-// m holds (a repeated _meta adds to the first); with owned, its values
+// m holds (a repeated _meta adds to the first); with d.owned, its values
 // share v's memory.
-func decodeMeta(v []byte, m *Meta, owned bool) error {
+func decodeMeta(v []byte, m *Meta, d *dec) error {
 	if isNull(v) {
 		*m = nil
 		return nil
@@ -154,14 +188,23 @@ func decodeMeta(v []byte, m *Meta, owned bool) error {
 	if *m == nil {
 		*m = Meta{}
 	}
-	return wire.Members(v, func(k, val []byte) error {
+	n := len(*m)
+	err := wire.Members(v, func(k, val []byte) error {
 		key, err := wire.Unquote(k)
 		if err != nil {
 			return err
 		}
-		(*m)[key] = keep(val, owned)
+		if strings.Contains(key, "\uFFFD") {
+			d.altered = true // a key the decode changed
+		}
+		(*m)[key] = d.keep(val)
+		n++
 		return nil
 	})
+	if n != len(*m) {
+		d.altered = true // a key given twice
+	}
+	return err
 }
 
 func (p *CallToolParams) appendJSON(b []byte) ([]byte, error) {
@@ -206,7 +249,7 @@ func (p *CallToolParams) decodeJSON(b []byte) error {
 				p.Arguments = v // b is the request's own copy (Peer.dispatch)
 			}
 		case wire.KeyIs(k, "_meta"):
-			err = decodeMeta(v, &p.Meta, true) // b is the request's own copy, as for arguments
+			err = decodeMeta(v, &p.Meta, &dec{owned: true}) // b is the request's own copy, as for arguments
 		}
 		return err
 	})
@@ -228,39 +271,49 @@ func (r *CallToolResult) appendJSON(b []byte) ([]byte, error) {
 	return append(b, '}'), err
 }
 
-func (r *CallToolResult) decodeJSON(b []byte) error  { return r.decode(b, false) }
-func (r *CallToolResult) decodeOwned(b []byte) error { return r.decode(b, true) }
+func (r *CallToolResult) decodeJSON(b []byte) error  { return r.decode(b, &dec{}) }
+func (r *CallToolResult) decodeOwned(b []byte) error { return r.decode(b, &dec{owned: true}) }
 
-// decode decodes r from b; with owned, r's strings and raw fields share
+// decode decodes r from b; with d.owned, r's strings and raw fields share
 // b's memory (see ownedDecoder).
-func (r *CallToolResult) decode(b []byte, owned bool) error {
+func (r *CallToolResult) decode(b []byte, d *dec) error {
 	*r = CallToolResult{}
+	var seen uint16
 	// One pass: content blocks are read where they are validated.
-	return wire.WalkObject(b, func(k []byte, j int) (int, error) {
+	err := wire.WalkObject(b, func(k []byte, j int) (int, error) {
 		switch {
 		case wire.KeyIs(k, "content"):
-			return decodeList(b, j, 1, owned, "content", &r.Content)
+			d.once(&seen, 1)
+			return decodeList(b, j, 1, d, "content", &r.Content)
 		case wire.KeyIs(k, "structuredContent"):
+			d.once(&seen, 2)
 			end, v, err := value(b, j, 1)
 			if err == nil && !isNull(v) {
-				r.StructuredContent = keep(v, owned)
+				r.StructuredContent = d.keep(v)
 			}
 			return end, err
 		case wire.KeyIs(k, "isError"):
+			d.once(&seen, 4)
 			end, v, err := value(b, j, 1)
 			if err == nil {
 				err = boolValue(v, "isError", &r.IsError)
 			}
 			return end, err
 		case wire.KeyIs(k, "_meta"):
+			d.once(&seen, 8)
 			end, v, err := value(b, j, 1)
 			if err == nil {
-				err = decodeMeta(v, &r.Meta, owned)
+				err = decodeMeta(v, &r.Meta, d)
 			}
 			return end, err
 		}
+		d.altered = true
 		return wire.SkipValue(b, j, 1)
 	})
+	if r.Content == nil {
+		d.altered = true // no content, or null: encoded, it says "content":[]
+	}
+	return err
 }
 
 // MarshalJSON and UnmarshalJSON route encoding/json through the same codecs.
@@ -322,12 +375,12 @@ func (c *Content) appendJSON(b []byte) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-func (c *Content) decodeJSON(b []byte) error { return decodeWhole(b, false, c.decodeAt) }
+func (c *Content) decodeJSON(b []byte) error { return decodeWhole(b, &dec{}, c.decodeAt) }
 
 // decodeWhole runs decodeAt on the one value b holds, refusing anything
 // after it, as encoding/json does.
-func decodeWhole(b []byte, owned bool, decodeAt func(b []byte, i, depth int, owned bool) (int, error)) error {
-	end, err := decodeAt(b, wire.SkipWS(b, 0), 0, owned)
+func decodeWhole(b []byte, d *dec, decodeAt func(b []byte, i, depth int, d *dec) (int, error)) error {
+	end, err := decodeAt(b, wire.SkipWS(b, 0), 0, d)
 	if err != nil {
 		return err
 	}
@@ -339,7 +392,7 @@ func decodeWhole(b []byte, owned bool, decodeAt func(b []byte, i, depth int, own
 
 // decodeAt reads the content block starting at b[i] and returns the index
 // past it, validating as it reads.
-func (c *Content) decodeAt(b []byte, i, depth int, owned bool) (int, error) {
+func (c *Content) decodeAt(b []byte, i, depth int, d *dec) (int, error) {
 	*c = Content{}
 	if i >= len(b) || b[i] != '{' {
 		end, v, err := value(b, i, depth)
@@ -348,36 +401,47 @@ func (c *Content) decodeAt(b []byte, i, depth int, owned bool) (int, error) {
 		}
 		return end, typeErr("content block", "object", v)
 	}
+	altered := d.altered // a block kept whole (below) is passed on as it came
+	var seen uint16
 	end, err := wire.WalkMembers(b, i, depth+1, func(k []byte, j int) (int, error) {
 		var dst *string
 		var field string
 		switch {
 		case wire.KeyIs(k, "type"):
 			dst, field = &c.Type, "type"
+			d.once(&seen, 1)
 		case wire.KeyIs(k, "text"):
 			dst, field = &c.Text, "text"
+			d.once(&seen, 2)
 		case wire.KeyIs(k, "data"):
 			dst, field = &c.Data, "data"
+			d.once(&seen, 4)
 		case wire.KeyIs(k, "mimeType"):
 			dst, field = &c.MimeType, "mimeType"
+			d.once(&seen, 8)
 		case wire.KeyIs(k, "uri"):
 			dst, field = &c.URI, "uri"
+			d.once(&seen, 16)
 		case wire.KeyIs(k, "name"):
 			dst, field = &c.Name, "name"
+			d.once(&seen, 32)
 		case wire.KeyIs(k, "title"):
 			dst, field = &c.Title, "title"
+			d.once(&seen, 64)
 		case wire.KeyIs(k, "description"):
 			dst, field = &c.Description, "description"
+			d.once(&seen, 128)
 		}
 		if dst != nil {
-			return readString(b, j, depth+1, field, dst, owned)
+			return readString(b, j, depth+1, field, dst, d)
 		}
 		if wire.KeyIs(k, "resource") { // an embedded resource: often a whole file
+			d.once(&seen, 256)
 			if j < len(b) && b[j] == '{' {
 				if c.Resource == nil { // a repeated "resource" adds to the first, as in encoding/json
 					c.Resource = new(ResourceContents)
 				}
-				return c.Resource.decodeInto(b, j, depth+1, owned)
+				return c.Resource.decodeInto(b, j, depth+1, d)
 			}
 			end, v, err := value(b, j, depth+1)
 			if err == nil && isNull(v) {
@@ -391,15 +455,28 @@ func (c *Content) decodeAt(b []byte, i, depth int, owned bool) (int, error) {
 		if err != nil {
 			return end, err
 		}
+		// Rare and small: checked by encoding them again.
 		switch {
 		case wire.KeyIs(k, "size"):
-			err = json.Unmarshal(v, &c.Size)
+			d.once(&seen, 512)
+			if err = json.Unmarshal(v, &c.Size); err == nil {
+				d.same(v, c.Size)
+			}
 		case wire.KeyIs(k, "icons"):
-			err = json.Unmarshal(v, &c.Icons)
+			d.once(&seen, 1024)
+			if err = json.Unmarshal(v, &c.Icons); err == nil {
+				d.same(v, c.Icons)
+			}
 		case wire.KeyIs(k, "annotations"):
-			err = json.Unmarshal(v, &c.Annotations)
+			d.once(&seen, 2048)
+			if err = json.Unmarshal(v, &c.Annotations); err == nil {
+				d.same(v, c.Annotations)
+			}
 		case wire.KeyIs(k, "_meta"):
-			err = decodeMeta(v, &c.Meta, owned)
+			d.once(&seen, 4096)
+			err = decodeMeta(v, &c.Meta, d)
+		default:
+			d.altered = true
 		}
 		return end, err
 	})
@@ -411,7 +488,8 @@ func (c *Content) decodeAt(b []byte, i, depth int, owned bool) (int, error) {
 	default:
 		// A block this version does not know is kept whole, so a newer
 		// server never fails a call.
-		*c = Content{Type: c.Type, Raw: keep(b[i:end], owned)}
+		*c = Content{Type: c.Type, Raw: d.keep(b[i:end])}
+		d.altered = altered
 	}
 	return end, nil
 }
@@ -430,10 +508,11 @@ func stringValue(v []byte, field string) (string, error) {
 }
 
 // readString reads the string (or null) at b[j] into dst, validating it,
-// and returns the index past it. With owned, a string without escapes
+// and returns the index past it. With d.owned, a string without escapes
 // shares b's memory, and is not validated again (see ownedDecoder).
-func readString(b []byte, j, depth int, field string, dst *string, owned bool) (int, error) {
+func readString(b []byte, j, depth int, field string, dst *string, d *dec) (int, error) {
 	if j < len(b) && b[j] == '"' {
+		owned := d.owned
 		scan := wire.SkipString
 		if owned {
 			scan = wire.StringEnd
@@ -451,6 +530,9 @@ func readString(b []byte, j, depth int, field string, dst *string, owned bool) (
 			return end, nil
 		}
 		*dst, err = wire.Unquote(b[j:end])
+		if !escaped || strings.Contains(*dst, "\uFFFD") {
+			d.altered = true // invalid UTF-8 or an unpaired surrogate, replaced (or a U+FFFD sent as one)
+		}
 		return end, err
 	}
 	end, v, err := value(b, j, depth)

@@ -267,7 +267,7 @@ func FuzzMetaCodec(f *testing.F) {
 		}
 		in = bytes.TrimSpace(in) // as a member's value comes
 		var got, want Meta
-		err := decodeMeta(in, &got, false)
+		err := decodeMeta(in, &got, &dec{})
 		werr := json.Unmarshal(in, &want)
 		if (err == nil) != (werr == nil) {
 			t.Fatalf("%s: codec error %v, encoding/json error %v", in, err, werr)

@@ -87,7 +87,7 @@ func (c *Client) CallToolAsTask(ctx context.Context, name string, args json.RawM
 	if created.Task == nil || created.Task.TaskID == "" {
 		return nil, fmt.Errorf("tools/call %s as a task: the server answered without a task (want a CreateTaskResult with task.taskId)", name)
 	}
-	res, err := c.awaitTask(ctx, created.Task, opts)
+	res, err := c.awaitTask(ctx, created.Task, opts, o)
 	if err != nil && ctx.Err() != nil {
 		// The caller gave up: so does the server, bounded on its own
 		// clock since ctx is spent.
@@ -99,7 +99,7 @@ func (c *Client) CallToolAsTask(ctx context.Context, name string, args json.RawM
 }
 
 // awaitTask polls t until it ends or needs input, then fetches its result.
-func (c *Client) awaitTask(ctx context.Context, t *Task, opts []CallOption) (*CallToolResult, error) {
+func (c *Client) awaitTask(ctx context.Context, t *Task, opts []CallOption, o *CallOptions) (*CallToolResult, error) {
 	id := map[string]string{"taskId": t.TaskID}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -109,12 +109,11 @@ func (c *Client) awaitTask(ctx context.Context, t *Task, opts []CallOption) (*Ca
 			// tasks/result blocks until the task ends; while it needs
 			// input, the server sends its requests meanwhile. A timeout
 			// of this request is not the task's end: poll again.
-			var res CallToolResult
-			err := c.peer.Call(ctx, MethodTasksResult, id, &res, opts...)
+			raw, err := c.peer.CallRaw(ctx, MethodTasksResult, id, opts...)
 			var te *TimeoutError
 			switch {
 			case err == nil:
-				return &res, nil
+				return decodeResult(MethodTasksResult, raw, o)
 			case errors.As(err, &te) && !t.terminal() && ctx.Err() == nil:
 			default:
 				return nil, err

@@ -204,6 +204,8 @@ func (p *Peer) respond(id json.RawMessage, result any, rerr *RPCError, cork bool
 		switch v := result.(type) {
 		case json.RawMessage:
 			body = v
+		case *json.RawMessage: // a handler's own, kept: no slice header to box
+			body = *v
 		default:
 			b, err := json.Marshal(result)
 			if err != nil {

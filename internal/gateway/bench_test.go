@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -21,40 +22,47 @@ import (
 // BenchmarkHop is the gateway's own work per tools/call, in process: the
 // client and the upstream talk to it over in-memory pipes, so what is
 // measured is the two protocol hops and the host's chain, not I/O. The
-// baseline is the same client calling the same upstream directly.
+// baseline is the same client calling the same upstream directly. The
+// 64KB-text cases echo 64 KB of log lines (an escaped line break every
+// 50 bytes), which the gateway passes on as the upstream wrote them.
 func BenchmarkHop(b *testing.B) {
 	e := newEnv(b, nil)
 	ctx := context.Background()
-	args := map[string]any{"message": "hello"}
-
-	b.Run("direct", func(b *testing.B) {
-		c, err := e.h.Client(ctx, "claude", "testserver")
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.ReportAllocs()
-		for range b.N {
-			if _, err := c.CallTool(ctx, "echo", args, nil); err != nil {
+	line := "2026-11-25T08:00:00Z INFO request served in 12ms\n"
+	text, _ := json.Marshal(map[string]string{"message": strings.Repeat(line, (64<<10)/len(line))})
+	for _, size := range []struct {
+		name string
+		args any
+	}{{"", map[string]any{"message": "hello"}}, {"-64KB-text", json.RawMessage(text)}} {
+		b.Run("direct"+size.name, func(b *testing.B) {
+			c, err := e.h.Client(ctx, "claude", "testserver")
+			if err != nil {
 				b.Fatal(err)
 			}
-		}
-	})
-	b.Run("gateway", func(b *testing.B) {
-		down, up := mcp.Pipe()
-		go e.g.Serve(ctx, up, "claude")
-		c, err := mcp.Connect(ctx, down, mcp.ClientOptions{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer c.Close()
-		b.ReportAllocs()
-		b.ResetTimer()
-		for range b.N {
-			if _, err := c.CallTool(ctx, "mcp_testserver_echo", args, nil); err != nil {
+			b.ReportAllocs()
+			for range b.N {
+				if _, err := c.CallTool(ctx, "echo", size.args, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("gateway"+size.name, func(b *testing.B) {
+			down, up := mcp.Pipe()
+			go e.g.Serve(ctx, up, "claude")
+			c, err := mcp.Connect(ctx, down, mcp.ClientOptions{})
+			if err != nil {
 				b.Fatal(err)
 			}
-		}
-	})
+			defer c.Close()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				if _, err := c.CallTool(ctx, "mcp_testserver_echo", size.args, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
 
 // BenchmarkSessions1000 opens 1,000 HTTP sessions on the gateway, reports
