@@ -9,6 +9,7 @@ import (
 	"sort"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/audit"
@@ -67,15 +68,23 @@ func (h *Host) callTool(ctx context.Context, agent, name string, args any, o *Ca
 		}
 		return nil, err
 	}
+	// The result's bytes as received (wire) are what a sanitizer in the
+	// chain reads, and what a caller passes on when nothing changed them,
+	// so that neither encodes the result again. One allocation holds
+	// them and the options.
+	var up *upstreamCall
 	var co *mcp.CallOptions
-	if o != nil {
-		co = &mcp.CallOptions{OnProgress: o.OnProgress, Timeout: o.Timeout}
-	}
-	if meta := h.upstreamMeta(ctx); meta != nil {
-		if co == nil {
-			co = &mcp.CallOptions{}
+	meta := h.upstreamMeta(ctx)
+	wantWire := (o != nil && o.Wire != nil) || (p.ev != nil && h.chain.Selects(policy.KindSanitizer, p.ev))
+	if o != nil || meta != nil || wantWire {
+		up = &upstreamCall{co: mcp.CallOptions{Meta: meta}}
+		if o != nil {
+			up.co.OnProgress, up.co.Timeout = o.OnProgress, o.Timeout
 		}
-		co.Meta = meta
+		if wantWire {
+			up.co.Wire = &up.wire
+		}
+		co = &up.co
 	}
 	var res *mcp.CallToolResult
 	tr := policy.TraceFrom(ctx)
@@ -95,11 +104,25 @@ func (h *Host) callTool(ctx context.Context, agent, name string, args any, o *Ca
 	if err != nil {
 		return nil, h.Explain(p.server, err)
 	}
-	res, err = h.finishCall(ctx, p, res)
+	var wire json.RawMessage
+	if up != nil {
+		wire = up.wire
+	}
+	res, wire, err = h.finishCall(ctx, p, res, wire)
+	if o != nil && o.Wire != nil {
+		*o.Wire = wire
+	}
 	if rec != nil {
 		resultRecord(rec, res)
 	}
 	return res, err
+}
+
+// upstreamCall is a tools/call's options for the server's session, and
+// the result's bytes as received when asked for (mcp.CallOptions.Wire).
+type upstreamCall struct {
+	co   mcp.CallOptions
+	wire json.RawMessage
 }
 
 // call is a tools/call the chain has let through, ready to send.
@@ -222,44 +245,53 @@ func callParams(tool string, args json.RawMessage) (json.RawMessage, error) {
 }
 
 // finishCall runs what comes after the server: the output schema, the
-// built-in sanitizer, the chain's sanitizers and the output cap.
-func (h *Host) finishCall(ctx context.Context, p *call, res *mcp.CallToolResult) (*mcp.CallToolResult, error) {
+// built-in sanitizer, the chain's sanitizers and the output cap. wire is
+// the result as received (nil when not asked for, or when it says more
+// than res); it comes back nil when any of these changed the result.
+func (h *Host) finishCall(ctx context.Context, p *call, res *mcp.CallToolResult, wire json.RawMessage) (*mcp.CallToolResult, json.RawMessage, error) {
 	if len(res.StructuredContent) > 0 && !res.IsError {
 		if probs, err := h.sch.get(p.server, p.toolName, true, p.tool.OutputSchema).validate(res.StructuredContent); err == nil && len(probs) > 0 {
-			return nil, &SchemaError{Server: p.server, Tool: p.toolName, What: "structured output", Problems: probs}
+			return nil, nil, &SchemaError{Server: p.server, Tool: p.toolName, What: "structured output", Problems: probs}
 		}
 	}
-	sanitizeResult(res)
+	if sanitizeResult(res) {
+		wire = nil
+	}
 	if p.ev != nil && h.chain.Selects(policy.KindSanitizer, p.ev) {
 		if p.ev.Params == nil { // no policy read them: a sanitizer may
 			params, err := callParams(p.toolName, p.args)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			p.ev.Params = params
 		}
-		b, err := res.MarshalJSON()
-		if err != nil {
-			return nil, err
+		b := wire
+		if b == nil {
+			var err error
+			if b, err = res.MarshalJSON(); err != nil {
+				return nil, nil, err
+			}
 		}
 		p.ev.Result = b
 		out, err := h.chain.Response(ctx, p.ev)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if string(out) != string(b) {
 			// The chain checked out is JSON; the codec reads it in one
 			// pass (json.Unmarshal would scan it whole first).
 			var changed mcp.CallToolResult
 			if err := changed.UnmarshalJSON(out); err != nil {
-				return nil, &policy.WithheldError{Link: "chain", Err: err}
+				return nil, nil, &policy.WithheldError{Link: "chain", Err: err}
 			}
-			res = &changed
+			res, wire = &changed, nil
 			sanitizeResult(res)
 		}
 	}
-	capResult(res)
-	return res, nil
+	if capResult(res) {
+		wire = nil
+	}
+	return res, wire, nil
 }
 
 // findTool returns the tool's definition from the session's cached list.
@@ -313,28 +345,36 @@ func findTool(ctx context.Context, c *mcp.Client, server, name string) (*mcp.Too
 // sanitizeResult is the built-in sanitizer: text a server returns loses
 // terminal escapes, control characters and bidi overrides before anyone
 // (a person or a model) reads it.
-func sanitizeResult(res *mcp.CallToolResult) {
+// It reports whether it changed anything.
+func sanitizeResult(res *mcp.CallToolResult) bool {
+	changed := false
 	for i := range res.Content {
 		c := &res.Content[i]
 		if c.Type == mcp.ContentText {
-			c.Text = sanitize.ForDisplayLimit(c.Text, 0)
+			// A clean text comes back as it was: the same memory.
+			s := sanitize.ForDisplayLimit(c.Text, 0)
+			changed = changed || len(s) != len(c.Text) || unsafe.StringData(s) != unsafe.StringData(c.Text)
+			c.Text = s
 		}
 	}
+	return changed
 }
 
-// capResult holds the text of a result to the 10 MiB output cap.
-func capResult(res *mcp.CallToolResult) {
-	left := sanitize.MaxOutput
+// capResult holds the text of a result to the 10 MiB output cap, and
+// reports whether it cut any.
+func capResult(res *mcp.CallToolResult) bool {
+	left, cut := sanitize.MaxOutput, false
 	for i := range res.Content {
 		c := &res.Content[i]
 		if c.Type != mcp.ContentText {
 			continue
 		}
 		if len(c.Text) > left {
-			c.Text = sanitize.ForDisplayLimit(c.Text, max(left, 64))
+			c.Text, cut = sanitize.ForDisplayLimit(c.Text, max(left, 64)), true
 		}
 		left -= min(left, len(c.Text))
 	}
+	return cut
 }
 
 // gather lists one kind of item from every server agent can see, tags each

@@ -47,7 +47,7 @@ func (h *Host) DryRun(ctx context.Context, agent, name string, args any, result 
 	switch {
 	case err == nil && result != nil:
 		res := *result
-		v.Result, v.Err = h.finishCall(ctx, p, &res)
+		v.Result, _, v.Err = h.finishCall(ctx, p, &res, nil)
 	case err != nil && !isRefusal(err):
 		return nil, err
 	default:

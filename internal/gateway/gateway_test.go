@@ -19,6 +19,7 @@ import (
 	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/gateway"
 	"github.com/nexus-mcp/nexus/internal/lock"
+	"github.com/nexus-mcp/nexus/internal/rawfake"
 	"github.com/nexus-mcp/nexus/internal/taskfake"
 	"github.com/nexus-mcp/nexus/internal/testserver"
 )
@@ -112,6 +113,8 @@ func newEnvOpts(t testing.TB, edit func(*config.Config), opts func(*host.Options
 					}
 				}()
 				return client, nil
+			case "rawfake":
+				return rawfake.Pipe(ctx), nil
 			case "probe":
 				s = e.probe.server()
 			default: // testserver [VARIANT]
@@ -700,4 +703,35 @@ func TestTasks(t *testing.T) {
 	wait(t, e.probe.started, "the last task's call to start")
 	c.Close()
 	wait(t, e.probe.cancelled, "the ended session's task to stop")
+}
+
+// TestResultPassedOn: a result nothing changed reaches the client as the
+// server wrote it, not encoded again; one the host's sanitizer changed,
+// or whose bytes say more than the result it decodes to (a key given
+// twice, which two parsers may read two ways), reaches it encoded from
+// what the chain checked.
+func TestResultPassedOn(t *testing.T) {
+	e := newEnv(t, func(cfg *config.Config) {
+		cfg.Servers = append(cfg.Servers, &config.Server{Name: "raw", Type: config.TypeStdio, Command: []string{"rawfake"}, Enabled: true})
+	})
+	c := e.connect("claude", mcp.ClientOptions{})
+	ctx := ctxT(t)
+	for _, tc := range []struct{ sent, want string }{
+		{`{ "isError":false, "content":[{"text":"caf\u00e9","type":"text"}] }`, ""},
+		{`{"content":[{"type":"text","text":"\u001b[31mred"}]}`, `{"content":[{"type":"text","text":"red"}]}`},
+		{`{"content":[{"type":"text","text":"first"}],"content":[{"type":"text","text":"second"}]}`, `{"content":[{"type":"text","text":"second"}]}`},
+	} {
+		var got json.RawMessage
+		args, _ := json.Marshal(map[string]string{"result": tc.sent})
+		if _, err := c.CallTool(ctx, "mcp_raw_reply", json.RawMessage(args), &mcp.CallOptions{Wire: &got}); err != nil {
+			t.Fatal(err)
+		}
+		want := tc.want
+		if want == "" {
+			want = tc.sent
+		}
+		if string(got) != want {
+			t.Errorf("the server sent %s\nthe client got %s\nwant %s", tc.sent, got, want)
+		}
+	}
 }

@@ -459,23 +459,34 @@ func (s *session) callTool(ctx context.Context, params json.RawMessage) (any, er
 		}
 		// The progress token stays valid for the task's life; its
 		// notifications go out on the session, not the request.
-		return s.startTask(tp.TTL, func(tctx context.Context) (any, error) { return s.call(tctx, s.ctx, p) })
+		// A task's result is kept as a result: tasks/result adds to it.
+		return s.startTask(tp.TTL, func(tctx context.Context) (any, error) { return s.call(tctx, s.ctx, p, false) })
 	}
-	return s.call(ctx, ctx, p)
+	return s.call(ctx, ctx, p, true)
 }
 
 // call makes one tools/call through the host; progress goes out under
-// nctx.
-func (s *session) call(ctx, nctx context.Context, p mcp.CallToolParams) (any, error) {
+// nctx. With passOn, a result nothing changed on the way is answered
+// with the bytes the server sent (hostapi.CallOptions.Wire), not
+// encoded again.
+func (s *session) call(ctx, nctx context.Context, p mcp.CallToolParams, passOn bool) (any, error) {
 	h := s.host()
-	var o *hostapi.CallOptions
+	// One allocation for the options and the bytes they ask for.
+	x := &struct {
+		o    hostapi.CallOptions
+		wire json.RawMessage
+	}{}
+	o := &x.o
 	if tok := p.Meta["progressToken"]; len(tok) > 0 {
-		o = &hostapi.CallOptions{OnProgress: func(pr mcp.Progress) {
+		o.OnProgress = func(pr mcp.Progress) {
 			pr.ProgressToken = tok
 			if err := s.peer.Notify(nctx, mcp.NotificationProgress, pr); err != nil {
 				s.g.log.Debug("forwarding progress failed", "error", err)
 			}
-		}}
+		}
+	}
+	if passOn {
+		o.Wire = &x.wire
 	}
 	args := p.Arguments
 	if args == nil {
@@ -501,6 +512,9 @@ func (s *session) call(ctx, nctx context.Context, p mcp.CallToolParams) (any, er
 			return &mcp.CallToolResult{Content: []mcp.Content{{Type: mcp.ContentText, Text: "Nexus refused this call: " + de.Error()}}, IsError: true}, nil
 		}
 		return nil, rpcErrorOf(err)
+	}
+	if x.wire != nil {
+		return &x.wire, nil // a pointer: no second allocation to box it
 	}
 	return res, nil
 }

@@ -2,6 +2,7 @@ package hostapi
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -16,6 +17,13 @@ type CallOptions struct {
 	OnProgress func(mcp.Progress)
 	// Timeout overrides the request timeout.
 	Timeout time.Duration
+	// Wire, when not nil, is set to the result's JSON as the server sent
+	// it when nothing on the way changed the result (no sanitizer, no
+	// filter, no output cap) and encoding it again would say exactly
+	// that; to nil otherwise. A program that passes results on (the
+	// gateway does) writes these bytes instead of encoding the result: a
+	// result is not encoded again when nothing changed it.
+	Wire *json.RawMessage
 }
 
 // Resource is a resource with the server that offers it.

@@ -1,0 +1,98 @@
+package host_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nexus-mcp/nexus/host"
+	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/internal/config"
+	"github.com/nexus-mcp/nexus/internal/diag"
+	"github.com/nexus-mcp/nexus/internal/policy"
+	"github.com/nexus-mcp/nexus/internal/rawfake"
+	"github.com/nexus-mcp/nexus/sdk/event"
+)
+
+// TestCallToolWire: CallOptions.Wire hands back the result as the server
+// sent it when nothing on the way changed it, and a sanitizer in the
+// chain reads those bytes (neither encodes the result again); when the
+// built-in sanitizer, a filter or the output cap changes the result, or
+// the server's bytes say more than the result holds, Wire is nil and the
+// sanitizer reads the result encoded.
+func TestCallToolWire(t *testing.T) {
+	var mu sync.Mutex
+	var seen []json.RawMessage // what the sanitizer read, call by call
+	stamp := policy.Entry{Kind: policy.KindSanitizer, Link: policy.Func{N: "stamp", F: func(ctx context.Context, e *event.Event) (event.Decision, error) {
+		mu.Lock()
+		seen = append(seen, e.Result)
+		mu.Unlock()
+		if strings.Contains(string(e.Result), "stamp me") {
+			return event.Decision{Action: event.Modify, Result: json.RawMessage(strings.Replace(string(e.Result), "stamp me", "stamped", 1))}, nil
+		}
+		return event.Decision{Action: event.Allow}, nil
+	}}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, chain := range []bool{false, true} {
+		cfg, err := config.Parse([]byte(`{"mcpServers": {"raw": {"command": "rawfake"}}, "agents": {"a": {"permission": "yolo"}}}`), diag.Source{File: "test.json"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The server lives as long as the test, not the dial.
+		o := host.Options{Transport: func(context.Context, *config.Server) (mcp.Conn, error) { return rawfake.Pipe(ctx), nil }}
+		if chain {
+			o.Links = []policy.Entry{stamp}
+		}
+		h := host.New(cfg, o)
+		defer h.Close()
+		for _, c := range []struct {
+			name, raw, text string
+			passed          bool
+		}{
+			{"as sent", `{ "isError":false, "content":[{"text":"caf\u00e9","type":"text"}] }`, "café", true},
+			{"terminal escapes stripped", `{"content":[{"type":"text","text":"\u001b[31mred"}]}`, "red", false},
+			{"a member dropped", `{"content":[{"type":"text","text":"a"}],"extra":1}`, "a", false},
+			{"a key given twice", `{"content":[{"type":"text","text":"first"}],"content":[{"type":"text","text":"second"}]}`, "second", false},
+			{"changed by a filter", `{"content":[{"type":"text","text":"stamp me"}]}`, "stamped", !chain},
+		} {
+			mu.Lock()
+			seen = nil
+			mu.Unlock()
+			wire := json.RawMessage("stale")
+			args, _ := json.Marshal(map[string]string{"result": c.raw})
+			res, err := h.CallTool(ctx, "a", "raw.reply", json.RawMessage(args), &host.CallOptions{Wire: &wire})
+			if err != nil {
+				t.Fatalf("chain %v, %s: %v", chain, c.name, err)
+			}
+			if !chain {
+				c.text = strings.Replace(c.text, "stamped", "stamp me", 1)
+			}
+			if len(res.Content) != 1 || res.Content[0].Text != c.text {
+				t.Fatalf("chain %v, %s: result %+v, want text %q", chain, c.name, res, c.text)
+			}
+			switch {
+			case c.passed && string(wire) != c.raw:
+				t.Fatalf("chain %v, %s: Wire %q, want the server's bytes %q", chain, c.name, wire, c.raw)
+			case !c.passed && wire != nil:
+				t.Fatalf("chain %v, %s: Wire %q, want nil", chain, c.name, wire)
+			}
+			if !chain {
+				continue
+			}
+			mu.Lock()
+			got := seen
+			mu.Unlock()
+			if len(got) != 1 {
+				t.Fatalf("%s: the sanitizer ran %d times", c.name, len(got))
+			}
+			sent := c.name == "as sent" || c.name == "changed by a filter"
+			if sent != (string(got[0]) == c.raw) {
+				t.Fatalf("%s: the sanitizer read %s (the server sent %s)", c.name, got[0], c.raw)
+			}
+		}
+	}
+}
