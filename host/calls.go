@@ -49,6 +49,9 @@ func (h *Host) CallTool(ctx context.Context, agent, name string, args any, o *Ca
 
 // callTool is CallTool; rec, when not nil, is the call's audit record.
 func (h *Host) callTool(ctx context.Context, agent, name string, args any, o *CallOptions) (*mcp.CallToolResult, error) {
+	if o != nil && o.Wire != nil {
+		*o.Wire = nil // until a result nothing changed sets it
+	}
 	rec := auditRecordFrom(ctx)
 	if rec != nil {
 		if h.auditing() {
@@ -68,15 +71,14 @@ func (h *Host) callTool(ctx context.Context, agent, name string, args any, o *Ca
 		}
 		return nil, err
 	}
-	// The result's bytes as received (wire) are what a sanitizer in the
-	// chain reads, and what a caller passes on when nothing changed them,
-	// so that neither encodes the result again. One allocation holds
-	// them and the options.
+	// The result's bytes as received (wire) are what a caller passes on
+	// when nothing changed them, instead of encoding the result again.
+	// One allocation holds them and the options.
 	var up *upstreamCall
 	var co *mcp.CallOptions
 	meta := h.upstreamMeta(ctx)
-	wantWire := (o != nil && o.Wire != nil) || (p.ev != nil && h.chain.Selects(policy.KindSanitizer, p.ev))
-	if o != nil || meta != nil || wantWire {
+	wantWire := o != nil && o.Wire != nil
+	if o != nil || meta != nil {
 		up = &upstreamCall{co: mcp.CallOptions{Meta: meta}}
 		if o != nil {
 			up.co.OnProgress, up.co.Timeout = o.OnProgress, o.Timeout
@@ -248,6 +250,11 @@ func callParams(tool string, args json.RawMessage) (json.RawMessage, error) {
 // built-in sanitizer, the chain's sanitizers and the output cap. wire is
 // the result as received (nil when not asked for, or when it says more
 // than res); it comes back nil when any of these changed the result.
+//
+// Sanitizers read the result as Nexus encodes it, not as the server
+// spelled it: a link that matches bytes (a regular expression over the
+// JSON) must not be escaped by a server writing "sk-\u0061bc" for
+// "sk-abc", or by spacing and key order of its choosing.
 func (h *Host) finishCall(ctx context.Context, p *call, res *mcp.CallToolResult, wire json.RawMessage) (*mcp.CallToolResult, json.RawMessage, error) {
 	if len(res.StructuredContent) > 0 && !res.IsError {
 		if probs, err := h.sch.get(p.server, p.toolName, true, p.tool.OutputSchema).validate(res.StructuredContent); err == nil && len(probs) > 0 {
@@ -265,12 +272,9 @@ func (h *Host) finishCall(ctx context.Context, p *call, res *mcp.CallToolResult,
 			}
 			p.ev.Params = params
 		}
-		b := wire
-		if b == nil {
-			var err error
-			if b, err = res.MarshalJSON(); err != nil {
-				return nil, nil, err
-			}
+		b, err := res.MarshalJSON()
+		if err != nil {
+			return nil, nil, err
 		}
 		p.ev.Result = b
 		out, err := h.chain.Response(ctx, p.ev)

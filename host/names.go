@@ -97,9 +97,9 @@ func WithTraceContext(ctx context.Context, meta map[string]string) context.Conte
 
 // Link is one step of the chain an embedder adds (Options.Links): it sees
 // the events of its kind and decides (sdk/event's Decision), reading the
-// event's bytes without writing into them (they may be the message as
-// received, passed on when no link changed it). Entry places it: its
-// kind, which events it sees, what a failure means, shadow mode.
+// event's bytes without writing into them (they may share memory with the
+// message being passed on). Entry places it: its kind, which events it
+// sees, what a failure means, shadow mode.
 type (
 	Link  = policy.Link
 	Entry = policy.Entry

@@ -18,11 +18,11 @@ import (
 )
 
 // TestCallToolWire: CallOptions.Wire hands back the result as the server
-// sent it when nothing on the way changed it, and a sanitizer in the
-// chain reads those bytes (neither encodes the result again); when the
-// built-in sanitizer, a filter or the output cap changes the result, or
-// the server's bytes say more than the result holds, Wire is nil and the
-// sanitizer reads the result encoded.
+// sent it when nothing on the way changed it; when the built-in
+// sanitizer, a filter or the output cap changes the result, or the
+// server's bytes say more than the result holds, Wire is nil. A sanitizer
+// in the chain reads the result as Nexus encodes it whatever the server's
+// spelling: a filter matching bytes is not escaped by "\u0061" for "a".
 func TestCallToolWire(t *testing.T) {
 	var mu sync.Mutex
 	var seen []json.RawMessage // what the sanitizer read, call by call
@@ -58,6 +58,7 @@ func TestCallToolWire(t *testing.T) {
 			{"a member dropped", `{"content":[{"type":"text","text":"a"}],"extra":1}`, "a", false},
 			{"a key given twice", `{"content":[{"type":"text","text":"first"}],"content":[{"type":"text","text":"second"}]}`, "second", false},
 			{"changed by a filter", `{"content":[{"type":"text","text":"stamp me"}]}`, "stamped", !chain},
+			{"escaped for a filter", `{"content":[{"type":"text","text":"st\u0061mp me"}]}`, "stamped", !chain},
 		} {
 			mu.Lock()
 			seen = nil
@@ -89,9 +90,12 @@ func TestCallToolWire(t *testing.T) {
 			if len(got) != 1 {
 				t.Fatalf("%s: the sanitizer ran %d times", c.name, len(got))
 			}
-			sent := c.name == "as sent" || c.name == "changed by a filter"
-			if sent != (string(got[0]) == c.raw) {
-				t.Fatalf("%s: the sanitizer read %s (the server sent %s)", c.name, got[0], c.raw)
+			var read mcp.CallToolResult
+			if err := json.Unmarshal(got[0], &read); err != nil {
+				t.Fatal(err)
+			}
+			if again, _ := read.MarshalJSON(); string(got[0]) != string(again) {
+				t.Fatalf("%s: the sanitizer read %s, not Nexus's encoding %s (the server sent %s)", c.name, got[0], again, c.raw)
 			}
 		}
 	}

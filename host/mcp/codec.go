@@ -403,6 +403,8 @@ func (c *Content) decodeAt(b []byte, i, depth int, d *dec) (int, error) {
 	}
 	altered := d.altered // a block kept whole (below) is passed on as it came
 	var seen uint16
+	types := 0       // "type" members
+	var other []byte // a key that is "type" to some reader: escaped, or in another case
 	end, err := wire.WalkMembers(b, i, depth+1, func(k []byte, j int) (int, error) {
 		var dst *string
 		var field string
@@ -410,6 +412,7 @@ func (c *Content) decodeAt(b []byte, i, depth int, d *dec) (int, error) {
 		case wire.KeyIs(k, "type"):
 			dst, field = &c.Type, "type"
 			d.once(&seen, 1)
+			types++
 		case wire.KeyIs(k, "text"):
 			dst, field = &c.Text, "text"
 			d.once(&seen, 2)
@@ -466,6 +469,9 @@ func (c *Content) decodeAt(b []byte, i, depth int, d *dec) (int, error) {
 			d.once(&seen, 1024)
 			if err = json.Unmarshal(v, &c.Icons); err == nil {
 				d.same(v, c.Icons)
+				if len(c.Icons) == 0 {
+					d.altered = true // written, [] is left out
+				}
 			}
 		case wire.KeyIs(k, "annotations"):
 			d.once(&seen, 2048)
@@ -477,6 +483,9 @@ func (c *Content) decodeAt(b []byte, i, depth int, d *dec) (int, error) {
 			err = decodeMeta(v, &c.Meta, d)
 		default:
 			d.altered = true
+			if s, uerr := wire.Unquote(k); uerr == nil && strings.EqualFold(s, "type") {
+				other = k
+			}
 		}
 		return end, err
 	})
@@ -487,7 +496,17 @@ func (c *Content) decodeAt(b []byte, i, depth int, d *dec) (int, error) {
 	case ContentText, ContentImage, ContentAudio, ContentResourceLink, ContentResource:
 	default:
 		// A block this version does not know is kept whole, so a newer
-		// server never fails a call.
+		// server never fails a call. Nothing in it is sanitized, so its
+		// kind must read the same to every client: a parser that keeps
+		// the first of a repeated key, or matches keys without case (Go's
+		// encoding/json), or unescapes them, could read a text block.
+		if types > 1 || other != nil {
+			what := `"type" is given more than once`
+			if other != nil {
+				what = `"type" is also given as ` + string(other)
+			}
+			return end, fmt.Errorf("content block of type %q: %s, so clients could read it as another kind of block", c.Type, what)
+		}
 		*c = Content{Type: c.Type, Raw: d.keep(b[i:end])}
 		d.altered = altered
 	}

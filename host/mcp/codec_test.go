@@ -344,7 +344,7 @@ func FuzzResourceCodec(f *testing.F) {
 			t.Fatalf("came back as %+v", back.Contents[0])
 		}
 
-		if len(in) > 4<<10 || !wire.ValidJSON(in) || foldedKeys(in) {
+		if len(in) > 4<<10 || !wire.ValidJSON(in) || jsonQuirks(in) {
 			return
 		}
 		var mine, owned ReadResourceResult
@@ -372,12 +372,15 @@ func FuzzResourceCodec(f *testing.F) {
 	})
 }
 
-// foldedKeys reports whether valid JSON b has an object key that
+// jsonQuirks reports whether valid JSON b has an object key that
 // encoding/json would match to a field only by its leniencies: written
 // with escapes ("\u0075ri") or in another case ("URI"). MCP's keys are
-// exact, and the codecs match them exactly.
-func foldedKeys(b []byte) bool {
-	odd := false
+// exact, and the codecs match them exactly. It also reports a list given
+// twice ("contents" repeated): encoding/json decodes the second into the
+// first one's elements, keeping members the second does not set; the
+// codecs, like other parsers, read the second list alone.
+func jsonQuirks(b []byte) bool {
+	odd, lists := false, 0
 	var walk func(i, depth int) (int, error)
 	walk = func(i, depth int) (int, error) {
 		switch b[i] {
@@ -386,6 +389,11 @@ func foldedKeys(b []byte) bool {
 				name := string(k[1 : len(k)-1])
 				if strings.Contains(name, `\`) || (name != strings.ToLower(name) && slices.Contains([]string{"contents", "uri", "mimetype", "text", "blob", "_meta"}, strings.ToLower(name))) {
 					odd = true
+				}
+				if name == "contents" && depth == 0 {
+					if lists++; lists > 1 {
+						odd = true
+					}
 				}
 				return walk(j, depth+1)
 			})

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -56,6 +57,7 @@ func TestCallToolWire(t *testing.T) {
 		{"annotations in another case", `{"content":[{"type":"text","text":"a","annotations":{"Audience":["user"]}}]}`, false},
 		{"size as a float", `{"content":[{"type":"resource_link","uri":"file:///a","name":"a","size":-0}]}`, false},
 		{"an altered block before a newer kind", `{"content":[{"type":"text","text":"a","x":1},{"type":"hologram"}]}`, false},
+		{"icons empty", `{"content":[{"type":"text","text":"a","icons":[]}]}`, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			res, w, err := wireOf(t, c.raw)
@@ -87,6 +89,18 @@ func TestCallToolWire(t *testing.T) {
 			}
 		})
 	}
+	// A block kept whole is not sanitized: a kind that some client could
+	// read as text is refused, not passed on.
+	for _, raw := range []string{
+		`{"content":[{"t\u0079pe":"text","text":"\u001b]0;pwned\u0007"}]}`,
+		`{"content":[{"Type":"text","text":"\u001b[2Jhi"}]}`,
+		`{"content":[{"type":"text","text":"\u001b[2Jhi","type":"x-new"}]}`,
+		`{"content":[{"type":"x-new","t\u0079pe":"text","text":"\u202eevil"}]}`,
+	} {
+		if _, w, err := wireOf(t, raw); err == nil || !strings.Contains(err.Error(), "could read it as another kind of block") || string(w) != "stale" {
+			t.Errorf("%s: %v, Wire %q; want refused", raw, err, w)
+		}
+	}
 	// Without Wire asked for, nothing is kept; a malformed result leaves
 	// it as it was.
 	if _, err := decodeResult(MethodToolsCall, json.RawMessage(`{"content":[]}`), &CallOptions{}); err != nil {
@@ -97,11 +111,11 @@ func TestCallToolWire(t *testing.T) {
 	}
 }
 
-// FuzzCallToolWire: a result offered as received reads the same to a
-// parser that keeps the first of a repeated key and to one that keeps the
-// last (no key is given twice where the codec reads), and the same as the
-// result encoded again, members whose value is null, "", false or {}
-// aside.
+// FuzzCallToolWire: a result offered as received reads, to a parser that
+// keeps the first of a repeated key and to one that keeps the last, as
+// the result encoded again reads to the same parser (members whose value
+// is null, "", false or {} aside): where the codec reads, no key is given
+// twice. Escaped keys and keys in another case are TestCallToolWire's.
 func FuzzCallToolWire(f *testing.F) {
 	for _, s := range []string{
 		`{"content":[{"type":"text","text":"hi"}]}`,

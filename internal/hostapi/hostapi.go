@@ -18,11 +18,13 @@ type CallOptions struct {
 	// Timeout overrides the request timeout.
 	Timeout time.Duration
 	// Wire, when not nil, is set to the result's JSON as the server sent
-	// it when nothing on the way changed the result (no sanitizer, no
-	// filter, no output cap) and encoding it again would say exactly
-	// that; to nil otherwise. A program that passes results on (the
-	// gateway does) writes these bytes instead of encoding the result: a
-	// result is not encoded again when nothing changed it.
+	// it when nothing on the way changed the result (no sanitizer, filter
+	// or output cap did) and encoding it again would say exactly that;
+	// to nil otherwise, and when the call fails. A program that passes
+	// results on (the gateway does) writes these bytes instead of
+	// encoding the result: a result is not encoded again when nothing
+	// changed it. They share memory with the result's strings: read them,
+	// do not write into them.
 	Wire *json.RawMessage
 }
 

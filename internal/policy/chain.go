@@ -18,8 +18,8 @@ import (
 // Link is one step of the chain: a built-in check, a WASM filter or a
 // plugin. Policies get request events, sanitizers response events. A link
 // reads the event's Params and Result and never writes into them: they
-// may be the bytes the message arrived in, which the caller passes on
-// when no link changed them; a change is a Modify decision with bytes of
+// may share memory with the message being passed on (a call's arguments
+// are the agent's own bytes); a change is a Modify decision with bytes of
 // its own.
 type Link interface {
 	Name() string
