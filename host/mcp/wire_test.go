@@ -115,7 +115,8 @@ func TestCallToolWire(t *testing.T) {
 // keeps the first of a repeated key and to one that keeps the last, as
 // the result encoded again reads to the same parser (members whose value
 // is null, "", false or {} aside): where the codec reads, no key is given
-// twice. Escaped keys and keys in another case are TestCallToolWire's.
+// twice. Go's encoding/json, which matches keys without case and
+// unescaped, reads the same kinds and texts.
 func FuzzCallToolWire(f *testing.F) {
 	for _, s := range []string{
 		`{"content":[{"type":"text","text":"hi"}]}`,
@@ -124,6 +125,7 @@ func FuzzCallToolWire(f *testing.F) {
 		`{"content":[{"type":"resource","resource":{"uri":"u","blob":"AA=="}}],"isError":false}`,
 		`{"content":[],"structuredContent":{"k":"v"},"x":null}`,
 		`{"content":[{"type":"text","text":"\u00e9\ud800"}]}`,
+		`{"content":[{"type":"x-new","Text":"a"},{"Type":"text","text":"b"},{"t\u0079pe":"text"}]}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -138,6 +140,21 @@ func FuzzCallToolWire(f *testing.F) {
 		again, err := res.MarshalJSON()
 		if err != nil {
 			t.Fatal(err)
+		}
+		// Go's encoding/json into structs matches keys without case and
+		// unescaped: it reads every block's kind, text and the error flag
+		// as the codec did.
+		var plain plainCallResult
+		if err := json.Unmarshal(w, &plain); err != nil {
+			t.Fatal(err)
+		}
+		if plain.IsError != res.IsError || len(plain.Content) != len(res.Content) {
+			t.Fatalf("%s\nencoding/json reads %+v, the codec %+v", b, plain, res)
+		}
+		for i, c := range res.Content {
+			if p := plain.Content[i]; p.Type != c.Type || (c.Raw == nil && p.Text != c.Text) {
+				t.Fatalf("%s\nblock %d: encoding/json reads %q %q, the codec %q %q", b, i, p.Type, p.Text, c.Type, c.Text)
+			}
 		}
 		for _, first := range []bool{true, false} {
 			x, err := generic(w, first)
