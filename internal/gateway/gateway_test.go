@@ -21,7 +21,9 @@ import (
 	"github.com/nexus-mcp/nexus/internal/lock"
 	"github.com/nexus-mcp/nexus/internal/rawfake"
 	"github.com/nexus-mcp/nexus/internal/taskfake"
+	"github.com/nexus-mcp/nexus/internal/telemetry"
 	"github.com/nexus-mcp/nexus/internal/testserver"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
 // probe records what the upstream "probe" server saw: the block tool waits
@@ -732,6 +734,44 @@ func TestResultPassedOn(t *testing.T) {
 		}
 		if string(got) != want {
 			t.Errorf("the server sent %s\nthe client got %s\nwant %s", tc.sent, got, want)
+		}
+	}
+}
+
+// TestTraceContinued: a traceparent in a client's tools/call _meta is
+// continued: the gateway's spans join the client's trace (a value written
+// with escapes reads the same), and one that is not a string is ignored.
+func TestTraceContinued(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tel, err := telemetry.New(context.Background(), telemetry.Options{Exporter: exp, Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvOpts(t, nil, func(o *host.Options) { o.Telemetry = tel })
+	c := e.connect("claude", mcp.ClientOptions{})
+	ctx := ctxT(t)
+	for _, tc := range []struct{ traceparent, trace string }{
+		{`"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"`, "4bf92f3577b34da6a3ce929d0e0e4736"},
+		{`"\u0030\u0030-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"`, "0af7651916cd43dd8448eb211c80319c"},
+		{`{"not":"a string"}`, ""},
+	} {
+		exp.Reset()
+		o := &mcp.CallOptions{Meta: mcp.Meta{"traceparent": json.RawMessage(tc.traceparent)}}
+		if _, err := c.CallTool(ctx, "mcp_testserver_echo", map[string]string{"message": "hi"}, o); err != nil {
+			t.Fatal(err)
+		}
+		if err := tel.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		spans := exp.GetSpans()
+		if len(spans) == 0 {
+			t.Fatalf("%s: no spans", tc.traceparent)
+		}
+		for _, sp := range spans {
+			got := sp.SpanContext.TraceID().String()
+			if (tc.trace != "" && got != tc.trace) || (tc.trace == "" && (got == "4bf92f3577b34da6a3ce929d0e0e4736" || got == "0af7651916cd43dd8448eb211c80319c")) {
+				t.Errorf("traceparent %s: span %s in trace %s", tc.traceparent, sp.Name, got)
+			}
 		}
 	}
 }

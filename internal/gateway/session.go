@@ -18,6 +18,7 @@ import (
 	"github.com/nexus-mcp/nexus/internal/gateway/store"
 	"github.com/nexus-mcp/nexus/internal/hostapi"
 	"github.com/nexus-mcp/nexus/internal/policy"
+	"github.com/nexus-mcp/nexus/internal/wire"
 )
 
 // session is one downstream client. It implements mcp.Handler.
@@ -937,8 +938,7 @@ func traceContext(meta mcp.Meta) map[string]string {
 		if !ok {
 			continue
 		}
-		var v string // on the heap, so only for a member that is there
-		if json.Unmarshal(raw, &v) == nil && v != "" && len(v) <= 512 {
+		if v, err := wire.Unquote(raw); err == nil && v != "" && len(v) <= 512 {
 			if out == nil {
 				out = map[string]string{}
 			}
