@@ -13,6 +13,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/audit"
+	"github.com/nexus-mcp/nexus/internal/hostapi"
 	"github.com/nexus-mcp/nexus/internal/policy"
 	"github.com/nexus-mcp/nexus/internal/sanitize"
 	"github.com/nexus-mcp/nexus/internal/suggest"
@@ -57,6 +58,7 @@ func (h *Host) callTool(ctx context.Context, agent, name string, args any, o *Ca
 		if h.auditing() {
 			if raw, err := rawArgs(args); err == nil {
 				h.argsRecord(rec, raw)
+				args = hostapi.CheckedArgs(raw) // not scanned again
 			}
 		}
 		rec.Server, rec.Tool, _ = cutDot(name)

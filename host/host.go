@@ -14,6 +14,7 @@ import (
 	"github.com/nexus-mcp/nexus/internal/audit"
 	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/diag"
+	"github.com/nexus-mcp/nexus/internal/hostapi"
 	"github.com/nexus-mcp/nexus/internal/plugin"
 	"github.com/nexus-mcp/nexus/internal/policy"
 	"github.com/nexus-mcp/nexus/internal/registry"
@@ -631,6 +632,8 @@ func rawArgs(args any) (json.RawMessage, error) {
 			return nil, errors.New("encoding arguments: the json.RawMessage given as arguments is not one valid JSON value")
 		}
 		return a, nil
+	case hostapi.CheckedArgs:
+		return json.RawMessage(a), nil
 	}
 	b, err := json.Marshal(args)
 	if err != nil {

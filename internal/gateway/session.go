@@ -499,7 +499,8 @@ func (s *session) call(ctx, nctx context.Context, p mcp.CallToolParams, passOn b
 	if tc := traceContext(p.Meta); tc != nil {
 		ctx = hostapi.WithTraceContext(ctx, tc)
 	}
-	res, err := h.CallTool(ctx, s.agent, p.Name, args, o)
+	// The request's frame was validated as it was read.
+	res, err := h.CallTool(ctx, s.agent, p.Name, hostapi.CheckedArgs(args), o)
 	if err != nil {
 		var de *policy.DeniedError
 		if errors.As(err, &de) && de.Link == "rules" && de.Tool != "" {

@@ -28,6 +28,12 @@ type CallOptions struct {
 	Wire *json.RawMessage
 }
 
+// CheckedArgs are a tool call's arguments known to be one valid JSON
+// value, from a frame the protocol layer validated (the gateway's) or
+// checked once already: CallTool takes them as they are instead of
+// scanning them again, as it does a json.RawMessage.
+type CheckedArgs json.RawMessage
+
 // Resource is a resource with the server that offers it.
 type Resource struct {
 	Server string `json:"server"`
