@@ -56,7 +56,7 @@ func newNexusCmd(tb testing.TB, argv ...string) *nexusClient {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &nexusClient{c, "mcp_echo_echo"}
+	return &nexusClient{c: c, tool: "mcp_echo_echo"}
 }
 
 // newNexusURL is the Nexus HTTP client to an MCP endpoint on loopback,
@@ -78,7 +78,7 @@ func dialNexus(tb testing.TB, cfg httptransport.Config, tool string) *nexusClien
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &nexusClient{c, tool}
+	return &nexusClient{c: c, tool: tool}
 }
 
 // closer adds a cleanup to a caller.
@@ -282,6 +282,38 @@ func BenchmarkBridgeRatio(b *testing.B) {
 	p50 := interleaved(b, bridges)
 	b.ReportMetric(p50[1]/p50[0], "supergateway/nexus")
 	b.ReportMetric(p50[2]/p50[0], "mcp-proxy/nexus")
+}
+
+// echoingAll is cs with every caller echoing msg.
+func echoingAll(cs []contender, msg string) []contender {
+	out := make([]contender, len(cs))
+	for i, c := range cs {
+		out[i] = contender{c.name, func(tb testing.TB) caller { return echoing(c.make(tb), msg) }}
+	}
+	return out
+}
+
+// BenchmarkBridgePayload is BenchmarkBridgeRatio with 64 KB of log text
+// echoed (a line break, escaped in JSON, every 50 bytes: what a file read
+// or a command's output returns), where each bridge's handling of the
+// bytes shows beside its wake-ups.
+func BenchmarkBridgePayload(b *testing.B) {
+	p50 := interleaved(b, echoingAll(bridges, logText(64<<10)))
+	b.ReportMetric(p50[0], "nexus-p50-µs")
+	b.ReportMetric(p50[1]/p50[0], "supergateway/nexus")
+	b.ReportMetric(p50[2]/p50[0], "mcp-proxy/nexus")
+}
+
+// BenchmarkGatewayPayload is BenchmarkGatewayStdio's direct call, gateway
+// and relay with 64 KB of log text echoed: what the hop adds to a large
+// result, and how much of it is the gateway's own work over a proxy that
+// copies lines.
+func BenchmarkGatewayPayload(b *testing.B) {
+	byTurns(b, echoingAll(gatewayContenders[1:], logText(64<<10)), func(b *testing.B, p50 []float64) {
+		b.ReportMetric(p50[1]-p50[0], "hop-µs")
+		b.ReportMetric(p50[2]-p50[0], "relay-hop-µs")
+		b.ReportMetric(p50[1]-p50[2], "gateway-own-µs")
+	})
 }
 
 // BenchmarkBridgeRoundTrip runs the bridges one after the other rather

@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -87,7 +88,24 @@ func (r *rawPipe) close() { r.in.Close(); r.cmd.Wait() }
 
 type nexusClient struct {
 	c    *mcp.Client
-	tool string // "" is echo
+	tool string          // "" is echo
+	args json.RawMessage // nil is echoArgs
+	want string          // the text echoed back; "" is "hello"
+}
+
+// echoing makes c, a Nexus client or one with a cleanup, echo msg instead
+// of "hello".
+func echoing(c caller, msg string) caller {
+	n, ok := c.(*nexusClient)
+	if cl, isCloser := c.(closer); isCloser {
+		n, ok = cl.caller.(*nexusClient)
+	}
+	if !ok {
+		panic(fmt.Sprintf("echoing: %T is not a Nexus client", c))
+	}
+	n.args, _ = json.Marshal(map[string]string{"message": msg})
+	n.want = msg
+	return c
 }
 
 func newNexus(tb testing.TB) *nexusClient { return newNexusTo(tb, bins.echoserver) }
@@ -112,12 +130,17 @@ func (n *nexusClient) call(ctx context.Context) error {
 	if tool == "" {
 		tool = "echo"
 	}
-	res, err := n.c.CallTool(ctx, tool, echoArgs, nil)
+	var args any = echoArgs
+	want := "hello"
+	if n.args != nil {
+		args, want = n.args, n.want
+	}
+	res, err := n.c.CallTool(ctx, tool, args, nil)
 	if err != nil {
 		return err
 	}
-	if len(res.Content) != 1 || res.Content[0].Text != "hello" {
-		return fmt.Errorf("unexpected result %+v", res)
+	if len(res.Content) != 1 || res.Content[0].Text != want {
+		return fmt.Errorf("unexpected result: %d blocks", len(res.Content))
 	}
 	return nil
 }
