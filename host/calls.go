@@ -215,7 +215,7 @@ func (h *Host) prepareCall(ctx context.Context, agent, name string, args any) (*
 			// Read back only what a policy changed: the params it left
 			// alone are the arguments already in hand.
 			if !bytes.Equal(out, params) {
-				p, err := mcp.DecodeCallToolParams(out)
+				p, err := mcp.DecodeValidCallToolParams(out) // the chain checked out is JSON
 				if err != nil {
 					return nil, &policy.DeniedError{Link: "chain", Method: mcp.MethodToolsCall, Server: server, Tool: toolName, Err: err}
 				}

@@ -229,17 +229,31 @@ func EncodeCallToolParams(p CallToolParams) ([]byte, error) {
 }
 
 // DecodeCallToolParams decodes tools/call params in one pass, without
-// encoding/json (the server role's and the gateway's hot path). Arguments
-// and _meta values alias b.
+// encoding/json. Arguments and _meta values alias b.
 func DecodeCallToolParams(b []byte) (CallToolParams, error) {
 	var p CallToolParams
-	err := p.decodeJSON(b)
+	err := p.decode(b, false)
 	return p, err
 }
 
-func (p *CallToolParams) decodeJSON(b []byte) error {
+// DecodeValidCallToolParams is DecodeCallToolParams for params already
+// validated: those a Peer hands to a handler (it validated the frame as
+// it read it), or bytes wire.ValidJSON accepted. Their structure is
+// walked, but the arguments' strings are not checked a second time (the
+// server role's and the gateway's hot path: a 64 KB argument was scanned
+// twice). Bytes from anywhere else go to DecodeCallToolParams.
+func DecodeValidCallToolParams(b []byte) (CallToolParams, error) {
+	var p CallToolParams
+	err := p.decode(b, true)
+	return p, err
+}
+
+func (p *CallToolParams) decodeJSON(b []byte) error { return p.decode(b, false) }
+
+// decode decodes p from b; with valid, b was validated already.
+func (p *CallToolParams) decode(b []byte, valid bool) error {
 	*p = CallToolParams{}
-	return wire.Members(b, func(k, v []byte) error {
+	member := func(k, v []byte) error {
 		var err error
 		switch {
 		case wire.KeyIs(k, "name"):
@@ -252,7 +266,11 @@ func (p *CallToolParams) decodeJSON(b []byte) error {
 			err = decodeMeta(v, &p.Meta, &dec{owned: true}) // b is the request's own copy, as for arguments
 		}
 		return err
-	})
+	}
+	if valid {
+		return wire.ValidMembers(b, member)
+	}
+	return wire.Members(b, member)
 }
 
 func (r *CallToolResult) appendJSON(b []byte) ([]byte, error) {

@@ -192,6 +192,27 @@ func BenchmarkAppendString(b *testing.B) {
 // FuzzAppendString: the encoder's output is what encoding/json decodes
 // back to the input (invalid UTF-8 as U+FFFD), at every alignment of the
 // word-wise path.
+// FuzzDecodeValidParams: on params that are valid JSON, the decoder that
+// trusts them reads what the checking one reads; on any bytes it returns.
+func FuzzDecodeValidParams(f *testing.F) {
+	for _, s := range []string{
+		`{"name":"echo","arguments":{"message":"a\n\"b\"","n":[1,{"x":null}]},"_meta":{"progressToken":7}}`,
+		`{"name":"x","arguments":null}`, `{"name":"\u0078"}`, `{"arguments":"not an object"}`, `{"name":"x",}`, `[]`, `{"name":"x"} {}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, gerr := DecodeValidCallToolParams(b)
+		if !json.Valid(b) {
+			return
+		}
+		want, werr := DecodeCallToolParams(b)
+		if (gerr == nil) != (werr == nil) || !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: trusting %+v %v, checking %+v %v", b, got, gerr, want, werr)
+		}
+	})
+}
+
 func FuzzAppendString(f *testing.F) {
 	for _, s := range []string{"", "hello", strings.Repeat("a", 17) + "\"" + strings.Repeat("b", 9), "abcdefgh\x7f\u2028ij\xffkl\n", "12345678é12345678\\",
 		strings.Repeat("a", 20) + "\u2028" + strings.Repeat("b", 20) + "\xff" + strings.Repeat("c", 30) + "\x01" + strings.Repeat("d", 9)} {

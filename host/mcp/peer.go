@@ -31,6 +31,8 @@ import (
 // HandleRequest returns the result (marshalled to JSON) or an error; an
 // *RPCError is sent as it is, any other error as an internal error.
 // ctx is cancelled when the other side cancels the request or the session ends.
+// params are valid JSON: the Peer validated the frame as it read it, and
+// handlers rely on that (DecodeValidCallToolParams).
 type Handler interface {
 	HandleRequest(ctx context.Context, method string, params json.RawMessage) (any, error)
 	HandleNotification(ctx context.Context, method string, params json.RawMessage)

@@ -377,7 +377,7 @@ func (ss *ServerSession) HandleRequest(ctx context.Context, method string, param
 		return ListToolsResult{Tools: page, NextCursor: next}, nil
 	case MethodToolsCall:
 		var p CallToolParams
-		if err := p.decodeJSON(params); err != nil {
+		if err := p.decode(params, true); err != nil { // the Peer validated the frame
 			return nil, InvalidParams("tools/call: %v", err)
 		}
 		s.mu.RLock()

@@ -446,7 +446,7 @@ func paginate[T any](all []T, params json.RawMessage, size int) ([]T, string, er
 // ---- calls ----------------------------------------------------------------
 
 func (s *session) callTool(ctx context.Context, params json.RawMessage) (any, error) {
-	p, err := mcp.DecodeCallToolParams(params)
+	p, err := mcp.DecodeValidCallToolParams(params) // the Peer validated the frame
 	if err != nil {
 		return nil, mcp.InvalidParams("tools/call: %v", err)
 	}

@@ -388,6 +388,40 @@ func Members(b []byte, fn func(key, val []byte) error) error {
 	})
 }
 
+// SkipValid returns the index past the value at b[i] (no leading
+// whitespace) in a document already validated (a frame parseEnvelope
+// accepted): its structure is walked, but its strings are skipped with
+// StringEnd's vector search instead of being validated, so a long
+// argument costs a fraction of SkipValue. Should b not be as promised, it
+// fails or skips ahead; it never reads out of range.
+func SkipValid(b []byte, i, depth int) (int, error) {
+	if i >= len(b) {
+		return i, SyntaxErr(b, i, "")
+	}
+	switch b[i] {
+	case '"':
+		end, _, err := StringEnd(b, i)
+		return end, err
+	case '{':
+		return WalkMembers(b, i, depth+1, func(_ []byte, j int) (int, error) { return SkipValid(b, j, depth+1) })
+	case '[':
+		return WalkElements(b, i, depth+1, func(j int) (int, error) { return SkipValid(b, j, depth+1) })
+	}
+	return SkipValue(b, i, depth)
+}
+
+// ValidMembers is Members over a document already validated: the values
+// are skipped with SkipValid.
+func ValidMembers(b []byte, fn func(key, val []byte) error) error {
+	return WalkObject(b, func(key []byte, j int) (int, error) {
+		end, err := SkipValid(b, j, 0)
+		if err != nil {
+			return end, err
+		}
+		return end, fn(key, b[j:end])
+	})
+}
+
 // KeyIs reports whether the raw key (with quotes) is name. Keys with
 // escapes never match; JSON-RPC and MCP keys have none.
 func KeyIs(key []byte, name string) bool {

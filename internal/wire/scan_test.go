@@ -50,6 +50,25 @@ func FuzzScanner(f *testing.F) {
 	})
 }
 
+// FuzzSkipValid: on a valid document SkipValid ends where SkipValue
+// does; on any bytes it returns without reading out of range.
+func FuzzSkipValid(f *testing.F) {
+	for _, s := range scanSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		i := SkipWS(b, 0)
+		got, gerr := SkipValid(b, i, 0)
+		if got < 0 || got > len(b) {
+			t.Fatalf("%q: SkipValid ended at %d of %d", b, got, len(b))
+		}
+		want, werr := SkipValue(b, i, 0)
+		if werr == nil && (gerr != nil || got != want) {
+			t.Fatalf("%q: SkipValid %d %v, SkipValue %d", b, got, gerr, want)
+		}
+	})
+}
+
 // TestSpecial: every word holding a quote, a backslash or a control byte,
 // at any position, is special; words of plain bytes are not.
 func TestSpecial(t *testing.T) {
