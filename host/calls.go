@@ -42,6 +42,9 @@ func (h *Host) CallTool(ctx context.Context, agent, name string, args any, o *Ca
 	if err != nil {
 		var ae *AuditError
 		if errors.As(err, &ae) {
+			if o != nil && o.Wire != nil {
+				*o.Wire = nil // the call failed: nothing to pass on
+			}
 			return nil, err
 		}
 	}
