@@ -465,6 +465,9 @@ func TestLineBreaksInRawJSON(t *testing.T) {
 	s.AddTool(Tool{Name: "t", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(_ context.Context, r *CallToolRequest) (*CallToolResult, error) {
 		return &CallToolResult{Content: []Content{TextContent(string(r.Arguments))}, StructuredContent: json.RawMessage("{\n  \"a\": [1,\r\n 2]\n}")}, nil
 	})
+	s.AddTool(Tool{Name: "cr", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *CallToolRequest) (*CallToolResult, error) {
+		return &CallToolResult{Content: []Content{TextContent("x")}, StructuredContent: json.RawMessage("{\"a\":\r1}")}, nil
+	})
 	s.AddTool(Tool{Name: "broken", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *CallToolRequest) (*CallToolResult, error) {
 		return &CallToolResult{Content: []Content{TextContent("x")}, StructuredContent: json.RawMessage("{\n\"a\": tru")}, nil
 	})
@@ -473,6 +476,11 @@ func TestLineBreaksInRawJSON(t *testing.T) {
 	// broken frame.
 	if _, err := c.CallTool(context.Background(), "broken", nil, nil); err == nil || !strings.Contains(err.Error(), "encoding result: the message is not valid JSON") {
 		t.Fatalf("a result with broken raw JSON: %v", err)
+	}
+	// A lone CR, a line end to readers with universal newlines, is
+	// compacted away too.
+	if res, err := c.CallTool(context.Background(), "cr", nil, nil); err != nil || string(res.StructuredContent) != `{"a":1}` {
+		t.Fatalf("a result with a lone CR: %v %+v", err, res)
 	}
 	for range 2 {
 		res, err := c.CallTool(context.Background(), "t", json.RawMessage("{\n\"k\":\n\"v\"}"), nil)

@@ -57,13 +57,15 @@ func (p *Peer) send(ctx context.Context, id int64, method string, params any) er
 // a conn that delimits frames by newlines (a FrameWriter). JSON allows a
 // newline only between tokens, and raw JSON spliced into a frame
 // (arguments a client sent pretty-printed over HTTP, a json.RawMessage an
-// embedder passed, a result's raw structured content) may have some:
-// written as is, the other side would read two broken frames, and a
-// stdio server would end the session. The check is a vector search; a
-// value that has one is compacted, and one that is not JSON at all (raw
-// JSON that was never checked) is refused rather than written.
+// embedder passed, a result passed on as its server wrote it) may have
+// some: written as is, the other side would read two broken frames, and a
+// stdio server would end the session. A lone CR is compacted too: readers
+// that take universal newlines (Python's text streams) end a line there.
+// The checks are vector searches; a value that has one is compacted, and
+// one that is not JSON at all (raw JSON that was never checked) is
+// refused rather than written.
 func (p *Peer) oneLine(b []byte, from int) ([]byte, error) {
-	if p.fw == nil || bytes.IndexByte(b[from:], '\n') < 0 {
+	if p.fw == nil || (bytes.IndexByte(b[from:], '\n') < 0 && bytes.IndexByte(b[from:], '\r') < 0) {
 		return b, nil
 	}
 	var out bytes.Buffer

@@ -802,7 +802,16 @@ func appendLegacyEvent(b []byte, data []byte) []byte {
 	return appendData(b, data)
 }
 
+// appendData writes a JSON-RPC message as the event's data lines. A CR
+// ends an SSE line as LF does, and a server's result passed on as it came
+// (pretty-printed by an HTTP upstream) may hold one as JSON white space:
+// written as is, a client would read the rest of that line as a field of
+// its own and lose it. Outside strings, where JSON allows no raw CR, it
+// is white space either way, so it becomes a line break.
 func appendData(b, data []byte) []byte {
+	if bytes.IndexByte(data, '\r') >= 0 {
+		data = bytes.ReplaceAll(data, []byte{'\r'}, []byte{'\n'})
+	}
 	for {
 		line := data
 		i := bytes.IndexByte(data, '\n')

@@ -27,6 +27,11 @@ func TestAppendEvent(t *testing.T) {
 	if got := string(appendLegacyEvent(nil, []byte(`{"a":1}`))); got != "event: message\ndata: {\"a\":1}\n\n" {
 		t.Errorf("%q", got)
 	}
+	// CR is JSON white space and an SSE line end: a lone one would cut a
+	// data line, CRLF must not make an empty line (the event's end).
+	if got := string(appendEvent(nil, "p1", 4, []byte("{\"a\":\r1,\r\n\"b\":2}"))); got != "id: p1-4\ndata: {\"a\":\ndata: 1,\ndata: \ndata: \"b\":2}\n\n" {
+		t.Errorf("%q", got)
+	}
 }
 
 // held and release let a test keep a "hold" call in flight.
