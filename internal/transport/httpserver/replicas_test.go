@@ -44,6 +44,8 @@ type reviewShared struct {
 	hold atomic.Pointer[func(m []byte) bool]
 	held chan []byte      // what hold kept back
 	late chan chan []byte // deliverHeld's requests
+	// slow delays Receive's subscription, as a store far away would.
+	slow time.Duration
 }
 
 // deliverHeld passes the replica the messages hold kept back, and returns
@@ -68,6 +70,9 @@ func (s *reviewShared) deliverHeld(t *testing.T) {
 // one it has done with the end, which ended then says. A test can wait
 // for it rather than guess how long the message takes on a busy machine.
 func (s *reviewShared) Receive(ctx context.Context) (<-chan []byte, error) {
+	if s.slow > 0 {
+		time.Sleep(s.slow)
+	}
 	in, err := s.Shared.Receive(ctx)
 	if err != nil {
 		return nil, err
@@ -943,4 +948,31 @@ func TestSharedTakeoverStaleWord(t *testing.T) {
 		t.Fatalf("notify: %d %s", code, body)
 	}
 	waitListChanged(ctx, t, e3)
+}
+
+// TestListensBeforeServing: New returns a replica only once it listens to
+// the others (the bus keeps nothing for a replica not yet subscribed), so
+// a message another replica sends it at once is not lost, though the
+// store takes a while to subscribe.
+func TestListensBeforeServing(t *testing.T) {
+	st := store.NewMemory()
+	sh := &reviewShared{Shared: store.NewShared(st, "r0", time.Minute), ended: make(chan string, 1),
+		held: make(chan []byte, 1), late: make(chan chan []byte), slow: 300 * time.Millisecond}
+	sc := &reviewServer{gate: make(chan struct{})}
+	h := httpserver.New(sc.serve, httpserver.Options{Shared: sh, IdleTimeout: time.Minute})
+	defer h.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	other := store.NewShared(st, "r1", time.Minute)
+	if err := other.Send(ctx, "r0", []byte("e a-session\n")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case id := <-sh.ended:
+		if id != "a-session" {
+			t.Fatalf("the replica acted on the end of %q", id)
+		}
+	case <-ctx.Done():
+		t.Fatal("the message sent as the replica started was lost")
+	}
 }

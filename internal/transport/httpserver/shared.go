@@ -229,11 +229,21 @@ func (h *Handler) startShared() {
 			}
 		}
 	}()
-	go func() {
+	// The bus is publish and subscribe: what other replicas send before
+	// this one listens is lost (a message forwarded for a session a
+	// client just opened here, say). So the handler is returned, and
+	// serves, once the first subscription is made or has failed, waiting
+	// at most one store operation's time.
+	tried := make(chan struct{})
+	go func(first chan struct{}) {
 		defer h.wg.Done()
 		wait := 100 * time.Millisecond
 		for h.ctx.Err() == nil {
 			msgs, err := sh.Receive(h.ctx)
+			if first != nil {
+				close(first)
+				first = nil
+			}
 			if err != nil {
 				h.log.Warn("cannot receive messages from the other replicas; retrying", "error", err, "in", wait)
 				select {
@@ -249,7 +259,12 @@ func (h *Handler) startShared() {
 				h.onMessage(m)
 			}
 		}
-	}()
+	}(tried)
+	select {
+	case <-tried:
+	case <-time.After(sharedTimeout):
+		h.log.Warn("the session store has not let this replica listen to the others yet; what they send until it does is lost", "waited", sharedTimeout)
+	}
 }
 
 // onMessage acts on a message from another replica.
