@@ -440,19 +440,32 @@ func (h *Host) Prompts(ctx context.Context, agent string) ([]Prompt, error) {
 }
 
 // ReadResource reads a resource through the chain.
-func (h *Host) ReadResource(ctx context.Context, agent, server, uri string) (res *mcp.ReadResourceResult, err error) {
+func (h *Host) ReadResource(ctx context.Context, agent, server, uri string) (*mcp.ReadResourceResult, error) {
+	return h.ReadResourceWith(ctx, agent, server, uri, nil)
+}
+
+// ReadResourceWith is ReadResource with o: its Timeout, a progress
+// handler, and Wire, set as CallTool sets it (the result's bytes as the
+// server sent them when nothing on the way changed the result).
+func (h *Host) ReadResourceWith(ctx context.Context, agent, server, uri string, o *CallOptions) (res *mcp.ReadResourceResult, err error) {
+	if o != nil && o.Wire != nil {
+		*o.Wire = nil // until a result nothing changed sets it
+	}
 	if h.observing() {
 		rec := audit.Record{Agent: agent, Server: server, Method: mcp.MethodResourcesRead, URI: uri}
 		err = h.audited(ctx, &rec, func(ctx context.Context) error {
-			res, err = h.readResource(ctx, agent, server, uri)
+			res, err = h.readResource(ctx, agent, server, uri, o)
 			return err
 		})
+		if err != nil && o != nil && o.Wire != nil {
+			*o.Wire = nil
+		}
 		return res, err
 	}
-	return h.readResource(ctx, agent, server, uri)
+	return h.readResource(ctx, agent, server, uri, o)
 }
 
-func (h *Host) readResource(ctx context.Context, agent, server, uri string) (*mcp.ReadResourceResult, error) {
+func (h *Host) readResource(ctx context.Context, agent, server, uri string, o *CallOptions) (*mcp.ReadResourceResult, error) {
 	c, err := h.session(ctx, agent, server, mcp.MethodResourcesRead)
 	if err != nil {
 		return nil, err
@@ -470,15 +483,31 @@ func (h *Host) readResource(ctx context.Context, agent, server, uri string) (*mc
 			uri = p.URI
 		}
 	}
-	res, err := c.ReadResource(ctx, uri)
+	var co *mcp.CallOptions
+	var wire json.RawMessage
+	if o != nil {
+		co = &mcp.CallOptions{OnProgress: o.OnProgress, Timeout: o.Timeout}
+		if o.Wire != nil {
+			co.Wire = &wire
+		}
+	}
+	res, err := c.ReadResourceWith(ctx, uri, co)
 	if err != nil {
 		return nil, h.Explain(server, err)
 	}
 	for i := range res.Contents {
-		res.Contents[i].Text = sanitize.ForDisplayLimit(res.Contents[i].Text, 0)
+		// A clean text comes back as it was: the same memory.
+		t := res.Contents[i].Text
+		if s := sanitize.ForDisplayLimit(t, 0); len(s) != len(t) || unsafe.StringData(s) != unsafe.StringData(t) {
+			res.Contents[i].Text, wire = s, nil
+		}
 	}
-	if err := h.after(ctx, ev, res); err != nil {
+	changed, err := h.after(ctx, ev, res)
+	if err != nil {
 		return nil, err
+	}
+	if o != nil && o.Wire != nil && !changed {
+		*o.Wire = wire
 	}
 	return res, nil
 }
@@ -528,7 +557,7 @@ func (h *Host) getPrompt(ctx context.Context, agent, server, name string, args m
 			m.Text = sanitize.ForDisplayLimit(m.Text, 0)
 		}
 	}
-	if err := h.after(ctx, ev, res); err != nil {
+	if _, err := h.after(ctx, ev, res); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -562,7 +591,7 @@ func (h *Host) Complete(ctx context.Context, agent, server string, p *mcp.Comple
 	for i, v := range res.Completion.Values {
 		res.Completion.Values[i] = sanitize.ForDisplayLimit(v, 0)
 	}
-	if err := h.after(ctx, ev, res); err != nil {
+	if _, err := h.after(ctx, ev, res); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -601,26 +630,28 @@ func (h *Host) before(ctx context.Context, agent, server, method string, params 
 	return e, nil
 }
 
-// after runs the response phase; a modified result replaces *res.
-func (h *Host) after(ctx context.Context, e *event.Event, res any) error {
+// after runs the response phase; a modified result replaces *res, and
+// changed says so.
+func (h *Host) after(ctx context.Context, e *event.Event, res any) (changed bool, err error) {
 	if e == nil {
-		return nil
+		return false, nil
 	}
 	b, err := encodeResult(res)
 	if err != nil {
-		return err
+		return false, err
 	}
 	e.Result = b
 	out, err := h.chain.Response(ctx, e)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if string(out) != string(b) {
 		if err := decodeResult(out, res); err != nil {
-			return &policy.WithheldError{Link: "chain", Err: err}
+			return false, &policy.WithheldError{Link: "chain", Err: err}
 		}
+		return true, nil
 	}
-	return nil
+	return false, nil
 }
 
 // encodeResult and decodeResult use the codec of a resource read (often a

@@ -124,7 +124,7 @@ func (h *Host) DryRunRequest(ctx context.Context, agent, method, server, target 
 	}
 	if result != nil {
 		res := append(json.RawMessage(nil), result...)
-		if err := h.after(ctx, ev, &res); err != nil {
+		if _, err := h.after(ctx, ev, &res); err != nil {
 			v.Err = err
 		}
 		v.Raw = res

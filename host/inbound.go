@@ -59,7 +59,7 @@ func guardedRun[P, R any](ctx context.Context, h *Host, server, method string, p
 		if err != nil {
 			return nil, err
 		}
-		if err := h.after(ctx, ev, res); err != nil {
+		if _, err := h.after(ctx, ev, res); err != nil {
 			return nil, refusal(err)
 		}
 		return res, nil

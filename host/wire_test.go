@@ -3,6 +3,7 @@ package host_test
 import (
 	"context"
 	"encoding/json"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -97,6 +98,51 @@ func TestCallToolWire(t *testing.T) {
 			if again, _ := read.MarshalJSON(); string(got[0]) != string(again) {
 				t.Fatalf("%s: the sanitizer read %s, not Nexus's encoding %s (the server sent %s)", c.name, got[0], again, c.raw)
 			}
+		}
+	}
+}
+
+// TestReadResourceWire: ReadResourceWith's Wire is a resource as the
+// server sent it when nothing changed it, nil when the built-in sanitizer
+// or a filter changed it or the bytes say more than the result holds.
+func TestReadResourceWire(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	stamp := policy.Entry{Kind: policy.KindSanitizer, Link: policy.Func{N: "stamp", F: func(ctx context.Context, e *event.Event) (event.Decision, error) {
+		if strings.Contains(string(e.Result), "stamp me") {
+			return event.Decision{Action: event.Modify, Result: json.RawMessage(strings.Replace(string(e.Result), "stamp me", "stamped", 1))}, nil
+		}
+		return event.Decision{Action: event.Allow}, nil
+	}}}
+	cfg, err := config.Parse([]byte(`{"mcpServers": {"raw": {"command": "rawfake"}}, "agents": {"a": {"permission": "yolo"}}}`), diag.Source{File: "test.json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := host.New(cfg, host.Options{Links: []policy.Entry{stamp},
+		Transport: func(context.Context, *config.Server) (mcp.Conn, error) { return rawfake.Pipe(ctx), nil }})
+	defer h.Close()
+	for _, c := range []struct {
+		name, raw, text string
+		passed          bool
+	}{
+		{"as sent", `{ "contents":[{"text":"caf\u00e9","uri":"file:///a"}] }`, "café", true},
+		{"terminal escapes stripped", `{"contents":[{"uri":"file:///a","text":"\u001b[31mred"}]}`, "red", false},
+		{"a key given twice", `{"contents":[{"uri":"file:///a","text":"first","text":"second"}]}`, "second", false},
+		{"changed by a filter", `{"contents":[{"uri":"file:///a","text":"stamp me"}]}`, "stamped", false},
+	} {
+		wire := json.RawMessage("stale")
+		res, err := h.ReadResourceWith(ctx, "a", "raw", "raw:"+url.QueryEscape(c.raw), &host.CallOptions{Wire: &wire})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if len(res.Contents) != 1 || res.Contents[0].Text != c.text {
+			t.Fatalf("%s: result %+v, want text %q", c.name, res, c.text)
+		}
+		switch {
+		case c.passed && string(wire) != c.raw:
+			t.Fatalf("%s: Wire %q, want the server's bytes %q", c.name, wire, c.raw)
+		case !c.passed && wire != nil:
+			t.Fatalf("%s: Wire %q, want nil", c.name, wire)
 		}
 	}
 }

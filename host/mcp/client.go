@@ -455,14 +455,41 @@ func invalidate[T any](c *Client, k *cached[T]) {
 
 // ReadResource reads a resource by URI.
 func (c *Client) ReadResource(ctx context.Context, uri string) (*ReadResourceResult, error) {
+	return c.ReadResourceWith(ctx, uri, nil)
+}
+
+// ReadResourceWith is ReadResource with o: its Timeout, its Meta, a
+// progress handler, and Wire, set as CallTool sets it (the result's bytes
+// as received when encoding it again would say exactly that).
+func (c *Client) ReadResourceWith(ctx context.Context, uri string, o *CallOptions) (*ReadResourceResult, error) {
 	if c.init.Capabilities.Resources == nil {
 		return nil, &NotSupportedError{"resources"}
 	}
-	var res ReadResourceResult
-	if err := c.peer.Call(ctx, MethodResourcesRead, map[string]string{"uri": uri}, &res); err != nil {
+	params := struct {
+		URI  string `json:"uri"`
+		Meta Meta   `json:"_meta,omitempty"`
+	}{URI: uri}
+	var opts []CallOption
+	params.Meta, opts = c.callOptions(o)
+	raw, err := c.peer.CallRaw(ctx, MethodResourcesRead, &params, opts...)
+	if err != nil {
 		return nil, err
 	}
-	return &res, nil
+	// The decoder's state shares the result's allocation (see decodeResult).
+	x := &struct {
+		res ReadResourceResult
+		d   dec
+	}{d: dec{owned: true}}
+	if err := decodeWhole(raw, &x.d, x.res.decodeAt); err != nil {
+		return nil, fmt.Errorf("%s: malformed result: %w", MethodResourcesRead, err)
+	}
+	if o != nil && o.Wire != nil {
+		*o.Wire = nil
+		if !x.d.altered {
+			*o.Wire = raw
+		}
+	}
+	return &x.res, nil
 }
 
 // Subscribe asks for notifications/resources/updated for uri.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -726,6 +727,23 @@ func TestResultPassedOn(t *testing.T) {
 		var got json.RawMessage
 		args, _ := json.Marshal(map[string]string{"result": tc.sent})
 		if _, err := c.CallTool(ctx, "mcp_raw_reply", json.RawMessage(args), &mcp.CallOptions{Wire: &got}); err != nil {
+			t.Fatal(err)
+		}
+		want := tc.want
+		if want == "" {
+			want = tc.sent
+		}
+		if string(got) != want {
+			t.Errorf("the server sent %s\nthe client got %s\nwant %s", tc.sent, got, want)
+		}
+	}
+	// A resource read likewise.
+	for _, tc := range []struct{ sent, want string }{
+		{`{ "contents":[{"text":"caf\u00e9","uri":"file:///a"}] }`, ""},
+		{`{"contents":[{"uri":"file:///a","text":"\u001b[31mred"}]}`, `{"contents":[{"uri":"file:///a","text":"red"}]}`},
+	} {
+		var got json.RawMessage
+		if _, err := c.ReadResourceWith(ctx, "raw:"+url.QueryEscape(tc.sent), &mcp.CallOptions{Wire: &got}); err != nil {
 			t.Fatal(err)
 		}
 		want := tc.want

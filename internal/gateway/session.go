@@ -551,9 +551,19 @@ func (s *session) readResource(ctx context.Context, params json.RawMessage) (any
 		return nil, err
 	}
 	defer s.untrack(server, s.track(ctx, server))
-	res, err := s.host().ReadResource(ctx, s.agent, server, uri)
+	// A resource nothing changed is answered with the bytes the server
+	// sent, as a tool's result is (see call).
+	x := &struct {
+		o    hostapi.CallOptions
+		wire json.RawMessage
+	}{}
+	x.o.Wire = &x.wire
+	res, err := s.host().ReadResourceWith(ctx, s.agent, server, uri, &x.o)
 	if err != nil {
 		return nil, rpcErrorOf(err)
+	}
+	if x.wire != nil {
+		return &x.wire, nil
 	}
 	return res, nil
 }

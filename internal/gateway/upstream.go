@@ -38,7 +38,7 @@ type Upstream interface {
 	Prompts(ctx context.Context, agent string) ([]hostapi.Prompt, error)
 
 	CallTool(ctx context.Context, agent, name string, args any, o *hostapi.CallOptions) (*mcp.CallToolResult, error)
-	ReadResource(ctx context.Context, agent, server, uri string) (*mcp.ReadResourceResult, error)
+	ReadResourceWith(ctx context.Context, agent, server, uri string, o *hostapi.CallOptions) (*mcp.ReadResourceResult, error)
 	GetPrompt(ctx context.Context, agent, server, name string, args map[string]string) (*mcp.GetPromptResult, error)
 	Complete(ctx context.Context, agent, server string, p *mcp.CompleteParams) (*mcp.CompleteResult, error)
 	Subscribe(ctx context.Context, agent, server, uri string) error

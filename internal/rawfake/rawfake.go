@@ -3,6 +3,8 @@ package rawfake
 import (
 	"context"
 	"encoding/json"
+	"net/url"
+	"strings"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
 )
@@ -15,7 +17,25 @@ func (Server) HandleNotification(context.Context, string, json.RawMessage) {}
 func (Server) HandleRequest(_ context.Context, method string, params json.RawMessage) (any, error) {
 	switch method {
 	case mcp.MethodInitialize:
-		return json.RawMessage(`{"protocolVersion":"` + mcp.Version20251125 + `","capabilities":{"tools":{}},"serverInfo":{"name":"rawfake","version":"1"}}`), nil
+		return json.RawMessage(`{"protocolVersion":"` + mcp.Version20251125 + `","capabilities":{"tools":{},"resources":{}},"serverInfo":{"name":"rawfake","version":"1"}}`), nil
+	case mcp.MethodResourcesList:
+		return json.RawMessage(`{"resources":[]}`), nil
+	case mcp.MethodResourcesTemplatesList:
+		return json.RawMessage(`{"resourceTemplates":[{"uriTemplate":"raw:{result}","name":"raw"}]}`), nil
+	case mcp.MethodResourcesRead:
+		var p struct {
+			URI string `json:"uri"`
+		}
+		json.Unmarshal(params, &p)
+		raw, ok := strings.CutPrefix(p.URI, "raw:")
+		if !ok {
+			return nil, mcp.InvalidParams("rawfake: read raw:<the result's JSON, query-escaped>")
+		}
+		result, err := url.QueryUnescape(raw)
+		if err != nil {
+			return nil, mcp.InvalidParams("rawfake: %v", err)
+		}
+		return json.RawMessage(result), nil
 	case mcp.MethodToolsList:
 		return json.RawMessage(`{"tools":[{"name":"reply","inputSchema":{"type":"object","properties":{"result":{"type":"string"}},"required":["result"]}}]}`), nil
 	case mcp.MethodPing:
