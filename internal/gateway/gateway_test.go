@@ -719,31 +719,28 @@ func TestResultPassedOn(t *testing.T) {
 	})
 	c := e.connect("claude", mcp.ClientOptions{})
 	ctx := ctxT(t)
-	for _, tc := range []struct{ sent, want string }{
-		{`{ "isError":false, "content":[{"text":"caf\u00e9","type":"text"}] }`, ""},
-		{`{"content":[{"type":"text","text":"\u001b[31mred"}]}`, `{"content":[{"type":"text","text":"red"}]}`},
-		{`{"content":[{"type":"text","text":"first"}],"content":[{"type":"text","text":"second"}]}`, `{"content":[{"type":"text","text":"second"}]}`},
+	// Each case: what the server sends, and what the client must get
+	// ("" for the same bytes), by a tool's result or by a resource read.
+	for _, tc := range []struct {
+		sent, want string
+		read       bool
+	}{
+		{`{ "isError":false, "content":[{"text":"caf\u00e9","type":"text"}] }`, "", false},
+		{`{"content":[{"type":"text","text":"\u001b[31mred"}]}`, `{"content":[{"type":"text","text":"red"}]}`, false},
+		{`{"content":[{"type":"text","text":"first"}],"content":[{"type":"text","text":"second"}]}`, `{"content":[{"type":"text","text":"second"}]}`, false},
+		{`{ "contents":[{"text":"caf\u00e9","uri":"file:///a"}] }`, "", true},
+		{`{"contents":[{"uri":"file:///a","text":"\u001b[31mred"}]}`, `{"contents":[{"uri":"file:///a","text":"red"}]}`, true},
 	} {
 		var got json.RawMessage
-		args, _ := json.Marshal(map[string]string{"result": tc.sent})
-		if _, err := c.CallTool(ctx, "mcp_raw_reply", json.RawMessage(args), &mcp.CallOptions{Wire: &got}); err != nil {
-			t.Fatal(err)
+		o := &mcp.CallOptions{Wire: &got}
+		var err error
+		if tc.read {
+			_, err = c.ReadResourceWith(ctx, "raw:"+url.QueryEscape(tc.sent), o)
+		} else {
+			args, _ := json.Marshal(map[string]string{"result": tc.sent})
+			_, err = c.CallTool(ctx, "mcp_raw_reply", json.RawMessage(args), o)
 		}
-		want := tc.want
-		if want == "" {
-			want = tc.sent
-		}
-		if string(got) != want {
-			t.Errorf("the server sent %s\nthe client got %s\nwant %s", tc.sent, got, want)
-		}
-	}
-	// A resource read likewise.
-	for _, tc := range []struct{ sent, want string }{
-		{`{ "contents":[{"text":"caf\u00e9","uri":"file:///a"}] }`, ""},
-		{`{"contents":[{"uri":"file:///a","text":"\u001b[31mred"}]}`, `{"contents":[{"uri":"file:///a","text":"red"}]}`},
-	} {
-		var got json.RawMessage
-		if _, err := c.ReadResourceWith(ctx, "raw:"+url.QueryEscape(tc.sent), &mcp.CallOptions{Wire: &got}); err != nil {
+		if err != nil {
 			t.Fatal(err)
 		}
 		want := tc.want
