@@ -242,13 +242,20 @@ func (c *Client) CallTool(ctx context.Context, name string, args any, o *CallOpt
 // decodeResult decodes a tools/call result from raw, the response's own
 // copy (CallRaw), and sets o.Wire when asked to.
 func decodeResult(method string, raw json.RawMessage, o *CallOptions) (*CallToolResult, error) {
+	return decodeReply(method, raw, o, (*CallToolResult).decode)
+}
+
+// decodeReply decodes a result of type T from raw, the response's own
+// copy (CallRaw), with decode, and sets o.Wire when asked to: raw itself
+// when encoding the result again would say exactly that, else nil.
+func decodeReply[T any](method string, raw json.RawMessage, o *CallOptions, decode func(*T, []byte, *dec) error) (*T, error) {
 	// The decoder's state escapes (the codecs reach it through generic
 	// dispatch): it shares the result's allocation.
 	x := &struct {
-		res CallToolResult
+		res T
 		d   dec
 	}{d: dec{owned: true}}
-	if err := x.res.decode(raw, &x.d); err != nil {
+	if err := decode(&x.res, raw, &x.d); err != nil {
 		return nil, fmt.Errorf("%s: malformed result: %w", method, err)
 	}
 	if o != nil && o.Wire != nil {
@@ -475,21 +482,9 @@ func (c *Client) ReadResourceWith(ctx context.Context, uri string, o *CallOption
 	if err != nil {
 		return nil, err
 	}
-	// The decoder's state shares the result's allocation (see decodeResult).
-	x := &struct {
-		res ReadResourceResult
-		d   dec
-	}{d: dec{owned: true}}
-	if err := decodeWhole(raw, &x.d, x.res.decodeAt); err != nil {
-		return nil, fmt.Errorf("%s: malformed result: %w", MethodResourcesRead, err)
-	}
-	if o != nil && o.Wire != nil {
-		*o.Wire = nil
-		if !x.d.altered {
-			*o.Wire = raw
-		}
-	}
-	return &x.res, nil
+	return decodeReply(MethodResourcesRead, raw, o, func(r *ReadResourceResult, b []byte, d *dec) error {
+		return decodeWhole(b, d, r.decodeAt)
+	})
 }
 
 // Subscribe asks for notifications/resources/updated for uri.
