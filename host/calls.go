@@ -42,9 +42,7 @@ func (h *Host) CallTool(ctx context.Context, agent, name string, args any, o *Ca
 	if err != nil {
 		var ae *AuditError
 		if errors.As(err, &ae) {
-			if o != nil && o.Wire != nil {
-				*o.Wire = nil // the call failed: nothing to pass on
-			}
+			setWire(o, nil) // the call failed: nothing to pass on
 			return nil, err
 		}
 	}
@@ -53,9 +51,7 @@ func (h *Host) CallTool(ctx context.Context, agent, name string, args any, o *Ca
 
 // callTool is CallTool; rec, when not nil, is the call's audit record.
 func (h *Host) callTool(ctx context.Context, agent, name string, args any, o *CallOptions) (*mcp.CallToolResult, error) {
-	if o != nil && o.Wire != nil {
-		*o.Wire = nil // until a result nothing changed sets it
-	}
+	setWire(o, nil) // until a result nothing changed sets it
 	rec := auditRecordFrom(ctx)
 	if rec != nil {
 		if h.auditing() {
@@ -76,23 +72,8 @@ func (h *Host) callTool(ctx context.Context, agent, name string, args any, o *Ca
 		}
 		return nil, err
 	}
-	// The result's bytes as received (wire) are what a caller passes on
-	// when nothing changed them, instead of encoding the result again.
-	// One allocation holds them and the options.
-	var up *upstreamCall
-	var co *mcp.CallOptions
-	meta := h.upstreamMeta(ctx)
-	wantWire := o != nil && o.Wire != nil
-	if o != nil || meta != nil {
-		up = &upstreamCall{co: mcp.CallOptions{Meta: meta}}
-		if o != nil {
-			up.co.OnProgress, up.co.Timeout = o.OnProgress, o.Timeout
-		}
-		if wantWire {
-			up.co.Wire = &up.wire
-		}
-		co = &up.co
-	}
+	up := upstreamOptions(o, h.upstreamMeta(ctx))
+	co := up.options()
 	var res *mcp.CallToolResult
 	tr := policy.TraceFrom(ctx)
 	start := tr.Now()
@@ -111,25 +92,61 @@ func (h *Host) callTool(ctx context.Context, agent, name string, args any, o *Ca
 	if err != nil {
 		return nil, h.Explain(p.server, err)
 	}
-	var wire json.RawMessage
-	if up != nil {
-		wire = up.wire
-	}
-	res, wire, err = h.finishCall(ctx, p, res, wire)
-	if o != nil && o.Wire != nil {
-		*o.Wire = wire
-	}
+	res, wire, err := h.finishCall(ctx, p, res, up.received())
+	setWire(o, wire)
 	if rec != nil {
 		resultRecord(rec, res)
 	}
 	return res, err
 }
 
-// upstreamCall is a tools/call's options for the server's session, and
-// the result's bytes as received when asked for (mcp.CallOptions.Wire).
+// upstreamCall is a call's options for the server's session, and the
+// result's bytes as received when asked for (mcp.CallOptions.Wire): what
+// a caller passes on when nothing changed them, instead of encoding the
+// result again. One allocation holds both.
 type upstreamCall struct {
 	co   mcp.CallOptions
 	wire json.RawMessage
+}
+
+// upstreamOptions are the session's options for a call made with o and
+// the request's _meta upstream (meta); nil when there are none.
+func upstreamOptions(o *CallOptions, meta mcp.Meta) *upstreamCall {
+	if o == nil && meta == nil {
+		return nil
+	}
+	up := &upstreamCall{co: mcp.CallOptions{Meta: meta}}
+	if o != nil {
+		up.co.OnProgress, up.co.Timeout = o.OnProgress, o.Timeout
+		if o.Wire != nil {
+			up.co.Wire = &up.wire
+		}
+	}
+	return up
+}
+
+// options are the session's options, nil for none.
+func (up *upstreamCall) options() *mcp.CallOptions {
+	if up == nil {
+		return nil
+	}
+	return &up.co
+}
+
+// received is the result's bytes as the session handed them back, nil
+// when not asked for or when they say more than the decoded result.
+func (up *upstreamCall) received() json.RawMessage {
+	if up == nil {
+		return nil
+	}
+	return up.wire
+}
+
+// setWire hands the caller the result's bytes, when it asked for them.
+func setWire(o *CallOptions, b json.RawMessage) {
+	if o != nil && o.Wire != nil {
+		*o.Wire = b
+	}
 }
 
 // call is a tools/call the chain has let through, ready to send.
@@ -360,13 +377,20 @@ func sanitizeResult(res *mcp.CallToolResult) bool {
 	for i := range res.Content {
 		c := &res.Content[i]
 		if c.Type == mcp.ContentText {
-			// A clean text comes back as it was: the same memory.
-			s := sanitize.ForDisplayLimit(c.Text, 0)
-			changed = changed || len(s) != len(c.Text) || unsafe.StringData(s) != unsafe.StringData(c.Text)
-			c.Text = s
+			var cleaned bool
+			if c.Text, cleaned = sanitized(c.Text); cleaned {
+				changed = true
+			}
 		}
 	}
 	return changed
+}
+
+// sanitized is s through the built-in sanitizer, and whether that changed
+// it (a clean text comes back as it was: the same memory).
+func sanitized(s string) (string, bool) {
+	out := sanitize.ForDisplayLimit(s, 0)
+	return out, len(out) != len(s) || unsafe.StringData(out) != unsafe.StringData(s)
 }
 
 // capResult holds the text of a result to the 10 MiB output cap, and
@@ -448,17 +472,15 @@ func (h *Host) ReadResource(ctx context.Context, agent, server, uri string) (*mc
 // handler, and Wire, set as CallTool sets it (the result's bytes as the
 // server sent them when nothing on the way changed the result).
 func (h *Host) ReadResourceWith(ctx context.Context, agent, server, uri string, o *CallOptions) (res *mcp.ReadResourceResult, err error) {
-	if o != nil && o.Wire != nil {
-		*o.Wire = nil // until a result nothing changed sets it
-	}
+	setWire(o, nil) // until a result nothing changed sets it
 	if h.observing() {
 		rec := audit.Record{Agent: agent, Server: server, Method: mcp.MethodResourcesRead, URI: uri}
 		err = h.audited(ctx, &rec, func(ctx context.Context) error {
 			res, err = h.readResource(ctx, agent, server, uri, o)
 			return err
 		})
-		if err != nil && o != nil && o.Wire != nil {
-			*o.Wire = nil
+		if err != nil {
+			setWire(o, nil) // the read failed: nothing to pass on
 		}
 		return res, err
 	}
@@ -483,31 +505,24 @@ func (h *Host) readResource(ctx context.Context, agent, server, uri string, o *C
 			uri = p.URI
 		}
 	}
-	var co *mcp.CallOptions
-	var wire json.RawMessage
-	if o != nil {
-		co = &mcp.CallOptions{OnProgress: o.OnProgress, Timeout: o.Timeout}
-		if o.Wire != nil {
-			co.Wire = &wire
-		}
-	}
-	res, err := c.ReadResourceWith(ctx, uri, co)
+	up := upstreamOptions(o, nil)
+	res, err := c.ReadResourceWith(ctx, uri, up.options())
 	if err != nil {
 		return nil, h.Explain(server, err)
 	}
+	wire := up.received()
 	for i := range res.Contents {
-		// A clean text comes back as it was: the same memory.
-		t := res.Contents[i].Text
-		if s := sanitize.ForDisplayLimit(t, 0); len(s) != len(t) || unsafe.StringData(s) != unsafe.StringData(t) {
-			res.Contents[i].Text, wire = s, nil
+		var cleaned bool
+		if res.Contents[i].Text, cleaned = sanitized(res.Contents[i].Text); cleaned {
+			wire = nil
 		}
 	}
 	changed, err := h.after(ctx, ev, res)
 	if err != nil {
 		return nil, err
 	}
-	if o != nil && o.Wire != nil && !changed {
-		*o.Wire = wire
+	if !changed {
+		setWire(o, wire)
 	}
 	return res, nil
 }
