@@ -472,11 +472,7 @@ func (s *session) callTool(ctx context.Context, params json.RawMessage) (any, er
 // encoded again.
 func (s *session) call(ctx, nctx context.Context, p mcp.CallToolParams, passOn bool) (any, error) {
 	h := s.host()
-	// One allocation for the options and the bytes they ask for.
-	x := &struct {
-		o    hostapi.CallOptions
-		wire json.RawMessage
-	}{}
+	x := &wired{}
 	o := &x.o
 	if tok := p.Meta["progressToken"]; len(tok) > 0 {
 		o.OnProgress = func(pr mcp.Progress) {
@@ -487,7 +483,7 @@ func (s *session) call(ctx, nctx context.Context, p mcp.CallToolParams, passOn b
 		}
 	}
 	if passOn {
-		o.Wire = &x.wire
+		x.ask()
 	}
 	args := p.Arguments
 	if args == nil {
@@ -515,10 +511,30 @@ func (s *session) call(ctx, nctx context.Context, p mcp.CallToolParams, passOn b
 		}
 		return nil, rpcErrorOf(err)
 	}
-	if x.wire != nil {
-		return &x.wire, nil // a pointer: no second allocation to box it
+	return x.answer(res), nil
+}
+
+// wired is a call's options and the result's bytes they may ask for
+// (hostapi.CallOptions.Wire), in one allocation.
+type wired struct {
+	o    hostapi.CallOptions
+	wire json.RawMessage
+}
+
+// ask makes the options ask for the result's bytes, and returns them.
+func (w *wired) ask() *hostapi.CallOptions {
+	w.o.Wire = &w.wire
+	return &w.o
+}
+
+// answer is what the client gets: the bytes the server sent when the host
+// handed them back (a pointer: no second allocation to box it), else res
+// encoded.
+func (w *wired) answer(res any) any {
+	if w.wire != nil {
+		return &w.wire
 	}
-	return res, nil
+	return res
 }
 
 var optionalTask = json.RawMessage(`{"taskSupport":"optional"}`)
@@ -553,19 +569,12 @@ func (s *session) readResource(ctx context.Context, params json.RawMessage) (any
 	defer s.untrack(server, s.track(ctx, server))
 	// A resource nothing changed is answered with the bytes the server
 	// sent, as a tool's result is (see call).
-	x := &struct {
-		o    hostapi.CallOptions
-		wire json.RawMessage
-	}{}
-	x.o.Wire = &x.wire
-	res, err := s.host().ReadResourceWith(ctx, s.agent, server, uri, &x.o)
+	x := &wired{}
+	res, err := s.host().ReadResourceWith(ctx, s.agent, server, uri, x.ask())
 	if err != nil {
 		return nil, rpcErrorOf(err)
 	}
-	if x.wire != nil {
-		return &x.wire, nil
-	}
-	return res, nil
+	return x.answer(res), nil
 }
 
 func (s *session) subscribe(ctx context.Context, method string, params json.RawMessage) (any, error) {
