@@ -411,7 +411,8 @@ func SkipValid(b []byte, i, depth int) (int, error) {
 }
 
 // ValidMembers is Members over a document already validated: the values
-// are skipped with SkipValid.
+// are skipped with SkipValid. (Members does not take the skipper as a
+// parameter: the indirect call cost every frame's envelope 2%.)
 func ValidMembers(b []byte, fn func(key, val []byte) error) error {
 	return WalkObject(b, func(key []byte, j int) (int, error) {
 		end, err := SkipValid(b, j, 0)
