@@ -27,29 +27,19 @@ import (
 func TestCallToolWire(t *testing.T) {
 	var mu sync.Mutex
 	var seen []json.RawMessage // what the sanitizer read, call by call
-	stamp := policy.Entry{Kind: policy.KindSanitizer, Link: policy.Func{N: "stamp", F: func(ctx context.Context, e *event.Event) (event.Decision, error) {
+	stamp := stampLink(func(result json.RawMessage) {
 		mu.Lock()
-		seen = append(seen, e.Result)
+		seen = append(seen, result)
 		mu.Unlock()
-		if strings.Contains(string(e.Result), "stamp me") {
-			return event.Decision{Action: event.Modify, Result: json.RawMessage(strings.Replace(string(e.Result), "stamp me", "stamped", 1))}, nil
-		}
-		return event.Decision{Action: event.Allow}, nil
-	}}}
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, chain := range []bool{false, true} {
-		cfg, err := config.Parse([]byte(`{"mcpServers": {"raw": {"command": "rawfake"}}, "agents": {"a": {"permission": "yolo"}}}`), diag.Source{File: "test.json"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		// The server lives as long as the test, not the dial.
-		o := host.Options{Transport: func(context.Context, *config.Server) (mcp.Conn, error) { return rawfake.Pipe(ctx), nil }}
+		var links []policy.Entry
 		if chain {
-			o.Links = []policy.Entry{stamp}
+			links = []policy.Entry{stamp}
 		}
-		h := host.New(cfg, o)
-		defer h.Close()
+		h := rawHost(ctx, t, links...)
 		for _, c := range []struct {
 			name, raw, text string
 			passed          bool
@@ -108,19 +98,7 @@ func TestCallToolWire(t *testing.T) {
 func TestReadResourceWire(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	stamp := policy.Entry{Kind: policy.KindSanitizer, Link: policy.Func{N: "stamp", F: func(ctx context.Context, e *event.Event) (event.Decision, error) {
-		if strings.Contains(string(e.Result), "stamp me") {
-			return event.Decision{Action: event.Modify, Result: json.RawMessage(strings.Replace(string(e.Result), "stamp me", "stamped", 1))}, nil
-		}
-		return event.Decision{Action: event.Allow}, nil
-	}}}
-	cfg, err := config.Parse([]byte(`{"mcpServers": {"raw": {"command": "rawfake"}}, "agents": {"a": {"permission": "yolo"}}}`), diag.Source{File: "test.json"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := host.New(cfg, host.Options{Links: []policy.Entry{stamp},
-		Transport: func(context.Context, *config.Server) (mcp.Conn, error) { return rawfake.Pipe(ctx), nil }})
-	defer h.Close()
+	h := rawHost(ctx, t, stampLink(nil))
 	for _, c := range []struct {
 		name, raw, text string
 		passed          bool
@@ -145,4 +123,32 @@ func TestReadResourceWire(t *testing.T) {
 			t.Fatalf("%s: Wire %q, want nil", c.name, wire)
 		}
 	}
+}
+
+// rawHost is a host whose one server, "raw", is a rawfake (it lives as
+// long as ctx, not the dial), for agent "a" (yolo), with links.
+func rawHost(ctx context.Context, t *testing.T, links ...policy.Entry) *host.Host {
+	t.Helper()
+	cfg, err := config.Parse([]byte(`{"mcpServers": {"raw": {"command": "rawfake"}}, "agents": {"a": {"permission": "yolo"}}}`), diag.Source{File: "test.json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := host.New(cfg, host.Options{Links: links,
+		Transport: func(context.Context, *config.Server) (mcp.Conn, error) { return rawfake.Pipe(ctx), nil }})
+	t.Cleanup(func() { h.Close() })
+	return h
+}
+
+// stampLink is a sanitizer that turns "stamp me" into "stamped"; read,
+// when not nil, gets every result it reads.
+func stampLink(read func(json.RawMessage)) policy.Entry {
+	return policy.Entry{Kind: policy.KindSanitizer, Link: policy.Func{N: "stamp", F: func(ctx context.Context, e *event.Event) (event.Decision, error) {
+		if read != nil {
+			read(e.Result)
+		}
+		if strings.Contains(string(e.Result), "stamp me") {
+			return event.Decision{Action: event.Modify, Result: json.RawMessage(strings.Replace(string(e.Result), "stamp me", "stamped", 1))}, nil
+		}
+		return event.Decision{Action: event.Allow}, nil
+	}}}
 }
