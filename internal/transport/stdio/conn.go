@@ -345,7 +345,11 @@ func (c *Conn) ReadMessageBefore(deadline time.Time) ([]byte, error) {
 		if c.await != nil {
 			c.await.Await(deadline)
 		}
-		if err := c.frames.wait(); err != nil {
+		frame, err := c.frames.more()
+		if errors.Is(err, errFrameTooLarge) {
+			return nil, c.readFailed(err)
+		}
+		if err != nil {
 			if !errors.Is(err, os.ErrDeadlineExceeded) || c.rd.TimedOut() {
 				// A read error, or the bound after the exit:
 				// ReadMessage reports why the server went away.
@@ -353,6 +357,10 @@ func (c *Conn) ReadMessageBefore(deadline time.Time) ([]byte, error) {
 			}
 			return nil, mcp.ErrReadTimeout
 		}
+		if frame != nil {
+			return frame, nil
+		}
+
 	}
 }
 

@@ -5,8 +5,8 @@ import (
 	"bytes"
 	"errors"
 	"io"
-
-	"github.com/nexus-mcp/nexus/internal/longframe"
+	"strings"
+	"unsafe"
 )
 
 const (
@@ -28,14 +28,19 @@ var errFrameTooLarge = errors.New("frame too large")
 // frameReader splits a byte stream into newline-delimited JSON frames. It is
 // separate from Conn so it can be fuzzed and benchmarked without a process.
 //
-// Memory is bounded by limit + the bufio buffer size, however long a line the
-// peer sends: a frame that cannot fit is rejected as soon as that is known,
-// not after the whole line has arrived.
+// A frame longer than the bufio buffer is read straight into a buffer of
+// its own, which the caller keeps (mcp.FrameOwner): once the buffer has
+// handed over the frame's start, the rest goes from the stream into place,
+// no copy between. Memory is bounded by limit + the bufio buffer size,
+// however long a line the peer sends: a frame that cannot fit is rejected
+// as soon as that is known, not after the whole line has arrived.
 type frameReader struct {
 	r     *bufio.Reader
+	src   *source // what r reads
 	limit int
-	long  longframe.Collector // a frame longer than the bufio buffer
-	owned bool                // the last frame is the caller's (a long one)
+	long  []byte // a frame longer than the bufio buffer, read into directly
+	hint  int    // the length of the last long frame, to size the next
+	owned bool   // the last frame is the caller's (a long one)
 	// collecting: the start of a long frame is in long and the rest is
 	// still to be read. A direct read that runs out of time leaves it so,
 	// and the next read, direct or not, goes on from there.
@@ -48,8 +53,33 @@ type frameReader struct {
 }
 
 func newFrameReader(r io.Reader, bufSize, limit int, noise func([]byte)) *frameReader {
-	return &frameReader{r: bufio.NewReaderSize(r, bufSize), limit: limit, noise: noise}
+	src := &source{r: r}
+	return &frameReader{r: bufio.NewReaderSize(src, bufSize), src: src, limit: limit, noise: noise}
 }
+
+// source is what the buffer reads: the stream, after the bytes a direct
+// read of a long frame took past the frame's end and handed back.
+type source struct {
+	r    io.Reader
+	back []byte // handed back, not yet read
+	kept []byte // back's storage
+}
+
+func (s *source) Read(p []byte) (int, error) {
+	if len(s.back) > 0 {
+		n := copy(p, s.back)
+		s.back = s.back[n:]
+		return n, nil
+	}
+	return s.r.Read(p)
+}
+
+func (s *source) unread(b []byte) {
+	s.kept = append(s.kept[:0], b...)
+	s.back = s.kept
+}
+
+func (s *source) pending() int { return len(s.back) }
 
 // isSpace reports JSON insignificant whitespace; trimming it is always safe
 // and removes the '\r' left by CRLF line endings.
@@ -85,6 +115,10 @@ const (
 
 func (f *frameReader) buffered() int {
 	n := f.r.Buffered()
+	if n == 0 && f.src.pending() > 0 {
+		_, _ = f.r.Peek(f.src.pending()) // handed back: no read
+		n = f.r.Buffered()
+	}
 	if n == 0 {
 		return nothingBuffered
 	}
@@ -109,11 +143,18 @@ func (f *frameReader) frameBuffered() bool {
 	return len(b) > 0 && isFrameStart(b[0])
 }
 
-// wait blocks until some input is buffered, consuming nothing, and returns
-// the read error otherwise (a deadline, EOF).
-func (f *frameReader) wait() error {
+// more waits for input, for a direct read (see Conn.ReadMessageBefore),
+// when nothing is buffered: while a long frame is being collected it
+// reads straight into the frame and returns it if its line ended;
+// otherwise it buffers what comes, consuming nothing. It returns the read
+// error (a deadline, EOF) after which the frame, if any, is still being
+// collected.
+func (f *frameReader) more() ([]byte, error) {
+	if f.collecting {
+		return f.readLong()
+	}
 	_, err := f.r.Peek(1)
-	return err
+	return nil, err
 }
 
 // gather moves the start of a line that has no end yet from the buffer
@@ -134,13 +175,11 @@ func (f *frameReader) gather() (bool, error) {
 			return true, nil
 		}
 		b = head
-		f.long.Reset()
-		f.collecting = true
+		f.start()
 	}
-	if f.overflows(len(b)) {
+	if !f.add(b) {
 		return true, errFrameTooLarge
 	}
-	f.long.Add(b)
 	_, _ = f.r.Discard(len(b))
 	return true, nil
 }
@@ -202,50 +241,156 @@ func (f *frameReader) line() ([]byte, error) {
 // head (already known to be the start of a frame), into a buffer of its
 // own that the caller may keep (see mcp.FrameOwner).
 func (f *frameReader) longFrame(head []byte) ([]byte, error) {
-	f.long.Reset()
-	f.long.Add(head)
-	f.collecting = true
+	f.start()
+	if !f.add(head) { // head was read (ReadSlice)
+		return nil, errFrameTooLarge
+	}
 	return f.collect()
 }
 
-// overflows reports whether n more bytes would take the frame being
-// collected past its bound, dropping it if so. Trailing whitespace is
-// tolerated up to one buffer beyond the limit, which keeps the bound at
-// limit+bufsize without tracking where the whitespace began; collect
-// holds the trimmed frame to the limit itself.
-func (f *frameReader) overflows(n int) bool {
-	if f.long.Len()+n <= f.limit+f.r.Size() {
+// start begins collecting a long frame. Its buffer is sized for the last
+// long frame (a server tends to send results of like size), so a frame
+// like it is read into place with no copy at all; a larger one doubles it.
+func (f *frameReader) start() {
+	f.collecting = true
+	c := 2 * f.r.Size()
+	if f.hint > 0 {
+		c = f.hint + f.hint/8
+	}
+	f.long = uninit(min(c, f.bound()))
+}
+
+// uninit returns an empty slice with room for n bytes that are not
+// zeroed, as bytes.Join and strings.Builder get theirs from the runtime:
+// a frame is read straight into its buffer, and clearing a megabyte first
+// would be one more pass over it for nothing. Only what was read is ever
+// handed out (finish caps the frame's capacity at its length).
+func uninit(n int) []byte {
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteByte(0)
+	return unsafe.Slice(unsafe.StringData(b.String()), n)[:0]
+}
+
+// bound is the most a frame being collected may hold: the limit, plus
+// trailing whitespace up to one buffer beyond it, which keeps the bound
+// at limit+bufsize without tracking where the whitespace began (finish
+// holds the trimmed frame to the limit itself).
+func (f *frameReader) bound() int { return f.limit + f.r.Size() }
+
+// add appends b to the frame being collected; false, dropping the frame,
+// when that would take it past the bound.
+func (f *frameReader) add(b []byte) bool {
+	if len(f.long)+len(b) > f.bound() {
+		f.drop()
 		return false
 	}
-	f.long.Reset()
-	f.collecting = false
+	f.grow(len(b))
+	f.long = append(f.long, b...)
 	return true
 }
 
-// collect reads the rest of the long frame being collected.
+// grow makes room for n more bytes, doubling (within the bound) rather
+// than letting append grow a large frame a quarter at a time.
+func (f *frameReader) grow(n int) {
+	if cap(f.long)-len(f.long) >= n {
+		return
+	}
+	c := max(min(2*cap(f.long), f.bound()), len(f.long)+n)
+	f.long = append(uninit(c), f.long...)
+}
+
+func (f *frameReader) drop() {
+	f.long = nil
+	f.collecting = false
+}
+
+// collect reads the rest of the long frame being collected: what the
+// buffer holds, then straight from the stream into the frame.
 func (f *frameReader) collect() ([]byte, error) {
 	for {
-		chunk, err := f.r.ReadSlice('\n')
-		if err != nil && err != bufio.ErrBufferFull && err != io.EOF {
-			f.long.Reset()
-			f.collecting = false
-			return nil, err
-		}
-		if f.overflows(len(chunk)) {
-			return nil, errFrameTooLarge
-		}
-		if err != bufio.ErrBufferFull {
-			// End of line, or the unterminated last line at EOF.
-			f.collecting = false
-			line := trimSpace(f.long.Take(chunk))
-			if len(line) > f.limit {
+		if n := f.r.Buffered(); n > 0 {
+			b, _ := f.r.Peek(n)
+			end := bytes.IndexByte(b, '\n') + 1
+			if end > 0 {
+				b = b[:end]
+			}
+			if !f.add(b) {
 				return nil, errFrameTooLarge
 			}
-			f.owned = true
-			return line, nil
+			_, _ = f.r.Discard(len(b))
+			if end > 0 {
+				return f.finish()
+			}
 		}
-		f.long.Add(chunk)
+		frame, err := f.readLong()
+		if err != nil {
+			// A partial frame before a read error is dropped: the
+			// stream is broken and the caller reports why.
+			f.drop()
+			return nil, err
+		}
+		if frame != nil {
+			return frame, nil
+		}
 	}
+}
+
+// readLong reads once from the stream straight into the frame being
+// collected (nothing is buffered: all of it so far is in the frame), and
+// returns the frame if its line ended. Bytes read past the line's end are
+// handed back to the buffer; it reads at most a buffer's worth, so they
+// always fit there. A read error other than io.EOF leaves the frame being
+// collected (a direct read's deadline; collect drops it); EOF ends it, as
+// next delivers the unterminated last line.
+func (f *frameReader) readLong() ([]byte, error) {
+	most := min(f.r.Size(), f.bound()-len(f.long))
+	if most == 0 {
+		f.drop()
+		return nil, errFrameTooLarge
+	}
+	if len(f.long) == cap(f.long) {
+		f.grow(most)
+	}
+	room := min(most, cap(f.long)-len(f.long))
+	have := len(f.long)
+	var n int
+	var err error
+	for tries := 0; n == 0 && err == nil; tries++ {
+		if tries == 100 { // as bufio gives up on a reader that says nothing
+			return nil, io.ErrNoProgress
+		}
+		n, err = f.src.Read(f.long[have : have+room])
+	}
+	got := f.long[have : have+n]
+	if end := bytes.IndexByte(got, '\n') + 1; end > 0 {
+		f.src.unread(got[end:])
+		f.long = f.long[:have+end]
+		_, _ = f.r.Peek(f.src.pending()) // into the buffer, so buffered sees it; no read
+		return f.finish()
+	}
+	f.long = f.long[:have+n]
+	if err == io.EOF {
+		return f.finish()
+	}
+	return nil, err
+}
+
+// finish hands over the frame collected.
+func (f *frameReader) finish() ([]byte, error) {
+	line := trimSpace(f.long)
+	f.drop()
+	if len(line) > f.limit {
+		return nil, errFrameTooLarge
+	}
+	f.hint = len(line)
+	if cap(line)-len(line) > len(line)/4 {
+		// Sized for a larger frame: the caller keeps the buffer (the
+		// result's strings share it), so it gets one of its size.
+		line = bytes.Clone(line)
+	}
+	f.owned = true
+	return line[:len(line):len(line)], nil
 }
 
 // skipNoise drops the rest of a noise line longer than the buffer, keeping

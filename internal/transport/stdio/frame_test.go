@@ -3,6 +3,7 @@ package stdio
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -81,7 +82,7 @@ func TestFrameReaderBounded(t *testing.T) {
 	if r.n > limit+2*frameBufSize {
 		t.Errorf("read %d bytes before rejecting; want at most %d", r.n, limit+2*frameBufSize)
 	}
-	if n := fr.long.Len(); n != 0 {
+	if n := cap(fr.long); n != 0 {
 		t.Errorf("kept %d collected bytes after the refusal", n)
 	}
 }
@@ -225,11 +226,18 @@ func directNext(fr *frameReader, src *flakyReader) ([]byte, error) {
 			}
 			continue
 		}
-		if err := fr.wait(); err != nil {
+		frame, err := fr.more()
+		if errors.Is(err, errFrameTooLarge) {
+			return nil, err
+		}
+		if err != nil {
 			if err == errTick {
 				continue
 			}
 			return fallback()
+		}
+		if frame != nil {
+			return frame, nil
 		}
 	}
 }
@@ -301,5 +309,59 @@ func TestFrameReaderOwnsLongFrames(t *testing.T) {
 	}
 	if string(got[1]) != long1 || string(got[2]) != long2 {
 		t.Fatalf("long frames changed after later reads: %.40q, %.40q", got[1], got[2])
+	}
+	for _, f := range got[1:3] {
+		if cap(f) != len(f) { // the rest of a buffer read into is not zeroed
+			t.Errorf("a long frame of %d bytes has capacity %d", len(f), cap(f))
+		}
+	}
+}
+
+// A long frame is read into a buffer sized by the one before: frames
+// much shorter and longer than that one, and the frames read with a long
+// frame's end, come through whole, with no capacity past their end.
+func TestFrameReaderLongSizes(t *testing.T) {
+	frame := func(n int) string { return `{"x":"` + strings.Repeat("a", n) + `"}` }
+	var in strings.Builder
+	var want []string
+	for _, n := range []int{5000, 300, 5000, 20000, 40, 20000, 70} {
+		want = append(want, frame(n))
+		in.WriteString(frame(n) + "\n")
+	}
+	fr := newFrameReader(&pipeReader{repeatReader{data: []byte(in.String())}}, 256, 1<<20, nil)
+	for i, w := range want {
+		f, err := fr.next()
+		if err != nil || string(f) != w {
+			t.Fatalf("frame %d: %.20q... (%d bytes), err %v; want %d bytes", i, f, len(f), err, len(w))
+		}
+		if fr.owned && cap(f) != len(f) {
+			t.Errorf("frame %d: capacity %d for %d bytes", i, cap(f), len(f))
+		}
+	}
+}
+
+// pipeReader gives out a buffer over and over, at most a pipe's capacity
+// (64 KB) a read, as a server's stdout does.
+type pipeReader struct{ repeatReader }
+
+func (r *pipeReader) Read(p []byte) (int, error) { return r.repeatReader.Read(p[:min(len(p), 64<<10)]) }
+
+// BenchmarkFrameReaderLong: frames of 64 KB and 1 MB, each longer than
+// the buffer, read from a pipe's worth at a time.
+func BenchmarkFrameReaderLong(b *testing.B) {
+	for _, n := range []int{64 << 10, 1 << 20} {
+		b.Run(fmt.Sprintf("%dKB", n>>10), func(b *testing.B) {
+			line := append([]byte(`{"jsonrpc":"2.0","id":42,"result":{"content":[{"type":"text","text":"`), bytes.Repeat([]byte("a"), n)...)
+			line = append(line, "\"}]}}\n"...)
+			fr := newFrameReader(&pipeReader{repeatReader{data: line}}, frameBufSize, 2<<20, nil)
+			b.SetBytes(int64(len(line)))
+			b.ReportAllocs()
+			for b.Loop() {
+				f, err := fr.next()
+				if err != nil || len(f) != len(line)-1 {
+					b.Fatalf("frame of %d bytes, err %v", len(f), err)
+				}
+			}
+		})
 	}
 }
