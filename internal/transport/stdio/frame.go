@@ -116,7 +116,7 @@ const (
 func (f *frameReader) buffered() int {
 	n := f.r.Buffered()
 	if n == 0 && f.src.pending() > 0 {
-		_, _ = f.r.Peek(f.src.pending()) // handed back: no read
+		_, _ = f.r.Peek(min(f.src.pending(), f.r.Size())) // handed back: no read
 		n = f.r.Buffered()
 	}
 	if n == 0 {
@@ -338,19 +338,20 @@ func (f *frameReader) collect() ([]byte, error) {
 
 // readLong reads once from the stream straight into the frame being
 // collected (nothing is buffered: all of it so far is in the frame), and
-// returns the frame if its line ended. Bytes read past the line's end are
-// handed back to the buffer; it reads at most a buffer's worth, so they
-// always fit there. A read error other than io.EOF leaves the frame being
+// returns the frame if its line ended. It reads as much as the frame's
+// buffer has room for (a grown pipe holds 256 KB: that many bytes a
+// system call). Bytes read past the line's end are handed back, to be
+// read before the stream (source). A read error other than io.EOF leaves the frame being
 // collected (a direct read's deadline; collect drops it); EOF ends it, as
 // next delivers the unterminated last line.
 func (f *frameReader) readLong() ([]byte, error) {
-	most := min(f.r.Size(), f.bound()-len(f.long))
+	most := f.bound() - len(f.long)
 	if most == 0 {
 		f.drop()
 		return nil, errFrameTooLarge
 	}
 	if len(f.long) == cap(f.long) {
-		f.grow(most)
+		f.grow(min(f.r.Size(), most))
 	}
 	room := min(most, cap(f.long)-len(f.long))
 	have := len(f.long)
@@ -366,7 +367,7 @@ func (f *frameReader) readLong() ([]byte, error) {
 	if end := bytes.IndexByte(got, '\n') + 1; end > 0 {
 		f.src.unread(got[end:])
 		f.long = f.long[:have+end]
-		_, _ = f.r.Peek(f.src.pending()) // into the buffer, so buffered sees it; no read
+		_, _ = f.r.Peek(min(f.src.pending(), f.r.Size())) // into the buffer, so buffered sees it; no read
 		return f.finish()
 	}
 	f.long = f.long[:have+n]

@@ -119,12 +119,19 @@ func FuzzFrameReader(f *testing.F) {
 	f.Add([]byte("{}\r\r\n[]\r"), uint16(2))
 	f.Add([]byte("{\""+strings.Repeat("x", 100)+"\"}\n  {}\n"), uint16(0x8000|200))
 	f.Add([]byte(strings.Repeat(" ", 40)+"{\"a\":\""+strings.Repeat("y", 60)+"\"}\nnoise "+strings.Repeat("n", 40)+"\n[]"), uint16(0x8000|50))
+	f.Add([]byte("{\""+strings.Repeat("x", 30)+"\"}\n{\"b\":1}\n[2]\n{\"c\":\""+strings.Repeat("z", 40)+"\"}\n{}"), uint16(0x4000|200))
+	f.Add([]byte("{\""+strings.Repeat("x", 30)+"\"}\n{\"b\":1}\n[2]\n  \nnoise\n{\"c\":\""+strings.Repeat("z", 40)+"\"}\n{}"), uint16(0xc000|200))
 	f.Fuzz(func(t *testing.T, data []byte, lim uint16) {
 		limit := int(lim%4096) + 1
 		// The high bit reads the way Conn.ReadMessageBefore does, from a
 		// source that times out at every other read.
 		direct := lim&0x8000 != 0
-		src := &flakyReader{data: data, flaky: direct}
+		src := &flakyReader{data: data, flaky: direct, chunk: 7}
+		if lim&0x4000 != 0 {
+			// Reads longer than the buffer: a long frame's read may
+			// take more past its end than the buffer holds.
+			src.chunk = 100
+		}
 		var noise [][]byte
 		fr := newFrameReader(src, 16, limit, func(l []byte) {
 			if len(l) == 0 || len(l) > maxKeptLine {
@@ -177,10 +184,11 @@ func FuzzFrameReader(f *testing.F) {
 // errTick is flakyReader's timeout.
 var errTick = errors.New("deadline")
 
-// flakyReader gives data out seven bytes at a time; when flaky, every
+// flakyReader gives data out chunk bytes at a time; when flaky, every
 // other read times out instead.
 type flakyReader struct {
 	data  []byte
+	chunk int
 	flaky bool
 	tick  bool
 }
@@ -194,7 +202,7 @@ func (r *flakyReader) Read(p []byte) (int, error) {
 	if len(r.data) == 0 {
 		return 0, io.EOF
 	}
-	n := copy(p[:min(len(p), 7)], r.data)
+	n := copy(p[:min(len(p), r.chunk)], r.data)
 	r.data = r.data[n:]
 	return n, nil
 }
