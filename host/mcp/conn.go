@@ -59,6 +59,18 @@ type PushConn interface {
 	SetDeliver(deliver func(frame []byte) error)
 }
 
+// CheckedPushConn is implemented by PushConns that can vouch for some of
+// the messages they push: checked whole with ParseMessage, and in memory
+// the conn gives up (an HTTP POST's body, read into a buffer of its own).
+// Peer.Start gives such a conn a second deliver, before SetDeliver's, for
+// those messages only: the Peer neither validates nor copies them again
+// (a large tool call's arguments were scanned twice and copied once for
+// nothing). Any other message still goes to SetDeliver's.
+type CheckedPushConn interface {
+	PushConn
+	SetDeliverChecked(deliver func(frame []byte) error)
+}
+
 // WriteBounder is implemented by Conns that say whether WriteMessage
 // honours its context's deadline. The Peer writes its responses under the
 // request timeout only over a Conn whose writes do (the default for a

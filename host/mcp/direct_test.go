@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/nexus-mcp/nexus/internal/testenv"
 )
@@ -432,6 +433,61 @@ func TestDeliverServesInline(t *testing.T) {
 	}
 	if served.Load() != 1 {
 		t.Errorf("served %d requests, want 1", served.Load())
+	}
+}
+
+// checkedPushConn is a pushConn that also vouches for messages.
+type checkedPushConn struct {
+	pushConn
+	checked func([]byte) error
+}
+
+func (c *checkedPushConn) SetDeliverChecked(d func([]byte) error) {
+	if c.deliver != nil {
+		panic("SetDeliverChecked after SetDeliver") // a handler could see one without the other
+	}
+	c.checked = d
+}
+
+// A message a CheckedPushConn vouches for is served from its own bytes
+// (the handler's params are the frame's), one through Deliver from a copy
+// (the conn may reuse its buffer), and both the same way otherwise.
+func TestDeliverChecked(t *testing.T) {
+	c := &checkedPushConn{pushConn: pushConn{out: make(chan []byte, 4), done: make(chan struct{})}}
+	defer close(c.done)
+	var params json.RawMessage
+	p := NewPeer(c, PeerOptions{Handler: handlerFunc(func(_ context.Context, method string, ps json.RawMessage) (any, error) {
+		params = ps
+		return map[string]string{"m": method}, nil
+	})})
+	p.Start()
+	defer p.Close()
+	if c.checked == nil || c.deliver == nil {
+		t.Fatal("Start did not hand both delivers to the CheckedPushConn")
+	}
+	shares := func(a, b []byte) bool {
+		start, end := uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(unsafe.Pointer(unsafe.SliceData(b)))+uintptr(len(b))
+		at := uintptr(unsafe.Pointer(unsafe.SliceData(a)))
+		return at >= start && at < end
+	}
+	for _, tc := range []struct {
+		name    string
+		deliver func([]byte) error
+		shared  bool
+	}{{"checked", c.checked, true}, {"plain", c.deliver, false}} {
+		frame := []byte(`{"jsonrpc":"2.0","id":1,"method":"hello","params":{"text":"` + strings.Repeat("a", 100) + `"}}`)
+		if err := tc.deliver(frame); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if m := <-c.out; !strings.Contains(string(m), `"m":"hello"`) {
+			t.Fatalf("%s: response %s", tc.name, m)
+		}
+		if want := `{"text":"` + strings.Repeat("a", 100) + `"}`; string(params) != want {
+			t.Fatalf("%s: params %s", tc.name, params)
+		}
+		if shares(params, frame) != tc.shared {
+			t.Errorf("%s: params share the frame's memory: %v, want %v", tc.name, !tc.shared, tc.shared)
+		}
 	}
 }
 

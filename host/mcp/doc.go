@@ -29,7 +29,8 @@
 // reader after serveDelay; requests that arrive together are answered in
 // one write (FrameBufferer). Over HTTP a caller runs its own POST
 // (RequestWriter) and a server serves a POST on its handler's goroutine
-// (PushConn). A background reader takes a free role after idleDelay, so
+// (PushConn), from the POST's own body when the transport vouches for it
+// (CheckedPushConn). A background reader takes a free role after idleDelay, so
 // nothing the other side sends waits long while no call is in flight.
 //
 // Everything that arrives is bounded: frames by the transport, pages of list

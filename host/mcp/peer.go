@@ -219,6 +219,9 @@ func (p *Peer) Start() {
 	p.mu.Unlock()
 	// Deliver only from now on: whoever made the Peer (a ServerSession
 	// keeping it) is done setting up before a handler can run.
+	if cc, ok := p.conn.(CheckedPushConn); ok {
+		cc.SetDeliverChecked(p.deliverChecked) // first: see sessionConn
+	}
 	if pc, ok := p.conn.(PushConn); ok {
 		pc.SetDeliver(p.Deliver)
 	}

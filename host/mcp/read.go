@@ -40,24 +40,34 @@ type envelope struct {
 // parseEnvelope validates the whole frame and finds its wire.Members in one pass.
 func parseEnvelope(frame []byte, e *envelope) error {
 	*e = envelope{}
-	return wire.Members(frame, func(k, v []byte) error {
-		switch {
-		case wire.KeyIs(k, "id"):
-			e.id = v
-		case wire.KeyIs(k, "method"):
-			if v[0] != '"' {
-				return &wire.ScanError{Msg: "\"method\" is not a string", Offset: 1}
-			}
-			e.method = v
-		case wire.KeyIs(k, "params"):
-			e.params = v
-		case wire.KeyIs(k, "result"):
-			e.result = v
-		case wire.KeyIs(k, "error"):
-			e.err = v
+	return wire.Members(frame, e.member)
+}
+
+// parseCheckedEnvelope is parseEnvelope for a frame already validated
+// (CheckedPushConn): its members' values are skipped, not checked.
+func parseCheckedEnvelope(frame []byte, e *envelope) error {
+	*e = envelope{}
+	return wire.ValidMembers(frame, e.member)
+}
+
+// member takes one of the envelope's members, as parseEnvelope finds it.
+func (e *envelope) member(k, v []byte) error {
+	switch {
+	case wire.KeyIs(k, "id"):
+		e.id = v
+	case wire.KeyIs(k, "method"):
+		if v[0] != '"' {
+			return &wire.ScanError{Msg: "\"method\" is not a string", Offset: 1}
 		}
-		return nil
-	})
+		e.method = v
+	case wire.KeyIs(k, "params"):
+		e.params = v
+	case wire.KeyIs(k, "result"):
+		e.result = v
+	case wire.KeyIs(k, "error"):
+		e.err = v
+	}
+	return nil
 }
 
 // Deliver handles one message that a PushConn received, on the calling
@@ -65,12 +75,24 @@ func parseEnvelope(frame []byte, e *envelope) error {
 // dispatched, and a request that may start at once is served before
 // Deliver returns (one over MaxHandlers is queued as usual). It fails when
 // the session is over or the message is malformed; frame is not kept.
-func (p *Peer) Deliver(frame []byte) error {
+func (p *Peer) Deliver(frame []byte) error { return p.deliver(frame, false) }
+
+// deliverChecked is Deliver for a frame a CheckedPushConn vouches for:
+// validated whole, and the Peer's to keep.
+func (p *Peer) deliverChecked(frame []byte) error { return p.deliver(frame, true) }
+
+func (p *Peer) deliver(frame []byte, checked bool) error {
 	if err := p.Err(); err != nil {
 		return err
 	}
 	var e envelope
-	in, err := p.handleFrame(frame, false, &e)
+	var in *inbound
+	var err error
+	if checked {
+		in, err = p.handleChecked(frame, &e)
+	} else {
+		in, err = p.handleFrame(frame, false, &e)
+	}
 	if err != nil {
 		return err
 	}
@@ -87,6 +109,20 @@ func (p *Peer) handleFrame(frame []byte, owned bool, e *envelope) (*inbound, err
 		return nil, newInvalidMessage(frame, err)
 	}
 	e.owned = owned
+	return p.handleParsed(frame, e)
+}
+
+// handleChecked is handleFrame for a frame validated whole that the Peer
+// may keep (deliverChecked).
+func (p *Peer) handleChecked(frame []byte, e *envelope) (*inbound, error) {
+	if err := parseCheckedEnvelope(frame, e); err != nil {
+		return nil, newInvalidMessage(frame, err)
+	}
+	e.owned = true
+	return p.handleParsed(frame, e)
+}
+
+func (p *Peer) handleParsed(frame []byte, e *envelope) (*inbound, error) {
 	in, err := p.dispatch(e)
 	if err != nil {
 		return nil, newInvalidMessage(frame, err)

@@ -17,6 +17,7 @@ import (
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/gateway"
+	httptransport "github.com/nexus-mcp/nexus/internal/transport/http"
 )
 
 // BenchmarkHop is the gateway's own work per tools/call, in process: the
@@ -24,7 +25,8 @@ import (
 // measured is the two protocol hops and the host's chain, not I/O. The
 // baseline is the same client calling the same upstream directly. The
 // 64KB-text cases echo 64 KB of log lines (an escaped line break every
-// 50 bytes), which the gateway passes on as the upstream wrote them.
+// 50 bytes), which the gateway passes on as the upstream wrote them. The
+// gateway-http cases reach the gateway over loopback HTTP instead.
 func BenchmarkHop(b *testing.B) {
 	e := newEnv(b, nil)
 	ctx := context.Background()
@@ -50,6 +52,35 @@ func BenchmarkHop(b *testing.B) {
 			down, up := mcp.Pipe()
 			go e.g.Serve(ctx, up, "claude")
 			c, err := mcp.Connect(ctx, down, mcp.ClientOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				if _, err := c.CallTool(ctx, "mcp_testserver_echo", size.args, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("gateway-http"+size.name, func(b *testing.B) {
+			hh, err := e.g.HTTP(gateway.HTTPOptions{Agent: "claude"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			srv := httptest.NewServer(hh)
+			defer func() {
+				hh.Close()
+				srv.CloseClientConnections()
+				srv.Close()
+			}()
+			conn, err := httptransport.Dial(ctx, httptransport.Config{Server: "gw", URL: srv.URL + gateway.EndpointPath,
+				Options: httptransport.Options{AllowPrivateNetworks: true}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			c, err := mcp.Connect(ctx, conn, mcp.ClientOptions{})
 			if err != nil {
 				b.Fatal(err)
 			}

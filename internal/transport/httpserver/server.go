@@ -449,7 +449,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, principal string)
 		if m.Method == mcp.NotificationCancelled {
 			s.conn.cancelled(m.RequestID)
 		}
-		if !s.conn.deliverMessage(r.Context(), body) {
+		if !s.conn.deliverMessage(r.Context(), body, true) {
 			rpcError(w, http.StatusNotFound, mcp.CodeInvalidRequest, "the session ended")
 			return
 		}
@@ -464,7 +464,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, principal string)
 	if m.Method == mcp.MethodInitialize {
 		w.Header().Set("Mcp-Session-Id", s.info.ID)
 	}
-	if deliver := s.conn.deliverFunc(); deliver != nil {
+	if deliver := s.conn.deliverFunc(true); deliver != nil {
 		h.serveInline(w, r, s, st, deliver, body)
 		return
 	}
@@ -1215,6 +1215,7 @@ type sessionConn struct {
 	done    chan struct{}
 	once    sync.Once
 	deliver atomic.Pointer[func([]byte) error] // the server's Peer.Deliver (mcp.PushConn)
+	checked atomic.Pointer[func([]byte) error] // for a POST's body (mcp.CheckedPushConn)
 
 	mu         sync.Mutex
 	standalone *stream
@@ -1264,6 +1265,8 @@ var (
 	_ mcp.Conn         = (*sessionConn)(nil)
 	_ mcp.WriteBounder = (*sessionConn)(nil)
 	_ mcp.PushConn     = (*sessionConn)(nil)
+
+	_ mcp.CheckedPushConn = (*sessionConn)(nil)
 )
 
 func (sc *sessionConn) ReadMessage() ([]byte, error) {
@@ -1292,18 +1295,28 @@ func (sc *sessionConn) Close() error {
 // SetDeliver takes the server's Peer.Deliver; see mcp.PushConn.
 func (sc *sessionConn) SetDeliver(deliver func([]byte) error) { sc.deliver.Store(&deliver) }
 
-// deliverFunc is the server's Deliver, or nil before the server started.
-func (sc *sessionConn) deliverFunc() func([]byte) error {
+// SetDeliverChecked takes the deliver for a POST's body, which readBody
+// checked whole (parseIncoming) and which nothing reads after it is
+// delivered; see mcp.CheckedPushConn. The Peer sets it before SetDeliver,
+// so a handler that sees the one sees the other.
+func (sc *sessionConn) SetDeliverChecked(deliver func([]byte) error) { sc.checked.Store(&deliver) }
+
+// deliverFunc is the server's Deliver, or nil before the server started;
+// with body, the one for a POST's body where the server has it.
+func (sc *sessionConn) deliverFunc(body bool) func([]byte) error {
 	if d := sc.deliver.Load(); d != nil {
+		if c := sc.checked.Load(); body && c != nil {
+			return *c
+		}
 		return *d
 	}
 	return nil
 }
 
 // deliverMessage hands a notification or response to the server side,
-// inline where it can.
-func (sc *sessionConn) deliverMessage(ctx context.Context, msg []byte) bool {
-	if deliver := sc.deliverFunc(); deliver != nil {
+// inline where it can; body: msg is a POST's body (see deliverFunc).
+func (sc *sessionConn) deliverMessage(ctx context.Context, msg []byte, body bool) bool {
+	if deliver := sc.deliverFunc(body); deliver != nil {
 		return deliver(msg) == nil
 	}
 	return sc.push(ctx, msg)

@@ -302,3 +302,26 @@ func TestLegacy(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A POST's body goes to the deliver for checked messages when the server
+// gave one (mcp.CheckedPushConn), anything else to the plain one; before
+// the server starts there is none.
+func TestDeliverFunc(t *testing.T) {
+	sc := newSessionConn(&Options{}, false)
+	var got []string
+	plain := func([]byte) error { got = append(got, "plain"); return nil }
+	checked := func([]byte) error { got = append(got, "checked"); return nil }
+	if sc.deliverFunc(true) != nil || sc.deliverFunc(false) != nil {
+		t.Fatal("a deliver before the server started")
+	}
+	sc.SetDeliverChecked(checked)
+	if sc.deliverFunc(true) != nil {
+		t.Fatal("the checked deliver without the plain one") // the Peer sets it first
+	}
+	sc.SetDeliver(plain)
+	sc.deliverFunc(true)(nil)
+	sc.deliverFunc(false)(nil)
+	if strings.Join(got, " ") != "checked plain" {
+		t.Fatalf("delivered through %v, want checked then plain", got)
+	}
+}

@@ -293,7 +293,7 @@ func (h *Handler) onMessage(m []byte) {
 		h.endLocal(s)
 	case msgResponse:
 		if b, ok := h.ownID(body); ok {
-			s.conn.deliverMessage(h.ctx, b)
+			s.conn.deliverMessage(h.ctx, b, false)
 		}
 	case msgCancel:
 		pm, err := parseIncoming(body)
@@ -301,7 +301,7 @@ func (h *Handler) onMessage(m []byte) {
 			return
 		}
 		s.conn.cancelled(pm.RequestID)
-		s.conn.deliverMessage(h.ctx, body)
+		s.conn.deliverMessage(h.ctx, body, false)
 	case msgChanged:
 		if string(body) != h.shared.replica && h.opts.Changed != nil {
 			h.opts.Changed(id)
@@ -524,7 +524,7 @@ func (h *Handler) routeShared(w http.ResponseWriter, s *session, m incoming, bod
 		}
 		if replica == h.shared.replica {
 			b, _ := h.ownID(body)
-			if !s.conn.deliverMessage(h.ctx, b) {
+			if !s.conn.deliverMessage(h.ctx, b, false) {
 				rpcError(w, http.StatusNotFound, mcp.CodeInvalidRequest, "the session ended")
 				return true
 			}
