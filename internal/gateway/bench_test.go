@@ -48,10 +48,9 @@ func BenchmarkHop(b *testing.B) {
 				}
 			}
 		})
-		b.Run("gateway"+size.name, func(b *testing.B) {
-			down, up := mcp.Pipe()
-			go e.g.Serve(ctx, up, "claude")
-			c, err := mcp.Connect(ctx, down, mcp.ClientOptions{})
+		// through makes calls through the gateway, whose other end conn is.
+		through := func(b *testing.B, conn mcp.Conn) {
+			c, err := mcp.Connect(ctx, conn, mcp.ClientOptions{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -63,6 +62,11 @@ func BenchmarkHop(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+		}
+		b.Run("gateway"+size.name, func(b *testing.B) {
+			down, up := mcp.Pipe()
+			go e.g.Serve(ctx, up, "claude")
+			through(b, down)
 		})
 		b.Run("gateway-http"+size.name, func(b *testing.B) {
 			hh, err := e.g.HTTP(gateway.HTTPOptions{Agent: "claude"})
@@ -80,18 +84,7 @@ func BenchmarkHop(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			c, err := mcp.Connect(ctx, conn, mcp.ClientOptions{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer c.Close()
-			b.ReportAllocs()
-			b.ResetTimer()
-			for range b.N {
-				if _, err := c.CallTool(ctx, "mcp_testserver_echo", size.args, nil); err != nil {
-					b.Fatal(err)
-				}
-			}
+			through(b, conn)
 		})
 	}
 }
