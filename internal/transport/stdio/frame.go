@@ -74,8 +74,19 @@ func (s *source) Read(p []byte) (int, error) {
 	return s.r.Read(p)
 }
 
+// unread hands b back, to be read before what is still handed back from
+// before (a read that took only part of it).
 func (s *source) unread(b []byte) {
-	s.kept = append(s.kept[:0], b...)
+	if len(b) == 0 {
+		return
+	}
+	if len(s.back) == 0 {
+		s.kept = append(s.kept[:0], b...)
+		s.back = s.kept
+		return
+	}
+	// The rest is in kept: both go to new storage.
+	s.kept = append(append(make([]byte, 0, len(b)+len(s.back)), b...), s.back...)
 	s.back = s.kept
 }
 

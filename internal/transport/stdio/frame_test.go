@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -121,17 +122,20 @@ func FuzzFrameReader(f *testing.F) {
 	f.Add([]byte(strings.Repeat(" ", 40)+"{\"a\":\""+strings.Repeat("y", 60)+"\"}\nnoise "+strings.Repeat("n", 40)+"\n[]"), uint16(0x8000|50))
 	f.Add([]byte("{\""+strings.Repeat("x", 30)+"\"}\n{\"b\":1}\n[2]\n{\"c\":\""+strings.Repeat("z", 40)+"\"}\n{}"), uint16(0x4000|200))
 	f.Add([]byte("{\""+strings.Repeat("x", 30)+"\"}\n{\"b\":1}\n[2]\n  \nnoise\n{\"c\":\""+strings.Repeat("z", 40)+"\"}\n{}"), uint16(0xc000|200))
+	// A long frame sizes the next one's buffer: the next is read with
+	// more after it than the buffer holds, and a long one follows while
+	// some of that still waits.
+	f.Add([]byte(`{"a":"`+strings.Repeat("a", 92)+`"}`+"\n"+`{"b":"`+strings.Repeat("b", 30)+`"}`+"\n"+`{"c":"`+strings.Repeat("c", 15)+`"}`+"\n"+
+		`{"d":"`+strings.Repeat("d", 61)+`"}`+"\n"+`{"e":"`+strings.Repeat("e", 48)+`"}`+"\n"), uint16(0x4000|4095))
 	f.Fuzz(func(t *testing.T, data []byte, lim uint16) {
 		limit := int(lim%4096) + 1
 		// The high bit reads the way Conn.ReadMessageBefore does, from a
 		// source that times out at every other read.
 		direct := lim&0x8000 != 0
-		src := &flakyReader{data: data, flaky: direct, chunk: 7}
-		if lim&0x4000 != 0 {
-			// Reads longer than the buffer: a long frame's read may
-			// take more past its end than the buffer holds.
-			src.chunk = 100
-		}
+		// Bits 12-14 choose how much a read gives: reads longer than
+		// the buffer let a long frame's read take more past its end
+		// than the buffer holds.
+		src := &flakyReader{data: data, flaky: direct, chunk: []int{7, 1, 33, 1000, 100, 16, 2, 500}[lim>>12&7]}
 		var noise [][]byte
 		fr := newFrameReader(src, 16, limit, func(l []byte) {
 			if len(l) == 0 || len(l) > maxKeptLine {
@@ -371,5 +375,43 @@ func BenchmarkFrameReaderLong(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// chunkReader reads at most n bytes a call (n = 0: as much as asked).
+type chunkReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *chunkReader) Read(p []byte) (int, error) {
+	if c.n > 0 && len(p) > c.n {
+		p = p[:c.n]
+	}
+	return c.r.Read(p)
+}
+
+// Runs of frames shorter and longer than the buffer, read in pieces of
+// many sizes: a long frame's direct read takes bytes past its end, often
+// more than the buffer holds, and the frames after it (long ones too,
+// read while some of those bytes still wait) come through whole, in
+// order.
+func TestFrameReaderHandBack(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 20000 {
+		var in strings.Builder
+		for i := range 1 + rng.IntN(8) {
+			in.WriteString(`{"` + string(rune('a'+i)) + `":"` + strings.Repeat("x", rng.IntN(120)) + "\"}\n")
+		}
+		chunk := []int{0, 1, 7, 16, 33, 100, 1000}[rng.IntN(7)]
+		fr := newFrameReader(&chunkReader{strings.NewReader(in.String()), chunk}, 16, 1<<20, nil)
+		for _, want := range referenceFrames([]byte(in.String())) {
+			if f, err := fr.next(); err != nil || string(f) != want.frame {
+				t.Fatalf("reads of %d: frame %q, err %v; want %q\ninput %q", chunk, f, err, want.frame, in.String())
+			}
+		}
+		if _, err := fr.next(); err != io.EOF {
+			t.Fatalf("after the last frame: %v, want EOF", err)
+		}
 	}
 }
