@@ -70,6 +70,7 @@ $(NPM_DIR)/node_modules/.installed: $(NPM_DIR)/package.json $(NPM_DIR)/package-l
 # (examples/conformance-server: all 30 server scenarios each). Any failed
 # check or warning fails this and prints the suite's report.
 conformance: testdeps build
+	$(call step,conformance suite)
 	$(GO) build -o bin/conformance-client ./internal/cmd/conformance-client
 	bash internal/cmd/conformance-client/run.sh "$(CURDIR)/bin/conformance-client"
 	bash examples/conformance-server/run.sh "$(CURDIR)/$(BIN)" testserver
@@ -78,9 +79,16 @@ conformance: testdeps build
 # Everything: vet, all tests with the race detector, the benchmark module's
 # tests, the conformance suite, and cross-compiles so Windows and macOS code
 # keeps building.
+# Each step of make test says when it starts, so a slow CI run shows where
+# its time went.
+step = @echo "== $(1) ($$(date -u +%T))"
+
 test: testdeps crossbuild conformance
+	$(call step,vet)
 	$(GO) vet ./...
+	$(call step,tests with the race detector)
 	$(GO) test -race -count=1 -timeout 20m ./...
+	$(call step,bench and deploy modules)
 	# The bench module follows the main module through a replace directive;
 	# -mod=mod lets it pick up the main module's new requirements by itself.
 	cd bench && GOFLAGS=-mod=mod $(GO) vet ./... && GOFLAGS=-mod=mod $(GO) test -race -count=1 -timeout 10m ./...
@@ -90,15 +98,15 @@ test: testdeps crossbuild conformance
 	# Every benchmark once, so one that no longer runs (a moved testdata
 	# path, a peer that changed) fails here rather than when its figures
 	# are next needed; only failures are printed.
-	@echo "bench smoke: every benchmark once (main and bench modules)"
+	$(call step,bench smoke: every benchmark once (main and bench modules))
 	@$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 10m ./... > bin/bench-smoke.log 2>&1 || { grep -v '^Benchmark\|^goos\|^goarch\|^pkg\|^cpu\|^PASS' bin/bench-smoke.log; exit 1; }
 	@cd bench && GOFLAGS=-mod=mod $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 10m ./... > ../bin/bench-smoke-peers.log 2>&1 || { grep -v '^Benchmark\|^goos\|^goarch\|^pkg\|^cpu\|^PASS' ../bin/bench-smoke-peers.log; exit 1; }
 
 # Silent for minutes on a cold cache, so each step says what it does.
 crossbuild:
-	@echo "crossbuild: windows/amd64 (every package; minutes on a cold build cache)"
+	$(call step,crossbuild: windows/amd64 (every package; minutes on a cold build cache))
 	GOOS=windows GOARCH=amd64 $(GO) build -o /dev/null ./...
-	@echo "crossbuild: darwin/arm64"
+	$(call step,crossbuild: darwin/arm64)
 	GOOS=darwin GOARCH=arm64 $(GO) build -o /dev/null ./...
 
 bench: testdeps

@@ -1,3 +1,5 @@
+//go:build unix
+
 // Command soak runs `nexus serve` replicas sharing a Redis under load for a
 // while, breaks things on the way, and reports what each agent saw and what
 // the gateway kept: the figures `make soak` writes into README.md.
