@@ -119,6 +119,7 @@ func (g *Gateway) HTTP(o HTTPOptions) (*HTTPHandler, error) {
 		sh = hh.shared
 		g.log.Info("sessions are shared with the other replicas through the session store", "replica", hh.shared.Replica(), "store", o.StoreName)
 	}
+	g.setOwnMax(l.MaxUpstreamSessionsPerAgent)
 	hh.mcp = httpserver.New(hh.serve, httpserver.Options{
 		Shared:                sh,
 		Changed:               hh.changed,
@@ -135,6 +136,13 @@ func (g *Gateway) HTTP(o HTTPOptions) (*HTTPHandler, error) {
 		Authenticate:   hh.authenticate,
 		Raise:          raise,
 		LegacyEndpoint: MessagesPath,
+
+		// An agent is the principal: each has its own share (see the
+		// package doc).
+		MaxSessionsPerPrincipal:      l.MaxSessionsPerAgent,
+		MaxRequestsPerPrincipal:      l.MaxRequestsPerAgent,
+		MaxInflightBytes:             int64(l.MaxInflightBytes),
+		MaxInflightBytesPerPrincipal: int64(l.MaxInflightBytesPerAgent),
 	})
 	hh.mux.Handle(EndpointPath, hh.mcp)
 	hh.mux.HandleFunc(SSEPath, hh.mcp.LegacySSE)
