@@ -17,7 +17,7 @@ import (
 
 // newTenantEnv is an HTTP gateway with two more agents, alice and bob,
 // who both see the test server and call it on shared connections.
-func newTenantEnv(t *testing.T, l config.GatewayLimits) *httpEnv {
+func newTenantEnv(t testing.TB, l config.GatewayLimits) *httpEnv {
 	t.Helper()
 	e := newEnv(t, func(c *config.Config) {
 		c.Agents = append(c.Agents,
