@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"io"
 	"net/http"
 	"net/netip"
@@ -51,7 +52,8 @@ type Options struct {
 	// MaxSessions bounds concurrent sessions (default 1000), and
 	// MaxSessionsPerPrincipal those of one principal (default 100, at
 	// most MaxSessions); initialize beyond them gets 503, or 429 for the
-	// principal's own cap.
+	// principal's own cap. Without Authenticate everyone is one
+	// principal, whose caps are the global ones.
 	MaxSessions             int
 	MaxSessionsPerPrincipal int
 	// MaxRequests bounds requests in progress across all sessions
@@ -129,6 +131,10 @@ func (o *Options) defaults() {
 	}
 	if o.MaxSessions <= 0 {
 		o.MaxSessions = 1000
+	}
+	if o.Authenticate == nil {
+		// Everyone is principal "": its share is the whole.
+		o.MaxSessionsPerPrincipal, o.MaxRequestsPerPrincipal, o.MaxInflightBytesPerPrincipal = math.MaxInt32, math.MaxInt32, math.MaxInt64
 	}
 	if o.MaxSessionsPerPrincipal <= 0 {
 		o.MaxSessionsPerPrincipal = 100
