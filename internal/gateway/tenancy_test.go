@@ -10,7 +10,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/gateway"
 )
@@ -21,8 +23,8 @@ func newTenantEnv(t testing.TB, l config.GatewayLimits) *httpEnv {
 	t.Helper()
 	e := newEnv(t, func(c *config.Config) {
 		c.Agents = append(c.Agents,
-			&config.Agent{Name: "alice", Permission: "yolo", Servers: []string{"testserver"}, Tokens: []string{"alice-token"}},
-			&config.Agent{Name: "bob", Permission: "yolo", Servers: []string{"testserver"}, Tokens: []string{"bob-token"}})
+			&config.Agent{Name: "alice", Permission: "yolo", Servers: []string{"testserver", "probe"}, Tokens: []string{"alice-token"}},
+			&config.Agent{Name: "bob", Permission: "yolo", Servers: []string{"testserver", "probe"}, Tokens: []string{"bob-token"}})
 	})
 	hh, err := e.g.HTTP(gateway.HTTPOptions{Limits: l})
 	if err != nil {
@@ -204,4 +206,45 @@ func TestUpstreamSessionsPerAgent(t *testing.T) {
 		t.Errorf("alice sharing: %d %s", status, got)
 	}
 	e.tenant("bob-token", sampling)
+}
+
+// Gap 6 of issue 37, its second half: after alice's flood of slow calls
+// ended, bob's calls timed out for minutes, queued on the upstream
+// connection behind hers. Now each agent's calls travel on connections
+// of its own: while alice's calls fill every handler the upstream has
+// and more wait behind them, bob's call to the same server is answered.
+func TestFloodDoesNotQueueOtherAgents(t *testing.T) {
+	e := newTenantEnv(t, config.GatewayLimits{})
+	const handlers, flood = 32, 40 // an mcp.Server's default MaxHandlers, and more
+	// The blocked calls report their cancellation; the probe's channel
+	// holds fewer. This stops once they have.
+	go func() {
+		for {
+			select {
+			case <-e.probe.cancelled:
+			case <-time.After(2 * time.Second):
+				return
+			}
+		}
+	}()
+	alice := e.connect("alice", mcp.ClientOptions{})
+	bob := e.connect("bob", mcp.ClientOptions{})
+	ctx, cancel := context.WithCancel(ctxT(t))
+	var wg sync.WaitGroup
+	for range flood {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			alice.CallTool(ctx, "mcp_probe_block", nil, nil)
+		}()
+	}
+	for range handlers {
+		<-e.probe.started
+	}
+	res, err := bob.CallTool(ctxT(t), "mcp_probe_echo", map[string]string{"x": "bob is served"}, nil)
+	if err != nil || len(res.Content) == 0 || !strings.Contains(res.Content[0].Text, "bob is served") {
+		t.Errorf("bob during alice's flood: %v %+v", err, res)
+	}
+	cancel()
+	wg.Wait()
 }
