@@ -38,7 +38,8 @@
 // max_inflight_bytes_per_agent) beside the global ones: an agent past its
 // share gets 429 and cannot fill the global caps alone, so another agent
 // is not refused for its sake. Request bodies and the answers they get
-// count against the bytes budget while the request is in progress; a
+// count against the bytes budget while the request is in progress (a
+// request reserves its body's size again for its answer); a
 // request that does not fit waits briefly, then gets 503 (429 for the
 // agent's share) with Retry-After. See httpserver.Options.
 //

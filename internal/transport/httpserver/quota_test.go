@@ -134,11 +134,12 @@ func TestRequestsPerPrincipal(t *testing.T) {
 }
 
 // Gap 9 of issue 37: bodies in flight were not bounded. Request bodies
-// and answers count against a budget, in all and per principal: a
+// and answers count against a budget, in all and per principal (a
+// request reserves its body's size twice, once for its answer): a
 // request over it waits, then gets 429 (its principal's share) or 503
-// (everyone's) with Retry-After, and goes through once room is made.
+// (everyone's) with Retry-After.
 func TestInflightBytes(t *testing.T) {
-	e, g := newQuotaEnv(t, Options{MaxBodyBytes: 100 << 10, MaxInflightBytes: 200 << 10, MaxInflightBytesPerPrincipal: 150 << 10, InflightWait: 50 * time.Millisecond})
+	e, g := newQuotaEnv(t, Options{MaxBodyBytes: 100 << 10, MaxInflightBytes: 400 << 10, MaxInflightBytesPerPrincipal: 250 << 10, InflightWait: 50 * time.Millisecond})
 	alice := e.open(e.as("a", ""))
 	bob := e.open(e.as("b", ""))
 	var wg sync.WaitGroup

@@ -68,7 +68,8 @@ type Options struct {
 	MaxRequestsPerSession   int
 	// MaxInflightBytes bounds the bytes of request bodies and of the
 	// answers they get (responses and the messages on their streams)
-	// held for requests in progress (default 512 MiB);
+	// held for requests in progress (default 512 MiB; a request reserves
+	// its body's size twice, once for its answer);
 	// MaxInflightBytesPerPrincipal those of one principal (default 128
 	// MiB, at most MaxInflightBytes). A request whose body does not fit
 	// waits up to InflightWait (default 2 s) for others to finish, then
@@ -507,19 +508,24 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, principal string)
 		return
 	}
 	defer h.release(s)
-	if !h.hold(w, r, s, int64(len(body))) {
+	// The body, and as much again for its answer (an echo, a file
+	// written and read back): eight large calls at once must not all be
+	// admitted on their bodies alone. An answer beyond that is charged as
+	// it comes.
+	held := 2 * int64(len(body))
+	if !h.hold(w, r, s, held) {
 		return
 	}
 	st := s.conn.open(m.ID, m.ProgressToken)
 	st.mu.Lock()
-	st.budget, st.principal = h.bytes, s.info.Principal
+	st.budget, st.principal, st.credit = h.bytes, s.info.Principal, int64(len(body))
 	st.mu.Unlock()
 	defer func() {
 		st.mu.Lock()
 		n := st.charged
 		st.budget, st.charged = nil, 0
 		st.mu.Unlock()
-		h.bytes.release(s.info.Principal, int64(len(body))+n)
+		h.bytes.release(s.info.Principal, held+n)
 	}()
 	if m.Method == mcp.MethodInitialize {
 		w.Header().Set("Mcp-Session-Id", s.info.ID)
@@ -587,9 +593,9 @@ func (h *Handler) principalRequests(s *session) *atomic.Int64 {
 	return c.(*atomic.Int64)
 }
 
-// hold takes a request body's bytes from the in-flight budget, waiting
-// briefly for room; over it, it answers 503 (or 429 when the principal's
-// own share is full) with Retry-After and returns false.
+// hold takes n bytes, what a request needs, from the in-flight budget,
+// waiting briefly for room; over it, it answers 503 (or 429 when the
+// principal's own share is full) with Retry-After and returns false.
 func (h *Handler) hold(w http.ResponseWriter, r *http.Request, s *session, n int64) bool {
 	ok, full := h.bytes.acquire(r.Context(), s.info.Principal, n)
 	if ok {
@@ -598,11 +604,11 @@ func (h *Handler) hold(w http.ResponseWriter, r *http.Request, s *session, n int
 	mine, all := h.bytes.held(s.info.Principal)
 	w.Header().Set("Retry-After", "2")
 	if full == "agent" {
-		rpcError(w, http.StatusTooManyRequests, mcp.CodeBusy, fmt.Sprintf("too many bytes in flight for %q (%d held, this message has %d): %s; retry once its calls in progress finish",
+		rpcError(w, http.StatusTooManyRequests, mcp.CodeBusy, fmt.Sprintf("too many bytes in flight for %q (%d held, this request needs %d: its body, and as much for its answer): %s; retry once its calls in progress finish",
 			s.info.Principal, mine, n, h.opts.limitText("max_inflight_bytes_per_agent", int(h.opts.MaxInflightBytesPerPrincipal))))
 		return false
 	}
-	rpcError(w, http.StatusServiceUnavailable, mcp.CodeBusy, fmt.Sprintf("too many bytes in flight (%d held, this message has %d): %s",
+	rpcError(w, http.StatusServiceUnavailable, mcp.CodeBusy, fmt.Sprintf("too many bytes in flight (%d held, this request needs %d: its body, and as much for its answer): %s",
 		all, n, h.opts.limitText("max_inflight_bytes", int(h.opts.MaxInflightBytes))))
 	return false
 }
@@ -1257,9 +1263,11 @@ type stream struct {
 	sse    bool // the reply became an SSE stream (and can be resumed)
 	orphan bool // nobody can receive it: drop what comes
 	// budget, while set, is charged for what the request's answer holds
-	// (charged bytes so far), for principal: see Handler.hold.
+	// beyond credit, the part reserved with the request (charged bytes so
+	// far), for principal: see Handler.hold.
 	budget    *budget
 	principal string
+	credit    int64
 	charged   int64
 	// direct is the waiting POST's writer while no message has arrived;
 	// replied says the response went out through it.
@@ -1318,8 +1326,13 @@ func (st *stream) add(data []byte, final bool, o *Options) error {
 		return nil
 	}
 	if st.budget != nil {
-		st.budget.charge(st.principal, int64(len(data)))
-		st.charged += int64(len(data))
+		n := int64(len(data))
+		paid := min(n, st.credit)
+		st.credit -= paid
+		if n -= paid; n > 0 {
+			st.budget.charge(st.principal, n)
+			st.charged += n
+		}
 	}
 	if st.inline && !final && st.replying == nil {
 		st.replying = make(chan struct{})
