@@ -22,19 +22,19 @@ import (
 
 // Record is one decision point, written as one JSON line.
 type Record struct {
-	Time       time.Time       `json:"time"`
-	Agent      string          `json:"agent"`
-	Session    string          `json:"session,omitempty"`
-	Server     string          `json:"server,omitempty"`
-	Method     string          `json:"method"`
-	Tool       string          `json:"tool,omitempty"`
-	URI        string          `json:"uri,omitempty"`
-	Prompt     string          `json:"prompt,omitempty"`
-	Decision   string          `json:"decision"` // allow, deny, modify, error, would-deny, would-modify
-	Link       string          `json:"link,omitempty"`
-	Source     string          `json:"source,omitempty"`
-	Reason     string          `json:"reason,omitempty"`
-	Steps      []Step          `json:"steps,omitempty"`
+	Time     time.Time `json:"time"`
+	Agent    string    `json:"agent"`
+	Session  string    `json:"session,omitempty"`
+	Server   string    `json:"server,omitempty"`
+	Method   string    `json:"method"`
+	Tool     string    `json:"tool,omitempty"`
+	URI      string    `json:"uri,omitempty"`
+	Prompt   string    `json:"prompt,omitempty"`
+	Decision string    `json:"decision"` // allow, deny, modify, error, would-deny, would-modify
+	Link     string    `json:"link,omitempty"`
+	Source   string    `json:"source,omitempty"`
+	Reason   string    `json:"reason,omitempty"`
+	Steps    []Step    `json:"steps,omitempty"`
 	// The arguments' digest: ArgsHMAC (keyed with the log's key, so a
 	// guessable value cannot be confirmed from the log) or, in an unkeyed
 	// log, ArgsSHA256; ArgsBytes is their length. See Writer.HashArgs.
@@ -46,9 +46,9 @@ type Record struct {
 	// and cut, with the flag "args_truncated".
 	Args        json.RawMessage `json:"args,omitempty"`
 	ArgsPreview string          `json:"args_preview,omitempty"`
-	IsError    *bool           `json:"is_error,omitempty"`
-	Bytes      int             `json:"bytes,omitempty"`
-	Flags      []string        `json:"flags,omitempty"`
+	IsError     *bool           `json:"is_error,omitempty"`
+	Bytes       int             `json:"bytes,omitempty"`
+	Flags       []string        `json:"flags,omitempty"`
 
 	// Set by the Writer. A record links to the line before it by Prev
 	// (sha256, an unkeyed log) or MAC (HMAC-SHA256 with the log's key);
