@@ -328,6 +328,11 @@ func (w *Writer) Reserve() error {
 	if !w.o.FailClosed {
 		return nil
 	}
+	w.qmu.RLock()
+	defer w.qmu.RUnlock()
+	if w.closed {
+		return errors.New("audit log is closed")
+	}
 	if err := w.Err(); err != nil {
 		return fmt.Errorf("the audit log cannot be written, and fail_closed is set: %w", err)
 	}

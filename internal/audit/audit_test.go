@@ -219,6 +219,49 @@ func TestBoundedQueue(t *testing.T) {
 	}
 }
 
+// Fail-closed, Reserve holds a queue place before the call runs: with the
+// queue full it refuses, so no call runs whose record could not be
+// queued; WriteReserved then never finds the queue full.
+func TestReserve(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	w := open(t, Options{Path: path, Buffer: 2, FailClosed: true})
+	stall, stalled := make(chan struct{}), make(chan struct{}, 1)
+	w.stallHook = func() {
+		select {
+		case stalled <- struct{}{}:
+		default:
+		}
+		<-stall
+	}
+	w.Write(rec(0))
+	<-stalled
+	if err := w.Reserve(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Reserve(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Reserve(); !errors.Is(err, ErrFull) {
+		t.Fatalf("a third place in a queue of two: %v", err)
+	}
+	if err := w.Write(rec(9)); !errors.Is(err, ErrFull) {
+		t.Fatalf("a write with every place held: %v", err)
+	}
+	w.Release()
+	if err := w.WriteReserved(rec(1)); err != nil {
+		t.Fatal(err)
+	}
+	close(stall)
+	writeN(t, w, 2, 1)
+	w.Close()
+	if err := w.Reserve(); err == nil {
+		t.Error("Reserve on a closed log")
+	}
+	if rep, err := Verify(path); err != nil || rep.Records != 3 {
+		t.Errorf("%+v %v", rep, err)
+	}
+}
+
 // A sink that fails: fail-closed Writes refuse, naming the cause;
 // otherwise records are dropped and Err says why.
 func TestSinkFailure(t *testing.T) {

@@ -3,6 +3,7 @@ package audit
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -149,9 +150,15 @@ func clamp(r *Record) {
 			r.Flags[i], cutAll = cut(f, maxStepText), true
 		}
 	}
+	if len(r.ArgsPreview) > PreviewBytes {
+		r.ArgsPreview = cut(r.ArgsPreview, PreviewBytes)
+	}
 	if len(r.Args) > MaxArgs || len(r.Args) > 0 && !json.Valid(r.Args) {
 		r.ArgsPreview = cut(string(r.Args), PreviewBytes)
 		r.Args = nil
+		r.Flags = append(r.Flags[:len(r.Flags):len(r.Flags)], "args_truncated")
+	}
+	if r.ArgsPreview != "" && !slices.Contains(r.Flags, "args_truncated") {
 		r.Flags = append(r.Flags[:len(r.Flags):len(r.Flags)], "args_truncated")
 	}
 	if cutAll {
