@@ -311,7 +311,7 @@ func (v *verifier) file(path string) error {
 		return &Error{File: path, Line: lastLine, Seq: lastSeq, Problem: "the file ends before its last signed checkpoint",
 			Expected: fmt.Sprintf("%s: records through seq %d, %d bytes of %s", v.where(c), c.Seq, c.Size, c.File),
 			Found:    fmt.Sprintf("the file ends at seq %d, %d bytes", lastSeq, off),
-			Meaning:  fmt.Sprintf("%d records (seq %d-%d) were cut from the file's end, or the file was replaced; what they recorded is gone: keep the files as evidence", c.Seq-lastSeq, lastSeq+1, c.Seq)}
+			Meaning:  fmt.Sprintf("%s cut from the file's end, or the file was replaced; what was recorded there is gone: keep the files as evidence", span(lastSeq+1, c.Seq))}
 	}
 	return nil
 }
@@ -339,6 +339,15 @@ func (v *verifier) finish() error {
 	}
 	v.rep.Uncovered = v.rep.Records - v.coveredN
 	return nil
+}
+
+// span names the records from seq a to b: "1 record (seq 7) was", "3
+// records (seq 7-9) were".
+func span(a, b uint64) string {
+	if a == b {
+		return fmt.Sprintf("1 record (seq %d) was", a)
+	}
+	return fmt.Sprintf("%d records (seq %d-%d) were", b-a+1, a, b)
 }
 
 // readLineMax reads one line without its newline: a line over max, or
