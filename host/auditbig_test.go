@@ -131,7 +131,7 @@ audit {
 			t.Errorf("call %d (%s, %d bytes): %s %s %s args %d bytes, preview %.120q, flags %v", i, c.tool, c.size, r.Tool, r.Decision, r.Link, r.ArgsBytes, r.ArgsPreview, r.Flags)
 		}
 	}
-	keys, err := host.AuditKeys(cfg.Audit)
+	keys, err := audit.ConfigKeys(cfg.Audit)
 	if err != nil {
 		t.Fatal(err)
 	}

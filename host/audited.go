@@ -12,7 +12,6 @@ import (
 
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/audit"
-	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/ctxval"
 	"github.com/nexus-mcp/nexus/internal/diag"
 	"github.com/nexus-mcp/nexus/internal/hostapi"
@@ -39,7 +38,7 @@ func (c *core) auditLog() (*audit.Writer, error) {
 		return nil, nil
 	}
 	c.auditOnce.Do(func() {
-		keys, err := AuditKeys(a)
+		keys, err := audit.ConfigKeys(a)
 		if err != nil {
 			c.auditErr = fmt.Errorf("audit log %s: %w", a.Path, err)
 		} else {
@@ -53,13 +52,6 @@ func (c *core) auditLog() (*audit.Writer, error) {
 		c.opts.Telemetry.Metrics().AuditDropped(c.auditW.Dropped)
 	})
 	return c.auditW, c.auditErr
-}
-
-// AuditKeys loads the keys an audit block names (its settings, the
-// signing key file, else NEXUS_AUDIT_KEY and NEXUS_AUDIT_SIGNING_KEY);
-// nexus audit verify checks a log with the same.
-func AuditKeys(a *config.Audit) (audit.Keys, error) {
-	return audit.KeySource{Key: a.Key, SigningKey: a.SigningKey, SigningKeyFile: a.SigningKeyFile, PublicKey: a.PublicKey}.Load()
 }
 
 // OpenAudit opens the audit block's log now rather than at the first

@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/internal/audit"
 )
 
@@ -125,7 +124,7 @@ func (a *app) verifyOptions(last, checkpoints, public string) (audit.VerifyOptio
 		if cpPath == "" {
 			cpPath = b.Path + ".checkpoints"
 		}
-		keys, err = host.AuditKeys(&b) // as the host that wrote the log
+		keys, err = audit.ConfigKeys(&b) // as the host that wrote the log
 	} else {
 		keys, err = audit.KeySource{PublicKey: public}.Load()
 	}

@@ -13,6 +13,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/nexus-mcp/nexus/internal/config"
 )
 
 // The environment variables a key may come from when the audit block does
@@ -44,6 +46,13 @@ type KeySource struct {
 	SigningKeyFile string // a file holding SigningKey
 	PublicKey      string // base64 ed25519 public key
 	Getenv         func(string) string
+}
+
+// ConfigKeys loads the keys an audit block names (its settings, the
+// signing key file, else EnvKey and EnvSigningKey): the host opens the log
+// with them, and nexus audit verify checks it with the same.
+func ConfigKeys(a *config.Audit) (Keys, error) {
+	return KeySource{Key: a.Key, SigningKey: a.SigningKey, SigningKeyFile: a.SigningKeyFile, PublicKey: a.PublicKey}.Load()
 }
 
 // Load reads the keys: from the settings, the key file, then the
