@@ -115,10 +115,10 @@ var secretKeys = []string{
 	"access_key", "secret_key", "private_key", "client_secret", "credential", "credentials", "auth",
 }
 
-// exactKeys are whole key names whose values are secrets, too short or
-// too common as an ending to match as one: HTTP's credential headers and
-// short names for a password.
-var exactKeys = []string{"authorization", "proxy_authorization", "cookie", "set_cookie", "pass", "pw"}
+// exactKeys are whole key names whose values are secrets, too common as
+// an ending to match as one: HTTP's credential headers and "pass". (None
+// is under three bytes: that would turn off the trigram table.)
+var exactKeys = []string{"authorization", "proxy_authorization", "cookie", "set_cookie", "pass"}
 
 // New is a Redactor of every kind but Entropy's.
 func New() *Redactor {
