@@ -477,6 +477,25 @@ func (c *compiler) nexusExtras(doc map[string]any) {
 		if a.IncludeArguments {
 			e["include_arguments"] = true
 		}
+		if a.CheckpointEvery != 0 {
+			e["checkpoint_every"] = a.CheckpointEvery
+		}
+		for k, v := range map[string]string{"signing_key_file": a.SigningKeyFile, "checkpoint_path": a.CheckpointPath, "public_key": a.PublicKey} {
+			if v != "" {
+				e[k] = c.str(a.Refs, "/"+k, v)
+			}
+		}
+		for k, v := range map[string]string{"key": a.Key, "signing_key": a.SigningKey} {
+			if _, ref := a.Refs["/"+k]; ref || c.showSecrets {
+				e[k] = c.str(a.Refs, "/"+k, v)
+			} else if v != "" {
+				// A key written into the file is a secret; compile-down
+				// never copies one.
+				e[k] = "[a key written in " + a.Source.File + ": move it to a sensitive variable]"
+				c.warns = append(c.warns, Warning{Source: a.Source, Subject: "the audit block",
+					Message: "the audit " + k + " written in the config file is left out; put it in a sensitive variable (" + k + " = var.audit_" + k + ") so it compiles to a ${NAME} reference"})
+			}
+		}
 		doc["audit"] = e
 	}
 }
