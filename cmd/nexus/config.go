@@ -30,7 +30,14 @@ func (a *app) loadConfig(allowUnset bool) (*config.Config, error) {
 	if !allowUnset {
 		opts.Prompter = a.prompter()
 	}
-	return config.Load(opts)
+	cfg, err := config.Load(opts)
+	if err == nil && len(cfg.Untrusted) > 0 {
+		// An untrusted workspace config was left out; using the rest as if
+		// it were not there would surprise more than refusing does.
+		// --yes does not reach here: trust is given only by nexus trust.
+		return &config.Config{Files: cfg.Files, Warnings: cfg.Warnings, Untrusted: cfg.Untrusted}, config.UntrustedReport(cfg.Untrusted)
+	}
+	return cfg, err
 }
 
 // printWarnings writes the config's warnings to stderr, one a line.
