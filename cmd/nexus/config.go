@@ -128,6 +128,11 @@ sensitive variables read from NEXUS_INPUT_<ID>. An existing file is kept unless
 			if err := os.WriteFile(out, data, 0o644); err != nil {
 				return err
 			}
+			// The person wrote this file here: where discovery finds it, it
+			// is trusted as written (an edit later needs nexus trust again).
+			if err := trustWritten(out); err != nil {
+				fmt.Fprintf(a.stderr, "Warning: %v; trust it with nexus trust %s\n", err, out)
+			}
 			fmt.Fprintf(a.stdout, "Wrote %s. Check it with: nexus config validate --config %s\n", out, out)
 			return nil
 		},

@@ -71,7 +71,7 @@ func (a *app) trustCmd() *cobra.Command {
 	var list bool
 	cmd := &cobra.Command{
 		Use:   "trust [PATH...]",
-		Short: "Trust a workspace config (.nexus/ or nexus.hcl found from the working directory) to run what it names",
+		Short: "Trust a workspace config (a .nexus/ found from here up) to start its servers and read its files",
 		Long: `A config file found by walking up from the working directory (a parent's or this
 directory's .nexus/, or ./nexus.hcl) comes with the repository it is in, so Nexus
 starts none of its servers and reads none of the files it names (file(),
@@ -112,8 +112,7 @@ NEXUS_CONFIG are trusted as they are.`,
 				if err != nil {
 					return usageErr("%s cannot be trusted: %v", p, err)
 				}
-				entries = slices.DeleteFunc(entries, func(t config.Trusted) bool { return t.Path == key })
-				entries = append(entries, config.Trusted{Path: key, SHA256: sum, Granted: time.Now().UTC().Truncate(time.Second)})
+				entries = grant(entries, key, sum)
 				fmt.Fprintf(a.stdout, "Trusted %s (sha256 %s)\n", clean(key), sum[:12])
 				for _, l := range config.Inventory(key, data) {
 					fmt.Fprintln(a.stdout, "  "+clean(l))
@@ -171,7 +170,7 @@ func (a *app) untrustCmd() *cobra.Command {
 	var all bool
 	cmd := &cobra.Command{
 		Use:   "untrust [PATH...]",
-		Short: "Take trust back from workspace configs (or --all)",
+		Short: "Take back the trust nexus trust gave workspace configs (or --all)",
 		Long: `Take trust back: the files' servers no longer start and the files they name are
 no longer read. With no PATH, the workspace configs found from the working
 directory; a PATH is a config file or a directory holding one, and need not
@@ -222,4 +221,30 @@ exist any more.`,
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "take back every trust")
 	return cmd
+}
+
+// trustWritten trusts a config file Nexus just wrote for the person, as it
+// is now.
+func trustWritten(path string) error {
+	key, err := config.TrustKey(path)
+	if err != nil {
+		return err
+	}
+	_, sum, err := config.HashConfig(key)
+	if err != nil {
+		return err
+	}
+	store := trustPath()
+	entries, err := config.ReadTrust(store)
+	if err != nil {
+		return err
+	}
+	return config.WriteTrust(store, grant(entries, key, sum))
+}
+
+// grant trusts the file key with content sum in list, replacing what was
+// trusted under that path before.
+func grant(list []config.Trusted, key, sum string) []config.Trusted {
+	list = slices.DeleteFunc(list, func(t config.Trusted) bool { return t.Path == key })
+	return append(list, config.Trusted{Path: key, SHA256: sum, Granted: time.Now().UTC().Truncate(time.Second)})
 }

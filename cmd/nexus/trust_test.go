@@ -149,3 +149,15 @@ func TestWorkspaceTrustConfined(t *testing.T) {
 		}
 	}
 }
+
+// A nexus.hcl that nexus config init writes is the person's own: it runs
+// where it was written without a separate nexus trust.
+func TestConfigInitTrusts(t *testing.T) {
+	dir := t.TempDir()
+	if stdout, stderr, code := nexusUntrusted(t, dir, "", nil, "config", "init"); code != 0 {
+		t.Fatalf("init: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if stdout, stderr, code := nexusUntrusted(t, dir, "", nil, "tools"); code != 0 || !strings.Contains(stdout, "testserver.echo") {
+		t.Fatalf("tools after init: exit %d\n%s%s", code, stdout, stderr)
+	}
+}
