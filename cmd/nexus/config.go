@@ -31,6 +31,9 @@ func (a *app) loadConfig(allowUnset bool) (*config.Config, error) {
 		opts.Prompter = a.prompter()
 	}
 	cfg, err := config.Load(opts)
+	if err == nil && len(cfg.Untrusted) > 0 && a.askTrust(cfg.Untrusted) {
+		cfg, err = config.Load(opts) // what changed since it was shown stays untrusted
+	}
 	if err == nil && len(cfg.Untrusted) > 0 {
 		// An untrusted workspace config was left out; using the rest as if
 		// it were not there would surprise more than refusing does.

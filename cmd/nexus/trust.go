@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -76,7 +78,8 @@ func (a *app) trustCmd() *cobra.Command {
 directory's .nexus/, or ./nexus.hcl) comes with the repository it is in, so Nexus
 starts none of its servers and reads none of the files it names (file(),
 env_file) until you trust it. Every command says which files wait and what they
-would run. Trust is for the file's path and exact content (sha256), as direnv's
+would run (at a terminal it asks whether to trust them there and then; --yes
+never answers that). Trust is for the file's path and exact content (sha256), as direnv's
 allow is: an edit, a pull or a checkout that changes the file takes it away.
 
 nexus trust with no PATH trusts the workspace configs found from the working
@@ -247,4 +250,43 @@ func trustWritten(path string) error {
 func grant(list []config.Trusted, key, sum string) []config.Trusted {
 	list = slices.DeleteFunc(list, func(t config.Trusted) bool { return t.Path == key })
 	return append(list, config.Trusted{Path: key, SHA256: sum, Granted: time.Now().UTC().Truncate(time.Second)})
+}
+
+// askTrust offers, at a terminal, to trust the untrusted workspace configs
+// us after showing what they would run; it trusts the content that was
+// shown (its hash), so a file changed meanwhile stays untrusted. Without a
+// terminal nobody is asked, and --yes does not answer: trust is a person's
+// decision about a file, not about a call.
+func (a *app) askTrust(us []config.Untrusted) bool {
+	con := a.console()
+	if !con.canAsk() {
+		return false
+	}
+	con.begin()
+	defer con.end()
+	rep := *config.UntrustedReport(us)
+	rep.Fix = nil
+	con.say("%s\n", clean(rep.Error()))
+	line, err := con.read(context.Background(), "Trust it and go on? (nexus trust --list shows what is trusted) [y/N]: ")
+	if err != nil || !strings.EqualFold(strings.TrimSpace(line), "y") && !strings.EqualFold(strings.TrimSpace(line), "yes") {
+		return false
+	}
+	store := trustPath()
+	entries, err := config.ReadTrust(store)
+	if err != nil {
+		con.say("%v\n", err)
+		return false
+	}
+	for _, u := range us {
+		key, err := config.TrustKey(u.Path)
+		if err != nil {
+			return false
+		}
+		entries = grant(entries, key, u.SHA256)
+	}
+	if err := config.WriteTrust(store, entries); err != nil {
+		con.say("The trust could not be saved: %v\n", err)
+		return false
+	}
+	return true
 }

@@ -161,3 +161,43 @@ func TestConfigInitTrusts(t *testing.T) {
 		t.Fatalf("tools after init: exit %d\n%s%s", code, stdout, stderr)
 	}
 }
+
+// At a terminal, an untrusted workspace config is shown and the person may
+// trust it there; "n" (or anything else) refuses before anything runs.
+func TestWorkspaceTrustPrompt(t *testing.T) {
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "MARKER")
+	files(t, dir, "nexus.hcl", `server "ws" {
+  stdio {
+    command = "sh"
+    args    = ["-c", "echo ran > `+marker+`; exec nexus testserver"]
+  }
+}
+`)
+	tm := startTermIn(t, dir, "{}", "tools")
+	tm.expect("is not trusted")
+	tm.expect("exec nexus testserver")
+	tm.expect("[y/N]: ")
+	tm.send("n\r")
+	if code := tm.exit(); code != exitUsage {
+		t.Fatalf("declined: exit %d\n%s", code, tm.screen())
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("declined, yet the command ran")
+	}
+
+	tm = startTermIn(t, dir, "{}", "tools")
+	tm.expect("[y/N]: ")
+	tm.send("y\r")
+	tm.expect("ws.echo")
+	if code := tm.exit(); code != 0 {
+		t.Fatalf("trusted: exit %d\n%s", code, tm.screen())
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatalf("trusted at the prompt, the server did not run: %v", err)
+	}
+	// The trust is kept: no question the next time.
+	if stdout, stderr, code := nexusUntrusted(t, dir, "", nil, "tools"); code != 0 || !strings.Contains(stdout, "ws.echo") {
+		t.Fatalf("after the prompt: exit %d\n%s%s", code, stdout, stderr)
+	}
+}
