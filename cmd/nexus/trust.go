@@ -267,7 +267,11 @@ func (a *app) askTrust(us []config.Untrusted) bool {
 	rep := *config.UntrustedReport(us)
 	rep.Fix = nil
 	con.say("%s\n", clean(rep.Error()))
-	line, err := con.read(context.Background(), "Trust it and go on? (nexus trust --list shows what is trusted) [y/N]: ")
+	ctx := a.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	line, err := con.read(ctx, "Trust it and go on? (nexus trust --list shows what is trusted) [y/N]: ")
 	if err != nil || !strings.EqualFold(strings.TrimSpace(line), "y") && !strings.EqualFold(strings.TrimSpace(line), "yes") {
 		return false
 	}

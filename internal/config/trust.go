@@ -215,15 +215,18 @@ func (ld *loader) gate(files []File) ([]File, []Untrusted, error) {
 			}
 			loaded = true
 		}
+		// A file that cannot be read here is reported here, never handed
+		// on for load to read (it could have changed by then).
 		key, err := TrustKey(ld.abs(f.Path))
-		if err != nil {
-			out = append(out, f) // gone since discovery: load reports it
-			continue
+		var data []byte
+		var sum string
+		if err == nil {
+			data, sum, err = HashConfig(key)
 		}
-		data, sum, err := HashConfig(key)
 		if err != nil {
-			out = append(out, f)
-			continue
+			return nil, nil, Errors{&diag.Report{Title: errTitle, Source: diag.Source{File: f.Path, Layer: f.Layer}, Cause: err,
+				Problem: "cannot read this workspace config to check whether it is trusted: " + unwrapPathError(err).Error(),
+				Fix:     []string{"Check the file (a regular file of at most 10 MiB), or name another config with --config."}}}
 		}
 		if IsTrusted(list, key, sum) {
 			ld.read[f.Path] = data
