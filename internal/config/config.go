@@ -324,6 +324,9 @@ type Config struct {
 	Inputs    []Input     // the VS Code inputs the servers refer to, by id
 	Files     []File      // lowest layer first
 	Warnings  []Warning
+	// Untrusted are the workspace files found but not applied, for want of
+	// `nexus trust` (trust.go); Files does not list them.
+	Untrusted []Untrusted
 }
 
 // Server returns the server called name, or nil.

@@ -1229,7 +1229,14 @@ func (h *hclFile) plugin(b *hcl.Block) {
 		return
 	}
 	p := &Plugin{Name: name, Source: h.blockSource(b)}
-	p.Path, _ = h.path(c.Attributes["path"])
+	if a := c.Attributes["path"]; a != nil {
+		if raw, ok := h.str(a, nil, ""); ok && raw != "" {
+			var err error
+			if p.Path, err = h.ld.confined(raw, h.dir, h.src.Layer); err != nil {
+				h.errRange(a.Expr.Range(), "", "plugin path "+err.Error())
+			}
+		}
+	}
 	if a := c.Attributes["sha256"]; a != nil {
 		if s, ok := h.str(a, nil, ""); ok {
 			if bad := checkSHA256(s); bad != "" {
