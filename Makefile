@@ -21,9 +21,11 @@ build:
 
 # The main job on the default config (./nexus.hcl, also built in): the
 # built-in test server over stdio. Its command is `nexus`, found in bin/.
+# The config is named with --config: a nexus.hcl found in the working
+# directory is a workspace config, which runs nothing until `nexus trust`.
 run: build
-	PATH="$(CURDIR)/bin:$$PATH" $(BIN) tools
-	PATH="$(CURDIR)/bin:$$PATH" $(BIN) call --yes testserver.echo message="hello from nexus"
+	PATH="$(CURDIR)/bin:$$PATH" $(BIN) --config nexus.hcl tools
+	PATH="$(CURDIR)/bin:$$PATH" $(BIN) --config nexus.hcl call --yes testserver.echo message="hello from nexus"
 
 # Real MCP servers from npm that the integration tests run against, and
 # the OPA compiler the Rego filter tests build their policies with
