@@ -243,9 +243,25 @@ func deniedReport(cfg *Config, agent, server string, d *policy.DeniedError) erro
 	if ag := cfg.Agent(agent); ag != nil {
 		den.AgentSource = ag.Source
 	}
-	for _, f := range cfg.Filters {
-		if f.Name == d.Link {
-			den.LinkSource = f.Source
+	filters := cfg.Filters
+	if ag := cfg.Agent(agent); ag != nil {
+		filters = append(slices.Clone(ag.Rules), filters...) // an agent's rules come first in the chain
+	}
+	if d.Link == "lock" {
+		den.LinkKind = diag.LinkLock
+	}
+	for _, f := range filters {
+		if f.Name != d.Link || den.LinkKind != "" {
+			continue
+		}
+		den.LinkSource = f.Source
+		switch {
+		case f.Rule != nil:
+			den.LinkKind = diag.LinkRule
+		case f.Plugin != "":
+			den.LinkKind = diag.LinkPlugin
+		default:
+			den.LinkKind = diag.LinkWASM
 		}
 	}
 	r := diag.PolicyDenied(c, den)

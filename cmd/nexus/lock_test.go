@@ -104,7 +104,7 @@ filter "tool-poisoning" {
 	if code != 0 || strings.Contains(stdout, "testserver.echo") || !strings.Contains(stdout, "testserver.add") {
 		t.Errorf("tools with a poisoned echo: exit %d\n%s%s", code, stdout, stderr)
 	}
-	if _, stderr, code := nexusIn(t, dir, "", nil, "--yes", "call", "testserver.echo", "message=hi"); code != 4 || !strings.Contains(stderr, "denied") {
+	if _, stderr, code := nexusIn(t, dir, "", nil, "--yes", "call", "testserver.echo", "message=hi"); code != 4 || !strings.Contains(stderr, "withheld by the lockfile") || !strings.Contains(stderr, "nexus lock --check") || strings.Contains(stderr, "nexus filter test") {
 		t.Errorf("a call of the poisoned echo: exit %d\n%s", code, stderr)
 	}
 	stdout, _, code = nexusIn(t, dir, "", nil, "lock")

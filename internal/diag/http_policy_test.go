@@ -35,12 +35,29 @@ func TestGoldenHTTPAndPolicy(t *testing.T) {
 				Reason:      `github.delete_repo is not allowed for agent "reviewer" by its allow/deny rules`})},
 		{"policy_filter", PolicyDenied(
 			Context{Server: "github", Source: globalSource},
-			Denial{Method: "tools/call", Tool: "delete_repo", Link: "no-destructive", Kind: "policy", Agent: "cli",
+			Denial{Method: "tools/call", Tool: "delete_repo", Link: "no-destructive", LinkKind: LinkWASM, Kind: "policy", Agent: "cli",
 				LinkSource: Source{File: "/home/alice/app/nexus.hcl", Layer: "project", Line: 30},
 				Reason:     "destructive tools need a ticket number in the arguments"})},
+		// Each kind of link gets the fix that fits it: the lockfile's
+		// verbs, a rule's expression, a plugin's inspection; nexus filter
+		// test only for WASM filters (issue 42).
+		{"policy_rule", PolicyDenied(
+			Context{Server: "github", Source: globalSource},
+			Denial{Method: "tools/call", Tool: "push", Link: "no-prod", LinkKind: LinkRule, Kind: "policy", Agent: "ci",
+				LinkSource: Source{File: "/home/alice/app/nexus.hcl", Layer: "project", Line: 52},
+				Reason:     "ci works on staging repositories only"})},
+		{"policy_lock", PolicyDenied(
+			Context{Server: "github", Source: globalSource},
+			Denial{Method: "tools/call", Tool: "push", Link: "lock", LinkKind: LinkLock, Kind: "policy", Agent: "ci",
+				Reason: "github.push is new since the lockfile was written; review it with nexus lock --check, accept it with nexus lock --server github"})},
+		{"policy_plugin_failed", PolicyDenied(
+			Context{Server: "github", Source: globalSource},
+			Denial{Method: "tools/call", Tool: "push", Link: "limits", LinkKind: LinkPlugin, Kind: "policy", Agent: "ci",
+				LinkSource: Source{File: "/home/alice/app/nexus.hcl", Layer: "project", Line: 60},
+				Failure:    "plugin: the process exited"})},
 		{"policy_filter_failed", PolicyDenied(
 			Context{Server: "files", Source: projectSource},
-			Denial{Method: "resources/read", Link: "pii-scan", Kind: "sanitizer", Agent: "cli",
+			Denial{Method: "resources/read", Link: "pii-scan", LinkKind: LinkWASM, Kind: "sanitizer", Agent: "cli",
 				LinkSource: Source{File: "/home/alice/app/nexus.hcl", Layer: "project", Line: 41},
 				Failure:    "wasm: out of fuel after 100000000 instructions"})},
 	}

@@ -1,5 +1,7 @@
 package diag
 
+import "strconv"
+
 // Denial describes a request that a link of the policy chain refused. The
 // fields are plain values so that this package stays below the policy
 // package; callers fill them from a *policy.DeniedError and the config.
@@ -7,8 +9,11 @@ type Denial struct {
 	Method string // "tools/call", "resources/read", ...
 	Tool   string // the tool's name on its server, for tools/call
 	Link   string // "permission", "rules", a filter's name, or "chain"
-	Kind   string // "policy" or "sanitizer"
-	Reason string // what the link said
+	// LinkKind is what the link is, for a fix that fits it: LinkWASM,
+	// LinkPlugin, LinkRule or LinkLock; "" for the built-in links.
+	LinkKind string
+	Kind     string // "policy" or "sanitizer"
+	Reason   string // what the link said
 	// Failure is the link's own error when it failed and failed closed
 	// (a trap, a timeout, an invalid decision); Reason is then empty.
 	Failure string
@@ -17,6 +22,14 @@ type Denial struct {
 	AgentSource Source // where the agent block is; zero when it is the built-in default
 	LinkSource  Source // where the filter is defined; zero for built-in links
 }
+
+// Kinds of a refusing link (Denial.LinkKind).
+const (
+	LinkWASM   = "wasm"   // a WASM filter
+	LinkPlugin = "plugin" // a go-plugin filter
+	LinkRule   = "rule"   // a CEL rule block
+	LinkLock   = "lock"   // the lockfile
+)
 
 // builtinLinks are the links Nexus itself puts first in the chain.
 var builtinLinks = map[string]string{
@@ -47,6 +60,12 @@ func PolicyDenied(c Context, d Denial) *Report {
 		r.Problem = what + " was denied by " + desc
 	} else {
 		r.Problem = what + " was denied by " + kind + " " + quote(d.Link)
+		switch d.LinkKind {
+		case LinkLock:
+			r.Problem = what + " was withheld by the lockfile"
+		case LinkRule:
+			r.Problem = what + " was denied by rule " + quote(d.Link)
+		}
 	}
 
 	if d.Failure != "" {
@@ -62,6 +81,12 @@ func PolicyDenied(c Context, d Denial) *Report {
 	var chain []string
 	if !builtin && d.Link != "" {
 		line := "filter " + quote(d.Link) + " (" + kind + ")"
+		switch d.LinkKind {
+		case LinkLock:
+			line = "the lockfile, which pins each tool's definition (nexus lock)"
+		case LinkRule:
+			line = "rule " + quote(d.Link) + " (" + kind + ")"
+		}
 		if s := d.LinkSource.String(); s != "" {
 			line += ", defined in " + s
 		}
@@ -80,29 +105,45 @@ func PolicyDenied(c Context, d Denial) *Report {
 		r.Details = append(r.Details, Section{Heading: "Decided by", Lines: chain})
 	}
 
+	where := ""
+	if f := d.LinkSource.File; f != "" {
+		where = " in " + shortenHome(f)
+		if d.LinkSource.Line > 0 {
+			where += ", line " + strconv.Itoa(d.LinkSource.Line)
+		}
+	}
+	r.FixHeading = "Fix"
 	switch {
+	case d.LinkKind == LinkLock:
+		r.Fix = []string{"Review what changed: nexus lock --check"}
+		if c.Server != "" {
+			r.Fix = append(r.Fix, "If the change is safe, accept it: nexus lock --server "+c.Server)
+		}
 	case d.Failure != "":
 		r.Causes = []string{"The filter failed (an error, trap, timeout or invalid decision), and a failing " + kind + " denies by default"}
-		where := ""
-		if d.LinkSource.File != "" {
-			where = " in " + shortenHome(d.LinkSource.File)
+		switch d.LinkKind {
+		case LinkRule:
+			r.Causes[0] = "The rule's expression failed on this request, and a failing " + kind + " denies by default"
+			r.Fix = []string{"Check the rule's when" + where + " against this request: nexus explain shows what it saw"}
+		case LinkPlugin:
+			r.Fix = []string{"Check the plugin with nexus plugin inspect, and its log lines above"}
+		default:
+			r.Fix = []string{"Check the filter with nexus filter inspect and nexus filter test"}
 		}
-		pass := `on_error = "allow"` // the request, or the unsanitized result, goes on
-		r.FixHeading = "Fix"
+		// The request, or the unsanitized result, goes on.
+		r.Fix = append(r.Fix, `To go on while it fails, set on_error = "allow" in its block`+where+" (only if that is safe)")
+	case d.LinkKind == LinkRule:
 		r.Fix = []string{
-			"Check the filter with nexus filter inspect and nexus filter test",
-			"To go on while it fails, set " + pass + " in its block" + where + " (only if that is safe)",
+			"If this request should be allowed, change the rule's when or action" + where,
+			"See every link's decision on this request with nexus explain",
 		}
 	case !builtin && d.Link != "":
-		where := ""
-		if d.LinkSource.File != "" {
-			where = " in " + shortenHome(d.LinkSource.File)
+		r.Fix = []string{"If this request should be allowed, change the filter's config or match" + where}
+		if d.LinkKind == LinkWASM {
+			r.Fix = append(r.Fix, "Try the filter on this request with nexus filter test")
 		}
-		r.FixHeading = "Fix"
-		r.Fix = []string{
-			"If this request should be allowed, change the filter's config or match" + where,
-			"Try the filter on this request with nexus filter test",
-		}
+	default:
+		r.FixHeading, r.Fix = "", nil
 	}
 	return r
 }
