@@ -163,6 +163,14 @@ func (p *Peer) dispatch(e *envelope) (*inbound, error) {
 		if err != nil {
 			return nil, err
 		}
+		if len(e.id) > 0 {
+			if err := CheckRequestID(e.id); err != nil {
+				// Valid JSON, a broken request: answered, the session goes on.
+				// The id cannot be echoed, so the answer carries null.
+				go p.respond(json.RawMessage("null"), nil, &RPCError{Code: CodeInvalidRequest, Message: "invalid request: " + err.Error()}, false)
+				return nil, nil
+			}
+		}
 		if hasID {
 			var id, params json.RawMessage
 			if e.owned {
