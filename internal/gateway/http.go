@@ -12,8 +12,10 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -53,6 +55,10 @@ type HTTPOptions struct {
 	MetadataPath string
 	// AllowedOrigins are browser origins allowed besides loopback ones.
 	AllowedOrigins []string
+	// AllowedHosts are the Host values a request without Origin may name
+	// besides the listen address (see checkHost): "name" (any port) or
+	// "name:port". cmd/nexus adds the public URL's host.
+	AllowedHosts []string
 	// Required servers must be reachable for /readyz to say ready.
 	Required []string
 	Limits   config.GatewayLimits
@@ -78,6 +84,8 @@ type HTTPHandler struct {
 
 	mu     sync.Mutex
 	states map[string]*session // sessions whose state is in the store, by HTTP session id
+
+	listen atomic.Pointer[netip.AddrPort] // where Serve listens; nil before
 }
 
 type tokenEntry struct {
@@ -132,6 +140,9 @@ func (g *Gateway) HTTP(o HTTPOptions) (*HTTPHandler, error) {
 		AllowOrigin: func(origin string) bool {
 			return httpserver.LoopbackOrigin(origin) || origins[strings.ToLower(origin)]
 		},
+		CheckHost:      hh.checkHost,
+		BodyTimeout:    l.BodyTimeout,
+		MinBodyRate:    l.MinBodyRate,
 		Authenticate:   hh.authenticate,
 		Raise:          raise,
 		LegacyEndpoint: MessagesPath,
@@ -185,7 +196,7 @@ func (hh *HTTPHandler) serve(ctx context.Context, conn mcp.Conn, s *httpserver.S
 			}
 			hh.mu.Unlock()
 		}
-	})
+	}, 0)
 }
 
 // changed reloads a session whose state another replica changed.
@@ -249,6 +260,60 @@ func (hh *HTTPHandler) authenticate(r *http.Request) (string, error) {
 		return a, nil
 	}
 	return "", unauthorized("unknown bearer token")
+}
+
+// checkHost admits the Host of a request without Origin (DNS rebinding: a
+// name the attacker controls, resolved to this gateway, must not reach
+// it). Admitted: a host of AllowedHosts; the listen address itself; on a
+// loopback address also localhost, 127.0.0.1 and [::1], and on every
+// address (0.0.0.0) localhost and any IP address, each with the listen
+// port or none. Before Serve knows the listen address (a handler mounted by an
+// embedder), loopback hosts with any port.
+func (hh *HTTPHandler) checkHost(host string) error {
+	name, port := host, ""
+	if h, p, err := net.SplitHostPort(host); err == nil {
+		name, port = h, p
+	}
+	name = strings.ToLower(strings.Trim(name, "[]"))
+	for _, a := range hh.opts.AllowedHosts {
+		a = strings.ToLower(a)
+		if a == strings.ToLower(host) || strings.Trim(a, "[]") == name {
+			return nil
+		}
+	}
+	ip, ipErr := netip.ParseAddr(name)
+	loopName := name == "localhost" || ipErr == nil && ip.Unmap().IsLoopback()
+	ln := hh.listen.Load()
+	if ln == nil {
+		if loopName {
+			return nil
+		}
+		return fmt.Errorf("the Host %q is not one this gateway serves: a request without Origin must name a loopback host, or one in gateway { allowed_hosts = [...] }. "+
+			"This protects against DNS rebinding; if clients reach the gateway by that name, add it to allowed_hosts", host)
+	}
+	la := ln.Addr().Unmap()
+	lport := strconv.Itoa(int(ln.Port()))
+	// A Host without a port is the scheme's default, or one a proxy
+	// dropped (nginx's $host): the name alone decides, which is what
+	// rebinding needs a name of its own to pass.
+	if port == lport || port == "" {
+		switch {
+		case ipErr == nil && ip.Unmap() == la:
+			return nil
+		case la.IsLoopback() && loopName:
+			return nil
+		case la.IsUnspecified() && (ipErr == nil || name == "localhost"):
+			return nil
+		}
+	}
+	want := net.JoinHostPort(la.String(), lport)
+	if la.IsLoopback() {
+		want = fmt.Sprintf("%s, localhost:%s, 127.0.0.1:%s or [::1]:%s", want, lport, lport, lport)
+	} else if la.IsUnspecified() {
+		want = fmt.Sprintf("an IP address or localhost, with port %s", lport)
+	}
+	return fmt.Errorf("the Host %q is not one this gateway serves: it listens on %s, and a request without Origin must name %s, or a host in gateway { allowed_hosts = [...] }. "+
+		"This protects against DNS rebinding; if clients reach the gateway by that name, add it to allowed_hosts", host, ln, want)
 }
 
 // ready answers 200 when every required server is reachable, else 503
@@ -345,6 +410,9 @@ func (hh *HTTPHandler) Serve(ctx context.Context, ln net.Listener, o ListenOptio
 		if !tlsOn {
 			hh.g.log.Warn("listening beyond loopback without TLS: tokens travel in the clear; set gateway { tls { cert = ... key = ... } }", "addr", ln.Addr().String())
 		}
+	}
+	if ap, err := netip.ParseAddrPort(ln.Addr().String()); err == nil {
+		hh.listen.Store(&ap)
 	}
 	if o.Ready != nil {
 		o.Ready(ln.Addr())

@@ -601,7 +601,14 @@ func (h *Handler) serveInline(w http.ResponseWriter, r *http.Request, s *session
 		h.reply(w, r, s, st)
 	}
 	st.mu.Unlock()
-	stop := context.AfterFunc(r.Context(), func() { h.gone(s, st) })
+	stop := context.AfterFunc(r.Context(), func() {
+		st.mu.Lock()
+		sse := st.sse
+		st.mu.Unlock()
+		if !sse { // else its client has an event id, and pump waits for a resume
+			h.gone(s, st)
+		}
+	})
 	err := deliver(body)
 	stop()
 	st.mu.Lock()
@@ -750,8 +757,10 @@ func (h *Handler) awaitResume(s *session, st *stream, me int, legacy bool) {
 // the connection closes after the answer, so net/http does not read the
 // body first to reuse it (a client trickling a body would hold the
 // refusal, and the connection, for as long as it liked).
+// HTTP/2 needs none of this: a stream's unread body costs nothing but its
+// flow-control window, and Connection: close there would end every stream.
 func unread(w http.ResponseWriter, r *http.Request) {
-	if r.ContentLength != 0 {
+	if r.ProtoMajor == 1 && r.ContentLength != 0 {
 		w.Header().Set("Connection", "close")
 		// net/http still reads a little of an unread body when the
 		// handler is done (to close it cleanly): a read deadline already
