@@ -72,14 +72,10 @@ func TestServeStdioDrain(t *testing.T) {
 }
 
 // The drain is bounded: a call longer than drain_timeout is cancelled and
-// the gateway exits without its answer.
+// the gateway exits without its answer (serveFilter returns: it exited).
 func TestServeStdioDrainTimeout(t *testing.T) {
 	got := serveFilter(t, "gateway {\n  limits {\n    drain_timeout = \"300ms\"\n  }\n}\n", filterInit+
-		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`+"\n"+
-		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"mcp_testserver_slow_operation","arguments":{"duration":60,"steps":1}}}`+"\n")
-	if !strings.Contains(got["2"], "mcp_testserver_echo") {
-		t.Errorf("tools/list went unanswered: %q", got)
-	}
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"mcp_testserver_slow_operation","arguments":{"duration":300,"steps":1}}}`+"\n")
 	if a, ok := got["3"]; ok {
 		t.Errorf("a call past the drain timeout was answered: %s", a)
 	}

@@ -198,10 +198,10 @@ type Gateway struct {
 	// AllowedOrigins are the browser origins ("https://app.example.com")
 	// allowed besides no Origin at all and loopback origins.
 	AllowedOrigins []string
-	// AllowedHosts are the Host names ("nexus.example.com" or with a
-	// port) a request without Origin may name, besides the listen address
-	// (and localhost, 127.0.0.1 and [::1] when it is loopback) and
-	// PublicURL's host: DNS rebinding protection.
+	// AllowedHosts are the Host names ("nexus.example.com", or with a
+	// port) a request without Origin may name, besides IP addresses,
+	// localhost (on a loopback or wildcard listen address) and PublicURL's
+	// host: DNS rebinding protection.
 	AllowedHosts []string
 	// RequiredServers are the servers /readyz checks are reachable.
 	RequiredServers []string

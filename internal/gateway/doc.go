@@ -28,8 +28,8 @@
 // rules of httpserver (its POST closed before an answer it could resume),
 // over a Conn by its end (Serve). `nexus serve` on stdio uses ServeDrain
 // instead: the end of its input answers what was read first (drain_timeout).
-// Over HTTP a request without Origin must name the listen address, or an
-// allowed host, in Host (checkHost: DNS rebinding).
+// Over HTTP a request without Origin must name the gateway in Host by an
+// IP address, localhost or an allowed host (checkHost: DNS rebinding).
 //
 // Replicas: with a session store (HTTPOptions.Store, Redis or Valkey), any
 // replica serves any request of any session, with no sticky routing. The

@@ -1,7 +1,10 @@
 package gateway_test
 
 import (
+	"bufio"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -11,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nexus-mcp/nexus/host"
+	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/gateway"
 	"github.com/nexus-mcp/nexus/internal/gateway/store"
 )
@@ -78,7 +82,8 @@ func TestHTTPDuplicateAuthorization(t *testing.T) {
 	}
 }
 
-// Without Origin, the Host must be the listen address (DNS rebinding).
+// Without Origin, the Host must be a name the gateway is known by (DNS
+// rebinding).
 func TestHTTPHostCheck(t *testing.T) {
 	e := newEnv(t, nil)
 	hh, err := e.g.HTTP(gateway.HTTPOptions{Agent: "claude", AllowedHosts: []string{"nexus.example.com"}})
@@ -111,13 +116,16 @@ func TestHTTPHostCheck(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode, string(b)
 	}
-	for _, host := range []string{"rebind.example:" + port, "rebind.example", "localhost:1", "10.1.2.3:" + port} {
-		if code, body := try(host, ""); code != http.StatusForbidden || !strings.Contains(body, "is not one this gateway serves: it listens on 127.0.0.1:"+port) ||
+	for _, host := range []string{"rebind.example:" + port, "rebind.example", "localhost.rebind.example"} {
+		if code, body := try(host, ""); code != http.StatusForbidden || !strings.Contains(body, "is not a name this gateway (listening on 127.0.0.1:"+port+") is known by") ||
 			!strings.Contains(body, "allowed_hosts") || !strings.Contains(body, "DNS rebinding") {
 			t.Errorf("Host %s: %d %s", host, code, body)
 		}
 	}
-	for _, host := range []string{"127.0.0.1:" + port, "localhost:" + port, "[::1]:" + port, "localhost", "nexus.example.com", "NEXUS.example.com:443"} {
+	// Names it is known by, and addresses (no rebinding attack sends one),
+	// with whatever port a proxy put there.
+	for _, host := range []string{"127.0.0.1:" + port, "localhost:" + port, "[::1]:" + port, "localhost", "localhost:1", "10.1.2.3:" + port,
+		"nexus.example.com", "NEXUS.example.com:443"} {
 		if code, body := try(host, ""); code != http.StatusOK {
 			t.Errorf("Host %s: %d %s", host, code, body)
 		}
@@ -148,4 +156,60 @@ func TestHTTPStoreRefusalOpensNoSession(t *testing.T) {
 			}
 		}
 	})
+}
+
+// trickle sends a POST's headers and one byte of the 1000 its
+// Content-Length promises, and returns the answer's status line and body
+// and whether the server then closed the connection. The read deadline
+// (30 s) is a generous bound on an answer that comes at once.
+func trickle(url, hdr string) (status, body string, closed bool) {
+	addr := strings.TrimPrefix(url, "http://")
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		return err.Error(), "", false
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n%sContent-Length: 1000\r\n\r\n{",
+		gateway.EndpointPath, addr, hdr)
+	c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		return "no answer: " + err.Error(), "", false
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	_, err = br.ReadByte()
+	return resp.Status, string(b), errors.Is(err, io.EOF)
+}
+
+// Unauthenticated POSTs whose bodies trickle in get 401 at once, unread,
+// and their connections close (issue 37: 200 of them were all held); an
+// authenticated one gets body_timeout, then 408.
+func TestHTTPSlowBodies(t *testing.T) {
+	e := newHTTPEnv(t, gateway.HTTPOptions{Limits: config.GatewayLimits{BodyTimeout: 100 * time.Millisecond}})
+	type result struct {
+		status string
+		closed bool
+	}
+	res := make(chan result, 20)
+	for i := range 20 {
+		hdr := ""
+		if i%2 == 1 {
+			hdr = "Authorization: Bearer wrong\r\n"
+		}
+		go func() {
+			s, _, c := trickle(e.url, hdr)
+			res <- result{s, c}
+		}()
+	}
+	for range 20 {
+		if r := <-res; !strings.HasPrefix(r.status, "401") || !r.closed {
+			t.Errorf("got %q, closed %v; want 401 and the connection closed", r.status, r.closed)
+		}
+	}
+	s, body, closed := trickle(e.url, "Authorization: Bearer claude-token\r\n")
+	if !strings.HasPrefix(s, "408") || !closed || !strings.Contains(body, "gateway { limits { body_timeout") {
+		t.Errorf("a trickling body: %q %s, closed %v", s, body, closed)
+	}
 }

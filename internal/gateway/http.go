@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -56,7 +55,7 @@ type HTTPOptions struct {
 	// AllowedOrigins are browser origins allowed besides loopback ones.
 	AllowedOrigins []string
 	// AllowedHosts are the Host values a request without Origin may name
-	// besides the listen address (see checkHost): "name" (any port) or
+	// besides IP addresses and localhost (see checkHost): "name" (any port) or
 	// "name:port". cmd/nexus adds the public URL's host.
 	AllowedHosts []string
 	// Required servers must be reachable for /readyz to say ready.
@@ -262,58 +261,40 @@ func (hh *HTTPHandler) authenticate(r *http.Request) (string, error) {
 	return "", unauthorized("unknown bearer token")
 }
 
-// checkHost admits the Host of a request without Origin (DNS rebinding: a
-// name the attacker controls, resolved to this gateway, must not reach
-// it). Admitted: a host of AllowedHosts; the listen address itself; on a
-// loopback address also localhost, 127.0.0.1 and [::1], and on every
-// address (0.0.0.0) localhost and any IP address, each with the listen
-// port or none. Before Serve knows the listen address (a handler mounted by an
-// embedder), loopback hosts with any port.
+// checkHost admits the Host of a request without Origin. DNS rebinding
+// makes a browser send a name the attacker controls, resolved to this
+// gateway; so a name must be one the gateway is known by: a host of
+// AllowedHosts (with its port, or any), or localhost when the gateway
+// listens on loopback or every interface (or before Serve says where).
+// An IP address is no such name and passes, as does any port: proxies
+// forward their own (nginx's $host drops it), and the name is what
+// rebinding cannot fake.
 func (hh *HTTPHandler) checkHost(host string) error {
-	name, port := host, ""
-	if h, p, err := net.SplitHostPort(host); err == nil {
-		name, port = h, p
+	name := host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		name = h
 	}
 	name = strings.ToLower(strings.Trim(name, "[]"))
+	if _, err := netip.ParseAddr(name); err == nil {
+		return nil
+	}
 	for _, a := range hh.opts.AllowedHosts {
 		a = strings.ToLower(a)
 		if a == strings.ToLower(host) || strings.Trim(a, "[]") == name {
 			return nil
 		}
 	}
-	ip, ipErr := netip.ParseAddr(name)
-	loopName := name == "localhost" || ipErr == nil && ip.Unmap().IsLoopback()
 	ln := hh.listen.Load()
-	if ln == nil {
-		if loopName {
-			return nil
-		}
-		return fmt.Errorf("the Host %q is not one this gateway serves: a request without Origin must name a loopback host, or one in gateway { allowed_hosts = [...] }. "+
-			"This protects against DNS rebinding; if clients reach the gateway by that name, add it to allowed_hosts", host)
+	local := ln == nil || ln.Addr().Unmap().IsLoopback() || ln.Addr().IsUnspecified()
+	if name == "localhost" && local {
+		return nil
 	}
-	la := ln.Addr().Unmap()
-	lport := strconv.Itoa(int(ln.Port()))
-	// A Host without a port is the scheme's default, or one a proxy
-	// dropped (nginx's $host): the name alone decides, which is what
-	// rebinding needs a name of its own to pass.
-	if port == lport || port == "" {
-		switch {
-		case ipErr == nil && ip.Unmap() == la:
-			return nil
-		case la.IsLoopback() && loopName:
-			return nil
-		case la.IsUnspecified() && (ipErr == nil || name == "localhost"):
-			return nil
-		}
+	where := "this gateway"
+	if ln != nil {
+		where = "this gateway (listening on " + ln.String() + ")"
 	}
-	want := net.JoinHostPort(la.String(), lport)
-	if la.IsLoopback() {
-		want = fmt.Sprintf("%s, localhost:%s, 127.0.0.1:%s or [::1]:%s", want, lport, lport, lport)
-	} else if la.IsUnspecified() {
-		want = fmt.Sprintf("an IP address or localhost, with port %s", lport)
-	}
-	return fmt.Errorf("the Host %q is not one this gateway serves: it listens on %s, and a request without Origin must name %s, or a host in gateway { allowed_hosts = [...] }. "+
-		"This protects against DNS rebinding; if clients reach the gateway by that name, add it to allowed_hosts", host, ln, want)
+	return fmt.Errorf("the Host %q is not a name %s is known by: a request without Origin must name it by an IP address, by localhost when it listens on loopback, "+
+		"or by a host in gateway { allowed_hosts = [...] } or public_url. This protects against DNS rebinding; if clients reach the gateway by that name, add it to allowed_hosts", host, where)
 }
 
 // ready answers 200 when every required server is reachable, else 503

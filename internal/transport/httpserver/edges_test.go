@@ -23,9 +23,15 @@ import (
 // bound on an answer the server gives at once; before issue 37 it never
 // came.
 func rawPost(url string, hdr string) (status string, closed bool) {
+	status, _, closed = rawPostBody(url, hdr)
+	return status, closed
+}
+
+// rawPostBody is rawPost that also returns the answer's body.
+func rawPostBody(url string, hdr string) (status, body string, closed bool) {
 	c, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
 	if err != nil {
-		return err.Error(), false
+		return err.Error(), "", false
 	}
 	defer c.Close()
 	fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n%sContent-Length: 1000\r\n\r\n{",
@@ -34,12 +40,12 @@ func rawPost(url string, hdr string) (status string, closed bool) {
 	br := bufio.NewReader(c)
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
-		return "no answer: " + err.Error(), false
+		return "no answer: " + err.Error(), "", false
 	}
-	io.Copy(io.Discard, resp.Body)
+	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	_, err = br.ReadByte()
-	return resp.Status, errors.Is(err, io.EOF)
+	return resp.Status, string(b), errors.Is(err, io.EOF)
 }
 
 func authAlice(r *http.Request) (string, error) {
@@ -79,9 +85,11 @@ func TestUnauthenticatedBodyNotRead(t *testing.T) {
 // A body that trickles in gets 408 and the connection closes.
 func TestSlowBody(t *testing.T) {
 	e := newEnv(t, Options{Authenticate: authAlice, BodyTimeout: 100 * time.Millisecond, MinBodyRate: 1 << 20})
-	if s, closed := rawPost(e.url, "Authorization: Bearer a\r\n"); !strings.HasPrefix(s, "408") || !closed {
-		t.Errorf("got %q, closed %v; want 408 and the connection closed", s, closed)
+	s, body, closed := rawPostBody(e.url, "Authorization: Bearer a\r\n")
+	if !strings.HasPrefix(s, "408") || !closed || !strings.Contains(body, "the request body did not arrive in time: 1 of 1000 bytes") {
+		t.Errorf("got %q %s, closed %v; want 408 and the connection closed", s, body, closed)
 	}
+	t.Logf("%s", body)
 	// A body sent at once is not held to the deadline after it is read.
 	sid := e.open(map[string]string{"Authorization": "Bearer a"})
 	resp, body := e.do(http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":2,"method":"ping"}`, map[string]string{"Authorization": "Bearer a", "Mcp-Session-Id": sid})

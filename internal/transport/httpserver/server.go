@@ -449,11 +449,15 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, inco
 			rpcError(w, http.StatusRequestEntityTooLarge, mcp.CodeInvalidRequest, "the message is over "+h.opts.limitText("max_body_bytes", h.opts.MaxBodyBytes))
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			unread(w, r)
-			rpcError(w, http.StatusRequestTimeout, mcp.CodeInvalidRequest, fmt.Sprintf(
-				"the request body did not arrive in time: %d of %s bytes in %s (the limit is %s plus a second for every %d bytes); "+
-					"send the body at once, or raise the limits: %s",
-				bodyRead(src), bodySize(r.ContentLength), time.Since(start).Round(time.Millisecond), h.opts.BodyTimeout, h.opts.MinBodyRate,
-				h.opts.limitText("body_timeout", int(h.opts.BodyTimeout/time.Second))))
+			msg := fmt.Sprintf("the request body did not arrive in time: %d of %s bytes in %s, where a body gets %s plus a second for every %d bytes (body_timeout, min_body_rate); "+
+				"send the body as soon as the headers, or on a link that slow raise the limits",
+				bodyRead(src), bodySize(r.ContentLength), time.Since(start).Round(time.Millisecond), h.opts.BodyTimeout, h.opts.MinBodyRate)
+			if h.opts.Raise != nil {
+				if how := h.opts.Raise("body_timeout"); how != "" {
+					msg += "; " + how
+				}
+			}
+			rpcError(w, http.StatusRequestTimeout, mcp.CodeInvalidRequest, msg)
 		}
 		return nil, incoming{}, false
 	}
@@ -538,7 +542,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, principal string)
 	if m.Method == mcp.MethodInitialize {
 		if sid == "" {
 			// A new session: its id goes out with a successful answer
-			// only (see replyJSON); one whose initialize failed (the
+			// only (see opened); one whose initialize failed (the
 			// store did not take its record) ends unseen.
 			st.init = true
 		} else {
