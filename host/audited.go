@@ -1,9 +1,8 @@
 package host
 
 import (
+	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,12 +12,13 @@ import (
 
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/audit"
-	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/ctxval"
+	"github.com/nexus-mcp/nexus/internal/diag"
 	"github.com/nexus-mcp/nexus/internal/hostapi"
 	"github.com/nexus-mcp/nexus/internal/policy"
 	"github.com/nexus-mcp/nexus/internal/telemetry"
 	"github.com/nexus-mcp/nexus/sdk/event"
+	"github.com/nexus-mcp/nexus/sdk/filter/redact"
 )
 
 // The audit log (the audit block, or Options.Audit): one record per
@@ -38,8 +38,13 @@ func (c *core) auditLog() (*audit.Writer, error) {
 		return nil, nil
 	}
 	c.auditOnce.Do(func() {
-		c.auditW, c.auditErr = audit.Open(audit.Options{Path: a.Path, MaxBytes: int64(a.MaxBytes), Keep: a.Keep, Buffer: a.Buffer,
-			FailClosed: a.FailClosed, Logger: c.log.Named("audit")})
+		keys, err := audit.ConfigKeys(a)
+		if err != nil {
+			c.auditErr = fmt.Errorf("audit log %s: %w", a.Path, err)
+		} else {
+			c.auditW, c.auditErr = audit.Open(audit.Options{Path: a.Path, MaxBytes: int64(a.MaxBytes), Keep: a.Keep, Buffer: a.Buffer,
+				FailClosed: a.FailClosed, Logger: c.log.Named("audit"), Keys: keys, CheckpointPath: a.CheckpointPath, CheckpointEvery: a.CheckpointEvery})
+		}
 		if c.auditErr != nil {
 			c.log.Error("the audit log cannot be opened", "path", a.Path, "error", c.auditErr)
 			return
@@ -101,10 +106,20 @@ func (h *Host) audited(ctx context.Context, rec *audit.Record, do func(ctx conte
 	if w == nil && err != nil && h.failClosed() {
 		return &AuditError{err}
 	}
+	// Fail-closed, the call runs only once its record has a place in the
+	// log's queue: a full queue or a failing disk refuses it before it
+	// runs, not after.
+	reserved := false
 	if w != nil && w.FailClosed() {
-		if err := w.Err(); err != nil {
+		if err := w.Reserve(); err != nil {
 			return &AuditError{err}
 		}
+		reserved = true
+		defer func() {
+			if reserved { // do panicked: the place goes back
+				w.Release()
+			}
+		}()
 	}
 	tr := policy.TraceFrom(ctx)
 	if tr == nil {
@@ -135,7 +150,13 @@ func (h *Host) audited(ctx context.Context, rec *audit.Record, do func(ctx conte
 	}
 	telemetry.End(sp, telemetry.Request{Method: rec.Method, Tool: rec.Tool, Prompt: rec.Prompt, URI: rec.URI, Session: rec.Session, Decision: rec.Decision, Server: rec.Server}, err)
 	if w != nil {
-		if werr := w.Write(*rec); werr != nil {
+		var werr error
+		if reserved {
+			reserved, werr = false, w.WriteReserved(*rec)
+		} else {
+			werr = w.Write(*rec)
+		}
+		if werr != nil {
 			return &AuditError{werr}
 		}
 	}
@@ -204,7 +225,7 @@ func decide(rec *audit.Record, steps []policy.Step, err error, withSteps bool) {
 	var we *policy.WithheldError
 	switch {
 	case errors.As(err, &de):
-		rec.Decision, rec.Link, rec.Reason, rec.Flags = event.Deny, de.Link, de.Reason, de.Flags
+		rec.Decision, rec.Link, rec.Reason, rec.Flags = event.Deny, de.Link, de.Reason, append(rec.Flags, de.Flags...)
 		if de.Err != nil {
 			rec.Reason = de.Err.Error()
 		}
@@ -232,35 +253,72 @@ func decide(rec *audit.Record, steps []policy.Step, err error, withSteps bool) {
 	}
 }
 
-// argsRecord sets a call's argument hash, and with include_arguments the
-// arguments themselves, their credential-named values masked.
+// argsRecord sets a call's argument digest (keyed with the log's key) and
+// length, and with include_arguments the arguments themselves, redacted:
+// whole when they fit a record, else a redacted preview of their start.
+// However big the arguments, the call is recorded.
 func (h *Host) argsRecord(rec *audit.Record, raw json.RawMessage) {
-	sum := sha256.Sum256(raw)
-	rec.ArgsSHA256 = hex.EncodeToString(sum[:])
+	w, _ := h.auditLog()
+	if w == nil {
+		return
+	}
+	w.HashArgs(rec, raw)
 	if a := h.cfg.Audit; a != nil && a.IncludeArguments {
-		var v any
-		if json.Unmarshal(raw, &v) == nil {
-			if b, err := json.Marshal(maskArgs("", v)); err == nil {
-				rec.Args = b
-			}
-		}
+		rec.Args, rec.ArgsPreview = redactArgs(raw)
 	}
 }
 
-// maskArgs masks the credentials in an argument value (see
-// config.MaskValue), by key.
-func maskArgs(key string, v any) any {
+// argRedactor finds the secrets in recorded arguments: the detectors of
+// the redact-secrets filter, and long random tokens too (an audit log can
+// afford a false alarm).
+var argRedactor = func() *redact.Redactor {
+	r := redact.New()
+	r.Entropy(true)
+	return r
+}()
+
+// redactArgs is raw, redacted, when it fits a record; else nil and a
+// redacted preview of its start (the Writer cuts it to PreviewBytes).
+func redactArgs(raw []byte) (json.RawMessage, string) {
+	if len(raw) <= audit.MaxArgs {
+		var v any
+		d := json.NewDecoder(bytes.NewReader(raw))
+		d.UseNumber()
+		if d.Decode(&v) == nil {
+			var n redact.Counts
+			if b, err := json.Marshal(redactValue("", v, &n)); err == nil && len(b) <= audit.MaxArgs {
+				return b, ""
+			}
+		}
+	}
+	// Twice the preview is redacted, so that a secret across the cut is
+	// seen whole; what is past the cut then is not kept.
+	head := raw[:min(len(raw), 2*audit.PreviewBytes)]
+	var n redact.Counts
+	s, _ := argRedactor.String(diag.MaskURLs(string(head)), &n)
+	return nil, s
+}
+
+// redactValue redacts an argument value: a value under a secret key
+// (nested ones too) whole, and the secrets inside every other string.
+func redactValue(key string, v any, n *redact.Counts) any {
 	switch x := v.(type) {
 	case map[string]any:
 		for k, e := range x {
-			x[k] = maskArgs(k, e)
+			x[k] = redactValue(k, e, n)
 		}
 	case []any:
 		for i, e := range x {
-			x[i] = maskArgs(key, e)
+			x[i] = redactValue(key, e, n)
 		}
 	case string:
-		return config.MaskValue(key, x)
+		s, _ := argRedactor.Value(key, x, n)
+		return diag.MaskURLs(s)
+	case json.Number:
+		if key != "" && argRedactor.SecretKey(key) {
+			n[redact.KindSecret]++
+			return redact.Placeholder(redact.KindSecret)
+		}
 	}
 	return v
 }

@@ -135,7 +135,10 @@ func TestAuditRecords(t *testing.T) {
 }
 
 // The audit block of a config: with include_arguments the arguments are
-// written, credential-named values and URL passwords masked.
+// written, redacted with the detectors of the redact-secrets filter: a
+// secret-named key's value (nested too), header-like keys, secrets
+// inside ordinary values, URL passwords. The old host masked only a fixed
+// list of key names.
 func TestAuditBlock(t *testing.T) {
 	w := newWorld()
 	w.server("gh", mcp.Tool{Name: "login", InputSchema: json.RawMessage(`{"type":"object"}`)})
@@ -147,13 +150,29 @@ func TestAuditBlock(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := host.New(cfg, host.Options{Dial: w.dial})
-	if _, err := h.CallTool(ctx, "y", "gh.login", map[string]any{"user": "ann", "password": "hunter2", "db": "postgres://ann:pw@db/x"}, nil); err != nil {
+	args := map[string]any{"user": "ann", "password": "hunter2", "db": "postgres://ann:pw@db/x",
+		"headers": map[string]any{"Authorization": "Bearer ghp_abcdefghijklmnopqrstuvwxyz0123456789"},
+		"conn":    map[string]any{"host": "db", "pass": "hunter4", "secret": 987654},
+		"message": "password=hunter3 and then sk-live-4eC39HqLyjWDarjtT1zdp7dc, ok"}
+	if _, err := h.CallTool(ctx, "y", "gh.login", args, nil); err != nil {
 		t.Fatal(err)
 	}
 	h.Close() // flushes the log it opened
 	b, _ := os.ReadFile(path)
-	if strings.Contains(string(b), "hunter2") || strings.Contains(string(b), ":pw@") || !strings.Contains(string(b), `"user":"ann"`) || !strings.Contains(string(b), `"password":"***"`) {
-		t.Errorf("arguments in the log:\n%s", b)
+	for _, secret := range []string{"hunter2", ":pw@", "ghp_", "hunter4", "987654", "hunter3", "4eC39HqLyjWDarjtT1zdp7dc"} {
+		if strings.Contains(string(b), secret) {
+			t.Errorf("%s in the log:\n%s", secret, b)
+		}
+	}
+	for _, kept := range []string{`"user":"ann"`, `"password":"[REDACTED:secret]"`, `"host":"db"`, "and then [REDACTED:api_key], ok"} {
+		if !strings.Contains(string(b), kept) {
+			t.Errorf("%s not in the log:\n%s", kept, b)
+		}
+	}
+	var r audit.Record
+	json.Unmarshal(b, &r)
+	if r.ArgsSHA256 == "" || r.ArgsHMAC != "" || r.ArgsBytes == 0 {
+		t.Errorf("an unkeyed log's argument digest: %+v", r)
 	}
 	if _, err := audit.Verify(path); err != nil {
 		t.Error(err)
@@ -179,8 +198,12 @@ func TestAuditFailClosed(t *testing.T) {
 	aw.Close()
 	_, err = h.CallTool(ctx, "y", "gh.get_issue", map[string]any{"message": "hi"}, nil)
 	var ae *host.AuditError
-	if !errors.As(err, &ae) || !strings.Contains(err.Error(), "fail_closed") {
+	if !errors.As(err, &ae) || !strings.Contains(err.Error(), "closed") {
 		t.Fatalf("a call with the log closed, fail-closed: %v", err)
+	}
+	// Refused before it ran, not after: the server saw the first call only.
+	if n := w.calls.count("gh", "get_issue"); n != 1 {
+		t.Errorf("the server got %d calls; the one the log could not record ran", n)
 	}
 }
 

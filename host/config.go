@@ -41,7 +41,10 @@ type Report = diag.Report
 // command does: nexus.hcl and every mcpServers JSON dialect (Claude
 // Desktop, Claude Code, Cursor, VS Code) in the global, project and local
 // layers, or the files o names. Its error holds every problem of every
-// file, each a *Report.
+// file, each a *Report. A project or parent-directory layer is applied only
+// once `nexus trust` has trusted its exact content; the ones left out are
+// in Config.Untrusted (UntrustedReport explains them), and o.Files
+// names files to use as they are.
 func LoadConfig(o ConfigOptions) (*Config, error) { return config.Load(o) }
 
 // ParseConfig decodes one configuration held in memory: HCL when name ends
@@ -53,4 +56,14 @@ func ParseConfig(data []byte, name string) (*Config, error) {
 		return config.ParseHCL(data, src)
 	}
 	return config.Parse(data, src)
+}
+
+// UntrustedReport explains the workspace configs LoadConfig left out for
+// want of trust (c.Untrusted): each file, what it would run and read, and
+// the `nexus trust` that applies it; nil when there are none.
+func UntrustedReport(c *Config) *Report {
+	if c == nil || len(c.Untrusted) == 0 {
+		return nil
+	}
+	return config.UntrustedReport(c.Untrusted)
 }

@@ -23,9 +23,10 @@ type GatewayOptions = gateway.Options
 // origins, the servers /readyz requires, limits, an OAuth verifier.
 type GatewayHTTPOptions = gateway.HTTPOptions
 
-// NewGateway makes a gateway in front of h. It takes over h's notification
-// handlers (log messages, list changes and resource updates of the
-// connections sessions share), so make it before anything connects.
+// NewGateway makes a gateway in front of h. Its sessions connect upstream
+// through hosts h.NewSession makes (one per agent that its sessions
+// share, and one per session whose client answers server requests), so
+// a server's notifications reach only the agent they concern.
 func NewGateway(h *Host, o GatewayOptions) *Gateway {
 	if o.Version == "" {
 		o.Version = Version

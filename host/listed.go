@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/audit"
+	"github.com/nexus-mcp/nexus/internal/lock"
 	"github.com/nexus-mcp/nexus/internal/policy"
 	"github.com/nexus-mcp/nexus/internal/registry"
 	"github.com/nexus-mcp/nexus/sdk/event"
@@ -144,7 +146,7 @@ func (h *Host) listed(ctx context.Context, agent, server string, t *mcp.Tool, l 
 		return v.err
 	}
 	e := h.listEvent(agent, server, t, l())
-	flags, err := h.chain.List(ctx, e)
+	flags, err := h.chain.List(ctx, e, h.acceptedFlags(server, t))
 	for _, f := range flags {
 		h.log.Warn("tool flagged", "server", server, "tool", t.Name, "by", f.Link, "finding", f.Text)
 	}
@@ -163,6 +165,38 @@ func (h *Host) listed(ctx context.Context, agent, server string, t *mcp.Tool, l 
 	h.listv[key] = v
 	h.mu.Unlock()
 	return err
+}
+
+// acceptedFlags says, for server's tool t, whether the lockfile accepted a
+// link's findings: it pins this very definition (the same sha256) with
+// every one of them (nexus lock --accept-flagged writes them as
+// "link: finding"). nil without a lockfile.
+func (h *Host) acceptedFlags(server string, t *mcp.Tool) func(link string, flags []string) bool {
+	l := h.opts.Lock
+	if l == nil {
+		return nil
+	}
+	return func(link string, flags []string) bool {
+		s := l.Server(server)
+		if s == nil {
+			return false
+		}
+		pinned := s.Tool(t.Name)
+		if pinned == nil || len(pinned.Flags) == 0 {
+			return false
+		}
+		live, err := lock.ToolItem(*t)
+		if err != nil || live.SHA256 != pinned.SHA256 {
+			return false
+		}
+		for _, f := range flags {
+			if !slices.Contains(pinned.Flags, link+": "+f) {
+				return false
+			}
+		}
+		h.log.Info("tool flagged, listed: the lockfile accepts these findings for this definition", "server", server, "tool", t.Name, "by", link)
+		return true
+	}
 }
 
 // callListed refuses a call of a tool the chain withholds from agent's
@@ -222,7 +256,7 @@ func (h *Host) Review(ctx context.Context, agent string, defs map[string][]mcp.T
 	l := listing(entries)
 	for _, en := range entries {
 		e := h.listEvent(agent, en.Server, &en.Tool, l)
-		flags, err := h.chain.List(ctx, e)
+		flags, err := h.chain.List(ctx, e, nil)
 		var de *policy.DeniedError
 		if err != nil && !errors.As(err, &de) {
 			return nil, err

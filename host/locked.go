@@ -2,12 +2,14 @@ package host
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/lock"
 	"github.com/nexus-mcp/nexus/internal/policy"
+	"github.com/nexus-mcp/nexus/sdk/event"
 )
 
 // Enforcing the lockfile (Options.Lock): a tool whose definition is not
@@ -77,15 +79,20 @@ func (h *Host) withheld(server string, t *mcp.Tool, ver uint64) string {
 }
 
 // lockReason says why the lockfile does not cover server's tool as it
-// is, or "", and whether the tool (or its server) is new to it.
+// is, or "", and whether the tool (or its server) is new to it. The reason
+// reaches clients, and through them the model, so it never quotes the
+// server's text: a changed description is named by its lengths and
+// hashes, changed fields by their paths (issue 42: a refusal must not
+// deliver the injection it stops). nexus lock --check shows the text.
 func lockReason(l *lock.Lock, server string, t *mcp.Tool) (string, bool) {
+	name := server + "." + event.Quotable(t.Name)
 	s := l.Server(server)
 	if s == nil {
 		return fmt.Sprintf("server %q is not in the lockfile, so none of its tools is approved; review them, then pin them with nexus lock --server %s", server, server), true
 	}
 	live, err := lock.ToolItem(*t)
 	if err != nil {
-		return fmt.Sprintf("its definition cannot be checked against the lockfile: %v", err), false
+		return fmt.Sprintf("%s: its definition cannot be checked against the lockfile (%d bytes of description); review it with nexus lock --check", name, len(t.Description)), false
 	}
 	if it := s.Tool(t.Name); it != nil {
 		if it.SHA256 == live.SHA256 {
@@ -93,17 +100,38 @@ func lockReason(l *lock.Lock, server string, t *mcp.Tool) (string, bool) {
 		}
 		what := "its schema, title or annotations changed (the description is the same)"
 		if fs := lock.Fields(*it, live); len(fs) > 0 {
-			what = "its definition changed (the description is the same): " + fs[0].String()
+			f := fs[0]
+			what = "its definition changed (the description is the same): " + event.QuotablePath(f.Path)
+			// Short plain values (a type, a number, a flag) say what
+			// changed without quoting anything a model would read as
+			// words; any other value is left out.
+			if plainValue(f.Old) && plainValue(f.New) {
+				switch {
+				case f.Old == "":
+					what += ": added " + f.New
+				case f.New == "":
+					what += ": removed (was " + f.Old + ")"
+				default:
+					what += ": was " + f.Old + ", now " + f.New
+				}
+			}
 			if n := lock.Count(fs); n > 1 {
 				what += fmt.Sprintf(" (and %d more)", n-1)
 			}
 		}
 		if it.Description != live.Description {
-			what = fmt.Sprintf("its description changed from %q to %q", it.Description, live.Description)
+			what = fmt.Sprintf("its description changed (%d bytes, sha256 %s, now %d bytes, sha256 %s)",
+				len(it.Description), event.ShortHash(it.Description), len(live.Description), event.ShortHash(live.Description))
 		}
-		return fmt.Sprintf("%s.%s is not what the lockfile pins: %s; review it with nexus lock --check, accept it with nexus lock --server %s", server, t.Name, what, server), false
+		return fmt.Sprintf("%s is not what the lockfile pins: %s; review it with nexus lock --check, accept it with nexus lock --server %s", name, what, server), false
 	}
-	return fmt.Sprintf("%s.%s is new since the lockfile was written; review it with nexus lock --check, accept it with nexus lock --server %s", server, t.Name, server), true
+	return fmt.Sprintf("%s is new since the lockfile was written; review it with nexus lock --check, accept it with nexus lock --server %s", name, server), true
+}
+
+// plainValue says whether a field's JSON text is short and plain: a
+// word, a number or a boolean, quoted or not.
+func plainValue(v string) bool {
+	return len(v) <= 32 && strings.Trim(v, `abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-"`) == ""
 }
 
 // lockDenial is a call the lockfile refuses.

@@ -30,7 +30,17 @@ func (a *app) loadConfig(allowUnset bool) (*config.Config, error) {
 	if !allowUnset {
 		opts.Prompter = a.prompter()
 	}
-	return config.Load(opts)
+	cfg, err := config.Load(opts)
+	if err == nil && len(cfg.Untrusted) > 0 && a.askTrust(cfg.Untrusted) {
+		cfg, err = config.Load(opts) // what changed since it was shown stays untrusted
+	}
+	if err == nil && len(cfg.Untrusted) > 0 {
+		// An untrusted workspace config was left out; using the rest as if
+		// it were not there would surprise more than refusing does.
+		// --yes does not reach here: trust is given only by nexus trust.
+		return &config.Config{Files: cfg.Files, Warnings: cfg.Warnings, Untrusted: cfg.Untrusted}, config.UntrustedReport(cfg.Untrusted)
+	}
+	return cfg, err
 }
 
 // printWarnings writes the config's warnings to stderr, one a line.
@@ -120,6 +130,11 @@ sensitive variables read from NEXUS_INPUT_<ID>. An existing file is kept unless
 			}
 			if err := os.WriteFile(out, data, 0o644); err != nil {
 				return err
+			}
+			// The person wrote this file here: where discovery finds it, it
+			// is trusted as written (an edit later needs nexus trust again).
+			if err := trustWritten(out); err != nil {
+				fmt.Fprintf(a.stderr, "Warning: %v; trust it with nexus trust %s\n", err, out)
 			}
 			fmt.Fprintf(a.stdout, "Wrote %s. Check it with: nexus config validate --config %s\n", out, out)
 			return nil

@@ -62,8 +62,16 @@ func shellArgs(args []string) string {
 
 // nexusIn runs the real binary in dir/cwd with HOME=dir, so the global
 // layer is dir/.nexus and paths under it print as ~/...; the temp dir
-// itself prints as $DIR.
+// itself prints as $DIR. The test's own workspace configs (under dir) are
+// trusted first, as their author would (trust_test.go).
 func nexusIn(t *testing.T, dir, cwd string, extraEnv []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	trustWorkspace(t, dir, cwd)
+	return nexusUntrusted(t, dir, cwd, extraEnv, args...)
+}
+
+// nexusUntrusted is nexusIn without trusting anything.
+func nexusUntrusted(t *testing.T, dir, cwd string, extraEnv []string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	bin := testenv.Nexus(t)
 	cmd := exec.Command(bin, args...)

@@ -38,7 +38,9 @@ A tool that the chain's tools/list policies flag (filters/tool-poisoning
 finding hidden instructions, say) is not pinned: nexus lock keeps its
 previous pin, if any, and exits 1 naming each finding. After review,
 --accept-flagged pins it anyway and writes the findings beside it, so
-reviewers see them and later runs accept the same definition again.`,
+reviewers see them, later runs accept the same definition again, and the
+policy that flagged it lets that very definition through (a changed one
+is withheld again).`,
 		Example: `  nexus lock
   nexus lock --check
   nexus lock --server github      # accept github's new definitions after review

@@ -40,12 +40,17 @@ type ptyTerm struct {
 
 func startTerm(t *testing.T, config string, args ...string) *ptyTerm {
 	t.Helper()
+	return startTermIn(t, t.TempDir(), config, args...)
+}
+
+// startTermIn is startTerm in dir, which may hold files already.
+func startTermIn(t *testing.T, dir, config string, args ...string) *ptyTerm {
+	t.Helper()
 	bin := testenv.Nexus(t)
-	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "mcp.json"), []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, "sub"), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, args...)

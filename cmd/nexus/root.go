@@ -54,6 +54,7 @@ type app struct {
 	atExit         []func()         // run when the command ends (telemetry's queued spans)
 	auth           host.AuthOptions // the OAuth clients' settings (the auth commands set Out)
 
+	ctx         context.Context // the command's, cancelled by Ctrl-C (nil in tests that build commands directly)
 	configPaths []string
 	output      string
 	out         string // call --out: where the result's binary content goes
@@ -136,6 +137,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			a.interrupt()
 		}
 	}()
+	a.ctx = ctx
 	err := root.ExecuteContext(ctx)
 	for _, f := range a.atExit {
 		f()
@@ -257,6 +259,7 @@ func (a *app) rootCmd() *cobra.Command {
 	root.AddCommand(a.filterCmd())
 	root.AddCommand(a.authCmd())
 	root.AddCommand(a.versionCmd(), a.approvalsCmd(), a.lockCmd(), a.explainCmd(), a.auditCmd())
+	root.AddCommand(a.trustCmd(), a.untrustCmd())
 	root.SetVersionTemplate(versionText() + "\n")
 	root.AddCommand(a.serveCmd())
 	return root

@@ -56,6 +56,7 @@ func TestVerbs(t *testing.T) {
 		{"help_call", "", []string{"call", "--help"}, 0},
 		{"help_complete", "", []string{"complete", "--help"}, 0},
 		{"help_shell", "", []string{"shell", "--help"}, 0},
+		{"help_trust", "", []string{"trust", "--help"}, 0},
 		{"help_templates", "", []string{"templates", "--help"}, 0},
 		{"shell_completion_call", testConfig, []string{"--config", "mcp.json", "__complete", "call", "te"}, 0},
 		{"shell_completion_server_flag", disabledConfig, []string{"--config", "mcp.json", "__complete", "tools", "--server", ""}, 0},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/sdk/event"
 	"github.com/nexus-mcp/nexus/sdk/filter"
+	"github.com/nexus-mcp/nexus/sdk/filter/redact"
 )
 
 // Config is the filter's config block.
@@ -22,8 +23,8 @@ type Config struct {
 
 func configure(c Config) error {
 	for _, k := range c.Disable {
-		if !slices.Contains(Kinds, k) {
-			return errors.New("config: disable: unknown kind " + strconv.Quote(k) + " (kinds: " + strings.Join(Kinds, ", ") + ")")
+		if !slices.Contains(redact.Kinds, k) {
+			return errors.New("config: disable: unknown kind " + strconv.Quote(k) + " (kinds: " + strings.Join(redact.Kinds, ", ") + ")")
 		}
 	}
 	for _, k := range c.Keys {
@@ -31,18 +32,18 @@ func configure(c Config) error {
 			return errors.New("config: keys: " + strconv.Quote(k) + " is not a key name")
 		}
 	}
-	r := newRedactor()
+	r := redact.New()
 	for _, k := range c.Disable {
-		r.off[slices.Index(Kinds, k)] = true
+		r.Disable(k)
 	}
 	for _, k := range c.Keys {
-		r.addKey(k)
+		r.AddKey(k)
 	}
 	red = r
 	return nil
 }
 
-var red = newRedactor()
+var red = redact.New()
 
 // sanitize redacts the strings of the result that people and models read:
 // every "text" (content items, embedded resources, resources/read
@@ -54,19 +55,16 @@ func sanitize(v *filter.View) event.Decision {
 	if len(result) == 0 {
 		return filter.Allow()
 	}
-	var n counts
+	var n redact.Counts
 	out, changed, err := filter.EditStrings(result, func(p filter.Path, s string) (string, bool) {
 		structured := len(p) > 0 && p[0].Key == "structuredContent"
-		if structured && len(p) > 1 && p.Last() != "" && red.secretKey(p.Last()) && !red.off[kindSecret] {
-			if _, _, ok := red.realValue(s); ok {
-				n[kindSecret]++
-				return redacted[kindSecret], true // {"password": "..."}
-			}
+		if structured && len(p) > 1 {
+			return red.Value(p.Last(), s, &n) // {"password": "..."} whole
 		}
 		if p.Last() != "text" && !structured {
 			return s, false
 		}
-		return red.redact(s, &n)
+		return red.String(s, &n)
 	})
 	if err != nil {
 		return filter.Fail(errors.New("reading the result: " + err.Error()))
@@ -74,40 +72,8 @@ func sanitize(v *filter.View) event.Decision {
 	if !changed {
 		return filter.Allow()
 	}
-	return filter.ModifyResult(out, reason(&n))
+	return filter.ModifyResult(out, n.Reason())
 }
-
-// reason says what was redacted: "redacted 3 secrets (jwt, secret)", the
-// kinds in alphabetical order. (No fmt or sort: both are slow in WASM.)
-func reason(n *counts) string {
-	total := 0
-	var kinds []byte
-	for _, k := range byName {
-		if n[k] == 0 {
-			continue
-		}
-		if total > 0 {
-			kinds = append(kinds, ", "...)
-		}
-		kinds = append(kinds, Kinds[k]...)
-		total += n[k]
-	}
-	noun := " secrets ("
-	if total == 1 {
-		noun = " secret ("
-	}
-	return "redacted " + strconv.Itoa(total) + noun + string(kinds) + ")"
-}
-
-// byName lists the kinds in alphabetical order of their names.
-var byName = func() []kind {
-	ks := make([]kind, numKinds)
-	for k := range ks {
-		ks[k] = kind(k)
-	}
-	slices.SortFunc(ks, func(a, b kind) int { return strings.Compare(Kinds[a], Kinds[b]) })
-	return ks
-}()
 
 func init() {
 	filter.Config(configure)

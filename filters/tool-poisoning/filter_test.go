@@ -150,6 +150,16 @@ func TestCorpus(t *testing.T) {
 			if d.Action != event.Deny || !strings.HasPrefix(d.Reason, "hidden: "+e.Server+".") {
 				t.Errorf("%s: %+v", e.Name, d)
 			}
+			// The reason reaches the model: no finding's quote of the
+			// definition is in it (issue 42).
+			for _, f := range d.Flags {
+				if _, what, ok := strings.Cut(f, ": "); ok {
+					what, _, _ = strings.Cut(what, " in ")
+					if len(what) > 8 && strings.Contains(d.Reason, what) {
+						t.Errorf("%s: the reason %q quotes the definition (%q)", e.Name, d.Reason, what)
+					}
+				}
+			}
 		}
 		for _, e := range clean {
 			if d := decide(t, e.event(t)); d.Action != event.Allow || len(d.Flags) > 0 {
@@ -239,7 +249,7 @@ func TestActions(t *testing.T) {
 	})
 	both(t, `{}`, func(t *testing.T, decide decider) {
 		d := decide(t, tagged.event(t))
-		want := "hidden: srv.tool_tags looks poisoned: tags: <IMPORTANT> tag in description"
+		want := "hidden: srv.tool_tags looks poisoned: rule tags in description"
 		if d.Action != event.Deny || d.Reason != want {
 			t.Errorf("withhold: %+v", d)
 		}

@@ -128,7 +128,11 @@ func decide(v *filter.View) event.Decision {
 	if withhold < 0 {
 		return filter.Warn(flags...)
 	}
-	reason := "hidden: " + name + " looks poisoned: " + flags[withhold]
+	// The reason reaches the model: it names the rule and the place, never
+	// what the definition says (the flags, which the host logs and audits,
+	// do).
+	f := found[withhold]
+	reason := "hidden: " + event.Quotable(server) + "." + event.Quotable(tool) + " looks poisoned: rule " + f.Rule + " in " + event.QuotablePath(f.Where)
 	if len(flags) > 1 {
 		reason += " (and " + strconv.Itoa(len(flags)-1) + " more)"
 	}

@@ -5,13 +5,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -22,29 +22,43 @@ import (
 
 // Record is one decision point, written as one JSON line.
 type Record struct {
-	Time       time.Time       `json:"time"`
-	Agent      string          `json:"agent"`
-	Session    string          `json:"session,omitempty"`
-	Server     string          `json:"server,omitempty"`
-	Method     string          `json:"method"`
-	Tool       string          `json:"tool,omitempty"`
-	URI        string          `json:"uri,omitempty"`
-	Prompt     string          `json:"prompt,omitempty"`
-	Decision   string          `json:"decision"` // allow, deny, modify, error, would-deny, would-modify
-	Link       string          `json:"link,omitempty"`
-	Source     string          `json:"source,omitempty"`
-	Reason     string          `json:"reason,omitempty"`
-	Steps      []Step          `json:"steps,omitempty"`
-	ArgsSHA256 string          `json:"args_sha256,omitempty"`
-	Args       json.RawMessage `json:"args,omitempty"`
-	IsError    *bool           `json:"is_error,omitempty"`
-	Bytes      int             `json:"bytes,omitempty"`
-	Flags      []string        `json:"flags,omitempty"`
+	Time     time.Time `json:"time"`
+	Agent    string    `json:"agent"`
+	Session  string    `json:"session,omitempty"`
+	Server   string    `json:"server,omitempty"`
+	Method   string    `json:"method"`
+	Tool     string    `json:"tool,omitempty"`
+	URI      string    `json:"uri,omitempty"`
+	Prompt   string    `json:"prompt,omitempty"`
+	Decision string    `json:"decision"` // allow, deny, modify, error, would-deny, would-modify
+	Link     string    `json:"link,omitempty"`
+	Source   string    `json:"source,omitempty"`
+	Reason   string    `json:"reason,omitempty"`
+	Steps    []Step    `json:"steps,omitempty"`
+	// The arguments' digest: ArgsHMAC (keyed with the log's key, so a
+	// guessable value cannot be confirmed from the log) or, in an unkeyed
+	// log, ArgsSHA256; ArgsBytes is their length. See Writer.HashArgs.
+	ArgsSHA256 string `json:"args_sha256,omitempty"`
+	ArgsHMAC   string `json:"args_hmac,omitempty"`
+	ArgsBytes  int    `json:"args_bytes,omitempty"`
+	// Args are the arguments themselves (include_arguments), redacted; too
+	// big for a record, they are ArgsPreview instead: their start, redacted
+	// and cut, with the flag "args_truncated".
+	Args        json.RawMessage `json:"args,omitempty"`
+	ArgsPreview string          `json:"args_preview,omitempty"`
+	IsError     *bool           `json:"is_error,omitempty"`
+	Bytes       int             `json:"bytes,omitempty"`
+	Flags       []string        `json:"flags,omitempty"`
 
-	// Set by the Writer.
+	// Set by the Writer. A record links to the line before it by Prev
+	// (sha256, an unkeyed log) or MAC (HMAC-SHA256 with the log's key);
+	// the first record of a file carries a random Genesis, and in a keyed
+	// log the KeyID of its key.
 	Seq     uint64 `json:"seq"`
 	Genesis string `json:"genesis,omitempty"`
-	Prev    string `json:"prev"`
+	KeyID   string `json:"key_id,omitempty"`
+	Prev    string `json:"prev,omitempty"`
+	MAC     string `json:"mac,omitempty"`
 }
 
 // Step is one link that ran, in order.
@@ -63,6 +77,18 @@ type Options struct {
 	Buffer     int    // records queued before Write refuses or drops (default 4096)
 	FailClosed bool   // Write refuses (the host refuses the call) rather than drop
 	Logger     hclog.Logger
+
+	// Keys: Keys.MAC keys the chain, Keys.Sign signs checkpoints. Without
+	// a MAC key the chain is plain sha256, which anyone who can write the
+	// file can recompute: it shows accidental damage only.
+	Keys Keys
+	// CheckpointPath is where signed checkpoints go (default Path +
+	// ".checkpoints"): a file the log's writers do not share, ideally on
+	// another machine's mount. CheckpointEvery is how many records each
+	// covers at most (default 1000); one is also written before a
+	// rotation and at Close.
+	CheckpointPath  string
+	CheckpointEvery int
 }
 
 // Defaults of Options.
@@ -70,7 +96,9 @@ const (
 	DefaultMaxBytes = 64 << 20
 	DefaultKeep     = 5
 	DefaultBuffer   = 4096
-	// MaxLine bounds one record: a bigger one is refused.
+	DefaultEvery    = 1000
+	// MaxLine bounds one record's line. Write shrinks a record to fit
+	// (see clamp), so no record is ever refused for its size.
 	MaxLine = 1 << 20
 )
 
@@ -82,7 +110,8 @@ var ErrFull = errors.New("the audit log's queue is full: records are written mor
 type Writer struct {
 	o       Options
 	log     hclog.Logger
-	queue   chan Record
+	queue   chan item
+	slots   chan struct{} // FailClosed: places in queue held by calls in flight (Reserve)
 	flushes chan chan struct{}
 	done    chan struct{}
 	qmu     sync.RWMutex // Close takes it to close queue; Write holds it shared to send
@@ -96,16 +125,30 @@ type Writer struct {
 	closeErr  error
 	stallHook func() // tests: called by the goroutine before each record
 
+	lockf *os.File // Path.lock, held while open
+
 	// Owned by the goroutine.
-	line []byte // the record being written
-	f    *os.File
-	w    *bufio.Writer
-	size int64
-	seq  uint64
-	prev string
+	line    []byte // the record being written
+	f       *os.File
+	w       *bufio.Writer
+	size    int64
+	seq     uint64
+	prev    string // the link of the last line: what the next record carries
+	genesis string // of the active file
+	links   *linker
+	keyID   string
+	cpf     *os.File // the checkpoint sink; nil without a signing key
+	sinceCP int      // records since the last checkpoint
 }
 
-// Open opens (or creates) the log at o.Path and resumes its chain.
+// item is a queued record; slot says it holds a place (Reserve).
+type item struct {
+	r    Record
+	slot bool
+}
+
+// Open opens (or creates) the log at o.Path, locks it for this Writer
+// alone and resumes its chain.
 func Open(o Options) (*Writer, error) {
 	if o.Path == "" {
 		return nil, errors.New("audit: no path")
@@ -119,90 +162,222 @@ func Open(o Options) (*Writer, error) {
 	if o.Buffer <= 0 {
 		o.Buffer = DefaultBuffer
 	}
+	if o.CheckpointEvery <= 0 {
+		o.CheckpointEvery = DefaultEvery
+	}
+	if o.CheckpointPath == "" {
+		o.CheckpointPath = o.Path + ".checkpoints"
+	}
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
-	w := &Writer{o: o, log: o.Logger, queue: make(chan Record, o.Buffer), flushes: make(chan chan struct{}), done: make(chan struct{})}
-	seq, prev, err := resume(o.Path)
+	w := &Writer{o: o, log: o.Logger, queue: make(chan item, o.Buffer), flushes: make(chan chan struct{}), done: make(chan struct{}),
+		links: newLinker(o.Keys.MAC), keyID: KeyID(o.Keys.MAC)}
+	if o.FailClosed {
+		w.slots = make(chan struct{}, o.Buffer)
+	}
+	var err error
+	if w.lockf, err = lock(o.Path); err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			w.closeFiles()
+		}
+	}()
+	st, err := resume(o.Path, w.links, w.keyID)
 	if err != nil {
 		return nil, err
 	}
-	w.seq, w.prev = seq, prev
+	w.seq, w.prev, w.genesis = st.seq, st.head, st.genesis
 	if w.f, err = os.OpenFile(o.Path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err != nil {
 		return nil, fmt.Errorf("audit log %s: %w; check the directory exists and is writable", o.Path, err)
 	}
-	st, err := w.f.Stat()
+	fi, err := w.f.Stat()
 	if err != nil {
-		w.f.Close()
 		return nil, fmt.Errorf("audit log %s: %w", o.Path, err)
 	}
-	w.size = st.Size()
+	w.size = fi.Size()
+	if o.Keys.Sign != nil {
+		if w.cpf, err = os.OpenFile(o.CheckpointPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err != nil {
+			return nil, fmt.Errorf("audit checkpoints %s: %w; check the directory exists and is writable, or set checkpoint_path", o.CheckpointPath, err)
+		}
+	}
+	if o.Keys.MAC == nil {
+		w.log.Warn("the audit chain is unkeyed (no key in the audit block, no " + EnvKey + "): it shows accidental damage only, since anyone who can write the file can recompute it; set key = var.audit_key (nexus audit keygen makes one)")
+	}
+	if o.Keys.Sign == nil {
+		w.log.Warn("the audit log has no signing key (signing_key, signing_key_file or " + EnvSigningKey + "): no signed checkpoints are written, so records cut from its end or edited there go unnoticed")
+	}
 	w.w = bufio.NewWriterSize(w.f, 64<<10)
+	ok = true
 	go w.run()
 	return w, nil
 }
 
-// resume finds the last record of the file at path: its seq and the hash
-// of its line. It reads the last MaxLine bytes at most.
-func resume(path string) (uint64, string, error) {
+// closeFiles closes what Open opened, the lock last.
+func (w *Writer) closeFiles() error {
+	var err error
+	for _, f := range []*os.File{w.f, w.cpf, w.lockf} {
+		if f != nil {
+			if cerr := f.Close(); cerr != nil && err == nil {
+				err = cerr
+			}
+		}
+	}
+	return err
+}
+
+// state is where a log file's chain stands.
+type state struct {
+	seq     uint64
+	head    string // the link of the last line, under the Writer's key
+	genesis string // of the file's first record
+}
+
+// resume reads where the file at path stands: its last record's seq and
+// link, and its first record's genesis. It reads the first and the last
+// MaxLine bytes at most. A file keyed with another key than keyID is
+// refused: the chain would break at the next record.
+func resume(path string, l *linker, keyID string) (state, error) {
+	var st state
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return 0, "", nil
+		return st, nil
 	}
 	if err != nil {
-		return 0, "", fmt.Errorf("audit log %s: %w", path, err)
+		return st, fmt.Errorf("audit log %s: %w", path, err)
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil || st.Size() == 0 {
-		return 0, "", err
+	fi, err := f.Stat()
+	if err != nil || fi.Size() == 0 {
+		return st, err
 	}
-	off := max(st.Size()-MaxLine-1, 0)
-	tail := make([]byte, st.Size()-off)
+	first, err := readLineMax(bufio.NewReader(f), MaxLine)
+	if err != nil {
+		return st, fmt.Errorf("audit log %s: its first line is not a record (%v); move the file aside and start a new log", path, err)
+	}
+	var r0 Record
+	if err := json.Unmarshal(first, &r0); err != nil || r0.Genesis == "" {
+		return st, fmt.Errorf("audit log %s: its first line is not a record that starts a file (%v); move the file aside and start a new log", path, err)
+	}
+	switch {
+	case r0.KeyID != "" && keyID == "":
+		return st, fmt.Errorf("audit log %s is keyed (key id %s) and this config has no key: records written without it would read as tampering; set the audit block's key (or %s) to the log's, or move the file aside", path, r0.KeyID, EnvKey)
+	case r0.KeyID != "" && r0.KeyID != keyID:
+		return st, fmt.Errorf("audit log %s was keyed with another key (key id %s; this config's is %s): its chain cannot go on under this one; restore the old key, or move the file aside to start a new log", path, r0.KeyID, keyID)
+	}
+	st.genesis = r0.Genesis
+	off := max(fi.Size()-MaxLine-1, 0)
+	tail := make([]byte, fi.Size()-off)
 	if _, err := f.ReadAt(tail, off); err != nil && !errors.Is(err, io.EOF) {
-		return 0, "", fmt.Errorf("audit log %s: %w", path, err)
+		return st, fmt.Errorf("audit log %s: %w", path, err)
 	}
 	if tail[len(tail)-1] != '\n' {
-		return 0, "", fmt.Errorf("audit log %s ends in a torn line (a crash while writing?); the chain cannot go on from it: move the file aside (nexus audit verify shows where it breaks) and start a new log", path)
+		return st, fmt.Errorf("audit log %s ends in a torn line (a crash while writing?); the chain cannot go on from it: move the file aside (nexus audit verify shows where it breaks) and start a new log", path)
 	}
 	tail = tail[:len(tail)-1]
 	line := tail[bytes.LastIndexByte(tail, '\n')+1:]
 	var r Record
 	if err := json.Unmarshal(line, &r); err != nil || r.Seq == 0 {
-		return 0, "", fmt.Errorf("audit log %s: its last line is not a record (%v); move the file aside and start a new log", path, err)
+		return st, fmt.Errorf("audit log %s: its last line is not a record (%v); move the file aside and start a new log", path, err)
 	}
-	return r.Seq, hashLine(line), nil
-}
-
-func hashLine(line []byte) string {
-	sum := sha256.Sum256(line)
-	return hex.EncodeToString(sum[:])
+	st.seq, st.head = r.Seq, l.link(line)
+	return st, nil
 }
 
 // Write queues r. It never waits for the disk: with the queue full, or
 // the sink failing, it refuses (FailClosed: the host then refuses the
-// call) or drops and counts.
+// call) or drops and counts. A record too big for a line is shrunk first
+// (clamp), never refused.
 func (w *Writer) Write(r Record) error {
 	w.qmu.RLock()
 	defer w.qmu.RUnlock()
 	if w.closed {
 		return errors.New("audit log is closed")
 	}
+	clamp(&r)
 	if w.o.FailClosed {
 		if err := w.Err(); err != nil {
 			return fmt.Errorf("the audit log cannot be written, and fail_closed is set: %w", err)
 		}
+		select {
+		case w.slots <- struct{}{}:
+		default:
+			return ErrFull
+		}
+		w.queue <- item{r, true} // room: each queued item holds one of the queue's slots
+		return nil
 	}
 	select {
-	case w.queue <- r:
+	case w.queue <- item{r, false}:
 		return nil
 	default:
 	}
-	if w.o.FailClosed {
-		return ErrFull
-	}
 	w.drop("the queue is full")
 	return nil
+}
+
+// Reserve holds a place in the queue for the record of a call about to
+// run, so that with FailClosed a call runs only when its record can be
+// queued: it refuses while the sink fails or the queue is full. Pass the
+// record to WriteReserved, or give the place back with Release. Without
+// FailClosed it holds nothing.
+func (w *Writer) Reserve() error {
+	if !w.o.FailClosed {
+		return nil
+	}
+	w.qmu.RLock()
+	defer w.qmu.RUnlock()
+	if w.closed {
+		return errors.New("audit log is closed")
+	}
+	if err := w.Err(); err != nil {
+		return fmt.Errorf("the audit log cannot be written, and fail_closed is set: %w", err)
+	}
+	select {
+	case w.slots <- struct{}{}:
+		return nil
+	default:
+		return ErrFull
+	}
+}
+
+// Release gives back a place Reserve held, for a call whose record is not
+// written after all.
+func (w *Writer) Release() {
+	if w.o.FailClosed {
+		<-w.slots
+	}
+}
+
+// WriteReserved queues r in the place Reserve held: it cannot find the
+// queue full. It fails only when the log was closed meanwhile.
+func (w *Writer) WriteReserved(r Record) error {
+	if !w.o.FailClosed {
+		return w.Write(r)
+	}
+	w.qmu.RLock()
+	defer w.qmu.RUnlock()
+	if w.closed {
+		<-w.slots
+		return errors.New("audit log is closed")
+	}
+	clamp(&r)
+	w.queue <- item{r, true}
+	return nil
+}
+
+// HashArgs sets r's argument digest of raw: ArgsHMAC with the log's key,
+// ArgsSHA256 without one, and ArgsBytes.
+func (w *Writer) HashArgs(r *Record, raw []byte) {
+	r.ArgsBytes = len(raw)
+	if w.o.Keys.MAC == nil {
+		r.ArgsSHA256 = plain(raw)
+		return
+	}
+	r.ArgsHMAC = newLinker(w.o.Keys.MAC).link(raw)
 }
 
 // drop counts a lost record and says so, at most once a second.
@@ -267,32 +442,76 @@ func (w *Writer) Close() error {
 func (w *Writer) run() {
 	defer close(w.done)
 	defer func() {
+		w.checkpoint() // at shutdown: the tail is covered too
 		if err := w.w.Flush(); err != nil {
 			w.closeErr = err
 		}
-		if err := w.f.Close(); err != nil && w.closeErr == nil {
+		if err := w.closeFiles(); err != nil && w.closeErr == nil {
 			w.closeErr = err
 		}
 	}()
 	for {
 		select {
-		case r, ok := <-w.queue:
+		case it, ok := <-w.queue:
 			if !ok {
 				return
 			}
-			w.append(r)
+			w.take(it)
 			// Write out once the queue is empty, not per record.
 			if len(w.queue) == 0 {
 				w.sync()
 			}
 		case ack := <-w.flushes:
 			for n := len(w.queue); n > 0; n-- {
-				w.append(<-w.queue)
+				w.take(<-w.queue)
 			}
 			w.sync()
 			close(ack)
 		}
 	}
+}
+
+// take writes a queued record, giving back its place first.
+func (w *Writer) take(it item) {
+	if it.slot {
+		<-w.slots
+	}
+	w.append(it.r)
+	if w.sinceCP >= w.o.CheckpointEvery {
+		w.checkpoint()
+	}
+}
+
+// checkpoint signs the head of the chain into the checkpoint sink, once
+// what it covers is on disk (so a crash cannot leave a checkpoint that
+// claims records the file lost).
+func (w *Writer) checkpoint() {
+	if w.cpf == nil || w.sinceCP == 0 {
+		return
+	}
+	fail := func(err error) {
+		w.setErr(fmt.Errorf("writing a checkpoint to %s: %w", w.o.CheckpointPath, err))
+		w.log.Error("audit checkpoint failed", "path", w.o.CheckpointPath, "error", err)
+	}
+	if err := w.w.Flush(); err != nil {
+		w.setErr(fmt.Errorf("writing %s: %w", w.o.Path, err))
+		return
+	}
+	if err := w.f.Sync(); err != nil {
+		fail(err)
+		return
+	}
+	c := Checkpoint{Time: time.Now().UTC(), File: filepath.Base(w.o.Path), Genesis: w.genesis, Size: w.size, Seq: w.seq,
+		Head: w.prev, Keyed: w.o.Keys.MAC != nil, KeyID: w.keyID}
+	if _, err := w.cpf.Write(append(c.signed(w.o.Keys.Sign), '\n')); err != nil {
+		fail(err)
+		return
+	}
+	if err := w.cpf.Sync(); err != nil {
+		fail(err)
+		return
+	}
+	w.sinceCP = 0
 }
 
 func (w *Writer) sync() {
@@ -317,34 +536,47 @@ func (w *Writer) append(r Record) {
 		}
 	}
 	r.Seq = w.seq + 1
-	r.Genesis = ""
+	r.Genesis, r.KeyID, r.Prev, r.MAC = "", "", "", ""
 	if w.size == 0 { // the first record of a file
 		g := make([]byte, 32)
 		rand.Read(g)
-		r.Genesis = hex.EncodeToString(g)
+		r.Genesis, r.KeyID = hex.EncodeToString(g), w.keyID
 		if w.prev == "" {
-			w.prev = hashLine([]byte(r.Genesis))
+			w.prev = w.links.link([]byte(r.Genesis))
 		}
 	}
-	r.Prev = w.prev
+	if w.o.Keys.MAC != nil {
+		r.MAC = w.prev
+	} else {
+		r.Prev = w.prev
+	}
 	line, err := appendRecord(w.line[:0], &r)
-	if err == nil {
-		w.line = line // its buffer serves the next record (bufio copies)
+	if err == nil && len(line) > MaxLine {
+		err = fmt.Errorf("a record of %d bytes is over the %d-byte limit", len(line), MaxLine)
 	}
-	if err != nil || len(line) > MaxLine {
-		if err == nil {
-			err = fmt.Errorf("a record of %d bytes is over the %d-byte limit", len(line), MaxLine)
+	if err != nil {
+		// clamp makes this unreachable; should it not, the decision is
+		// still recorded, without what would not fit.
+		w.log.Error("audit record shrunk to its decision", "seq", r.Seq, "error", err)
+		r = Record{Time: r.Time, Agent: cut(r.Agent, 256), Server: cut(r.Server, 256), Method: cut(r.Method, 256), Tool: cut(r.Tool, 256),
+			Decision: r.Decision, Link: cut(r.Link, 256), ArgsSHA256: r.ArgsSHA256, ArgsHMAC: r.ArgsHMAC, ArgsBytes: r.ArgsBytes,
+			Flags: []string{"record_truncated"}, Seq: r.Seq, Genesis: r.Genesis, KeyID: r.KeyID, Prev: r.Prev, MAC: r.MAC}
+		if line, err = appendRecord(w.line[:0], &r); err != nil {
+			w.drop(err.Error())
+			return
 		}
-		w.log.Error("audit record refused", "error", err)
-		w.drop(err.Error())
-		return
 	}
+	w.line = line // its buffer serves the next record (bufio copies)
 	if _, err := w.w.Write(append(line, '\n')); err != nil {
 		w.setErr(fmt.Errorf("writing %s: %w", w.o.Path, err))
 		w.drop(err.Error())
 		return
 	}
-	w.seq, w.prev = r.Seq, hashLine(line)
+	if r.Genesis != "" {
+		w.genesis = r.Genesis
+	}
+	w.seq, w.prev = r.Seq, w.links.link(line)
+	w.sinceCP++
 	if cap(w.line) > 64<<10 {
 		w.line = nil // one huge record does not keep its buffer
 	}
@@ -357,6 +589,7 @@ func (w *Writer) append(r Record) {
 // rotate moves Path.i to Path.i+1 (dropping the oldest past Keep) and
 // Path to Path.1, and starts a new Path; the chain goes on across.
 func (w *Writer) rotate() error {
+	w.checkpoint() // the file's tail, before it is renamed
 	if err := w.w.Flush(); err != nil {
 		return err
 	}

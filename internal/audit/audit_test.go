@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -66,7 +67,7 @@ func TestWriteVerify(t *testing.T) {
 	var first, second Record
 	json.Unmarshal([]byte(ls[0]), &first)
 	json.Unmarshal([]byte(ls[1]), &second)
-	if first.Seq != 1 || first.Genesis == "" || first.Prev != hashLine([]byte(first.Genesis)) || second.Genesis != "" || second.Prev != hashLine([]byte(ls[0])) {
+	if first.Seq != 1 || first.Genesis == "" || first.Prev != plain([]byte(first.Genesis)) || second.Genesis != "" || second.Prev != plain([]byte(ls[0])) {
 		t.Fatalf("chain: %+v / %+v", first, second)
 	}
 	if first.Agent != "claude" || first.Tool != "get_issue" || first.Steps[0].Micros != 1.5 || !first.Time.Equal(rec(0).Time) {
@@ -218,6 +219,49 @@ func TestBoundedQueue(t *testing.T) {
 	}
 }
 
+// Fail-closed, Reserve holds a queue place before the call runs: with the
+// queue full it refuses, so no call runs whose record could not be
+// queued; WriteReserved then never finds the queue full.
+func TestReserve(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	w := open(t, Options{Path: path, Buffer: 2, FailClosed: true})
+	stall, stalled := make(chan struct{}), make(chan struct{}, 1)
+	w.stallHook = func() {
+		select {
+		case stalled <- struct{}{}:
+		default:
+		}
+		<-stall
+	}
+	w.Write(rec(0))
+	<-stalled
+	if err := w.Reserve(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Reserve(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Reserve(); !errors.Is(err, ErrFull) {
+		t.Fatalf("a third place in a queue of two: %v", err)
+	}
+	if err := w.Write(rec(9)); !errors.Is(err, ErrFull) {
+		t.Fatalf("a write with every place held: %v", err)
+	}
+	w.Release()
+	if err := w.WriteReserved(rec(1)); err != nil {
+		t.Fatal(err)
+	}
+	close(stall)
+	writeN(t, w, 2, 1)
+	w.Close()
+	if err := w.Reserve(); err == nil {
+		t.Error("Reserve on a closed log")
+	}
+	if rep, err := Verify(path); err != nil || rep.Records != 3 {
+		t.Errorf("%+v %v", rep, err)
+	}
+}
+
 // A sink that fails: fail-closed Writes refuse, naming the cause;
 // otherwise records are dropped and Err says why.
 func TestSinkFailure(t *testing.T) {
@@ -243,20 +287,36 @@ func TestSinkFailure(t *testing.T) {
 	}
 }
 
-// A record over MaxLine is refused and counted, and the chain holds.
+// A record that would pass MaxLine is shrunk, never dropped: its
+// arguments become a preview, its long text is cut and flagged, and the
+// chain holds. (The old Writer dropped it and counted the loss.)
 func TestOversizedRecord(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
 	w := open(t, Options{Path: path})
 	big := rec(1)
 	big.Args = json.RawMessage(`"` + strings.Repeat("x", MaxLine) + `"`)
+	huge := rec(2)
+	huge.Reason = strings.Repeat("\x01", MaxLine) // escaped six-fold
+	huge.Steps = make([]Step, 1000)
 	w.Write(rec(0))
 	w.Write(big)
-	writeN(t, w, 2, 1)
-	if w.Dropped() != 1 {
+	w.Write(huge)
+	writeN(t, w, 3, 1)
+	if w.Dropped() != 0 {
 		t.Errorf("dropped %d", w.Dropped())
 	}
-	if rep, err := Verify(path); err != nil || rep.Records != 2 {
-		t.Errorf("%+v %v", rep, err)
+	if rep, err := Verify(path); err != nil || rep.Records != 4 {
+		t.Fatalf("%+v %v", rep, err)
+	}
+	ls := lines(t, path)
+	var r1, r2 Record
+	json.Unmarshal([]byte(ls[1]), &r1)
+	json.Unmarshal([]byte(ls[2]), &r2)
+	if r1.Args != nil || !strings.HasPrefix(r1.ArgsPreview, `"xxx`) || len(r1.ArgsPreview) > PreviewBytes || !slices.Contains(r1.Flags, "args_truncated") {
+		t.Errorf("big args: %.200s", ls[1])
+	}
+	if len(ls[2]) > MaxLine || len(r2.Steps) != maxSteps || !slices.Contains(r2.Flags, "record_truncated") {
+		t.Errorf("huge record: %d bytes, %d steps, flags %v", len(ls[2]), len(r2.Steps), r2.Flags)
 	}
 }
 

@@ -20,14 +20,31 @@ type Audit struct {
 	// IncludeArguments writes a call's arguments (their secret-named values
 	// masked) beside their sha256, which is always written.
 	IncludeArguments bool
-	Source           diag.Source
+
+	// Key is the HMAC key of the chain; SigningKey (or the file
+	// SigningKeyFile) the base64 ed25519 seed checkpoints are signed
+	// with; PublicKey checks them where the signing key is not at hand.
+	// Key and SigningKey should come from sensitive variables: Refs holds
+	// their references ("/key", "/signing_key"), which compile-down writes
+	// instead of the values. Unset, they come from NEXUS_AUDIT_KEY and
+	// NEXUS_AUDIT_SIGNING_KEY (internal/audit).
+	Key, SigningKey, SigningKeyFile, PublicKey string
+	// CheckpointPath is the checkpoint file (absolute; default Path +
+	// ".checkpoints"); CheckpointEvery the records between checkpoints (0:
+	// the default, 1000).
+	CheckpointPath  string
+	CheckpointEvery int
+	Refs            map[string]Template
+	Source          diag.Source
 }
 
 var (
 	auditSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "path", Required: true}, {Name: "max_bytes"}, {Name: "keep"},
-		{Name: "buffer"}, {Name: "fail_closed"}, {Name: "include_arguments"}}}
-	auditKeys    = []string{"path", "max_bytes", "keep", "buffer", "fail_closed", "include_arguments"}
-	auditExample = "audit {\n  path        = \"nexus-audit.jsonl\"  # beside this file\n  max_bytes   = 67108864            # rotate past 64 MiB\n  keep        = 5                   # rotated files kept\n  fail_closed = false               # true: refuse calls while it cannot be written\n}"
+		{Name: "buffer"}, {Name: "fail_closed"}, {Name: "include_arguments"}, {Name: "key"}, {Name: "signing_key"}, {Name: "signing_key_file"},
+		{Name: "public_key"}, {Name: "checkpoint_path"}, {Name: "checkpoint_every"}}}
+	auditKeys = []string{"path", "max_bytes", "keep", "buffer", "fail_closed", "include_arguments", "key", "signing_key", "signing_key_file",
+		"public_key", "checkpoint_path", "checkpoint_every"}
+	auditExample = "audit {\n  path        = \"nexus-audit.jsonl\"  # beside this file\n  max_bytes   = 67108864            # rotate past 64 MiB\n  keep        = 5                   # rotated files kept\n  fail_closed = false               # true: refuse calls while it cannot be written\n  key         = var.audit_key       # HMAC key of the chain (nexus audit keygen)\n  signing_key = var.audit_signing_key  # signs checkpoints\n}"
 )
 
 // audit decodes an audit block.
@@ -45,9 +62,23 @@ func (h *hclFile) audit(b *hcl.Block) {
 			h.errRange(x.Expr.Range(), "", "the audit path is empty", auditExample)
 		}
 	}
-	for name, dst := range map[string]*int{"max_bytes": &a.MaxBytes, "keep": &a.Keep, "buffer": &a.Buffer} {
+	for name, dst := range map[string]*int{"max_bytes": &a.MaxBytes, "keep": &a.Keep, "buffer": &a.Buffer, "checkpoint_every": &a.CheckpointEvery} {
 		if x := at[name]; x != nil {
 			*dst, _ = h.integer(x, 0)
+		}
+	}
+	refs := map[string]Template{}
+	for name, dst := range map[string]*string{"key": &a.Key, "signing_key": &a.SigningKey, "public_key": &a.PublicKey} {
+		if x := at[name]; x != nil {
+			*dst, _ = h.str(x, refs, "/"+name)
+		}
+	}
+	if len(refs) > 0 {
+		a.Refs = refs
+	}
+	for name, dst := range map[string]*string{"signing_key_file": &a.SigningKeyFile, "checkpoint_path": &a.CheckpointPath} {
+		if x := at[name]; x != nil {
+			*dst, _ = h.path(x)
 		}
 	}
 	for name, dst := range map[string]*bool{"fail_closed": &a.FailClosed, "include_arguments": &a.IncludeArguments} {
@@ -91,7 +122,19 @@ func (j *jsonFile) audit(v *jval) {
 			a.FailClosed, _ = d.boolean(m.val, m.key)
 		case "include_arguments":
 			a.IncludeArguments, _ = d.boolean(m.val, m.key)
+		case "checkpoint_every":
+			a.CheckpointEvery, _ = d.integer(m.val, m.key, 0)
+		case "key", "signing_key", "public_key":
+			s, _ := d.str(m.val, m.key, "/"+m.key)
+			*map[string]*string{"key": &a.Key, "signing_key": &a.SigningKey, "public_key": &a.PublicKey}[m.key] = s
+		case "signing_key_file", "checkpoint_path":
+			if s, ok := d.str(m.val, m.key, ""); ok && s != "" {
+				*map[string]*string{"signing_key_file": &a.SigningKeyFile, "checkpoint_path": &a.CheckpointPath}[m.key] = resolvePath(s, j.dir, j.ld.home)
+			}
 		}
+	}
+	if len(d.refs) > 0 {
+		a.Refs = d.refs
 	}
 	if a.Path == "" && len(j.errs) == before {
 		d.errAt(v, `the audit object has no "path"`)

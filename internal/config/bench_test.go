@@ -42,6 +42,7 @@ func benchLayers(b *testing.B) (Options, string) {
 	}
 	write(b, root, "work/.nexus/nexus.hcl", hcl("a", 0, 50))
 	write(b, proj, "nexus.hcl", hcl("g", 0, 25)+strings.SplitN(hcl("l", 25, 25), "}\n}\n", 2)[1])
+	trustFiles(b, home, filepath.Join(root, "work/.nexus/nexus.hcl"), filepath.Join(proj, "nexus.hcl"))
 	opts := Options{Dir: proj, Home: home, LookupEnv: env("HOME", "/home/u")}
 	cfg, err := Load(opts)
 	if err != nil {

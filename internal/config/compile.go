@@ -44,7 +44,7 @@ func CompileShowingSecrets(cfg *Config, format string) ([]byte, []Warning, error
 }
 
 func compile(cfg *Config, format string, show bool) ([]byte, []Warning, error) {
-	c := &compiler{cfg: cfg, format: format, envs: map[string]bool{}, inputs: map[string]bool{}, showSecrets: show}
+	c := newCompiler(cfg, format, show, true)
 	var doc map[string]any
 	switch format {
 	case FormatMCPServers:
@@ -75,11 +75,22 @@ func compile(cfg *Config, format string, show bool) ([]byte, []Warning, error) {
 	return b.Bytes(), c.warns, nil
 }
 
+// newCompiler writes cfg in format; forClient (Compile, not config show's
+// view) also warns of what the client's environment must supply.
+func newCompiler(cfg *Config, format string, showSecrets, forClient bool) *compiler {
+	c := &compiler{cfg: cfg, format: format, envs: map[string]bool{}, inputs: map[string]bool{}, showSecrets: showSecrets}
+	if forClient {
+		c.named = map[string]bool{}
+	}
+	return c
+}
+
 type compiler struct {
 	cfg    *Config
 	format string
 	warns  []Warning
 	envs   map[string]bool // environment variables the output refers to
+	named  map[string]bool // sensitive variables warned of (Ref.Named); nil: no such warnings
 	inputs map[string]bool // inputs the output refers to
 	dollar bool            // a literal ${ was written where it would be expanded
 
@@ -129,6 +140,10 @@ func (c *compiler) value(refs map[string]Template, ptr, val, masked string) stri
 		return val
 	}
 	return t.Render(func(r Ref) string {
+		if r.Named != "" && c.named != nil && !c.named[r.Named] {
+			c.named[r.Named] = true
+			c.warns = append(c.warns, Warning{Message: fmt.Sprintf("sensitive variable %q is written as a reference to $%s, after its own name: set %s in the client's environment (or give the variable default = env(\"NAME\") to read another)", r.Named, r.Env, r.Env)})
+		}
 		switch {
 		case r.Input != "":
 			c.inputs[r.Input] = true
@@ -461,6 +476,25 @@ func (c *compiler) nexusExtras(doc map[string]any) {
 		}
 		if a.IncludeArguments {
 			e["include_arguments"] = true
+		}
+		if a.CheckpointEvery != 0 {
+			e["checkpoint_every"] = a.CheckpointEvery
+		}
+		for k, v := range map[string]string{"signing_key_file": a.SigningKeyFile, "checkpoint_path": a.CheckpointPath, "public_key": a.PublicKey} {
+			if v != "" {
+				e[k] = c.str(a.Refs, "/"+k, v)
+			}
+		}
+		for k, v := range map[string]string{"key": a.Key, "signing_key": a.SigningKey} {
+			if _, ref := a.Refs["/"+k]; ref || c.showSecrets {
+				e[k] = c.str(a.Refs, "/"+k, v)
+			} else if v != "" {
+				// A key written into the file is a secret; compile-down
+				// never copies one.
+				e[k] = "[a key written in " + a.Source.File + ": move it to a sensitive variable]"
+				c.warns = append(c.warns, Warning{Source: a.Source, Subject: "the audit block",
+					Message: "the audit " + k + " written in the config file is left out; put it in a sensitive variable (" + k + " = var.audit_" + k + ") so it compiles to a ${NAME} reference"})
+			}
 		}
 		doc["audit"] = e
 	}

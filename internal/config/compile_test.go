@@ -17,11 +17,13 @@ var exampleEnv = env(
 	"GITHUB_TOKEN", "ghp_SECRET_VALUE",
 	"CLAUDE_TOKEN", "CLAUDE_SECRET_VALUE",
 	"NEXUS_INPUT_API_KEY", "INPUT_SECRET_VALUE",
+	"API_TOKEN", "API_SECRET_VALUE",
+	"OWN_NAME", "OWN_SECRET_VALUE",
 	"HOME", "/home/user",
 	"PATH", "/usr/bin",
 )
 
-var secretValues = []string{"ghp_SECRET_VALUE", "CLAUDE_SECRET_VALUE", "INPUT_SECRET_VALUE"}
+var secretValues = []string{"ghp_SECRET_VALUE", "CLAUDE_SECRET_VALUE", "INPUT_SECRET_VALUE", "API_SECRET_VALUE", "OWN_SECRET_VALUE"}
 
 func examples(t *testing.T) (root string, files []string) {
 	t.Helper()
@@ -121,6 +123,7 @@ func modelDiff(a, b *Config) string {
 		for _, s := range c.Servers {
 			x := *s
 			x.Source, x.Overrides = diag.Source{}, nil
+			x.Refs = unnamed(s.Refs)
 			c2.Servers = append(c2.Servers, &x)
 		}
 		for _, p := range c.Plugins {
@@ -134,6 +137,7 @@ func modelDiff(a, b *Config) string {
 		for _, g := range c.Agents {
 			x := *g
 			x.Source, x.Overrides, x.Rules = diag.Source{}, nil, nil
+			x.Refs = unnamed(g.Refs)
 			for _, r := range g.Rules {
 				x.Rules = append(x.Rules, ruleMeaning(r))
 			}
@@ -166,11 +170,34 @@ func modelDiff(a, b *Config) string {
 	return ""
 }
 
+// unnamed is refs without Ref.Named: which variable a reference is named
+// after is where it came from, which compiled JSON does not keep.
+func unnamed(refs map[string]Template) map[string]Template {
+	if refs == nil {
+		return nil
+	}
+	out := make(map[string]Template, len(refs))
+	for k, t := range refs {
+		var u Template
+		for _, p := range t {
+			if p.Ref != nil {
+				r := *p.Ref
+				r.Named = ""
+				p.Ref = &r
+			}
+			u = append(u, p)
+		}
+		out[k] = u
+	}
+	return out
+}
+
 // ruleMeaning is a filter without where it (and its rule's expressions)
 // were written, and without the compiled rule.
 func ruleMeaning(f *Filter) *Filter {
 	x := *f
 	x.Source, x.Overrides = diag.Source{}, nil
+	x.Refs = unnamed(f.Refs)
 	if f.Rule != nil {
 		r := *f.Rule
 		r.Compiled = nil

@@ -236,7 +236,9 @@ type site struct {
 type GatewayLimits struct {
 	MaxBodyBytes          int           // one HTTP request body
 	MaxSessions           int           // downstream sessions at once
+	MaxSessionsPerAgent   int           // downstream sessions of one agent at once
 	MaxRequests           int           // requests in progress, all sessions
+	MaxRequestsPerAgent   int           // requests in progress, all sessions of one agent
 	MaxRequestsPerSession int           // requests in progress in one session
 	MaxSSEEvents          int           // events buffered per SSE stream
 	SessionIdleTimeout    time.Duration // a session with no request and no open stream ends
@@ -244,6 +246,53 @@ type GatewayLimits struct {
 	BodyTimeout           time.Duration // an HTTP request body must arrive within this (default 20 s) ...
 	MinBodyRate           int           // ... plus a second for every this many bytes (default 32768)
 	DrainTimeout          time.Duration // stdio: at end of input, requests read get this long to be answered (default 30 s)
+	// Bytes of request and response bodies held for requests in
+	// progress, all agents and one agent.
+	MaxInflightBytes         int
+	MaxInflightBytesPerAgent int
+	// Sessions of one agent with upstream connections of their own
+	// (clients that declare sampling, elicitation or roots).
+	MaxUpstreamSessionsPerAgent int
+}
+
+// defaultMaxBodyBytes is the gateway's max_body_bytes when none is set
+// (the protocol's frame limit).
+const defaultMaxBodyBytes = 10 << 20
+
+// problems says what is inconsistent between the limits: a per-agent cap
+// over its global one, a bytes budget too small for one body. Each entry
+// is the limit at fault, the problem and the fix.
+func (l GatewayLimits) problems() [][3]string {
+	var out [][3]string
+	for _, c := range []struct {
+		agent, global string
+		a, g          int
+	}{
+		{"max_sessions_per_agent", "max_sessions", l.MaxSessionsPerAgent, l.MaxSessions},
+		{"max_requests_per_agent", "max_requests", l.MaxRequestsPerAgent, l.MaxRequests},
+		{"max_inflight_bytes_per_agent", "max_inflight_bytes", l.MaxInflightBytesPerAgent, l.MaxInflightBytes},
+	} {
+		if c.a > 0 && c.g > 0 && c.a > c.g {
+			out = append(out, [3]string{c.agent,
+				fmt.Sprintf("%s (%d) is over %s (%d): one agent can never hold more than all agents together", c.agent, c.a, c.global, c.g),
+				fmt.Sprintf("Lower %s, or raise %s.", c.agent, c.global)})
+		}
+	}
+	body := l.MaxBodyBytes
+	if body <= 0 {
+		body = defaultMaxBodyBytes
+	}
+	for _, c := range []struct {
+		name string
+		n    int
+	}{{"max_inflight_bytes", l.MaxInflightBytes}, {"max_inflight_bytes_per_agent", l.MaxInflightBytesPerAgent}} {
+		if c.n > 0 && c.n < body {
+			out = append(out, [3]string{c.name,
+				fmt.Sprintf("%s (%d) is under max_body_bytes (%d): a request of the largest size allowed could never be served", c.name, c.n, body),
+				fmt.Sprintf("Raise %s to at least %d, or lower max_body_bytes.", c.name, body)})
+		}
+	}
+	return out
 }
 
 // GatewayOAuth makes the gateway an OAuth 2.1 resource server: it
@@ -283,6 +332,9 @@ type Config struct {
 	Inputs    []Input     // the VS Code inputs the servers refer to, by id
 	Files     []File      // lowest layer first
 	Warnings  []Warning
+	// Untrusted are the workspace files found but not applied, for want of
+	// `nexus trust` (trust.go); Files does not list them.
+	Untrusted []Untrusted
 }
 
 // Server returns the server called name, or nil.

@@ -1,8 +1,8 @@
 # nexus.hcl: the default Nexus configuration.
 #
-# Nexus reads this file when it is in the directory you run nexus from, and
-# uses a built-in copy of it when it finds no configuration at all, so that
-# `nexus tools` works out of the box. Layers, later wins per server name:
+# Nexus reads this file, once trusted (`nexus trust`), when it is in the
+# directory you run nexus from; with no config found it uses a built-in copy,
+# so `nexus tools` works out of the box. Layers, later wins per server name:
 #   ~/.nexus/            (mcp.json, nexus.hcl.json, nexus.hcl)
 #   every parent directory's .nexus/
 #   ./.nexus/ and ./nexus.hcl

@@ -42,6 +42,17 @@
 // found, the built-in default (the repository's nexus.hcl) runs the test
 // server.
 //
+// Workspace trust (trust.go): the ancestor and local layers come with the
+// repository the working directory is in, so each is applied only when
+// the trust store (~/.nexus/trust.json, or $NEXUS_TRUST) holds its path
+// and the sha256 of its bytes; those same bytes are then parsed, so the
+// file cannot change between check and use. An untrusted file is not
+// evaluated at all: Config.Untrusted lists it with what it would run and
+// read, read from its syntax alone (inventory.go). The global layer,
+// --config, NEXUS_CONFIG and the built-in default are trusted implicitly.
+// In a workspace file, relative file(), env_file and plugin paths must
+// stay in the workspace tree, symlinks resolved.
+//
 // Secrets: a value from the environment, a sensitive variable or an input
 // keeps a Template ("Bearer ${TOKEN}") beside its value. Compile (and
 // NewView, behind `nexus config show`) write the template, never the value,

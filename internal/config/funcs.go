@@ -154,7 +154,11 @@ func (h *hclFile) fileFunc() function.Function {
 		Type:        function.StaticReturnType(cty.String),
 		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
 			name := args[0].AsString()
-			data, err := readLimited(resolvePath(name, h.dir, h.ld.home))
+			p, err := h.ld.confined(name, h.dir, h.src.Layer)
+			if err != nil {
+				return cty.NilVal, err
+			}
+			data, err := readLimited(p)
 			if err != nil {
 				return cty.NilVal, fmt.Errorf("cannot read %s: %v (a relative path starts at this config file's directory)", name, unwrapPathError(err))
 			}

@@ -30,6 +30,8 @@ var (
 		{Name: "max_body_bytes"}, {Name: "max_sessions"}, {Name: "max_requests"}, {Name: "max_requests_per_session"},
 		{Name: "max_sse_events"}, {Name: "session_idle_timeout"}, {Name: "shutdown_grace"},
 		{Name: "body_timeout"}, {Name: "min_body_rate"}, {Name: "drain_timeout"},
+		{Name: "max_sessions_per_agent"}, {Name: "max_requests_per_agent"}, {Name: "max_inflight_bytes"},
+		{Name: "max_inflight_bytes_per_agent"}, {Name: "max_upstream_sessions_per_agent"},
 	}}
 	gatewayOAuthSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 		{Name: "issuer", Required: true}, {Name: "jwks_url"}, {Name: "audience"}, {Name: "scopes"}, {Name: "agent_claim"}, {Name: "agents"},
@@ -166,9 +168,41 @@ func (h *hclFile) gatewayLimits(b *hcl.Block, l *GatewayLimits) {
 			l.MinBodyRate, _ = h.integer(a, 0)
 		case "drain_timeout":
 			l.DrainTimeout, _ = h.durationOrZero(a)
+		default:
+			if p := l.intField(name); p != nil {
+				*p, _ = h.integer(a, 0)
+			}
 		}
 	}
+	for _, p := range l.problems() {
+		rng := b.DefRange
+		if a := c.Attributes[p[0]]; a != nil {
+			rng = a.Expr.Range()
+		}
+		h.errRange(rng, "", p[1], p[2])
+	}
 }
+
+// intField is the whole-number limit a key names among those added for
+// per-agent quotas, or nil.
+func (l *GatewayLimits) intField(key string) *int {
+	switch key {
+	case "max_sessions_per_agent":
+		return &l.MaxSessionsPerAgent
+	case "max_requests_per_agent":
+		return &l.MaxRequestsPerAgent
+	case "max_inflight_bytes":
+		return &l.MaxInflightBytes
+	case "max_inflight_bytes_per_agent":
+		return &l.MaxInflightBytesPerAgent
+	case "max_upstream_sessions_per_agent":
+		return &l.MaxUpstreamSessionsPerAgent
+	}
+	return nil
+}
+
+// quotaKeys are the keys intField knows.
+var quotaKeys = []string{"max_sessions_per_agent", "max_requests_per_agent", "max_inflight_bytes", "max_inflight_bytes_per_agent", "max_upstream_sessions_per_agent"}
 
 // durationOrZero is duration that also takes 0 (a limit's default).
 func (h *hclFile) durationOrZero(a *hcl.Attribute) (time.Duration, bool) {
@@ -506,7 +540,7 @@ func checkHost(s string) string {
 var (
 	gatewayKeys        = []string{"listen", "public_url", "allowed_origins", "allowed_hosts", "required_servers", "metrics", "session_store", "tls", "limits", "oauth"}
 	gatewayTLSKeys     = []string{"cert", "key"}
-	gatewayLimitKeys   = []string{"max_body_bytes", "max_sessions", "max_requests", "max_requests_per_session", "max_sse_events", "session_idle_timeout", "shutdown_grace", "body_timeout", "min_body_rate", "drain_timeout"}
+	gatewayLimitKeys   = append([]string{"max_body_bytes", "max_sessions", "max_requests", "max_requests_per_session", "max_sse_events", "session_idle_timeout", "shutdown_grace", "body_timeout", "min_body_rate", "drain_timeout"}, quotaKeys...)
 	gatewayOAuthKeys   = []string{"issuer", "jwks_url", "audience", "scopes", "agent_claim", "agents"}
 	gatewayJSONExample = `{"listen": "127.0.0.1:8750"}`
 )
@@ -633,7 +667,18 @@ func (j *jsonFile) gateway(v *jval) {
 					l.MinBodyRate, _ = d.integer(e.val, e.key, 0)
 				case "drain_timeout":
 					l.DrainTimeout, _ = d.durationOrZero(e.val, e.key)
+				default:
+					if p := l.intField(e.key); p != nil {
+						*p, _ = d.integer(e.val, e.key, 0)
+					}
 				}
+			}
+			for _, p := range l.problems() {
+				at := val
+				if v := val.get(p[0]); v != nil {
+					at = v
+				}
+				d.errAt(at, p[1], p[2])
 			}
 		case "oauth":
 			if val.kind != '{' {
@@ -725,6 +770,11 @@ func gatewayJSON(g *Gateway) map[string]any {
 	for k, n := range map[string]int{"max_body_bytes": g.Limits.MaxBodyBytes, "max_sessions": g.Limits.MaxSessions, "max_requests": g.Limits.MaxRequests,
 		"max_requests_per_session": g.Limits.MaxRequestsPerSession, "max_sse_events": g.Limits.MaxSSEEvents, "min_body_rate": g.Limits.MinBodyRate} {
 		if n > 0 {
+			l[k] = n
+		}
+	}
+	for _, k := range quotaKeys {
+		if n := *g.Limits.intField(k); n > 0 {
 			l[k] = n
 		}
 	}

@@ -42,8 +42,13 @@ gateway {
   limits {
     max_body_bytes           = 4194304
     max_sessions             = 1000
+    max_sessions_per_agent   = 100
     max_requests             = 256
+    max_requests_per_agent   = 64
     max_requests_per_session = 32
+    max_inflight_bytes       = 536870912
+    max_inflight_bytes_per_agent    = 134217728
+    max_upstream_sessions_per_agent = 4
     max_sse_events           = 1024
     session_idle_timeout     = "30m"
     shutdown_grace           = 10
@@ -71,12 +76,13 @@ func TestGatewayBlock(t *testing.T) {
 		AllowedOrigins: []string{"https://app.example.com", "http://localhost:3000"}, RequiredServers: []string{"github"},
 		TLSCert: g.TLSCert, TLSKey: g.TLSKey,
 		Limits: GatewayLimits{MaxBodyBytes: 4194304, MaxSessions: 1000, MaxRequests: 256, MaxRequestsPerSession: 32, MaxSSEEvents: 1024,
-			SessionIdleTimeout: 30 * time.Minute, ShutdownGrace: 10 * time.Second},
+			SessionIdleTimeout: 30 * time.Minute, ShutdownGrace: 10 * time.Second,
+			MaxSessionsPerAgent: 100, MaxRequestsPerAgent: 64, MaxInflightBytes: 512 << 20, MaxInflightBytesPerAgent: 128 << 20, MaxUpstreamSessionsPerAgent: 4},
 		OAuth: &GatewayOAuth{Issuer: "https://login.example.com", Scopes: []string{"mcp"}, AgentClaim: "email",
 			Agents: map[string]string{"alice@example.com": "claude", "*": "readonly"}},
 		Source: g.Source,
 	}
-	if len(g.requiredAt) != 1 || g.requiredAt[0].src.Line != 25 || len(g.agentsAt) != 2 || g.agentsAt["*"].src.Line != 43 {
+	if len(g.requiredAt) != 1 || g.requiredAt[0].src.Line != 25 || len(g.agentsAt) != 2 || g.agentsAt["*"].src.Line != 48 {
 		t.Errorf("where required_servers and agents were written: %+v %+v", g.requiredAt, g.agentsAt)
 	}
 	g = withoutSites(g)
@@ -149,6 +155,7 @@ func TestGatewayErrors(t *testing.T) {
 		{"twice", "gateway {\n}\ngateway {\n}\n"},
 		{"prefix", "server \"a\" {\n  prefix = \"gh.\"\n  stdio { command = \"x\" }\n}\n"},
 		{"limits", "gateway {\n  limits {\n    max_sessions   = -1\n    shutdown_grace = \"-5s\"\n  }\n}\n"},
+		{"quotas", "gateway {\n  limits {\n    max_sessions           = 10\n    max_sessions_per_agent = 20\n    max_body_bytes         = 1048576\n    max_inflight_bytes_per_agent = 65536\n  }\n}\n"},
 		{"public_url", "gateway {\n  public_url = \"https://nexus.example.com/mcp#main\"\n}\n"},
 		{"public_url_relative", "gateway {\n  public_url = \"/mcp\"\n}\n"},
 		{"tls_no_cert", "gateway {\n  tls {\n    key = \"k.pem\"\n  }\n}\n"},
@@ -186,6 +193,7 @@ func TestGatewayJSONErrors(t *testing.T) {
     "oauth": {"issuer": "https://login.example.com", "agents": {"x": "b"}}
   }
 }`},
+		{"quotas", `{"gateway": {"limits": {"max_requests": 8, "max_requests_per_agent": 16, "max_inflight_bytes": 1024, "max_upstream_sessions_per_agent": -1}}}`},
 		{"twice", "{\n  \"gateway\": {\"listen\": \"127.0.0.1:1\"},\n  \"gateway\": {\"listen\": \"127.0.0.1:2\"}\n}\n"},
 		{"prefix_and_tokens", `{
   "mcpServers": {"a": {"command": "x", "prefix": "a.b"}},

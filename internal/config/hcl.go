@@ -110,6 +110,7 @@ type hclFile struct {
 	real  *hcl.EvalContext
 	tmpl  *hcl.EvalContext
 	known map[string]string // sentinel → the value it stands for
+	named map[string]string // env name → the sensitive variable named so (Ref.Named)
 	out   fileConfig
 
 	unsetWarned map[string]bool
@@ -138,7 +139,7 @@ func (ld *loader) parseHCLFile(f *file, filename string, isJSON bool) *fileConfi
 	} else {
 		hf, diags = hclsyntax.ParseConfig(f.data, filename, hcl.InitialPos)
 	}
-	h := &hclFile{file: f, ld: ld, dir: ld.fileDir(f.src.File), known: map[string]string{}, unsetWarned: map[string]bool{}, ins: ins}
+	h := &hclFile{file: f, ld: ld, dir: ld.fileDir(f.src.File), known: map[string]string{}, named: map[string]string{}, unsetWarned: map[string]bool{}, ins: ins}
 	if h.diags(diags) {
 		return nil
 	}
@@ -373,9 +374,14 @@ func (h *hclFile) variables(blocks hcl.Blocks) {
 			}
 		}
 		if envVar == "" && sensitive {
-			// A secret's compiled reference, and where Nexus reads it:
-			// variable "github_token" is $GITHUB_TOKEN.
-			envVar = envSafe(name)
+			// A secret's compiled reference, and where Nexus reads it: the
+			// variable its default reads (default = env("GITHUB_TOKEN") is
+			// $GITHUB_TOKEN, which the client's environment supplies), else
+			// the variable's own name (variable "gh_token" is $GH_TOKEN).
+			if envVar = soleEnv(attrs["default"]); envVar == "" {
+				envVar = envSafe(name)
+				h.named[envVar] = name
+			}
 		}
 		if sensitive && def != cty.NilVal && !def.IsNull() && def.Type() != cty.String && def.Type() != cty.DynamicPseudoType { // marks do not change a type
 			h.errRange(attrs["default"].Expr.Range(), "", fmt.Sprintf("sensitive variable %q must be a string, so that it can be written as ${%s}", name, envVar))
@@ -408,7 +414,7 @@ func (h *hclFile) variables(blocks hcl.Blocks) {
 		if fromDefault && len(h.unsetInDefault) > 0 {
 			unset := h.unsetInDefault[0]
 			fix := []string{"export " + unset + "=...", "or export NEXUS_VAR_" + name + "=..."}
-			if envVar != "" {
+			if envVar != "" && envVar != unset {
 				fix = append(fix, "or export "+envVar+"=...")
 			}
 			h.errRange(attrs["default"].Expr.Range(), "", fmt.Sprintf("variable %q has no value: its default comes from env(%q), and %s is not set", name, unset, unset), fix...)
@@ -758,6 +764,24 @@ func (h *hclFile) templates(a *hcl.Attribute, real cty.Value, want cty.Type) (ma
 	return out, true
 }
 
+// soleEnv is X when a default is env("X") and nothing else, else "".
+// It reads the expression, not its value: X need not be set (the variable
+// may be set otherwise) for its reference to be $X.
+func soleEnv(a *hcl.Attribute) string {
+	if a == nil {
+		return ""
+	}
+	call, diags := hcl.ExprCall(a.Expr)
+	if diags.HasErrors() || call.Name != "env" || len(call.Arguments) != 1 {
+		return ""
+	}
+	v, diags := call.Arguments[0].Value(nil)
+	if diags.HasErrors() || !v.IsKnown() || v.IsNull() || v.Type() != cty.String || !envName.MatchString(v.AsString()) {
+		return ""
+	}
+	return v.AsString()
+}
+
 // parseSentinels turns a template-pass string into a Template and the
 // value it stands for.
 func (h *hclFile) parseSentinels(s string) (Template, string) {
@@ -778,7 +802,7 @@ func (h *hclFile) parseSentinels(s string) (Template, string) {
 		val.WriteString(s[:i])
 		sent := s[i : i+j+len(sentClose)]
 		inner := s[i+len(sentOpen) : i+j]
-		ref := &Ref{Env: inner}
+		ref := &Ref{Env: inner, Named: h.named[inner]}
 		if name, def, ok := strings.Cut(inner, sentDef); ok {
 			ref = &Ref{Env: name, Default: def, HasDefault: true}
 		}
@@ -1205,7 +1229,14 @@ func (h *hclFile) plugin(b *hcl.Block) {
 		return
 	}
 	p := &Plugin{Name: name, Source: h.blockSource(b)}
-	p.Path, _ = h.path(c.Attributes["path"])
+	if a := c.Attributes["path"]; a != nil {
+		if raw, ok := h.str(a, nil, ""); ok && raw != "" {
+			var err error
+			if p.Path, err = h.ld.confined(raw, h.dir, h.src.Layer); err != nil {
+				h.errRange(a.Expr.Range(), "", "plugin path "+err.Error())
+			}
+		}
+	}
 	if a := c.Attributes["sha256"]; a != nil {
 		if s, ok := h.str(a, nil, ""); ok {
 			if bad := checkSHA256(s); bad != "" {

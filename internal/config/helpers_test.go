@@ -90,3 +90,28 @@ func errText(err error) string {
 
 // truncate makes a (sparse) file of n bytes.
 func truncate(p string, n int64) error { return os.Truncate(p, n) }
+
+// trustFiles trusts the workspace config files paths, as `nexus trust`
+// does, in home's trust store (the one Load uses when NEXUS_TRUST is unset).
+func trustFiles(t testing.TB, home string, paths ...string) {
+	t.Helper()
+	store := TrustPath(env(), home)
+	list, err := ReadTrust(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range paths {
+		key, err := TrustKey(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, sum, err := HashConfig(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		list = append(list, Trusted{Path: key, SHA256: sum})
+	}
+	if err := WriteTrust(store, list); err != nil {
+		t.Fatal(err)
+	}
+}

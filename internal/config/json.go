@@ -793,7 +793,10 @@ func (j *jsonFile) plugins(v *jval) {
 		p := &Plugin{Name: m.key, Source: j.at(m.off)}
 		if pv := m.val.get("path"); pv != nil {
 			if s, ok := d.str(pv, "path", ""); ok {
-				p.Path = resolvePath(s, j.dir, j.ld.home)
+				var err error
+				if p.Path, err = j.ld.confined(s, j.dir, j.src.Layer); err != nil {
+					d.errAt(pv, "plugin path "+err.Error())
+				}
 			}
 		} else {
 			d.errAt(m.val, fmt.Sprintf("plugin %q needs \"path\", the plugin binary", m.key))

@@ -74,6 +74,7 @@ type loader struct {
 	dir     string
 	mu      sync.Mutex
 	answers map[string]string // inputs already asked for, by id
+	read    map[string][]byte // workspace files' bytes as hashed for trust, by path
 }
 
 // Load discovers, reads and merges the configuration. A returned error
@@ -89,8 +90,18 @@ func Load(opts Options) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	files, untrusted, err := ld.gate(files)
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 && !opts.NoDefault {
+		// Only untrusted files were found: the built-in default stands in,
+		// as when nothing is found (it runs only Nexus's own test server).
+		files = []File{{Layer: LayerEmbedded}}
+	}
 	cfg, err := ld.load(files)
-	if err != nil || len(cfg.Servers) > 0 || !ld.discovered() || opts.NoDefault || files[0].Layer == LayerEmbedded {
+	cfg.Untrusted = untrusted
+	if err != nil || len(cfg.Servers) > 0 || !ld.discovered() || opts.NoDefault || len(files) == 0 || files[0].Layer == LayerEmbedded {
 		return cfg, err
 	}
 	// Layers were found, but none defines a server (a ~/.nexus/nexus.hcl
@@ -100,6 +111,7 @@ func Load(opts Options) (*Config, error) {
 	if err != nil {
 		return cfg, nil
 	}
+	with.Untrusted = untrusted
 	with.Warnings = append(with.Warnings, Warning{Message: "no config file found defines a server, so the built-in default's (the test server) are used beneath them; " +
 		"a server block in any of them replaces the default (nexus config show lists the layers)"})
 	return with, nil
@@ -116,7 +128,7 @@ func (ld *loader) discovered() bool {
 }
 
 func newLoader(opts Options) (*loader, error) {
-	ld := &loader{opts: opts, lookup: opts.LookupEnv, home: opts.Home, dir: opts.Dir, answers: map[string]string{}}
+	ld := &loader{opts: opts, lookup: opts.LookupEnv, home: opts.Home, dir: opts.Dir, answers: map[string]string{}, read: map[string][]byte{}}
 	if ld.lookup == nil {
 		ld.lookup = os.LookupEnv
 	}
@@ -264,6 +276,14 @@ func (ld *loader) load(files []File) (*Config, error) {
 			if fl.Layer == LayerEmbedded && fl.Path == "" {
 				f.data = defaultHCL
 				fcs[i] = ld.parseHCLFile(f, "nexus.hcl", false)
+			} else if data, ok := ld.read[fl.Path]; ok {
+				// The bytes that were trusted, not the file as it is now.
+				if rep := checkBytes(data, f.src); rep != nil {
+					f.errs = append(f.errs, rep)
+				} else {
+					f.data = data
+					fcs[i] = ld.parse(f)
+				}
 			} else if data, rep := readConfig(ld.abs(fl.Path), f.src); rep != nil {
 				f.errs = append(f.errs, rep)
 			} else {

@@ -44,6 +44,7 @@ filter "f1" {
   on_error = "allow"
 }
 `)
+	trustFiles(t, home, filepath.Join(root, "src/.nexus/nexus.hcl"), filepath.Join(proj, ".nexus/mcp.json"), filepath.Join(proj, "nexus.hcl"))
 	return root, home, proj
 }
 

@@ -84,13 +84,3 @@ func (c *compiler) maskWarning() {
 	c.warns = append(c.warns, Warning{Message: fmt.Sprintf("credentials written in the config file are masked (%s): move each into a sensitive variable or ${NAME} reference so it is never printed; --show-secrets prints them as they are",
 		strings.Join(list, ", "))})
 }
-
-// MaskValue is a value as an audit log may keep it: masked when its key
-// names a credential (token, password, api_key, ...), and with the
-// passwords of URLs in it masked otherwise.
-func MaskValue(key, val string) string {
-	if diag.SecretName.MatchString(key) {
-		return diag.Mask
-	}
-	return diag.MaskURLs(val)
-}

@@ -59,6 +59,12 @@ func (v hclValue) Fail(problem, fix string) {
 	v.h.errRange(v.a.Expr.Range(), v.who, problem, fixes(fix)...)
 }
 func (v hclValue) EnvFile(p string) (map[string]string, bool) {
+	// The path as written decides what confinement allows.
+	raw, _ := v.h.str(v.a, nil, "")
+	if _, err := v.h.ld.confined(raw, v.h.dir, v.h.src.Layer); err != nil {
+		v.Fail("env_file "+err.Error(), "")
+		return nil, false
+	}
 	env, bad := v.h.ld.envFile(p)
 	if bad != "" {
 		v.Fail(bad, "Create the file, or fix the path (relative paths start at this file's directory).")
@@ -92,6 +98,11 @@ func (v jsonValue) Choice(allowed []string) (string, bool) {
 	return choice(s, ok, v.name, allowed, v.Fail)
 }
 func (v jsonValue) EnvFile(p string) (map[string]string, bool) {
+	raw, _ := v.d.str(v.v, v.name, "")
+	if _, err := v.d.j.ld.confined(raw, v.d.j.dir, v.d.j.src.Layer); err != nil {
+		v.Fail("envFile "+err.Error(), "")
+		return nil, false
+	}
 	env, bad := v.d.j.ld.envFile(p)
 	if bad != "" {
 		v.Fail(bad, "Create the file, or fix the path (relative paths start at the config file's directory).")

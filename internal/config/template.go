@@ -17,6 +17,10 @@ type Ref struct {
 	Input      string // VS Code input id
 	Default    string // from ${NAME:-default}
 	HasDefault bool
+	// Named is the sensitive variable whose own name Env is (it has no
+	// env = ... and its default reads no environment variable): the
+	// client's environment must supply Env by that name.
+	Named string
 }
 
 // Part is a literal piece of a string or a reference.

@@ -30,7 +30,7 @@ type Entry struct {
 // NewView describes cfg, credentials written in its files masked unless
 // showSecrets.
 func NewView(cfg *Config, showSecrets bool) *View {
-	c := &compiler{cfg: cfg, format: FormatNexusJSON, envs: map[string]bool{}, inputs: map[string]bool{}, showSecrets: showSecrets}
+	c := newCompiler(cfg, FormatNexusJSON, showSecrets, false)
 	v := &View{Files: cfg.Files, Roots: cfg.Roots, Warnings: cfg.Warnings}
 	for _, s := range cfg.Servers {
 		v.Servers = append(v.Servers, Entry{"server", s.Name, s.Source, s.Overrides, c.server(s)})

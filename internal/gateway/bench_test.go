@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -180,4 +181,120 @@ func memInUse() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapInuse + m.StackInuse
+}
+
+// BenchmarkLargeEcho is one 9.5 MB echo through the HTTP gateway (gap 9
+// of issue 37: RSS grew by 220 MB for one). It reports the bytes
+// allocated per call as a multiple of the message, the measure of the
+// copies made on the way (the upstream's own log line and result, the
+// gateway's and the client's reads included).
+func BenchmarkLargeEcho(b *testing.B) {
+	e := newEnv(b, nil)
+	ctx := context.Background()
+	hh, err := e.g.HTTP(gateway.HTTPOptions{Agent: "claude"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(hh)
+	defer func() {
+		hh.Close()
+		srv.CloseClientConnections()
+		srv.Close()
+	}()
+	conn, err := httptransport.Dial(ctx, httptransport.Config{Server: "gw", URL: srv.URL + gateway.EndpointPath,
+		Options: httptransport.Options{AllowPrivateNetworks: true}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := mcp.Connect(ctx, conn, mcp.ClientOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	msg := strings.Repeat("x", 9500<<10)
+	args, _ := json.Marshal(map[string]string{"message": msg})
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	b.ResetTimer()
+	for range b.N {
+		if _, err := c.CallTool(ctx, "mcp_testserver_echo", json.RawMessage(args), nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	runtime.ReadMemStats(&after)
+	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(b.N)/float64(len(msg)), "alloc-x-message")
+}
+
+// BenchmarkFairShare is gap 6 of issue 37 as a measure: bob's calls while
+// alice floods the gateway with more slow calls than her share
+// (max_requests_per_agent), against bob's calls on an idle gateway, in
+// the same run. It reports bob's median latency both ways and their
+// ratio (the target is under 2), and fails if bob ever gets a 503.
+func BenchmarkFairShare(b *testing.B) {
+	e := newTenantEnv(b, config.GatewayLimits{MaxRequests: 64, MaxRequestsPerAgent: 32})
+	bob := e.tenant("bob-token", "{}")
+	var alice []*tenant
+	for range 4 {
+		alice = append(alice, e.tenant("alice-token", "{}"))
+	}
+	median := func() time.Duration {
+		lat := make([]time.Duration, 0, b.N)
+		for i := range b.N {
+			start := time.Now()
+			status, got := bob.send(echoCall(i, "bob"))
+			lat = append(lat, time.Since(start))
+			if status != http.StatusOK {
+				b.Fatalf("bob got %d: %s", status, got)
+			}
+		}
+		slices.Sort(lat)
+		return lat[len(lat)/2]
+	}
+	b.ResetTimer()
+	idle := median()
+	b.StopTimer()
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var refused atomic.Int64
+	for i := range 80 { // past her share of 32, and past the global cap of 64
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a := alice[i%len(alice)]
+			for ctx.Err() == nil {
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.url+gateway.EndpointPath,
+					strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mcp_testserver_slow_operation","arguments":{"duration":0.2,"steps":1}}}`))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json, text/event-stream")
+				req.Header.Set("Authorization", "Bearer alice-token")
+				req.Header.Set("Mcp-Session-Id", a.sid)
+				resp, err := client.Do(req)
+				if err != nil {
+					continue
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusTooManyRequests {
+					refused.Add(1)
+					// As a client honouring Retry-After would, but sooner.
+					select {
+					case <-ctx.Done():
+					case <-time.After(10 * time.Millisecond):
+					}
+				}
+			}
+		}()
+	}
+	for refused.Load() == 0 { // the flood has filled alice's share
+		time.Sleep(time.Millisecond)
+	}
+	b.StartTimer()
+	flooded := median()
+	b.StopTimer()
+	stop()
+	wg.Wait()
+	b.ReportMetric(float64(idle.Microseconds()), "idle-p50-µs")
+	b.ReportMetric(float64(flooded.Microseconds()), "flooded-p50-µs")
+	b.ReportMetric(float64(flooded)/float64(idle), "flooded/idle")
 }

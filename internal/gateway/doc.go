@@ -12,13 +12,36 @@
 //
 // The rule for upstream connections: a downstream session whose client
 // declares sampling, elicitation or roots gets upstream connections of its
-// own (host.NewSession, opened on first use, closed with the session), so a
-// server's requests and notifications reach that client and no other. A
-// session whose client declares none of them shares one connection per
-// server with every other such session; a server's requests on a shared
-// connection are refused (the gateway declares none of those capabilities
-// there), its log messages go to every session that sees the server, and
-// resources/updated to the sessions subscribed to the URI.
+// own (host.NewSession, opened on first use, closed with the session), so
+// a server's requests and notifications reach that client and no other;
+// an agent may hold MaxOwnSessions such sessions (the HTTP limit
+// max_upstream_sessions_per_agent, default 8), and an initialize past it
+// is refused, saying so: each starts server processes of its own. A
+// session whose client declares none of them shares its agent's
+// connections (one per agent and server, made on first use, closed with
+// the gateway), never another agent's; a server's requests there are
+// refused (the gateway declares none of those capabilities).
+//
+// What a server sends reaches only whom it concerns. Progress goes to
+// the call whose token asked for it (each call gets an upstream token of
+// its own, mapped back to the client's). A log message on a shared
+// connection goes to the one session of the agent that has requests in
+// flight to the server, on such a request's stream; with none, to every
+// session of the agent; with several, to none (the protocol does not say
+// whose it is, and copying it to each would put one call's data on every
+// other call's answer). list_changed goes to the agent's sessions that
+// may see the server, resources/updated to those subscribed to the URI.
+// Nothing a connection carries crosses to another agent.
+//
+// Over HTTP each agent has its own share of the listener's limits
+// (max_sessions_per_agent, max_requests_per_agent,
+// max_inflight_bytes_per_agent) beside the global ones: an agent past its
+// share gets 429 and cannot fill the global caps alone, so another agent
+// is not refused for its sake. Request bodies and the answers they get
+// count against the bytes budget while the request is in progress (a
+// request reserves its body's size again for its answer); a
+// request that does not fit waits briefly, then gets 503 (429 for the
+// agent's share) with Retry-After. See httpserver.Options.
 //
 // Server-initiated requests go to the client through the chain (host
 // guards them); on HTTP they travel on the stream of the client's request

@@ -31,6 +31,11 @@ type Options struct {
 	// Version is the serverInfo version clients see at initialize
 	// (host.NewGateway gives the host's).
 	Version string
+	// MaxOwnSessions bounds, per agent, the sessions with upstream
+	// connections of their own (clients that declare sampling,
+	// elicitation or roots; each starts its own server processes):
+	// default 8. An initialize beyond it is refused (see the package doc).
+	MaxOwnSessions int
 }
 
 // Gateway serves a host to MCP clients. It is safe for concurrent use.
@@ -41,13 +46,17 @@ type Gateway struct {
 
 	mu       sync.Mutex
 	sessions map[*session]struct{}
+	agents   map[string]Upstream // each agent's shared upstream connections (see the package doc)
+	own      map[string]int      // sessions with connections of their own, by agent
+	ownMax   int
 	wg       sync.WaitGroup
 	closed   bool
 }
 
-// New makes a gateway in front of h. It takes over h's notification
-// handlers (log messages, list changes, resource updates of the
-// connections sessions share); create it before anything connects.
+// New makes a gateway in front of h. Sessions use connections h makes
+// with NewSession: one set per agent that they share, and a set of its
+// own for a session whose client answers server requests; h's own
+// connections serve /readyz only.
 func New(h Upstream, o Options) *Gateway {
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
@@ -64,31 +73,115 @@ func New(h Upstream, o Options) *Gateway {
 	if o.Version == "" {
 		o.Version = "dev"
 	}
-	g := &Gateway{h: h, log: o.Logger, opts: o, sessions: map[*session]struct{}{}}
-	h.SetNotify(hostapi.SessionOptions{
-		OnLog:             func(server string, m mcp.LogMessage) { g.shared(func(s *session) { s.forwardLog(server, m) }) },
-		OnListChanged:     func(server, kind string) { g.shared(func(s *session) { s.listChanged(server, kind) }) },
-		OnResourceUpdated: func(server, uri string) { g.shared(func(s *session) { s.updated(server, uri) }) },
-		OnChange:          func(server string) { g.shared(func(s *session) { s.serverChanged(server) }) },
-	})
-	return g
+	if o.MaxOwnSessions <= 0 {
+		o.MaxOwnSessions = 8
+	}
+	return &Gateway{h: h, log: o.Logger, opts: o, ownMax: o.MaxOwnSessions, sessions: map[*session]struct{}{},
+		agents: map[string]Upstream{}, own: map[string]int{}}
 }
 
 // Host is the host the gateway serves.
 func (g *Gateway) Host() Upstream { return g.h }
 
-// shared runs fn for every session on the shared connections.
-func (g *Gateway) shared(fn func(*session)) {
+// agentHost is agent's shared upstream connections, made on first use:
+// what they carry that no request claims (a log line, list_changed,
+// resources/updated) can reach that agent's sessions only.
+// Called with g.mu held.
+func (g *Gateway) agentHost(agent string) Upstream {
+	if up := g.agents[agent]; up != nil {
+		return up
+	}
+	up := g.h.NewSession(hostapi.SessionOptions{
+		Agent:             agent,
+		OnLog:             func(server string, m mcp.LogMessage) { g.sharedLog(agent, server, m) },
+		OnListChanged:     func(server, kind string) { g.shared(agent, func(s *session) { s.listChanged(server, kind) }) },
+		OnResourceUpdated: func(server, uri string) { g.shared(agent, func(s *session) { s.updated(server, uri) }) },
+		OnChange:          func(server string) { g.shared(agent, func(s *session) { s.serverChanged(server) }) },
+	})
+	g.agents[agent] = up
+	return up
+}
+
+// sessionsOf is agent's sessions on its shared connections.
+func (g *Gateway) sessionsOf(agent string) []*session {
 	g.mu.Lock()
 	list := make([]*session, 0, len(g.sessions))
 	for s := range g.sessions {
-		if !s.isOwn() {
+		if s.agent == agent {
 			list = append(list, s)
 		}
 	}
 	g.mu.Unlock()
+	out := list[:0]
 	for _, s := range list {
+		if !s.isOwn() {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// shared runs fn for every session on agent's shared connections.
+func (g *Gateway) shared(agent string, fn func(*session)) {
+	for _, s := range g.sessionsOf(agent) {
 		fn(s)
+	}
+}
+
+// sharedLog passes on a log message of agent's shared connection to
+// server. The protocol does not say which request a log message belongs
+// to, so the gateway goes by who is waiting on the server: the one
+// session with requests in flight to it gets it (on such a request's
+// stream); with none, every session of the agent gets it; with several,
+// nobody does, since sending it to each would put one call's log (its
+// arguments, often) on every other call's answer: gap 1 of issue 37 made
+// a 9.5 MB echo's answer 85.5 MB that way.
+func (g *Gateway) sharedLog(agent, server string, m mcp.LogMessage) {
+	list := g.sessionsOf(agent)
+	var busy []*session
+	for _, s := range list {
+		if s.busyWith(server) {
+			busy = append(busy, s)
+		}
+	}
+	switch {
+	case len(busy) == 1:
+		busy[0].forwardLog(server, m)
+	case len(busy) == 0:
+		for _, s := range list {
+			s.forwardLog(server, m)
+		}
+	default:
+		g.log.Debug("a log message of a shared connection was dropped: several sessions wait on the server, and it does not say whose it is", "agent", agent, "server", server)
+	}
+}
+
+// takeOwn counts a session with upstream connections of its own against
+// its agent's cap; false when the agent is at it.
+func (g *Gateway) takeOwn(agent string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.own[agent] >= g.ownMax {
+		return false
+	}
+	g.own[agent]++
+	return true
+}
+
+func (g *Gateway) dropOwn(agent string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.own[agent]--; g.own[agent] <= 0 {
+		delete(g.own, agent)
+	}
+}
+
+// setOwnMax sets the cap takeOwn enforces (the HTTP listener's limits).
+func (g *Gateway) setOwnMax(n int) {
+	if n > 0 {
+		g.mu.Lock()
+		g.ownMax = n
+		g.mu.Unlock()
 	}
 }
 
@@ -138,6 +231,7 @@ func (g *Gateway) serve(ctx context.Context, conn mcp.Conn, agent string, st *st
 		return ErrClosed
 	}
 	g.sessions[s] = struct{}{}
+	s.up = g.agentHost(agent)
 	g.wg.Add(1)
 	g.mu.Unlock()
 	if restored {
@@ -188,5 +282,18 @@ func (g *Gateway) Close() error {
 		s.peer.Close()
 	}
 	g.wg.Wait()
+	g.mu.Lock()
+	agents := g.agents
+	g.agents = map[string]Upstream{}
+	g.mu.Unlock()
+	for _, up := range agents {
+		up.Close()
+	}
 	return nil
+}
+
+func (g *Gateway) ownLimit() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.ownMax
 }

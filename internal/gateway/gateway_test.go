@@ -573,6 +573,13 @@ func TestRugPullThroughGateway(t *testing.T) {
 	if err != nil || !res.IsError || !strings.Contains(res.Content[0].Text, "its description changed") || !strings.Contains(res.Content[0].Text, "nexus lock --server rugged") {
 		t.Fatalf("calling the poisoned echo: %v %+v", err, res)
 	}
+	// The refusal goes to the model: no byte of the poisoned description
+	// (issue 42), only its length and hash.
+	for _, w := range []string{"IMPORTANT", "id_rsa", "Before using", "Echo back"} {
+		if strings.Contains(res.Content[0].Text, w) {
+			t.Errorf("the refusal carries the server's text %q: %s", w, res.Content[0].Text)
+		}
+	}
 }
 
 // Calls through the gateway are audited, each record naming the

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"net/netip"
@@ -126,6 +127,15 @@ func (g *Gateway) HTTP(o HTTPOptions) (*HTTPHandler, error) {
 		sh = hh.shared
 		g.log.Info("sessions are shared with the other replicas through the session store", "replica", hh.shared.Replica(), "store", o.StoreName)
 	}
+	g.setOwnMax(l.MaxUpstreamSessionsPerAgent)
+	// Serving everyone as one agent, an agent's share is the whole (the
+	// handler lowers a share to its global cap).
+	single := func(n int) int {
+		if n == 0 && o.Agent != "" {
+			return math.MaxInt32
+		}
+		return n
+	}
 	hh.mcp = httpserver.New(hh.serve, httpserver.Options{
 		Shared:                sh,
 		Changed:               hh.changed,
@@ -145,6 +155,13 @@ func (g *Gateway) HTTP(o HTTPOptions) (*HTTPHandler, error) {
 		Authenticate:   hh.authenticate,
 		Raise:          raise,
 		LegacyEndpoint: MessagesPath,
+
+		// An agent is the principal: each has its own share (see the
+		// package doc).
+		MaxSessionsPerPrincipal:      single(l.MaxSessionsPerAgent),
+		MaxRequestsPerPrincipal:      single(l.MaxRequestsPerAgent),
+		MaxInflightBytes:             int64(l.MaxInflightBytes),
+		MaxInflightBytesPerPrincipal: int64(single(l.MaxInflightBytesPerAgent)),
 	})
 	hh.mux.Handle(EndpointPath, hh.mcp)
 	hh.mux.HandleFunc(SSEPath, hh.mcp.LegacySSE)

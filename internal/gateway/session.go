@@ -37,7 +37,7 @@ type session struct {
 	version    string // negotiated
 	ready      bool
 	unrestored bool              // restoring from the store failed: try again on the next request
-	up         Upstream          // g.h, or the session's own (see the package doc)
+	up         Upstream          // the agent's shared connections, or the session's own (see the package doc)
 	own        bool              // up is the session's own
 	level      int               // least severity of log messages sent; -1: the client set none
 	subs       map[string]string // subscribed URIs, by the server that has them
@@ -56,7 +56,7 @@ func newSession(g *Gateway, agent string) *session {
 	ctx, cancel := context.WithCancel(context.Background())
 	id := make([]byte, 8)
 	rand.Read(id)
-	return &session{g: g, agent: agent, id: hex.EncodeToString(id), up: g.h, level: -1, subs: map[string]string{}, ctx: ctx, cancel: cancel,
+	return &session{g: g, agent: agent, id: hex.EncodeToString(id), level: -1, subs: map[string]string{}, ctx: ctx, cancel: cancel,
 		calls: map[string][]json.RawMessage{}, connected: map[string]bool{}}
 }
 
@@ -85,7 +85,15 @@ func (s *session) close() {
 	s.mu.Unlock()
 	if own {
 		up.Close()
+		s.g.dropOwn(s.agent)
 	}
+}
+
+// busyWith reports whether the session has requests in flight to server.
+func (s *session) busyWith(server string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.calls[server]) > 0
 }
 
 // Versions the gateway speaks, newest first; a client asking for another
@@ -173,11 +181,18 @@ func (s *session) initialize(params json.RawMessage) (any, error) {
 		s.mu.Unlock()
 		return nil, &mcp.RPCError{Code: mcp.CodeInvalidRequest, Message: "the session is already initialized"}
 	}
-	s.init, s.version = &p, version
 	c := p.Capabilities
 	if c.Sampling != nil || c.Elicitation != nil || c.Roots != nil {
+		if !s.g.takeOwn(s.agent) {
+			s.mu.Unlock()
+			return nil, &mcp.RPCError{Code: mcp.CodeInvalidRequest, Message: fmt.Sprintf(
+				"agent %q already has %d sessions whose client declared sampling, elicitation or roots; each starts server processes of its own, and that is the max_upstream_sessions_per_agent limit. "+
+					"End one of those sessions, initialize without those capabilities (such a session shares the agent's connections), or raise it in the config: gateway { limits { max_upstream_sessions_per_agent = ... } }",
+				s.agent, s.g.ownLimit())}
+		}
 		s.up, s.own = s.g.h.NewSession(s.sessionOptions(c)), true
 	}
+	s.init, s.version = &p, version
 	s.mu.Unlock()
 	if s.stored != nil {
 		// Any replica may serve the next request: it learns the session there.

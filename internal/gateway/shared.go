@@ -115,7 +115,14 @@ func (s *session) restore() error {
 	s.mu.Lock()
 	s.init, s.ready, s.version = &p, true, rec.Protocol
 	if c := p.Capabilities; c.Sampling != nil || c.Elicitation != nil || c.Roots != nil {
-		s.up, s.own = s.g.h.NewSession(s.sessionOptions(c)), true
+		// Past the agent's cap the session shares the agent's
+		// connections, whose servers' requests are refused: restoring
+		// cannot refuse the initialize another replica accepted.
+		if s.g.takeOwn(s.agent) {
+			s.up, s.own = s.g.h.NewSession(s.sessionOptions(c)), true
+		} else {
+			s.g.log.Warn("a restored session shares its agent's upstream connections: the agent is at max_upstream_sessions_per_agent on this replica", "agent", s.agent)
+		}
 	}
 	added := s.apply(rec)
 	up := s.up

@@ -22,9 +22,8 @@ type Upstream interface {
 	Visible(agent, server string) bool
 	// NewSession makes a host that shares this one's configuration and
 	// chain but connects upstream on its own, its server-initiated
-	// requests going where o says; SetNotify says where this one's go.
+	// requests and notifications going where o says.
 	NewSession(o hostapi.SessionOptions) Upstream
-	SetNotify(o hostapi.SessionOptions)
 	// Servers is the state of every configured server.
 	Servers() []registry.Status
 	// Client is agent's session with server, connected on first use.

@@ -183,7 +183,7 @@ func (e *WithheldError) Unwrap() error { return e.Err }
 // Request runs the policies for a request event and returns the params to
 // send (changed by any modify decisions), or a *DeniedError.
 func (c *Chain) Request(ctx context.Context, e *event.Event) (json.RawMessage, error) {
-	return c.request(ctx, e, nil)
+	return c.request(ctx, e, nil, nil)
 }
 
 // Flag is a finding a link reported about the definition of a tool in a
@@ -198,13 +198,18 @@ func (f Flag) String() string { return f.Link + ": " + f.Text }
 // List runs the policies for the tools/list event of one tool: nil when
 // the agent may see it, or the *DeniedError that withholds it; and the
 // flags links reported on the way, from allow and deny decisions alike.
-func (c *Chain) List(ctx context.Context, e *event.Event) ([]Flag, error) {
+//
+// accepted, if not nil, says whether a person accepted a link's findings
+// for this very definition (nexus lock --accept-flagged): a deny that
+// carries only accepted findings counts as a warning, and the links after
+// it still decide.
+func (c *Chain) List(ctx context.Context, e *event.Event, accepted func(link string, flags []string) bool) ([]Flag, error) {
 	var flags []Flag
-	_, err := c.request(ctx, e, &flags)
+	_, err := c.request(ctx, e, &flags, accepted)
 	return flags, err
 }
 
-func (c *Chain) request(ctx context.Context, e *event.Event, flags *[]Flag) (json.RawMessage, error) {
+func (c *Chain) request(ctx context.Context, e *event.Event, flags *[]Flag, accepted func(link string, flags []string) bool) (json.RawMessage, error) {
 	e.Phase = event.PhaseRequest
 	if c == nil {
 		return e.Params, nil
@@ -233,6 +238,9 @@ func (c *Chain) request(ctx context.Context, e *event.Event, flags *[]Flag) (jso
 		}
 		switch d.Action {
 		case event.Deny:
+			if accepted != nil && len(d.Flags) > 0 && accepted(en.Link.Name(), d.Flags) {
+				continue
+			}
 			de := c.denied(en, e, d.Reason, nil)
 			de.Flags = d.Flags
 			return nil, de

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -102,7 +103,7 @@ func TestListFlags(t *testing.T) {
 		Entry{Link: decide("withholds", event.Decision{Action: event.Deny, Reason: "hidden: poisoned", Flags: []string{"tags: <IMPORTANT> in description"}}, nil)},
 		Entry{Link: decide("never", event.Decision{Action: event.Allow, Flags: []string{"not reached"}}, nil)},
 	)
-	flags, err := c.List(ctx, ev())
+	flags, err := c.List(ctx, ev(), nil)
 	var de *DeniedError
 	if !errors.As(err, &de) || de.Link != "withholds" || len(de.Flags) != 1 || de.Flags[0] != "tags: <IMPORTANT> in description" {
 		t.Fatalf("%+v", err)
@@ -112,8 +113,40 @@ func TestListFlags(t *testing.T) {
 		t.Fatalf("%d flags: %v", len(flags), flags[len(flags)-1])
 	}
 	// Request ignores flags; a chain that allows lists with none.
-	if _, err := NewChain(Entry{Link: decide("ok", event.Decision{Action: event.Allow}, nil)}).List(ctx, ev()); err != nil {
+	if _, err := NewChain(Entry{Link: decide("ok", event.Decision{Action: event.Allow}, nil)}).List(ctx, ev(), nil); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A deny whose findings a person accepted for this definition (the
+// lockfile's accepted flags) counts as a warning, and the links after it
+// still decide; a finding not accepted still withholds (issue 42).
+func TestListAccepted(t *testing.T) {
+	ctx := context.Background()
+	flagged := decide("scan", event.Decision{Action: event.Deny, Reason: "hidden", Flags: []string{"tags: <IMPORTANT> tag in description"}}, nil)
+	accept := func(want ...string) func(string, []string) bool {
+		return func(link string, flags []string) bool {
+			for _, f := range flags {
+				if !slices.Contains(want, link+": "+f) {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	all := accept("scan: tags: <IMPORTANT> tag in description")
+	if flags, err := NewChain(Entry{Link: flagged}).List(ctx, ev(), all); err != nil || len(flags) != 1 {
+		t.Fatalf("accepted findings: %v %v", flags, err)
+	}
+	// The allowlist after the scan still runs.
+	_, err := NewChain(Entry{Link: flagged}, Entry{Link: decide("allowlist", event.Decision{Action: event.Deny, Reason: "not listed"}, nil)}).List(ctx, ev(), all)
+	var de *DeniedError
+	if !errors.As(err, &de) || de.Link != "allowlist" {
+		t.Fatalf("the link after an accepted one: %v", err)
+	}
+	// Another finding, or another link's, is not accepted.
+	if _, err := NewChain(Entry{Link: flagged}).List(ctx, ev(), accept("other: tags: <IMPORTANT> tag in description")); !errors.As(err, &de) || de.Link != "scan" {
+		t.Fatalf("a finding accepted for another link: %v", err)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -344,7 +345,11 @@ func NewMetrics() *Metrics {
 		}
 		return 0
 	})
-	m.reg.MustRegister(m.calls, m.links, m.errors, m.up, m.restarts, m.sessions, m.dropped)
+	// The runtime's and the process's own figures (goroutines, heap, open
+	// descriptors, resident memory): what a soak or an incident looks at
+	// first to tell a leak from load.
+	m.reg.MustRegister(m.calls, m.links, m.errors, m.up, m.restarts, m.sessions, m.dropped,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 

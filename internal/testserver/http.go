@@ -37,7 +37,7 @@ func WithReplayBuffer(events int) HTTPOption {
 	return func(c *httpConfig) { c.ReplayEvents = events }
 }
 
-// WithMaxSessions bounds concurrent sessions (default 100); initialize
+// WithMaxSessions bounds concurrent sessions (default 1000); initialize
 // beyond it gets 503.
 func WithMaxSessions(n int) HTTPOption {
 	return func(c *httpConfig) { c.MaxSessions = n }

@@ -41,9 +41,13 @@ type SSEReader struct {
 	maxLine  int
 	maxEvent int
 
-	line   []byte // a line longer than what bufio has buffered
-	skipLF bool   // the previous line ended in CR: a following LF is part of it
-	begun  bool   // the byte-order mark check is done
+	line   []byte   // a line longer than what bufio has buffered
+	parts  [][]byte // line as it is gathered (see gather)
+	size   int      // bytes in parts
+	skipLF bool     // the previous line ended in CR: a following LF is part of it
+	begun  bool     // the byte-order mark check is done
+	// gathered says the last line read is in line (Next may take it over).
+	gathered bool
 }
 
 // NewSSEReader reads events from r. maxEvent bounds the data of one event
@@ -67,6 +71,7 @@ var sseBufs = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4<<10)
 // is done with; the reader must not be used after it. A reader that is
 // never released costs only its buffer's allocation.
 func (s *SSEReader) Release() {
+	s.drop()
 	if s.r != nil {
 		s.r.Reset(nil)
 		sseBufs.Put(s.r)
@@ -120,6 +125,13 @@ func (s *SSEReader) Next() (Event, error) {
 			if hasData {
 				ev.Data = append(ev.Data, '\n')
 			}
+			if ev.Data == nil && len(value) >= ownLine && s.gathered {
+				// A long line was gathered in s.line: the event takes it
+				// over rather than copying it (s.line starts afresh).
+				ev.Data, s.line = value[:len(value):len(value)], nil
+				hasData = true
+				continue
+			}
 			if ev.Data == nil {
 				// Most events are one data line: allocate it exactly.
 				ev.Data = make([]byte, 0, len(value))
@@ -163,6 +175,43 @@ func parseRetry(v []byte) (time.Duration, bool) {
 
 var bom = []byte{0xEF, 0xBB, 0xBF}
 
+// ownLine is the length from which an event's data takes over the line
+// buffer instead of copying it.
+const ownLine = 64 << 10
+
+// gather keeps p, part of a line longer than the buffered reader holds,
+// in pooled chunks; joined makes the line of them. Appending to one slice
+// instead grows a large slice by a quarter at a time, which for a
+// megabytes-long line allocates about five times the line.
+func (s *SSEReader) gather(p []byte) {
+	for len(p) > 0 {
+		if k := len(s.parts); k == 0 || len(s.parts[k-1]) == cap(s.parts[k-1]) {
+			s.parts = append(s.parts, (*sseChunks.Get().(*[]byte))[:0])
+		}
+		last := &s.parts[len(s.parts)-1]
+		n := min(len(p), cap(*last)-len(*last))
+		*last = append(*last, p[:n]...)
+		s.size += n
+		p = p[n:]
+	}
+}
+
+// joined is the gathered line in one slice, s.line (allocated to its size
+// when large, so an event can take it over), and returns the chunks to
+// the pool.
+func (s *SSEReader) joined() []byte {
+	if s.size > 1<<20 {
+		s.line = make([]byte, 0, s.size)
+	}
+	for _, c := range s.parts {
+		s.line = append(s.line, c...)
+	}
+	s.drop()
+	return s.line
+}
+
+var sseChunks = sync.Pool{New: func() any { b := make([]byte, 0, 256<<10); return &b }}
+
 // readLine returns the next line without its terminator. The slice is valid
 // until the next call.
 func (s *SSEReader) readLine() ([]byte, error) {
@@ -179,7 +228,9 @@ func (s *SSEReader) readLine() ([]byte, error) {
 	for {
 		if s.r.Buffered() == 0 {
 			if _, err := s.r.Peek(1); err != nil {
-				if errors.Is(err, io.EOF) && len(s.line) > 0 {
+				partial := s.size > 0
+				s.drop()
+				if errors.Is(err, io.EOF) && partial {
 					return nil, io.ErrUnexpectedEOF
 				}
 				return nil, err
@@ -195,14 +246,16 @@ func (s *SSEReader) readLine() ([]byte, error) {
 		}
 		i := indexEOL(avail)
 		if i < 0 {
-			if len(s.line)+len(avail) > s.maxLine {
+			if s.size+len(avail) > s.maxLine {
+				s.drop()
 				return nil, &mcp.FrameTooLargeError{Limit: s.maxEvent}
 			}
-			s.line = append(s.line, avail...)
+			s.gather(avail)
 			s.r.Discard(len(avail))
 			continue
 		}
-		if len(s.line)+i > s.maxLine {
+		if s.size+i > s.maxLine {
+			s.drop()
 			return nil, &mcp.FrameTooLargeError{Limit: s.maxEvent}
 		}
 		n := i + 1
@@ -216,17 +269,27 @@ func (s *SSEReader) readLine() ([]byte, error) {
 			}
 		}
 		var line []byte
-		if len(s.line) == 0 {
+		s.gathered = s.size > 0
+		if !s.gathered {
 			// The whole line is buffered: no copy. Discard does not move
 			// the buffer, so the slice stays valid until the next read.
 			line = avail[:i]
 		} else {
-			s.line = append(s.line, avail[:i]...)
-			line = s.line
+			s.gather(avail[:i])
+			line = s.joined()
 		}
 		s.r.Discard(n)
 		return line, nil
 	}
+}
+
+// drop forgets a line gathered in part.
+func (s *SSEReader) drop() {
+	for i, c := range s.parts {
+		sseChunks.Put(&c)
+		s.parts[i] = nil
+	}
+	s.parts, s.size = s.parts[:0], 0
 }
 
 // indexEOL finds the first CR or LF with two vectorized scans rather than

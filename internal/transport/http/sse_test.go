@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -179,5 +180,32 @@ func TestSSEReleaseReuse(t *testing.T) {
 			t.Fatalf("after its end: %v", err)
 		}
 		r2.Release()
+	}
+}
+
+// Gap 9 of issue 37 (memory per large call): a data line of megabytes was
+// gathered by append, which grows a large slice a quarter at a time, then
+// copied into the event: about six times the line allocated. Now the line
+// is gathered in pooled chunks, joined once, and the event takes it over.
+func TestSSELongLineAllocations(t *testing.T) {
+	const size = 8 << 20
+	data := strings.Repeat("y", size)
+	// Two events: the second line is gathered with the pool warm, as on
+	// a stream that carries more than one.
+	in := "data: " + data + "\n\ndata: " + data + "\n\n"
+	r := NewSSEReader(strings.NewReader(in), 2*size)
+	if ev, err := r.Next(); err != nil || len(ev.Data) != size {
+		t.Fatalf("first event: %d bytes, %v", len(ev.Data), err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	ev, err := r.Next()
+	runtime.ReadMemStats(&after)
+	if err != nil || len(ev.Data) != size || string(ev.Data) != data {
+		t.Fatalf("second event: %d bytes, %v", len(ev.Data), err)
+	}
+	// The line itself, and room for what the pool lost to a collection.
+	if n := after.TotalAlloc - before.TotalAlloc; n > size*3/2 {
+		t.Errorf("reading an %d-byte line allocated %d bytes (%.1fx)", size, n, float64(n)/size)
 	}
 }

@@ -50,7 +50,12 @@
 //
 // Everything a client can make the server hold is bounded (Options): the
 // body of one POST, sessions, requests in progress per session and in
-// all, events buffered per stream, idle sessions. A client that stops
+// all, the bytes of bodies in flight, events buffered per stream, idle
+// sessions. Sessions, requests and bytes are bounded per principal too
+// (what Authenticate returns), below the global caps, so one principal
+// cannot fill a global cap alone: past its share it gets 429, and the
+// others are served. A request whose body does not fit the bytes budget
+// waits briefly for room (bounded, and ended by its client going). A client that stops
 // reading a request's stream while it overflows loses its session, not the
 // process's memory. Every refusal is an HTTP status with a JSON-RPC error
 // body that names the limit and how to raise it.

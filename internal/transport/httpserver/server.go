@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -49,14 +50,34 @@ type Options struct {
 	Logger hclog.Logger
 	// MaxBodyBytes bounds one POST body (default mcp.MaxFrameSize, 10 MiB).
 	MaxBodyBytes int
-	// MaxSessions bounds concurrent sessions (default 100); initialize
-	// beyond it gets 503.
-	MaxSessions int
+	// MaxSessions bounds concurrent sessions (default 1000), and
+	// MaxSessionsPerPrincipal those of one principal (default 100, at
+	// most MaxSessions); initialize beyond them gets 503, or 429 for the
+	// principal's own cap. Without Authenticate everyone is one
+	// principal, whose caps are the global ones.
+	MaxSessions             int
+	MaxSessionsPerPrincipal int
 	// MaxRequests bounds requests in progress across all sessions
-	// (default 1024), MaxRequestsPerSession those of one session (default
-	// 64); beyond them a request gets 503 or 429 with Retry-After.
-	MaxRequests           int
-	MaxRequestsPerSession int
+	// (default 4096), MaxRequestsPerPrincipal those of one principal
+	// (default 1024, at most MaxRequests), MaxRequestsPerSession those of
+	// one session (default 64); beyond them a request gets 503 (the
+	// global cap) or 429 with Retry-After. A principal's requests count
+	// against its own cap first, so one that floods the server is refused
+	// before it can fill the global cap on its own.
+	MaxRequests             int
+	MaxRequestsPerPrincipal int
+	MaxRequestsPerSession   int
+	// MaxInflightBytes bounds the bytes of request bodies and of the
+	// answers they get (responses and the messages on their streams)
+	// held for requests in progress (default 512 MiB; a request reserves
+	// its body's size twice, once for its answer);
+	// MaxInflightBytesPerPrincipal those of one principal (default 128
+	// MiB, at most MaxInflightBytes). A request whose body does not fit
+	// waits up to InflightWait (default 2 s) for others to finish, then
+	// gets 503 (or 429 for the principal's own share) with Retry-After.
+	MaxInflightBytes             int64
+	MaxInflightBytesPerPrincipal int64
+	InflightWait                 time.Duration
 	// ReplayEvents and ReplayBytes bound what each stream keeps for
 	// delivery and Last-Event-ID replay (defaults 256 events, 16 MiB). A
 	// request's stream whose client has not read that many events ends the
@@ -97,8 +118,11 @@ type Options struct {
 	// doc.
 	ResumeGrace time.Duration
 	// Raise says how to raise a limit, by its name ("max_sessions",
-	// "max_requests", "max_requests_per_session", "max_body_bytes",
-	// "max_sse_events"); refusals quote it. nil names the limit only.
+	// "max_sessions_per_agent", "max_requests", "max_requests_per_agent",
+	// "max_requests_per_session", "max_inflight_bytes",
+	// "max_inflight_bytes_per_agent", "max_body_bytes",
+	// "max_sse_events"; a principal is an agent to the gateway);
+	// refusals quote it. nil names the limit only.
 	Raise func(limit string) string
 	// LegacyEndpoint is the path legacy HTTP+SSE clients POST to, given
 	// to them in the endpoint event (default "/messages").
@@ -126,10 +150,32 @@ func (o *Options) defaults() {
 		o.MaxBodyBytes = mcp.MaxFrameSize
 	}
 	if o.MaxSessions <= 0 {
-		o.MaxSessions = 100
+		o.MaxSessions = 1000
 	}
+	if o.Authenticate == nil {
+		// Everyone is principal "": its share is the whole.
+		o.MaxSessionsPerPrincipal, o.MaxRequestsPerPrincipal, o.MaxInflightBytesPerPrincipal = math.MaxInt32, math.MaxInt32, math.MaxInt64
+	}
+	if o.MaxSessionsPerPrincipal <= 0 {
+		o.MaxSessionsPerPrincipal = 100
+	}
+	o.MaxSessionsPerPrincipal = min(o.MaxSessionsPerPrincipal, o.MaxSessions)
 	if o.MaxRequests <= 0 {
-		o.MaxRequests = 1024
+		o.MaxRequests = 4096
+	}
+	if o.MaxRequestsPerPrincipal <= 0 {
+		o.MaxRequestsPerPrincipal = 1024
+	}
+	o.MaxRequestsPerPrincipal = min(o.MaxRequestsPerPrincipal, o.MaxRequests)
+	if o.MaxInflightBytes <= 0 {
+		o.MaxInflightBytes = 512 << 20
+	}
+	if o.MaxInflightBytesPerPrincipal <= 0 {
+		o.MaxInflightBytesPerPrincipal = 128 << 20
+	}
+	o.MaxInflightBytesPerPrincipal = min(o.MaxInflightBytesPerPrincipal, o.MaxInflightBytes)
+	if o.InflightWait <= 0 {
+		o.InflightWait = 2 * time.Second
 	}
 	if o.MaxRequestsPerSession <= 0 {
 		o.MaxRequestsPerSession = 64
@@ -199,6 +245,8 @@ type Handler struct {
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	inflight atomic.Int64 // requests in progress, all sessions
+	perReq   sync.Map     // principal -> *atomic.Int64, its requests in progress
+	bytes    *budget
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -213,7 +261,8 @@ type Handler struct {
 func New(serve ServeFunc, o Options) *Handler {
 	o.defaults()
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &Handler{serve: serve, log: o.Logger, opts: o, ctx: ctx, cancel: cancel, sessions: map[string]*session{}}
+	h := &Handler{serve: serve, log: o.Logger, opts: o, ctx: ctx, cancel: cancel, sessions: map[string]*session{},
+		bytes: newBudget(o.MaxInflightBytes, o.MaxInflightBytesPerPrincipal, o.InflightWait)}
 	if o.Shared != nil {
 		h.shared = &sharedState{Shared: o.Shared}
 		h.startShared()
@@ -507,8 +556,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, principal string)
 	case isRequest && m.Method == mcp.MethodInitialize:
 		var err error
 		if s, err = h.newSession("", principal, false, false); err != nil {
-			w.Header().Set("Retry-After", "5")
-			rpcError(w, http.StatusServiceUnavailable, mcp.CodeInternalError, err.Error())
+			refuseSession(w, err)
 			return
 		}
 		if h.shared != nil && !h.record(w, r, s) {
@@ -538,7 +586,25 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, principal string)
 		return
 	}
 	defer h.release(s)
+	// The body, and as much again for its answer (an echo, a file
+	// written and read back): eight large calls at once must not all be
+	// admitted on their bodies alone. An answer beyond that is charged as
+	// it comes.
+	held := 2 * int64(len(body))
+	if !h.hold(w, r, s, held) {
+		return
+	}
 	st := s.conn.open(m.ID, m.ProgressToken)
+	st.mu.Lock()
+	st.budget, st.principal, st.credit = h.bytes, s.info.Principal, int64(len(body))
+	st.mu.Unlock()
+	defer func() {
+		st.mu.Lock()
+		n := st.charged
+		st.budget, st.charged = nil, 0
+		st.mu.Unlock()
+		h.bytes.release(s.info.Principal, held+n)
+	}()
 	if m.Method == mcp.MethodInitialize {
 		if sid == "" {
 			// A new session: its id goes out with a successful answer
@@ -573,14 +639,23 @@ func (h *Handler) admit(w http.ResponseWriter, s *session) bool {
 }
 
 // count counts a request against the limits; over one, it says which
-// (an HTTP status and a message) and counts nothing.
+// (an HTTP status and a message) and counts nothing. The principal's cap
+// comes before the global one: a principal over its own share is told
+// so (429) and never takes a place another principal could use.
 func (h *Handler) count(s *session) (int, string) {
 	if n := s.requests.Add(1); n > int64(h.opts.MaxRequestsPerSession) {
 		s.requests.Add(-1)
 		return http.StatusTooManyRequests, "too many requests in progress in this session: " + h.opts.limitText("max_requests_per_session", h.opts.MaxRequestsPerSession)
 	}
+	pr := h.principalRequests(s)
+	if n := pr.Add(1); n > int64(h.opts.MaxRequestsPerPrincipal) && h.opts.MaxRequestsPerPrincipal < h.opts.MaxRequests {
+		pr.Add(-1)
+		s.requests.Add(-1)
+		return http.StatusTooManyRequests, fmt.Sprintf("too many requests in progress for %q across its sessions: %s", s.info.Principal, h.opts.limitText("max_requests_per_agent", h.opts.MaxRequestsPerPrincipal))
+	}
 	if n := h.inflight.Add(1); n > int64(h.opts.MaxRequests) {
 		h.inflight.Add(-1)
+		pr.Add(-1)
 		s.requests.Add(-1)
 		return http.StatusServiceUnavailable, "too many requests in progress: " + h.opts.limitText("max_requests", h.opts.MaxRequests)
 	}
@@ -589,7 +664,38 @@ func (h *Handler) count(s *session) (int, string) {
 
 func (h *Handler) release(s *session) {
 	s.requests.Add(-1)
+	h.principalRequests(s).Add(-1)
 	h.inflight.Add(-1)
+}
+
+// principalRequests is the count of requests in progress of s's
+// principal (principals are the configured agents: a bounded set).
+func (h *Handler) principalRequests(s *session) *atomic.Int64 {
+	if c := s.principalReqs; c != nil {
+		return c
+	}
+	c, _ := h.perReq.LoadOrStore(s.info.Principal, new(atomic.Int64))
+	return c.(*atomic.Int64)
+}
+
+// hold takes n bytes, what a request needs, from the in-flight budget,
+// waiting briefly for room; over it, it answers 503 (or 429 when the
+// principal's own share is full) with Retry-After and returns false.
+func (h *Handler) hold(w http.ResponseWriter, r *http.Request, s *session, n int64) bool {
+	ok, full := h.bytes.acquire(r.Context(), s.info.Principal, n)
+	if ok {
+		return true
+	}
+	mine, all := h.bytes.held(s.info.Principal)
+	w.Header().Set("Retry-After", "2")
+	if full == "agent" {
+		rpcError(w, http.StatusTooManyRequests, mcp.CodeBusy, fmt.Sprintf("too many bytes in flight for %q (%d held, this request needs %d: its body, and as much for its answer): %s; retry once its calls in progress finish",
+			s.info.Principal, mine, n, h.opts.limitText("max_inflight_bytes_per_agent", int(h.opts.MaxInflightBytesPerPrincipal))))
+		return false
+	}
+	rpcError(w, http.StatusServiceUnavailable, mcp.CodeBusy, fmt.Sprintf("too many bytes in flight (%d held, this request needs %d: its body, and as much for its answer): %s",
+		all, n, h.opts.limitText("max_inflight_bytes", int(h.opts.MaxInflightBytes))))
+	return false
 }
 
 // serveInline serves a request on its POST's own goroutine (the server's
@@ -1052,8 +1158,7 @@ func (h *Handler) LegacySSE(w http.ResponseWriter, r *http.Request) {
 	}
 	s, err := h.newSession("", principal, true, false)
 	if err != nil {
-		w.Header().Set("Retry-After", "5")
-		rpcError(w, http.StatusServiceUnavailable, mcp.CodeInternalError, err.Error())
+		refuseSession(w, err)
 		return
 	}
 	if h.shared != nil && !h.record(w, r, s) {
@@ -1128,9 +1233,14 @@ func (h *Handler) LegacyMessage(w http.ResponseWriter, r *http.Request) {
 		if !h.admit(w, s) {
 			return
 		}
+		n := int64(len(body))
+		if !h.hold(w, r, s, n) {
+			h.release(s)
+			return
+		}
 		// The request is counted until its answer is produced, on whatever
 		// goroutine serves it.
-		s.conn.countLegacy(m.ID, func() { h.release(s) })
+		s.conn.countLegacy(m.ID, func() { h.release(s); h.bytes.release(s.info.Principal, n) })
 	}
 	if !h.legacyPush(r.Context(), s, m, body) {
 		rpcError(w, http.StatusNotFound, mcp.CodeInvalidRequest, "the session ended")
@@ -1183,6 +1293,8 @@ func (h *Handler) newSession(id, principal string, legacy, restored bool) (*sess
 		id = hex.EncodeToString(raw[:])
 	}
 	s := &session{info: Session{ID: id, Principal: principal, Legacy: legacy, Restored: restored}, conn: newSessionConn(&h.opts, legacy)}
+	c, _ := h.perReq.LoadOrStore(principal, new(atomic.Int64))
+	s.principalReqs = c.(*atomic.Int64)
 	s.conn.log = h.log.With("session", s.info.ID)
 	s.touch()
 	s.stored.Store(time.Now().UnixNano())
@@ -1212,9 +1324,9 @@ func (h *Handler) newSession(id, principal string, legacy, restored bool) (*sess
 		cancel()
 		return nil, errEnded // deleted while this replica looked it up
 	}
-	if !h.room(restored) {
+	if err := h.room(principal, restored); err != nil {
 		cancel()
-		return nil, fmt.Errorf("too many sessions: %s; or end idle sessions with DELETE", h.opts.limitText("max_sessions", h.opts.MaxSessions))
+		return nil, err
 	}
 	h.sessions[s.info.ID] = s
 	if !h.janitor {
@@ -1249,28 +1361,57 @@ func (h *Handler) newSession(id, principal string, legacy, restored bool) (*sess
 // with one of most sessions) are a cache of up to as many again: the
 // least recently used idle one makes room, since its session lives in the
 // store and comes back on its next request. So the cluster holds
-// MaxSessions per replica. Called with h.mu held.
-func (h *Handler) room(restored bool) bool {
-	n := 0
+// MaxSessions per replica. A principal's sessions opened here count
+// against MaxSessionsPerPrincipal too, before the global cap. Called with
+// h.mu held; the error is a *LimitError.
+func (h *Handler) room(principal string, restored bool) error {
+	n, mine := 0, 0
 	var lru *session
 	for _, s := range h.sessions {
 		if s.info.Restored != restored {
 			continue
 		}
 		n++
+		if s.info.Principal == principal {
+			mine++
+		}
 		if restored && s.active.Load() == 0 && s.requests.Load() == 0 && (lru == nil || s.used.Load() < lru.used.Load()) {
 			lru = s
 		}
 	}
+	// A principal's cap as large as the global one says nothing more.
+	if !restored && h.opts.MaxSessionsPerPrincipal < h.opts.MaxSessions && mine >= h.opts.MaxSessionsPerPrincipal {
+		return &LimitError{Status: http.StatusTooManyRequests, Message: fmt.Sprintf("too many sessions for %q: %s; or end its idle sessions with DELETE", principal, h.opts.limitText("max_sessions_per_agent", h.opts.MaxSessionsPerPrincipal))}
+	}
 	if n < h.opts.MaxSessions {
-		return true
+		return nil
 	}
 	if lru == nil {
-		return false
+		return &LimitError{Status: http.StatusServiceUnavailable, Message: fmt.Sprintf("too many sessions: %s; or end idle sessions with DELETE", h.opts.limitText("max_sessions", h.opts.MaxSessions))}
 	}
 	delete(h.sessions, lru.info.ID)
 	lru.end()
-	return true
+	return nil
+}
+
+// LimitError is a request refused by a limit: Status is 503 for a
+// global cap, 429 for one of the caller's own.
+type LimitError struct {
+	Status  int
+	Message string
+}
+
+func (e *LimitError) Error() string { return e.Message }
+
+// refuseSession answers an initialize newSession refused.
+func refuseSession(w http.ResponseWriter, err error) {
+	status := http.StatusServiceUnavailable
+	var le *LimitError
+	if errors.As(err, &le) {
+		status = le.Status
+	}
+	w.Header().Set("Retry-After", "5")
+	rpcError(w, status, mcp.CodeInternalError, err.Error())
 }
 
 // sweep ends sessions idle for longer than the idle timeout.
@@ -1309,6 +1450,9 @@ type session struct {
 	used      atomic.Int64 // unix nanos of the last exchange
 	stored    atomic.Int64 // unix nanos of the last Shared.Touch (keepAlive)
 	storeDown atomic.Int64 // unix nanos of the first failed Touch in a row; 0: none
+
+	// principalReqs is Handler.perReq's count for the session's principal.
+	principalReqs *atomic.Int64
 }
 
 func (s *session) touch() { s.used.Store(time.Now().UnixNano()) }
@@ -1335,6 +1479,13 @@ type stream struct {
 	done   bool
 	sse    bool // the reply became an SSE stream (and can be resumed)
 	orphan bool // nobody can receive it: drop what comes
+	// budget, while set, is charged for what the request's answer holds
+	// beyond credit, the part reserved with the request (charged bytes so
+	// far), for principal: see Handler.hold.
+	budget    *budget
+	principal string
+	credit    int64
+	charged   int64
 	// direct is the waiting POST's writer while no message has arrived;
 	// replied says the response went out through it.
 	direct  http.ResponseWriter
@@ -1390,6 +1541,15 @@ func (st *stream) add(data []byte, final bool, o *Options) error {
 	defer st.mu.Unlock()
 	if st.orphan || st.done {
 		return nil
+	}
+	if st.budget != nil {
+		n := int64(len(data))
+		paid := min(n, st.credit)
+		st.credit -= paid
+		if n -= paid; n > 0 {
+			st.budget.charge(st.principal, n)
+			st.charged += n
+		}
 	}
 	if st.inline && !final && st.replying == nil {
 		st.replying = make(chan struct{})

@@ -1,41 +1,87 @@
-package main
+package redact
 
 import (
+	"math"
 	"math/bits"
+	"slices"
+	"strconv"
 	"strings"
-
-	"github.com/nexus-mcp/nexus/sdk/filter"
 )
 
 // Kinds of secret, as they appear in [REDACTED:<kind>], in the order of
-// the kind constants.
-var Kinds = []string{"aws_access_key", "github_token", "slack_token", "slack_webhook", "private_key", "jwt", "secret"}
+// the Kind constants.
+var Kinds = []string{"aws_access_key", "github_token", "slack_token", "slack_webhook", "private_key", "jwt", "api_key", "secret"}
 
-// kind indexes Kinds; none is no secret.
-type kind uint8
+// Kind indexes Kinds; None is no secret.
+type Kind uint8
 
+// The kinds of secret.
 const (
-	kindAWS kind = iota
-	kindGitHub
-	kindSlack
-	kindWebhook
-	kindPrivateKey
-	kindJWT
-	kindSecret
-	numKinds
-	none kind = 0xff
+	KindAWS Kind = iota
+	KindGitHub
+	KindSlack
+	KindWebhook
+	KindPrivateKey
+	KindJWT
+	KindAPIKey // sk-... and sk_live_... keys, and (with Entropy) long random tokens
+	KindSecret // a key=value secret, or a value under a secret key
+	NumKinds
+	None Kind = 0xff
 )
 
-// redacted is what replaces a secret of each kind.
-var redacted = func() (r [numKinds]string) {
+// Placeholder is what replaces a secret of kind k: [REDACTED:<kind>].
+func Placeholder(k Kind) string { return redacted[k] }
+
+var redacted = func() (r [NumKinds]string) {
 	for k, name := range Kinds {
 		r[k] = "[REDACTED:" + name + "]"
 	}
 	return r
 }()
 
-// counts counts the secrets redacted in one result, by kind.
-type counts [numKinds]int
+// Counts counts the secrets redacted, by kind.
+type Counts [NumKinds]int
+
+// Total is how many secrets n counts.
+func (n *Counts) Total() int {
+	t := 0
+	for _, c := range n {
+		t += c
+	}
+	return t
+}
+
+// Reason says what was redacted: "redacted 3 secrets (jwt, secret)", the
+// kinds in alphabetical order. (No fmt or sort: both are slow in WASM.)
+func (n *Counts) Reason() string {
+	total := 0
+	var kinds []byte
+	for _, k := range byName {
+		if n[k] == 0 {
+			continue
+		}
+		if total > 0 {
+			kinds = append(kinds, ", "...)
+		}
+		kinds = append(kinds, Kinds[k]...)
+		total += n[k]
+	}
+	noun := " secrets ("
+	if total == 1 {
+		noun = " secret ("
+	}
+	return "redacted " + strconv.Itoa(total) + noun + string(kinds) + ")"
+}
+
+// byName lists the kinds in alphabetical order of their names.
+var byName = func() []Kind {
+	ks := make([]Kind, NumKinds)
+	for k := range ks {
+		ks[k] = Kind(k)
+	}
+	slices.SortFunc(ks, func(a, b Kind) int { return strings.Compare(Kinds[a], Kinds[b]) })
+	return ks
+}()
 
 // redactor finds secrets in one pass over a string: at each byte, only the
 // detectors whose first byte matches look further, so clean text costs
@@ -47,10 +93,12 @@ type counts [numKinds]int
 // paths trade branches for table lookups: the scan finds the next
 // candidate in 32 byte pairs per jump, and a candidate key is looked up
 // by its last three bytes before it is read.
-type redactor struct {
-	off       [numKinds]bool
+type Redactor struct {
+	off       [NumKinds]bool
+	entropy   bool
 	keys      []string // normalized key suffixes of key=value secrets
-	lastBytes filter.ByteSet
+	exact     []string // normalized whole key names (header-like: authorization, cookie)
+	lastBytes [256]uint8
 	// tails marks the last three bytes of every key (see trigram); when a
 	// key is shorter than three bytes, anyTail is set and the table is not
 	// used.
@@ -67,11 +115,21 @@ var secretKeys = []string{
 	"access_key", "secret_key", "private_key", "client_secret", "credential", "credentials", "auth",
 }
 
-func newRedactor() *redactor {
-	r := &redactor{}
+// exactKeys are whole key names whose values are secrets, too common as
+// an ending to match as one: HTTP's credential headers and "pass". (None
+// is under three bytes: that would turn off the trigram table.)
+var exactKeys = []string{"authorization", "proxy_authorization", "cookie", "set_cookie", "pass"}
+
+// New is a Redactor of every kind but Entropy's.
+func New() *Redactor {
+	r := &Redactor{}
 	for _, k := range secretKeys {
-		r.addKey(k)
+		r.AddKey(k)
 	}
+	for _, k := range exactKeys {
+		r.addExact(k)
+	}
+	r.pair('s', 'k', pairWord) // sk-..., sk_live_...
 	for c := byte('B'); c <= 'S'; c++ {
 		r.pair('A', c, pairWord) // AKIA, ASIA, ...
 	}
@@ -88,10 +146,42 @@ func newRedactor() *redactor {
 	return r
 }
 
-// addKey adds a key suffix (normalized) and the bytes it may end with.
-func (r *redactor) addKey(k string) {
+// Disable stops redacting one kind (a name of Kinds); it reports whether
+// the kind is known.
+func (r *Redactor) Disable(kind string) bool {
+	for k, name := range Kinds {
+		if name == kind {
+			r.off[k] = true
+			return true
+		}
+	}
+	return false
+}
+
+// Entropy turns on (or off) the redaction of long random-looking tokens
+// (KindAPIKey): 20 to 512 letters, digits and -_+/= mixing upper case,
+// lower case and digits, at 4 bits of entropy a character or more. It
+// finds keys no pattern knows, at the cost of some false alarms, which an
+// audit log can afford and a tool's result may not.
+func (r *Redactor) Entropy(on bool) { r.entropy = on }
+
+// AddKey adds a key name whose values are secrets, matched as the end of
+// a key, case-insensitively ("session_id" also covers "app_session_id").
+func (r *Redactor) AddKey(k string) {
 	k = normKey(k)
 	r.keys = append(r.keys, k)
+	r.tailOf(k)
+}
+
+// addExact adds a key name matched whole.
+func (r *Redactor) addExact(k string) {
+	k = normKey(k)
+	r.exact = append(r.exact, k)
+	r.tailOf(k)
+}
+
+// tailOf marks the bytes key k may end with.
+func (r *Redactor) tailOf(k string) {
 	if len(k) < 3 {
 		r.anyTail = true
 	} else {
@@ -112,8 +202,31 @@ func (r *redactor) addKey(k string) {
 	}
 }
 
-// redact returns s with every secret replaced, counting them by kind.
-func (r *redactor) redact(s string, n *counts) (string, bool) {
+// String returns s with every secret in it replaced, counting them by
+// kind, and whether it changed anything.
+func (r *Redactor) String(s string, n *Counts) (string, bool) {
+	out, changed := r.patterns(s, n)
+	if r.entropy && !r.off[KindAPIKey] {
+		if e, ok := r.random(out, n); ok {
+			return e, true
+		}
+	}
+	return out, changed
+}
+
+// Value redacts v, the value of key: whole when key names a secret and v
+// is a real value (not empty, a placeholder or redacted already), else
+// what String finds in it.
+func (r *Redactor) Value(key, v string, n *Counts) (string, bool) {
+	if key != "" && !r.off[KindSecret] && r.SecretKey(key) && r.RealValue(v) {
+		n[KindSecret]++
+		return redacted[KindSecret], true
+	}
+	return r.String(v, n)
+}
+
+// patterns is String without the entropy pass.
+func (r *Redactor) patterns(s string, n *Counts) (string, bool) {
 	var b strings.Builder
 	last := 0 // s[:last] is written to b (once b is in use)
 	for j := 0; j+1 < len(s); {
@@ -122,30 +235,17 @@ func (r *redactor) redact(s string, n *counts) (string, bool) {
 		}
 		// A secret may start at j, or a key may end at j with the
 		// separator of a key=value secret after it.
-		start, end, k := j, 0, none
-		switch c, next := s[j], s[j+1]; {
-		case c == 'A':
-			end, k = r.aws(s, j)
-		case c == 'g':
-			end, k = r.github(s, j)
-		case c == 'x':
-			end, k = r.slack(s, j)
-		case c == 'h' && next == 't':
-			end, k = r.webhook(s, j)
-		case c == '-' && next == '-':
-			end, k = r.privateKey(s, j)
-		case c == 'e' && next == 'y':
-			end, k = r.jwt(s, j)
-		}
+		start := j
+		end, k := r.token(s, j)
 		if end <= j || r.off[k] || j < last {
-			k = none
-			if sep := s[j+1]; (sep == ':' || sep == '=') && !r.off[kindSecret] {
+			k = None
+			if sep := s[j+1]; (sep == ':' || sep == '=') && !r.off[KindSecret] {
 				if vs, ve := r.keyValue(s, j+1); ve > vs && vs >= last {
-					start, end, k = vs, ve, kindSecret
+					start, end, k = vs, ve, KindSecret
 				}
 			}
 		}
-		if k == none {
+		if k == None {
 			j++
 			continue
 		}
@@ -164,11 +264,35 @@ func (r *redactor) redact(s string, n *counts) (string, bool) {
 	return b.String(), true
 }
 
+// token is the end and kind of the token that starts at j, if any.
+func (r *Redactor) token(s string, j int) (int, Kind) {
+	if j+1 >= len(s) {
+		return 0, None
+	}
+	switch c, next := s[j], s[j+1]; {
+	case c == 's' && next == 'k':
+		return r.apiKey(s, j)
+	case c == 'A':
+		return r.aws(s, j)
+	case c == 'g':
+		return r.github(s, j)
+	case c == 'x':
+		return r.slack(s, j)
+	case c == 'h' && next == 't':
+		return r.webhook(s, j)
+	case c == '-' && next == '-':
+		return r.privateKey(s, j)
+	case c == 'e' && next == 'y':
+		return r.jwt(s, j)
+	}
+	return 0, None
+}
+
 // scan returns the first j at or after i where the pair s[j], s[j+1] is
 // marked in r.pairs and a candidate, or len(s). It reads 32 pairs per jump, as
 // filter.Scan reads bytes: a bit mask of the marked pairs and its
 // trailing zeros, the last window overlapping the one before it.
-func (r *redactor) scan(s string, j int) int {
+func (r *Redactor) scan(s string, j int) int {
 	t := &r.pairs
 	n := len(s) - 1 // pairs start before n
 	if n-j >= 32 {
@@ -205,7 +329,7 @@ func (r *redactor) scan(s string, j int) int {
 func bit(v uint8) uint32 { return (uint32(v) + 0xff) >> 8 }
 
 // pair marks the two bytes a, b in the table.
-func (r *redactor) pair(a, b byte, what uint8) { r.pairs[uint16(a)|uint16(b)<<8] |= what }
+func (r *Redactor) pair(a, b byte, what uint8) { r.pairs[uint16(a)|uint16(b)<<8] |= what }
 
 // What a marked pair of bytes may be the start of. A pair marked as more
 // than one thing is always a candidate.
@@ -220,7 +344,7 @@ const (
 // must end the way a secret key does, its last three bytes (keyValue
 // checks that again). Rejecting the rest here costs a few jumps instead
 // of a trip through redact's loop.
-func (r *redactor) candidate(s string, p int) bool {
+func (r *Redactor) candidate(s string, p int) bool {
 	switch r.pairs[uint16(s[p])|uint16(s[p+1])<<8] {
 	case pairWord:
 		return p == 0 || !wordByte[s[p-1]]
@@ -262,45 +386,45 @@ var awsPrefixes = []string{"AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA
 
 // aws: an access key id, a 4-letter prefix and 16 upper-case letters or
 // digits.
-func (r *redactor) aws(s string, i int) (int, kind) {
+func (r *Redactor) aws(s string, i int) (int, Kind) {
 	if len(s)-i < 20 || !boundary(s, i) {
-		return 0, none
+		return 0, None
 	}
 	for _, p := range awsPrefixes {
 		if s[i:i+4] == p {
 			end := run(s, i+4, isUpperDigit)
 			if end-i == 20 {
-				return end, kindAWS
+				return end, KindAWS
 			}
 		}
 	}
-	return 0, none
+	return 0, None
 }
 
 // github: ghp_, gho_, ghu_, ghs_ and ghr_ tokens, and fine-grained
 // github_pat_ tokens.
-func (r *redactor) github(s string, i int) (int, kind) {
+func (r *Redactor) github(s string, i int) (int, Kind) {
 	if !boundary(s, i) {
-		return 0, none
+		return 0, None
 	}
 	if strings.HasPrefix(s[i:], "github_pat_") {
 		if end := run(s, i+11, func(c byte) bool { return isAlnum(c) || c == '_' }); end-i-11 >= 22 {
-			return end, kindGitHub
+			return end, KindGitHub
 		}
-		return 0, none
+		return 0, None
 	}
 	if len(s)-i >= 40 && s[i+1] == 'h' && strings.IndexByte("pousr", s[i+2]) >= 0 && s[i+3] == '_' {
 		if end := run(s, i+4, isAlnum); end-i-4 >= 36 {
-			return end, kindGitHub
+			return end, KindGitHub
 		}
 	}
-	return 0, none
+	return 0, None
 }
 
 // slack: xoxb-, xoxp-, xoxa-, xoxo-, xoxs-, xoxr- and xapp- tokens.
-func (r *redactor) slack(s string, i int) (int, kind) {
+func (r *Redactor) slack(s string, i int) (int, Kind) {
 	if !boundary(s, i) || len(s)-i < 15 {
-		return 0, none
+		return 0, None
 	}
 	start := 0
 	switch {
@@ -309,18 +433,18 @@ func (r *redactor) slack(s string, i int) (int, kind) {
 	case s[i:i+5] == "xapp-":
 		start = i + 5
 	default:
-		return 0, none
+		return 0, None
 	}
 	if end := run(s, start, func(c byte) bool { return isAlnum(c) || c == '-' }); end-start >= 10 {
-		return end, kindSlack
+		return end, KindSlack
 	}
-	return 0, none
+	return 0, None
 }
 
 const slackHook = "hooks.slack.com/services/"
 
 // webhook: an incoming-webhook URL, which is a credential in itself.
-func (r *redactor) webhook(s string, i int) (int, kind) {
+func (r *Redactor) webhook(s string, i int) (int, Kind) {
 	rest := s[i:]
 	var n int
 	switch {
@@ -329,62 +453,62 @@ func (r *redactor) webhook(s string, i int) (int, kind) {
 	case strings.HasPrefix(rest, "http://"+slackHook):
 		n = len("http://" + slackHook)
 	default:
-		return 0, none
+		return 0, None
 	}
 	if end := run(s, i+n, func(c byte) bool { return isAlnum(c) || c == '/' || c == '_' || c == '-' }); end-i-n >= 20 {
-		return end, kindWebhook
+		return end, KindWebhook
 	}
-	return 0, none
+	return 0, None
 }
 
 // privateKey: a PEM block from its BEGIN ... PRIVATE KEY line to its END
 // line, or to the end of the text when it was cut off.
-func (r *redactor) privateKey(s string, i int) (int, kind) {
+func (r *Redactor) privateKey(s string, i int) (int, Kind) {
 	const begin = "-----BEGIN "
 	if !strings.HasPrefix(s[i:], begin) {
-		return 0, none
+		return 0, None
 	}
 	eol := strings.Index(s[i+len(begin):], "-----")
 	if eol < 0 || eol > 40 {
-		return 0, none
+		return 0, None
 	}
 	label := s[i+len(begin) : i+len(begin)+eol]
 	if !strings.HasSuffix(label, "PRIVATE KEY") {
-		return 0, none
+		return 0, None
 	}
 	endMark := "-----END " + label + "-----"
 	if j := strings.Index(s[i:], endMark); j >= 0 {
-		return i + j + len(endMark), kindPrivateKey
+		return i + j + len(endMark), KindPrivateKey
 	}
-	return len(s), kindPrivateKey
+	return len(s), KindPrivateKey
 }
 
 // jwt: three base64url parts, the first two JSON objects ("eyJ" is how
 // base64 of `{"` begins).
-func (r *redactor) jwt(s string, i int) (int, kind) {
+func (r *Redactor) jwt(s string, i int) (int, Kind) {
 	if len(s)-i < 20 || s[i+1] != 'y' || s[i+2] != 'J' || !boundary(s, i) {
-		return 0, none
+		return 0, None
 	}
 	p1 := run(s, i, isB64URL)
 	if p1-i < 10 || p1 >= len(s) || s[p1] != '.' || !strings.HasPrefix(s[p1+1:], "eyJ") {
-		return 0, none
+		return 0, None
 	}
 	p2 := run(s, p1+1, isB64URL)
 	if p2-p1 < 10 || p2 >= len(s) || s[p2] != '.' {
-		return 0, none
+		return 0, None
 	}
 	p3 := run(s, p2+1, isB64URL)
 	if p3-p2-1 < 10 {
-		return 0, none
+		return 0, None
 	}
-	return p3, kindJWT
+	return p3, KindJWT
 }
 
 func isKeyByte(c byte) bool { return isAlnum(c) || c == '_' || c == '-' || c == '.' }
 
 // keyValue looks at the separator at i (= or :) and, when the key before
 // it names a secret, returns where its value starts and ends.
-func (r *redactor) keyValue(s string, i int) (int, int) {
+func (r *Redactor) keyValue(s string, i int) (int, int) {
 	// The key: skip spaces and a closing quote back from the separator.
 	k := i
 	for k > 0 && s[k-1] == ' ' {
@@ -400,7 +524,7 @@ func (r *redactor) keyValue(s string, i int) (int, int) {
 	for k > 0 && isKeyByte(s[k-1]) {
 		k--
 	}
-	if ke-k < 3 || !r.secretKey(s[k:ke]) {
+	if ke-k < 3 || !r.SecretKey(s[k:ke]) {
 		return 0, 0
 	}
 	// The value: after spaces, quoted or up to a delimiter.
@@ -421,16 +545,46 @@ func (r *redactor) keyValue(s string, i int) (int, int) {
 		}
 		return r.real(s, v+1, v+1+end)
 	}
-	end := v
-	for end < len(s) && !strings.ContainsRune(" \t\r\n,;&)}]\"'<>", rune(s[end])) {
-		end++
+	end := delimited(s, v)
+	if end < len(s) && s[end] == ' ' && isScheme(s[v:end]) {
+		// "Authorization: Bearer abc": the credential is the word after
+		// the scheme.
+		w := end
+		for w < len(s) && s[w] == ' ' {
+			w++
+		}
+		if e, k := r.token(s, w); e > w && !r.off[k] {
+			return 0, 0 // a token of a known kind: named as such
+		}
+		if e := delimited(s, w); e > w {
+			return r.real(s, w, e) // the scheme stays: it is no secret
+		}
 	}
 	return r.real(s, v, end)
 }
 
+// delimited is where an unquoted value from v ends.
+func delimited(s string, v int) int {
+	end := v
+	for end < len(s) && !strings.ContainsRune(" \t\r\n,;&)}]\"'<>", rune(s[end])) {
+		end++
+	}
+	return end
+}
+
+// isScheme reports whether w is an HTTP authentication scheme.
+func isScheme(w string) bool {
+	for _, s := range []string{"bearer", "basic", "token", "digest"} {
+		if len(w) == len(s) && strings.EqualFold(w, s) {
+			return true
+		}
+	}
+	return false
+}
+
 // real drops values that are not secrets: empty, redacted already, or a
 // placeholder.
-func (r *redactor) real(s string, start, end int) (int, int) {
+func (r *Redactor) real(s string, start, end int) (int, int) {
 	v := s[start:end]
 	switch {
 	case len(v) < 3, strings.HasPrefix(v, "[REDACTED"), strings.HasPrefix(v, "${"), strings.HasPrefix(v, "<"), v == "null", v == "true", v == "false", strings.Trim(v, "*x.") == "":
@@ -439,10 +593,11 @@ func (r *redactor) real(s string, start, end int) (int, int) {
 	return start, end
 }
 
-// realValue reports whether a whole string is a real secret value.
-func (r *redactor) realValue(v string) (int, int, bool) {
+// RealValue reports whether a whole string is a real secret value: not
+// empty, a placeholder, a reference or redacted already.
+func (r *Redactor) RealValue(v string) bool {
 	s, e := r.real(v, 0, len(v))
-	return s, e, e > s
+	return e > s
 }
 
 // normKey lower-cases a key name and writes - and . as _.
@@ -459,36 +614,115 @@ func normKey(k string) string {
 	return string(b)
 }
 
-// secretKey reports whether a key name ends with one of the secret key
-// names; it compares in place, since it runs at every = and : of a text.
-func (r *redactor) secretKey(key string) bool {
+// SecretKey reports whether a key name ends with one of the secret key
+// names, or is one of the header-like ones (authorization, cookie);
+// it compares in place, since it runs at every = and : of a text.
+func (r *Redactor) SecretKey(key string) bool {
 	if len(key) == 0 || r.lastBytes[key[len(key)-1]] == 0 {
 		return false
 	}
+	for _, k := range r.exact {
+		if len(key) == len(k) && sameKey(key, k) {
+			return true
+		}
+	}
 	for _, k := range r.keys {
-		if len(key) < len(k) {
-			continue
-		}
-		tail := key[len(key)-len(k):]
-		match := true
-		for i := 0; i < len(k); i++ {
-			c := tail[i]
-			switch {
-			case c >= 'A' && c <= 'Z':
-				c += 'a' - 'A'
-			case c == '-' || c == '.':
-				c = '_'
-			}
-			if c != k[i] {
-				match = false
-				break
-			}
-		}
-		if match {
+		if len(key) >= len(k) && sameKey(key[len(key)-len(k):], k) {
 			return true
 		}
 	}
 	return false
+}
+
+// sameKey reports whether key, normalized as normKey does, is k.
+func sameKey(key, k string) bool {
+	for i := 0; i < len(k); i++ {
+		c := key[i]
+		switch {
+		case c >= 'A' && c <= 'Z':
+			c += 'a' - 'A'
+		case c == '-' || c == '.':
+			c = '_'
+		}
+		if c != k[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// apiKey: sk- and sk_ keys (sk-live-..., sk_live_..., sk-proj-...): at
+// least 20 letters, digits, - and _ after the prefix, with a digit.
+func (r *Redactor) apiKey(s string, i int) (int, Kind) {
+	if len(s)-i < 23 || (s[i+2] != '-' && s[i+2] != '_') || !boundary(s, i) {
+		return 0, None
+	}
+	end := run(s, i+3, func(c byte) bool { return isAlnum(c) || c == '-' || c == '_' })
+	if end-i-3 < 20 || strings.IndexAny(s[i+3:end], "0123456789") < 0 {
+		return 0, None
+	}
+	return end, KindAPIKey
+}
+
+// random replaces long random-looking tokens (see Entropy).
+func (r *Redactor) random(s string, n *Counts) (string, bool) {
+	var b strings.Builder
+	last := 0
+	for i := 0; i < len(s); {
+		if !isTokenByte(s[i]) {
+			i++
+			continue
+		}
+		end := run(s, i, isTokenByte)
+		if end-i >= 20 && end-i <= 512 && looksRandom(s[i:end]) {
+			if b.Cap() == 0 {
+				b.Grow(len(s))
+			}
+			b.WriteString(s[last:i])
+			b.WriteString(redacted[KindAPIKey])
+			n[KindAPIKey]++
+			last = end
+		}
+		i = end
+	}
+	if b.Cap() == 0 {
+		return s, false
+	}
+	b.WriteString(s[last:])
+	return b.String(), true
+}
+
+func isTokenByte(c byte) bool { return isB64URL(c) || c == '+' || c == '/' || c == '=' }
+
+// looksRandom: upper case, lower case and digits all present, and at
+// least 4 bits of Shannon entropy a byte (English words, paths, hex
+// digests and UUIDs fall below one or the other).
+func looksRandom(t string) bool {
+	var upper, lower, digit bool
+	var freq [256]int
+	for i := 0; i < len(t); i++ {
+		c := t[i]
+		freq[c]++
+		switch {
+		case c >= 'A' && c <= 'Z':
+			upper = true
+		case c >= 'a' && c <= 'z':
+			lower = true
+		case c >= '0' && c <= '9':
+			digit = true
+		}
+	}
+	if !upper || !lower || !digit {
+		return false
+	}
+	h, l := 0.0, float64(len(t))
+	for _, f := range freq {
+		if f > 0 {
+			p := float64(f) / l
+			h -= p * math.Log2(p)
+		}
+	}
+	return h >= 4
 }
 
 // keyCode maps a byte of a key to five bits, the same for the bytes
