@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -41,7 +42,9 @@ With --listen (or a gateway block's listen) it serves streamable HTTP at
 /mcp (and the legacy HTTP+SSE endpoints /sse and /messages), /healthz and
 /readyz; each request acts as the agent whose token it carries
 (Authorization: Bearer TOKEN, from an agent block's tokens) or, with
---agent, as that agent. Logs go to stderr, never stdout.
+--agent, as that agent. Logs go to stderr, never stdout. On stdio, the end
+of input is answered first: every request read gets its answer (within the
+gateway block's limits { drain_timeout }, default 30 s), then serve exits.
 
 --metrics ADDR (or the gateway block's metrics) serves Prometheus metrics at
 http://ADDR/metrics. Traces go to an OpenTelemetry collector when the
@@ -136,13 +139,22 @@ say where; a traceparent in a request's _meta is continued.`,
 					return usageErr("agent %q is not configured: add an agent %q block, or pass --agent with the name of one", agent, agent)
 				}
 				log.Info("serving MCP on stdin and stdout", "agent", agent)
-				err := g.Serve(ctx, mcp.StdioConn(), agent)
+				// At the end of input, what was asked is answered first,
+				// as a Unix filter does.
+				drain := gw.Limits.DrainTimeout
+				if drain <= 0 {
+					drain = 30 * time.Second
+				}
+				err := g.ServeDrain(ctx, mcp.StdioConn(), agent, drain)
 				if err != nil && ctx.Err() == nil && !isEOF(err) {
 					return err
 				}
 				return nil
 			}
-			o := gateway.HTTPOptions{AllowedOrigins: gw.AllowedOrigins, Required: gw.RequiredServers, Limits: gw.Limits}
+			o := gateway.HTTPOptions{AllowedOrigins: gw.AllowedOrigins, AllowedHosts: gw.AllowedHosts, Required: gw.RequiredServers, Limits: gw.Limits}
+			if u, err := url.Parse(gw.PublicURL); err == nil && u.Host != "" {
+				o.AllowedHosts = append(o.AllowedHosts, u.Host)
+			}
 			if agentGiven {
 				o.Agent = agent
 			}

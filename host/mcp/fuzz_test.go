@@ -45,6 +45,7 @@ func FuzzMessageDecode(f *testing.F) {
 		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"a"}}`,
 		`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse"}}`,
 		`{"id":1}`, `[]`, `{}`, `{"jsonrpc":"2.0","id":1e999,"result":1}`, "\xff\xfe", `{"method":5}`,
+		`{"jsonrpc":"2.0","id":{"a":1},"method":"roots/list"}`, `{"jsonrpc":"2.0","id":1.5,"method":"ping"}`, `{"jsonrpc":"2.0","id":null,"method":"ping"}`,
 	} {
 		f.Add([]byte(s))
 	}

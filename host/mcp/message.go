@@ -49,6 +49,46 @@ func ParseMessage(msg []byte) (Message, error) {
 	return m, nil
 }
 
+// CheckRequestID says why id (raw JSON, as a request carries it) is not a
+// JSON-RPC request id, or nil when it is one. MCP takes a string or an
+// integer; null (which JSON-RPC 2.0 merely discourages) and objects,
+// arrays, booleans and fractions are refused: such an id cannot be echoed
+// back faithfully nor used as a key, and a client sending one is broken.
+// Integers are digits with an optional minus sign (1e3 and 1.0 are
+// fractions as far as the syntax goes, and refused as such).
+func CheckRequestID(id []byte) error {
+	if len(id) == 0 {
+		return nil
+	}
+	switch c := id[0]; {
+	case c == '"':
+		return nil
+	case c == '-' || c >= '0' && c <= '9':
+		for _, d := range id[1:] {
+			if d < '0' || d > '9' {
+				if len(id) > 32 {
+					id = append(id[:32:32], "..."...)
+				}
+				return errors.New("the request's id " + string(id) + " is not an integer; a JSON-RPC id is a string or an integer")
+			}
+		}
+		if c == '-' && len(id) == 1 {
+			return errors.New(`the id "-" is not a number`)
+		}
+		return nil
+	}
+	kind := "an object"
+	switch id[0] {
+	case '[':
+		kind = "an array"
+	case 't', 'f':
+		kind = "a boolean"
+	case 'n':
+		kind = "null"
+	}
+	return errors.New("the request's id is " + kind + "; a JSON-RPC id is a string or an integer")
+}
+
 // errFound stops Member's scan.
 var errFound = errors.New("found")
 

@@ -58,6 +58,9 @@ type PeerOptions struct {
 	// whose client closing its side means it is gone, so the work it asked
 	// for upstream must stop.
 	NoDrain bool
+	// DrainTimeout bounds that wait (default Timeout); requests still
+	// unanswered then are cancelled.
+	DrainTimeout time.Duration
 }
 
 // Peer is one side of a JSON-RPC 2.0 connection: it sends requests and

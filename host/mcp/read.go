@@ -24,7 +24,7 @@ import (
 //     frame's start); over a PushConn, Deliver returns that error to the
 //     transport instead. Nothing a frame holds makes the peer panic.
 //   - When the input ends, accepted requests are answered (drain, at most
-//     one request timeout) unless NoDrain cancels them.
+//     DrainTimeout) unless NoDrain cancels them.
 
 // envelope holds spans of one frame's top-level wire.Members. They point into
 // the frame, which is only valid until the next read: whatever outlives the
@@ -162,6 +162,14 @@ func (p *Peer) dispatch(e *envelope) (*inbound, error) {
 		method, err := internMethod(e.method)
 		if err != nil {
 			return nil, err
+		}
+		if len(e.id) > 0 {
+			if err := CheckRequestID(e.id); err != nil {
+				// Valid JSON, a broken request: answered, the session goes on.
+				// The id cannot be echoed, so the answer carries null.
+				go p.respond(json.RawMessage("null"), nil, &RPCError{Code: CodeInvalidRequest, Message: "invalid request: " + err.Error()}, false)
+				return nil, nil
+			}
 		}
 		if hasID {
 			var id, params json.RawMessage
@@ -391,12 +399,16 @@ func (p *Peer) serve(in *inbound) {
 	p.respond(in.id, result, nil, in.cork)
 }
 
-// drain waits, at most one request timeout, for accepted incoming requests
-// to be answered.
+// drain waits, at most DrainTimeout (default one request timeout), for
+// accepted incoming requests to be answered.
 func (p *Peer) drain() {
 	done := make(chan struct{})
 	go func() { p.serving.Wait(); close(done) }()
-	t := time.NewTimer(p.opts.Timeout)
+	d := p.opts.DrainTimeout
+	if d <= 0 {
+		d = p.opts.Timeout
+	}
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-done:

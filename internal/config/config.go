@@ -198,6 +198,11 @@ type Gateway struct {
 	// AllowedOrigins are the browser origins ("https://app.example.com")
 	// allowed besides no Origin at all and loopback origins.
 	AllowedOrigins []string
+	// AllowedHosts are the Host names ("nexus.example.com", or with a
+	// port) a request without Origin may name, besides IP addresses,
+	// localhost (on a loopback or wildcard listen address) and PublicURL's
+	// host: DNS rebinding protection.
+	AllowedHosts []string
 	// RequiredServers are the servers /readyz checks are reachable.
 	RequiredServers []string
 	// SessionStore is where replicas share sessions: "memory" (or "", one
@@ -238,6 +243,9 @@ type GatewayLimits struct {
 	MaxSSEEvents          int           // events buffered per SSE stream
 	SessionIdleTimeout    time.Duration // a session with no request and no open stream ends
 	ShutdownGrace         time.Duration // in-flight calls get this long after SIGINT/SIGTERM
+	BodyTimeout           time.Duration // an HTTP request body must arrive within this (default 20 s) ...
+	MinBodyRate           int           // ... plus a second for every this many bytes (default 32768)
+	DrainTimeout          time.Duration // stdio: at end of input, requests read get this long to be answered (default 30 s)
 	// Bytes of request and response bodies held for requests in
 	// progress, all agents and one agent.
 	MaxInflightBytes         int

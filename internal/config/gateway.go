@@ -22,13 +22,14 @@ import (
 
 var (
 	gatewaySchema = &hcl.BodySchema{
-		Attributes: []hcl.AttributeSchema{{Name: "listen"}, {Name: "public_url"}, {Name: "allowed_origins"}, {Name: "required_servers"}, {Name: "metrics"}, {Name: "session_store"}},
+		Attributes: []hcl.AttributeSchema{{Name: "listen"}, {Name: "public_url"}, {Name: "allowed_origins"}, {Name: "allowed_hosts"}, {Name: "required_servers"}, {Name: "metrics"}, {Name: "session_store"}},
 		Blocks:     []hcl.BlockHeaderSchema{{Type: "tls"}, {Type: "limits"}, {Type: "oauth"}},
 	}
 	gatewayTLSSchema    = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "cert"}, {Name: "key"}}}
 	gatewayLimitsSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 		{Name: "max_body_bytes"}, {Name: "max_sessions"}, {Name: "max_requests"}, {Name: "max_requests_per_session"},
 		{Name: "max_sse_events"}, {Name: "session_idle_timeout"}, {Name: "shutdown_grace"},
+		{Name: "body_timeout"}, {Name: "min_body_rate"}, {Name: "drain_timeout"},
 		{Name: "max_sessions_per_agent"}, {Name: "max_requests_per_agent"}, {Name: "max_inflight_bytes"},
 		{Name: "max_inflight_bytes_per_agent"}, {Name: "max_upstream_sessions_per_agent"},
 	}}
@@ -72,6 +73,15 @@ func (h *hclFile) gateway(b *hcl.Block) {
 			for _, o := range g.AllowedOrigins {
 				if p := checkOrigin(o); p != "" {
 					h.errRange(a.Expr.Range(), "", p, `An origin is scheme://host[:port] with no path, for example "https://app.example.com".`)
+				}
+			}
+		}
+	}
+	if a := at["allowed_hosts"]; a != nil {
+		if g.AllowedHosts, ok = h.strs(a, nil, ""); ok {
+			for _, o := range g.AllowedHosts {
+				if p := checkHost(o); p != "" {
+					h.errRange(a.Expr.Range(), "", p, allowedHostsFix)
 				}
 			}
 		}
@@ -152,6 +162,12 @@ func (h *hclFile) gatewayLimits(b *hcl.Block, l *GatewayLimits) {
 			l.SessionIdleTimeout, _ = h.durationOrZero(a)
 		case "shutdown_grace":
 			l.ShutdownGrace, _ = h.durationOrZero(a)
+		case "body_timeout":
+			l.BodyTimeout, _ = h.durationOrZero(a)
+		case "min_body_rate":
+			l.MinBodyRate, _ = h.integer(a, 0)
+		case "drain_timeout":
+			l.DrainTimeout, _ = h.durationOrZero(a)
 		default:
 			if p := l.intField(name); p != nil {
 				*p, _ = h.integer(a, 0)
@@ -496,11 +512,35 @@ func checkSessionStore(s string) string {
 	return fmt.Sprintf("session_store %q is not a store this Nexus knows", maskCredential("/session_store", s))
 }
 
+// allowedHostsFix says what allowed_hosts takes.
+const allowedHostsFix = `A host is a name or an IP address, with a port or without (then any port): allowed_hosts = ["nexus.example.com", "10.0.0.5:8750"].`
+
+// checkHost says what is wrong with an allowed_hosts entry, or "".
+func checkHost(s string) string {
+	if strings.Contains(s, "/") {
+		return fmt.Sprintf("allowed_hosts entry %q is a URL or has a path; give the host alone, with its port or without", s)
+	}
+	h := s
+	if host, port, err := net.SplitHostPort(s); err == nil {
+		if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+			return fmt.Sprintf("allowed_hosts entry %q has a port that is not a number", s)
+		}
+		h = host
+	}
+	if _, err := netip.ParseAddr(strings.Trim(h, "[]")); err == nil {
+		return ""
+	}
+	if h == "" || strings.ContainsAny(h, "/@?#:[] ") {
+		return fmt.Sprintf("allowed_hosts entry %q is not a host name or address", s)
+	}
+	return ""
+}
+
 // The same in the nexus-json dialect: "gateway" at the top level.
 var (
-	gatewayKeys        = []string{"listen", "public_url", "allowed_origins", "required_servers", "metrics", "session_store", "tls", "limits", "oauth"}
+	gatewayKeys        = []string{"listen", "public_url", "allowed_origins", "allowed_hosts", "required_servers", "metrics", "session_store", "tls", "limits", "oauth"}
 	gatewayTLSKeys     = []string{"cert", "key"}
-	gatewayLimitKeys   = append([]string{"max_body_bytes", "max_sessions", "max_requests", "max_requests_per_session", "max_sse_events", "session_idle_timeout", "shutdown_grace"}, quotaKeys...)
+	gatewayLimitKeys   = append([]string{"max_body_bytes", "max_sessions", "max_requests", "max_requests_per_session", "max_sse_events", "session_idle_timeout", "shutdown_grace", "body_timeout", "min_body_rate", "drain_timeout"}, quotaKeys...)
 	gatewayOAuthKeys   = []string{"issuer", "jwks_url", "audience", "scopes", "agent_claim", "agents"}
 	gatewayJSONExample = `{"listen": "127.0.0.1:8750"}`
 )
@@ -555,6 +595,15 @@ func (j *jsonFile) gateway(v *jval) {
 					}
 				}
 				g.AllowedOrigins = list
+			}
+		case "allowed_hosts":
+			if list, ok := d.strs(val, m.key, ""); ok {
+				for _, o := range list {
+					if p := checkHost(o); p != "" {
+						d.errAt(val, p, allowedHostsFix)
+					}
+				}
+				g.AllowedHosts = list
 			}
 		case "required_servers":
 			var ok bool
@@ -612,6 +661,12 @@ func (j *jsonFile) gateway(v *jval) {
 					l.SessionIdleTimeout, _ = d.durationOrZero(e.val, e.key)
 				case "shutdown_grace":
 					l.ShutdownGrace, _ = d.durationOrZero(e.val, e.key)
+				case "body_timeout":
+					l.BodyTimeout, _ = d.durationOrZero(e.val, e.key)
+				case "min_body_rate":
+					l.MinBodyRate, _ = d.integer(e.val, e.key, 0)
+				case "drain_timeout":
+					l.DrainTimeout, _ = d.durationOrZero(e.val, e.key)
 				default:
 					if p := l.intField(e.key); p != nil {
 						*p, _ = d.integer(e.val, e.key, 0)
@@ -706,13 +761,14 @@ func gatewayJSON(g *Gateway) map[string]any {
 	set("metrics", g.Metrics)
 	set("public_url", g.PublicURL)
 	putList(e, "allowed_origins", g.AllowedOrigins)
+	putList(e, "allowed_hosts", g.AllowedHosts)
 	putList(e, "required_servers", g.RequiredServers)
 	if g.TLSCert != "" {
 		e["tls"] = map[string]any{"cert": g.TLSCert, "key": g.TLSKey}
 	}
 	l := map[string]any{}
 	for k, n := range map[string]int{"max_body_bytes": g.Limits.MaxBodyBytes, "max_sessions": g.Limits.MaxSessions, "max_requests": g.Limits.MaxRequests,
-		"max_requests_per_session": g.Limits.MaxRequestsPerSession, "max_sse_events": g.Limits.MaxSSEEvents} {
+		"max_requests_per_session": g.Limits.MaxRequestsPerSession, "max_sse_events": g.Limits.MaxSSEEvents, "min_body_rate": g.Limits.MinBodyRate} {
 		if n > 0 {
 			l[k] = n
 		}
@@ -727,6 +783,12 @@ func gatewayJSON(g *Gateway) map[string]any {
 	}
 	if d := g.Limits.ShutdownGrace; d > 0 {
 		l["shutdown_grace"] = d.String()
+	}
+	if d := g.Limits.BodyTimeout; d > 0 {
+		l["body_timeout"] = d.String()
+	}
+	if d := g.Limits.DrainTimeout; d > 0 {
+		l["drain_timeout"] = d.String()
 	}
 	if len(l) > 0 {
 		e["limits"] = l

@@ -47,6 +47,13 @@
 // guards them); on HTTP they travel on the stream of the client's request
 // that is in flight to that server (the newest, if several are).
 //
+// A client that goes away cancels its calls upstream: over HTTP by the
+// rules of httpserver (its POST closed before an answer it could resume),
+// over a Conn by its end (Serve). `nexus serve` on stdio uses ServeDrain
+// instead: the end of its input answers what was read first (drain_timeout).
+// Over HTTP a request without Origin must name the gateway in Host by an
+// IP address, localhost or an allowed host (checkHost: DNS rebinding).
+//
 // Replicas: with a session store (HTTPOptions.Store, Redis or Valkey), any
 // replica serves any request of any session, with no sticky routing. The
 // session's record (principal, agent, negotiated version, the client's

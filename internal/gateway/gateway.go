@@ -192,13 +192,22 @@ var ErrClosed = errors.New("gateway: closed")
 // goes, conn fails or ctx ends. The session's own upstream connections, if
 // it has any, close with it; its requests in flight are cancelled.
 func (g *Gateway) Serve(ctx context.Context, conn mcp.Conn, agent string) error {
-	return g.serve(ctx, conn, agent, nil, false, nil)
+	return g.serve(ctx, conn, agent, nil, false, nil, 0)
+}
+
+// ServeDrain is Serve for a client whose end of input is not its going
+// away, as a Unix filter's is not (`nexus serve` on stdio): the requests
+// it has sent are answered, within drain (then cancelled), before the
+// session ends.
+func (g *Gateway) ServeDrain(ctx context.Context, conn mcp.Conn, agent string, drain time.Duration) error {
+	return g.serve(ctx, conn, agent, nil, false, nil, drain)
 }
 
 // serve is Serve for a session whose state the replicas share in st;
 // restored says another replica opened it; track, if set, is told of the
-// session and returns what to call when it ends.
-func (g *Gateway) serve(ctx context.Context, conn mcp.Conn, agent string, st *stored, restored bool, track func(*session) func()) error {
+// session and returns what to call when it ends; drain > 0 answers the
+// requests read before the end of input (ServeDrain).
+func (g *Gateway) serve(ctx context.Context, conn mcp.Conn, agent string, st *stored, restored bool, track func(*session) func(), drain time.Duration) error {
 	s := newSession(g, agent)
 	s.stored = st
 	if track != nil {
@@ -210,7 +219,10 @@ func (g *Gateway) serve(ctx context.Context, conn mcp.Conn, agent string, st *st
 		Timeout:     g.opts.Timeout,
 		MaxHandlers: g.opts.MaxRequests,
 		MaxQueue:    g.opts.MaxRequests,
-		NoDrain:     true, // a client that closed its side is gone: cancel its calls upstream
+		// Without drain, a client that closed its side is gone: its calls
+		// are cancelled upstream.
+		NoDrain:      drain <= 0,
+		DrainTimeout: drain,
 	})
 	g.mu.Lock()
 	if g.closed {

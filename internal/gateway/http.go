@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -54,6 +55,10 @@ type HTTPOptions struct {
 	MetadataPath string
 	// AllowedOrigins are browser origins allowed besides loopback ones.
 	AllowedOrigins []string
+	// AllowedHosts are the Host values a request without Origin may name
+	// besides IP addresses and localhost (see checkHost): "name" (any port) or
+	// "name:port". cmd/nexus adds the public URL's host.
+	AllowedHosts []string
 	// Required servers must be reachable for /readyz to say ready.
 	Required []string
 	Limits   config.GatewayLimits
@@ -79,6 +84,8 @@ type HTTPHandler struct {
 
 	mu     sync.Mutex
 	states map[string]*session // sessions whose state is in the store, by HTTP session id
+
+	listen atomic.Pointer[netip.AddrPort] // where Serve listens; nil before
 }
 
 type tokenEntry struct {
@@ -142,6 +149,9 @@ func (g *Gateway) HTTP(o HTTPOptions) (*HTTPHandler, error) {
 		AllowOrigin: func(origin string) bool {
 			return httpserver.LoopbackOrigin(origin) || origins[strings.ToLower(origin)]
 		},
+		CheckHost:      hh.checkHost,
+		BodyTimeout:    l.BodyTimeout,
+		MinBodyRate:    l.MinBodyRate,
 		Authenticate:   hh.authenticate,
 		Raise:          raise,
 		LegacyEndpoint: MessagesPath,
@@ -202,7 +212,7 @@ func (hh *HTTPHandler) serve(ctx context.Context, conn mcp.Conn, s *httpserver.S
 			}
 			hh.mu.Unlock()
 		}
-	})
+	}, 0)
 }
 
 // changed reloads a session whose state another replica changed.
@@ -266,6 +276,42 @@ func (hh *HTTPHandler) authenticate(r *http.Request) (string, error) {
 		return a, nil
 	}
 	return "", unauthorized("unknown bearer token")
+}
+
+// checkHost admits the Host of a request without Origin. DNS rebinding
+// makes a browser send a name the attacker controls, resolved to this
+// gateway; so a name must be one the gateway is known by: a host of
+// AllowedHosts (with its port, or any), or localhost when the gateway
+// listens on loopback or every interface (or before Serve says where).
+// An IP address is no such name and passes, as does any port: proxies
+// forward their own (nginx's $host drops it), and the name is what
+// rebinding cannot fake.
+func (hh *HTTPHandler) checkHost(host string) error {
+	name := host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		name = h
+	}
+	name = strings.ToLower(strings.Trim(name, "[]"))
+	if _, err := netip.ParseAddr(name); err == nil {
+		return nil
+	}
+	for _, a := range hh.opts.AllowedHosts {
+		a = strings.ToLower(a)
+		if a == strings.ToLower(host) || strings.Trim(a, "[]") == name {
+			return nil
+		}
+	}
+	ln := hh.listen.Load()
+	local := ln == nil || ln.Addr().Unmap().IsLoopback() || ln.Addr().IsUnspecified()
+	if name == "localhost" && local {
+		return nil
+	}
+	where := "this gateway"
+	if ln != nil {
+		where = "this gateway (listening on " + ln.String() + ")"
+	}
+	return fmt.Errorf("the Host %q is not a name %s is known by: a request without Origin must name it by an IP address, by localhost when it listens on loopback, "+
+		"or by a host in gateway { allowed_hosts = [...] } or public_url. This protects against DNS rebinding; if clients reach the gateway by that name, add it to allowed_hosts", host, where)
 }
 
 // ready answers 200 when every required server is reachable, else 503
@@ -362,6 +408,9 @@ func (hh *HTTPHandler) Serve(ctx context.Context, ln net.Listener, o ListenOptio
 		if !tlsOn {
 			hh.g.log.Warn("listening beyond loopback without TLS: tokens travel in the clear; set gateway { tls { cert = ... key = ... } }", "addr", ln.Addr().String())
 		}
+	}
+	if ap, err := netip.ParseAddrPort(ln.Addr().String()); err == nil {
+		hh.listen.Store(&ap)
 	}
 	if o.Ready != nil {
 		o.Ready(ln.Addr())

@@ -21,6 +21,25 @@
 //     (SEP-1699).
 //   - DELETE ends the session.
 //
+// Before any body is read: the Origin (or, without one, the Host:
+// Options.CheckHost), the protocol version header, exactly one
+// Authorization header and the credentials are checked on the headers
+// alone; a refusal closes the connection instead of reading the body.
+// A body then has Options.BodyTimeout, extended at Options.MinBodyRate,
+// to arrive: 408 and a closed connection otherwise. A request whose id is
+// not a string or an integer gets 400 and -32600. A new session's
+// initialize carries its Mcp-Session-Id only when it succeeds; one that
+// fails ends the session, whose id is never sent.
+//
+// A client that goes away cancels its request (the server side is told
+// notifications/cancelled, as if the client had sent it) when it can no
+// longer get the answer: at once when its POST closes before any event id
+// reached it (a pending JSON answer); when its request's SSE stream closes
+// (or is closed for polling) and nobody resumes it with Last-Event-ID
+// within Options.ResumeGrace. With Options.Shared a stream may be resumed
+// on another replica, so only the first rule applies. A request whose
+// answer is out or waiting in its stream is never cancelled.
+//
 // Routing what the server side writes: a response goes to its request's
 // stream, progress to the stream of the request that gave the token,
 // list_changed and resources/updated to the standalone stream. A request

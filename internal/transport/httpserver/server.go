@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -95,9 +96,27 @@ type Options struct {
 	// rebinding); nil allows requests without Origin and from loopback
 	// origins only (LoopbackOrigin).
 	AllowOrigin func(origin string) bool
+	// CheckHost, if set, vets the Host header of a request without Origin
+	// (DNS rebinding: a page on a name the attacker controls, resolving to
+	// this server, sends no cross-origin Origin for some requests); its
+	// error is the refusal's text (403). nil admits every Host.
+	CheckHost func(host string) error
 	// Authenticate names the caller of a request, or refuses it (an
 	// *AuthError says how). nil lets everyone in as principal "".
+	// It sees the headers only: it runs before the body is read, and a
+	// refused request's body is never read (the connection closes).
 	Authenticate func(r *http.Request) (string, error)
+	// BodyTimeout bounds how long a POST body may take to arrive (default
+	// 20 s), extended by each byte's share at MinBodyRate (bytes a second,
+	// default 32 KiB): a large body on a slow link gets its time, a body
+	// that trickles in (slowloris) gets 408 and the connection closes.
+	BodyTimeout time.Duration
+	MinBodyRate int
+	// ResumeGrace is how long a request's SSE stream whose client went
+	// away waits to be resumed (Last-Event-ID) before the request is
+	// cancelled (default 10 s, at least three PollRetry); see the package
+	// doc.
+	ResumeGrace time.Duration
 	// Raise says how to raise a limit, by its name ("max_sessions",
 	// "max_sessions_per_agent", "max_requests", "max_requests_per_agent",
 	// "max_requests_per_session", "max_inflight_bytes",
@@ -181,6 +200,15 @@ func (o *Options) defaults() {
 	}
 	if o.SignalWindow <= 0 {
 		o.SignalWindow = time.Second
+	}
+	if o.BodyTimeout <= 0 {
+		o.BodyTimeout = 20 * time.Second
+	}
+	if o.MinBodyRate <= 0 {
+		o.MinBodyRate = 32 << 10
+	}
+	if o.ResumeGrace <= 0 {
+		o.ResumeGrace = max(10*time.Second, 3*o.PollRetry)
 	}
 }
 
@@ -297,6 +325,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(mcp.SupportedVersions, v) {
+		unread(w, r)
 		rpcError(w, http.StatusBadRequest, mcp.CodeInvalidRequest, "unsupported MCP-Protocol-Version "+strconv.Quote(v)+"; this server speaks "+strings.Join(mcp.SupportedVersions, ", "))
 		return
 	}
@@ -313,6 +342,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.delete(w, r, principal)
 	default:
 		w.Header().Set("Allow", "GET, POST, DELETE, OPTIONS")
+		unread(w, r)
 		rpcError(w, http.StatusMethodNotAllowed, mcp.CodeInvalidRequest, "method not allowed: use POST, GET or DELETE")
 	}
 }
@@ -323,9 +353,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) originOK(w http.ResponseWriter, r *http.Request) bool {
 	o := r.Header.Get("Origin")
 	if o == "" {
+		if h.opts.CheckHost != nil {
+			if err := h.opts.CheckHost(r.Host); err != nil {
+				unread(w, r)
+				rpcError(w, http.StatusForbidden, mcp.CodeInvalidRequest, err.Error())
+				return false
+			}
+		}
 		return true
 	}
 	if !h.opts.AllowOrigin(o) {
+		unread(w, r)
 		rpcError(w, http.StatusForbidden, mcp.CodeInvalidRequest, "Origin "+strconv.Quote(o)+" is not allowed; only requests without an Origin, from loopback pages and from configured origins may use this endpoint")
 		return false
 	}
@@ -345,7 +383,16 @@ func (h *Handler) preflight(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// authenticate runs on the headers alone: a refusal is sent without
+// reading the body (see unread).
 func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (string, bool) {
+	if n := len(r.Header["Authorization"]); n > 1 {
+		// Which one would count differs between proxies and servers: refuse
+		// the ambiguity rather than pick one.
+		unread(w, r)
+		rpcError(w, http.StatusBadRequest, mcp.CodeInvalidRequest, fmt.Sprintf("the request has %d Authorization headers; send exactly one", n))
+		return "", false
+	}
 	if h.opts.Authenticate == nil {
 		return "", true
 	}
@@ -360,6 +407,7 @@ func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (string, 
 	for k, v := range ae.Header {
 		w.Header()[k] = v
 	}
+	unread(w, r)
 	rpcError(w, ae.Status, mcp.CodeInvalidRequest, ae.Message)
 	return "", false
 }
@@ -418,30 +466,53 @@ func parseIncoming(body []byte) (incoming, error) {
 // problem it answers and returns false.
 func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, incoming, bool) {
 	if !isMedia(r.Header.Get("Content-Type"), "application/json") {
+		unread(w, r)
 		rpcError(w, http.StatusUnsupportedMediaType, mcp.CodeInvalidRequest, "Content-Type must be application/json")
 		return nil, incoming{}, false
 	}
 	if r.ContentLength > int64(h.opts.MaxBodyBytes) {
+		unread(w, r)
 		rpcError(w, http.StatusRequestEntityTooLarge, mcp.CodeInvalidRequest, fmt.Sprintf("the message has %d bytes, over %s", r.ContentLength, h.opts.limitText("max_body_bytes", h.opts.MaxBodyBytes)))
 		return nil, incoming{}, false
 	}
 	var body []byte
 	var err error
+	start := time.Now()
+	src := io.Reader(r.Body)
+	rc := http.NewResponseController(w)
+	if rc.SetReadDeadline(start.Add(h.opts.BodyTimeout)) == nil {
+		src = &rateReader{r: r.Body, rc: rc, deadline: start.Add(h.opts.BodyTimeout), rate: h.opts.MinBodyRate}
+	}
 	if n := r.ContentLength; n > 0 {
 		// A stated length (checked above) is read into a buffer of its
 		// size; net/http's body ends there.
 		body = make([]byte, n)
-		_, err = io.ReadFull(r.Body, body)
+		_, err = io.ReadFull(src, body)
 	} else {
-		body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, int64(h.opts.MaxBodyBytes)))
+		body, err = io.ReadAll(http.MaxBytesReader(w, io.NopCloser(src), int64(h.opts.MaxBodyBytes)))
 	}
 	if err != nil {
 		var mb *http.MaxBytesError
-		if errors.As(err, &mb) {
+		switch {
+		case errors.As(err, &mb):
 			rpcError(w, http.StatusRequestEntityTooLarge, mcp.CodeInvalidRequest, "the message is over "+h.opts.limitText("max_body_bytes", h.opts.MaxBodyBytes))
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			unread(w, r)
+			msg := fmt.Sprintf("the request body did not arrive in time: %d of %s bytes in %s, where a body gets %s plus a second for every %d bytes (body_timeout, min_body_rate); "+
+				"send the body as soon as the headers, or on a link that slow raise the limits",
+				bodyRead(src), bodySize(r.ContentLength), time.Since(start).Round(time.Millisecond), h.opts.BodyTimeout, h.opts.MinBodyRate)
+			if h.opts.Raise != nil {
+				if how := h.opts.Raise("body_timeout"); how != "" {
+					msg += "; " + how
+				}
+			}
+			rpcError(w, http.StatusRequestTimeout, mcp.CodeInvalidRequest, msg)
 		}
 		return nil, incoming{}, false
 	}
+	// Cleared once read: net/http's check for a client that went away
+	// (the request's context) reads the connection afterwards.
+	rc.SetReadDeadline(time.Time{})
 	m, err := parseIncoming(body)
 	if err != nil {
 		if t := bytes.TrimLeft(body, " \t\r\n"); len(t) > 0 && t[0] == '[' {
@@ -451,11 +522,18 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, inco
 		rpcError(w, http.StatusBadRequest, mcp.CodeParseError, "the body is not a JSON-RPC message: "+err.Error())
 		return nil, incoming{}, false
 	}
+	if m.Method != "" {
+		if err := mcp.CheckRequestID(m.ID); err != nil {
+			rpcError(w, http.StatusBadRequest, mcp.CodeInvalidRequest, "invalid request: "+err.Error())
+			return nil, incoming{}, false
+		}
+	}
 	return body, m, true
 }
 
 func (h *Handler) post(w http.ResponseWriter, r *http.Request, principal string) {
 	if !accepts(r, "application/json") || !accepts(r, "text/event-stream") {
+		unread(w, r)
 		rpcError(w, http.StatusNotAcceptable, mcp.CodeInvalidRequest, "Accept must list application/json and text/event-stream")
 		return
 	}
@@ -528,7 +606,14 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, principal string)
 		h.bytes.release(s.info.Principal, held+n)
 	}()
 	if m.Method == mcp.MethodInitialize {
-		w.Header().Set("Mcp-Session-Id", s.info.ID)
+		if sid == "" {
+			// A new session: its id goes out with a successful answer
+			// only (see opened); one whose initialize failed (the
+			// store did not take its record) ends unseen.
+			st.init = true
+		} else {
+			w.Header().Set("Mcp-Session-Id", s.info.ID)
+		}
 	}
 	if deliver := s.conn.deliverFunc(true); deliver != nil {
 		h.serveInline(w, r, s, st, deliver, body)
@@ -626,7 +711,16 @@ func (h *Handler) serveInline(w http.ResponseWriter, r *http.Request, s *session
 		h.reply(w, r, s, st)
 	}
 	st.mu.Unlock()
+	stop := context.AfterFunc(r.Context(), func() {
+		st.mu.Lock()
+		sse := st.sse
+		st.mu.Unlock()
+		if !sse { // else its client has an event id, and pump waits for a resume
+			h.gone(s, st)
+		}
+	})
 	err := deliver(body)
+	stop()
 	st.mu.Lock()
 	st.inline = false
 	replying := st.replying
@@ -663,12 +757,18 @@ func (h *Handler) reply(w http.ResponseWriter, r *http.Request, s *session, st *
 			st.events, st.direct = nil, nil
 			st.mu.Unlock()
 			s.conn.finished(st, false)
+			if st.init && !h.opened(w, s, data) {
+				return
+			}
 			writeJSON(w, data)
 			return
 		}
 		if n > 0 {
 			st.sse, st.direct = true, nil
 			st.mu.Unlock()
+			if st.init {
+				w.Header().Set("Mcp-Session-Id", s.info.ID)
+			}
 			if h.shared != nil {
 				// Recorded before the client sees an id of it, so another
 				// replica can resume it; copied as it grows.
@@ -684,7 +784,7 @@ func (h *Handler) reply(w http.ResponseWriter, r *http.Request, s *session, st *
 		select {
 		case <-ch:
 		case <-r.Context().Done():
-			s.conn.abandon(st) // the client never learned an event id: nothing to resume
+			h.gone(s, st) // the client never learned an event id: nothing to resume
 			return
 		case <-s.conn.done:
 			st.mu.Lock()
@@ -702,6 +802,116 @@ func (h *Handler) reply(w http.ResponseWriter, r *http.Request, s *session, st *
 	}
 	s.conn.resumable(st)
 	h.pump(w, r, s, st, 0, false)
+}
+
+// opened finishes a new session's initialize: a successful answer carries
+// the session id; a failed one ends the session, and its id is never sent.
+func (h *Handler) opened(w http.ResponseWriter, s *session, answer []byte) bool {
+	if pm, err := mcp.ParseMessage(answer); err == nil && pm.Error == nil {
+		w.Header().Set("Mcp-Session-Id", s.info.ID)
+		return true
+	}
+	h.endLocal(s)
+	if h.shared != nil {
+		h.forget(s.info.ID)
+	}
+	writeJSON(w, answer)
+	return false
+}
+
+// gone cancels a request whose client went away before its answer, as if
+// the client had sent notifications/cancelled: the server side stops, and
+// a gateway cancels the call upstream. A request whose answer is out, or
+// on its way to a stream someone still reads, is left alone.
+func (h *Handler) gone(s *session, st *stream) {
+	if s.conn.take(st) {
+		msg := []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + string(st.rid) + `,"reason":"the client disconnected"}}`)
+		ctx, cancel := context.WithTimeout(h.ctx, 5*time.Second)
+		if !s.conn.deliverMessage(ctx, msg, false) {
+			h.log.Debug("a disconnected client's request could not be cancelled: the session ended", "session", s.info.ID)
+		}
+		cancel()
+	}
+	s.conn.abandon(st)
+}
+
+// awaitResume gives the client of a request's SSE stream that went away
+// (or was closed for polling) ResumeGrace to resume it; a stream nobody
+// resumed by then cancels its request (gone). With Options.Shared the
+// stream may be resumed on another replica, which this one cannot see,
+// so its request runs on.
+func (h *Handler) awaitResume(s *session, st *stream, me int, legacy bool) {
+	if legacy || st.key == "" || h.shared != nil {
+		return
+	}
+	h.spawn(func() {
+		t := time.NewTimer(h.opts.ResumeGrace)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-s.conn.done:
+			return
+		case <-h.ctx.Done():
+			return
+		}
+		st.mu.Lock()
+		resumed := st.owner != me
+		st.mu.Unlock()
+		if !resumed {
+			h.gone(s, st)
+		}
+	})
+}
+
+// unread readies the refusal of a request whose body is still unread:
+// the connection closes after the answer, so net/http does not read the
+// body first to reuse it (a client trickling a body would hold the
+// refusal, and the connection, for as long as it liked).
+// HTTP/2 needs none of this: a stream's unread body costs nothing but its
+// flow-control window, and Connection: close there would end every stream.
+func unread(w http.ResponseWriter, r *http.Request) {
+	if r.ProtoMajor == 1 && r.ContentLength != 0 {
+		w.Header().Set("Connection", "close")
+		// net/http still reads a little of an unread body when the
+		// handler is done (to close it cleanly): a read deadline already
+		// passed makes that end at once.
+		http.NewResponseController(w).SetReadDeadline(time.Now())
+	}
+}
+
+// rateReader reads a body under a read deadline that each byte read
+// pushes back by its share at the minimum rate.
+type rateReader struct {
+	r        io.Reader
+	rc       *http.ResponseController
+	deadline time.Time
+	rate     int
+	n        int64
+}
+
+func (rr *rateReader) Read(p []byte) (int, error) {
+	n, err := rr.r.Read(p)
+	if n > 0 {
+		rr.n += int64(n)
+		rr.deadline = rr.deadline.Add(time.Duration(int64(n) * int64(time.Second) / int64(rr.rate)))
+		rr.rc.SetReadDeadline(rr.deadline)
+	}
+	return n, err
+}
+
+// bodyRead is how much of a body src read; bodySize a stated length.
+func bodyRead(src io.Reader) int64 {
+	if rr, ok := src.(*rateReader); ok {
+		return rr.n
+	}
+	return 0
+}
+
+func bodySize(n int64) string {
+	if n < 0 {
+		return "an unstated number of"
+	}
+	return strconv.FormatInt(n, 10)
 }
 
 func writeJSON(w http.ResponseWriter, data []byte) {
@@ -856,11 +1066,13 @@ func (h *Handler) pump(w http.ResponseWriter, r *http.Request, s *session, st *s
 			return
 		}
 		if poll {
-			return // the client comes back with Last-Event-ID
+			h.awaitResume(s, st, me, legacy) // the client comes back with Last-Event-ID
+			return
 		}
 		select {
 		case <-ch:
 		case <-r.Context().Done():
+			h.awaitResume(s, st, me, legacy)
 			return
 		case <-s.conn.done:
 			return
@@ -1059,6 +1271,7 @@ func (h *Handler) legacyEntry(w http.ResponseWriter, r *http.Request, method, wr
 	}
 	if r.Method != method {
 		w.Header().Set("Allow", method)
+		unread(w, r)
 		rpcError(w, http.StatusMethodNotAllowed, mcp.CodeInvalidRequest, wrong)
 		return "", false
 	}
@@ -1252,7 +1465,11 @@ func (s *session) end()   { s.cancel(); s.conn.Close() }
 // "<stream id>-<n>", and "<stream id>-0" is the start.
 type stream struct {
 	id  string
-	key string // the request id's key; "" for the standalone stream
+	key string          // the request id's key; "" for the standalone stream
+	rid json.RawMessage // the request's id, to cancel it (gone)
+	// init: the initialize of a new session, whose id goes out with a
+	// successful answer only (Handler.opened).
+	init bool
 
 	mu     sync.Mutex
 	events []streamEvent // kept for writing and replay, oldest first
@@ -1338,7 +1555,7 @@ func (st *stream) add(data []byte, final bool, o *Options) error {
 		st.replying = make(chan struct{})
 		go st.startReply()
 	}
-	if final && st.direct != nil && len(st.events) == 0 && len(data) <= maxDirect {
+	if final && st.direct != nil && !st.init && len(st.events) == 0 && len(data) <= maxDirect {
 		// The handler is parked in reply and does not touch w until woken.
 		writeJSON(st.direct, data)
 		http.NewResponseController(st.direct).Flush()
@@ -1523,6 +1740,7 @@ func (sc *sessionConn) open(id, token json.RawMessage) *stream {
 		name = sc.streamPrefix + name
 	}
 	st := newStream(name, idKey(id))
+	st.rid = id
 	sc.byReq[st.key] = st
 	if len(token) > 0 {
 		sc.byToken[idKey(token)] = st
@@ -1544,6 +1762,21 @@ func (sc *sessionConn) forget(st *stream) {
 	if i := slices.Index(sc.pending, st); i >= 0 {
 		sc.pending = slices.Delete(sc.pending, i, i+1)
 	}
+}
+
+// take drops the routing of a request still waiting for its answer and
+// reports whether it was (and whether this caller took it).
+func (sc *sessionConn) take(st *stream) bool {
+	st.mu.Lock()
+	over := st.done || st.replied || st.orphan
+	st.mu.Unlock()
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if over || sc.byReq[st.key] != st {
+		return false
+	}
+	sc.forget(st)
+	return true
 }
 
 // abandon drops a stream nobody can receive.
