@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -45,6 +48,10 @@ With --listen (or a gateway block's listen) it serves streamable HTTP at
 --agent, as that agent. Logs go to stderr, never stdout. On stdio, the end
 of input is answered first: every request read gets its answer (within the
 gateway block's limits { drain_timeout }, default 30 s), then serve exits.
+On stdio, --agent NAME with no agent NAME block serves one local user with
+the built-in default permission (trusted), with a warning; a config that
+does not load is also the answer to the client's initialize, so the client
+shows why.
 
 --metrics ADDR (or the gateway block's metrics) serves Prometheus metrics at
 http://ADDR/metrics. Traces go to an OpenTelemetry collector when the
@@ -57,6 +64,11 @@ say where; a traceparent in a request's _meta is continued.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := a.loadConfig(false)
 			if err != nil {
+				if !cmd.Flags().Changed("listen") {
+					// The client that started us shows only what it is
+					// told: answer its first requests with the error.
+					answerStdio(a.stdin, a.stdout, err)
+				}
 				return &exitError{exitUsage, err}
 			}
 			a.printWarnings(cfg.Warnings)
@@ -88,6 +100,14 @@ say where; a traceparent in a request's _meta is continued.`,
 			}
 			agent := a.agent
 			agentGiven := cmd.Flags().Changed("agent") || cmd.Root().PersistentFlags().Changed("agent")
+			if listen == "" && agent != host.CLIAgent && cfg.Agent(agent) == nil {
+				// One user on one machine: the client started us, so the
+				// agent is whoever runs it, with the default the command
+				// line gets (trusted: each server's first use confirmed
+				// through the client).
+				fmt.Fprintf(a.stderr, "nexus: warning: agent %q is not configured; serving it as the one local user with the built-in default permission (trusted: the first use of each server is confirmed through the client). Add an agent %q block to set its permission.\n", agent, agent)
+				cfg.Agents = append(cfg.Agents, &config.Agent{Name: agent, Permission: "trusted"})
+			}
 
 			var confirm policy.Confirmer = gateway.Confirm{}
 			if a.yes {
@@ -190,6 +210,62 @@ say where; a traceparent in a request's _meta is continued.`,
 	f.DurationVar(&grace, "grace", 10*time.Second, "how long calls in flight get to finish on SIGINT or SIGTERM")
 	f.StringVar(&sessionStore, "session-store", "", `where replicas share state: "memory" or redis://host:6379 (or the gateway block's session_store); /readyz checks it`)
 	return cmd
+}
+
+// Bounds of answerStdio: what it reads before it gives up on a client.
+const (
+	answerLines = 16
+	answerWait  = 10 * time.Second
+)
+
+// answerStdio answers a stdio client's requests with err, as JSON-RPC
+// errors, until it has answered initialize or server/discover (which a
+// client shows), the input ends, answerLines lines were read or
+// answerWait passed: a client that started `nexus serve` sees why it
+// cannot serve, not "failed to connect".
+func answerStdio(in io.Reader, out io.Writer, err error) {
+	lines := make(chan []byte, answerLines) // the reader never waits on us
+	go func() {
+		defer close(lines)
+		r := bufio.NewReaderSize(in, 64<<10)
+		for range answerLines {
+			l, rerr := r.ReadSlice('\n')
+			if len(l) > 0 {
+				lines <- bytes.Clone(l)
+			}
+			if rerr != nil && !errors.Is(rerr, bufio.ErrBufferFull) {
+				return
+			}
+		}
+	}()
+	timeout := time.NewTimer(answerWait)
+	defer timeout.Stop()
+	msg := "nexus serve cannot start: " + err.Error()
+	for {
+		var l []byte
+		select {
+		case l2, ok := <-lines:
+			if !ok {
+				return
+			}
+			l = l2
+		case <-timeout.C:
+			return
+		}
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(l, &req) != nil || len(req.ID) == 0 || string(req.ID) == "null" {
+			continue // a notification, or not JSON-RPC: nothing to answer
+		}
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID,
+			"error": map[string]any{"code": -32603, "message": msg}})
+		out.Write(append(b, '\n'))
+		if req.Method == "initialize" || req.Method == "server/discover" {
+			return
+		}
+	}
 }
 
 // openStore opens the session store a URL names.
