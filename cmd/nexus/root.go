@@ -259,7 +259,7 @@ func (a *app) rootCmd() *cobra.Command {
 	root.AddCommand(a.filterCmd())
 	root.AddCommand(a.authCmd())
 	root.AddCommand(a.versionCmd(), a.approvalsCmd(), a.lockCmd(), a.explainCmd(), a.auditCmd())
-	root.AddCommand(a.trustCmd(), a.untrustCmd())
+	root.AddCommand(a.trustCmd(), a.untrustCmd(), a.doctorCmd())
 	root.SetVersionTemplate(versionText() + "\n")
 	root.AddCommand(a.serveCmd())
 	return root
