@@ -49,7 +49,7 @@ func TestVerbs(t *testing.T) {
 		{"call_large_piped", testConfig, []string{"--config", "mcp.json", "--yes", "call", "testserver.large_output", "bytes=300"}, 0},
 		{"help_root", "", []string{"--help"}, 0},
 		{"help_serve", "", []string{"serve", "--help"}, 0},
-		{"err_serve_unknown_agent", testConfig, []string{"--config", "mcp.json", "serve", "--agent", "nobody"}, 2},
+		{"serve_unconfigured_agent", testConfig, []string{"--config", "mcp.json", "serve", "--agent", "nobody"}, 0},
 		{"err_serve_no_way_in", testConfig, []string{"--config", "mcp.json", "serve", "--listen", "127.0.0.1:0"}, 2},
 		{"err_serve_half_tls", testConfig, []string{"--config", "mcp.json", "serve", "--listen", "127.0.0.1:0", "--tls-cert", "c.pem"}, 2},
 		{"err_serve_bad_listen", testConfig, []string{"--config", "mcp.json", "serve", "--agent", "cli", "--listen", "127.0.0.1:99999"}, 3},
