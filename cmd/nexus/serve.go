@@ -104,7 +104,7 @@ say where; a traceparent in a request's _meta is continued.`,
 			if err := h.OpenAudit(); err != nil {
 				return &exitError{exitUsage, err}
 			}
-			g := host.NewGateway(h, host.GatewayOptions{Logger: log.Named("gateway"), Metrics: tel.Metrics()})
+			g := host.NewGateway(h, host.GatewayOptions{Logger: log.Named("gateway"), Metrics: tel.Metrics(), Eager: true, ListWait: gw.ListWait})
 			defer g.Close()
 
 			// SIGINT and SIGTERM stop the gateway cleanly (exit 0): it stops
@@ -135,6 +135,7 @@ say where; a traceparent in a request's _meta is continued.`,
 				if !h.Agent(agent) {
 					return usageErr("agent %q is not configured: add an agent %q block, or pass --agent with the name of one", agent, agent)
 				}
+				g.Warm(agent) // the client's first tools/list finds its servers up or starting
 				log.Info("serving MCP on stdin and stdout", "agent", agent)
 				err := g.Serve(ctx, mcp.StdioConn(), agent)
 				if err != nil && ctx.Err() == nil && !isEOF(err) {
@@ -160,6 +161,9 @@ say where; a traceparent in a request's _meta is continued.`,
 			hh, err := g.HTTP(o)
 			if err != nil {
 				return &exitError{exitUsage, err}
+			}
+			if agentGiven {
+				g.Warm(agent)
 			}
 			return hh.ListenAndServe(ctx, gateway.ListenOptions{
 				Addr: listen, TLSCert: cert, TLSKey: key, Grace: grace,
