@@ -578,6 +578,14 @@ func (h *Host) resolve(ctx context.Context, agent, name string) (server, tool st
 			return e.Server, e.Tool.Name, nil
 		}
 	}
+	// First from the servers that are up, so a call to one of them does
+	// not wait for others still starting; then waiting for every one.
+	if hostapi.ListWaitFrom(ctx) == 0 {
+		b, _ = h.buildCatalog(hostapi.WithListWait(ctx, time.Nanosecond), agent)
+		if e, ok := b.Catalog.Lookup(name); ok {
+			return e.Server, e.Tool.Name, nil
+		}
+	}
 	b, _ = h.buildCatalog(ctx, agent)
 	cat := b.Catalog
 	if e, ok := cat.Lookup(name); ok {

@@ -182,3 +182,33 @@ func TestReadyNamesServersThatFailed(t *testing.T) {
 		t.Errorf("/readyz does not name the server that failed: %d %s", resp.StatusCode, got)
 	}
 }
+
+// A call to a server that is up is not held up by servers still
+// starting: the old code resolved its exposed name by listing every
+// server, waiting for the gated ones (and so ran into the deadline).
+func TestCallDoesNotWaitForStartingServers(t *testing.T) {
+	e, _, _ := gatedEnv(t, host.GatewayOptions{ListWait: 20 * time.Millisecond}, "")
+	ctx := ctxT(t)
+	changed := make(chan string, 16)
+	c := e.connect("claude", mcp.ClientOptions{OnListChanged: func(kind string) { changed <- kind }})
+	// Until probe is up (list_changed says when), with the slow three
+	// held at the gate throughout.
+	for {
+		tools, err := c.ListTools(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hasAll(tools, "mcp_probe_") {
+			break
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			t.Fatal("probe never came up")
+		}
+	}
+	res, err := c.CallTool(ctx, "mcp_probe_echo", nil, nil)
+	if err != nil || res.IsError {
+		t.Fatalf("call: %v %+v", err, res)
+	}
+}
