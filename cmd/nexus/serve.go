@@ -162,12 +162,12 @@ say where; a traceparent in a request's _meta is continued.`,
 			if err != nil {
 				return &exitError{exitUsage, err}
 			}
-			if agentGiven {
-				g.Warm(agent)
-			}
 			return hh.ListenAndServe(ctx, gateway.ListenOptions{
 				Addr: listen, TLSCert: cert, TLSKey: key, Grace: grace,
 				Ready: func(addr net.Addr) {
+					if agentGiven {
+						g.Warm(agent) // once listening: a failed listen starts nothing
+					}
 					// The one line on stderr a script waits for.
 					fmt.Fprintf(a.stderr, "nexus: serving MCP at %s\n", gateway.URLFor(addr, cert != ""))
 				},
