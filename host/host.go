@@ -108,6 +108,13 @@ type Host struct {
 	mu       sync.Mutex
 	listv    map[listKey]listVerdict // by agent, server and tool (listed.go)
 	logLevel mcp.LoggingLevel        // set by SetLogLevel; servers that connect later get it too
+
+	// Connections made in the background (Warm, a listing's wait that
+	// passed) run under bgCtx; Close cancels it and waits for them.
+	bgCtx    context.Context
+	bgStop   context.CancelFunc
+	bg       sync.WaitGroup
+	bgClosed bool // under mu: no new background connection
 }
 
 // core is what a host and its sessions share.
@@ -180,6 +187,7 @@ func New(cfg *Config, opts Options) *Host {
 
 func newHost(c *core, hk hooks, root bool) *Host {
 	h := &Host{core: c, hooks: hk, root: root}
+	h.bgCtx, h.bgStop = context.WithCancel(context.Background())
 	dial := c.opts.Dial
 	if dial == nil {
 		dial = h.dial
@@ -355,21 +363,105 @@ func (h *Host) each(ctx context.Context, agent string, fn func(ctx context.Conte
 	}
 	errs := make([]error, len(names))
 	var wg sync.WaitGroup
+	// With a list wait (hostapi.WithListWait) a server that is not up
+	// keeps connecting in the background, and the listing stops waiting
+	// for it once the wait passes: one timer for all, no polling.
+	passed := make(chan struct{})
+	if d := hostapi.ListWaitFrom(ctx); d > 0 {
+		t := time.AfterFunc(d, func() { close(passed) })
+		defer t.Stop()
+	} else {
+		passed = nil
+	}
 	for i, name := range names {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, err := h.reg.Client(ctx, name, agent)
+			c, err := h.client(ctx, name, agent, passed)
 			if err == nil {
 				err = fn(ctx, name, c)
 			}
-			if err != nil {
+			var se *hostapi.StartingError
+			switch {
+			case errors.As(err, &se):
+				errs[i] = err
+			case err != nil:
 				errs[i] = &ServerError{Server: name, Err: h.Explain(name, err)}
 			}
 		}()
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// client is agent's session to server, connecting it if needed. With
+// passed set, a connection still being made when passed closes is left
+// to finish in the background (bounded by the server's connect timeout
+// and the host's Close, not ctx, so it is not cut short by the listing
+// that started it) and
+// a *hostapi.StartingError comes back at once.
+func (h *Host) client(ctx context.Context, server, agent string, passed <-chan struct{}) (*mcp.Client, error) {
+	if passed == nil {
+		return h.reg.Client(ctx, server, agent)
+	}
+	if c := h.reg.LiveClient(agent, server); c != nil {
+		return c, nil
+	}
+	type res struct {
+		c   *mcp.Client
+		err error
+	}
+	ch := make(chan res, 1) // the connection may outlive this call
+	if !h.background(func(bg context.Context) {
+		c, err := h.reg.Client(bg, server, agent)
+		ch <- res{c, err}
+	}) {
+		return nil, mcp.ErrClosed
+	}
+	select {
+	case r := <-ch:
+		return r.c, r.err
+	case <-passed:
+		h.log.Debug("a listing left out a server that is still starting", "server", server, "agent", agent)
+		return nil, &hostapi.StartingError{Server: server}
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Warm starts connecting, in the background, every enabled server the
+// host's agent may see whose start option is eager (the default; see
+// config.Server.Start), so the first listing finds them up or nearly
+// so. A server that fails is logged with its explained error and
+// reported as any failed connection is (Servers, /readyz); the next use
+// retries it. Warm does not wait.
+func (h *Host) Warm() {
+	for _, s := range h.cfg.Servers {
+		if !s.Enabled || s.Start == config.StartLazy || (h.hooks.agent != "" && !h.perms.ServerVisible(h.hooks.agent, s.Name)) {
+			continue
+		}
+		h.background(func(bg context.Context) {
+			if _, err := h.reg.Client(bg, s.Name, h.hooks.agent); err != nil && bg.Err() == nil {
+				h.log.Warn("server did not start", "server", s.Name, "agent", h.hooks.agent, "error", h.Explain(s.Name, err))
+			}
+		})
+	}
+}
+
+// background runs fn in a goroutine Close cancels and waits for; false
+// once the host is closed.
+func (h *Host) background(fn func(ctx context.Context)) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.bgClosed {
+		return false
+	}
+	h.bg.Add(1)
+	go func() {
+		defer h.bg.Done()
+		fn(h.bgCtx)
+	}()
+	return true
 }
 
 // Tools lists the tools agent may use on every server it can see, under
@@ -482,6 +574,14 @@ func (h *Host) resolve(ctx context.Context, agent, name string) (server, tool st
 	}
 	b, _, fresh := h.cats.Get(agent)
 	if fresh {
+		if e, ok := b.Catalog.Lookup(name); ok {
+			return e.Server, e.Tool.Name, nil
+		}
+	}
+	// First from the servers that are up, so a call to one of them does
+	// not wait for others still starting; then waiting for every one.
+	if hostapi.ListWaitFrom(ctx) == 0 {
+		b, _ = h.buildCatalog(hostapi.WithListWait(ctx, time.Nanosecond), agent)
 		if e, ok := b.Catalog.Lookup(name); ok {
 			return e.Server, e.Tool.Name, nil
 		}
@@ -600,7 +700,12 @@ func (h *Host) RootsChanged(ctx context.Context) error {
 
 // Close ends every session and stops every server process.
 func (h *Host) Close() error {
+	h.mu.Lock()
+	h.bgClosed = true
+	h.mu.Unlock()
+	h.bgStop()
 	h.reg.Close()
+	h.bg.Wait()
 	if h.root {
 		h.closeExtensions(context.Background())
 		h.auditOnce.Do(func() {}) // a log not opened yet stays closed; one opened is seen

@@ -127,7 +127,7 @@ say where; a traceparent in a request's _meta is continued.`,
 			if err := h.OpenAudit(); err != nil {
 				return &exitError{exitUsage, err}
 			}
-			g := host.NewGateway(h, host.GatewayOptions{Logger: log.Named("gateway"), Metrics: tel.Metrics()})
+			g := host.NewGateway(h, host.GatewayOptions{Logger: log.Named("gateway"), Metrics: tel.Metrics(), Eager: true, ListWait: gw.ListWait})
 			defer g.Close()
 
 			// SIGINT and SIGTERM stop the gateway cleanly (exit 0): it stops
@@ -158,6 +158,7 @@ say where; a traceparent in a request's _meta is continued.`,
 				if !h.Agent(agent) {
 					return usageErr("agent %q is not configured: add an agent %q block, or pass --agent with the name of one", agent, agent)
 				}
+				g.Warm(agent) // the client's first tools/list finds its servers up or starting
 				log.Info("serving MCP on stdin and stdout", "agent", agent)
 				// At the end of input, what was asked is answered first,
 				// as a Unix filter does.
@@ -196,6 +197,9 @@ say where; a traceparent in a request's _meta is continued.`,
 			return hh.ListenAndServe(ctx, gateway.ListenOptions{
 				Addr: listen, TLSCert: cert, TLSKey: key, Grace: grace,
 				Ready: func(addr net.Addr) {
+					if agentGiven {
+						g.Warm(agent) // once listening: a failed listen starts nothing
+					}
 					// The one line on stderr a script waits for.
 					fmt.Fprintf(a.stderr, "nexus: serving MCP at %s\n", gateway.URLFor(addr, cert != ""))
 				},

@@ -275,6 +275,9 @@ func (c *compiler) server(s *Server) map[string]any {
 		if s.Prefix != nil {
 			e["prefix"] = *s.Prefix
 		}
+		if s.Start != "" {
+			e["start"] = s.Start
+		}
 	} else {
 		if s.Timeout > 0 {
 			c.warn(s, "timeout %s cannot be expressed in %s", s.Timeout, c.format)
@@ -284,6 +287,9 @@ func (c *compiler) server(s *Server) map[string]any {
 		}
 		if s.Confirm != "" {
 			c.warn(s, "confirm %q cannot be expressed in %s; the client asks as it does for any server", s.Confirm, c.format)
+		}
+		if s.Start != "" {
+			c.warn(s, "start %q cannot be expressed in %s; the client starts the server when it chooses", s.Start, c.format)
 		}
 	}
 	return e

@@ -56,6 +56,10 @@ type Server struct {
 	// to "" exposes bare names (a single-server gateway, or servers whose
 	// names never collide).
 	Prefix *string
+	// Start is when `nexus serve` connects the server: StartEager (the
+	// default, "") as it starts, so a client's first list finds it up;
+	// StartLazy on first use. The CLI's verbs connect on demand either way.
+	Start string
 
 	// Source is the server's origin: layer, file and line of its definition.
 	Source diag.Source
@@ -205,6 +209,10 @@ type Gateway struct {
 	AllowedHosts []string
 	// RequiredServers are the servers /readyz checks are reachable.
 	RequiredServers []string
+	// ListWait is how long a client's list request waits for servers
+	// still starting before it answers without them (list_changed follows
+	// when they are up); 0: the gateway's default, 1 s.
+	ListWait time.Duration
 	// SessionStore is where replicas share sessions: "memory" (or "", one
 	// process) or redis://host:6379 (Redis 7 or Valkey). A password in it
 	// should come from a sensitive variable; see Refs.
@@ -392,6 +400,20 @@ const (
 	// harmless, such as the built-in test server).
 	ConfirmToolCalls = "tool_calls"
 )
+
+// Values of Server.Start.
+const (
+	StartEager = "eager"
+	StartLazy  = "lazy"
+)
+
+// checkStart says what is wrong with a start value, or "".
+func checkStart(v string) string {
+	if v == StartEager || v == StartLazy {
+		return ""
+	}
+	return fmt.Sprintf("start %q is not one of %q or %q", v, StartEager, StartLazy)
+}
 
 // checkConfirm says what is wrong with a confirm value, or "".
 func checkConfirm(v string) string {

@@ -62,7 +62,7 @@ var (
 	}}
 	nexusSchema  = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "roots"}}}
 	serverSchema = &hcl.BodySchema{
-		Attributes: []hcl.AttributeSchema{{Name: "enabled"}, {Name: "timeout"}, {Name: "fail_if_no_tools"}, {Name: "prefix"}, {Name: "confirm"}},
+		Attributes: []hcl.AttributeSchema{{Name: "enabled"}, {Name: "timeout"}, {Name: "fail_if_no_tools"}, {Name: "prefix"}, {Name: "confirm"}, {Name: "start"}},
 		Blocks:     []hcl.BlockHeaderSchema{{Type: "stdio"}, {Type: "http"}, {Type: "plugin"}, {Type: "oauth"}},
 	}
 	stdioSchema           = blockSchema(stdioOptions.HCLKeys(), hcl.AttributeSchema{Name: "command", Required: true}, hcl.AttributeSchema{Name: "args"})
@@ -1047,6 +1047,14 @@ func (h *hclFile) decodeServer(b *hcl.Block) *Server {
 				h.errRange(a.Expr.Range(), name, bad, `For example confirm = "tool_calls" to confirm only tool calls.`)
 			}
 			s.Confirm = v
+		}
+	}
+	if a := c.Attributes["start"]; a != nil {
+		if v, ok := h.str(a, nil, ""); ok {
+			if bad := checkStart(v); bad != "" {
+				h.errRange(a.Expr.Range(), name, bad, `For example start = "lazy" to start the server on first use.`)
+			}
+			s.Start = v
 		}
 	}
 	if a := c.Attributes["prefix"]; a != nil {

@@ -172,6 +172,7 @@ func TestHCLErrors(t *testing.T) {
 		{"empty", " \n\n"},
 		{"synonym_argument", "server \"a\" {\n  stdio {\n    command   = \"x\"\n    arguments = [\"-y\"]\n  }\n}\n"},
 		{"bad_confirm", "server \"a\" {\n  confirm = \"always\"\n  stdio { command = \"x\" }\n}\n"},
+		{"bad_start", "server \"a\" {\n  start = \"later\"\n  stdio { command = \"x\" }\n}\n"},
 		{"bad_mode", "filter \"f\" {\n  kind = \"policy\"\n  wasm = \"f.wasm\"\n  mode = \"shaddow\"\n}\n"},
 		{"bad_abi", "filter \"f\" {\n  kind = \"policy\"\n  wasm = \"f.wasm\"\n  abi  = \"rego\"\n}\nfilter \"g\" {\n  kind = \"policy\"\n  wasm = \"g.wasm\"\n  abi  = 2\n}\n"},
 		{"rule_syntax", "rule \"no-deletes\" {\n  when   = \"agent.id == 'ci' &&\"\n  action = \"deny\"\n}\n"},

@@ -56,6 +56,9 @@ func serverHCL(s *Server) string {
 	if s.Confirm != "" {
 		fmt.Fprintf(&b, "  confirm = %s\n", hclString(s.Confirm))
 	}
+	if s.Start != "" {
+		fmt.Fprintf(&b, "  start = %s\n", hclString(s.Start))
+	}
 	val := func(ptr, v string) string { return s.valueHCL(ptr, v) }
 	switch {
 	case len(s.Command) > 0:

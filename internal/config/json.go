@@ -32,7 +32,7 @@ import (
 var (
 	topKeys    = []string{"mcpServers", "servers", "inputs", "nexus", "plugins", "filters", "agents", "gateway", "sampling", "lock", "audit", "telemetry"}
 	serverKeys = append(append(append([]string{"name", "type", "command", "args"}, stdioOptions.JSONKeys()...), append([]string{"url"},
-		httpOptions.JSONKeys()...)...), "enabled", "disabled", "timeout", "fail_if_no_tools", "confirm", "oauth", "plugin", "prefix")
+		httpOptions.JSONKeys()...)...), "enabled", "disabled", "timeout", "fail_if_no_tools", "confirm", "oauth", "plugin", "prefix", "start")
 	// httpOnlyKeys are the server members that mean nothing without "url".
 	httpOnlyKeys = append(httpOptions.JSONKeys(), "oauth")
 	oauthKeys    = oauthOptions.JSONKeys()
@@ -555,6 +555,13 @@ func (j *jsonFile) server(name string, off int, v *jval, array bool) *Server {
 					d.errAt(val, bad, `For example "confirm": "tool_calls" to confirm only tool calls.`)
 				}
 				s.Confirm = v
+			}
+		case "start":
+			if v, ok := d.str(val, f, ""); ok {
+				if bad := checkStart(v); bad != "" {
+					d.errAt(val, bad, `For example "start": "lazy" to start the server on first use.`)
+				}
+				s.Start = v
 			}
 		case "prefix":
 			if p, ok := d.str(val, f, ""); ok {

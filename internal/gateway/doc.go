@@ -22,6 +22,24 @@
 // the gateway), never another agent's; a server's requests there are
 // refused (the gateway declares none of those capabilities).
 //
+// Starting: a list request (tools, resources, templates, prompts) waits
+// at most Options.ListWait (gateway `list_wait`, default 1 s) for servers
+// that are not up, with one timer and no polling; those still starting
+// are left out of that answer (logged at debug) and keep starting in the
+// background, bounded by their connect timeout and the host's Close. The
+// session remembers them, and when one comes up (the host's OnChange)
+// it gets list_changed for tools, resources and prompts, so the client
+// lists again. Eager start warms what listing uses: the agent's shared
+// connections (or a session's own), since those, not the host's own,
+// answer its lists. `nexus serve --agent NAME` warms that agent's at
+// start; otherwise (Options.Eager) an agent's first initialize warms its
+// shared connections and a session with its own warms those, so no
+// processes are started for agents that never connect. Servers with
+// `start = "lazy"` are left to first use. A server that fails to start
+// is logged and named in /readyz's servers_down (with the agent whose
+// connection failed); it does not make the gateway unready unless it is
+// required.
+//
 // What a server sends reaches only whom it concerns. Progress goes to
 // the call whose token asked for it (each call gets an upstream token of
 // its own, mapped back to the client's). A log message on a shared

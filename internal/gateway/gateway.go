@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"sort"
 	"sync"
 	"time"
 
@@ -36,6 +37,16 @@ type Options struct {
 	// elicitation or roots; each starts its own server processes):
 	// default 8. An initialize beyond it is refused (see the package doc).
 	MaxOwnSessions int
+	// ListWait is how long a list request waits for servers that are
+	// still starting (default 1 s): those not up by then are left out of
+	// that answer, and the sessions that listed without them get
+	// list_changed once they are up (see the package doc).
+	ListWait time.Duration
+	// Eager starts the servers whose start option is eager (the default)
+	// when an agent's first session initializes, and Warm starts them
+	// before any does (`nexus serve`): the first list finds them up or
+	// starting. Without it servers connect on first use.
+	Eager bool
 }
 
 // Gateway serves a host to MCP clients. It is safe for concurrent use.
@@ -48,6 +59,7 @@ type Gateway struct {
 	sessions map[*session]struct{}
 	agents   map[string]Upstream // each agent's shared upstream connections (see the package doc)
 	own      map[string]int      // sessions with connections of their own, by agent
+	warmed   map[string]bool     // agents whose shared connections Warm started
 	ownMax   int
 	wg       sync.WaitGroup
 	closed   bool
@@ -76,8 +88,11 @@ func New(h Upstream, o Options) *Gateway {
 	if o.MaxOwnSessions <= 0 {
 		o.MaxOwnSessions = 8
 	}
+	if o.ListWait <= 0 {
+		o.ListWait = time.Second
+	}
 	return &Gateway{h: h, log: o.Logger, opts: o, ownMax: o.MaxOwnSessions, sessions: map[*session]struct{}{},
-		agents: map[string]Upstream{}, own: map[string]int{}}
+		agents: map[string]Upstream{}, own: map[string]int{}, warmed: map[string]bool{}}
 }
 
 // Host is the host the gateway serves.
@@ -100,6 +115,66 @@ func (g *Gateway) agentHost(agent string) Upstream {
 	})
 	g.agents[agent] = up
 	return up
+}
+
+// Warm starts agent's shared connections to the servers whose start
+// option is eager, in the background, once per agent: `nexus serve`
+// calls it for the agent it serves before a client connects, and with
+// Options.Eager an agent's first session does. It does not wait; a
+// server that fails is logged and shows in /readyz.
+func (g *Gateway) Warm(agent string) {
+	g.mu.Lock()
+	if g.closed || g.warmed[agent] {
+		g.mu.Unlock()
+		return
+	}
+	g.warmed[agent] = true
+	up := g.agentHost(agent)
+	g.mu.Unlock()
+	warm(up)
+}
+
+// serverDown is a server whose last start failed, for /readyz.
+type serverDown struct {
+	Server string `json:"server"`
+	Agent  string `json:"agent,omitempty"` // whose shared connection; "" for the gateway's own
+	Error  string `json:"error"`
+}
+
+// notStarted lists the servers whose last connection attempt failed, on
+// the gateway's own connections and on each agent's shared ones.
+func (g *Gateway) notStarted() []serverDown {
+	g.mu.Lock()
+	ups := make(map[string]Upstream, len(g.agents))
+	for a, up := range g.agents {
+		ups[a] = up
+	}
+	g.mu.Unlock()
+	var out []serverDown
+	add := func(agent string, up Upstream) {
+		for _, st := range up.Servers() {
+			if !st.Connected && st.Err != nil {
+				out = append(out, serverDown{Server: st.Config.Name, Agent: agent, Error: oneLine(st.Err)})
+			}
+		}
+	}
+	add("", g.h)
+	names := make([]string, 0, len(ups))
+	for a := range ups {
+		names = append(names, a)
+	}
+	sort.Strings(names)
+	for _, a := range names {
+		add(a, ups[a])
+	}
+	return out
+}
+
+// warm starts up's eager servers, if it can (the host's Warm).
+func warm(up Upstream) {
+	if w, ok := up.(interface{ Warm() }); ok {
+		w.Warm()
+	}
 }
 
 // sessionsOf is agent's sessions on its shared connections.

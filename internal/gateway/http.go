@@ -343,12 +343,19 @@ func (hh *HTTPHandler) ready(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	w.Header().Set("Content-Type", "application/json")
+	down := hh.g.notStarted()
 	if len(failed) > 0 {
 		w.WriteHeader(http.StatusServiceUnavailable)
-		json.NewEncoder(w).Encode(map[string]any{"status": "not ready", "failed": failed})
+		json.NewEncoder(w).Encode(map[string]any{"status": "not ready", "failed": failed, "servers_down": down})
 		return
 	}
-	json.NewEncoder(w).Encode(map[string]any{"status": "ready", "sessions": hh.g.Sessions()})
+	out := map[string]any{"status": "ready", "sessions": hh.g.Sessions()}
+	if len(down) > 0 {
+		// Not required, so still ready; but say so, or a server that
+		// cannot start is noticed only as tools that never appear.
+		out["servers_down"] = down
+	}
+	json.NewEncoder(w).Encode(out)
 }
 
 // ListenOptions configure ListenAndServe.

@@ -46,6 +46,7 @@ type session struct {
 	calls      map[string][]json.RawMessage // ids of the client's requests in flight, by server
 	listing    int                          // list requests in flight: a change they cause is not announced
 	connected  map[string]bool              // what the session last knew of each server
+	missing    map[string]bool              // servers a list left out while they started: list_changed when up
 	promptRefs map[string]promptRef         // exposed prompt name -> server and name
 	closed     bool
 }
@@ -193,7 +194,15 @@ func (s *session) initialize(params json.RawMessage) (any, error) {
 		s.up, s.own = s.g.h.NewSession(s.sessionOptions(c)), true
 	}
 	s.init, s.version = &p, version
+	own, up := s.own, s.up
 	s.mu.Unlock()
+	if s.g.opts.Eager {
+		if own {
+			warm(up)
+		} else {
+			s.g.Warm(s.agent)
+		}
+	}
 	if s.stored != nil {
 		// Any replica may serve the next request: it learns the session there.
 		err := s.stored.save(func(r *store.Session) {
@@ -349,6 +358,7 @@ func listed[T, U any](s *session, method string, list []T, err error, params jso
 
 func (s *session) listTools(ctx context.Context, params json.RawMessage) (any, error) {
 	defer s.startListing()()
+	ctx = hostapi.WithListWait(ctx, s.g.opts.ListWait)
 	list, err := s.host().Tools(ctx, s.agent)
 	page, next, err := listed(s, mcp.MethodToolsList, list, err, params, func(t hostapi.Tool) mcp.Tool {
 		out := t.Tool
@@ -366,6 +376,7 @@ func (s *session) listTools(ctx context.Context, params json.RawMessage) (any, e
 
 func (s *session) listResources(ctx context.Context, params json.RawMessage) (any, error) {
 	defer s.startListing()()
+	ctx = hostapi.WithListWait(ctx, s.g.opts.ListWait)
 	list, err := s.host().Resources(ctx, s.agent)
 	page, next, err := listed(s, mcp.MethodResourcesList, list, err, params, func(r hostapi.Resource) mcp.Resource { return r.Resource })
 	if err != nil {
@@ -376,6 +387,7 @@ func (s *session) listResources(ctx context.Context, params json.RawMessage) (an
 
 func (s *session) listTemplates(ctx context.Context, params json.RawMessage) (any, error) {
 	defer s.startListing()()
+	ctx = hostapi.WithListWait(ctx, s.g.opts.ListWait)
 	list, err := s.host().Templates(ctx, s.agent)
 	page, next, err := listed(s, mcp.MethodResourcesTemplatesList, list, err, params, func(t hostapi.Template) mcp.ResourceTemplate { return t.ResourceTemplate })
 	if err != nil {
@@ -386,6 +398,7 @@ func (s *session) listTemplates(ctx context.Context, params json.RawMessage) (an
 
 func (s *session) listPrompts(ctx context.Context, params json.RawMessage) (any, error) {
 	defer s.startListing()()
+	ctx = hostapi.WithListWait(ctx, s.g.opts.ListWait)
 	out, err := s.prompts(ctx)
 	if err != nil {
 		return nil, err
@@ -427,11 +440,70 @@ func (s *session) prompts(ctx context.Context) ([]mcp.Prompt, error) {
 	return out, nil
 }
 
-// partial logs the servers a list left out.
+// partial logs the servers a list left out, and remembers those still
+// starting, so the session hears list_changed when they are up.
 func (s *session) partial(what string, err error) {
-	if err != nil {
+	if err == nil {
+		return
+	}
+	late, failed := starting(err)
+	if failed {
 		s.g.log.Warn("a list is missing servers that failed", "list", what, "agent", s.agent, "error", oneLine(err))
 	}
+	if len(late) == 0 {
+		return
+	}
+	s.g.log.Debug("a list left out servers still starting; list_changed follows when they are up", "list", what, "agent", s.agent, "servers", late)
+	s.mu.Lock()
+	if s.missing == nil {
+		s.missing = map[string]bool{}
+	}
+	for _, n := range late {
+		s.missing[n] = true
+	}
+	s.mu.Unlock()
+	// One may have come up since the list gave up on it, before it was
+	// marked missing: serverChanged has been and gone for it.
+	for _, st := range s.host().Servers() {
+		if st.Connected && s.takeMissing(st.Config.Name) {
+			s.announce("tools", "resources", "prompts")
+		}
+	}
+}
+
+// takeMissing reports whether a list left server out while it started,
+// and forgets that it did.
+func (s *session) takeMissing(server string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.missing[server] {
+		return false
+	}
+	delete(s.missing, server)
+	return true
+}
+
+// starting names the servers in err (a listing's joined error) that were
+// still starting; failed says it holds anything else.
+func starting(err error) (late []string, failed bool) {
+	var walk func(error)
+	walk = func(err error) {
+		var se *hostapi.StartingError
+		switch e := err.(type) {
+		case interface{ Unwrap() []error }:
+			for _, x := range e.Unwrap() {
+				walk(x)
+			}
+		default:
+			if errors.As(err, &se) {
+				late = append(late, se.Server)
+			} else {
+				failed = true
+			}
+		}
+	}
+	walk(err)
+	return late, failed
 }
 
 // paginate cuts one page of all; the cursor is the offset.
@@ -838,8 +910,12 @@ func (s *session) serverChanged(server string) {
 	was, known := s.connected[server]
 	s.connected[server] = up
 	quiet := s.listing > 0 || (!known && up)
+	late := up && s.missing[server]
+	if late {
+		delete(s.missing, server)
+	}
 	s.mu.Unlock()
-	if was != up && !quiet {
+	if late || (was != up && !quiet) {
 		s.announce("tools", "resources", "prompts")
 	}
 }

@@ -150,3 +150,29 @@ func TraceContextFrom(ctx context.Context) map[string]string {
 	meta, _ := ctx.Value(metaKey{}).(map[string]string)
 	return meta
 }
+
+type listWaitKey struct{}
+
+// WithListWait makes a listing (Tools, Resources, Templates, Prompts)
+// wait at most d for servers that are not connected yet: those still
+// starting when it passes are left out, each reported as a
+// *StartingError in the listing's error, and keep starting; the host's
+// OnChange says when they are up. The gateway lists this way, so a
+// client's first tools/list is not held up by slow servers.
+func WithListWait(ctx context.Context, d time.Duration) context.Context {
+	return ctxval.With(ctx, listWaitKey{}, d)
+}
+
+// ListWaitFrom is the wait WithListWait set, or 0 (wait for every server).
+func ListWaitFrom(ctx context.Context) time.Duration {
+	d, _ := ctx.Value(listWaitKey{}).(time.Duration)
+	return d
+}
+
+// StartingError is a server a listing left out because it was still
+// starting when the listing's wait (WithListWait) passed.
+type StartingError struct{ Server string }
+
+func (e *StartingError) Error() string {
+	return fmt.Sprintf("server %q is still starting; its items are listed once it is up (list_changed follows)", e.Server)
+}
