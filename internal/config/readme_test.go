@@ -124,7 +124,7 @@ func TestReadmeGatewayExample(t *testing.T) {
 	cfg := mustLoad(t, "nexus.hcl", block, env("CLAUDE_TOKEN", "0123456789abcdef0123"))
 	l := cfg.Gateway.Limits
 	if l.MaxSessions != 1000 || l.MaxSessionsPerAgent != 100 || l.MaxRequestsPerAgent != 1024 || l.MaxInflightBytes != 512<<20 ||
-		l.MaxInflightBytesPerAgent != 128<<20 || l.MaxUpstreamSessionsPerAgent != 8 {
+		l.MaxInflightBytesPerAgent != 128<<20 || l.MaxUpstreamSessionsPerAgent != 32 {
 		t.Errorf("limits %+v", l)
 	}
 }

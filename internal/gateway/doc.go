@@ -15,7 +15,7 @@
 // own (host.NewSession, opened on first use, closed with the session), so
 // a server's requests and notifications reach that client and no other;
 // an agent may hold MaxOwnSessions such sessions (the HTTP limit
-// max_upstream_sessions_per_agent, default 8), and an initialize past it
+// max_upstream_sessions_per_agent, default 32), and an initialize past it
 // is refused, saying so: each starts server processes of its own. A
 // session whose client declares none of them shares its agent's
 // connections (one per agent and server, made on first use, closed with

@@ -35,7 +35,10 @@ type Options struct {
 	// MaxOwnSessions bounds, per agent, the sessions with upstream
 	// connections of their own (clients that declare sampling,
 	// elicitation or roots; each starts its own server processes):
-	// default 8. An initialize beyond it is refused (see the package doc).
+	// default 32 (the official conformance suite opens about 30 such
+	// sessions and ends none: a client that does not end its sessions
+	// holds its slots until session_idle_timeout). An initialize beyond
+	// it is refused (see the package doc).
 	MaxOwnSessions int
 	// ListWait is how long a list request waits for servers that are
 	// still starting (default 1 s): those not up by then are left out of
@@ -86,7 +89,7 @@ func New(h Upstream, o Options) *Gateway {
 		o.Version = "dev"
 	}
 	if o.MaxOwnSessions <= 0 {
-		o.MaxOwnSessions = 8
+		o.MaxOwnSessions = 32
 	}
 	if o.ListWait <= 0 {
 		o.ListWait = time.Second
