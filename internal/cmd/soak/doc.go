@@ -12,8 +12,9 @@
 // started again, a replica killed and started again.
 //
 // The run fails (exit 1) when:
-//   - an echo call that a client saw answered has no audit record, or more
-//     than one (each echo carries a marker of its own in its arguments);
+//   - the audit logs hold fewer tools/call records than calls the clients
+//     saw answered, or an answered echo has no record or more than one
+//     (each echo carries a marker of its own in its arguments);
 //   - bob or carol got a 503 or 429 that names a limit (alice's flood must
 //     not lock them out);
 //   - a replica's goroutines at the end are far above where they started.

@@ -682,16 +682,16 @@ func (s *session) call(ctx context.Context, st *agentStats, flood bool) {
 	case p < slow:
 		cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 		defer cancel()
-		_, err := s.post(cctx, "tools/call", map[string]any{"name": "mcp_testserver_slow_operation",
+		a, err := s.post(cctx, "tools/call", map[string]any{"name": "mcp_testserver_slow_operation",
 			"arguments": map[string]any{"duration": 2, "steps": 4}}, false)
 		if err != nil && cctx.Err() != nil && ctx.Err() == nil {
 			st.abandoned.Add(1)
 			return
 		}
-		st.judge(answer{}, err)
+		st.called(a, err)
 	case p < slow+0.1:
 		a, err := s.post(ctx, "tools/call", map[string]any{"name": "mcp_testserver_add", "arguments": map[string]any{"a": 2, "b": 3}}, false)
-		st.judge(a, err)
+		st.called(a, err)
 	default:
 		marker := fmt.Sprintf("soak-%s-%d", s.agent, s.l.seq.Add(1))
 		msg := marker
@@ -702,7 +702,7 @@ func (s *session) call(ctx context.Context, st *agentStats, flood bool) {
 		t0 := time.Now()
 		a, err := s.post(ctx, "tools/call", map[string]any{"name": "mcp_testserver_echo", "arguments": map[string]any{"message": msg}}, false)
 		el := time.Since(t0)
-		if st.judge(a, err) {
+		if st.called(a, err) {
 			st.answered(marker)
 			if !big {
 				st.latency(el)
@@ -719,6 +719,7 @@ type agentStats struct {
 	refused   atomic.Int64 // other HTTP refusals (store down, session gone)
 	failed    atomic.Int64 // transport errors (a replica killed, a stream cut)
 	abandoned atomic.Int64 // slow calls the client gave up on
+	calls     atomic.Int64 // tools/call requests answered
 
 	mu      sync.Mutex
 	lat     []time.Duration
@@ -750,6 +751,15 @@ func (st *agentStats) judge(a answer, err error) bool {
 	}
 	st.ok.Add(1)
 	return true
+}
+
+// called is judge for a tools/call, counting it when it was answered.
+func (st *agentStats) called(a answer, err error) bool {
+	ok := st.judge(a, err)
+	if ok {
+		st.calls.Add(1)
+	}
+	return ok
 }
 
 func (st *agentStats) latency(d time.Duration) {
@@ -792,6 +802,7 @@ type report struct {
 	end             []endState
 
 	calls, records, missing, twice int // echo markers answered; tools/call records; answered echoes without a record, with two
+	answered                       int // tools/call requests answered, every agent
 	auditFiles                     int
 }
 
@@ -841,6 +852,7 @@ func (r *report) checkAudit(dir string) error {
 	}
 	for _, a := range agents {
 		st := r.perAgent[a]
+		r.answered += int(st.calls.Load())
 		for _, m := range st.markers {
 			r.calls++
 			switch seen[m] {
@@ -858,6 +870,9 @@ func (r *report) checkAudit(dir string) error {
 // verdict is the run's failure, if any.
 func (r *report) verdict() error {
 	var errs []error
+	if r.records < r.answered {
+		errs = append(errs, fmt.Errorf("audit: %d tools/call records for %d answered calls", r.records, r.answered))
+	}
 	if r.missing > 0 || r.twice > 0 {
 		errs = append(errs, fmt.Errorf("audit: of %d answered echo calls, %d have no record and %d more than one", r.calls, r.missing, r.twice))
 	}
@@ -887,8 +902,8 @@ func (r *report) markdown() string {
 		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %d | %s | %s |\n", a, st.sessions.Load(), st.ok.Load(), st.limited.Load(),
 			st.refused.Load(), st.failed.Load(), st.abandoned.Load(), ms(st.pct(0.5)), ms(st.pct(0.99)))
 	}
-	fmt.Fprintf(&b, "\nAudit: %d tools/call records in %d files; %d answered echo calls, %d without a record, %d with more than one.\n",
-		r.records, r.auditFiles, r.calls, r.missing, r.twice)
+	fmt.Fprintf(&b, "\nAudit: %d tools/call records in %d files for %d answered calls (the rest: calls the client gave up on or a kill cut, decided and recorded before that); of %d answered echo calls, each carrying a marker of its own, %d have no record and %d more than one.\n",
+		r.records, r.auditFiles, r.answered, r.calls, r.missing, r.twice)
 	b.WriteString("\n| replica | RSS over the run (MB) | goroutines start → end | open fds at end |\n|---|---|---|---|\n")
 	for i := range r.end {
 		var rss []string
