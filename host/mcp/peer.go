@@ -142,7 +142,7 @@ type call struct {
 	reset      chan struct{}
 	token      string
 	ctx        context.Context // the caller's, for CallOf (under mu while pending)
-	deadline   time.Time // when the reaper times the call out; zero: never (under mu)
+	deadline   time.Time       // when the reaper times the call out; zero: never (under mu)
 }
 
 type reply struct {
