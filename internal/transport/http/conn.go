@@ -215,14 +215,15 @@ func (c *Conn) ReadMessage() ([]byte, error) {
 			return c.take(f), nil
 		default:
 		}
-		c.rel = nil
 		return nil, c.err
 	}
 }
 
 // take notes f's related request for FrameRelated and returns its bytes.
 func (c *Conn) take(f inFrame) []byte {
-	c.rel = f.rel
+	if c.rel != nil || f.rel != nil { // no write while there is none
+		c.rel = f.rel
+	}
 	return f.b
 }
 
