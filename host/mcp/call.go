@@ -99,6 +99,7 @@ func (p *Peer) CallRaw(ctx context.Context, method string, params any, opts ...C
 	c.deadline = time.Time{}
 	c.onProgress = cfg.onProgress
 	c.token = cfg.token
+	c.ctx = ctx
 	if c.onProgress != nil && c.reset == nil {
 		c.reset = make(chan struct{}, 1)
 	}
@@ -266,6 +267,7 @@ func (p *Peer) forget(id int64, c *call) {
 	p.mu.Lock()
 	delete(p.pending, id)
 	c.deadline = time.Time{}
+	c.ctx = nil
 	if c.onProgress != nil {
 		delete(p.progress, c.token)
 	}

@@ -615,6 +615,7 @@ func (h clientHandler) HandleNotification(ctx context.Context, method string, pa
 		if c.opts.OnLog != nil {
 			var m LogMessage
 			if m.decodeJSON(params) == nil {
+				m.Call, m.Related = CallOf(ctx)
 				c.opts.OnLog(m)
 			}
 		}

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strconv"
 	"time"
@@ -69,6 +70,19 @@ type PushConn interface {
 type CheckedPushConn interface {
 	PushConn
 	SetDeliverChecked(deliver func(frame []byte) error)
+}
+
+// RelatedFramer is implemented by Conns that carry messages on the
+// response stream of a request this side sent (streamable HTTP: a POST's
+// SSE answer), where the server sends what concerns that request alone
+// (its log messages, progress). FrameRelated returns that request's id
+// for the frame ReadMessage or ReadMessageBefore last returned, or nil
+// for a frame that came otherwise (a JSON answer, the standalone stream,
+// stdio). The Peer calls it for notifications only and hands their
+// handler the request's caller's context (CallOf). Only the reading
+// goroutine calls it; the slice must stay unchanged.
+type RelatedFramer interface {
+	FrameRelated() json.RawMessage
 }
 
 // WriteBounder is implemented by Conns that say whether WriteMessage

@@ -86,6 +86,7 @@ type Peer struct {
 
 	direct DirectReader  // conn, when it can bound its reads in time
 	owner  FrameOwner    // conn, when it can hand over frames
+	rel    RelatedFramer // conn, when it ties frames to this side's requests
 	rw     RequestWriter // conn, when it answers requests one by one
 	idle   *time.Timer   // gives a free reading role to a background reader
 	reaper *time.Timer   // times out calls at their deadline (see reap)
@@ -143,7 +144,8 @@ type call struct {
 	onProgress func(Progress)
 	reset      chan struct{}
 	token      string
-	deadline   time.Time // when the reaper times the call out; zero: never (under mu)
+	ctx        context.Context // the caller's, for CallOf (under mu while pending)
+	deadline   time.Time       // when the reaper times the call out; zero: never (under mu)
 }
 
 type reply struct {
@@ -207,6 +209,7 @@ func NewPeer(conn Conn, opts PeerOptions) *Peer {
 		p.direct = d
 	}
 	p.owner, _ = conn.(FrameOwner)
+	p.rel, _ = conn.(RelatedFramer)
 	p.wcond = sync.NewCond(&p.wmu)
 	p.idle = time.AfterFunc(time.Hour, p.takeIdle)
 	p.reaper = time.AfterFunc(time.Hour, p.reap)

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -282,9 +283,49 @@ func (p *Peer) onNotification(method string, params json.RawMessage) {
 		}
 	}
 	if p.handler != nil {
+		ctx := p.baseCtx
+		if p.rel != nil {
+			if id := p.rel.FrameRelated(); id != nil {
+				ctx = p.callContext(id)
+			}
+		}
 		// Handlers may keep params; the frame's bytes are reused.
-		p.handler.HandleNotification(p.baseCtx, method, clone(params))
+		p.handler.HandleNotification(ctx, method, clone(params))
 	}
+}
+
+// callKey is the context key CallOf answers for.
+type callKey struct{}
+
+// callRef is what a notification's context holds under callKey.
+type callRef struct{ ctx context.Context }
+
+// callContext is the handler context for a notification that came on the
+// response stream of this side's request id.
+func (p *Peer) callContext(id json.RawMessage) context.Context {
+	ref := &callRef{}
+	if n, err := strconv.ParseInt(string(id), 10, 64); err == nil {
+		p.mu.Lock()
+		if c := p.pending[n]; c != nil {
+			ref.ctx = c.ctx
+		}
+		p.mu.Unlock()
+	}
+	return context.WithValue(p.baseCtx, callKey{}, ref)
+}
+
+// CallOf tells a notification handler (ctx is its context) whether the
+// notification came on the response stream of a request this side sent
+// (related; see RelatedFramer), and if so that call's context, as its
+// caller passed it: nil once the call has ended (answered, cancelled,
+// timed out). A host uses it to give a notification only to whom the
+// call was made for.
+func CallOf(ctx context.Context) (call context.Context, related bool) {
+	ref, _ := ctx.Value(callKey{}).(*callRef)
+	if ref == nil {
+		return nil, false
+	}
+	return ref.ctx, true
 }
 
 // onRequest accepts an incoming request. It returns it when it may start

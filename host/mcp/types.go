@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -310,6 +311,13 @@ type LogMessage struct {
 	Level  LoggingLevel    `json:"level"`
 	Logger string          `json:"logger,omitempty"`
 	Data   json.RawMessage `json:"data"`
+
+	// Not sent; set on a message received (see CallOf). Related: it came
+	// on the response stream of a request this side sent, and concerns
+	// that request alone. Call: that request's caller's context, nil once
+	// the call has ended.
+	Related bool            `json:"-"`
+	Call    context.Context `json:"-"`
 }
 
 // Progress is notifications/progress.

@@ -42,8 +42,12 @@
 //
 // What a server sends reaches only whom it concerns. Progress goes to
 // the call whose token asked for it (each call gets an upstream token of
-// its own, mapped back to the client's). A log message on a shared
-// connection goes to the one session of the agent that has requests in
+// its own, mapped back to the client's). A log message a streamable HTTP
+// server sends on a request's response stream is that request's: it goes
+// to the session whose call it was, on that call's stream (mcp.CallOf),
+// or nowhere once the call has ended. Any other log message on a shared
+// connection (stdio, the standalone stream) goes to the one session of
+// the agent that has requests in
 // flight to the server, on such a request's stream; with none, to every
 // session of the agent; with several, to none (the protocol does not say
 // whose it is, and copying it to each would put one call's data on every

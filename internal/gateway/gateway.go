@@ -207,14 +207,25 @@ func (g *Gateway) shared(agent string, fn func(*session)) {
 }
 
 // sharedLog passes on a log message of agent's shared connection to
-// server. The protocol does not say which request a log message belongs
-// to, so the gateway goes by who is waiting on the server: the one
-// session with requests in flight to it gets it (on such a request's
-// stream); with none, every session of the agent gets it; with several,
-// nobody does, since sending it to each would put one call's log (its
-// arguments, often) on every other call's answer: gap 1 of issue 37 made
-// a 9.5 MB echo's answer 85.5 MB that way.
+// server. One the server sent on a request's response stream (streamable
+// HTTP) is that request's: it goes to the session whose call it was, on
+// that call's stream, or nowhere once the call has ended. For the rest
+// (stdio, the standalone stream) the protocol does not say which request
+// a message belongs to, so the gateway goes by who is waiting on the
+// server: the one session with requests in flight to it gets it (on such
+// a request's stream); with none, every session of the agent gets it;
+// with several, nobody does, since sending it to each would put one
+// call's log (its arguments, often) on every other call's answer: gap 1
+// of issue 37 made a 9.5 MB echo's answer 85.5 MB that way.
 func (g *Gateway) sharedLog(agent, server string, m mcp.LogMessage) {
+	if m.Related {
+		if s := callSession(m.Call); s != nil && s.g == g && s.agent == agent && !s.isOwn() {
+			s.forwardLog(server, m)
+		} else {
+			g.log.Debug("a log message of a request that has ended was dropped", "agent", agent, "server", server)
+		}
+		return
+	}
 	list := g.sessionsOf(agent)
 	var busy []*session
 	for _, s := range list {

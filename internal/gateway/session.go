@@ -856,10 +856,24 @@ func (s *session) setLevel(ctx context.Context, params json.RawMessage) (any, er
 
 // ---- notifications to the client ---------------------------------------
 
-// forwardLog sends a server's log message on, tagged with the server.
+// forwardLog sends a server's log message on, tagged with the server:
+// one the server sent on a request's stream (m.Related) only if that
+// request is this session's, on the stream of the client's request it
+// serves; another on the stream of a request in flight to the server.
 func (s *session) forwardLog(server string, m mcp.LogMessage) {
 	if !s.g.h.Visible(s.agent, server) {
 		return
+	}
+	var ctx context.Context
+	if m.Related {
+		if callSession(m.Call) != s {
+			return
+		}
+		ctx = s.ctx
+		if id := mcp.RelatedRequest(m.Call); id != nil {
+			ctx = mcp.WithRelatedRequest(ctx, id)
+		}
+		m.Call = nil
 	}
 	s.mu.Lock()
 	min, ready := s.level, s.ready
@@ -872,7 +886,20 @@ func (s *session) forwardLog(server string, m mcp.LogMessage) {
 	} else {
 		m.Logger = server + "/" + m.Logger
 	}
-	_ = s.peer.Notify(s.related(s.ctx, server), mcp.NotificationMessage, m)
+	if ctx == nil {
+		ctx = s.related(s.ctx, server)
+	}
+	_ = s.peer.Notify(ctx, mcp.NotificationMessage, m)
+}
+
+// callSession is the session whose request made the upstream call whose
+// context call is, or nil.
+func callSession(call context.Context) *session {
+	if call == nil {
+		return nil
+	}
+	s, _ := mcp.HandlerOf(call).(*session)
+	return s
 }
 
 // updated passes resources/updated to a subscribed client.

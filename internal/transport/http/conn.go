@@ -50,8 +50,9 @@ type Conn struct {
 	workers sync.WaitGroup // the goroutines running them
 	jobs    chan func()    // hands a job to an idle worker
 
-	in   chan []byte
+	in   chan inFrame
 	done chan struct{}
+	rel  json.RawMessage // the related request of the frame last read (reader only)
 
 	// Direct reads (mcp.DirectReader), used by one goroutine at a time.
 	intr    chan struct{} // InterruptRead
@@ -85,7 +86,22 @@ var (
 	_ mcp.RequestWriter = (*Conn)(nil)
 )
 
-var _ mcp.Conn = (*Conn)(nil)
+var (
+	_ mcp.Conn          = (*Conn)(nil)
+	_ mcp.RelatedFramer = (*Conn)(nil)
+)
+
+// inFrame is a frame for ReadMessage and the id of the request whose
+// response stream carried it (nil: a JSON answer, the standalone GET
+// stream, a failure standing for an answer).
+type inFrame struct {
+	b   []byte
+	rel json.RawMessage
+}
+
+// FrameRelated returns the id of the request whose SSE response stream
+// carried the frame last read, or nil; see mcp.RelatedFramer.
+func (c *Conn) FrameRelated() json.RawMessage { return c.rel }
 
 // Dial prepares a transport for cfg. A streamable HTTP server is contacted
 // with the first message (initialize); a legacy SSE server (cfg.LegacySSE)
@@ -135,7 +151,7 @@ func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 		hdr:      hdr,
 		ctx:      cctx,
 		cancel:   cancel,
-		in:       make(chan []byte, 16),
+		in:       make(chan inFrame, 16),
 		done:     make(chan struct{}),
 		intr:     make(chan struct{}, 1),
 		inflight: make(map[string]context.CancelFunc),
@@ -191,16 +207,24 @@ func (c *Conn) Legacy() bool {
 func (c *Conn) ReadMessage() ([]byte, error) {
 	select {
 	case f := <-c.in:
-		return f, nil
+		return c.take(f), nil
 	case <-c.done:
 		// Frames that arrived before the end still count.
 		select {
 		case f := <-c.in:
-			return f, nil
+			return c.take(f), nil
 		default:
 		}
 		return nil, c.err
 	}
+}
+
+// take notes f's related request for FrameRelated and returns its bytes.
+func (c *Conn) take(f inFrame) []byte {
+	if c.rel != nil || f.rel != nil { // no write while there is none
+		c.rel = f.rel
+	}
+	return f.b
 }
 
 // WriteRequest sends a request as WriteMessage does, but on the caller's
@@ -290,7 +314,7 @@ func (c *Conn) DirectReads() bool { return true }
 func (c *Conn) ReadMessageBefore(deadline time.Time) ([]byte, error) {
 	select {
 	case f := <-c.in:
-		return f, nil
+		return c.take(f), nil
 	default:
 	}
 	now := time.Now()
@@ -310,7 +334,7 @@ func (c *Conn) ReadMessageBefore(deadline time.Time) ([]byte, error) {
 	}
 	select {
 	case f := <-c.in:
-		return f, nil
+		return c.take(f), nil
 	case <-c.rtimer.C:
 		c.rdl = time.Time{}
 		return nil, mcp.ErrReadTimeout
@@ -453,9 +477,13 @@ func (c *Conn) worker(fn func()) {
 }
 
 // deliver hands a frame to ReadMessage.
-func (c *Conn) deliver(frame []byte) error {
+func (c *Conn) deliver(frame []byte) error { return c.deliverOn(frame, nil) }
+
+// deliverOn hands a frame that came on the response stream of request rel
+// to ReadMessage.
+func (c *Conn) deliverOn(frame []byte, rel json.RawMessage) error {
 	select {
-	case c.in <- frame:
+	case c.in <- inFrame{frame, rel}:
 		return nil
 	case <-c.ctx.Done():
 		return mcp.ErrClosed
@@ -485,6 +513,15 @@ func idKey(raw json.RawMessage) string {
 		}
 	}
 	return "n:" + string(raw)
+}
+
+// idOfKey is the JSON id idKey made key of.
+func idOfKey(key string) json.RawMessage {
+	if key[0] == 's' {
+		b, _ := json.Marshal(key[2:])
+		return b
+	}
+	return json.RawMessage(key[2:])
 }
 
 // sendInitialize posts the initialize request and waits for the response

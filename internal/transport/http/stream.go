@@ -2,6 +2,7 @@ package httptransport
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -31,10 +32,12 @@ const (
 const drainWait = 100 * time.Millisecond
 
 // consume reads events from r and delivers their messages. With a key it
-// returns right after the response with that id (got). progressed says
+// returns right after the response with that id (got), and the messages
+// before it go out as that request's (mcp.RelatedFramer). progressed says
 // whether anything arrived (an id or a message), which resets the resume
 // budget.
 func (c *Conn) consume(ctx context.Context, r *SSEReader, key string, cur *cursor, flags int) (progressed, got bool, err error) {
+	var rel json.RawMessage // made for the first message that is not the response
 	for {
 		ev, err := r.Next()
 		if err != nil {
@@ -68,7 +71,10 @@ func (c *Conn) consume(ctx context.Context, r *SSEReader, key string, cur *curso
 		if isResp && flags&swallowResponse != 0 {
 			return progressed, true, nil
 		}
-		if err := c.deliver(ev.Data); err != nil {
+		if key != "" && !isResp && rel == nil {
+			rel = idOfKey(key)
+		}
+		if err := c.deliverOn(ev.Data, rel); err != nil {
 			return progressed, false, err
 		}
 		if isResp {
