@@ -119,7 +119,7 @@ func run(ctx context.Context, o options, log io.Writer) (*report, error) {
 	for i, r := range reps {
 		urls[i] = r.url
 	}
-	load := &loader{urls: urls, rep: rep, limit: int64(o.sessions), hc: &http.Client{
+	load := &loader{urls: urls, rep: rep, limit: int64(o.sessions), span: o.duration, hc: &http.Client{
 		Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second},
 	}}
 	lctx, cancel := context.WithTimeout(ctx, o.duration)
@@ -523,6 +523,7 @@ type loader struct {
 	hc     *http.Client
 	rep    *report
 	limit  int64
+	span   time.Duration // the sessions are spread over it
 	opened atomic.Int64
 	next   atomic.Uint64
 	seq    atomic.Uint64
@@ -532,7 +533,14 @@ func (l *loader) url() string { return l.urls[int(l.next.Add(1))%len(l.urls)] }
 
 func (l *loader) worker(ctx context.Context, agent string, flood bool) {
 	st := l.rep.perAgent[agent]
-	for ctx.Err() == nil && l.opened.Add(1) <= l.limit {
+	for ctx.Err() == nil {
+		n := l.opened.Add(1)
+		if n > l.limit {
+			return
+		}
+		// Sessions are spread over the run, so the faults land under load
+		// (the n-th opens no sooner than n/limit of the way through).
+		sleep(ctx, time.Until(l.rep.start().Add(time.Duration(float64(l.span)*float64(n-1)/float64(l.limit)))))
 		s := &session{l: l, agent: agent, token: agent + "-soak-token"}
 		if !s.open(ctx, st) {
 			// Refused or failed: back off a little rather than spin.
@@ -827,7 +835,10 @@ var markerRE = regexp.MustCompile(`soak-[a-z]+-[0-9]+`)
 // checkAudit counts the tools/call records in every replica's audit logs
 // and matches each answered echo's marker to its record.
 func (r *report) checkAudit(dir string) error {
-	files, _ := filepath.Glob(filepath.Join(dir, "audit-replica*.jsonl*"))
+	// The logs and their rotated files, not their checkpoints or locks.
+	files, _ := filepath.Glob(filepath.Join(dir, "audit-replica*.jsonl"))
+	rotated, _ := filepath.Glob(filepath.Join(dir, "audit-replica*.jsonl.[0-9]*"))
+	files = append(files, rotated...)
 	r.auditFiles = len(files)
 	seen := map[string]int{}
 	for _, f := range files {
