@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -461,6 +462,14 @@ func TestUnknownNames(t *testing.T) {
 	var us *host.UnknownServerError
 	if !errors.As(err, &us) {
 		t.Errorf("nope.echo: %v", err)
+	}
+	// A mistyped server is unknown, with a suggestion, before a trusted
+	// agent's first use of it would be confirmed (issue 42: it was refused
+	// as an unconfirmed first use of "sx").
+	trusted := w.host(t, `{"t": {"permission": "trusted"}}`, host.Options{})
+	_, err = trusted.ReadResource(ctx, "t", "sx", "file:///x")
+	if !errors.As(err, &us) || !slices.Contains(us.Known, "s") {
+		t.Errorf("read of server sx: %v", err)
 	}
 	if w.calls.count("s", "") != 0 {
 		t.Error("a call to an unknown tool reached the server")

@@ -299,12 +299,12 @@ func (h *Host) Client(ctx context.Context, agent, server string) (*mcp.Client, e
 
 // session checks agent may reach server at all and returns the session.
 func (h *Host) session(ctx context.Context, agent, server, method string) (*mcp.Client, error) {
+	if h.cfg.Server(server) == nil {
+		// A mistyped name is said as such, with the nearest name the
+		// agent may see, before any link asks to confirm its first use.
+		return nil, &UnknownServerError{Name: server, Known: h.visibleNames(agent)}
+	}
 	if err := h.perms.Check(ctx, policy.ConfirmRequest{Agent: agent, Server: server, Method: method}); err != nil {
-		var de *policy.DeniedError
-		if errors.As(err, &de) && de.Link == "rules" && h.cfg.Server(server) == nil {
-			// An unknown server reads better as such than as a rule.
-			return nil, &UnknownServerError{Name: server, Known: h.visibleNames(agent)}
-		}
 		return nil, err
 	}
 	c, err := h.reg.Client(ctx, server, agent)
