@@ -596,9 +596,27 @@ func (s *session) call(ctx, nctx context.Context, p mcp.CallToolParams, passOn b
 			// a protocol error.
 			return &mcp.CallToolResult{Content: []mcp.Content{{Type: mcp.ContentText, Text: "Nexus refused this call: " + de.Error()}}, IsError: true}, nil
 		}
-		return nil, rpcErrorOf(err)
+		return nil, rpcErrorOf(s.exposed(h, err))
 	}
 	return x.answer(res), nil
+}
+
+// exposed says an unknown tool's suggestions by the names this client
+// sees (mcp_testserver_echo), not the command line's (testserver.echo).
+func (s *session) exposed(h Upstream, err error) error {
+	var ut *hostapi.UnknownToolError
+	if !errors.As(err, &ut) || len(ut.Suggestions) == 0 {
+		return err
+	}
+	out := *ut
+	out.Suggestions = make([]string, len(ut.Suggestions))
+	for i, name := range ut.Suggestions {
+		out.Suggestions[i] = name
+		if server, tool, ok := strings.Cut(name, "."); ok {
+			out.Suggestions[i] = h.ExposedName(server, tool)
+		}
+	}
+	return &out
 }
 
 // wired is a call's options and the result's bytes they may ask for
