@@ -1,18 +1,9 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/nexus-mcp/nexus/internal/testenv"
 )
 
 // serveFilter runs `nexus serve --agent cli` on stdio with input as its
@@ -20,26 +11,12 @@ import (
 // the built-in test server, and returns its stdout by answer id.
 func serveFilter(t *testing.T, limits, input string) map[string]string {
 	t.Helper()
-	bin := testenv.Nexus(t)
-	config := filepath.Join(t.TempDir(), "nexus.hcl")
-	hcl := fmt.Sprintf("server \"testserver\" {\n  stdio {\n    command = %q\n    args    = [\"testserver\"]\n  }\n}\nagent \"cli\" { permission = \"yolo\" }\n%s", bin, limits)
-	if err := os.WriteFile(config, []byte(hcl), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	// Generous: the whole exchange takes about a second.
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "serve", "--config", config, "--agent", "cli")
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir()}
-	cmd.Stdin = strings.NewReader(input)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("nexus serve: %v\n%s", err, stderr.Bytes())
+	out, stderr, code := serveStdio(t, testserverHCL+"agent \"cli\" { permission = \"yolo\" }\n"+limits, input, "--agent", "cli")
+	if code != 0 {
+		t.Fatalf("nexus serve: exit %d\n%s", code, stderr)
 	}
 	got := map[string]string{}
-	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
 		var m struct{ ID json.RawMessage }
 		json.Unmarshal([]byte(l), &m)
 		got[string(m.ID)] = l
