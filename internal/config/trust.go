@@ -128,31 +128,7 @@ func WriteTrust(path string, list []Trusted) error {
 	if len(b) > MaxTrustSize {
 		return fmt.Errorf("the trust store would be over the %s limit; remove entries with nexus untrust", bounded.Size(MaxTrustSize))
 	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, ".trust-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return bounded.WriteFile(path, append(b, '\n'))
 }
 
 // TrustKey is the path a config file is trusted under: absolute, with

@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -115,24 +113,9 @@ func (a *FileApprovals) Approve(agent, server, tool string) error {
 // WriteApprovals replaces the approvals file with list: a temporary file
 // in the same directory, then a rename, so a reader never sees half of it.
 func WriteApprovals(path string, list []Approval) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
 	b, err := json.MarshalIndent(approvalsFile{Approvals: list}, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".approvals-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return bounded.WriteFile(path, append(b, '\n'))
 }
