@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/nexus-mcp/nexus/internal/bounded"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -147,49 +148,18 @@ func (s *store) load(serverURL string) (*record, error) {
 	return &r, nil
 }
 
-// save writes the record atomically: a 0600 temporary file in the same
-// directory, synced, then renamed over the old one.
+// save writes the record atomically (bounded.WriteFile: a 0600 temporary
+// file in the same directory, synced, then renamed over the old one).
 func (s *store) save(r *record) error {
 	if s.dir == "" {
 		return nil
-	}
-	if err := os.MkdirAll(s.dir, 0o700); err != nil {
-		return err
 	}
 	r.Version = storeVersion
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(s.dir, ".token-*.tmp")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if err := f.Chmod(0o600); err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, s.path(r.ServerURL)); err != nil {
-		return err
-	}
-	ok = true
-	return nil
+	return bounded.WriteFile(s.path(r.ServerURL), b)
 }
 
 // remove deletes the record of serverURL; a missing file is not an error.

@@ -9,7 +9,7 @@ import (
 // only: a temporary file in the same directory (made 0700 if missing),
 // synced, then renamed over path, so a reader sees the old content or the
 // new, never half of it. The state files Nexus keeps (approvals, workspace
-// trust) are written so.
+// trust, OAuth tokens) are written so.
 func WriteFile(path string, data []byte) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
