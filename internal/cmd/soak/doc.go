@@ -17,5 +17,6 @@
 //     (each echo carries a marker of its own in its arguments);
 //   - bob or carol got a 503 or 429 that names a limit (alice's flood must
 //     not lock them out);
-//   - a replica's goroutines at the end are far above where they started.
+//   - a replica's goroutines at the end are far above where they started,
+//     beyond what its sessions still live account for.
 package main

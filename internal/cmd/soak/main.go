@@ -169,7 +169,7 @@ func run(ctx context.Context, o options, log io.Writer) (*report, error) {
 		if err != nil {
 			return rep, fmt.Errorf("replica %d at the end: %w", r.n, err)
 		}
-		rep.end = append(rep.end, endState{goroutines: m["go_goroutines"], fds: m["process_open_fds"], rss: m["process_resident_memory_bytes"]})
+		rep.end = append(rep.end, endState{goroutines: m["go_goroutines"], fds: m["process_open_fds"], rss: m["process_resident_memory_bytes"], sessions: m["nexus_downstream_sessions"]})
 	}
 	// Stop the replicas (SIGTERM: they flush their audit logs) and read them.
 	for _, r := range reps {
@@ -543,6 +543,9 @@ func (l *loader) worker(ctx context.Context, agent string, flood bool) {
 		sleep(ctx, time.Until(l.rep.start().Add(time.Duration(float64(l.span)*float64(n-1)/float64(l.limit)))))
 		s := &session{l: l, agent: agent, token: agent + "-soak-token"}
 		if !s.open(ctx, st) {
+			if s.id != "" {
+				s.close() // initialized, but the notification failed
+			}
 			// Refused or failed: back off a little rather than spin.
 			sleep(ctx, 100*time.Millisecond)
 			continue
@@ -793,7 +796,11 @@ func (st *agentStats) pct(p float64) time.Duration {
 	return s[min(len(s)-1, int(float64(len(s))*p))]
 }
 
-type endState struct{ goroutines, fds, rss float64 }
+type endState struct{ goroutines, fds, rss, sessions float64 }
+
+// perSession is the most goroutines a live, idle session holds on a
+// replica (its reader, its outbox and its serve loop, and a GET stream).
+const perSession = 4
 
 type report struct {
 	opts     options
@@ -893,10 +900,12 @@ func (r *report) verdict() error {
 		}
 	}
 	for i, e := range r.end {
-		// Idle, a replica keeps its listeners, upstream readers and the
-		// store's: far more than at start means sessions or calls leaked.
-		if i < len(r.startGoroutines) && e.goroutines > 2*r.startGoroutines[i]+200 {
-			errs = append(errs, fmt.Errorf("replica %d ends with %.0f goroutines (%.0f at start): a leak", i, e.goroutines, r.startGoroutines[i]))
+		// Idle, a replica keeps its listeners, upstream readers, the
+		// store's, and the sessions still live (those whose DELETE a
+		// killed replica or Redis lost wait for the idle timeout): far
+		// more than those means sessions or calls leaked.
+		if i < len(r.startGoroutines) && e.goroutines > 2*r.startGoroutines[i]+200+perSession*e.sessions {
+			errs = append(errs, fmt.Errorf("replica %d ends with %.0f goroutines (%.0f at start, %.0f live sessions): a leak", i, e.goroutines, r.startGoroutines[i], e.sessions))
 		}
 	}
 	return errors.Join(errs...)
@@ -915,7 +924,7 @@ func (r *report) markdown() string {
 	}
 	fmt.Fprintf(&b, "\nAudit: %d tools/call records in %d files for %d answered calls (the rest: calls the client gave up on or a kill cut, decided and recorded before that); of %d answered echo calls, each carrying a marker of its own, %d have no record and %d more than one.\n",
 		r.records, r.auditFiles, r.answered, r.calls, r.missing, r.twice)
-	b.WriteString("\n| replica | RSS over the run (MB) | goroutines start → end | open fds at end |\n|---|---|---|---|\n")
+	b.WriteString("\n| replica | RSS over the run (MB) | goroutines start → end | live sessions at end | open fds at end |\n|---|---|---|---|---|\n")
 	for i := range r.end {
 		var rss []string
 		for _, s := range r.rss {
@@ -924,7 +933,7 @@ func (r *report) markdown() string {
 			}
 		}
 		e := r.end[i]
-		fmt.Fprintf(&b, "| %d | %s | %.0f → %.0f | %.0f |\n", i, strings.Join(rss, " "), r.startGoroutines[i], e.goroutines, e.fds)
+		fmt.Fprintf(&b, "| %d | %s | %.0f → %.0f | %.0f | %.0f |\n", i, strings.Join(rss, " "), r.startGoroutines[i], e.goroutines, e.sessions, e.fds)
 	}
 	if len(r.faults) > 0 {
 		b.WriteString("\nFaults:\n")
