@@ -49,6 +49,8 @@ type ClientCapabilities struct {
 	Sampling     *SamplingCapability    `json:"sampling,omitempty"`
 	Elicitation  *ElicitationCapability `json:"elicitation,omitempty"`
 	Experimental map[string]any         `json:"experimental,omitempty"`
+	// Extensions (2026-07-28) maps extension ids to their settings.
+	Extensions map[string]json.RawMessage `json:"extensions,omitempty"`
 }
 
 type RootsCapability struct {
@@ -74,6 +76,8 @@ type ServerCapabilities struct {
 	Completions  *struct{}              `json:"completions,omitempty"`
 	Tasks        json.RawMessage        `json:"tasks,omitempty"`
 	Experimental map[string]any         `json:"experimental,omitempty"`
+	// Extensions (2026-07-28) maps extension ids to their settings.
+	Extensions map[string]json.RawMessage `json:"extensions,omitempty"`
 }
 
 type ListChangedCapability struct {
