@@ -5,7 +5,7 @@ NPM_DIR := tools/npm
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME ?= 10s
 
-.PHONY: all build run test testdeps conformance bench fuzz lint crossbuild clean cover man soak
+.PHONY: all build run test testdeps conformance bench fuzz lint crossbuild clean cover man soak release-snapshot release-check release-tools
 
 all: build
 
@@ -85,7 +85,7 @@ conformance: testdeps build
 # its time went.
 step = @echo "== $(1) ($$(date -u +%T))"
 
-test: testdeps crossbuild conformance
+test: testdeps crossbuild conformance release-check
 	$(call step,vet)
 	$(GO) vet ./...
 	$(call step,tests with the race detector)
@@ -103,6 +103,44 @@ test: testdeps crossbuild conformance
 	$(call step,bench smoke: every benchmark once (main and bench modules))
 	@$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 10m ./... > bin/bench-smoke.log 2>&1 || { grep -v '^Benchmark\|^goos\|^goarch\|^pkg\|^cpu\|^PASS' bin/bench-smoke.log; exit 1; }
 	@cd bench && GOFLAGS=-mod=mod $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 10m ./... > ../bin/bench-smoke-peers.log 2>&1 || { grep -v '^Benchmark\|^goos\|^goarch\|^pkg\|^cpu\|^PASS' ../bin/bench-smoke-peers.log; exit 1; }
+
+# ---- Release build (.goreleaser.yaml): static binaries of nexus and the
+# plugins for linux/darwin/windows x amd64/arm64, the WASM filters, archives,
+# checksums and a CycloneDX SBOM of each nexus binary, into bin/dist. No
+# publishing: a release is this plus a tag. goreleaser and cyclonedx-gomod
+# are pinned here and built from the Go module proxy into bin/tools (a few
+# minutes on a cold cache, once).
+GORELEASER_VERSION := v2.15.1
+CYCLONEDX_VERSION  := v1.10.0
+bin/tools/goreleaser-$(GORELEASER_VERSION):
+	@mkdir -p bin/tools/goreleaser-build
+	GOBIN=$(CURDIR)/bin/tools/goreleaser-build GOFLAGS= $(GO) install github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION)
+	mv bin/tools/goreleaser-build/goreleaser $@
+	ln -sf goreleaser-$(GORELEASER_VERSION) bin/tools/goreleaser
+bin/tools/cyclonedx-gomod-$(CYCLONEDX_VERSION):
+	@mkdir -p bin/tools/cyclonedx-build
+	GOBIN=$(CURDIR)/bin/tools/cyclonedx-build GOFLAGS= $(GO) install github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$(CYCLONEDX_VERSION)
+	mv bin/tools/cyclonedx-build/cyclonedx-gomod $@
+	ln -sf cyclonedx-gomod-$(CYCLONEDX_VERSION) bin/tools/cyclonedx-gomod
+release-tools: bin/tools/goreleaser-$(GORELEASER_VERSION) bin/tools/cyclonedx-gomod-$(CYCLONEDX_VERSION) bin/tools/opa-$(OPA_VERSION)
+
+# Every platform (bin/dist).
+release-snapshot: release-tools
+	PATH="$(CURDIR)/bin/tools:$$PATH" bin/tools/goreleaser release --snapshot --clean
+
+# make test's share: the config checks, and this machine's platform is
+# built by the same pipeline (the config with every goos/goarch list cut to
+# this platform, bin/goreleaser-one.yaml) and then checked: the archive,
+# its checksum, `nexus version`, make run's call, the SBOM
+# (internal/cmd/releasecheck).
+HOST_GOOS   := $(shell $(GO) env GOOS)
+HOST_GOARCH := $(shell $(GO) env GOARCH)
+release-check: release-tools
+	$(call step,release check: goreleaser check and a $(HOST_GOOS)/$(HOST_GOARCH) snapshot)
+	bin/tools/goreleaser check
+	sed -e 's/^\( *goos:\).*/\1 [$(HOST_GOOS)]/' -e 's/^\( *goarch:\).*/\1 [$(HOST_GOARCH)]/' .goreleaser.yaml > bin/goreleaser-one.yaml
+	PATH="$(CURDIR)/bin/tools:$$PATH" bin/tools/goreleaser release --snapshot --clean --config bin/goreleaser-one.yaml > bin/release-check.log 2>&1 || { cat bin/release-check.log; exit 1; }
+	$(GO) run ./internal/cmd/releasecheck -dist bin/dist -config nexus.hcl
 
 # Windows and macOS code keeps building: every package and all it imports
 # type-checked from source for those targets (internal/cmd/typecheck). The
