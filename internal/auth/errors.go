@@ -45,9 +45,13 @@ var (
 	// ErrRegistration: Dynamic Client Registration was refused or failed.
 	ErrRegistration = errors.New("client registration failed")
 	// ErrStateMismatch: the authorization response's state does not match
-	// the request's (a possible CSRF or mixed-up login), or it carried an
-	// unexpected issuer.
+	// the request's (a possible CSRF or mixed-up login).
 	ErrStateMismatch = errors.New("authorization response state mismatch")
+	// ErrIssMismatch: the authorization response's iss (RFC 9207) is not
+	// the issuer the request was sent to, or it is missing although the
+	// authorization server promised it: a possible mix-up attack. The
+	// code is never redeemed and the response's error is not shown.
+	ErrIssMismatch = errors.New("authorization response from an unexpected issuer")
 	// ErrAuthorizationDenied: the authorization server redirected back
 	// with an error (the user declined, or the request was invalid).
 	ErrAuthorizationDenied = errors.New("authorization was denied")
@@ -332,6 +336,16 @@ func (e *Error) report(dc diag.Context) *diag.Report {
 			"Another program sent a forged response to the redirect listener (a CSRF attempt)",
 		}
 		r.Fix = []string{"Close old login tabs and log in again: " + login}
+	case ErrIssMismatch:
+		r.Problem = "The authorization response did not come from the authorization server the login was started at (" + e.Description + "); it was discarded and its code not redeemed"
+		r.Causes = []string{
+			"Several authorization servers are in use and a response from another one reached this login (a mix-up attack, RFC 9207)",
+			"The authorization server's issuer setting differs from the issuer in its metadata (even a trailing slash counts)",
+		}
+		r.Fix = []string{
+			"Close old login tabs and log in again: " + login,
+			"If it persists, ask the server's operator to make the iss it sends identical to the issuer in its metadata",
+		}
 	case ErrAuthorizationDenied:
 		r.Problem = "The authorization server refused the authorization request"
 		if oauthErr != "" {

@@ -45,6 +45,9 @@ type fakeAS struct {
 	scopesSupported []string
 	issuerOverride  string
 	issParam        bool // advertise and send RFC 9207 iss
+	// issSend overrides the iss put in the redirect: "omit", "correct",
+	// "wrong" (another issuer), "slash" (the issuer plus "/").
+	issSend string
 	grantTypes      []string
 	revocation      bool
 	expiresIn       int
@@ -240,8 +243,13 @@ func (a *fakeAS) authorize(w http.ResponseWriter, r *http.Request) {
 	if s := q.Get("state"); s != "" {
 		rq.Set("state", s)
 	}
-	if a.issParam {
+	switch {
+	case a.issSend == "correct", a.issSend == "" && a.issParam:
 		rq.Set("iss", a.issuer())
+	case a.issSend == "wrong":
+		rq.Set("iss", "https://evil.example.com")
+	case a.issSend == "slash":
+		rq.Set("iss", a.issuer()+"/")
 	}
 	redirect.RawQuery = rq.Encode()
 	http.Redirect(w, r, redirect.String(), http.StatusFound)

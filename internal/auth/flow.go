@@ -169,19 +169,17 @@ func (c *Client) authorizeInteractive(ctx context.Context, d *discovered, scopes
 		}
 		return nil, c.failWith(&Error{Kind: ErrStateMismatch, Op: "check the authorization response", Description: desc})
 	}
+	// RFC 9207, before anything in the response is acted on (its error
+	// included): a present iss must be the recorded issuer, compared as
+	// plain strings (no case folding, no trailing-slash or port
+	// normalization); an absent one is refused only where the metadata
+	// promised it.
+	if err := c.checkIss(res.iss, as); err != nil {
+		return nil, err
+	}
 	if res.errCode != "" {
 		return nil, c.failWith(&Error{Kind: ErrAuthorizationDenied, Op: "authorization", URL: as.AuthorizationEndpoint,
 			OAuthError: sanitize.ForDisplayLimit(res.errCode, 100), Description: sanitize.ForDisplayLimit(res.errDesc, 300)})
-	}
-	// RFC 9207: the issuer in the response, required when advertised.
-	if res.iss != "" || as.AuthorizationResponseIssParameterSupported {
-		if !sameIssuer(res.iss, as.Issuer) {
-			desc := "the response's issuer " + quoteForMessage(sanitize.ForDisplayLimit(res.iss, 200)) + " is not " + quoteForMessage(as.Issuer)
-			if res.iss == "" {
-				desc = "the response has no iss although the authorization server promises one"
-			}
-			return nil, c.failWith(&Error{Kind: ErrStateMismatch, Op: "check the authorization response", Description: desc})
-		}
 	}
 	if res.code == "" {
 		return nil, c.failWith(&Error{Kind: ErrAuthorizationDenied, Op: "authorization", URL: as.AuthorizationEndpoint,
@@ -206,6 +204,23 @@ func (c *Client) authorizeInteractive(ctx context.Context, d *discovered, scopes
 	c.log.Debug("access token obtained", "grant", "authorization_code", "expires", st.Expiry, "refresh", st.RefreshToken != "")
 	c.saveToken(d, ci, st)
 	return st, nil
+}
+
+// checkIss applies RFC 9207 section 2.4 as the MCP authorization spec
+// (2026-07-28) tightens it: as.Issuer is the issuer recorded from the
+// validated metadata before the browser was sent off.
+func (c *Client) checkIss(iss string, as *ServerMetadata) error {
+	switch {
+	case iss == "" && !as.AuthorizationResponseIssParameterSupported:
+		return nil
+	case iss == "":
+		return c.failWith(&Error{Kind: ErrIssMismatch, Op: "check the authorization response", URL: as.AuthorizationEndpoint,
+			Description: "the response has no iss although the metadata of " + quoteForMessage(as.Issuer) + " sets authorization_response_iss_parameter_supported"})
+	case !sameIssuer(iss, as.Issuer):
+		return c.failWith(&Error{Kind: ErrIssMismatch, Op: "check the authorization response", URL: as.AuthorizationEndpoint,
+			Description: "the response's iss " + quoteForMessage(sanitize.ForDisplayLimit(iss, 200)) + " is not the issuer " + quoteForMessage(as.Issuer) + " the request was sent to"})
+	}
+	return nil
 }
 
 // callbackHandler serves the redirect URI: the first request that carries

@@ -489,32 +489,77 @@ func TestConcurrentChallenges(t *testing.T) {
 	}
 }
 
+// TestIssParameter is RFC 9207 as the 2026-07-28 spec applies it: a
+// present iss is compared to the recorded issuer by plain string
+// comparison whether or not the metadata advertises it; an absent one is
+// refused only when advertised. A refused response's code never reaches
+// the token endpoint. (The conformance scenarios auth/iss-*.)
 func TestIssParameter(t *testing.T) {
-	as := newFakeAS(t)
-	as.issParam = true
-	rs := newFakeRS(t, as)
-	c := newTestClient(t, rs, nil)
-	mustCall(t, c, rs.url())
+	cases := []struct {
+		name      string
+		advertise bool
+		send      string
+		ok        bool
+	}{
+		{"iss-supported", true, "correct", true},
+		{"iss-not-advertised", false, "omit", true},
+		{"iss-present-not-advertised", false, "correct", true},
+		{"iss-supported-missing", true, "omit", false},
+		{"iss-wrong-issuer", true, "wrong", false},
+		{"iss-unexpected", false, "wrong", false},
+		{"iss-normalized", true, "slash", false},
+		{"iss-normalized-not-advertised", false, "slash", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			as := newFakeAS(t)
+			as.issParam, as.issSend = tc.advertise, tc.send
+			rs := newFakeRS(t, as)
+			c := newTestClient(t, rs, nil)
+			_, err := call(t, ctxT(t), c, rs.url())
+			_, toks, _, _ := as.snapshot()
+			if tc.ok {
+				if err != nil {
+					t.Fatalf("call: %v", err)
+				}
+				if len(toks) != 1 {
+					t.Fatalf("%d token requests, want 1", len(toks))
+				}
+				return
+			}
+			if !errors.Is(err, ErrIssMismatch) {
+				t.Fatalf("error %v, want ErrIssMismatch", err)
+			}
+			if len(toks) != 0 {
+				t.Error("the code was redeemed despite the iss check")
+			}
+		})
+	}
+}
 
-	// A wrong iss is refused like a wrong state.
-	as2 := newFakeAS(t)
-	as2.issParam = true
-	rs2 := newFakeRS(t, as2)
-	c2 := newTestClient(t, rs2, func(cfg *Config) {
+// TestIssBeforeError: an error response from the wrong issuer is not
+// acted on or shown (its description could be an attacker's text).
+func TestIssBeforeError(t *testing.T) {
+	as := newFakeAS(t)
+	rs := newFakeRS(t, as)
+	c := newTestClient(t, rs, func(cfg *Config) {
 		cfg.Opener = followOpener(t, func(u *url.URL) {
 			q := u.Query()
-			q.Set("iss", "https://evil.example")
+			q.Del("code")
+			q.Set("error", "access_denied")
+			q.Set("error_description", "call +1 555 0100 to restore access")
+			q.Set("iss", "https://evil.example.com")
 			u.RawQuery = q.Encode()
 		})
 	})
-	_, err := call(t, ctxT(t), c2, rs2.url())
-	if !errors.Is(err, ErrStateMismatch) {
-		t.Fatalf("error %v, want ErrStateMismatch", err)
+	_, err := call(t, ctxT(t), c, rs.url())
+	if !errors.Is(err, ErrIssMismatch) || errors.Is(err, ErrAuthorizationDenied) {
+		t.Fatalf("error %v, want ErrIssMismatch only", err)
 	}
-	_, toks, _, _ := as2.snapshot()
-	if len(toks) != 0 {
-		t.Error("the code was exchanged despite a wrong iss")
+	if strings.Contains(err.Error(), "555") {
+		t.Errorf("the error description of a mismatched response was shown: %v", err)
 	}
+	checkGolden(t, "iss_mismatch", err, names(rs, as)...)
 }
 
 func TestTokenStore(t *testing.T) {
