@@ -47,11 +47,11 @@ type fakeAS struct {
 	issParam        bool // advertise and send RFC 9207 iss
 	// issSend overrides the iss put in the redirect: "omit", "correct",
 	// "wrong" (another issuer), "slash" (the issuer plus "/").
-	issSend string
-	grantTypes      []string
-	revocation      bool
-	expiresIn       int
-	alwaysRefresh   bool // issue refresh tokens without offline_access
+	issSend       string
+	grantTypes    []string
+	revocation    bool
+	expiresIn     int
+	alwaysRefresh bool // issue refresh tokens without offline_access
 
 	tokenStatus int    // force an error status from the token endpoint
 	tokenBody   string // with this body
