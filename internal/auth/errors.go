@@ -326,7 +326,7 @@ func (e *Error) report(dc diag.Context) *diag.Report {
 		}
 		r.Causes = []string{
 			"The authorization server restricts registration (an allowlist, an initial access token, or it is disabled)",
-			"It rejected the redirect URI or another piece of client metadata",
+			"It rejected the redirect URI or another piece of client metadata (Nexus registers application_type \"native\" with a loopback redirect URI, which OpenID Connect servers must accept for native clients)",
 		}
 		r.Fix = []string{"Register a client by hand and configure its client_id (and client_secret)" + inFile}
 	case ErrStateMismatch:

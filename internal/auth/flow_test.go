@@ -175,6 +175,23 @@ func TestLegacyDefaultEndpoints(t *testing.T) {
 	}
 }
 
+// TestApplicationType: native for loopback and private-use redirect
+// URIs, web for a remote host (SEP-837).
+func TestApplicationType(t *testing.T) {
+	for uri, want := range map[string]string{
+		"http://127.0.0.1:8976/callback":     "native",
+		"http://localhost:8976/callback":     "native",
+		"http://[::1]:8976/callback":         "native",
+		"com.example.nexus:/callback":        "native",
+		"https://nexus.example.com/callback": "web",
+		"http://10.0.0.5/callback":           "web",
+	} {
+		if got := applicationType(uri); got != want {
+			t.Errorf("applicationType(%q) = %q, want %q", uri, got, want)
+		}
+	}
+}
+
 func TestDCRRequestAndReuse(t *testing.T) {
 	as := newFakeAS(t)
 	as.scopesSupported = []string{"mcp", "offline_access"}
@@ -198,6 +215,9 @@ func TestDCRRequestAndReuse(t *testing.T) {
 	}
 	if r["token_endpoint_auth_method"] != "none" || r["client_name"] != "Nexus (test)" {
 		t.Errorf("registration %v", r)
+	}
+	if r["application_type"] != "native" {
+		t.Errorf("application_type %v, want native for a loopback redirect URI (SEP-837)", r["application_type"])
 	}
 
 	// A new login (another process, same store) reuses the registration.
