@@ -470,6 +470,7 @@ func (c *Client) acquire(ctx context.Context, ch AuthChallenge, stepUp bool, cur
 	if c.cfg.TokenURL != "" {
 		d.as.TokenEndpoint = c.cfg.TokenURL
 	}
+	c.noteIssuer(d.as.Issuer)
 	scopes := c.selectScopes(ch, stepUp, cur, d)
 	if count {
 		if err := c.countAttempt(scopes, stepUp); err != nil {
@@ -507,6 +508,26 @@ func (c *Client) acquire(ctx context.Context, ch AuthChallenge, stepUp bool, cur
 	}
 	c.noteGrant()
 	return nil
+}
+
+// noteIssuer reacts to discovery naming another authorization server than
+// the one of the stored token: that token (and its refresh token) belongs
+// to the old one and is dropped; client registrations stay keyed by their
+// issuer, so the new one gets its own (SEP-2352).
+func (c *Client) noteIssuer(issuer string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.rec == nil || c.rec.Issuer == "" || sameIssuer(c.rec.Issuer, issuer) {
+		return
+	}
+	c.log.Info("the server's authorization server changed; its old token is dropped and the client registers with the new one",
+		"from", c.rec.Issuer, "to", issuer)
+	if c.rec.Token != nil {
+		c.rec.Token = nil
+		if err := c.store.save(c.rec); err != nil {
+			c.log.Warn("could not update the token store", "error", err)
+		}
+	}
 }
 
 func (c *Client) noteGrant() {

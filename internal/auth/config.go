@@ -85,6 +85,14 @@ type Config struct {
 	// Registration identifies the client.
 	ClientID     string
 	ClientSecret string
+	// Issuer is the issuer identifier of the authorization server the
+	// pre-registered client belongs to. Credentials are bound to the
+	// authorization server that issued them (SEP-2352): with Issuer set,
+	// the client is used with that authorization server only; unset, it
+	// is bound to the first one it is used with (remembered in the token
+	// store). Either way, a server that moves to another authorization
+	// server gets an error rather than these credentials.
+	Issuer string
 	// Scopes, when set, replace the PRM's scopes_supported as the default
 	// request (a challenge's scope still wins).
 	Scopes []string

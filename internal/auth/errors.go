@@ -36,6 +36,11 @@ var (
 	// ErrIssuerMismatch: an authorization server's metadata names another
 	// issuer than the one it was fetched for (RFC 8414 section 3.3).
 	ErrIssuerMismatch = errors.New("authorization server metadata issuer mismatch")
+	// ErrIssuerChanged: the server's authorization server is not the one
+	// the pre-registered client (or a stored credential) belongs to;
+	// credentials are never presented to another authorization server
+	// (SEP-2352).
+	ErrIssuerChanged = errors.New("the server moved to another authorization server")
 	// ErrNoPKCE: the authorization server's metadata does not list S256 in
 	// code_challenge_methods_supported.
 	ErrNoPKCE = errors.New("authorization server does not support PKCE S256")
@@ -303,6 +308,16 @@ func (e *Error) report(dc diag.Context) *diag.Report {
 			"The metadata was served by a party impersonating the authorization server",
 		}
 		r.Fix = []string{"Ask the server's operator to fix the issuer in the authorization server's metadata"}
+	case ErrIssuerChanged:
+		r.Problem = "The client credentials of this server belong to another authorization server: " + e.Description + "; they were not sent"
+		r.Causes = []string{
+			"The server's Protected Resource Metadata now names a different authorization server (a migration)",
+			"The metadata was tampered with to collect credentials meant for another authorization server",
+		}
+		r.Fix = []string{
+			"If the move is intended, register Nexus at the new authorization server and put its client_id (and client_secret) in this server's \"oauth\" block" + inFile + ", with issuer set to the new issuer, then: " + login,
+			"Otherwise ask the server's operator why its authorization server changed",
+		}
 	case ErrNoPKCE:
 		r.Problem = "The authorization server" + where + " does not support PKCE with S256 (code_challenge_methods_supported: " + orDefault(e.Description, "absent") + ")"
 		r.Causes = []string{"The authorization server is too old or misconfigured for MCP, which requires PKCE S256"}

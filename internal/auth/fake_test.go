@@ -442,7 +442,9 @@ func (a *fakeAS) register(w http.ResponseWriter, r *http.Request) {
 	a.mu.Lock()
 	a.registrations = append(a.registrations, body)
 	a.n++
-	id := "dcr-client-" + strconv.Itoa(a.n)
+	// Unique across fake servers, so a client id says which one issued it.
+	id := "dcr-client-" + strings.TrimPrefix(a.srv.URL, "http://127.0.0.1:") + "-" + strconv.Itoa(a.n)
+	body["_client_id"] = id
 	a.mu.Unlock()
 	if a.regStatus != 0 {
 		w.Header().Set("Content-Type", "application/json")
@@ -561,6 +563,10 @@ type fakeRS struct {
 	always401       bool
 	always403       bool
 	legacyAS        http.Handler // mounted at the root for 2025-03-26 servers
+	// moveTo, when set, becomes the server's authorization server right
+	// after the first request it accepts (a migration, SEP-2352): its
+	// PRM names it from then on and only its tokens are valid.
+	moveTo *fakeAS
 
 	hits    atomic.Int32
 	prmHits []string
@@ -604,7 +610,7 @@ func (rs *fakeRS) serve(w http.ResponseWriter, r *http.Request) {
 		if rs.prmResource != "" {
 			res = rs.prmResource
 		}
-		m := map[string]any{"resource": res, "authorization_servers": []string{rs.as.issuer()}}
+		m := map[string]any{"resource": res, "authorization_servers": []string{rs.currentAS().issuer()}}
 		if rs.scopesSupported != nil {
 			m["scopes_supported"] = rs.scopesSupported
 		}
@@ -627,7 +633,7 @@ func (rs *fakeRS) serve(w http.ResponseWriter, r *http.Request) {
 		params = append(params, `resource_metadata="`+rs.srv.URL+rs.prmPath()+`"`)
 	}
 	tok := bearerOf(r.Header.Get("Authorization"))
-	scopes, valid := rs.as.scopesOf(tok)
+	scopes, valid := rs.currentAS().scopesOf(tok)
 	if tok == "" || !valid || rs.always401 {
 		if rs.headerScope != "" {
 			params = append(params, `scope="`+rs.headerScope+`"`)
@@ -649,7 +655,18 @@ func (rs *fakeRS) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 403, map[string]string{"error": "insufficient_scope"})
 		return
 	}
+	rs.mu.Lock()
+	if rs.moveTo != nil {
+		rs.as, rs.moveTo = rs.moveTo, nil
+	}
+	rs.mu.Unlock()
 	writeJSON(w, 200, map[string]any{"jsonrpc": "2.0", "id": 1, "result": map[string]any{"op": op}})
+}
+
+func (rs *fakeRS) currentAS() *fakeAS {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.as
 }
 
 // ---- a transport's use of the Authorizer ------------------------------------

@@ -51,9 +51,23 @@ func (c *Client) chooseAuthMethod(as *ServerMetadata, hasSecret bool) string {
 }
 
 // preRegistered is the configured client, for the grants that need one.
+// It is bound to one authorization server (SEP-2352): the configured
+// issuer, else the one it was first used with; another is an error.
 func (c *Client) preRegistered(as *ServerMetadata) (*clientInfo, error) {
 	if c.cfg.ClientID == "" {
 		return nil, c.failWith(&Error{Kind: ErrNoClientIdentity, Op: "identify the client", URL: as.URL})
+	}
+	bound, from := c.cfg.Issuer, "the configured issuer"
+	if bound == "" {
+		c.mu.Lock()
+		if r := c.rec; r != nil && r.Client != nil && r.Client.Source == "config" && r.Client.ClientID == c.cfg.ClientID {
+			bound, from = r.Client.Issuer, "the authorization server it was first used with"
+		}
+		c.mu.Unlock()
+	}
+	if bound != "" && as.Issuer != "" && !sameIssuer(bound, as.Issuer) {
+		return nil, c.failWith(&Error{Kind: ErrIssuerChanged, Op: "identify the client", URL: orDefault(as.URL, as.Issuer),
+			Description: "client_id " + quoteForMessage(c.cfg.ClientID) + " belongs to " + quoteForMessage(bound) + " (" + from + "), the server now names " + quoteForMessage(as.Issuer)})
 	}
 	return &clientInfo{
 		ClientID:     c.cfg.ClientID,
@@ -67,6 +81,13 @@ func (c *Client) preRegistered(as *ServerMetadata) (*clientInfo, error) {
 // clientAuth is how a token request authenticates ci: the x/oauth2 auth
 // style, the secret to send and any extra parameters (a client assertion).
 func (c *Client) clientAuth(as *ServerMetadata, ci *clientInfo) (oauth2.AuthStyle, string, url.Values, error) {
+	// The one gate every token, revocation and exchange request passes:
+	// a client's credentials go only to the authorization server that
+	// issued them (SEP-2352).
+	if ci.Issuer != "" && as.Issuer != "" && !sameIssuer(ci.Issuer, as.Issuer) {
+		return 0, "", nil, errors.New("the client " + quoteForMessage(ci.ClientID) + " belongs to the authorization server " +
+			quoteForMessage(ci.Issuer) + ", not " + quoteForMessage(as.Issuer) + "; its credentials are not sent there")
+	}
 	switch ci.AuthMethod {
 	case authBasic, "":
 		if ci.ClientSecret == "" {

@@ -13,6 +13,8 @@ import (
 type Options struct {
 	ClientID     string
 	ClientSecret string
+	// Issuer binds the pre-registered client to its authorization server.
+	Issuer       string
 	Scopes       []string
 	RedirectURI  string
 	AuthURL      string
@@ -53,6 +55,7 @@ var Grants = []string{GrantAuthorizationCode.String(), GrantClientCredentials.St
 var OptionTable = option.Table[Options]{
 	option.Text("client_id", "/oauth/client_id", true, func(o *Options) *string { return &o.ClientID }, `"nexus"`),
 	option.Text("client_secret", "/oauth/client_secret", true, func(o *Options) *string { return &o.ClientSecret }, `"s3cret"`),
+	option.Text("issuer", "/oauth/issuer", false, func(o *Options) *string { return &o.Issuer }, `"https://as.example.com"`),
 	{HCL: "scopes", JSON: "scopes", Example: `["repo", "read:org"]`,
 		Decode: func(o *Options, v option.Value) { o.Scopes, _ = v.Strings("") },
 		Out: func(o *Options, _ option.Writer) any {
@@ -88,6 +91,7 @@ var OptionTable = option.Table[Options]{
 func (o *Options) Apply(cfg *Config) error {
 	cfg.ClientID = o.ClientID
 	cfg.ClientSecret = o.ClientSecret
+	cfg.Issuer = o.Issuer
 	cfg.Scopes = o.Scopes
 	cfg.RedirectURI = o.RedirectURI
 	cfg.AuthURL = o.AuthURL
