@@ -14,11 +14,11 @@ type Options struct {
 	ClientID     string
 	ClientSecret string
 	// Issuer binds the pre-registered client to its authorization server.
-	Issuer       string
-	Scopes       []string
-	RedirectURI  string
-	AuthURL      string
-	TokenURL     string
+	Issuer      string
+	Scopes      []string
+	RedirectURI string
+	AuthURL     string
+	TokenURL    string
 
 	// Grant is how tokens are obtained: "authorization_code" (the default,
 	// a person logs in through a browser), "client_credentials" (machine to
