@@ -69,6 +69,13 @@ type Client struct {
 	attempts  map[string]int
 	lastGrant time.Time
 	raced     int // retries granted without a new authorization, in a row
+
+	// DPoP: the server asked for DPoP-bound tokens; the latest nonce of
+	// each origin (authorization and resource servers, RFC 9449 sections
+	// 8 and 9); use_dpop_nonce answers to a nonce already sent, in a row.
+	dpopNeeded bool
+	nonces     map[string]string
+	nonceLoops int
 }
 
 // racedLimit bounds the retries Challenge grants because the rejected
@@ -112,6 +119,13 @@ func New(cfg Config) (*Client, error) {
 	} else if h, _, err := net.SplitHostPort(cfg.ListenAddr); err != nil || !isLoopbackHost(h) {
 		return nil, configError(&cfg, "invalid redirect listener address "+strconv.Quote(cfg.ListenAddr), errors.New("it must be a loopback host:port such as 127.0.0.1:0"))
 	}
+	switch cfg.DPoP {
+	case "":
+		cfg.DPoP = DPoPAuto
+	case DPoPAuto, DPoPOn, DPoPOff:
+	default:
+		return nil, configError(&cfg, "invalid dpop mode "+strconv.Quote(cfg.DPoP), errors.New("use auto, on or off"))
+	}
 	switch cfg.Grant {
 	case GrantAuthorizationCode:
 	case GrantClientCredentials:
@@ -149,6 +163,7 @@ func New(cfg Config) (*Client, error) {
 		opener:   cfg.Opener,
 		flow:     make(chan struct{}, 1),
 		attempts: map[string]int{},
+		nonces:   map[string]string{},
 	}
 	if len(cfg.PrivateKeyPEM) > 0 {
 		s, err := newAssertionSigner(cfg.PrivateKeyPEM, cfg.SigningAlg, cfg.KeyID)
@@ -201,6 +216,9 @@ func New(cfg Config) (*Client, error) {
 		c.log.Debug("stored token was issued for another client or grant; not used")
 		rec.Token = nil
 	}
+	if rec != nil && rec.Token != nil && rec.Token.usesDPoP() {
+		c.dpopNeeded = true // renewals stay bound
+	}
 	c.rec = rec
 	return c, nil
 }
@@ -215,6 +233,9 @@ func (c *Client) tokenFitsConfig(r *record) bool {
 		return false
 	}
 	if c.cfg.ClientID != "" && r.Client != nil && r.Client.Source != "config" {
+		return false
+	}
+	if c.cfg.DPoP == DPoPOff && r.Token.usesDPoP() {
 		return false
 	}
 	return true
@@ -251,6 +272,19 @@ func (c *Client) Authorize(ctx context.Context, req *http.Request) error {
 		}
 	}
 	if tok == nil || c.expired(tok) {
+		return nil
+	}
+	if tok.usesDPoP() {
+		key := c.keyOf(tok)
+		if key == nil {
+			return nil // unusable without its key: the 401 leads to a new one
+		}
+		p, err := key.proof(req.Method, req.URL, c.nonce(origin(req.URL)), tok.AccessToken, c.now().Unix())
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Authorization", "DPoP "+tok.AccessToken)
+		req.Header.Set("DPoP", p)
 		return nil
 	}
 	req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
@@ -402,7 +436,15 @@ func (c *Client) Challenge(ctx context.Context, resp *http.Response) (bool, erro
 	if resp == nil || (resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden) {
 		return false, nil
 	}
-	ch, _ := bearerChallenge(resp.Header.Values("WWW-Authenticate"))
+	ch, dpopOnly := serverChallenge(resp.Header.Values("WWW-Authenticate"))
+	if retry, err, handled := c.dpopNonceChallenge(resp, ch); handled {
+		return retry, err
+	}
+	if dpopOnly {
+		c.mu.Lock()
+		c.dpopNeeded = true
+		c.mu.Unlock()
+	}
 	stepUp := resp.StatusCode == http.StatusForbidden
 	if stepUp && !strings.EqualFold(ch.Param("error"), "insufficient_scope") {
 		return false, nil
@@ -441,11 +483,64 @@ func (c *Client) Challenge(ctx context.Context, resp *http.Response) (bool, erro
 	return true, nil
 }
 
+// bearerOf is the access token of an Authorization header, Bearer or
+// DPoP.
 func bearerOf(h string) string {
 	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
 		return strings.TrimSpace(h[7:])
 	}
+	if len(h) > 5 && strings.EqualFold(h[:5], "dpop ") {
+		return strings.TrimSpace(h[5:])
+	}
 	return ""
+}
+
+// serverChallenge is the challenge to act on: the Bearer one, else a DPoP
+// one (then dpopOnly: the server takes DPoP-bound tokens only).
+func serverChallenge(values []string) (ch AuthChallenge, dpopOnly bool) {
+	if ch, ok := bearerChallenge(values); ok {
+		return ch, false
+	}
+	cs, _ := ParseWWWAuthenticate(values)
+	for _, c := range cs {
+		if strings.EqualFold(c.Scheme, "DPoP") {
+			return c, true
+		}
+	}
+	return AuthChallenge{}, false
+}
+
+// nonceLoopLimit bounds the use_dpop_nonce answers to a request that
+// already carried the nonce the server asks for.
+const nonceLoopLimit = 3
+
+// dpopNonceChallenge handles a resource server's use_dpop_nonce (RFC 9449
+// section 9): the request is sent again with the new nonce, no new token
+// needed. handled is false for any other response.
+func (c *Client) dpopNonceChallenge(resp *http.Response, ch AuthChallenge) (retry bool, err error, handled bool) {
+	if resp.StatusCode != http.StatusUnauthorized || !strings.EqualFold(ch.Param("error"), "use_dpop_nonce") || resp.Request == nil {
+		return false, nil, false
+	}
+	n := nonceFrom(resp.Header)
+	if n == "" || !c.sameOrigin(resp.Request.URL) {
+		return false, nil, false
+	}
+	sent := proofNonce(resp.Request.Header.Get("DPoP"))
+	o := origin(resp.Request.URL)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if sent == n {
+		c.nonceLoops++
+		if c.nonceLoops > nonceLoopLimit {
+			c.nonceLoops = 0
+			return false, c.failWith(&Error{Kind: ErrDPoP, Op: "send a request with the server's DPoP nonce", URL: c.resource,
+				Description: "the server kept answering use_dpop_nonce to requests that carried the nonce it had sent"}), true
+		}
+	} else {
+		c.nonceLoops = 0
+	}
+	c.nonces[o] = n
+	return true, nil, true
 }
 
 func scopesCover(have, want []string) bool {

@@ -120,6 +120,10 @@ type Config struct {
 	KeyID         string
 	Enterprise    *Enterprise
 
+	// DPoP is DPoPAuto (""), DPoPOn or DPoPOff: whether tokens are bound
+	// to a key of the client's (RFC 9449). See dpop.go.
+	DPoP string
+
 	// TokenDir holds one 0600 file per server URL; default ~/.nexus/tokens.
 	TokenDir string
 	// NoStore keeps tokens in memory only.

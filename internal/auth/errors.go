@@ -41,6 +41,9 @@ var (
 	// credentials are never presented to another authorization server
 	// (SEP-2352).
 	ErrIssuerChanged = errors.New("the server moved to another authorization server")
+	// ErrDPoP: DPoP (RFC 9449) cannot be used as the server requires, or
+	// the server keeps refusing the client's proofs.
+	ErrDPoP = errors.New("DPoP proof-of-possession failed")
 	// ErrNoPKCE: the authorization server's metadata does not list S256 in
 	// code_challenge_methods_supported.
 	ErrNoPKCE = errors.New("authorization server does not support PKCE S256")
@@ -317,6 +320,16 @@ func (e *Error) report(dc diag.Context) *diag.Report {
 		r.Fix = []string{
 			"If the move is intended, register Nexus at the new authorization server and put its client_id (and client_secret) in this server's \"oauth\" block" + inFile + ", with issuer set to the new issuer, then: " + login,
 			"Otherwise ask the server's operator why its authorization server changed",
+		}
+	case ErrDPoP:
+		r.Problem = "DPoP (proof-of-possession tokens, RFC 9449) failed" + where + ": " + orDefault(e.Description, e.Op)
+		r.Causes = []string{
+			"The server accepts only DPoP-bound tokens and the configuration or the authorization server rules them out",
+			"The server rejects the client's proofs (a clock far off, or a nonce it keeps changing)",
+		}
+		r.Fix = []string{
+			"Set dpop = \"auto\" (the default) or \"on\" in this server's oauth block" + inFile,
+			"Check the system clock, then ask the server's operator which DPoP algorithms and nonces it expects",
 		}
 	case ErrNoPKCE:
 		r.Problem = "The authorization server" + where + " does not support PKCE with S256 (code_challenge_methods_supported: " + orDefault(e.Description, "absent") + ")"

@@ -118,12 +118,16 @@ func (c *Client) authorizeInteractive(ctx context.Context, d *discovered, scopes
 	if err != nil {
 		return nil, err
 	}
+	key, err := c.dpopFor(d)
+	if err != nil {
+		return nil, err
+	}
 	state, err := randomString(32)
 	if err != nil {
 		return nil, err
 	}
 	verifier := oauth2.GenerateVerifier()
-	style, secret, extra, err := c.clientAuth(as, ci)
+	style, secret, _, err := c.clientAuth(as, ci)
 	if err != nil {
 		return nil, c.failWith(&Error{Kind: ErrTokenEndpoint, Op: "authorization code exchange", URL: as.TokenEndpoint, Err: err})
 	}
@@ -186,11 +190,20 @@ func (c *Client) authorizeInteractive(ctx context.Context, d *discovered, scopes
 			Description: "the redirect carried no authorization code"})
 	}
 
-	opts := []oauth2.AuthCodeOption{oauth2.VerifierOption(verifier), oauth2.SetAuthURLParam("resource", d.resource)}
-	for k, v := range extra {
-		opts = append(opts, oauth2.SetAuthURLParam(k, v[0]))
-	}
-	tok, err := oc.Exchange(context.WithValue(ctx, oauth2.HTTPClient, c.hc), res.code, opts...)
+	// With DPoP the exchange may be answered use_dpop_nonce and sent
+	// again; a client assertion is made afresh for each attempt (its jti
+	// must not repeat).
+	tok, err := withNonceRetry(key, func() (*oauth2.Token, error) {
+		opts := []oauth2.AuthCodeOption{oauth2.VerifierOption(verifier), oauth2.SetAuthURLParam("resource", d.resource)}
+		_, _, extra, err := c.clientAuth(as, ci)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range extra {
+			opts = append(opts, oauth2.SetAuthURLParam(k, v[0]))
+		}
+		return oc.Exchange(c.tokenCtx(ctx, key), res.code, opts...)
+	})
 	if err != nil {
 		if ci.Source == "dcr" {
 			var re *oauth2.RetrieveError
@@ -201,7 +214,10 @@ func (c *Client) authorizeInteractive(ctx context.Context, d *discovered, scopes
 		return nil, c.tokenError(ctx, "authorization code exchange", as.TokenEndpoint, err)
 	}
 	st := c.toStored(tok, scopes)
-	c.log.Debug("access token obtained", "grant", "authorization_code", "expires", st.Expiry, "refresh", st.RefreshToken != "")
+	if err := bind(st, key); err != nil {
+		return nil, c.failWith(&Error{Kind: ErrDPoP, Op: "authorization code exchange", Err: err})
+	}
+	c.log.Debug("access token obtained", "grant", "authorization_code", "dpop", st.usesDPoP(), "expires", st.Expiry, "refresh", st.RefreshToken != "")
 	c.saveToken(d, ci, st)
 	return st, nil
 }

@@ -124,7 +124,9 @@ func (c *Client) clientAuth(as *ServerMetadata, ci *clientInfo) (oauth2.AuthStyl
 // ci. It is the one path for refresh, client credentials, JWT bearer and
 // (with another endpoint) token exchange: x/oauth2's client-credentials
 // config sends any grant when grant_type is given in its parameters.
-func (c *Client) tokenRequest(ctx context.Context, op, tokenURL string, ci *clientInfo, as *ServerMetadata, params url.Values) (*oauth2.Token, error) {
+// With key, each attempt carries a DPoP proof, and a use_dpop_nonce answer
+// is retried once with the server's nonce (and a fresh client assertion).
+func (c *Client) tokenRequest(ctx context.Context, op, tokenURL string, ci *clientInfo, as *ServerMetadata, params url.Values, key *dpopKey) (*oauth2.Token, error) {
 	if tokenURL == "" {
 		return nil, c.failWith(&Error{Kind: ErrDiscovery, Op: "find the token endpoint", URL: as.URL,
 			Err: errors.New("the authorization server metadata has no token_endpoint")})
@@ -132,21 +134,32 @@ func (c *Client) tokenRequest(ctx context.Context, op, tokenURL string, ci *clie
 	if err := checkSecureURL(tokenURL); err != nil {
 		return nil, c.fail(ErrInsecureURL, "token endpoint", tokenURL, nil)
 	}
-	style, secret, extra, err := c.clientAuth(as, ci)
-	if err != nil {
-		return nil, c.failWith(&Error{Kind: ErrTokenEndpoint, Op: op, URL: tokenURL, Err: err})
+	var authErr error
+	tok, err := withNonceRetry(key, func() (*oauth2.Token, error) {
+		style, secret, extra, err := c.clientAuth(as, ci)
+		if err != nil {
+			authErr = err
+			return nil, err
+		}
+		p := url.Values{}
+		for k, v := range params {
+			p[k] = v
+		}
+		for k, v := range extra {
+			p[k] = v
+		}
+		cc := clientcredentials.Config{
+			ClientID:       ci.ClientID,
+			ClientSecret:   secret,
+			TokenURL:       tokenURL,
+			AuthStyle:      style,
+			EndpointParams: p,
+		}
+		return cc.Token(c.tokenCtx(ctx, key))
+	})
+	if authErr != nil {
+		return nil, c.failWith(&Error{Kind: ErrTokenEndpoint, Op: op, URL: tokenURL, Err: authErr})
 	}
-	for k, v := range extra {
-		params[k] = v
-	}
-	cc := clientcredentials.Config{
-		ClientID:       ci.ClientID,
-		ClientSecret:   secret,
-		TokenURL:       tokenURL,
-		AuthStyle:      style,
-		EndpointParams: params,
-	}
-	tok, err := cc.Token(context.WithValue(ctx, oauth2.HTTPClient, c.hc))
 	if err != nil {
 		return nil, c.tokenError(ctx, op, tokenURL, err)
 	}
@@ -207,11 +220,18 @@ func (c *Client) refresh(ctx context.Context, as *ServerMetadata, ci *clientInfo
 		"refresh_token": {tok.RefreshToken},
 		"resource":      {resource},
 	}
-	nt, err := c.tokenRequest(ctx, "token refresh", as.TokenEndpoint, ci, as, params)
+	// A DPoP token's refresh token is bound to the same key (RFC 9449
+	// section 5): it goes with a proof of that key, and so does the
+	// token it returns.
+	key := c.keyOf(tok)
+	nt, err := c.tokenRequest(ctx, "token refresh", as.TokenEndpoint, ci, as, params, key)
 	if err != nil {
 		return nil, err
 	}
 	st := c.toStored(nt, tok.Scopes)
+	if err := bind(st, key); err != nil {
+		return nil, c.failWith(&Error{Kind: ErrDPoP, Op: "token refresh", Err: err})
+	}
 	c.log.Debug("access token refreshed", "expires", st.Expiry)
 	c.saveToken(&discovered{as: as, resource: resource}, ci, st)
 	return st, nil
@@ -220,17 +240,18 @@ func (c *Client) refresh(ctx context.Context, as *ServerMetadata, ci *clientInfo
 // obtainNonInteractive runs the client-credentials grant or the
 // enterprise flow.
 func (c *Client) obtainNonInteractive(ctx context.Context, d *discovered, ci *clientInfo, scopes []string) (*storedToken, error) {
-	var (
-		tok *oauth2.Token
-		err error
-	)
+	key, err := c.dpopFor(d)
+	if err != nil {
+		return nil, err
+	}
+	var tok *oauth2.Token
 	switch c.cfg.Grant {
 	case GrantClientCredentials:
 		params := url.Values{"grant_type": {"client_credentials"}, "resource": {d.resource}}
 		if len(scopes) > 0 {
 			params.Set("scope", strings.Join(scopes, " "))
 		}
-		tok, err = c.tokenRequest(ctx, "client-credentials grant", d.as.TokenEndpoint, ci, d.as, params)
+		tok, err = c.tokenRequest(ctx, "client-credentials grant", d.as.TokenEndpoint, ci, d.as, params, key)
 	case GrantEnterprise:
 		var jag string
 		jag, err = c.idJAG(ctx, d, scopes)
@@ -241,7 +262,7 @@ func (c *Client) obtainNonInteractive(ctx context.Context, d *discovered, ci *cl
 		if len(scopes) > 0 {
 			params.Set("scope", strings.Join(scopes, " "))
 		}
-		tok, err = c.tokenRequest(ctx, "JWT bearer grant", d.as.TokenEndpoint, ci, d.as, params)
+		tok, err = c.tokenRequest(ctx, "JWT bearer grant", d.as.TokenEndpoint, ci, d.as, params, key)
 	default:
 		return nil, errors.New("not a non-interactive grant")
 	}
@@ -249,7 +270,10 @@ func (c *Client) obtainNonInteractive(ctx context.Context, d *discovered, ci *cl
 		return nil, err
 	}
 	st := c.toStored(tok, scopes)
-	c.log.Debug("access token obtained", "grant", c.cfg.Grant.String(), "expires", st.Expiry)
+	if err := bind(st, key); err != nil {
+		return nil, c.failWith(&Error{Kind: ErrDPoP, Op: c.cfg.Grant.String() + " grant", Err: err})
+	}
+	c.log.Debug("access token obtained", "grant", c.cfg.Grant.String(), "expires", st.Expiry, "dpop", st.usesDPoP())
 	c.saveToken(d, ci, st)
 	return st, nil
 }
@@ -296,7 +320,7 @@ func (c *Client) idJAG(ctx context.Context, d *discovered, scopes []string) (str
 	if e.IdPClientSecret != "" {
 		ci.AuthMethod = authBasic
 	}
-	tok, err := c.tokenRequest(ctx, "token exchange at the enterprise IdP", tokenURL, ci, idp, params)
+	tok, err := c.tokenRequest(ctx, "token exchange at the enterprise IdP", tokenURL, ci, idp, params, nil)
 	if err != nil {
 		return "", err
 	}

@@ -43,6 +43,10 @@ type Options struct {
 	IdPIssuer       string
 	IdPClientID     string
 	IdPClientSecret string
+
+	// DPoP is "auto" (the default: when the server requires it), "on" or
+	// "off": whether tokens are bound to a key of Nexus (RFC 9449).
+	DPoP string
 }
 
 // Grants are the values of Options.Grant: the names of the Grants.
@@ -83,6 +87,14 @@ var OptionTable = option.Table[Options]{
 	option.Text("idp_token_url", "/oauth/idp_token_url", false, func(o *Options) *string { return &o.IdPTokenURL }, `"https://idp.example.com/token"`),
 	option.Text("idp_issuer", "/oauth/idp_issuer", false, func(o *Options) *string { return &o.IdPIssuer }, `"https://idp.example.com"`),
 	option.Text("idp_client_id", "/oauth/idp_client_id", false, func(o *Options) *string { return &o.IdPClientID }, `"nexus-at-idp"`),
+	{HCL: "dpop", JSON: "dpop", Example: `"on"`,
+		Decode: func(o *Options, v option.Value) { o.DPoP, _ = v.Choice(DPoPModes) },
+		Out: func(o *Options, _ option.Writer) any {
+			if o.DPoP == "" {
+				return nil
+			}
+			return o.DPoP
+		}},
 	option.Text("idp_client_secret", "/oauth/idp_client_secret", true, func(o *Options) *string { return &o.IdPClientSecret }, `"idp-s3cret"`),
 }
 
@@ -102,6 +114,7 @@ func (o *Options) Apply(cfg *Config) error {
 	}
 	cfg.SigningAlg = o.SigningAlg
 	cfg.KeyID = o.KeyID
+	cfg.DPoP = o.DPoP
 	switch o.Grant {
 	case "", GrantAuthorizationCode.String():
 		cfg.Grant = GrantAuthorizationCode

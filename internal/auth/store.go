@@ -55,6 +55,9 @@ type storedToken struct {
 	Expiry       time.Time `json:"expiry,omitzero"`
 	Scopes       []string  `json:"scopes,omitempty"` // granted (or, when the AS did not say, requested)
 	ObtainedAt   time.Time `json:"obtained_at"`
+	// DPoPKey is the private key (PKCS #8 PEM) the token and its refresh
+	// token are bound to, for a DPoP token (RFC 9449).
+	DPoPKey string `json:"dpop_key,omitempty"`
 }
 
 // clientInfo is the client identity used with an authorization server.
