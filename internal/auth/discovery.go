@@ -15,8 +15,8 @@ type ResourceMetadata struct {
 	BearerMethodsSupported []string `json:"bearer_methods_supported,omitempty"`
 	// DPoPBoundAccessTokensRequired: the server accepts DPoP-bound tokens
 	// only (RFC 9449 section 5.2 / RFC 9728).
-	DPoPBoundAccessTokensRequired bool `json:"dpop_bound_access_tokens_required,omitempty"`
-	ResourceName           string   `json:"resource_name,omitempty"`
+	DPoPBoundAccessTokensRequired bool   `json:"dpop_bound_access_tokens_required,omitempty"`
+	ResourceName                  string `json:"resource_name,omitempty"`
 
 	// URL the document was fetched from (not part of the document).
 	URL string `json:"-"`
