@@ -150,6 +150,10 @@ func New(cfg Config) (*Client, error) {
 				return nil, configError(&cfg, "invalid IdP URL "+strconv.Quote(u), errors.New("it must be an https URL (plain http is only allowed on localhost)"))
 			}
 		}
+	case GrantJWTBearer:
+		if cfg.Assertion == "" && cfg.AssertionFile == "" && cfg.AssertionFunc == nil {
+			return nil, configError(&cfg, "the jwt_bearer grant needs the workload's JWT", errors.New("set assertion (the JWT itself, e.g. from ${env:...}) or assertion_file (a file the platform keeps current)"))
+		}
 	default:
 		return nil, configError(&cfg, "unknown grant "+strconv.Itoa(int(cfg.Grant)), nil)
 	}
@@ -591,6 +595,12 @@ func (c *Client) acquire(ctx context.Context, ch AuthChallenge, stepUp bool, cur
 	switch c.cfg.Grant {
 	case GrantAuthorizationCode:
 		_, err = c.authorizeInteractive(ctx, d, scopes)
+	case GrantJWTBearer:
+		var ci *clientInfo
+		ci, err = c.workloadClient(d.as)
+		if err == nil {
+			_, err = c.obtainNonInteractive(ctx, d, ci, scopes)
+		}
 	default:
 		var ci *clientInfo
 		ci, err = c.preRegistered(d.as)

@@ -30,6 +30,14 @@ const (
 	// authorization server turns into an access token. It needs
 	// Config.Enterprise and ClientID.
 	GrantEnterprise
+	// GrantJWTBearer is workload identity federation (SEP-1933): the
+	// RFC 7523 JWT bearer grant with a JWT the workload's platform issued
+	// it (a Kubernetes service account token, a cloud identity token),
+	// from Config.Assertion, AssertionFile or AssertionFunc. ClientID is
+	// optional (sent when set, with ClientSecret or PrivateKeyPEM when
+	// those are). A refused grant is reported, never retried with another
+	// grant.
+	GrantJWTBearer
 )
 
 func (g Grant) String() string {
@@ -40,6 +48,8 @@ func (g Grant) String() string {
 		return "client_credentials"
 	case GrantEnterprise:
 		return "enterprise"
+	case GrantJWTBearer:
+		return "jwt_bearer"
 	}
 	return "unknown"
 }
@@ -119,6 +129,13 @@ type Config struct {
 	SigningAlg    string
 	KeyID         string
 	Enterprise    *Enterprise
+
+	// The workload's JWT for GrantJWTBearer: AssertionFunc when set, else
+	// the file AssertionFile (read afresh for each token, since platforms
+	// rotate these files; at most 64 KiB), else Assertion.
+	Assertion     string
+	AssertionFile string
+	AssertionFunc func(ctx context.Context) (string, error)
 
 	// DPoP is DPoPAuto (""), DPoPOn or DPoPOff: whether tokens are bound
 	// to a key of the client's (RFC 9449). See dpop.go.

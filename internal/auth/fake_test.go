@@ -70,6 +70,9 @@ type fakeAS struct {
 	clientKey crypto.PublicKey  // private_key_jwt verification key
 	idpKey    *ecdsa.PublicKey  // verifies ID-JAGs
 	idpIssuer string
+	// workloadKey, when set, makes the JWT bearer grant take workload
+	// JWTs (SEP-1933) with this key and aud the issuer, not ID-JAGs.
+	workloadKey *ecdsa.PublicKey
 
 	mu            sync.Mutex
 	metaHits      []string
@@ -430,6 +433,20 @@ func (a *fakeAS) token(w http.ResponseWriter, r *http.Request) {
 	case "client_credentials":
 		scopes = strings.Fields(f.Get("scope"))
 	case grantJWTBearer:
+		if a.workloadKey != nil {
+			_, err := jwt.Parse(f.Get("assertion"), func(*jwt.Token) (any, error) { return a.workloadKey, nil },
+				jwt.WithValidMethods([]string{"ES256"}), jwt.WithAudience(a.issuer()), jwt.WithExpirationRequired())
+			if err != nil {
+				writeJSON(w, 400, map[string]string{"error": "invalid_grant", "error_description": "workload JWT: " + err.Error()})
+				return
+			}
+			scopes = strings.Fields(f.Get("scope"))
+			if contains(scopes, "wif.rejected") {
+				writeJSON(w, 400, map[string]string{"error": "invalid_scope"})
+				return
+			}
+			break
+		}
 		if !a.checkIDJAG(f.Get("assertion"), clientID, f.Get("resource")) {
 			writeJSON(w, 400, map[string]string{"error": "invalid_grant"})
 			return

@@ -3,8 +3,11 @@ package auth
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -263,6 +266,17 @@ func (c *Client) obtainNonInteractive(ctx context.Context, d *discovered, ci *cl
 			params.Set("scope", strings.Join(scopes, " "))
 		}
 		tok, err = c.tokenRequest(ctx, "JWT bearer grant", d.as.TokenEndpoint, ci, d.as, params, key)
+	case GrantJWTBearer:
+		var assertion string
+		assertion, err = c.workloadAssertion(ctx)
+		if err != nil {
+			return nil, err
+		}
+		params := url.Values{"grant_type": {grantJWTBearer}, "assertion": {assertion}, "resource": {d.resource}}
+		if len(scopes) > 0 {
+			params.Set("scope", strings.Join(scopes, " "))
+		}
+		tok, err = c.tokenRequest(ctx, "workload identity (JWT bearer) grant", d.as.TokenEndpoint, ci, d.as, params, key)
 	default:
 		return nil, errors.New("not a non-interactive grant")
 	}
@@ -276,6 +290,46 @@ func (c *Client) obtainNonInteractive(ctx context.Context, d *discovered, ci *cl
 	c.log.Debug("access token obtained", "grant", c.cfg.Grant.String(), "expires", st.Expiry, "dpop", st.usesDPoP())
 	c.saveToken(d, ci, st)
 	return st, nil
+}
+
+// workloadClient is the client of the JWT bearer grant: the configured
+// one, or none at all (the assertion alone identifies the workload).
+func (c *Client) workloadClient(as *ServerMetadata) (*clientInfo, error) {
+	if c.cfg.ClientID != "" {
+		return c.preRegistered(as)
+	}
+	return &clientInfo{AuthMethod: authNone, Source: "config", Issuer: as.Issuer}, nil
+}
+
+// maxAssertion bounds a workload JWT read from a file.
+const maxAssertion = 64 << 10
+
+// workloadAssertion is the workload's JWT, fetched afresh for each grant.
+func (c *Client) workloadAssertion(ctx context.Context) (string, error) {
+	var (
+		s    string
+		err  error
+		what = "the workload JWT (assertion)"
+	)
+	switch {
+	case c.cfg.AssertionFunc != nil:
+		s, err = c.cfg.AssertionFunc(ctx)
+	case c.cfg.AssertionFile != "":
+		what = "the workload JWT file " + c.cfg.AssertionFile + " (assertion_file)"
+		var b []byte
+		b, err = readFileLimited(c.cfg.AssertionFile, maxAssertion)
+		s = string(b)
+	default:
+		s = c.cfg.Assertion
+	}
+	s = strings.TrimSpace(s)
+	if err == nil && strings.Count(s, ".") != 2 {
+		err = errors.New("it is not a JWT (three dot-separated parts)")
+	}
+	if err != nil {
+		return "", c.failWith(&Error{Kind: ErrConfig, Op: "read " + what, Err: err})
+	}
+	return s, nil
 }
 
 // idJAG exchanges the user's ID token at the enterprise IdP for an
@@ -378,4 +432,21 @@ func (c *Client) revoke(ctx context.Context, rec *record) {
 	}
 	resp.Body.Close()
 	c.log.Debug("token revocation", "status", resp.StatusCode)
+}
+
+// readFileLimited reads a file of at most limit bytes.
+func readFileLimited(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("the file is larger than %d bytes", limit)
+	}
+	return b, nil
 }
