@@ -526,7 +526,9 @@ func (c *Client) dpopNonceChallenge(resp *http.Response, ch AuthChallenge) (retr
 		return false, nil, false
 	}
 	n := nonceFrom(resp.Header)
-	if n == "" || !c.sameOrigin(resp.Request.URL) {
+	if n == "" || !c.sameOrigin(resp.Request.URL) || resp.Request.Header.Get("DPoP") == "" {
+		// Without a proof the request had no nonce to fix: a new
+		// (DPoP-bound) token is what it needs.
 		return false, nil, false
 	}
 	sent := proofNonce(resp.Request.Header.Get("DPoP"))

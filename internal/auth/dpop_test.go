@@ -240,3 +240,20 @@ func TestProofShape(t *testing.T) {
 		}
 	}
 }
+
+// TestNonceChallengeNeedsProof: use_dpop_nonce to a request that carried
+// no proof (a bearer token) is not a nonce retry: the client obtains a
+// DPoP-bound token instead of looping.
+func TestNonceChallengeNeedsProof(t *testing.T) {
+	as, rs := dpopPair(t)
+	c := newTestClient(t, rs, nil)
+	req, _ := http.NewRequest(http.MethodPost, rs.url(), nil)
+	req.Header.Set("Authorization", "Bearer old")
+	resp := &http.Response{StatusCode: 401, Request: req, Header: http.Header{
+		"Www-Authenticate": {`DPoP error="use_dpop_nonce"`}, "Dpop-Nonce": {"n1"}}}
+	if _, _, handled := c.dpopNonceChallenge(resp, AuthChallenge{Scheme: "DPoP", Params: map[string]string{"error": "use_dpop_nonce"}}); handled {
+		t.Fatal("a proof-less request was treated as a nonce retry")
+	}
+	mustCall(t, c, rs.url())
+	as.checkNoFailures()
+}

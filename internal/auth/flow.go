@@ -224,9 +224,17 @@ func (c *Client) authorizeInteractive(ctx context.Context, d *discovered, scopes
 
 // checkIss applies RFC 9207 section 2.4 as the MCP authorization spec
 // (2026-07-28) tightens it: as.Issuer is the issuer recorded from the
-// validated metadata before the browser was sent off.
+// validated metadata before the browser was sent off. Without a metadata
+// document (the 2025-03-26 default endpoints, or endpoints from the
+// config) there is no recorded issuer to compare with, and the response
+// is judged by its state alone.
 func (c *Client) checkIss(iss string, as *ServerMetadata) error {
 	switch {
+	case as.URL == "":
+		if iss != "" {
+			c.log.Debug("iss in the authorization response not checked: the authorization server has no metadata", "iss", sanitize.ForDisplayLimit(iss, 200))
+		}
+		return nil
 	case iss == "" && !as.AuthorizationResponseIssParameterSupported:
 		return nil
 	case iss == "":

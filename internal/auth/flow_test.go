@@ -751,3 +751,17 @@ func TestRelativeResourceMetadata(t *testing.T) {
 	c := newTestClient(t, rs, nil)
 	mustCall(t, c, rs.url())
 }
+
+// TestIssWithoutMetadata: with no metadata document there is no recorded
+// issuer; iss is then not compared (the state still is).
+func TestIssWithoutMetadata(t *testing.T) {
+	as := newFakeAS(t)
+	rs := newFakeRS(t, as)
+	c := newTestClient(t, rs, nil)
+	if err := c.checkIss("https://as.example", &ServerMetadata{Issuer: "https://mcp.example"}); err != nil {
+		t.Errorf("no metadata: %v", err)
+	}
+	if err := c.checkIss("https://as.example", &ServerMetadata{Issuer: "https://mcp.example", URL: "https://mcp.example/.well-known/oauth-authorization-server"}); !errors.Is(err, ErrIssMismatch) {
+		t.Errorf("with metadata: %v, want ErrIssMismatch", err)
+	}
+}
