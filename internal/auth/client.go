@@ -746,7 +746,16 @@ func (c *Client) probe(ctx context.Context) AuthChallenge {
 	}
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
-	if ch, ok := bearerChallenge(resp.Header.Values("WWW-Authenticate")); ok {
+	ch, dpopOnly := serverChallenge(resp.Header.Values("WWW-Authenticate"))
+	if dpopOnly {
+		c.mu.Lock()
+		c.dpopNeeded = true
+		c.mu.Unlock()
+	}
+	if ch.Scheme != "" {
+		if ch.Params == nil {
+			ch.Params = map[string]string{}
+		}
 		return ch
 	}
 	return empty

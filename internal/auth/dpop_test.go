@@ -257,3 +257,21 @@ func TestNonceChallengeNeedsProof(t *testing.T) {
 	mustCall(t, c, rs.url())
 	as.checkNoFailures()
 }
+
+// TestDPoPLogin: nexus auth login against a DPoP-only server obtains a
+// bound token at once (the probe's challenge says so).
+func TestDPoPLogin(t *testing.T) {
+	as, rs := dpopPair(t)
+	c := newTestClient(t, rs, nil)
+	if err := c.Login(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if tok := c.token(); tok == nil || !tok.usesDPoP() {
+		t.Fatalf("token %+v after login, want DPoP-bound", tok)
+	}
+	mustCall(t, c, rs.url())
+	as.checkNoFailures()
+	if authz, _, _, _ := as.snapshot(); len(authz) != 1 {
+		t.Errorf("%d logins, want 1", len(authz))
+	}
+}
