@@ -403,6 +403,15 @@ func (e *Error) report(dc diag.Context) *diag.Report {
 			r.Problem += " (" + oauthErr + ")"
 		}
 		switch {
+		case e.Op == opWorkloadGrant && e.Status < 500 && e.OAuthError != "":
+			r.Causes = []string{
+				"The workload JWT expired, or its aud is not this authorization server's issuer (invalid_grant)",
+				"The authorization server does not trust the JWT's issuer or subject for this client, or not for the scopes asked (unauthorized_client, invalid_scope)",
+			}
+			r.Fix = []string{
+				"Check the JWT in assertion or assertion_file" + inFile + ": its aud, exp, iss and sub",
+				"Ask the authorization server's operator to trust this workload (its issuer and subject) for the scopes it needs",
+			}
 		case e.Status >= 500:
 			r.Causes = []string{"The authorization server failed while handling the request (a bug or an outage)"}
 			r.Fix = []string{"Try again later; if it persists, contact the server's operator"}

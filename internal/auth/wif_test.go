@@ -118,6 +118,9 @@ func TestWorkloadIdentityRefused(t *testing.T) {
 			if toks[0].form.Has("client_id") {
 				t.Error("client_id sent although none is configured")
 			}
+			if tc.name == "expired" {
+				checkGolden(t, "wif_refused", err, names(rs, as)...)
+			}
 		})
 	}
 }
