@@ -76,6 +76,10 @@ type Client struct {
 	dpopNeeded bool
 	nonces     map[string]string
 	nonceLoops int
+	key        struct {
+		pem string
+		key *dpopKey
+	}
 }
 
 // racedLimit bounds the retries Challenge grants because the rejected
@@ -441,7 +445,7 @@ func (c *Client) Challenge(ctx context.Context, resp *http.Response) (bool, erro
 		return false, nil
 	}
 	ch, dpopOnly := serverChallenge(resp.Header.Values("WWW-Authenticate"))
-	if retry, err, handled := c.dpopNonceChallenge(resp, ch); handled {
+	if retry, handled, err := c.dpopNonceChallenge(resp); handled {
 		return retry, err
 	}
 	if dpopOnly {
@@ -519,17 +523,25 @@ func serverChallenge(values []string) (ch AuthChallenge, dpopOnly bool) {
 const nonceLoopLimit = 3
 
 // dpopNonceChallenge handles a resource server's use_dpop_nonce (RFC 9449
-// section 9): the request is sent again with the new nonce, no new token
+// section 9), in its DPoP challenge (a server may send a Bearer one
+// beside it): the request is sent again with the new nonce, no new token
 // needed. handled is false for any other response.
-func (c *Client) dpopNonceChallenge(resp *http.Response, ch AuthChallenge) (retry bool, err error, handled bool) {
-	if resp.StatusCode != http.StatusUnauthorized || !strings.EqualFold(ch.Param("error"), "use_dpop_nonce") || resp.Request == nil {
-		return false, nil, false
-	}
-	n := nonceFrom(resp.Header)
-	if n == "" || !c.sameOrigin(resp.Request.URL) || resp.Request.Header.Get("DPoP") == "" {
+func (c *Client) dpopNonceChallenge(resp *http.Response) (retry, handled bool, err error) {
+	if resp.StatusCode != http.StatusUnauthorized || resp.Request == nil || resp.Request.Header.Get("DPoP") == "" {
 		// Without a proof the request had no nonce to fix: a new
 		// (DPoP-bound) token is what it needs.
-		return false, nil, false
+		return false, false, nil
+	}
+	asked := false
+	cs, _ := ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
+	for _, ch := range cs {
+		if strings.EqualFold(ch.Scheme, "DPoP") && strings.EqualFold(ch.Param("error"), "use_dpop_nonce") {
+			asked = true
+		}
+	}
+	n := nonceFrom(resp.Header)
+	if !asked || n == "" || !c.sameOrigin(resp.Request.URL) {
+		return false, false, nil
 	}
 	sent := proofNonce(resp.Request.Header.Get("DPoP"))
 	o := origin(resp.Request.URL)
@@ -539,14 +551,17 @@ func (c *Client) dpopNonceChallenge(resp *http.Response, ch AuthChallenge) (retr
 		c.nonceLoops++
 		if c.nonceLoops > nonceLoopLimit {
 			c.nonceLoops = 0
-			return false, c.failWith(&Error{Kind: ErrDPoP, Op: "send a request with the server's DPoP nonce", URL: c.resource,
-				Description: "the server kept answering use_dpop_nonce to requests that carried the nonce it had sent"}), true
+			return false, true, c.failWith(&Error{Kind: ErrDPoP, Op: "send a request with the server's DPoP nonce", URL: c.resource,
+				Description: "the server kept answering use_dpop_nonce to requests that carried the nonce it had sent"})
 		}
 	} else {
 		c.nonceLoops = 0
 	}
+	if len(c.nonces) >= maxNonceOrigins {
+		clear(c.nonces)
+	}
 	c.nonces[o] = n
-	return true, nil, true
+	return true, true, nil
 }
 
 func scopesCover(have, want []string) bool {

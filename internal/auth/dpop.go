@@ -52,6 +52,9 @@ var DPoPModes = []string{DPoPAuto, DPoPOn, DPoPOff}
 // must support a set that in practice always includes it.
 const dpopAlg = "ES256"
 
+// maxNonceOrigins bounds the origins whose nonces are kept.
+const maxNonceOrigins = 64
+
 // maxNonce bounds a server-supplied DPoP nonce (RFC 9449 allows any
 // NQCHAR string; real ones are short).
 const maxNonce = 512
@@ -189,7 +192,7 @@ func (c *Client) nonce(origin string) string {
 func (c *Client) setNonce(origin, n string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.nonces) >= 64 {
+	if len(c.nonces) >= maxNonceOrigins {
 		clear(c.nonces) // a handful of origins in practice; never unbounded
 	}
 	c.nonces[origin] = n
@@ -285,15 +288,26 @@ func (c *Client) dpopRequired() bool {
 }
 
 // keyOf is the DPoP key a stored token is bound to (nil: a bearer token).
+// The last one decoded is kept, so requests do not parse it each time.
 func (c *Client) keyOf(t *storedToken) *dpopKey {
 	if t == nil || t.DPoPKey == "" {
 		return nil
 	}
+	c.mu.Lock()
+	if c.key.pem == t.DPoPKey {
+		k := c.key.key
+		c.mu.Unlock()
+		return k
+	}
+	c.mu.Unlock()
 	k, err := decodeDPoPKey(t.DPoPKey)
 	if err != nil {
 		c.log.Warn("ignoring the stored DPoP key", "error", err)
 		return nil
 	}
+	c.mu.Lock()
+	c.key.pem, c.key.key = t.DPoPKey, k
+	c.mu.Unlock()
 	return k
 }
 

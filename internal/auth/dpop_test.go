@@ -251,7 +251,7 @@ func TestNonceChallengeNeedsProof(t *testing.T) {
 	req.Header.Set("Authorization", "Bearer old")
 	resp := &http.Response{StatusCode: 401, Request: req, Header: http.Header{
 		"Www-Authenticate": {`DPoP error="use_dpop_nonce"`}, "Dpop-Nonce": {"n1"}}}
-	if _, _, handled := c.dpopNonceChallenge(resp, AuthChallenge{Scheme: "DPoP", Params: map[string]string{"error": "use_dpop_nonce"}}); handled {
+	if _, handled, _ := c.dpopNonceChallenge(resp); handled {
 		t.Fatal("a proof-less request was treated as a nonce retry")
 	}
 	mustCall(t, c, rs.url())
@@ -273,5 +273,39 @@ func TestDPoPLogin(t *testing.T) {
 	as.checkNoFailures()
 	if authz, _, _, _ := as.snapshot(); len(authz) != 1 {
 		t.Errorf("%d logins, want 1", len(authz))
+	}
+}
+
+// TestNonceInDualChallenge: a server that offers Bearer and DPoP puts
+// use_dpop_nonce in its DPoP challenge; that is the one that counts.
+func TestNonceInDualChallenge(t *testing.T) {
+	_, rs := dpopPair(t)
+	c := newTestClient(t, rs, nil)
+	req, _ := http.NewRequest(http.MethodPost, rs.url(), nil)
+	req.Header.Set("DPoP", "x.e30.y")
+	resp := &http.Response{StatusCode: 401, Request: req, Header: http.Header{
+		"Www-Authenticate": {`Bearer resource_metadata="x", DPoP error="use_dpop_nonce"`}, "Dpop-Nonce": {"n2"}}}
+	retry, handled, err := c.dpopNonceChallenge(resp)
+	if !retry || !handled || err != nil || c.nonce(origin(req.URL)) != "n2" {
+		t.Fatalf("retry %v handled %v err %v nonce %q", retry, handled, err, c.nonce(origin(req.URL)))
+	}
+}
+
+// BenchmarkAuthorizeDPoP is what DPoP adds to each request: one ES256
+// signature (the key is decoded once).
+func BenchmarkAuthorizeDPoP(b *testing.B) {
+	k, _ := newDPoPKey()
+	pemKey, _ := k.encode()
+	c, err := New(Config{ServerURL: "https://mcp.example/mcp", NoStore: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c.rec = &record{Token: &storedToken{AccessToken: "at", TokenType: "DPoP", DPoPKey: pemKey}}
+	req, _ := http.NewRequest(http.MethodPost, "https://mcp.example/mcp", nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := c.Authorize(context.Background(), req); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
