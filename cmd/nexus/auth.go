@@ -186,6 +186,9 @@ func printStatusDetails(a *app, st host.OAuthStatus) {
 	if st.LoggedIn {
 		line("refreshable", fmt.Sprint(st.CanRefresh))
 	}
+	if st.DPoP {
+		line("bound", "DPoP (RFC 9449): useless without Nexus's key")
+	}
 	line("token file", st.File)
 }
 

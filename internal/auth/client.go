@@ -809,6 +809,7 @@ type Status struct {
 	Grant        string
 	ObtainedAt   time.Time
 	File         string // "" when tokens are not stored
+	DPoP         bool   // the token is bound to a key of Nexus (RFC 9449)
 }
 
 // Status reports what is stored for the server.
@@ -834,6 +835,7 @@ func (c *Client) Status() Status {
 		s.CanRefresh = t.RefreshToken != ""
 		s.Scopes = append([]string(nil), t.Scopes...)
 		s.ObtainedAt = t.ObtainedAt
+		s.DPoP = t.usesDPoP()
 	}
 	return s
 }

@@ -40,6 +40,9 @@ func TestDPoP(t *testing.T) {
 	if key := c.keyOf(tok); key == nil || key.thumbprint() != as.boundTo(tok.AccessToken) {
 		t.Error("the stored key is not the one the token is bound to")
 	}
+	if !c.Status().DPoP {
+		t.Error("status does not say the token is DPoP-bound")
+	}
 }
 
 // TestDPoPNonce is auth/dpop-nonce: use_dpop_nonce from the token
