@@ -308,9 +308,10 @@ func (e *Error) report(dc diag.Context) *diag.Report {
 		r.Problem = "The authorization server metadata" + where + " names a different issuer: " + e.Description
 		r.Causes = []string{
 			"The authorization server is misconfigured (its issuer setting does not match its URL)",
+			"The server's Protected Resource Metadata names the issuer in another form (the two must be identical: a trailing slash or a different case counts)",
 			"The metadata was served by a party impersonating the authorization server",
 		}
-		r.Fix = []string{"Ask the server's operator to fix the issuer in the authorization server's metadata"}
+		r.Fix = []string{"Ask the server's operator to make authorization_servers in its Protected Resource Metadata and the issuer in the authorization server's metadata identical"}
 	case ErrIssuerChanged:
 		r.Problem = "The client credentials of this server belong to another authorization server: " + e.Description + "; they were not sent"
 		r.Causes = []string{
