@@ -178,7 +178,7 @@ func authConfig(srv *config.Server, o AuthOptions) (auth.Config, error) {
 	if err := oa.Apply(&cfg); err != nil {
 		return cfg, &diag.Report{Title: "OAuth Configuration Error", Server: srv.Name, Source: srv.Source, URL: srv.URL,
 			Problem: err.Error(),
-			Fix:     []string{`Use "authorization_code", "client_credentials" or "enterprise".`}}
+			Fix:     []string{`Use "authorization_code", "client_credentials", "enterprise" or "jwt_bearer".`}}
 	}
 	return cfg, nil
 }

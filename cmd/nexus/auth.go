@@ -23,7 +23,8 @@ func (a *app) authCmd() *cobra.Command {
 A server that answers 401 logs Nexus in by itself on first use; "login" does
 it ahead of time. For people the login opens the authorization page in a
 browser (and prints its URL) and waits for the redirect back to Nexus; servers
-with "grant": "client_credentials" or "enterprise" in their oauth block log in
+with "grant": "client_credentials", "enterprise" or "jwt_bearer" (workload
+identity: the platform's JWT for the workload) in their oauth block log in
 without one. Tokens are kept per server URL in ~/.nexus/tokens (0600 files)
 and refreshed before they expire.`,
 	}
@@ -184,6 +185,9 @@ func printStatusDetails(a *app, st host.OAuthStatus) {
 	}
 	if st.LoggedIn {
 		line("refreshable", fmt.Sprint(st.CanRefresh))
+	}
+	if st.DPoP {
+		line("bound", "DPoP (RFC 9449): useless without Nexus's key")
 	}
 	line("token file", st.File)
 }

@@ -234,14 +234,29 @@ func TestRedirectTimeout(t *testing.T) {
 	}
 }
 
+// TestIssuerMismatch: metadata whose issuer is not identical to the one
+// the well-known URL was built from is not used, not even for
+// registration (auth/metadata-issuer-mismatch); a trailing slash is a
+// difference too.
 func TestIssuerMismatch(t *testing.T) {
-	as := newFakeAS(t)
-	as.issuerOverride = "https://other-issuer.example"
-	rs := newFakeRS(t, as)
-	c := newTestClient(t, rs, nil)
-	_, err := call(t, ctxT(t), c, rs.url())
-	if !errors.Is(err, ErrIssuerMismatch) {
-		t.Fatalf("error %v, want ErrIssuerMismatch", err)
+	for _, over := range []string{"https://attacker.example.com", "slash"} {
+		t.Run(over, func(t *testing.T) {
+			as := newFakeAS(t)
+			as.prefix = "/mismatched-as"
+			as.issuerOverride = over
+			if over == "slash" {
+				as.issuerOverride = as.issuer() + "/"
+			}
+			rs := newFakeRS(t, as)
+			c := newTestClient(t, rs, nil)
+			_, err := call(t, ctxT(t), c, rs.url())
+			if !errors.Is(err, ErrIssuerMismatch) {
+				t.Fatalf("error %v, want ErrIssuerMismatch", err)
+			}
+			if authz, toks, regs, _ := as.snapshot(); len(authz)+len(toks)+len(regs) != 0 {
+				t.Errorf("the mismatched metadata's endpoints were used: %d authorize, %d token, %d register", len(authz), len(toks), len(regs))
+			}
+		})
 	}
 }
 

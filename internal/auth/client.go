@@ -69,6 +69,17 @@ type Client struct {
 	attempts  map[string]int
 	lastGrant time.Time
 	raced     int // retries granted without a new authorization, in a row
+
+	// DPoP: the server asked for DPoP-bound tokens; the latest nonce of
+	// each origin (authorization and resource servers, RFC 9449 sections
+	// 8 and 9); use_dpop_nonce answers to a nonce already sent, in a row.
+	dpopNeeded bool
+	nonces     map[string]string
+	nonceLoops int
+	key        struct {
+		pem string
+		key *dpopKey
+	}
 }
 
 // racedLimit bounds the retries Challenge grants because the rejected
@@ -112,6 +123,13 @@ func New(cfg Config) (*Client, error) {
 	} else if h, _, err := net.SplitHostPort(cfg.ListenAddr); err != nil || !isLoopbackHost(h) {
 		return nil, configError(&cfg, "invalid redirect listener address "+strconv.Quote(cfg.ListenAddr), errors.New("it must be a loopback host:port such as 127.0.0.1:0"))
 	}
+	switch cfg.DPoP {
+	case "":
+		cfg.DPoP = DPoPAuto
+	case DPoPAuto, DPoPOn, DPoPOff:
+	default:
+		return nil, configError(&cfg, "invalid dpop mode "+strconv.Quote(cfg.DPoP), errors.New("use auto, on or off"))
+	}
 	switch cfg.Grant {
 	case GrantAuthorizationCode:
 	case GrantClientCredentials:
@@ -136,6 +154,10 @@ func New(cfg Config) (*Client, error) {
 				return nil, configError(&cfg, "invalid IdP URL "+strconv.Quote(u), errors.New("it must be an https URL (plain http is only allowed on localhost)"))
 			}
 		}
+	case GrantJWTBearer:
+		if cfg.Assertion == "" && cfg.AssertionFile == "" && cfg.AssertionFunc == nil {
+			return nil, configError(&cfg, "the jwt_bearer grant needs the workload's JWT", errors.New("set assertion (the JWT itself, e.g. from ${env:...}) or assertion_file (a file the platform keeps current)"))
+		}
 	default:
 		return nil, configError(&cfg, "unknown grant "+strconv.Itoa(int(cfg.Grant)), nil)
 	}
@@ -149,6 +171,7 @@ func New(cfg Config) (*Client, error) {
 		opener:   cfg.Opener,
 		flow:     make(chan struct{}, 1),
 		attempts: map[string]int{},
+		nonces:   map[string]string{},
 	}
 	if len(cfg.PrivateKeyPEM) > 0 {
 		s, err := newAssertionSigner(cfg.PrivateKeyPEM, cfg.SigningAlg, cfg.KeyID)
@@ -201,6 +224,9 @@ func New(cfg Config) (*Client, error) {
 		c.log.Debug("stored token was issued for another client or grant; not used")
 		rec.Token = nil
 	}
+	if rec != nil && rec.Token != nil && rec.Token.usesDPoP() {
+		c.dpopNeeded = true // renewals stay bound
+	}
 	c.rec = rec
 	return c, nil
 }
@@ -215,6 +241,9 @@ func (c *Client) tokenFitsConfig(r *record) bool {
 		return false
 	}
 	if c.cfg.ClientID != "" && r.Client != nil && r.Client.Source != "config" {
+		return false
+	}
+	if c.cfg.DPoP == DPoPOff && r.Token.usesDPoP() {
 		return false
 	}
 	return true
@@ -251,6 +280,19 @@ func (c *Client) Authorize(ctx context.Context, req *http.Request) error {
 		}
 	}
 	if tok == nil || c.expired(tok) {
+		return nil
+	}
+	if tok.usesDPoP() {
+		key := c.keyOf(tok)
+		if key == nil {
+			return nil // unusable without its key: the 401 leads to a new one
+		}
+		p, err := key.proof(req.Method, req.URL, c.nonce(origin(req.URL)), tok.AccessToken, c.now().Unix())
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Authorization", "DPoP "+tok.AccessToken)
+		req.Header.Set("DPoP", p)
 		return nil
 	}
 	req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
@@ -402,7 +444,15 @@ func (c *Client) Challenge(ctx context.Context, resp *http.Response) (bool, erro
 	if resp == nil || (resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden) {
 		return false, nil
 	}
-	ch, _ := bearerChallenge(resp.Header.Values("WWW-Authenticate"))
+	ch, dpopOnly := serverChallenge(resp.Header.Values("WWW-Authenticate"))
+	if retry, handled, err := c.dpopNonceChallenge(resp); handled {
+		return retry, err
+	}
+	if dpopOnly {
+		c.mu.Lock()
+		c.dpopNeeded = true
+		c.mu.Unlock()
+	}
 	stepUp := resp.StatusCode == http.StatusForbidden
 	if stepUp && !strings.EqualFold(ch.Param("error"), "insufficient_scope") {
 		return false, nil
@@ -441,11 +491,77 @@ func (c *Client) Challenge(ctx context.Context, resp *http.Response) (bool, erro
 	return true, nil
 }
 
+// bearerOf is the access token of an Authorization header, Bearer or
+// DPoP.
 func bearerOf(h string) string {
 	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
 		return strings.TrimSpace(h[7:])
 	}
+	if len(h) > 5 && strings.EqualFold(h[:5], "dpop ") {
+		return strings.TrimSpace(h[5:])
+	}
 	return ""
+}
+
+// serverChallenge is the challenge to act on: the Bearer one, else a DPoP
+// one (then dpopOnly: the server takes DPoP-bound tokens only).
+func serverChallenge(values []string) (ch AuthChallenge, dpopOnly bool) {
+	if ch, ok := bearerChallenge(values); ok {
+		return ch, false
+	}
+	cs, _ := ParseWWWAuthenticate(values)
+	for _, c := range cs {
+		if strings.EqualFold(c.Scheme, "DPoP") {
+			return c, true
+		}
+	}
+	return AuthChallenge{}, false
+}
+
+// nonceLoopLimit bounds the use_dpop_nonce answers to a request that
+// already carried the nonce the server asks for.
+const nonceLoopLimit = 3
+
+// dpopNonceChallenge handles a resource server's use_dpop_nonce (RFC 9449
+// section 9), in its DPoP challenge (a server may send a Bearer one
+// beside it): the request is sent again with the new nonce, no new token
+// needed. handled is false for any other response.
+func (c *Client) dpopNonceChallenge(resp *http.Response) (retry, handled bool, err error) {
+	if resp.StatusCode != http.StatusUnauthorized || resp.Request == nil || resp.Request.Header.Get("DPoP") == "" {
+		// Without a proof the request had no nonce to fix: a new
+		// (DPoP-bound) token is what it needs.
+		return false, false, nil
+	}
+	asked := false
+	cs, _ := ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
+	for _, ch := range cs {
+		if strings.EqualFold(ch.Scheme, "DPoP") && strings.EqualFold(ch.Param("error"), "use_dpop_nonce") {
+			asked = true
+		}
+	}
+	n := nonceFrom(resp.Header)
+	if !asked || n == "" || !c.sameOrigin(resp.Request.URL) {
+		return false, false, nil
+	}
+	sent := proofNonce(resp.Request.Header.Get("DPoP"))
+	o := origin(resp.Request.URL)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if sent == n {
+		c.nonceLoops++
+		if c.nonceLoops > nonceLoopLimit {
+			c.nonceLoops = 0
+			return false, true, c.failWith(&Error{Kind: ErrDPoP, Op: "send a request with the server's DPoP nonce", URL: c.resource,
+				Description: "the server kept answering use_dpop_nonce to requests that carried the nonce it had sent"})
+		}
+	} else {
+		c.nonceLoops = 0
+	}
+	if len(c.nonces) >= maxNonceOrigins {
+		clear(c.nonces)
+	}
+	c.nonces[o] = n
+	return true, true, nil
 }
 
 func scopesCover(have, want []string) bool {
@@ -470,6 +586,7 @@ func (c *Client) acquire(ctx context.Context, ch AuthChallenge, stepUp bool, cur
 	if c.cfg.TokenURL != "" {
 		d.as.TokenEndpoint = c.cfg.TokenURL
 	}
+	c.noteIssuer(d.as.Issuer)
 	scopes := c.selectScopes(ch, stepUp, cur, d)
 	if count {
 		if err := c.countAttempt(scopes, stepUp); err != nil {
@@ -495,6 +612,12 @@ func (c *Client) acquire(ctx context.Context, ch AuthChallenge, stepUp bool, cur
 	switch c.cfg.Grant {
 	case GrantAuthorizationCode:
 		_, err = c.authorizeInteractive(ctx, d, scopes)
+	case GrantJWTBearer:
+		var ci *clientInfo
+		ci, err = c.workloadClient(d.as)
+		if err == nil {
+			_, err = c.obtainNonInteractive(ctx, d, ci, scopes)
+		}
 	default:
 		var ci *clientInfo
 		ci, err = c.preRegistered(d.as)
@@ -507,6 +630,26 @@ func (c *Client) acquire(ctx context.Context, ch AuthChallenge, stepUp bool, cur
 	}
 	c.noteGrant()
 	return nil
+}
+
+// noteIssuer reacts to discovery naming another authorization server than
+// the one of the stored token: that token (and its refresh token) belongs
+// to the old one and is dropped; client registrations stay keyed by their
+// issuer, so the new one gets its own (SEP-2352).
+func (c *Client) noteIssuer(issuer string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.rec == nil || c.rec.Issuer == "" || sameIssuer(c.rec.Issuer, issuer) {
+		return
+	}
+	c.log.Info("the server's authorization server changed; its old token is dropped and the client registers with the new one",
+		"from", c.rec.Issuer, "to", issuer)
+	if c.rec.Token != nil {
+		c.rec.Token = nil
+		if err := c.store.save(c.rec); err != nil {
+			c.log.Warn("could not update the token store", "error", err)
+		}
+	}
 }
 
 func (c *Client) noteGrant() {
@@ -618,7 +761,16 @@ func (c *Client) probe(ctx context.Context) AuthChallenge {
 	}
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
-	if ch, ok := bearerChallenge(resp.Header.Values("WWW-Authenticate")); ok {
+	ch, dpopOnly := serverChallenge(resp.Header.Values("WWW-Authenticate"))
+	if dpopOnly {
+		c.mu.Lock()
+		c.dpopNeeded = true
+		c.mu.Unlock()
+	}
+	if ch.Scheme != "" {
+		if ch.Params == nil {
+			ch.Params = map[string]string{}
+		}
 		return ch
 	}
 	return empty
@@ -657,6 +809,7 @@ type Status struct {
 	Grant        string
 	ObtainedAt   time.Time
 	File         string // "" when tokens are not stored
+	DPoP         bool   // the token is bound to a key of Nexus (RFC 9449)
 }
 
 // Status reports what is stored for the server.
@@ -682,6 +835,7 @@ func (c *Client) Status() Status {
 		s.CanRefresh = t.RefreshToken != ""
 		s.Scopes = append([]string(nil), t.Scopes...)
 		s.ObtainedAt = t.ObtainedAt
+		s.DPoP = t.usesDPoP()
 	}
 	return s
 }

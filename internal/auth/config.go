@@ -30,6 +30,14 @@ const (
 	// authorization server turns into an access token. It needs
 	// Config.Enterprise and ClientID.
 	GrantEnterprise
+	// GrantJWTBearer is workload identity federation (SEP-1933): the
+	// RFC 7523 JWT bearer grant with a JWT the workload's platform issued
+	// it (a Kubernetes service account token, a cloud identity token),
+	// from Config.Assertion, AssertionFile or AssertionFunc. ClientID is
+	// optional (sent when set, with ClientSecret or PrivateKeyPEM when
+	// those are). A refused grant is reported, never retried with another
+	// grant.
+	GrantJWTBearer
 )
 
 func (g Grant) String() string {
@@ -40,6 +48,8 @@ func (g Grant) String() string {
 		return "client_credentials"
 	case GrantEnterprise:
 		return "enterprise"
+	case GrantJWTBearer:
+		return "jwt_bearer"
 	}
 	return "unknown"
 }
@@ -85,6 +95,14 @@ type Config struct {
 	// Registration identifies the client.
 	ClientID     string
 	ClientSecret string
+	// Issuer is the issuer identifier of the authorization server the
+	// pre-registered client belongs to. Credentials are bound to the
+	// authorization server that issued them (SEP-2352): with Issuer set,
+	// the client is used with that authorization server only; unset, it
+	// is bound to the first one it is used with (remembered in the token
+	// store). Either way, a server that moves to another authorization
+	// server gets an error rather than these credentials.
+	Issuer string
 	// Scopes, when set, replace the PRM's scopes_supported as the default
 	// request (a challenge's scope still wins).
 	Scopes []string
@@ -111,6 +129,17 @@ type Config struct {
 	SigningAlg    string
 	KeyID         string
 	Enterprise    *Enterprise
+
+	// The workload's JWT for GrantJWTBearer: AssertionFunc when set, else
+	// the file AssertionFile (read afresh for each token, since platforms
+	// rotate these files; at most 64 KiB), else Assertion.
+	Assertion     string
+	AssertionFile string
+	AssertionFunc func(ctx context.Context) (string, error)
+
+	// DPoP is DPoPAuto (""), DPoPOn or DPoPOff: whether tokens are bound
+	// to a key of the client's (RFC 9449). See dpop.go.
+	DPoP string
 
 	// TokenDir holds one 0600 file per server URL; default ~/.nexus/tokens.
 	TokenDir string

@@ -13,7 +13,10 @@ type ResourceMetadata struct {
 	AuthorizationServers   []string `json:"authorization_servers"`
 	ScopesSupported        []string `json:"scopes_supported,omitempty"`
 	BearerMethodsSupported []string `json:"bearer_methods_supported,omitempty"`
-	ResourceName           string   `json:"resource_name,omitempty"`
+	// DPoPBoundAccessTokensRequired: the server accepts DPoP-bound tokens
+	// only (RFC 9449 section 5.2 / RFC 9728).
+	DPoPBoundAccessTokensRequired bool   `json:"dpop_bound_access_tokens_required,omitempty"`
+	ResourceName                  string `json:"resource_name,omitempty"`
 
 	// URL the document was fetched from (not part of the document).
 	URL string `json:"-"`
@@ -35,6 +38,7 @@ type ServerMetadata struct {
 	TokenEndpointAuthSigningAlgValuesSupported []string `json:"token_endpoint_auth_signing_alg_values_supported,omitempty"`
 	ClientIDMetadataDocumentSupported          bool     `json:"client_id_metadata_document_supported,omitempty"`
 	AuthorizationResponseIssParameterSupported bool     `json:"authorization_response_iss_parameter_supported,omitempty"`
+	DPoPSigningAlgValuesSupported              []string `json:"dpop_signing_alg_values_supported,omitempty"`
 
 	// How the metadata was obtained (not part of the document).
 	URL string `json:"-"` // where it was fetched; "" for the 2025-03-26 defaults

@@ -36,6 +36,14 @@ var (
 	// ErrIssuerMismatch: an authorization server's metadata names another
 	// issuer than the one it was fetched for (RFC 8414 section 3.3).
 	ErrIssuerMismatch = errors.New("authorization server metadata issuer mismatch")
+	// ErrIssuerChanged: the server's authorization server is not the one
+	// the pre-registered client (or a stored credential) belongs to;
+	// credentials are never presented to another authorization server
+	// (SEP-2352).
+	ErrIssuerChanged = errors.New("the server moved to another authorization server")
+	// ErrDPoP: DPoP (RFC 9449) cannot be used as the server requires, or
+	// the server keeps refusing the client's proofs.
+	ErrDPoP = errors.New("DPoP proof-of-possession failed")
 	// ErrNoPKCE: the authorization server's metadata does not list S256 in
 	// code_challenge_methods_supported.
 	ErrNoPKCE = errors.New("authorization server does not support PKCE S256")
@@ -45,9 +53,13 @@ var (
 	// ErrRegistration: Dynamic Client Registration was refused or failed.
 	ErrRegistration = errors.New("client registration failed")
 	// ErrStateMismatch: the authorization response's state does not match
-	// the request's (a possible CSRF or mixed-up login), or it carried an
-	// unexpected issuer.
+	// the request's (a possible CSRF or mixed-up login).
 	ErrStateMismatch = errors.New("authorization response state mismatch")
+	// ErrIssMismatch: the authorization response's iss (RFC 9207) is not
+	// the issuer the request was sent to, or it is missing although the
+	// authorization server promised it: a possible mix-up attack. The
+	// code is never redeemed and the response's error is not shown.
+	ErrIssMismatch = errors.New("authorization response from an unexpected issuer")
 	// ErrAuthorizationDenied: the authorization server redirected back
 	// with an error (the user declined, or the request was invalid).
 	ErrAuthorizationDenied = errors.New("authorization was denied")
@@ -296,9 +308,30 @@ func (e *Error) report(dc diag.Context) *diag.Report {
 		r.Problem = "The authorization server metadata" + where + " names a different issuer: " + e.Description
 		r.Causes = []string{
 			"The authorization server is misconfigured (its issuer setting does not match its URL)",
+			"The server's Protected Resource Metadata names the issuer in another form (the two must be identical: a trailing slash or a different case counts)",
 			"The metadata was served by a party impersonating the authorization server",
 		}
-		r.Fix = []string{"Ask the server's operator to fix the issuer in the authorization server's metadata"}
+		r.Fix = []string{"Ask the server's operator to make authorization_servers in its Protected Resource Metadata and the issuer in the authorization server's metadata identical"}
+	case ErrIssuerChanged:
+		r.Problem = "The client credentials of this server belong to another authorization server: " + e.Description + "; they were not sent"
+		r.Causes = []string{
+			"The server's Protected Resource Metadata now names a different authorization server (a migration)",
+			"The metadata was tampered with to collect credentials meant for another authorization server",
+		}
+		r.Fix = []string{
+			"If the move is intended, register Nexus at the new authorization server and put its client_id (and client_secret) in this server's \"oauth\" block" + inFile + ", with issuer set to the new issuer, then: " + login,
+			"Otherwise ask the server's operator why its authorization server changed",
+		}
+	case ErrDPoP:
+		r.Problem = "DPoP (proof-of-possession tokens, RFC 9449) failed" + where + ": " + orDefault(e.Description, e.Op)
+		r.Causes = []string{
+			"The server accepts only DPoP-bound tokens and the configuration or the authorization server rules them out",
+			"The server rejects the client's proofs (a clock far off, or a nonce it keeps changing)",
+		}
+		r.Fix = []string{
+			"Set dpop = \"auto\" (the default) or \"on\" in this server's oauth block" + inFile,
+			"Check the system clock, then ask the server's operator which DPoP algorithms and nonces it expects",
+		}
 	case ErrNoPKCE:
 		r.Problem = "The authorization server" + where + " does not support PKCE with S256 (code_challenge_methods_supported: " + orDefault(e.Description, "absent") + ")"
 		r.Causes = []string{"The authorization server is too old or misconfigured for MCP, which requires PKCE S256"}
@@ -322,7 +355,7 @@ func (e *Error) report(dc diag.Context) *diag.Report {
 		}
 		r.Causes = []string{
 			"The authorization server restricts registration (an allowlist, an initial access token, or it is disabled)",
-			"It rejected the redirect URI or another piece of client metadata",
+			"It rejected the redirect URI or another piece of client metadata (Nexus registers application_type \"native\" with a loopback redirect URI, which OpenID Connect servers must accept for native clients)",
 		}
 		r.Fix = []string{"Register a client by hand and configure its client_id (and client_secret)" + inFile}
 	case ErrStateMismatch:
@@ -332,6 +365,16 @@ func (e *Error) report(dc diag.Context) *diag.Report {
 			"Another program sent a forged response to the redirect listener (a CSRF attempt)",
 		}
 		r.Fix = []string{"Close old login tabs and log in again: " + login}
+	case ErrIssMismatch:
+		r.Problem = "The authorization response did not come from the authorization server the login was started at (" + e.Description + "); it was discarded and its code not redeemed"
+		r.Causes = []string{
+			"Several authorization servers are in use and a response from another one reached this login (a mix-up attack, RFC 9207)",
+			"The authorization server's issuer setting differs from the issuer in its metadata (even a trailing slash counts)",
+		}
+		r.Fix = []string{
+			"Close old login tabs and log in again: " + login,
+			"If it persists, ask the server's operator to make the iss it sends identical to the issuer in its metadata",
+		}
 	case ErrAuthorizationDenied:
 		r.Problem = "The authorization server refused the authorization request"
 		if oauthErr != "" {
@@ -361,6 +404,15 @@ func (e *Error) report(dc diag.Context) *diag.Report {
 			r.Problem += " (" + oauthErr + ")"
 		}
 		switch {
+		case e.Op == opWorkloadGrant && e.Status < 500 && e.OAuthError != "":
+			r.Causes = []string{
+				"The workload JWT expired, or its aud is not this authorization server's issuer (invalid_grant)",
+				"The authorization server does not trust the JWT's issuer or subject for this client, or not for the scopes asked (unauthorized_client, invalid_scope)",
+			}
+			r.Fix = []string{
+				"Check the JWT in assertion or assertion_file" + inFile + ": its aud, exp, iss and sub",
+				"Ask the authorization server's operator to trust this workload (its issuer and subject) for the scopes it needs",
+			}
 		case e.Status >= 500:
 			r.Causes = []string{"The authorization server failed while handling the request (a bug or an outage)"}
 			r.Fix = []string{"Try again later; if it persists, contact the server's operator"}

@@ -45,10 +45,19 @@ type fakeAS struct {
 	scopesSupported []string
 	issuerOverride  string
 	issParam        bool // advertise and send RFC 9207 iss
-	grantTypes      []string
-	revocation      bool
-	expiresIn       int
-	alwaysRefresh   bool // issue refresh tokens without offline_access
+	// issSend overrides the iss put in the redirect: "omit", "correct",
+	// "wrong" (another issuer), "slash" (the issuer plus "/").
+	issSend string
+	// DPoP: the algorithms advertised (nil: no DPoP support advertised),
+	// a nonce the token endpoint requires, and whether to ignore proofs
+	// (issue bearer tokens regardless).
+	dpopAlgs      []string
+	dpopNonce     string
+	dpopIgnore    bool
+	grantTypes    []string
+	revocation    bool
+	expiresIn     int
+	alwaysRefresh bool // issue refresh tokens without offline_access
 
 	tokenStatus int    // force an error status from the token endpoint
 	tokenBody   string // with this body
@@ -61,6 +70,9 @@ type fakeAS struct {
 	clientKey crypto.PublicKey  // private_key_jwt verification key
 	idpKey    *ecdsa.PublicKey  // verifies ID-JAGs
 	idpIssuer string
+	// workloadKey, when set, makes the JWT bearer grant take workload
+	// JWTs (SEP-1933) with this key and aud the issuer, not ID-JAGs.
+	workloadKey *ecdsa.PublicKey
 
 	mu            sync.Mutex
 	metaHits      []string
@@ -72,7 +84,10 @@ type fakeAS struct {
 	refresh       map[string][]string
 	revoked       []string
 	n             int
-	failures      []string // client mistakes the AS noticed
+	failures      []string          // client mistakes the AS noticed
+	bound         map[string]string // DPoP-bound access or refresh token -> key thumbprint
+	dpopProofs    int               // valid proofs at the token endpoint
+	nonceAsked    int               // use_dpop_nonce answers
 }
 
 type tokenReq struct {
@@ -161,6 +176,9 @@ func (a *fakeAS) metadata() map[string]any {
 	if a.revocation {
 		m["revocation_endpoint"] = a.issuer() + "/revoke"
 	}
+	if a.dpopAlgs != nil {
+		m["dpop_signing_alg_values_supported"] = a.dpopAlgs
+	}
 	return m
 }
 
@@ -240,8 +258,13 @@ func (a *fakeAS) authorize(w http.ResponseWriter, r *http.Request) {
 	if s := q.Get("state"); s != "" {
 		rq.Set("state", s)
 	}
-	if a.issParam {
+	switch {
+	case a.issSend == "correct", a.issSend == "" && a.issParam:
 		rq.Set("iss", a.issuer())
+	case a.issSend == "wrong":
+		rq.Set("iss", "https://evil.example.com")
+	case a.issSend == "slash":
+		rq.Set("iss", a.issuer()+"/")
 	}
 	redirect.RawQuery = rq.Encode()
 	http.Redirect(w, r, redirect.String(), http.StatusFound)
@@ -336,6 +359,41 @@ func (a *fakeAS) token(w http.ResponseWriter, r *http.Request) {
 	if f.Get("resource") == "" {
 		a.fail("token request (%s) without resource", f.Get("grant_type"))
 	}
+	jkt := ""
+	if proof := r.Header.Values("DPoP"); len(proof) > 0 && !a.dpopIgnore {
+		if len(proof) > 1 {
+			a.fail("%d DPoP headers", len(proof))
+		}
+		var nonce string
+		var err error
+		jkt, nonce, err = verifyProof(proof[0], http.MethodPost, a.issuer()+"/token", "")
+		if err != nil {
+			a.fail("token endpoint DPoP proof: %v", err)
+			writeJSON(w, 400, map[string]string{"error": "invalid_dpop_proof", "error_description": err.Error()})
+			return
+		}
+		a.mu.Lock()
+		a.dpopProofs++
+		a.mu.Unlock()
+		if a.dpopNonce != "" && nonce != a.dpopNonce {
+			a.mu.Lock()
+			a.nonceAsked++
+			a.mu.Unlock()
+			w.Header().Set("DPoP-Nonce", a.dpopNonce)
+			writeJSON(w, 400, map[string]string{"error": "use_dpop_nonce", "error_description": "a nonce is required"})
+			return
+		}
+	}
+	if rt := f.Get("refresh_token"); rt != "" {
+		a.mu.Lock()
+		want := a.bound[rt]
+		a.mu.Unlock()
+		if want != "" && want != jkt {
+			a.fail("refresh of a DPoP-bound refresh token without a proof of its key")
+			writeJSON(w, 400, map[string]string{"error": "invalid_grant"})
+			return
+		}
+	}
 	var scopes []string
 	switch f.Get("grant_type") {
 	case "authorization_code":
@@ -375,6 +433,20 @@ func (a *fakeAS) token(w http.ResponseWriter, r *http.Request) {
 	case "client_credentials":
 		scopes = strings.Fields(f.Get("scope"))
 	case grantJWTBearer:
+		if a.workloadKey != nil {
+			_, err := jwt.Parse(f.Get("assertion"), func(*jwt.Token) (any, error) { return a.workloadKey, nil },
+				jwt.WithValidMethods([]string{"ES256"}), jwt.WithAudience(a.issuer()), jwt.WithExpirationRequired())
+			if err != nil {
+				writeJSON(w, 400, map[string]string{"error": "invalid_grant", "error_description": "workload JWT: " + err.Error()})
+				return
+			}
+			scopes = strings.Fields(f.Get("scope"))
+			if contains(scopes, "wif.rejected") {
+				writeJSON(w, 400, map[string]string{"error": "invalid_scope"})
+				return
+			}
+			break
+		}
 		if !a.checkIDJAG(f.Get("assertion"), clientID, f.Get("resource")) {
 			writeJSON(w, 400, map[string]string{"error": "invalid_grant"})
 			return
@@ -389,6 +461,13 @@ func (a *fakeAS) token(w http.ResponseWriter, r *http.Request) {
 	at := "at-" + strconv.Itoa(a.n)
 	a.tokens[at] = scopes
 	resp := map[string]any{"access_token": at, "token_type": "Bearer", "expires_in": a.expiresIn}
+	if jkt != "" {
+		if a.bound == nil {
+			a.bound = map[string]string{}
+		}
+		a.bound[at] = jkt
+		resp["token_type"] = "DPoP"
+	}
 	if len(scopes) > 0 {
 		resp["scope"] = strings.Join(scopes, " ")
 	}
@@ -396,6 +475,9 @@ func (a *fakeAS) token(w http.ResponseWriter, r *http.Request) {
 		(a.alwaysRefresh || contains(scopes, "offline_access")) {
 		rt := "rt-" + strconv.Itoa(a.n)
 		a.refresh[rt] = scopes
+		if jkt != "" {
+			a.bound[rt] = jkt
+		}
 		resp["refresh_token"] = rt
 	}
 	a.mu.Unlock()
@@ -434,7 +516,9 @@ func (a *fakeAS) register(w http.ResponseWriter, r *http.Request) {
 	a.mu.Lock()
 	a.registrations = append(a.registrations, body)
 	a.n++
-	id := "dcr-client-" + strconv.Itoa(a.n)
+	// Unique across fake servers, so a client id says which one issued it.
+	id := "dcr-client-" + strings.TrimPrefix(a.srv.URL, "http://127.0.0.1:") + "-" + strconv.Itoa(a.n)
+	body["_client_id"] = id
 	a.mu.Unlock()
 	if a.regStatus != 0 {
 		w.Header().Set("Content-Type", "application/json")
@@ -461,6 +545,66 @@ func (a *fakeAS) snapshot() (authz []url.Values, toks []tokenReq, regs []map[str
 	defer a.mu.Unlock()
 	return append([]url.Values(nil), a.authorizeReqs...), append([]tokenReq(nil), a.tokenReqs...),
 		append([]map[string]any(nil), a.registrations...), append([]string(nil), a.metaHits...)
+}
+
+func (a *fakeAS) boundTo(token string) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.bound[token]
+}
+
+// verifyProof checks a DPoP proof as RFC 9449 section 4.3 has a server
+// do: typ, an asymmetric alg, a public jwk that verifies the signature,
+// jti, htm, htu (no query or fragment), a recent iat, and ath for
+// accessToken. It returns the key's thumbprint and the proof's nonce.
+func verifyProof(proof, method, target, accessToken string) (jkt, nonce string, err error) {
+	var jwk map[string]any
+	tok, err := jwt.Parse(proof, func(t *jwt.Token) (any, error) {
+		if t.Header["typ"] != "dpop+jwt" {
+			return nil, fmt.Errorf("typ %v", t.Header["typ"])
+		}
+		jwk, _ = t.Header["jwk"].(map[string]any)
+		if jwk == nil || jwk["kty"] != "EC" || jwk["crv"] != "P-256" || jwk["d"] != nil {
+			return nil, fmt.Errorf("jwk %v", t.Header["jwk"])
+		}
+		xs, _ := jwk["x"].(string)
+		ys, _ := jwk["y"].(string)
+		x, err1 := base64.RawURLEncoding.DecodeString(xs)
+		y, err2 := base64.RawURLEncoding.DecodeString(ys)
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("jwk coordinates")
+		}
+		return ecdsa.ParseUncompressedPublicKey(elliptic.P256(), append(append([]byte{4}, x...), y...))
+	}, jwt.WithValidMethods([]string{"ES256"}))
+	if err != nil {
+		return "", "", err
+	}
+	c := tok.Claims.(jwt.MapClaims)
+	if s, _ := c["jti"].(string); len(s) < 16 {
+		return "", "", fmt.Errorf("jti %v", c["jti"])
+	}
+	if c["htm"] != method {
+		return "", "", fmt.Errorf("htm %v, want %s", c["htm"], method)
+	}
+	if h, _ := c["htu"].(string); h != target || strings.ContainsAny(h, "?#") {
+		return "", "", fmt.Errorf("htu %v, want %s", c["htu"], target)
+	}
+	iat, _ := c["iat"].(float64)
+	if d := time.Since(time.Unix(int64(iat), 0)); d > 5*time.Minute || d < -5*time.Minute {
+		return "", "", fmt.Errorf("iat %v", c["iat"])
+	}
+	if accessToken != "" {
+		sum := sha256.Sum256([]byte(accessToken))
+		if c["ath"] != base64.RawURLEncoding.EncodeToString(sum[:]) {
+			return "", "", fmt.Errorf("ath %v does not match the token", c["ath"])
+		}
+	} else if c["ath"] != nil {
+		return "", "", fmt.Errorf("ath in a token request")
+	}
+	th := `{"crv":"P-256","kty":"EC","x":"` + jwk["x"].(string) + `","y":"` + jwk["y"].(string) + `"}`
+	sum := sha256.Sum256([]byte(th))
+	nonce, _ = c["nonce"].(string)
+	return base64.RawURLEncoding.EncodeToString(sum[:]), nonce, nil
 }
 
 func (a *fakeAS) scopesOf(token string) ([]string, bool) {
@@ -553,6 +697,20 @@ type fakeRS struct {
 	always401       bool
 	always403       bool
 	legacyAS        http.Handler // mounted at the root for 2025-03-26 servers
+	// moveTo, when set, becomes the server's authorization server right
+	// after the first request it accepts (a migration, SEP-2352): its
+	// PRM names it from then on and only its tokens are valid.
+	moveTo *fakeAS
+	// DPoP: challenge with the DPoP scheme only (the server takes bound
+	// tokens only), and require this nonce in proofs.
+	dpopOnly        bool
+	prmDPoPRequired bool
+	dpopNonce       string
+	// nonceAlways answers use_dpop_nonce even to the right nonce (a
+	// broken server).
+	nonceAlways bool
+	jtis        map[string]bool
+	nonceAsks   int
 
 	hits    atomic.Int32
 	prmHits []string
@@ -596,9 +754,12 @@ func (rs *fakeRS) serve(w http.ResponseWriter, r *http.Request) {
 		if rs.prmResource != "" {
 			res = rs.prmResource
 		}
-		m := map[string]any{"resource": res, "authorization_servers": []string{rs.as.issuer()}}
+		m := map[string]any{"resource": res, "authorization_servers": []string{rs.currentAS().issuer()}}
 		if rs.scopesSupported != nil {
 			m["scopes_supported"] = rs.scopesSupported
+		}
+		if rs.prmDPoPRequired {
+			m["dpop_bound_access_tokens_required"] = true
 		}
 		writeJSON(w, 200, m)
 		return
@@ -614,12 +775,55 @@ func (rs *fakeRS) serve(w http.ResponseWriter, r *http.Request) {
 	rs.hits.Add(1)
 	op := r.URL.Query().Get("op")
 	challenge := "Bearer"
+	if rs.dpopOnly {
+		challenge = "DPoP"
+	}
 	var params []string
 	if rs.prm == "header" || rs.prm == "custom" {
 		params = append(params, `resource_metadata="`+rs.srv.URL+rs.prmPath()+`"`)
 	}
-	tok := bearerOf(r.Header.Get("Authorization"))
-	scopes, valid := rs.as.scopesOf(tok)
+	authz := r.Header.Get("Authorization")
+	tok := bearerOf(authz)
+	scopes, valid := rs.currentAS().scopesOf(tok)
+	if jkt := rs.currentAS().boundTo(tok); valid && jkt != "" {
+		// A bound token: the DPoP scheme and a fresh proof of its key.
+		got, nonce, err := verifyProof(r.Header.Get("DPoP"), r.Method, rs.url(), tok)
+		switch {
+		case !strings.HasPrefix(authz, "DPoP "):
+			rs.currentAS().fail("a DPoP-bound token presented as %q", strings.Fields(authz)[0])
+			valid = false
+		case err != nil:
+			rs.currentAS().fail("resource request DPoP proof: %v", err)
+			valid = false
+		case got != jkt:
+			rs.currentAS().fail("proof key %s, token bound to %s", got, jkt)
+			valid = false
+		default:
+			p, _, _ := jwt.NewParser().ParseUnverified(r.Header.Get("DPoP"), jwt.MapClaims{})
+			jti, _ := p.Claims.(jwt.MapClaims)["jti"].(string)
+			rs.mu.Lock()
+			if rs.jtis == nil {
+				rs.jtis = map[string]bool{}
+			}
+			replay := rs.jtis[jti]
+			rs.jtis[jti] = true
+			rs.mu.Unlock()
+			if replay {
+				rs.currentAS().fail("a DPoP proof was sent twice (jti %s)", jti)
+			}
+			if rs.dpopNonce != "" && (nonce != rs.dpopNonce || rs.nonceAlways) {
+				rs.mu.Lock()
+				rs.nonceAsks++
+				rs.mu.Unlock()
+				w.Header().Set("DPoP-Nonce", rs.dpopNonce)
+				w.Header().Set("WWW-Authenticate", `DPoP error="use_dpop_nonce", `+strings.Join(params, ", "))
+				writeJSON(w, 401, map[string]string{"error": "use_dpop_nonce"})
+				return
+			}
+		}
+	} else if valid && rs.dpopOnly {
+		valid = false // a bearer token where only bound ones are taken
+	}
 	if tok == "" || !valid || rs.always401 {
 		if rs.headerScope != "" {
 			params = append(params, `scope="`+rs.headerScope+`"`)
@@ -641,7 +845,18 @@ func (rs *fakeRS) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 403, map[string]string{"error": "insufficient_scope"})
 		return
 	}
+	rs.mu.Lock()
+	if rs.moveTo != nil {
+		rs.as, rs.moveTo = rs.moveTo, nil
+	}
+	rs.mu.Unlock()
 	writeJSON(w, 200, map[string]any{"jsonrpc": "2.0", "id": 1, "result": map[string]any{"op": op}})
+}
+
+func (rs *fakeRS) currentAS() *fakeAS {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.as
 }
 
 // ---- a transport's use of the Authorizer ------------------------------------

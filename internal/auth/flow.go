@@ -118,12 +118,16 @@ func (c *Client) authorizeInteractive(ctx context.Context, d *discovered, scopes
 	if err != nil {
 		return nil, err
 	}
+	key, err := c.dpopFor(d)
+	if err != nil {
+		return nil, err
+	}
 	state, err := randomString(32)
 	if err != nil {
 		return nil, err
 	}
 	verifier := oauth2.GenerateVerifier()
-	style, secret, extra, err := c.clientAuth(as, ci)
+	style, secret, _, err := c.clientAuth(as, ci)
 	if err != nil {
 		return nil, c.failWith(&Error{Kind: ErrTokenEndpoint, Op: "authorization code exchange", URL: as.TokenEndpoint, Err: err})
 	}
@@ -169,30 +173,37 @@ func (c *Client) authorizeInteractive(ctx context.Context, d *discovered, scopes
 		}
 		return nil, c.failWith(&Error{Kind: ErrStateMismatch, Op: "check the authorization response", Description: desc})
 	}
+	// RFC 9207, before anything in the response is acted on (its error
+	// included): a present iss must be the recorded issuer, compared as
+	// plain strings (no case folding, no trailing-slash or port
+	// normalization); an absent one is refused only where the metadata
+	// promised it.
+	if err := c.checkIss(res.iss, as); err != nil {
+		return nil, err
+	}
 	if res.errCode != "" {
 		return nil, c.failWith(&Error{Kind: ErrAuthorizationDenied, Op: "authorization", URL: as.AuthorizationEndpoint,
 			OAuthError: sanitize.ForDisplayLimit(res.errCode, 100), Description: sanitize.ForDisplayLimit(res.errDesc, 300)})
-	}
-	// RFC 9207: the issuer in the response, required when advertised.
-	if res.iss != "" || as.AuthorizationResponseIssParameterSupported {
-		if !sameIssuer(res.iss, as.Issuer) {
-			desc := "the response's issuer " + quoteForMessage(sanitize.ForDisplayLimit(res.iss, 200)) + " is not " + quoteForMessage(as.Issuer)
-			if res.iss == "" {
-				desc = "the response has no iss although the authorization server promises one"
-			}
-			return nil, c.failWith(&Error{Kind: ErrStateMismatch, Op: "check the authorization response", Description: desc})
-		}
 	}
 	if res.code == "" {
 		return nil, c.failWith(&Error{Kind: ErrAuthorizationDenied, Op: "authorization", URL: as.AuthorizationEndpoint,
 			Description: "the redirect carried no authorization code"})
 	}
 
-	opts := []oauth2.AuthCodeOption{oauth2.VerifierOption(verifier), oauth2.SetAuthURLParam("resource", d.resource)}
-	for k, v := range extra {
-		opts = append(opts, oauth2.SetAuthURLParam(k, v[0]))
-	}
-	tok, err := oc.Exchange(context.WithValue(ctx, oauth2.HTTPClient, c.hc), res.code, opts...)
+	// With DPoP the exchange may be answered use_dpop_nonce and sent
+	// again; a client assertion is made afresh for each attempt (its jti
+	// must not repeat).
+	tok, err := withNonceRetry(key, func() (*oauth2.Token, error) {
+		opts := []oauth2.AuthCodeOption{oauth2.VerifierOption(verifier), oauth2.SetAuthURLParam("resource", d.resource)}
+		_, _, extra, err := c.clientAuth(as, ci)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range extra {
+			opts = append(opts, oauth2.SetAuthURLParam(k, v[0]))
+		}
+		return oc.Exchange(c.tokenCtx(ctx, key), res.code, opts...)
+	})
 	if err != nil {
 		if ci.Source == "dcr" {
 			var re *oauth2.RetrieveError
@@ -203,9 +214,37 @@ func (c *Client) authorizeInteractive(ctx context.Context, d *discovered, scopes
 		return nil, c.tokenError(ctx, "authorization code exchange", as.TokenEndpoint, err)
 	}
 	st := c.toStored(tok, scopes)
-	c.log.Debug("access token obtained", "grant", "authorization_code", "expires", st.Expiry, "refresh", st.RefreshToken != "")
+	if err := bind(st, key); err != nil {
+		return nil, c.failWith(&Error{Kind: ErrDPoP, Op: "authorization code exchange", Err: err})
+	}
+	c.log.Debug("access token obtained", "grant", "authorization_code", "dpop", st.usesDPoP(), "expires", st.Expiry, "refresh", st.RefreshToken != "")
 	c.saveToken(d, ci, st)
 	return st, nil
+}
+
+// checkIss applies RFC 9207 section 2.4 as the MCP authorization spec
+// (2026-07-28) tightens it: as.Issuer is the issuer recorded from the
+// validated metadata before the browser was sent off. Without a metadata
+// document (the 2025-03-26 default endpoints, or endpoints from the
+// config) there is no recorded issuer to compare with, and the response
+// is judged by its state alone.
+func (c *Client) checkIss(iss string, as *ServerMetadata) error {
+	switch {
+	case as.URL == "":
+		if iss != "" {
+			c.log.Debug("iss in the authorization response not checked: the authorization server has no metadata", "iss", sanitize.ForDisplayLimit(iss, 200))
+		}
+		return nil
+	case iss == "" && !as.AuthorizationResponseIssParameterSupported:
+		return nil
+	case iss == "":
+		return c.failWith(&Error{Kind: ErrIssMismatch, Op: "check the authorization response", URL: as.AuthorizationEndpoint,
+			Description: "the response has no iss although the metadata of " + quoteForMessage(as.Issuer) + " sets authorization_response_iss_parameter_supported"})
+	case !sameIssuer(iss, as.Issuer):
+		return c.failWith(&Error{Kind: ErrIssMismatch, Op: "check the authorization response", URL: as.AuthorizationEndpoint,
+			Description: "the response's iss " + quoteForMessage(sanitize.ForDisplayLimit(iss, 200)) + " is not the issuer " + quoteForMessage(as.Issuer) + " the request was sent to"})
+	}
+	return nil
 }
 
 // callbackHandler serves the redirect URI: the first request that carries

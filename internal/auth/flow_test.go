@@ -175,6 +175,23 @@ func TestLegacyDefaultEndpoints(t *testing.T) {
 	}
 }
 
+// TestApplicationType: native for loopback and private-use redirect
+// URIs, web for a remote host (SEP-837).
+func TestApplicationType(t *testing.T) {
+	for uri, want := range map[string]string{
+		"http://127.0.0.1:8976/callback":     "native",
+		"http://localhost:8976/callback":     "native",
+		"http://[::1]:8976/callback":         "native",
+		"com.example.nexus:/callback":        "native",
+		"https://nexus.example.com/callback": "web",
+		"http://10.0.0.5/callback":           "web",
+	} {
+		if got := applicationType(uri); got != want {
+			t.Errorf("applicationType(%q) = %q, want %q", uri, got, want)
+		}
+	}
+}
+
 func TestDCRRequestAndReuse(t *testing.T) {
 	as := newFakeAS(t)
 	as.scopesSupported = []string{"mcp", "offline_access"}
@@ -198,6 +215,9 @@ func TestDCRRequestAndReuse(t *testing.T) {
 	}
 	if r["token_endpoint_auth_method"] != "none" || r["client_name"] != "Nexus (test)" {
 		t.Errorf("registration %v", r)
+	}
+	if r["application_type"] != "native" {
+		t.Errorf("application_type %v, want native for a loopback redirect URI (SEP-837)", r["application_type"])
 	}
 
 	// A new login (another process, same store) reuses the registration.
@@ -489,32 +509,77 @@ func TestConcurrentChallenges(t *testing.T) {
 	}
 }
 
+// TestIssParameter is RFC 9207 as the 2026-07-28 spec applies it: a
+// present iss is compared to the recorded issuer by plain string
+// comparison whether or not the metadata advertises it; an absent one is
+// refused only when advertised. A refused response's code never reaches
+// the token endpoint. (The conformance scenarios auth/iss-*.)
 func TestIssParameter(t *testing.T) {
-	as := newFakeAS(t)
-	as.issParam = true
-	rs := newFakeRS(t, as)
-	c := newTestClient(t, rs, nil)
-	mustCall(t, c, rs.url())
+	cases := []struct {
+		name      string
+		advertise bool
+		send      string
+		ok        bool
+	}{
+		{"iss-supported", true, "correct", true},
+		{"iss-not-advertised", false, "omit", true},
+		{"iss-present-not-advertised", false, "correct", true},
+		{"iss-supported-missing", true, "omit", false},
+		{"iss-wrong-issuer", true, "wrong", false},
+		{"iss-unexpected", false, "wrong", false},
+		{"iss-normalized", true, "slash", false},
+		{"iss-normalized-not-advertised", false, "slash", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			as := newFakeAS(t)
+			as.issParam, as.issSend = tc.advertise, tc.send
+			rs := newFakeRS(t, as)
+			c := newTestClient(t, rs, nil)
+			_, err := call(t, ctxT(t), c, rs.url())
+			_, toks, _, _ := as.snapshot()
+			if tc.ok {
+				if err != nil {
+					t.Fatalf("call: %v", err)
+				}
+				if len(toks) != 1 {
+					t.Fatalf("%d token requests, want 1", len(toks))
+				}
+				return
+			}
+			if !errors.Is(err, ErrIssMismatch) {
+				t.Fatalf("error %v, want ErrIssMismatch", err)
+			}
+			if len(toks) != 0 {
+				t.Error("the code was redeemed despite the iss check")
+			}
+		})
+	}
+}
 
-	// A wrong iss is refused like a wrong state.
-	as2 := newFakeAS(t)
-	as2.issParam = true
-	rs2 := newFakeRS(t, as2)
-	c2 := newTestClient(t, rs2, func(cfg *Config) {
+// TestIssBeforeError: an error response from the wrong issuer is not
+// acted on or shown (its description could be an attacker's text).
+func TestIssBeforeError(t *testing.T) {
+	as := newFakeAS(t)
+	rs := newFakeRS(t, as)
+	c := newTestClient(t, rs, func(cfg *Config) {
 		cfg.Opener = followOpener(t, func(u *url.URL) {
 			q := u.Query()
-			q.Set("iss", "https://evil.example")
+			q.Del("code")
+			q.Set("error", "access_denied")
+			q.Set("error_description", "call +1 555 0100 to restore access")
+			q.Set("iss", "https://evil.example.com")
 			u.RawQuery = q.Encode()
 		})
 	})
-	_, err := call(t, ctxT(t), c2, rs2.url())
-	if !errors.Is(err, ErrStateMismatch) {
-		t.Fatalf("error %v, want ErrStateMismatch", err)
+	_, err := call(t, ctxT(t), c, rs.url())
+	if !errors.Is(err, ErrIssMismatch) || errors.Is(err, ErrAuthorizationDenied) {
+		t.Fatalf("error %v, want ErrIssMismatch only", err)
 	}
-	_, toks, _, _ := as2.snapshot()
-	if len(toks) != 0 {
-		t.Error("the code was exchanged despite a wrong iss")
+	if strings.Contains(err.Error(), "555") {
+		t.Errorf("the error description of a mismatched response was shown: %v", err)
 	}
+	checkGolden(t, "iss_mismatch", err, names(rs, as)...)
 }
 
 func TestTokenStore(t *testing.T) {
@@ -685,4 +750,18 @@ func TestRelativeResourceMetadata(t *testing.T) {
 	})
 	c := newTestClient(t, rs, nil)
 	mustCall(t, c, rs.url())
+}
+
+// TestIssWithoutMetadata: with no metadata document there is no recorded
+// issuer; iss is then not compared (the state still is).
+func TestIssWithoutMetadata(t *testing.T) {
+	as := newFakeAS(t)
+	rs := newFakeRS(t, as)
+	c := newTestClient(t, rs, nil)
+	if err := c.checkIss("https://as.example", &ServerMetadata{Issuer: "https://mcp.example"}); err != nil {
+		t.Errorf("no metadata: %v", err)
+	}
+	if err := c.checkIss("https://as.example", &ServerMetadata{Issuer: "https://mcp.example", URL: "https://mcp.example/.well-known/oauth-authorization-server"}); !errors.Is(err, ErrIssMismatch) {
+		t.Errorf("with metadata: %v, want ErrIssMismatch", err)
+	}
 }

@@ -3,8 +3,11 @@ package auth
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -51,9 +54,23 @@ func (c *Client) chooseAuthMethod(as *ServerMetadata, hasSecret bool) string {
 }
 
 // preRegistered is the configured client, for the grants that need one.
+// It is bound to one authorization server (SEP-2352): the configured
+// issuer, else the one it was first used with; another is an error.
 func (c *Client) preRegistered(as *ServerMetadata) (*clientInfo, error) {
 	if c.cfg.ClientID == "" {
 		return nil, c.failWith(&Error{Kind: ErrNoClientIdentity, Op: "identify the client", URL: as.URL})
+	}
+	bound, from := c.cfg.Issuer, "the configured issuer"
+	if bound == "" {
+		c.mu.Lock()
+		if r := c.rec; r != nil && r.Client != nil && r.Client.Source == "config" && r.Client.ClientID == c.cfg.ClientID {
+			bound, from = r.Client.Issuer, "the authorization server it was first used with"
+		}
+		c.mu.Unlock()
+	}
+	if bound != "" && as.Issuer != "" && !sameIssuer(bound, as.Issuer) {
+		return nil, c.failWith(&Error{Kind: ErrIssuerChanged, Op: "identify the client", URL: orDefault(as.URL, as.Issuer),
+			Description: "client_id " + quoteForMessage(c.cfg.ClientID) + " belongs to " + quoteForMessage(bound) + " (" + from + "), the server now names " + quoteForMessage(as.Issuer)})
 	}
 	return &clientInfo{
 		ClientID:     c.cfg.ClientID,
@@ -67,6 +84,13 @@ func (c *Client) preRegistered(as *ServerMetadata) (*clientInfo, error) {
 // clientAuth is how a token request authenticates ci: the x/oauth2 auth
 // style, the secret to send and any extra parameters (a client assertion).
 func (c *Client) clientAuth(as *ServerMetadata, ci *clientInfo) (oauth2.AuthStyle, string, url.Values, error) {
+	// The one gate every token, revocation and exchange request passes:
+	// a client's credentials go only to the authorization server that
+	// issued them (SEP-2352).
+	if ci.Issuer != "" && as.Issuer != "" && !sameIssuer(ci.Issuer, as.Issuer) {
+		return 0, "", nil, errors.New("the client " + quoteForMessage(ci.ClientID) + " belongs to the authorization server " +
+			quoteForMessage(ci.Issuer) + ", not " + quoteForMessage(as.Issuer) + "; its credentials are not sent there")
+	}
 	switch ci.AuthMethod {
 	case authBasic, "":
 		if ci.ClientSecret == "" {
@@ -103,7 +127,9 @@ func (c *Client) clientAuth(as *ServerMetadata, ci *clientInfo) (oauth2.AuthStyl
 // ci. It is the one path for refresh, client credentials, JWT bearer and
 // (with another endpoint) token exchange: x/oauth2's client-credentials
 // config sends any grant when grant_type is given in its parameters.
-func (c *Client) tokenRequest(ctx context.Context, op, tokenURL string, ci *clientInfo, as *ServerMetadata, params url.Values) (*oauth2.Token, error) {
+// With key, each attempt carries a DPoP proof, and a use_dpop_nonce answer
+// is retried once with the server's nonce (and a fresh client assertion).
+func (c *Client) tokenRequest(ctx context.Context, op, tokenURL string, ci *clientInfo, as *ServerMetadata, params url.Values, key *dpopKey) (*oauth2.Token, error) {
 	if tokenURL == "" {
 		return nil, c.failWith(&Error{Kind: ErrDiscovery, Op: "find the token endpoint", URL: as.URL,
 			Err: errors.New("the authorization server metadata has no token_endpoint")})
@@ -111,21 +137,32 @@ func (c *Client) tokenRequest(ctx context.Context, op, tokenURL string, ci *clie
 	if err := checkSecureURL(tokenURL); err != nil {
 		return nil, c.fail(ErrInsecureURL, "token endpoint", tokenURL, nil)
 	}
-	style, secret, extra, err := c.clientAuth(as, ci)
-	if err != nil {
-		return nil, c.failWith(&Error{Kind: ErrTokenEndpoint, Op: op, URL: tokenURL, Err: err})
+	var authErr error
+	tok, err := withNonceRetry(key, func() (*oauth2.Token, error) {
+		style, secret, extra, err := c.clientAuth(as, ci)
+		if err != nil {
+			authErr = err
+			return nil, err
+		}
+		p := url.Values{}
+		for k, v := range params {
+			p[k] = v
+		}
+		for k, v := range extra {
+			p[k] = v
+		}
+		cc := clientcredentials.Config{
+			ClientID:       ci.ClientID,
+			ClientSecret:   secret,
+			TokenURL:       tokenURL,
+			AuthStyle:      style,
+			EndpointParams: p,
+		}
+		return cc.Token(c.tokenCtx(ctx, key))
+	})
+	if authErr != nil {
+		return nil, c.failWith(&Error{Kind: ErrTokenEndpoint, Op: op, URL: tokenURL, Err: authErr})
 	}
-	for k, v := range extra {
-		params[k] = v
-	}
-	cc := clientcredentials.Config{
-		ClientID:       ci.ClientID,
-		ClientSecret:   secret,
-		TokenURL:       tokenURL,
-		AuthStyle:      style,
-		EndpointParams: params,
-	}
-	tok, err := cc.Token(context.WithValue(ctx, oauth2.HTTPClient, c.hc))
 	if err != nil {
 		return nil, c.tokenError(ctx, op, tokenURL, err)
 	}
@@ -186,11 +223,18 @@ func (c *Client) refresh(ctx context.Context, as *ServerMetadata, ci *clientInfo
 		"refresh_token": {tok.RefreshToken},
 		"resource":      {resource},
 	}
-	nt, err := c.tokenRequest(ctx, "token refresh", as.TokenEndpoint, ci, as, params)
+	// A DPoP token's refresh token is bound to the same key (RFC 9449
+	// section 5): it goes with a proof of that key, and so does the
+	// token it returns.
+	key := c.keyOf(tok)
+	nt, err := c.tokenRequest(ctx, "token refresh", as.TokenEndpoint, ci, as, params, key)
 	if err != nil {
 		return nil, err
 	}
 	st := c.toStored(nt, tok.Scopes)
+	if err := bind(st, key); err != nil {
+		return nil, c.failWith(&Error{Kind: ErrDPoP, Op: "token refresh", Err: err})
+	}
 	c.log.Debug("access token refreshed", "expires", st.Expiry)
 	c.saveToken(&discovered{as: as, resource: resource}, ci, st)
 	return st, nil
@@ -199,17 +243,18 @@ func (c *Client) refresh(ctx context.Context, as *ServerMetadata, ci *clientInfo
 // obtainNonInteractive runs the client-credentials grant or the
 // enterprise flow.
 func (c *Client) obtainNonInteractive(ctx context.Context, d *discovered, ci *clientInfo, scopes []string) (*storedToken, error) {
-	var (
-		tok *oauth2.Token
-		err error
-	)
+	key, err := c.dpopFor(d)
+	if err != nil {
+		return nil, err
+	}
+	var tok *oauth2.Token
 	switch c.cfg.Grant {
 	case GrantClientCredentials:
 		params := url.Values{"grant_type": {"client_credentials"}, "resource": {d.resource}}
 		if len(scopes) > 0 {
 			params.Set("scope", strings.Join(scopes, " "))
 		}
-		tok, err = c.tokenRequest(ctx, "client-credentials grant", d.as.TokenEndpoint, ci, d.as, params)
+		tok, err = c.tokenRequest(ctx, "client-credentials grant", d.as.TokenEndpoint, ci, d.as, params, key)
 	case GrantEnterprise:
 		var jag string
 		jag, err = c.idJAG(ctx, d, scopes)
@@ -220,7 +265,18 @@ func (c *Client) obtainNonInteractive(ctx context.Context, d *discovered, ci *cl
 		if len(scopes) > 0 {
 			params.Set("scope", strings.Join(scopes, " "))
 		}
-		tok, err = c.tokenRequest(ctx, "JWT bearer grant", d.as.TokenEndpoint, ci, d.as, params)
+		tok, err = c.tokenRequest(ctx, "JWT bearer grant", d.as.TokenEndpoint, ci, d.as, params, key)
+	case GrantJWTBearer:
+		var assertion string
+		assertion, err = c.workloadAssertion(ctx)
+		if err != nil {
+			return nil, err
+		}
+		params := url.Values{"grant_type": {grantJWTBearer}, "assertion": {assertion}, "resource": {d.resource}}
+		if len(scopes) > 0 {
+			params.Set("scope", strings.Join(scopes, " "))
+		}
+		tok, err = c.tokenRequest(ctx, opWorkloadGrant, d.as.TokenEndpoint, ci, d.as, params, key)
 	default:
 		return nil, errors.New("not a non-interactive grant")
 	}
@@ -228,9 +284,55 @@ func (c *Client) obtainNonInteractive(ctx context.Context, d *discovered, ci *cl
 		return nil, err
 	}
 	st := c.toStored(tok, scopes)
-	c.log.Debug("access token obtained", "grant", c.cfg.Grant.String(), "expires", st.Expiry)
+	if err := bind(st, key); err != nil {
+		return nil, c.failWith(&Error{Kind: ErrDPoP, Op: c.cfg.Grant.String() + " grant", Err: err})
+	}
+	c.log.Debug("access token obtained", "grant", c.cfg.Grant.String(), "expires", st.Expiry, "dpop", st.usesDPoP())
 	c.saveToken(d, ci, st)
 	return st, nil
+}
+
+// workloadClient is the client of the JWT bearer grant: the configured
+// one, or none at all (the assertion alone identifies the workload).
+func (c *Client) workloadClient(as *ServerMetadata) (*clientInfo, error) {
+	if c.cfg.ClientID != "" {
+		return c.preRegistered(as)
+	}
+	return &clientInfo{AuthMethod: authNone, Source: "config", Issuer: as.Issuer}, nil
+}
+
+// opWorkloadGrant names the workload identity grant in errors.
+const opWorkloadGrant = "workload identity (JWT bearer) grant"
+
+// maxAssertion bounds a workload JWT read from a file.
+const maxAssertion = 64 << 10
+
+// workloadAssertion is the workload's JWT, fetched afresh for each grant.
+func (c *Client) workloadAssertion(ctx context.Context) (string, error) {
+	var (
+		s    string
+		err  error
+		what = "the workload JWT (assertion)"
+	)
+	switch {
+	case c.cfg.AssertionFunc != nil:
+		s, err = c.cfg.AssertionFunc(ctx)
+	case c.cfg.AssertionFile != "":
+		what = "the workload JWT file " + c.cfg.AssertionFile + " (assertion_file)"
+		var b []byte
+		b, err = readFileLimited(c.cfg.AssertionFile, maxAssertion)
+		s = string(b)
+	default:
+		s = c.cfg.Assertion
+	}
+	s = strings.TrimSpace(s)
+	if err == nil && strings.Count(s, ".") != 2 {
+		err = errors.New("it is not a JWT (three dot-separated parts)")
+	}
+	if err != nil {
+		return "", c.failWith(&Error{Kind: ErrConfig, Op: "read " + what, Err: err})
+	}
+	return s, nil
 }
 
 // idJAG exchanges the user's ID token at the enterprise IdP for an
@@ -275,7 +377,7 @@ func (c *Client) idJAG(ctx context.Context, d *discovered, scopes []string) (str
 	if e.IdPClientSecret != "" {
 		ci.AuthMethod = authBasic
 	}
-	tok, err := c.tokenRequest(ctx, "token exchange at the enterprise IdP", tokenURL, ci, idp, params)
+	tok, err := c.tokenRequest(ctx, "token exchange at the enterprise IdP", tokenURL, ci, idp, params, nil)
 	if err != nil {
 		return "", err
 	}
@@ -333,4 +435,21 @@ func (c *Client) revoke(ctx context.Context, rec *record) {
 	}
 	resp.Body.Close()
 	c.log.Debug("token revocation", "status", resp.StatusCode)
+}
+
+// readFileLimited reads a file of at most limit bytes.
+func readFileLimited(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("the file is larger than %d bytes", limit)
+	}
+	return b, nil
 }

@@ -13,16 +13,20 @@ import (
 type Options struct {
 	ClientID     string
 	ClientSecret string
-	Scopes       []string
-	RedirectURI  string
-	AuthURL      string
-	TokenURL     string
+	// Issuer binds the pre-registered client to its authorization server.
+	Issuer      string
+	Scopes      []string
+	RedirectURI string
+	AuthURL     string
+	TokenURL    string
 
 	// Grant is how tokens are obtained: "authorization_code" (the default,
 	// a person logs in through a browser), "client_credentials" (machine to
 	// machine, with ClientSecret or PrivateKey) or "enterprise"
 	// (enterprise-managed authorization: IDToken from the IdP login is
-	// exchanged at the IdP, then at the server's authorization server).
+	// exchanged at the IdP, then at the server's authorization server) or
+	// "jwt_bearer" (workload identity: the workload's own JWT, Assertion
+	// or AssertionFile, is the grant).
 	Grant string
 	// ClientMetadataURL is the client's Client ID Metadata Document (an
 	// https URL), used as client_id where the authorization server
@@ -41,10 +45,18 @@ type Options struct {
 	IdPIssuer       string
 	IdPClientID     string
 	IdPClientSecret string
+	// Workload identity (grant "jwt_bearer"): the workload's JWT, or the
+	// file the platform keeps it in.
+	Assertion     string
+	AssertionFile string
+
+	// DPoP is "auto" (the default: when the server requires it), "on" or
+	// "off": whether tokens are bound to a key of Nexus (RFC 9449).
+	DPoP string
 }
 
 // Grants are the values of Options.Grant: the names of the Grants.
-var Grants = []string{GrantAuthorizationCode.String(), GrantClientCredentials.String(), GrantEnterprise.String()}
+var Grants = []string{GrantAuthorizationCode.String(), GrantClientCredentials.String(), GrantEnterprise.String(), GrantJWTBearer.String()}
 
 // OptionTable is every option of Options. Values that may be secrets (the
 // client secret, the private key, tokens) and the client id may come from
@@ -53,6 +65,7 @@ var Grants = []string{GrantAuthorizationCode.String(), GrantClientCredentials.St
 var OptionTable = option.Table[Options]{
 	option.Text("client_id", "/oauth/client_id", true, func(o *Options) *string { return &o.ClientID }, `"nexus"`),
 	option.Text("client_secret", "/oauth/client_secret", true, func(o *Options) *string { return &o.ClientSecret }, `"s3cret"`),
+	option.Text("issuer", "/oauth/issuer", false, func(o *Options) *string { return &o.Issuer }, `"https://as.example.com"`),
 	{HCL: "scopes", JSON: "scopes", Example: `["repo", "read:org"]`,
 		Decode: func(o *Options, v option.Value) { o.Scopes, _ = v.Strings("") },
 		Out: func(o *Options, _ option.Writer) any {
@@ -80,6 +93,16 @@ var OptionTable = option.Table[Options]{
 	option.Text("idp_token_url", "/oauth/idp_token_url", false, func(o *Options) *string { return &o.IdPTokenURL }, `"https://idp.example.com/token"`),
 	option.Text("idp_issuer", "/oauth/idp_issuer", false, func(o *Options) *string { return &o.IdPIssuer }, `"https://idp.example.com"`),
 	option.Text("idp_client_id", "/oauth/idp_client_id", false, func(o *Options) *string { return &o.IdPClientID }, `"nexus-at-idp"`),
+	option.Text("assertion", "/oauth/assertion", true, func(o *Options) *string { return &o.Assertion }, `"eyJhbGciOiJFUzI1NiJ9.e30.sig"`),
+	option.Text("assertion_file", "/oauth/assertion_file", false, func(o *Options) *string { return &o.AssertionFile }, `"/var/run/secrets/tokens/mcp"`),
+	{HCL: "dpop", JSON: "dpop", Example: `"on"`,
+		Decode: func(o *Options, v option.Value) { o.DPoP, _ = v.Choice(DPoPModes) },
+		Out: func(o *Options, _ option.Writer) any {
+			if o.DPoP == "" {
+				return nil
+			}
+			return o.DPoP
+		}},
 	option.Text("idp_client_secret", "/oauth/idp_client_secret", true, func(o *Options) *string { return &o.IdPClientSecret }, `"idp-s3cret"`),
 }
 
@@ -88,6 +111,7 @@ var OptionTable = option.Table[Options]{
 func (o *Options) Apply(cfg *Config) error {
 	cfg.ClientID = o.ClientID
 	cfg.ClientSecret = o.ClientSecret
+	cfg.Issuer = o.Issuer
 	cfg.Scopes = o.Scopes
 	cfg.RedirectURI = o.RedirectURI
 	cfg.AuthURL = o.AuthURL
@@ -98,6 +122,7 @@ func (o *Options) Apply(cfg *Config) error {
 	}
 	cfg.SigningAlg = o.SigningAlg
 	cfg.KeyID = o.KeyID
+	cfg.DPoP = o.DPoP
 	switch o.Grant {
 	case "", GrantAuthorizationCode.String():
 		cfg.Grant = GrantAuthorizationCode
@@ -112,6 +137,10 @@ func (o *Options) Apply(cfg *Config) error {
 			IdPClientID:     o.IdPClientID,
 			IdPClientSecret: o.IdPClientSecret,
 		}
+	case GrantJWTBearer.String():
+		cfg.Grant = GrantJWTBearer
+		cfg.Assertion = o.Assertion
+		cfg.AssertionFile = o.AssertionFile
 	default:
 		return fmt.Errorf("unknown oauth grant %q", o.Grant)
 	}

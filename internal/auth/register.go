@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/url"
 	"strings"
 	"time"
 
@@ -104,6 +105,24 @@ type registrationResponse struct {
 	TokenEndpointAuthMethod string `json:"token_endpoint_auth_method"`
 }
 
+// applicationType is the OpenID Connect application_type a registration
+// must state (SEP-837): "native" for a redirect URI on a loopback host or
+// with a private-use scheme (an application on the user's machine), "web"
+// for one on a remote host. Omitted, OIDC servers assume "web" and may
+// refuse loopback redirect URIs. Nexus receives the code on a loopback
+// listener, so its registrations are native; the rule is kept whole for a
+// redirect URI supplied from elsewhere.
+func applicationType(redirectURI string) string {
+	u, err := url.Parse(redirectURI)
+	if err != nil {
+		return "native"
+	}
+	if (u.Scheme == "http" || u.Scheme == "https") && !isLoopbackHost(u.Hostname()) {
+		return "web"
+	}
+	return "native"
+}
+
 // register runs Dynamic Client Registration and stores the result. The
 // client registers as a public native client ("none") when the
 // authorization server allows it, else for a secret; it asks for the
@@ -130,7 +149,7 @@ func (c *Client) register(ctx context.Context, as *ServerMetadata, redirectURI s
 		GrantTypes:              []string{"authorization_code", "refresh_token"},
 		ResponseTypes:           []string{"code"},
 		TokenEndpointAuthMethod: method,
-		ApplicationType:         "native",
+		ApplicationType:         applicationType(redirectURI),
 		SoftwareID:              "nexus",
 	}
 	var resp registrationResponse

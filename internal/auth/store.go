@@ -14,8 +14,13 @@ import (
 	"time"
 )
 
-// storeVersion is the format of token files.
-const storeVersion = 1
+// storeVersion is the format of token files. Version 2 binds every
+// credential to its authorization server: each client (the token's and
+// each registration) names its issuer, and registrations are keyed by it.
+// Version 1 files (Nexus before the 2026-07-28 revision) are migrated on
+// load: a client without an issuer gets the record's issuer, a
+// registration the issuer it is keyed by.
+const storeVersion = 2
 
 // record is what is kept for one server URL: the token, the authorization
 // server it came from (so a refresh needs no discovery) and any client
@@ -50,6 +55,9 @@ type storedToken struct {
 	Expiry       time.Time `json:"expiry,omitzero"`
 	Scopes       []string  `json:"scopes,omitempty"` // granted (or, when the AS did not say, requested)
 	ObtainedAt   time.Time `json:"obtained_at"`
+	// DPoPKey is the private key (PKCS #8 PEM) the token and its refresh
+	// token are bound to, for a DPoP token (RFC 9449).
+	DPoPKey string `json:"dpop_key,omitempty"`
 }
 
 // clientInfo is the client identity used with an authorization server.
@@ -142,10 +150,31 @@ func (s *store) load(serverURL string) (*record, error) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("token file %s is corrupt: %v", p, err)
 	}
-	if r.Version != storeVersion || r.ServerURL != serverURL {
+	if r.Version < 1 || r.Version > storeVersion || r.ServerURL != serverURL {
 		return nil, nil // another format or a hash collision: ignore it
 	}
+	r.migrate()
 	return &r, nil
+}
+
+// migrate brings a version 1 record to version 2 (see storeVersion).
+func (r *record) migrate() {
+	if r.Version >= 2 {
+		return
+	}
+	if r.Client != nil && r.Client.Issuer == "" {
+		r.Client.Issuer = r.Issuer
+	}
+	for iss, ci := range r.Registrations {
+		if ci == nil {
+			delete(r.Registrations, iss)
+			continue
+		}
+		if ci.Issuer == "" {
+			ci.Issuer = iss
+		}
+	}
+	r.Version = storeVersion
 }
 
 // save writes the record atomically (bounded.WriteFile: a 0600 temporary

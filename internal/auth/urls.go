@@ -154,10 +154,11 @@ func MetadataURLs(issuer string) []string {
 	}
 }
 
-// sameIssuer compares issuer identifiers, tolerating only a trailing slash.
-func sameIssuer(a, b string) bool {
-	return strings.TrimSuffix(a, "/") == strings.TrimSuffix(b, "/")
-}
+// sameIssuer compares issuer identifiers as the 2026-07-28 spec requires
+// (RFC 8414 section 3.3, RFC 9207 section 2.4): simple string comparison,
+// no normalization at all, so "https://as.example/" is not
+// "https://as.example".
+func sameIssuer(a, b string) bool { return a == b }
 
 func sortedKeys(m map[string]string) []string {
 	ks := make([]string, 0, len(m))

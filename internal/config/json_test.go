@@ -332,7 +332,7 @@ func TestOAuthFields(t *testing.T) {
 	}
 
 	_, err := loadOne(t, "mcp.json", `{"mcpServers": {"a": {"url": "https://x.example/mcp", "oauth": {"grant": "implicit"}}}}`, nil)
-	if err == nil || !strings.Contains(err.Error(), `oauth.grant must be one of "authorization_code", "client_credentials" or "enterprise", not "implicit"`) {
+	if err == nil || !strings.Contains(err.Error(), `oauth.grant must be one of "authorization_code", "client_credentials", "enterprise" or "jwt_bearer", not "implicit"`) {
 		t.Errorf("bad grant: %v", err)
 	}
 }

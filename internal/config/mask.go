@@ -16,7 +16,7 @@ import (
 // ${NAME} are never printed anyway: they are written as references.
 
 // oauthSecrets are the OAuth settings that hold credentials.
-var oauthSecrets = map[string]bool{"client_secret": true, "private_key": true, "id_token": true, "idp_client_secret": true}
+var oauthSecrets = map[string]bool{"client_secret": true, "private_key": true, "id_token": true, "idp_client_secret": true, "assertion": true}
 
 // maskCredential returns val with the credentials in it masked, judged by
 // where it stands (ptr: "/url", "/headers/Authorization", "/env/NAME",

@@ -40,6 +40,7 @@ type scenarioContext struct {
 	IdPIDToken       string `json:"idp_id_token"`
 	IdPIssuer        string `json:"idp_issuer"`
 	IdPTokenEndpoint string `json:"idp_token_endpoint"`
+	ValidJWT         string `json:"valid_jwt"` // the workload's JWT (auth/wif-jwt-bearer)
 }
 
 func run() error {
@@ -238,6 +239,10 @@ func newAuthorizer(serverURL, scenario string, sc scenarioContext, log hclog.Log
 			IdPIssuer:   sc.IdPIssuer,
 			IdPClientID: sc.IdPClientID,
 		}
+	case sc.ValidJWT != "":
+		cfg.Grant = auth.GrantJWTBearer
+		cfg.Assertion = sc.ValidJWT
+		cfg.ClientMetadataURL = ""
 	case strings.HasPrefix(scenario, "auth/client-credentials"):
 		cfg.Grant = auth.GrantClientCredentials
 		if sc.PrivateKeyPEM != "" {
