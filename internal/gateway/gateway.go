@@ -45,6 +45,14 @@ type Options struct {
 	// that answer, and the sessions that listed without them get
 	// list_changed once they are up (see the package doc).
 	ListWait time.Duration
+	// CacheTTL is the ttlMs modern clients (MCP 2026-07-28) are given for
+	// the lists and server/discover (gateway `cache_ttl`, default 1
+	// minute): how long they may use a list without asking again. Lists
+	// are per agent, so always cacheScope "private"; a list that left out
+	// servers still starting gets 0, and a resources/read no more than its
+	// server gave (0 when it gave none). subscriptions/listen tells of
+	// changes sooner.
+	CacheTTL time.Duration
 	// Eager starts the servers whose start option is eager (the default)
 	// when an agent's first session initializes, and Warm starts them
 	// before any does (`nexus serve`): the first list finds them up or
@@ -93,6 +101,9 @@ func New(h Upstream, o Options) *Gateway {
 	}
 	if o.ListWait <= 0 {
 		o.ListWait = time.Second
+	}
+	if o.CacheTTL <= 0 {
+		o.CacheTTL = time.Minute
 	}
 	return &Gateway{h: h, log: o.Logger, opts: o, ownMax: o.MaxOwnSessions, sessions: map[*session]struct{}{},
 		agents: map[string]Upstream{}, own: map[string]int{}, warmed: map[string]bool{}}
@@ -282,6 +293,18 @@ var ErrClosed = errors.New("gateway: closed")
 // it has any, close with it; its requests in flight are cancelled.
 func (g *Gateway) Serve(ctx context.Context, conn mcp.Conn, agent string) error {
 	return g.serve(ctx, conn, agent, nil, false, nil, 0)
+}
+
+// serveModern runs a session every message of which is a modern request
+// (MCP 2026-07-28) carrying its own _meta: the internal session
+// httpserver keeps per principal for them (httpserver.Session.Modern).
+// It never initializes, never has connections of its own and never
+// sends a request to the client: nobody could answer it.
+func (g *Gateway) serveModern(ctx context.Context, conn mcp.Conn, agent string) error {
+	return g.serve(ctx, conn, agent, nil, false, func(s *session) func() {
+		s.modernOnly = true
+		return func() {}
+	}, 0)
 }
 
 // ServeDrain is Serve for a client whose end of input is not its going

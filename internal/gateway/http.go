@@ -194,6 +194,10 @@ func (hh *HTTPHandler) Close() error { return hh.mcp.Close() }
 func (hh *HTTPHandler) InFlight() int { return hh.mcp.InFlight() }
 
 func (hh *HTTPHandler) serve(ctx context.Context, conn mcp.Conn, s *httpserver.Session) error {
+	if s.Modern {
+		// Stateless: no session store, whatever the replicas share.
+		return hh.g.serveModern(ctx, conn, s.Principal)
+	}
 	if hh.shared == nil || s.Legacy {
 		return hh.g.Serve(ctx, conn, s.Principal)
 	}
