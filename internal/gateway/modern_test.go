@@ -1,0 +1,368 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nexus-mcp/nexus/host"
+	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/internal/audit"
+	"github.com/nexus-mcp/nexus/internal/config"
+	"github.com/nexus-mcp/nexus/internal/testserver"
+)
+
+// note is a notification a modern agent received.
+type note struct {
+	method string
+	params json.RawMessage
+}
+
+// modernAgent is a client of MCP 2026-07-28 over a pipe to the gateway
+// (the stdio shape): no initialize, each request with its own _meta.
+type modernAgent struct {
+	t     *testing.T
+	peer  *mcp.Peer
+	notes chan note
+	caps  mcp.ClientCapabilities
+	mu    sync.Mutex
+	asked []string // requests the gateway sent it: there must be none
+}
+
+func (m *modernAgent) HandleRequest(_ context.Context, method string, _ json.RawMessage) (any, error) {
+	m.mu.Lock()
+	m.asked = append(m.asked, method)
+	m.mu.Unlock()
+	return nil, errors.New("a modern client takes no requests")
+}
+
+func (m *modernAgent) HandleNotification(_ context.Context, method string, params json.RawMessage) {
+	select {
+	case m.notes <- note{method, slices.Clone(params)}:
+	default:
+		m.t.Errorf("too many notifications: %s dropped", method)
+	}
+}
+
+func (e *env) modern(t *testing.T, agent string) *modernAgent {
+	t.Helper()
+	down, up := mcp.Pipe()
+	done := make(chan struct{})
+	go func() { defer close(done); e.g.Serve(e.ctx, up, agent) }()
+	m := &modernAgent{t: t, notes: make(chan note, 256)}
+	m.peer = mcp.NewPeer(down, mcp.PeerOptions{Handler: m})
+	m.peer.Start()
+	t.Cleanup(func() {
+		m.peer.Close()
+		<-done
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if len(m.asked) > 0 {
+			t.Errorf("the gateway sent a modern client requests: %v", m.asked)
+		}
+	})
+	return m
+}
+
+// params are a request's params with the revision's _meta; level asks
+// for the request's logs.
+func (m *modernAgent) params(version string, level mcp.LoggingLevel, fields map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range fields {
+		out[k] = v
+	}
+	out["_meta"] = mcp.RequestMeta{ProtocolVersion: version, ClientInfo: &mcp.Implementation{Name: "modern-test", Version: "1"},
+		Capabilities: m.caps, LogLevel: level}.Put(nil)
+	return out
+}
+
+// call sends a modern request and returns its raw result.
+func (m *modernAgent) call(ctx context.Context, method string, fields map[string]any) (json.RawMessage, error) {
+	return m.callAt(ctx, mcp.Version20260728, "", method, fields)
+}
+
+func (m *modernAgent) callAt(ctx context.Context, version string, level mcp.LoggingLevel, method string, fields map[string]any) (json.RawMessage, error) {
+	var raw json.RawMessage
+	err := m.peer.Call(ctx, method, m.params(version, level, fields), &raw)
+	return raw, err
+}
+
+// next is the next notification of one of the methods, or a failure.
+func (m *modernAgent) next(t *testing.T, methods ...string) note {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case n := <-m.notes:
+			if slices.Contains(methods, n.method) {
+				return n
+			}
+		case <-timeout:
+			t.Fatalf("no %v came", methods)
+		}
+	}
+}
+
+// fields decodes a result's members.
+func fields(t *testing.T, raw json.RawMessage) map[string]json.RawMessage {
+	t.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatalf("result %s: %v", raw, err)
+	}
+	return m
+}
+
+// A modern agent lists with no initialize: every list is resultType
+// complete, cacheScope private (per agent) with the configured TTL;
+// server/discover says what Nexus speaks; a version it does not speak
+// gets -32022 with the list; removed methods are refused. A legacy client
+// of the same gateway sees what it always did.
+func TestModernLists(t *testing.T) {
+	e := newEnv(t, nil)
+	m := e.modern(t, "claude")
+	ctx := ctxT(t)
+	for _, method := range []string{mcp.MethodToolsList, mcp.MethodResourcesList, mcp.MethodResourcesTemplatesList, mcp.MethodPromptsList} {
+		raw, err := m.call(ctx, method, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", method, err)
+		}
+		f := fields(t, raw)
+		if string(f["resultType"]) != `"complete"` || string(f["cacheScope"]) != `"private"` || string(f["ttlMs"]) != "60000" {
+			t.Errorf("%s: %s", method, raw)
+		}
+	}
+	raw, _ := m.call(ctx, mcp.MethodToolsList, nil)
+	var tools mcp.ListToolsResult
+	json.Unmarshal(raw, &tools)
+	if len(tools.Tools) != 3 || tools.NextCursor == "" || !strings.HasPrefix(tools.Tools[0].Name, "mcp_") {
+		t.Errorf("the first page of tools: %s", raw)
+	}
+	// Pages are private too.
+	raw, err := m.call(ctx, mcp.MethodToolsList, map[string]any{"cursor": tools.NextCursor})
+	if err != nil || string(fields(t, raw)["cacheScope"]) != `"private"` {
+		t.Errorf("the second page: %v %s", err, raw)
+	}
+
+	raw, err = m.call(ctx, mcp.MethodResourcesRead, map[string]any{"uri": "file:///readme.txt"})
+	if err != nil {
+		t.Fatalf("resources/read: %v", err)
+	}
+	if f := fields(t, raw); err != nil || string(f["resultType"]) != `"complete"` || string(f["cacheScope"]) != `"private"` || string(f["ttlMs"]) != "0" || len(f["contents"]) == 0 {
+		t.Errorf("resources/read: %v %s", err, raw)
+	}
+
+	raw, err = m.call(ctx, mcp.MethodServerDiscover, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d mcp.DiscoverResult
+	json.Unmarshal(raw, &d)
+	var info mcp.Implementation
+	json.Unmarshal(d.Meta[mcp.MetaServerInfo], &info)
+	if d.ResultType != "complete" || !slices.Equal(d.SupportedVersions, mcp.AllVersions) || d.Capabilities.Tools == nil || d.TTLMs <= 0 || d.CacheScope == "" || info.Name != "nexus" {
+		t.Errorf("server/discover: %s", raw)
+	}
+
+	_, err = m.callAt(ctx, "1900-01-01", "", mcp.MethodToolsList, nil)
+	var rerr *mcp.RPCError
+	if !errors.As(err, &rerr) || rerr.Code != mcp.CodeUnsupportedProtocolVersion || !strings.Contains(string(rerr.Data), mcp.Version20260728) || !strings.Contains(string(rerr.Data), "1900-01-01") {
+		t.Errorf("an unknown version: %v", err)
+	}
+	for _, method := range []string{mcp.MethodLoggingSetLevel, mcp.MethodResourcesSubscribe, "tasks/list"} {
+		if _, err := m.call(ctx, method, map[string]any{"level": "debug", "uri": "file:///readme.txt"}); !errors.As(err, &rerr) || rerr.Code != mcp.CodeMethodNotFound || !strings.Contains(rerr.Message, "2026-07-28") {
+			t.Errorf("%s: %v", method, err)
+		}
+	}
+	// Neither initialize nor _meta: the error says both ways.
+	if err := m.peer.Call(ctx, mcp.MethodToolsList, nil, nil); !errors.As(err, &rerr) || !strings.Contains(rerr.Message, "initialize") || !strings.Contains(rerr.Message, mcp.MetaProtocolVersion) {
+		t.Errorf("a request with neither: %v", err)
+	}
+
+	// The legacy client beside it: no resultType, no cache hints.
+	c := e.connect("claude", mcp.ClientOptions{})
+	if err := c.Peer().Call(ctx, mcp.MethodToolsList, nil, &raw); err != nil || strings.Contains(string(raw), "resultType") || strings.Contains(string(raw), "ttlMs") {
+		t.Errorf("legacy tools/list: %v %s", err, raw)
+	}
+	if c.ProtocolVersion() != mcp.Version20251125 {
+		t.Errorf("legacy negotiated %q", c.ProtocolVersion())
+	}
+}
+
+// A modern tools/call is the same call as a legacy one: the same
+// decisions (allowed, denied by the agent's rules), the same audit
+// records apart from the session; the result says resultType.
+func TestModernCallSameAsLegacy(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	aw, err := audit.Open(audit.Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer aw.Close()
+	e := newEnvOpts(t, nil, func(o *host.Options) { o.Audit = aw })
+	ctx := ctxT(t)
+	c := e.connect("claude", mcp.ClientOptions{})
+	m := e.modern(t, "claude")
+
+	echo := map[string]any{"name": "mcp_testserver_echo", "arguments": map[string]string{"message": "same"}}
+	legacyRes, err := c.CallTool(ctx, "mcp_testserver_echo", json.RawMessage(`{"message":"same"}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := m.call(ctx, mcp.MethodToolsCall, echo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var modernRes mcp.CallToolResult
+	json.Unmarshal(raw, &modernRes)
+	if string(fields(t, raw)["resultType"]) != `"complete"` || len(modernRes.Content) != 1 || modernRes.Content[0].Text != legacyRes.Content[0].Text {
+		t.Errorf("modern echo %s, legacy %+v", raw, legacyRes)
+	}
+	_, lerr := c.CallTool(ctx, "mcp_testserver_fail", nil, nil)
+	_, merr := m.call(ctx, mcp.MethodToolsCall, map[string]any{"name": "mcp_testserver_fail", "arguments": map[string]any{}})
+	var l, md *mcp.RPCError
+	if !errors.As(lerr, &l) || !errors.As(merr, &md) || l.Code != md.Code || l.Message != md.Message {
+		t.Errorf("denied: legacy %v, modern %v", lerr, merr)
+	}
+	if err := aw.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	var recs []audit.Record
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var r audit.Record
+		json.Unmarshal([]byte(line), &r)
+		if r.Method == mcp.MethodToolsCall {
+			// What differs by nature: when, which session, the chain links.
+			r.Time, r.Session, r.Seq, r.Genesis, r.Prev, r.MAC = time.Time{}, "", 0, "", "", ""
+			for i := range r.Steps {
+				r.Steps[i].Micros = 0
+			}
+			recs = append(recs, r)
+		}
+	}
+	if len(recs) != 4 {
+		t.Fatalf("tools/call records: %+v", recs)
+	}
+	for i, what := range []string{"echo", "fail"} {
+		lj, _ := json.Marshal(recs[2*i])
+		mj, _ := json.Marshal(recs[2*i+1])
+		if string(lj) != string(mj) {
+			t.Errorf("%s: the legacy call's record\n%s\nthe modern call's\n%s", what, lj, mj)
+		}
+	}
+	if recs[0].Decision != "allow" || recs[2].Decision != "deny" {
+		t.Errorf("decisions: %+v", recs)
+	}
+}
+
+// A modern request gets a server's log only if it asked with logLevel,
+// on its own request, at that level.
+func TestModernLogsOnlyWhenAsked(t *testing.T) {
+	e := newEnv(t, nil)
+	m := e.modern(t, "claude")
+	ctx := ctxT(t)
+	echo := func(level mcp.LoggingLevel, msg string) {
+		t.Helper()
+		if _, err := m.callAt(ctx, mcp.Version20260728, level, mcp.MethodToolsCall,
+			map[string]any{"name": "mcp_testserver_echo", "arguments": map[string]string{"message": msg}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	echo("", "UNASKED")
+	echo("error", "TOO-LOW") // the echo logs at info
+	echo("debug", "ASKED")
+	n := m.next(t, mcp.NotificationMessage)
+	if !strings.Contains(string(n.params), "ASKED") || strings.Contains(string(n.params), "UNASKED") {
+		t.Errorf("the log: %s", n.params)
+	}
+	// A last call: what would have followed has arrived by its answer.
+	echo("", "LAST")
+	for {
+		select {
+		case n := <-m.notes:
+			if n.method == mcp.NotificationMessage {
+				t.Errorf("a log nobody asked for: %s", n.params)
+			}
+			continue
+		default:
+		}
+		break
+	}
+}
+
+// subscriptions/listen: acknowledged first, then the list_changed its
+// agent's own upstream sends, tagged with the subscription's id; never
+// another agent's. Legacy sessions of the agent still hear of it as
+// before.
+func TestModernListen(t *testing.T) {
+	e := newEnv(t, func(c *config.Config) {
+		c.Servers = append(c.Servers, &config.Server{Name: "rugged", Type: config.TypeStdio, Command: []string{"testserver", testserver.VariantRugPull}, Enabled: true})
+		c.Agents = append(c.Agents,
+			&config.Agent{Name: "alice", Permission: "yolo", Servers: []string{"rugged"}},
+			&config.Agent{Name: "bob", Permission: "yolo", Servers: []string{"rugged"}})
+	})
+	ctx := ctxT(t)
+	alice, bob := e.modern(t, "alice"), e.modern(t, "bob")
+	legacyChanged := make(chan string, 8)
+	legacy := e.connect("alice", mcp.ClientOptions{OnListChanged: func(kind string) { legacyChanged <- kind }})
+	if _, err := legacy.ListTools(ctx); err != nil {
+		t.Fatal(err)
+	}
+	listen := func(m *modernAgent) (acked note, stop func()) {
+		lctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() {
+			_, err := m.call(lctx, mcp.MethodSubscriptionsListen, map[string]any{"notifications": map[string]any{"toolsListChanged": true}})
+			done <- err
+		}()
+		acked = m.next(t, mcp.NotificationSubscriptionsAcked, "notifications/tools/list_changed")
+		return acked, func() { cancel(); <-done }
+	}
+	aAck, aStop := listen(alice)
+	defer aStop()
+	bAck, bStop := listen(bob)
+	defer bStop()
+	subID := func(n note) string {
+		var p struct {
+			Meta map[string]json.RawMessage `json:"_meta"`
+		}
+		json.Unmarshal(n.params, &p)
+		return string(p.Meta[mcp.MetaSubscriptionID])
+	}
+	if aAck.method != mcp.NotificationSubscriptionsAcked || subID(aAck) == "" || !strings.Contains(string(aAck.params), `"toolsListChanged":true`) || bAck.method != mcp.NotificationSubscriptionsAcked {
+		t.Fatalf("acknowledgments: %s %s", aAck.params, bAck.params)
+	}
+	if _, err := alice.call(ctx, mcp.MethodToolsCall, map[string]any{"name": "mcp_rugged_rug_pull", "arguments": map[string]any{}}); err != nil {
+		t.Fatal(err)
+	}
+	n := alice.next(t, "notifications/tools/list_changed")
+	if subID(n) != subID(aAck) {
+		t.Errorf("alice's list_changed %s, her subscription %s", n.params, subID(aAck))
+	}
+	select {
+	case <-legacyChanged:
+	case <-ctx.Done():
+		t.Fatal("alice's legacy session did not hear of the change")
+	}
+	// Bob's own upstream changes now: he hears of that one only.
+	if _, err := bob.call(ctx, mcp.MethodToolsCall, map[string]any{"name": "mcp_rugged_rug_pull", "arguments": map[string]any{}}); err != nil {
+		t.Fatal(err)
+	}
+	bob.next(t, "notifications/tools/list_changed")
+	if _, err := bob.call(ctx, mcp.MethodToolsList, nil); err != nil {
+		t.Fatal(err)
+	}
+	for len(bob.notes) > 0 {
+		if n := <-bob.notes; strings.Contains(n.method, "list_changed") {
+			t.Errorf("bob heard of another change: %s %s", n.method, n.params)
+		}
+	}
+}
