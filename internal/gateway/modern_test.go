@@ -16,6 +16,9 @@ import (
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/audit"
 	"github.com/nexus-mcp/nexus/internal/config"
+	"github.com/nexus-mcp/nexus/internal/diag"
+	"github.com/nexus-mcp/nexus/internal/gateway"
+	"github.com/nexus-mcp/nexus/internal/hostapi"
 	"github.com/nexus-mcp/nexus/internal/testserver"
 )
 
@@ -53,9 +56,15 @@ func (m *modernAgent) HandleNotification(_ context.Context, method string, param
 
 func (e *env) modern(t *testing.T, agent string) *modernAgent {
 	t.Helper()
+	return e.modernOn(t, e.g, agent)
+}
+
+// modernOn is modern on another gateway in front of the env's host.
+func (e *env) modernOn(t *testing.T, g *gateway.Gateway, agent string) *modernAgent {
+	t.Helper()
 	down, up := mcp.Pipe()
 	done := make(chan struct{})
-	go func() { defer close(done); e.g.Serve(e.ctx, up, agent) }()
+	go func() { defer close(done); g.Serve(e.ctx, up, agent) }()
 	m := &modernAgent{t: t, notes: make(chan note, 256)}
 	m.peer = mcp.NewPeer(down, mcp.PeerOptions{Handler: m})
 	m.peer.Start()
@@ -364,5 +373,108 @@ func TestModernListen(t *testing.T) {
 		if n := <-bob.notes; strings.Contains(n.method, "list_changed") {
 			t.Errorf("bob heard of another change: %s %s", n.method, n.params)
 		}
+	}
+}
+
+// inputUpstream is the host as the gateway sees it, whose client speaks
+// the seam hostapi.WithAnswersInput documents, as a modern upstream
+// would through it: mcp_probe_ask answers a first attempt with an
+// InputRequiredResult (*mcp.InputRequiredError) and a retry with what
+// the agent sent, which it records.
+type inputUpstream struct {
+	gateway.Upstream
+	retries chan *mcp.InputParams
+	ask     mcp.InputRequests
+}
+
+func (u *inputUpstream) NewSession(o hostapi.SessionOptions) gateway.Upstream {
+	return &inputUpstream{u.Upstream.NewSession(o), u.retries, u.ask}
+}
+
+func (u *inputUpstream) GuardInput(ctx context.Context, server, method string, params json.RawMessage) (json.RawMessage, error) {
+	return u.Upstream.(interface {
+		GuardInput(context.Context, string, string, json.RawMessage) (json.RawMessage, error)
+	}).GuardInput(ctx, server, method, params)
+}
+
+func (u *inputUpstream) CallTool(ctx context.Context, agent, name string, args any, o *hostapi.CallOptions) (*mcp.CallToolResult, error) {
+	if name != "mcp_probe_ask" {
+		return u.Upstream.CallTool(ctx, agent, name, args, o)
+	}
+	if !hostapi.AnswersInput(ctx) {
+		return nil, errors.New("the gateway did not mark a modern call as answering input")
+	}
+	if in := mcp.InputOf(ctx); in != nil {
+		u.retries <- in
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("thanks")}}, nil
+	}
+	return nil, &mcp.InputRequiredError{Result: &mcp.InputRequiredResult{ResultType: mcp.ResultInputRequired, InputRequests: u.ask, RequestState: "opaque-1"}}
+}
+
+// A modern upstream's InputRequiredResult reaches a modern agent once the
+// chain has judged each input request (a rule that refuses one refuses
+// the call, and the agent is not asked); an input the agent did not
+// declare it can give is -32021; the agent's retry goes upstream with its
+// inputResponses and the exact requestState.
+func TestModernInputRequired(t *testing.T) {
+	rule, err := config.ParseHCL([]byte(`rule "no-passwords" {
+  when   = "method == 'elicitation/create' && params.message.contains('password')"
+  action = "deny"
+  reason = "no passwords"
+}
+`), diag.Source{File: "rules.hcl"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, func(c *config.Config) { c.Filters = append(c.Filters, rule.Filters...) })
+	ask := mcp.InputRequests{
+		"who":   {Method: mcp.MethodElicitationCreate, Params: json.RawMessage(`{"mode":"form","message":"who are you?","requestedSchema":{"type":"object","properties":{"name":{"type":"string"}}}}`)},
+		"model": {Method: mcp.MethodSamplingCreateMessage, Params: json.RawMessage(`{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":10}`)},
+	}
+	up := &inputUpstream{Upstream: e.g.Host(), retries: make(chan *mcp.InputParams, 1), ask: ask}
+	g := gateway.New(up, gateway.Options{})
+	t.Cleanup(func() { g.Close() })
+	ctx := ctxT(t)
+	call := map[string]any{"name": "mcp_probe_ask", "arguments": map[string]any{}}
+
+	m := e.modernOn(t, g, "claude")
+	m.caps = mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}}}
+	var rerr *mcp.RPCError
+	if _, err := m.call(ctx, mcp.MethodToolsCall, call); !errors.As(err, &rerr) || rerr.Code != mcp.CodeMissingRequiredCapability || !strings.Contains(rerr.Message, "sampling") {
+		t.Errorf("an input the agent cannot give: %v", err)
+	}
+	m.caps.Sampling = &mcp.SamplingCapability{}
+	raw, err := m.call(ctx, mcp.MethodToolsCall, call)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r mcp.InputRequiredResult
+	json.Unmarshal(raw, &r)
+	if r.ResultType != mcp.ResultInputRequired || r.RequestState != "opaque-1" || len(r.InputRequests) != 2 || r.InputRequests["who"].Method != mcp.MethodElicitationCreate ||
+		strings.Contains(string(raw), "ttlMs") {
+		t.Errorf("input_required: %s", raw)
+	}
+	retry := map[string]any{"name": "mcp_probe_ask", "arguments": map[string]any{}, "requestState": "opaque-1",
+		"inputResponses": map[string]any{"who": map[string]any{"action": "accept", "content": map[string]string{"name": "ada"}}}}
+	raw, err = m.call(ctx, mcp.MethodToolsCall, retry)
+	if err != nil || string(fields(t, raw)["resultType"]) != `"complete"` || !strings.Contains(string(raw), "thanks") {
+		t.Fatalf("the retry: %v %s", err, raw)
+	}
+	in := <-up.retries
+	if in.RequestState != "opaque-1" || !strings.Contains(string(in.InputResponses["who"]), "ada") {
+		t.Errorf("upstream got %+v", in)
+	}
+
+	// The policy refuses one of the inputs: the call is refused.
+	up.ask = mcp.InputRequests{"pw": {Method: mcp.MethodElicitationCreate, Params: json.RawMessage(`{"mode":"form","message":"your password?","requestedSchema":{"type":"object","properties":{}}}`)}}
+	g2 := gateway.New(up, gateway.Options{})
+	t.Cleanup(func() { g2.Close() })
+	m2 := e.modernOn(t, g2, "claude")
+	m2.caps = m.caps
+	raw, err = m2.call(ctx, mcp.MethodToolsCall, call)
+	var res mcp.CallToolResult
+	json.Unmarshal(raw, &res)
+	if err != nil || !res.IsError || len(res.Content) == 0 || !strings.Contains(res.Content[0].Text, "no-passwords") || !strings.Contains(res.Content[0].Text, `"pw"`) || strings.Contains(string(raw), "input_required") {
+		t.Errorf("a refused input: %v %s", err, raw)
 	}
 }
