@@ -478,3 +478,104 @@ func TestModernInputRequired(t *testing.T) {
 		t.Errorf("a refused input: %v %s", err, raw)
 	}
 }
+
+// watchServer has a resource and a tool that says it changed, to its
+// own subscribers: each connection (each agent's) is an instance of its
+// own.
+func watchServer() *mcp.Server {
+	s := mcp.NewServer(mcp.Implementation{Name: "watch", Version: "1"}, mcp.ServerOptions{})
+	s.AddResource(mcp.Resource{URI: "watch://x", Name: "x"}, func(ctx context.Context, ss *mcp.ServerSession, uri string) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []mcp.ResourceContents{{URI: uri, Text: "x"}}}, nil
+	})
+	s.AddTool(mcp.Tool{Name: "touch"}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		s.ResourceUpdated(ctx, "watch://x")
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("touched")}}, nil
+	})
+	return s
+}
+
+// subscriptions/listen's resourceSubscriptions: the agent's stream gets
+// resources/updated for the URI from its own connection, tagged with
+// its subscriptionId, and another agent's stream does not.
+func TestModernListenResources(t *testing.T) {
+	var wg sync.WaitGroup
+	sctx, stop := context.WithCancel(context.Background())
+	e := newEnvOpts(t, func(c *config.Config) {
+		c.Servers = append(c.Servers, &config.Server{Name: "watch", Type: config.TypeStdio, Command: []string{"watch"}, Enabled: true})
+		c.Agents = append(c.Agents,
+			&config.Agent{Name: "alice", Permission: "yolo", Servers: []string{"watch"}},
+			&config.Agent{Name: "bob", Permission: "yolo", Servers: []string{"watch"}})
+	}, func(o *host.Options) {
+		prev := o.Transport
+		o.Transport = func(ctx context.Context, srv *config.Server) (mcp.Conn, error) {
+			if srv.Command[0] != "watch" {
+				return prev(ctx, srv)
+			}
+			client, server := mcp.Pipe()
+			wg.Add(1)
+			go func() { defer wg.Done(); watchServer().Serve(sctx, server) }()
+			return client, nil
+		}
+	})
+	t.Cleanup(func() { stop(); wg.Wait() })
+	ctx := ctxT(t)
+	alice, bob := e.modern(t, "alice"), e.modern(t, "bob")
+	listen := func(m *modernAgent) note {
+		lctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			m.call(lctx, mcp.MethodSubscriptionsListen, map[string]any{"notifications": map[string]any{"resourceSubscriptions": []string{"watch://x"}}})
+		}()
+		t.Cleanup(func() { cancel(); <-done })
+		return m.next(t, mcp.NotificationSubscriptionsAcked)
+	}
+	aAck := listen(alice)
+	listen(bob)
+	if !strings.Contains(string(aAck.params), `"resourceSubscriptions":["watch://x"]`) {
+		t.Errorf("alice's acknowledgment: %s", aAck.params)
+	}
+	touch := func(m *modernAgent) {
+		t.Helper()
+		if _, err := m.call(ctx, mcp.MethodToolsCall, map[string]any{"name": "mcp_watch_touch", "arguments": map[string]any{}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	touch(alice)
+	n := alice.next(t, mcp.NotificationResourceUpdated)
+	if !strings.Contains(string(n.params), `"uri":"watch://x"`) || !strings.Contains(string(n.params), mcp.MetaSubscriptionID) {
+		t.Errorf("alice's update: %s", n.params)
+	}
+	touch(bob)
+	bob.next(t, mcp.NotificationResourceUpdated)
+	// A request after: what might have followed has come by its answer.
+	if _, err := bob.call(ctx, mcp.MethodToolsList, nil); err != nil {
+		t.Fatal(err)
+	}
+	for len(bob.notes) > 0 {
+		if n := <-bob.notes; n.method == mcp.NotificationResourceUpdated {
+			t.Errorf("bob got a second update (alice's?): %s", n.params)
+		}
+	}
+}
+
+// A log an HTTP server sends on a request's response stream belongs to
+// that request: a modern one that asked gets it; one that did not, not.
+func TestModernLogOfHTTPUpstream(t *testing.T) {
+	e := newHTTPUpstreamEnv(t)
+	m := e.env.modern(t, "alice")
+	ctx := ctxT(t)
+	for _, c := range []struct {
+		level mcp.LoggingLevel
+		msg   string
+	}{{"", "UNASKED"}, {"info", "ASKED"}} {
+		if _, err := m.callAt(ctx, mcp.Version20260728, c.level, mcp.MethodToolsCall,
+			map[string]any{"name": "mcp_web_echo", "arguments": map[string]string{"message": c.msg}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := m.next(t, mcp.NotificationMessage)
+	if !strings.Contains(string(n.params), "ASKED") || strings.Contains(string(n.params), "UNASKED") {
+		t.Errorf("the log: %s", n.params)
+	}
+}
