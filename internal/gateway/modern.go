@@ -393,11 +393,15 @@ func (s *session) passInput(ctx context.Context, server string, r *mcp.InputRequ
 	if len(keys) > 0 {
 		out.InputRequests = make(mcp.InputRequests, len(keys))
 	}
+	// All asked of the agent must be what it declared, before any is
+	// judged (and audited).
 	for _, k := range keys {
-		q := r.InputRequests[k]
-		if err := declared(meta.Capabilities, q); err != nil {
+		if err := declared(meta.Capabilities, r.InputRequests[k]); err != nil {
 			return nil, err
 		}
+	}
+	for _, k := range keys {
+		q := r.InputRequests[k]
 		p, err := g.GuardInput(ctx, server, q.Method, q.Params)
 		if err != nil {
 			var de *policy.DeniedError

@@ -426,7 +426,13 @@ func TestModernInputRequired(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnv(t, func(c *config.Config) { c.Filters = append(c.Filters, rule.Filters...) })
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	aw, err := audit.Open(audit.Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer aw.Close()
+	e := newEnvOpts(t, func(c *config.Config) { c.Filters = append(c.Filters, rule.Filters...) }, func(o *host.Options) { o.Audit = aw })
 	ask := mcp.InputRequests{
 		"who":   {Method: mcp.MethodElicitationCreate, Params: json.RawMessage(`{"mode":"form","message":"who are you?","requestedSchema":{"type":"object","properties":{"name":{"type":"string"}}}}`)},
 		"model": {Method: mcp.MethodSamplingCreateMessage, Params: json.RawMessage(`{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":10}`)},
@@ -476,6 +482,24 @@ func TestModernInputRequired(t *testing.T) {
 	json.Unmarshal(raw, &res)
 	if err != nil || !res.IsError || len(res.Content) == 0 || !strings.Contains(res.Content[0].Text, "no-passwords") || !strings.Contains(res.Content[0].Text, `"pw"`) || strings.Contains(string(raw), "input_required") {
 		t.Errorf("a refused input: %v %s", err, raw)
+	}
+	// The audit log has each input request the chain judged, as it has a
+	// server's own request.
+	if err := aw.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	var judged []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var r audit.Record
+		json.Unmarshal([]byte(line), &r)
+		if r.Method == mcp.MethodElicitationCreate || r.Method == mcp.MethodSamplingCreateMessage {
+			judged = append(judged, r.Agent+" "+r.Server+" "+r.Method+" "+r.Decision)
+		}
+	}
+	want := []string{"claude probe sampling/createMessage allow", "claude probe elicitation/create allow", "claude probe elicitation/create deny"} // by key: model, who; then pw
+	if !slices.Equal(judged, want) {
+		t.Errorf("audited input requests %q, want %q", judged, want)
 	}
 }
 
