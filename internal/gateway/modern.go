@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/hostapi"
 	"github.com/nexus-mcp/nexus/internal/policy"
+	"github.com/nexus-mcp/nexus/internal/wire"
 )
 
 // Modern requests (MCP 2026-07-28): each carries its version, client
@@ -37,7 +39,8 @@ const tasksGone = "the 2025-11-25 tasks methods are not part of MCP 2026-07-28 (
 // session: one with the stateless revision's _meta, or else the error
 // that says what is missing.
 func (s *session) modernRequest(ctx context.Context, method string, params json.RawMessage) (any, error) {
-	meta, modern, err := mcp.ParseRequestMeta(params)
+	f := scan(params)
+	meta, modern, err := s.requestMeta(f.meta)
 	if err != nil {
 		return nil, mcp.InvalidParams("%s: %v", method, err)
 	}
@@ -54,11 +57,11 @@ func (s *session) modernRequest(ctx context.Context, method string, params json.
 	if why, ok := removed[method]; ok {
 		return nil, &mcp.RPCError{Code: mcp.CodeMethodNotFound, Message: why}
 	}
-	in, err := inputOf(method, params)
+	in, err := inputOf(method, f)
 	if err != nil {
 		return nil, err
 	}
-	ctx = withModern(ctx, &meta, in)
+	ctx = withModern(ctx, meta, in)
 	switch method {
 	case mcp.MethodServerDiscover:
 		return s.discover(), nil
@@ -71,11 +74,11 @@ func (s *session) modernRequest(ctx context.Context, method string, params json.
 	case mcp.MethodPromptsList:
 		return completed(s.listPrompts(ctx, params))
 	case mcp.MethodToolsCall:
-		return s.modernCall(ctx, params, &meta)
+		return s.modernCall(ctx, params, meta, f.task)
 	case mcp.MethodResourcesRead:
-		return s.modernRead(ctx, params, &meta)
+		return s.modernRead(ctx, params, meta)
 	case mcp.MethodPromptsGet:
-		return s.modernPrompt(ctx, params, &meta)
+		return s.modernPrompt(ctx, params, meta)
 	case mcp.MethodComplete:
 		res, err := s.complete(ctx, params)
 		return completed(res, nil, err)
@@ -85,20 +88,86 @@ func (s *session) modernRequest(ctx context.Context, method string, params json.
 	return nil, mcp.MethodNotFound(method)
 }
 
+// cachedMeta is the last _meta a session parsed: a client sends the same
+// bytes on every request, and decoding them is most of what a modern
+// request costs beyond a legacy one.
+type cachedMeta struct {
+	raw  []byte
+	meta *mcp.RequestMeta // shared by the requests that sent raw: read only
+}
+
+// maxCachedMeta bounds the _meta a session keeps.
+const maxCachedMeta = 4 << 10
+
+// requestMeta decodes a request's _meta (raw; nil: there is none, a
+// legacy request). Only _meta is decoded: the arguments are the
+// upstream's.
+func (s *session) requestMeta(raw json.RawMessage) (*mcp.RequestMeta, bool, error) {
+	if raw == nil {
+		return nil, false, nil
+	}
+	s.mu.Lock()
+	c := s.lastMeta
+	s.mu.Unlock()
+	if c != nil && bytes.Equal(c.raw, raw) {
+		return c.meta, true, nil
+	}
+	meta, modern, err := mcp.ParseRequestMeta(slices.Concat([]byte(`{"_meta":`), raw, []byte(`}`)))
+	if err == nil && modern && len(raw) <= maxCachedMeta {
+		s.mu.Lock()
+		s.lastMeta = &cachedMeta{raw: slices.Clone(raw), meta: &meta}
+		s.mu.Unlock()
+	}
+	return &meta, modern, err
+}
+
+// fields are the members of a request's params the gateway reads to
+// serve it as modern.
+type fields struct{ meta, inputResponses, requestState, task json.RawMessage }
+
+// scan finds fields in one pass over params, which the Peer validated:
+// a call's arguments may be megabytes, and are not decoded here.
+func scan(params json.RawMessage) (f fields) {
+	i := skipWS(params, 0)
+	if i >= len(params) || params[i] != '{' {
+		return f
+	}
+	wire.ValidMembers(params, func(k, v []byte) error {
+		switch {
+		case wire.KeyIs(k, "_meta"):
+			f.meta = v
+		case wire.KeyIs(k, "inputResponses"):
+			f.inputResponses = v
+		case wire.KeyIs(k, "requestState"):
+			f.requestState = v
+		case wire.KeyIs(k, "task"):
+			f.task = v
+		}
+		return nil
+	})
+	return f
+}
+
 // inputOf is a retry's inputResponses and requestState (nil for a first
 // attempt); only the requests that may be answered with input_required
 // take them.
-func inputOf(method string, params json.RawMessage) (*mcp.InputParams, error) {
-	resp, state := mcp.Member(params, "inputResponses"), mcp.Member(params, "requestState")
-	if resp == nil && state == nil {
+func inputOf(method string, f fields) (*mcp.InputParams, error) {
+	if f.inputResponses == nil && f.requestState == nil {
 		return nil, nil
 	}
 	if !mcp.AcceptsInputRequired(method) {
 		return nil, mcp.InvalidParams("%s: inputResponses and requestState answer an input_required result, which only tools/call, resources/read and prompts/get get", method)
 	}
 	var in mcp.InputParams
-	if err := json.Unmarshal(params, &in); err != nil {
-		return nil, mcp.InvalidParams("%s: inputResponses must be an object of results by key, requestState the string it was handed: %v", method, err)
+	if f.inputResponses != nil {
+		if err := json.Unmarshal(f.inputResponses, &in.InputResponses); err != nil {
+			return nil, mcp.InvalidParams("%s: inputResponses must be an object of results by key: %v", method, err)
+		}
+	}
+	if f.requestState != nil {
+		if err := json.Unmarshal(f.requestState, &in.RequestState); err != nil {
+			return nil, mcp.InvalidParams("%s: requestState must be the string it was handed: %v", method, err)
+		}
 	}
 	return &in, nil
 }
@@ -257,7 +326,7 @@ func (s *session) readHint(raw json.RawMessage) *mcp.CacheHint {
 
 // ---- calls, reads and prompts -------------------------------------------------
 
-func (s *session) modernCall(ctx context.Context, params json.RawMessage, meta *mcp.RequestMeta) (any, error) {
+func (s *session) modernCall(ctx context.Context, params json.RawMessage, meta *mcp.RequestMeta, task json.RawMessage) (any, error) {
 	p, err := mcp.DecodeValidCallToolParams(params)
 	if err != nil {
 		return nil, mcp.InvalidParams("tools/call: %v", err)
@@ -265,7 +334,7 @@ func (s *session) modernCall(ctx context.Context, params json.RawMessage, meta *
 	if p.Name == "" {
 		return nil, mcp.InvalidParams("tools/call: params need the tool's name")
 	}
-	if raw := mcp.Member(params, "task"); len(raw) > 0 && string(raw) != "null" {
+	if len(task) > 0 && string(task) != "null" {
 		return nil, mcp.InvalidParams("tools/call: %s", tasksGone)
 	}
 	// The same call as a legacy client's (call): the same event to the

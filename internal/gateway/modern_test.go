@@ -31,7 +31,7 @@ type note struct {
 // modernAgent is a client of MCP 2026-07-28 over a pipe to the gateway
 // (the stdio shape): no initialize, each request with its own _meta.
 type modernAgent struct {
-	t     *testing.T
+	t     testing.TB
 	peer  *mcp.Peer
 	notes chan note
 	caps  mcp.ClientCapabilities
@@ -54,13 +54,13 @@ func (m *modernAgent) HandleNotification(_ context.Context, method string, param
 	}
 }
 
-func (e *env) modern(t *testing.T, agent string) *modernAgent {
+func (e *env) modern(t testing.TB, agent string) *modernAgent {
 	t.Helper()
 	return e.modernOn(t, e.g, agent)
 }
 
 // modernOn is modern on another gateway in front of the env's host.
-func (e *env) modernOn(t *testing.T, g *gateway.Gateway, agent string) *modernAgent {
+func (e *env) modernOn(t testing.TB, g *gateway.Gateway, agent string) *modernAgent {
 	t.Helper()
 	down, up := mcp.Pipe()
 	done := make(chan struct{})
@@ -601,5 +601,46 @@ func TestModernLogOfHTTPUpstream(t *testing.T) {
 	n := m.next(t, mcp.NotificationMessage)
 	if !strings.Contains(string(n.params), "ASKED") || strings.Contains(string(n.params), "UNASKED") {
 		t.Errorf("the log: %s", n.params)
+	}
+}
+
+// BenchmarkModernCall is a modern tools/call through the gateway beside
+// a legacy one, on the same in-memory pipes: reading the request's _meta
+// and splicing resultType into the upstream's bytes should cost next to
+// nothing (issue 41: at most 1.0x a legacy call).
+func BenchmarkModernCall(b *testing.B) {
+	e := newEnv(b, nil)
+	ctx := context.Background()
+	line := "2026-11-25T08:00:00Z INFO request served in 12ms\n"
+	for _, size := range []struct {
+		name string
+		msg  string
+	}{{"", "hello"}, {"-64KB-text", strings.Repeat(line, (64<<10)/len(line))}} {
+		args, _ := json.Marshal(map[string]string{"message": size.msg})
+		// Both send the same bytes but for _meta, and decode the same way.
+		b.Run("legacy"+size.name, func(b *testing.B) {
+			c := e.connect("claude", mcp.ClientOptions{})
+			params, _ := json.Marshal(map[string]any{"name": "mcp_testserver_echo", "arguments": json.RawMessage(args)})
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				var res mcp.CallToolResult
+				if err := c.Peer().Call(ctx, mcp.MethodToolsCall, json.RawMessage(params), &res); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("modern"+size.name, func(b *testing.B) {
+			m := e.modern(b, "claude")
+			params, _ := json.Marshal(m.params(mcp.Version20260728, "", map[string]any{"name": "mcp_testserver_echo", "arguments": json.RawMessage(args)}))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				var res mcp.CallToolResult
+				if err := m.peer.Call(ctx, mcp.MethodToolsCall, json.RawMessage(params), &res); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -54,6 +54,7 @@ type session struct {
 	modernOnly bool                   // every request is modern (httpserver.Session.Modern); set before the peer starts
 	levels     map[string]int         // log level severity of modern requests in flight, by id; -1: none asked
 	listeners  map[*listener]struct{} // open subscriptions/listen streams
+	lastMeta   *cachedMeta            // the _meta last decoded (requestMeta)
 }
 
 type promptRef struct{ server, name string }
