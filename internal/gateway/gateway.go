@@ -301,6 +301,10 @@ func (g *Gateway) Serve(ctx context.Context, conn mcp.Conn, agent string) error 
 // It never initializes, never has connections of its own and never
 // sends a request to the client: nobody could answer it.
 func (g *Gateway) serveModern(ctx context.Context, conn mcp.Conn, agent string) error {
+	if g.opts.Eager {
+		// What an initialize would warm: the agent's shared connections.
+		g.Warm(agent)
+	}
 	return g.serve(ctx, conn, agent, nil, false, func(s *session) func() {
 		s.modernOnly = true
 		return func() {}

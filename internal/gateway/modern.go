@@ -363,7 +363,7 @@ func (s *session) modernRead(ctx context.Context, params json.RawMessage, meta *
 	}
 	server, err := s.route(ctx, uri)
 	if err != nil {
-		return nil, err
+		return nil, notFound(err)
 	}
 	res, err := s.read(ctx, server, uri)
 	if r, ok, ierr := inputRequired(res, err); ok || ierr != nil {
@@ -374,7 +374,7 @@ func (s *session) modernRead(ctx context.Context, params json.RawMessage, meta *
 		return out, refused(err)
 	}
 	if err != nil {
-		return nil, rpcErrorOf(err)
+		return nil, notFound(rpcErrorOf(err))
 	}
 	var hint *mcp.CacheHint
 	if raw, ok := res.(*json.RawMessage); ok {
@@ -406,6 +406,19 @@ func (s *session) modernPrompt(ctx context.Context, params json.RawMessage, meta
 		return nil, rpcErrorOf(err)
 	}
 	return completed(res, nil, nil)
+}
+
+// notFound renumbers a resource that is not found: -32002 until
+// 2025-11-25 (the gateway's own, or a legacy server's), -32602 (invalid
+// params) in 2026-07-28.
+func notFound(err error) error {
+	var rerr *mcp.RPCError
+	if errors.As(err, &rerr) && rerr.Code == -32002 {
+		out := *rerr
+		out.Code = mcp.CodeInvalidParams
+		return &out
+	}
+	return err
 }
 
 // ---- input required (Multi Round-Trip Requests) ----------------------------

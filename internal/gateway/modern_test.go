@@ -168,6 +168,12 @@ func TestModernLists(t *testing.T) {
 		t.Errorf("resources/read: %v %s", err, raw)
 	}
 
+	// Not found is invalid params now (-32002 until 2025-11-25).
+	var rerr *mcp.RPCError
+	if _, err := m.call(ctx, mcp.MethodResourcesRead, map[string]any{"uri": "file:///nowhere.txt"}); !errors.As(err, &rerr) || rerr.Code != mcp.CodeInvalidParams {
+		t.Errorf("a resource not found: %v", err)
+	}
+
 	raw, err = m.call(ctx, mcp.MethodServerDiscover, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -181,7 +187,6 @@ func TestModernLists(t *testing.T) {
 	}
 
 	_, err = m.callAt(ctx, "1900-01-01", "", mcp.MethodToolsList, nil)
-	var rerr *mcp.RPCError
 	if !errors.As(err, &rerr) || rerr.Code != mcp.CodeUnsupportedProtocolVersion || !strings.Contains(string(rerr.Data), mcp.Version20260728) || !strings.Contains(string(rerr.Data), "1900-01-01") {
 		t.Errorf("an unknown version: %v", err)
 	}
