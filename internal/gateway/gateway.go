@@ -72,6 +72,7 @@ type Gateway struct {
 	own      map[string]int      // sessions with connections of their own, by agent
 	warmed   map[string]bool     // agents whose shared connections Warm started
 	ownMax   int
+	modMax   int // requests one agent's modern session serves at once (serveModern)
 	wg       sync.WaitGroup
 	closed   bool
 }
@@ -329,12 +330,18 @@ func (g *Gateway) serve(ctx context.Context, conn mcp.Conn, agent string, st *st
 	if track != nil {
 		defer track(s)()
 	}
+	handlers := g.opts.MaxRequests
+	if s.modernOnly {
+		// One session carries all of an agent's modern requests: the
+		// HTTP listener's per-agent cap bounds them, not a session's.
+		handlers = g.modernLimit()
+	}
 	s.peer = mcp.NewPeer(conn, mcp.PeerOptions{
 		Logger:      g.log.With("agent", agent),
 		Handler:     s,
 		Timeout:     g.opts.Timeout,
-		MaxHandlers: g.opts.MaxRequests,
-		MaxQueue:    g.opts.MaxRequests,
+		MaxHandlers: handlers,
+		MaxQueue:    handlers,
 		// Without drain, a client that closed its side is gone: its calls
 		// are cancelled upstream.
 		NoDrain:      drain <= 0,
@@ -406,6 +413,20 @@ func (g *Gateway) Close() error {
 		up.Close()
 	}
 	return nil
+}
+
+// setModernMax sets how many requests an agent's modern session serves
+// at once: the HTTP listener's per-agent request cap.
+func (g *Gateway) setModernMax(n int) {
+	g.mu.Lock()
+	g.modMax = n
+	g.mu.Unlock()
+}
+
+func (g *Gateway) modernLimit() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return max(g.modMax, g.opts.MaxRequests)
 }
 
 func (g *Gateway) ownLimit() int {
