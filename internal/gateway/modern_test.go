@@ -62,9 +62,15 @@ func (e *env) modern(t testing.TB, agent string) *modernAgent {
 // modernOn is modern on another gateway in front of the env's host.
 func (e *env) modernOn(t testing.TB, g *gateway.Gateway, agent string) *modernAgent {
 	t.Helper()
+	return e.modernWith(t, agent, func(conn mcp.Conn) { g.Serve(e.ctx, conn, agent) })
+}
+
+// modernWith is a modern agent whose other end serve serves.
+func (e *env) modernWith(t testing.TB, agent string, serve func(mcp.Conn)) *modernAgent {
+	t.Helper()
 	down, up := mcp.Pipe()
 	done := make(chan struct{})
-	go func() { defer close(done); g.Serve(e.ctx, up, agent) }()
+	go func() { defer close(done); serve(up) }()
 	m := &modernAgent{t: t, notes: make(chan note, 256)}
 	m.peer = mcp.NewPeer(down, mcp.PeerOptions{Handler: m})
 	m.peer.Start()
@@ -647,5 +653,26 @@ func BenchmarkModernCall(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// The session httpserver keeps for an agent's modern requests
+// (httpserver.Session.Modern) serves them as a stdio session does, and
+// only them: a request without _meta, or an initialize, is refused.
+func TestModernOnlySession(t *testing.T) {
+	e := newEnv(t, nil)
+	m := e.modernWith(t, "claude", func(conn mcp.Conn) { e.g.ServeModern(e.ctx, conn, "claude") })
+	ctx := ctxT(t)
+	raw, err := m.call(ctx, mcp.MethodToolsCall, map[string]any{"name": "mcp_testserver_echo", "arguments": map[string]string{"message": "hi"}})
+	if err != nil || string(fields(t, raw)["resultType"]) != `"complete"` {
+		t.Fatalf("a modern call: %v %s", err, raw)
+	}
+	var rerr *mcp.RPCError
+	if err := m.peer.Call(ctx, mcp.MethodToolsList, nil, nil); !errors.As(err, &rerr) || rerr.Code != mcp.CodeInvalidRequest || !strings.Contains(rerr.Message, mcp.MetaProtocolVersion) {
+		t.Errorf("a request without _meta: %v", err)
+	}
+	init := map[string]any{"protocolVersion": mcp.Version20251125, "capabilities": map[string]any{}, "clientInfo": map[string]string{"name": "x", "version": "1"}}
+	if err := m.peer.Call(ctx, mcp.MethodInitialize, init, nil); !errors.As(err, &rerr) || rerr.Code != mcp.CodeInvalidRequest {
+		t.Errorf("initialize: %v", err)
 	}
 }
