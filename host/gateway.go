@@ -1,6 +1,10 @@
 package host
 
 import (
+	"context"
+	"encoding/json"
+
+	"github.com/nexus-mcp/nexus/internal/audit"
 	"github.com/nexus-mcp/nexus/internal/gateway"
 )
 
@@ -43,3 +47,42 @@ func (u upstream) NewSession(o SessionOptions) gateway.Upstream {
 }
 
 var _ gateway.Upstream = upstream{}
+
+// GuardInput runs one request of a server's InputRequiredResult
+// (elicitation/create, sampling/createMessage or roots/list: MCP
+// 2026-07-28's replacement for a server-initiated request) through the
+// chain, as the same request sent by the server would go (guarded): the
+// policies see it and may refuse it or change its params, and the audit
+// log records it. The answer is the agent's to give, on its retry, so
+// only the request's half of the chain runs here. It returns the params
+// to pass on, or the refusal.
+func (u upstream) GuardInput(ctx context.Context, server, method string, params json.RawMessage) (json.RawMessage, error) {
+	h := u.Host
+	run := func(ctx context.Context) error {
+		if err := h.loadChain(ctx); err != nil {
+			return err
+		}
+		if h.chain.Len() == 0 {
+			return nil
+		}
+		ev := h.event(h.hooks.agent, server, method, nil)
+		ev.Params = params
+		out, err := h.chain.Request(ctx, ev)
+		if err != nil {
+			return err
+		}
+		params = out
+		return nil
+	}
+	var err error
+	if h.observing() {
+		rec := audit.Record{Agent: h.hooks.agent, Server: server, Method: method}
+		err = h.audited(ctx, &rec, run)
+	} else {
+		err = run(ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return params, nil
+}

@@ -127,7 +127,7 @@ say where; a traceparent in a request's _meta is continued.`,
 			if err := h.OpenAudit(); err != nil {
 				return &exitError{exitUsage, err}
 			}
-			g := host.NewGateway(h, host.GatewayOptions{Logger: log.Named("gateway"), Metrics: tel.Metrics(), Eager: true, ListWait: gw.ListWait})
+			g := host.NewGateway(h, host.GatewayOptions{Logger: log.Named("gateway"), Metrics: tel.Metrics(), Eager: true, ListWait: gw.ListWait, CacheTTL: gw.CacheTTL})
 			defer g.Close()
 
 			// SIGINT and SIGTERM stop the gateway cleanly (exit 0): it stops

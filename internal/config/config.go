@@ -213,6 +213,10 @@ type Gateway struct {
 	// still starting before it answers without them (list_changed follows
 	// when they are up); 0: the gateway's default, 1 s.
 	ListWait time.Duration
+	// CacheTTL is the ttlMs modern clients (MCP 2026-07-28) get for the
+	// gateway's lists (always cacheScope "private": they are per agent);
+	// 0: the gateway's default, 1 minute.
+	CacheTTL time.Duration
 	// SessionStore is where replicas share sessions: "memory" (or "", one
 	// process) or redis://host:6379 (Redis 7 or Valkey). A password in it
 	// should come from a sensitive variable; see Refs.

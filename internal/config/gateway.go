@@ -22,7 +22,7 @@ import (
 
 var (
 	gatewaySchema = &hcl.BodySchema{
-		Attributes: []hcl.AttributeSchema{{Name: "listen"}, {Name: "public_url"}, {Name: "allowed_origins"}, {Name: "allowed_hosts"}, {Name: "required_servers"}, {Name: "metrics"}, {Name: "session_store"}, {Name: "list_wait"}},
+		Attributes: []hcl.AttributeSchema{{Name: "listen"}, {Name: "public_url"}, {Name: "allowed_origins"}, {Name: "allowed_hosts"}, {Name: "required_servers"}, {Name: "metrics"}, {Name: "session_store"}, {Name: "list_wait"}, {Name: "cache_ttl"}},
 		Blocks:     []hcl.BlockHeaderSchema{{Type: "tls"}, {Type: "limits"}, {Type: "oauth"}},
 	}
 	gatewayTLSSchema    = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "cert"}, {Name: "key"}}}
@@ -99,6 +99,9 @@ func (h *hclFile) gateway(b *hcl.Block) {
 	}
 	if a := at["list_wait"]; a != nil {
 		g.ListWait, _ = h.duration(a)
+	}
+	if a := at["cache_ttl"]; a != nil {
+		g.CacheTTL, _ = h.duration(a)
 	}
 	if a := at["required_servers"]; a != nil {
 		if g.RequiredServers, ok = h.strs(a, nil, ""); ok {
@@ -541,7 +544,7 @@ func checkHost(s string) string {
 
 // The same in the nexus-json dialect: "gateway" at the top level.
 var (
-	gatewayKeys        = []string{"listen", "public_url", "allowed_origins", "allowed_hosts", "required_servers", "metrics", "session_store", "list_wait", "tls", "limits", "oauth"}
+	gatewayKeys        = []string{"listen", "public_url", "allowed_origins", "allowed_hosts", "required_servers", "metrics", "session_store", "list_wait", "cache_ttl", "tls", "limits", "oauth"}
 	gatewayTLSKeys     = []string{"cert", "key"}
 	gatewayLimitKeys   = append([]string{"max_body_bytes", "max_sessions", "max_requests", "max_requests_per_session", "max_sse_events", "session_idle_timeout", "shutdown_grace", "body_timeout", "min_body_rate", "drain_timeout"}, quotaKeys...)
 	gatewayOAuthKeys   = []string{"issuer", "jwks_url", "audience", "scopes", "agent_claim", "agents"}
@@ -610,6 +613,8 @@ func (j *jsonFile) gateway(v *jval) {
 			}
 		case "list_wait":
 			g.ListWait, _ = d.duration(val, m.key)
+		case "cache_ttl":
+			g.CacheTTL, _ = d.duration(val, m.key)
 		case "required_servers":
 			var ok bool
 			if g.RequiredServers, ok = d.strs(val, m.key, ""); ok {
@@ -770,6 +775,9 @@ func gatewayJSON(g *Gateway) map[string]any {
 	putList(e, "required_servers", g.RequiredServers)
 	if g.ListWait > 0 {
 		e["list_wait"] = g.ListWait.String()
+	}
+	if g.CacheTTL > 0 {
+		e["cache_ttl"] = g.CacheTTL.String()
 	}
 	if g.TLSCert != "" {
 		e["tls"] = map[string]any{"cert": g.TLSCert, "key": g.TLSKey}

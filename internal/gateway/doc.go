@@ -76,6 +76,39 @@
 // Over HTTP a request without Origin must name the gateway in Host by an
 // IP address, localhost or an allowed host (checkHost: DNS rebinding).
 //
+// Both eras (MCP 2026-07-28 beside 2025-11-25 and earlier). A request
+// that carries its version in params._meta (io.modelcontextprotocol/
+// protocolVersion) with no initialize before it is a modern request,
+// served on its own: its client capabilities, client info and log level
+// are in its _meta (mcp.RequestMetaOf on its context), a version Nexus
+// does not speak gets -32022 with mcp.AllVersions, server/discover says
+// what Nexus speaks, and every result carries resultType. Over HTTP they
+// arrive on one internal session per agent (httpserver.Session.Modern,
+// no session store); on stdio on the same input as a legacy client's
+// would. An initialize makes the session legacy (the spec's versioning
+// page). Modern requests run on the agent's shared connections, and so
+// are the same events to the chain, the lockfile and the audit log as a
+// legacy client's. What the revision removed (ping, logging/setLevel,
+// resources/subscribe and unsubscribe, the 2025-11-25 tasks methods) is
+// refused for them; the Peer still answers ping itself.
+//
+// Lists, and resources/read, carry ttlMs and cacheScope "private" (each
+// list is the agent's own, whatever a server said): Options.CacheTTL
+// (gateway `cache_ttl`, default 1 minute) for lists, 0 for a list that
+// left out servers, and for a read no more than its server gave.
+// A server's log reaches a modern request only if it asked with
+// _meta logLevel, on that request's stream. subscriptions/listen streams
+// get the list_changed and resources/updated their client opted in to,
+// from the agent's own connections, after the acknowledgment, each tagged
+// with the subscriptionId.
+//
+// A modern client is never sent a request. A modern upstream's
+// InputRequiredResult (Multi Round-Trip Requests) passes to the agent
+// once the chain has judged each input request as it judges the
+// server-initiated request it replaces (hostapi.WithAnswersInput is the
+// seam with the host's client; a refused one refuses the call), and the
+// agent's retry (inputResponses, requestState) is passed upstream.
+//
 // Replicas: with a session store (HTTPOptions.Store, Redis or Valkey), any
 // replica serves any request of any session, with no sticky routing. The
 // session's record (principal, agent, negotiated version, the client's

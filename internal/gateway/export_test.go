@@ -1,5 +1,11 @@
 package gateway
 
+import (
+	"context"
+
+	"github.com/nexus-mcp/nexus/host/mcp"
+)
+
 // SessionLevel is the least log severity the replica's instance of a shared
 // session forwards (-1: none set, or no instance here).
 func SessionLevel(hh *HTTPHandler, id string) int {
@@ -12,4 +18,10 @@ func SessionLevel(hh *HTTPHandler, id string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.level
+}
+
+// ServeModern is serveModern: the session httpserver hands the gateway
+// for an agent's modern requests (httpserver.Session.Modern).
+func (g *Gateway) ServeModern(ctx context.Context, conn mcp.Conn, agent string) error {
+	return g.serveModern(ctx, conn, agent)
 }

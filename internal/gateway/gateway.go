@@ -45,6 +45,14 @@ type Options struct {
 	// that answer, and the sessions that listed without them get
 	// list_changed once they are up (see the package doc).
 	ListWait time.Duration
+	// CacheTTL is the ttlMs modern clients (MCP 2026-07-28) are given for
+	// the lists and server/discover (gateway `cache_ttl`, default 1
+	// minute): how long they may use a list without asking again. Lists
+	// are per agent, so always cacheScope "private"; a list that left out
+	// servers still starting gets 0, and a resources/read no more than its
+	// server gave (0 when it gave none). subscriptions/listen tells of
+	// changes sooner.
+	CacheTTL time.Duration
 	// Eager starts the servers whose start option is eager (the default)
 	// when an agent's first session initializes, and Warm starts them
 	// before any does (`nexus serve`): the first list finds them up or
@@ -64,6 +72,7 @@ type Gateway struct {
 	own      map[string]int      // sessions with connections of their own, by agent
 	warmed   map[string]bool     // agents whose shared connections Warm started
 	ownMax   int
+	modMax   int // requests one agent's modern session serves at once (serveModern)
 	wg       sync.WaitGroup
 	closed   bool
 }
@@ -93,6 +102,9 @@ func New(h Upstream, o Options) *Gateway {
 	}
 	if o.ListWait <= 0 {
 		o.ListWait = time.Second
+	}
+	if o.CacheTTL <= 0 {
+		o.CacheTTL = time.Minute
 	}
 	return &Gateway{h: h, log: o.Logger, opts: o, ownMax: o.MaxOwnSessions, sessions: map[*session]struct{}{},
 		agents: map[string]Upstream{}, own: map[string]int{}, warmed: map[string]bool{}}
@@ -284,6 +296,22 @@ func (g *Gateway) Serve(ctx context.Context, conn mcp.Conn, agent string) error 
 	return g.serve(ctx, conn, agent, nil, false, nil, 0)
 }
 
+// serveModern runs a session every message of which is a modern request
+// (MCP 2026-07-28) carrying its own _meta: the internal session
+// httpserver keeps per principal for them (httpserver.Session.Modern).
+// It never initializes, never has connections of its own and never
+// sends a request to the client: nobody could answer it.
+func (g *Gateway) serveModern(ctx context.Context, conn mcp.Conn, agent string) error {
+	if g.opts.Eager {
+		// What an initialize would warm: the agent's shared connections.
+		g.Warm(agent)
+	}
+	return g.serve(ctx, conn, agent, nil, false, func(s *session) func() {
+		s.modernOnly = true
+		return func() {}
+	}, 0)
+}
+
 // ServeDrain is Serve for a client whose end of input is not its going
 // away, as a Unix filter's is not (`nexus serve` on stdio): the requests
 // it has sent are answered, within drain (then cancelled), before the
@@ -302,12 +330,18 @@ func (g *Gateway) serve(ctx context.Context, conn mcp.Conn, agent string, st *st
 	if track != nil {
 		defer track(s)()
 	}
+	handlers := g.opts.MaxRequests
+	if s.modernOnly {
+		// One session carries all of an agent's modern requests: the
+		// HTTP listener's per-agent cap bounds them, not a session's.
+		handlers = g.modernLimit()
+	}
 	s.peer = mcp.NewPeer(conn, mcp.PeerOptions{
 		Logger:      g.log.With("agent", agent),
 		Handler:     s,
 		Timeout:     g.opts.Timeout,
-		MaxHandlers: g.opts.MaxRequests,
-		MaxQueue:    g.opts.MaxRequests,
+		MaxHandlers: handlers,
+		MaxQueue:    handlers,
 		// Without drain, a client that closed its side is gone: its calls
 		// are cancelled upstream.
 		NoDrain:      drain <= 0,
@@ -379,6 +413,20 @@ func (g *Gateway) Close() error {
 		up.Close()
 	}
 	return nil
+}
+
+// setModernMax sets how many requests an agent's modern session serves
+// at once: the HTTP listener's per-agent request cap.
+func (g *Gateway) setModernMax(n int) {
+	g.mu.Lock()
+	g.modMax = n
+	g.mu.Unlock()
+}
+
+func (g *Gateway) modernLimit() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return max(g.modMax, g.opts.MaxRequests)
 }
 
 func (g *Gateway) ownLimit() int {

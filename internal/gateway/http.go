@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -128,6 +129,8 @@ func (g *Gateway) HTTP(o HTTPOptions) (*HTTPHandler, error) {
 		g.log.Info("sessions are shared with the other replicas through the session store", "replica", hh.shared.Replica(), "store", o.StoreName)
 	}
 	g.setOwnMax(l.MaxUpstreamSessionsPerAgent)
+	// httpserver's default per-principal cap, unless the config sets one.
+	g.setModernMax(cmp.Or(l.MaxRequestsPerAgent, 1024))
 	// Serving everyone as one agent, an agent's share is the whole (the
 	// handler lowers a share to its global cap).
 	single := func(n int) int {
@@ -194,6 +197,10 @@ func (hh *HTTPHandler) Close() error { return hh.mcp.Close() }
 func (hh *HTTPHandler) InFlight() int { return hh.mcp.InFlight() }
 
 func (hh *HTTPHandler) serve(ctx context.Context, conn mcp.Conn, s *httpserver.Session) error {
+	if s.Modern {
+		// Stateless: no session store, whatever the replicas share.
+		return hh.g.serveModern(ctx, conn, s.Principal)
+	}
 	if hh.shared == nil || s.Legacy {
 		return hh.g.Serve(ctx, conn, s.Principal)
 	}

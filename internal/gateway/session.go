@@ -49,6 +49,12 @@ type session struct {
 	missing    map[string]bool              // servers a list left out while they started: list_changed when up
 	promptRefs map[string]promptRef         // exposed prompt name -> server and name
 	closed     bool
+
+	// Modern requests (modern.go, listen.go).
+	modernOnly bool                   // every request is modern (httpserver.Session.Modern); set before the peer starts
+	levels     map[string]int         // log level severity of modern requests in flight, by id; -1: none asked
+	listeners  map[*listener]struct{} // open subscriptions/listen streams
+	lastMeta   *cachedMeta            // the _meta last decoded (requestMeta)
 }
 
 type promptRef struct{ server, name string }
@@ -104,6 +110,9 @@ var versions = []string{mcp.Version20251125, mcp.Version20250618, mcp.Version202
 // HandleRequest implements mcp.Handler.
 func (s *session) HandleRequest(ctx context.Context, method string, params json.RawMessage) (any, error) {
 	ctx = hostapi.WithSession(ctx, s.id)
+	if s.modernOnly {
+		return s.modernRequest(ctx, method, params)
+	}
 	if method == mcp.MethodInitialize {
 		return s.initialize(params)
 	}
@@ -123,23 +132,27 @@ func (s *session) HandleRequest(ctx context.Context, method string, params json.
 	s.ready = s.ready || inited
 	s.mu.Unlock()
 	if !inited {
-		return nil, &mcp.RPCError{Code: mcp.CodeInvalidRequest, Message: "the session is not initialized: send initialize first (" + method + " came before it)"}
+		// No initialize: a modern request (MCP 2026-07-28) carries what
+		// one said in its _meta. After initialize the session is legacy
+		// (versioning: initialize selects legacy semantics for the stdio
+		// process or the HTTP session).
+		return s.modernRequest(ctx, method, params)
 	}
 	switch method {
 	case mcp.MethodToolsList:
-		return s.listTools(ctx, params)
+		return legacy(s.listTools(ctx, params))
 	case mcp.MethodToolsCall:
 		return s.callTool(ctx, params)
 	case mcp.MethodResourcesList:
-		return s.listResources(ctx, params)
+		return legacy(s.listResources(ctx, params))
 	case mcp.MethodResourcesTemplatesList:
-		return s.listTemplates(ctx, params)
+		return legacy(s.listTemplates(ctx, params))
 	case mcp.MethodResourcesRead:
 		return s.readResource(ctx, params)
 	case mcp.MethodResourcesSubscribe, mcp.MethodResourcesUnsubscribe:
 		return s.subscribe(ctx, method, params)
 	case mcp.MethodPromptsList:
-		return s.listPrompts(ctx, params)
+		return legacy(s.listPrompts(ctx, params))
 	case mcp.MethodPromptsGet:
 		return s.getPrompt(ctx, params)
 	case mcp.MethodComplete:
@@ -282,17 +295,26 @@ func (s *session) sessionOptions(c mcp.ClientCapabilities) hostapi.SessionOption
 // related marks ctx as belonging to the client's newest request in flight
 // to server, so that on HTTP what is sent travels on that request's stream.
 func (s *session) related(ctx context.Context, server string) context.Context {
-	s.mu.Lock()
-	ids := s.calls[server]
-	var id json.RawMessage
-	if len(ids) > 0 {
-		id = ids[len(ids)-1]
-	}
-	s.mu.Unlock()
+	id, _, _ := s.newest(server)
 	if id == nil {
 		return ctx
 	}
 	return mcp.WithRelatedRequest(ctx, id)
+}
+
+// newest is the id of the client's newest request in flight to server,
+// or nil; for a modern request, modern is set and level is the severity
+// it asked logs at (-1: none).
+func (s *session) newest(server string) (id json.RawMessage, level int, modern bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := s.calls[server]
+	if len(ids) == 0 {
+		return nil, 0, false
+	}
+	id = ids[len(ids)-1]
+	level, modern = s.levels[string(id)]
+	return id, level, modern
 }
 
 // track records a client request in flight to server; untrack, with
@@ -302,8 +324,15 @@ func (s *session) track(ctx context.Context, server string) json.RawMessage {
 	if id == nil {
 		return nil
 	}
+	meta, modern := mcp.RequestMetaOf(ctx)
 	s.mu.Lock()
 	s.calls[server] = append(s.calls[server], id)
+	if modern {
+		if s.levels == nil {
+			s.levels = map[string]int{}
+		}
+		s.levels[string(id)] = meta.LogLevel.Severity()
+	}
 	s.mu.Unlock()
 	return id
 }
@@ -314,6 +343,7 @@ func (s *session) untrack(server string, id json.RawMessage) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	delete(s.levels, string(id))
 	ids := s.calls[server]
 	for i := len(ids) - 1; i >= 0; i-- {
 		if string(ids[i]) == string(id) {
@@ -342,25 +372,29 @@ func (s *session) startListing() func() {
 // listed turns what the host listed into one page for the client: a
 // refusal of the whole list is the answer, servers that failed are logged
 // and left out, and each item is converted to its wire form.
-func listed[T, U any](s *session, method string, list []T, err error, params json.RawMessage, conv func(T) U) ([]U, string, error) {
+func listed[T, U any](s *session, method string, list []T, err error, params json.RawMessage, conv func(T) U) ([]U, string, *mcp.CacheHint, error) {
 	if err != nil && list == nil {
 		if rerr := refusalOf(err); rerr != nil {
-			return nil, "", rerr
+			return nil, "", nil, rerr
 		}
 	}
-	s.partial(method, err)
+	partial := s.partial(method, err)
 	out := make([]U, len(list))
 	for i, x := range list {
 		out[i] = conv(x)
 	}
-	return paginate(out, params, s.g.opts.PageSize)
+	page, next, err := paginate(out, params, s.g.opts.PageSize)
+	return page, next, s.listHint(partial), err
 }
 
-func (s *session) listTools(ctx context.Context, params json.RawMessage) (any, error) {
+// legacy drops a list's cache hint: only modern clients get one.
+func legacy(res any, _ *mcp.CacheHint, err error) (any, error) { return res, err }
+
+func (s *session) listTools(ctx context.Context, params json.RawMessage) (any, *mcp.CacheHint, error) {
 	defer s.startListing()()
 	ctx = hostapi.WithListWait(ctx, s.g.opts.ListWait)
 	list, err := s.host().Tools(ctx, s.agent)
-	page, next, err := listed(s, mcp.MethodToolsList, list, err, params, func(t hostapi.Tool) mcp.Tool {
+	page, next, hint, err := listed(s, mcp.MethodToolsList, list, err, params, func(t hostapi.Tool) mcp.Tool {
 		out := t.Tool
 		out.Name = t.Name
 		// The gateway runs any tool as a task (tasks.go), and one its
@@ -369,58 +403,59 @@ func (s *session) listTools(ctx context.Context, params json.RawMessage) (any, e
 		return out
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return mcp.ListToolsResult{Tools: page, NextCursor: next}, nil
+	return mcp.ListToolsResult{Tools: page, NextCursor: next}, hint, nil
 }
 
-func (s *session) listResources(ctx context.Context, params json.RawMessage) (any, error) {
+func (s *session) listResources(ctx context.Context, params json.RawMessage) (any, *mcp.CacheHint, error) {
 	defer s.startListing()()
 	ctx = hostapi.WithListWait(ctx, s.g.opts.ListWait)
 	list, err := s.host().Resources(ctx, s.agent)
-	page, next, err := listed(s, mcp.MethodResourcesList, list, err, params, func(r hostapi.Resource) mcp.Resource { return r.Resource })
+	page, next, hint, err := listed(s, mcp.MethodResourcesList, list, err, params, func(r hostapi.Resource) mcp.Resource { return r.Resource })
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return mcp.ListResourcesResult{Resources: page, NextCursor: next}, nil
+	return mcp.ListResourcesResult{Resources: page, NextCursor: next}, hint, nil
 }
 
-func (s *session) listTemplates(ctx context.Context, params json.RawMessage) (any, error) {
+func (s *session) listTemplates(ctx context.Context, params json.RawMessage) (any, *mcp.CacheHint, error) {
 	defer s.startListing()()
 	ctx = hostapi.WithListWait(ctx, s.g.opts.ListWait)
 	list, err := s.host().Templates(ctx, s.agent)
-	page, next, err := listed(s, mcp.MethodResourcesTemplatesList, list, err, params, func(t hostapi.Template) mcp.ResourceTemplate { return t.ResourceTemplate })
+	page, next, hint, err := listed(s, mcp.MethodResourcesTemplatesList, list, err, params, func(t hostapi.Template) mcp.ResourceTemplate { return t.ResourceTemplate })
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return mcp.ListResourceTemplatesResult{ResourceTemplates: page, NextCursor: next}, nil
+	return mcp.ListResourceTemplatesResult{ResourceTemplates: page, NextCursor: next}, hint, nil
 }
 
-func (s *session) listPrompts(ctx context.Context, params json.RawMessage) (any, error) {
+func (s *session) listPrompts(ctx context.Context, params json.RawMessage) (any, *mcp.CacheHint, error) {
 	defer s.startListing()()
 	ctx = hostapi.WithListWait(ctx, s.g.opts.ListWait)
-	out, err := s.prompts(ctx)
+	out, partial, err := s.prompts(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	page, next, perr := paginate(out, params, s.g.opts.PageSize)
 	if perr != nil {
-		return nil, perr
+		return nil, nil, perr
 	}
-	return mcp.ListPromptsResult{Prompts: page, NextCursor: next}, nil
+	return mcp.ListPromptsResult{Prompts: page, NextCursor: next}, s.listHint(partial), nil
 }
 
 // prompts lists the agent's prompts under their exposed names and keeps
-// the names' mapping for prompts/get and completion.
-func (s *session) prompts(ctx context.Context) ([]mcp.Prompt, error) {
+// the names' mapping for prompts/get and completion; partial says
+// servers were left out.
+func (s *session) prompts(ctx context.Context) (_ []mcp.Prompt, partial bool, _ error) {
 	h := s.host()
 	list, err := h.Prompts(ctx, s.agent)
 	if err != nil && list == nil {
 		if rerr := refusalOf(err); rerr != nil {
-			return nil, rerr
+			return nil, false, rerr
 		}
 	}
-	s.partial("prompts/list", err)
+	partial = s.partial("prompts/list", err)
 	out := make([]mcp.Prompt, 0, len(list))
 	refs := make(map[string]promptRef, len(list))
 	for _, p := range list {
@@ -437,21 +472,22 @@ func (s *session) prompts(ctx context.Context) ([]mcp.Prompt, error) {
 	s.mu.Lock()
 	s.promptRefs = refs
 	s.mu.Unlock()
-	return out, nil
+	return out, partial, nil
 }
 
 // partial logs the servers a list left out, and remembers those still
-// starting, so the session hears list_changed when they are up.
-func (s *session) partial(what string, err error) {
+// starting, so the session hears list_changed when they are up; it
+// reports whether any were left out.
+func (s *session) partial(what string, err error) bool {
 	if err == nil {
-		return
+		return false
 	}
 	late, failed := starting(err)
 	if failed {
 		s.g.log.Warn("a list is missing servers that failed", "list", what, "agent", s.agent, "error", oneLine(err))
 	}
 	if len(late) == 0 {
-		return
+		return true
 	}
 	s.g.log.Debug("a list left out servers still starting; list_changed follows when they are up", "list", what, "agent", s.agent, "servers", late)
 	s.mu.Lock()
@@ -469,6 +505,7 @@ func (s *session) partial(what string, err error) {
 			s.announce("tools", "resources", "prompts")
 		}
 	}
+	return true
 }
 
 // takeMissing reports whether a list left server out while it started,
@@ -671,13 +708,21 @@ func (s *session) readResource(ctx context.Context, params json.RawMessage) (any
 	if err != nil {
 		return nil, err
 	}
+	res, err := s.read(ctx, server, uri)
+	if err != nil {
+		return nil, rpcErrorOf(err)
+	}
+	return res, nil
+}
+
+// read reads uri from server. A resource nothing changed is answered
+// with the bytes the server sent, as a tool's result is (see call).
+func (s *session) read(ctx context.Context, server, uri string) (any, error) {
 	defer s.untrack(server, s.track(ctx, server))
-	// A resource nothing changed is answered with the bytes the server
-	// sent, as a tool's result is (see call).
 	x := &wired{}
 	res, err := s.host().ReadResourceWith(ctx, s.agent, server, uri, x.ask())
 	if err != nil {
-		return nil, rpcErrorOf(err)
+		return nil, err
 	}
 	return x.answer(res), nil
 }
@@ -770,23 +815,29 @@ func (s *session) route(ctx context.Context, uri string) (string, error) {
 }
 
 func (s *session) getPrompt(ctx context.Context, params json.RawMessage) (any, error) {
+	ref, args, err := s.promptParams(ctx, params)
+	if err != nil {
+		return nil, err
+	}
+	defer s.untrack(ref.server, s.track(ctx, ref.server))
+	res, err := s.host().GetPrompt(ctx, s.agent, ref.server, ref.name, args)
+	if err != nil {
+		return nil, rpcErrorOf(err)
+	}
+	return res, nil
+}
+
+// promptParams are a prompts/get's prompt and arguments.
+func (s *session) promptParams(ctx context.Context, params json.RawMessage) (promptRef, map[string]string, error) {
 	var p struct {
 		Name      string            `json:"name"`
 		Arguments map[string]string `json:"arguments"`
 	}
 	if err := json.Unmarshal(params, &p); err != nil || p.Name == "" {
-		return nil, mcp.InvalidParams("prompts/get: params need the prompt's name")
+		return promptRef{}, nil, mcp.InvalidParams("prompts/get: params need the prompt's name")
 	}
 	ref, err := s.prompt(ctx, p.Name)
-	if err != nil {
-		return nil, err
-	}
-	defer s.untrack(ref.server, s.track(ctx, ref.server))
-	res, err := s.host().GetPrompt(ctx, s.agent, ref.server, ref.name, p.Arguments)
-	if err != nil {
-		return nil, rpcErrorOf(err)
-	}
-	return res, nil
+	return ref, p.Arguments, err
 }
 
 // prompt resolves an exposed prompt name, listing again if it is new.
@@ -797,7 +848,7 @@ func (s *session) prompt(ctx context.Context, name string) (promptRef, error) {
 	if ok {
 		return ref, nil
 	}
-	if _, err := s.prompts(ctx); err != nil {
+	if _, _, err := s.prompts(ctx); err != nil {
 		return promptRef{}, err
 	}
 	s.mu.Lock()
@@ -882,7 +933,11 @@ func (s *session) forwardLog(server string, m mcp.LogMessage) {
 	if !s.g.h.Visible(s.agent, server) {
 		return
 	}
-	var ctx context.Context
+	var (
+		ctx    context.Context
+		modern bool // the request is modern: its own _meta logLevel decides
+		level  int
+	)
 	if m.Related {
 		if callSession(m.Call) != s {
 			return
@@ -891,11 +946,22 @@ func (s *session) forwardLog(server string, m mcp.LogMessage) {
 		if id := mcp.RelatedRequest(m.Call); id != nil {
 			ctx = mcp.WithRelatedRequest(ctx, id)
 		}
+		var meta *mcp.RequestMeta
+		if meta, modern = mcp.RequestMetaOf(m.Call); modern {
+			level = meta.LogLevel.Severity()
+		}
 		m.Call = nil
+	} else if id, l, mod := s.newest(server); id != nil {
+		ctx, level, modern = mcp.WithRelatedRequest(s.ctx, id), l, mod
 	}
 	s.mu.Lock()
 	min, ready := s.level, s.ready
 	s.mu.Unlock()
+	if modern {
+		// A modern client gets logs only for a request that asked for
+		// them (logLevel in its _meta), at that level.
+		ready, min = level >= 0, level
+	}
 	if !ready || m.Level.Severity() < min {
 		return
 	}
@@ -905,7 +971,7 @@ func (s *session) forwardLog(server string, m mcp.LogMessage) {
 		m.Logger = server + "/" + m.Logger
 	}
 	if ctx == nil {
-		ctx = s.related(s.ctx, server)
+		ctx = s.ctx
 	}
 	_ = s.peer.Notify(ctx, mcp.NotificationMessage, m)
 }
@@ -924,7 +990,13 @@ func callSession(call context.Context) *session {
 func (s *session) updated(server, uri string) {
 	s.mu.Lock()
 	sub := s.subs[uri] == server
+	ls := s.listening()
 	s.mu.Unlock()
+	for _, l := range ls {
+		if l.resources[uri] == server {
+			l.send(mcp.NotificationResourceUpdated, map[string]any{"uri": uri})
+		}
+	}
 	if !sub {
 		return
 	}
@@ -970,7 +1042,7 @@ func (s *session) serverChanged(server string) {
 func (s *session) announce(kinds ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.ready || s.closed {
+	if (!s.ready && len(s.listeners) == 0) || s.closed {
 		return
 	}
 	if s.pending == nil {
@@ -990,13 +1062,26 @@ func (s *session) flushChanges() {
 	s.mu.Lock()
 	kinds := s.pending
 	s.pending = nil
+	ready := s.ready
+	ls := s.listening()
 	s.mu.Unlock()
 	for _, k := range []string{"tools", "resources", "prompts"} {
 		if kinds[k] == 0 {
 			continue
 		}
+		method := "notifications/" + k + "/list_changed"
+		// Modern clients hear of it on the subscriptions/listen streams
+		// that opted in; an initialized (legacy) session unasked.
+		for _, l := range ls {
+			if l.lists[k] {
+				l.send(method, map[string]any{})
+			}
+		}
+		if !ready {
+			continue
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = s.peer.Notify(ctx, "notifications/"+k+"/list_changed", nil)
+		_ = s.peer.Notify(ctx, method, nil)
 		cancel()
 	}
 }
@@ -1028,7 +1113,9 @@ func refusalOf(err error) *mcp.RPCError {
 // invalid params; anything else is an internal error that names the
 // server, what happened and, for a crashed server, its stderr tail.
 func rpcErrorOf(err error) error {
-	if errors.Is(err, context.Canceled) {
+	var ie *mcp.InputRequiredError
+	if errors.Is(err, context.Canceled) || errors.As(err, &ie) {
+		// An interim answer is the modern request's to pass on (modern.go).
 		return err
 	}
 	var (

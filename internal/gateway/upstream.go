@@ -36,6 +36,11 @@ type Upstream interface {
 	Templates(ctx context.Context, agent string) ([]hostapi.Template, error)
 	Prompts(ctx context.Context, agent string) ([]hostapi.Prompt, error)
 
+	// CallTool, ReadResourceWith and GetPrompt serve modern agents too:
+	// their ctx then says so (hostapi.WithAnswersInput, which documents
+	// how an upstream's input_required comes back and a retry goes out).
+	// An Upstream that also has GuardInput (host's) lets such a result
+	// through once the chain has judged it; without it, one is refused.
 	CallTool(ctx context.Context, agent, name string, args any, o *hostapi.CallOptions) (*mcp.CallToolResult, error)
 	ReadResourceWith(ctx context.Context, agent, server, uri string, o *hostapi.CallOptions) (*mcp.ReadResourceResult, error)
 	GetPrompt(ctx context.Context, agent, server, name string, args map[string]string) (*mcp.GetPromptResult, error)

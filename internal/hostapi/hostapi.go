@@ -176,3 +176,33 @@ type StartingError struct{ Server string }
 func (e *StartingError) Error() string {
 	return fmt.Sprintf("server %q is still starting; its items are listed once it is up (list_changed follows)", e.Server)
 }
+
+type answersInputKey struct{}
+
+// WithAnswersInput marks a call made for a client that answers a
+// server's input requests itself: a modern agent through the gateway
+// (MCP 2026-07-28, Multi Round-Trip Requests). This is the seam between
+// the gateway and the host's upstream client; on such a call:
+//   - an upstream that answers with an InputRequiredResult makes the call
+//     (CallTool, ReadResourceWith, GetPrompt) return *mcp.InputRequiredError
+//     carrying it, unfulfilled: the gateway has the chain judge each input
+//     request (the host's GuardInput) and hands the result to the agent;
+//   - mcp.InputOf(ctx), when set, is the agent's retry (inputResponses and
+//     the requestState it was handed), to be sent upstream as that
+//     request's own fields;
+//   - mcp.RequestMetaOf(ctx) is the agent's request metadata: the
+//     capabilities it declared are the ones it can answer input requests
+//     for.
+//
+// A host that passes a result's bytes on (CallOptions.Wire) may instead
+// hand back the server's input_required result as those bytes; the
+// gateway takes either.
+func WithAnswersInput(ctx context.Context) context.Context {
+	return ctxval.With(ctx, answersInputKey{}, true)
+}
+
+// AnswersInput reports whether WithAnswersInput marked ctx.
+func AnswersInput(ctx context.Context) bool {
+	v, _ := ctx.Value(answersInputKey{}).(bool)
+	return v
+}

@@ -43,6 +43,8 @@ type Session struct {
 	// Restored is set for the local instance of a session another replica
 	// opened (Options.Shared): its state is in the shared store.
 	Restored bool
+	// Modern is set for a principal's internal session of MCP 2026-07-28 requests, each with its own _meta.
+	Modern bool
 }
 
 // Options bound and tune a Handler. Zero values take the defaults.

@@ -1,0 +1,542 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/internal/hostapi"
+	"github.com/nexus-mcp/nexus/internal/policy"
+	"github.com/nexus-mcp/nexus/internal/wire"
+)
+
+// Modern requests (MCP 2026-07-28): each carries its version, client
+// info, capabilities and log level in params._meta, and is served on its
+// own, with no initialize (see the package doc).
+
+// removed are the methods the stateless revision dropped, with what a
+// modern client uses instead.
+var removed = map[string]string{
+	mcp.MethodPing:                 "ping is not part of MCP 2026-07-28 (a request's answer shows the server is there)",
+	mcp.MethodLoggingSetLevel:      "logging/setLevel is not part of MCP 2026-07-28: ask for a request's logs in its _meta[\"" + mcp.MetaLogLevel + "\"]",
+	mcp.MethodResourcesSubscribe:   "resources/subscribe is not part of MCP 2026-07-28: open subscriptions/listen with notifications.resourceSubscriptions",
+	mcp.MethodResourcesUnsubscribe: "resources/unsubscribe is not part of MCP 2026-07-28: close the subscriptions/listen stream",
+	mcp.MethodInitialize:           "initialize is not part of MCP 2026-07-28: send requests with their _meta (server/discover says what Nexus speaks)",
+	methodTasksGet:                 tasksGone,
+	methodTasksResult:              tasksGone,
+	methodTasksList:                tasksGone,
+	methodTasksCancel:              tasksGone,
+}
+
+const tasksGone = "the 2025-11-25 tasks methods are not part of MCP 2026-07-28 (tasks became the io.modelcontextprotocol/tasks extension, which this gateway does not serve yet)"
+
+// modernRequest serves a request that is not part of an initialized
+// session: one with the stateless revision's _meta, or else the error
+// that says what is missing.
+func (s *session) modernRequest(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	f := scan(params)
+	meta, modern, err := s.requestMeta(f.meta)
+	if err != nil {
+		return nil, mcp.InvalidParams("%s: %v", method, err)
+	}
+	if !modern {
+		if s.modernOnly {
+			return nil, &mcp.RPCError{Code: mcp.CodeInvalidRequest, Message: method + ": an MCP 2026-07-28 request must carry its version in params._meta[\"" + mcp.MetaProtocolVersion + "\"]"}
+		}
+		return nil, &mcp.RPCError{Code: mcp.CodeInvalidRequest, Message: "the session is not initialized: send initialize first (" + method + " came before it), " +
+			"or, for MCP 2026-07-28, carry the version in params._meta[\"" + mcp.MetaProtocolVersion + "\"]"}
+	}
+	if !mcp.IsModern(meta.ProtocolVersion) {
+		return nil, mcp.UnsupportedProtocolVersion(meta.ProtocolVersion, mcp.AllVersions)
+	}
+	if why, ok := removed[method]; ok {
+		return nil, &mcp.RPCError{Code: mcp.CodeMethodNotFound, Message: why}
+	}
+	in, err := inputOf(method, f)
+	if err != nil {
+		return nil, err
+	}
+	ctx = withModern(ctx, meta, in)
+	switch method {
+	case mcp.MethodServerDiscover:
+		return s.discover(), nil
+	case mcp.MethodToolsList:
+		return completed(s.listTools(ctx, params))
+	case mcp.MethodResourcesList:
+		return completed(s.listResources(ctx, params))
+	case mcp.MethodResourcesTemplatesList:
+		return completed(s.listTemplates(ctx, params))
+	case mcp.MethodPromptsList:
+		return completed(s.listPrompts(ctx, params))
+	case mcp.MethodToolsCall:
+		return s.modernCall(ctx, params, meta, f.task)
+	case mcp.MethodResourcesRead:
+		return s.modernRead(ctx, params, meta)
+	case mcp.MethodPromptsGet:
+		return s.modernPrompt(ctx, params, meta)
+	case mcp.MethodComplete:
+		res, err := s.complete(ctx, params)
+		return completed(res, nil, err)
+	case mcp.MethodSubscriptionsListen:
+		return s.listen(ctx, params)
+	}
+	return nil, mcp.MethodNotFound(method)
+}
+
+// cachedMeta is the last _meta a session parsed: a client sends the same
+// bytes on every request, and decoding them is most of what a modern
+// request costs beyond a legacy one.
+type cachedMeta struct {
+	raw  []byte
+	meta *mcp.RequestMeta // shared by the requests that sent raw: read only
+}
+
+// maxCachedMeta bounds the _meta a session keeps.
+const maxCachedMeta = 4 << 10
+
+// requestMeta decodes a request's _meta (raw; nil: there is none, a
+// legacy request). Only _meta is decoded: the arguments are the
+// upstream's.
+func (s *session) requestMeta(raw json.RawMessage) (*mcp.RequestMeta, bool, error) {
+	if raw == nil {
+		return nil, false, nil
+	}
+	s.mu.Lock()
+	c := s.lastMeta
+	s.mu.Unlock()
+	if c != nil && bytes.Equal(c.raw, raw) {
+		return c.meta, true, nil
+	}
+	meta, modern, err := mcp.ParseRequestMeta(slices.Concat([]byte(`{"_meta":`), raw, []byte(`}`)))
+	if err == nil && modern && len(raw) <= maxCachedMeta {
+		s.mu.Lock()
+		s.lastMeta = &cachedMeta{raw: slices.Clone(raw), meta: &meta}
+		s.mu.Unlock()
+	}
+	return &meta, modern, err
+}
+
+// fields are the members of a request's params the gateway reads to
+// serve it as modern.
+type fields struct{ meta, inputResponses, requestState, task json.RawMessage }
+
+// scan finds fields in one pass over params, which the Peer validated:
+// a call's arguments may be megabytes, and are not decoded here.
+func scan(params json.RawMessage) (f fields) {
+	i := skipWS(params, 0)
+	if i >= len(params) || params[i] != '{' {
+		return f
+	}
+	wire.ValidMembers(params, func(k, v []byte) error {
+		switch {
+		case wire.KeyIs(k, "_meta"):
+			f.meta = v
+		case wire.KeyIs(k, "inputResponses"):
+			f.inputResponses = v
+		case wire.KeyIs(k, "requestState"):
+			f.requestState = v
+		case wire.KeyIs(k, "task"):
+			f.task = v
+		}
+		return nil
+	})
+	return f
+}
+
+// inputOf is a retry's inputResponses and requestState (nil for a first
+// attempt); only the requests that may be answered with input_required
+// take them.
+func inputOf(method string, f fields) (*mcp.InputParams, error) {
+	if f.inputResponses == nil && f.requestState == nil {
+		return nil, nil
+	}
+	if !mcp.AcceptsInputRequired(method) {
+		return nil, mcp.InvalidParams("%s: inputResponses and requestState answer an input_required result, which only tools/call, resources/read and prompts/get get", method)
+	}
+	var in mcp.InputParams
+	if f.inputResponses != nil {
+		if err := json.Unmarshal(f.inputResponses, &in.InputResponses); err != nil {
+			return nil, mcp.InvalidParams("%s: inputResponses must be an object of results by key: %v", method, err)
+		}
+	}
+	if f.requestState != nil {
+		if err := json.Unmarshal(f.requestState, &in.RequestState); err != nil {
+			return nil, mcp.InvalidParams("%s: requestState must be the string it was handed: %v", method, err)
+		}
+	}
+	return &in, nil
+}
+
+// modernCtx is a modern request's context: the request's own, with the
+// values the host reads (mcp.RequestMetaOf, mcp.InputOf,
+// hostapi.AnswersInput) looked up first in vals. It keeps the request
+// context's AfterFunc, as ctxval does: context.WithValue would hide it
+// and cost every context derived from the request a goroutine.
+type modernCtx struct {
+	context.Context
+	vals context.Context // values only, over context.Background
+}
+
+func withModern(ctx context.Context, meta *mcp.RequestMeta, in *mcp.InputParams) context.Context {
+	vals := hostapi.WithAnswersInput(mcp.WithRequestMeta(context.Background(), meta))
+	if in != nil {
+		vals = mcp.WithInput(vals, in)
+	}
+	return &modernCtx{ctx, vals}
+}
+
+func (c *modernCtx) Value(key any) any {
+	if v := c.vals.Value(key); v != nil {
+		return v
+	}
+	return c.Context.Value(key)
+}
+
+func (c *modernCtx) AfterFunc(f func()) (stop func() bool) {
+	if a, ok := c.Context.(interface{ AfterFunc(func()) func() bool }); ok {
+		return a.AfterFunc(f)
+	}
+	return context.AfterFunc(c.Context, f)
+}
+
+// modernCaps are the capabilities the gateway serves modern clients:
+// its lists change (subscriptions/listen tells), resources can be
+// watched, logs come per request. No 2025-11-25 tasks.
+var modernCaps = mcp.ServerCapabilities{
+	Tools:       &mcp.ListChangedCapability{ListChanged: true},
+	Resources:   &mcp.ResourcesCapability{Subscribe: true, ListChanged: true},
+	Prompts:     &mcp.ListChangedCapability{ListChanged: true},
+	Logging:     &struct{}{},
+	Completions: &struct{}{},
+}
+
+// discover answers server/discover. It is the same for every agent, so
+// any cache may share it.
+func (s *session) discover() *mcp.DiscoverResult {
+	info, _ := json.Marshal(mcp.Implementation{Name: "nexus", Title: "Nexus MCP gateway", Version: s.g.opts.Version})
+	return &mcp.DiscoverResult{
+		ResultType:        mcp.ResultComplete,
+		SupportedVersions: mcp.AllVersions,
+		Capabilities:      modernCaps,
+		Instructions:      s.g.opts.Instructions,
+		TTLMs:             s.g.opts.CacheTTL.Milliseconds(),
+		CacheScope:        mcp.CacheScopePublic,
+		Meta:              mcp.Meta{mcp.MetaServerInfo: info},
+	}
+}
+
+// ---- results ----------------------------------------------------------------
+
+// completed is a result as a modern client gets it: with resultType
+// "complete" and, for a cacheable one (hint not nil), ttlMs and
+// cacheScope, replacing any the upstream gave.
+func completed(res any, hint *mcp.CacheHint, err error) (any, error) {
+	if err != nil {
+		return nil, err
+	}
+	var raw []byte
+	switch r := res.(type) {
+	case *json.RawMessage:
+		raw = *r
+	case json.RawMessage:
+		raw = r
+	default:
+		if raw, err = json.Marshal(res); err != nil {
+			return nil, err
+		}
+	}
+	i := skipWS(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return nil, &mcp.RPCError{Code: mcp.CodeInternalError, Message: "the result is not a JSON object, so it cannot be answered as MCP 2026-07-28"}
+	}
+	has := mcp.Member(raw, "resultType") != nil
+	if hint == nil && has {
+		return res, nil // a modern upstream's own: "complete", as input_required is taken first
+	}
+	if has || (hint != nil && (mcp.Member(raw, "ttlMs") != nil || mcp.Member(raw, "cacheScope") != nil)) {
+		// A modern upstream's fields: the gateway's replace them.
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return nil, err
+		}
+		delete(m, "resultType")
+		delete(m, "ttlMs")
+		delete(m, "cacheScope")
+		if raw, err = json.Marshal(m); err != nil {
+			return nil, err
+		}
+		i = 0
+	}
+	// Spliced in front of the members: the result's bytes are not
+	// decoded again (a tool's result may be megabytes).
+	out := make([]byte, 0, len(raw)+64)
+	out = append(out, `{"resultType":"complete"`...)
+	if hint != nil {
+		out = append(out, `,"ttlMs":`...)
+		out = strconv.AppendInt(out, max(hint.TTLMs, 0), 10)
+		out = append(out, `,"cacheScope":`...)
+		out = strconv.AppendQuote(out, hint.CacheScope)
+	}
+	rest := raw[skipWS(raw, i+1):]
+	if len(rest) > 0 && rest[0] != '}' {
+		out = append(out, ',')
+	}
+	out = append(out, rest...)
+	msg := json.RawMessage(out)
+	return &msg, nil
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// listHint is the cache hint of a list the gateway built for the agent:
+// private, since it is filtered per agent whatever the servers said;
+// fresh for Options.CacheTTL, or stale at once when servers were left
+// out (still starting or failed), so the client lists again soon.
+func (s *session) listHint(partial bool) *mcp.CacheHint {
+	h := &mcp.CacheHint{TTLMs: s.g.opts.CacheTTL.Milliseconds(), CacheScope: mcp.CacheScopePrivate}
+	if partial {
+		h.TTLMs = 0
+	}
+	return h
+}
+
+// readHint is a read's cache hint: private (the read passed this agent's
+// policies), fresh no longer than the server said (a server that says
+// nothing promises nothing: 0) nor Options.CacheTTL.
+func (s *session) readHint(raw json.RawMessage) *mcp.CacheHint {
+	h := &mcp.CacheHint{CacheScope: mcp.CacheScopePrivate}
+	if v := mcp.Member(raw, "ttlMs"); v != nil {
+		var ttl int64
+		if json.Unmarshal(v, &ttl) == nil && ttl > 0 {
+			h.TTLMs = min(ttl, s.g.opts.CacheTTL.Milliseconds())
+		}
+	}
+	return h
+}
+
+// ---- calls, reads and prompts -------------------------------------------------
+
+func (s *session) modernCall(ctx context.Context, params json.RawMessage, meta *mcp.RequestMeta, task json.RawMessage) (any, error) {
+	p, err := mcp.DecodeValidCallToolParams(params)
+	if err != nil {
+		return nil, mcp.InvalidParams("tools/call: %v", err)
+	}
+	if p.Name == "" {
+		return nil, mcp.InvalidParams("tools/call: params need the tool's name")
+	}
+	if len(task) > 0 && string(task) != "null" {
+		return nil, mcp.InvalidParams("tools/call: %s", tasksGone)
+	}
+	// The same call as a legacy client's (call): the same event to the
+	// chain, the same audit record.
+	res, err := s.call(ctx, ctx, p, true)
+	server, _ := s.serverOf(p.Name)
+	if r, ok, ierr := inputRequired(res, err); ok || ierr != nil {
+		if ierr != nil {
+			return nil, ierr
+		}
+		out, rerr := s.passInput(ctx, server, r, meta)
+		var de *policy.DeniedError
+		if errors.As(rerr, &de) {
+			// As a refused call is: a tool result the model reads.
+			return completed(&mcp.CallToolResult{Content: []mcp.Content{{Type: mcp.ContentText, Text: "Nexus refused this call: " + rerr.Error()}}, IsError: true}, nil, nil)
+		}
+		return out, rerr
+	}
+	return completed(res, nil, err)
+}
+
+func (s *session) modernRead(ctx context.Context, params json.RawMessage, meta *mcp.RequestMeta) (any, error) {
+	uri, err := uriParam(mcp.MethodResourcesRead, params)
+	if err != nil {
+		return nil, err
+	}
+	server, err := s.route(ctx, uri)
+	if err != nil {
+		return nil, notFound(err)
+	}
+	res, err := s.read(ctx, server, uri)
+	if r, ok, ierr := inputRequired(res, err); ok || ierr != nil {
+		if ierr != nil {
+			return nil, ierr
+		}
+		out, err := s.passInput(ctx, server, r, meta)
+		return out, refused(err)
+	}
+	if err != nil {
+		return nil, notFound(rpcErrorOf(err))
+	}
+	var hint *mcp.CacheHint
+	if raw, ok := res.(*json.RawMessage); ok {
+		hint = s.readHint(*raw)
+	} else {
+		hint = s.readHint(nil)
+	}
+	if mcp.InputOf(ctx) != nil {
+		hint.TTLMs = 0 // a retry's result depends on its input: not to be cached
+	}
+	return completed(res, hint, nil)
+}
+
+func (s *session) modernPrompt(ctx context.Context, params json.RawMessage, meta *mcp.RequestMeta) (any, error) {
+	ref, args, err := s.promptParams(ctx, params)
+	if err != nil {
+		return nil, err
+	}
+	defer s.untrack(ref.server, s.track(ctx, ref.server))
+	res, err := s.host().GetPrompt(ctx, s.agent, ref.server, ref.name, args)
+	if r, ok, ierr := inputRequired(nil, err); ok || ierr != nil {
+		if ierr != nil {
+			return nil, ierr
+		}
+		out, err := s.passInput(ctx, ref.server, r, meta)
+		return out, refused(err)
+	}
+	if err != nil {
+		return nil, rpcErrorOf(err)
+	}
+	return completed(res, nil, nil)
+}
+
+// notFound renumbers a resource that is not found: -32002 until
+// 2025-11-25 (the gateway's own, or a legacy server's), -32602 (invalid
+// params) in 2026-07-28.
+func notFound(err error) error {
+	var rerr *mcp.RPCError
+	if errors.As(err, &rerr) && rerr.Code == -32002 {
+		out := *rerr
+		out.Code = mcp.CodeInvalidParams
+		return &out
+	}
+	return err
+}
+
+// ---- input required (Multi Round-Trip Requests) ----------------------------
+
+// inputRequired finds an upstream's interim answer in what the host
+// returned: *mcp.InputRequiredError (the seam, see
+// hostapi.WithAnswersInput), or a result whose bytes (CallOptions.Wire)
+// say input_required. ierr is an interim answer that cannot be passed on.
+func inputRequired(res any, err error) (r *mcp.InputRequiredResult, ok bool, ierr error) {
+	var ie *mcp.InputRequiredError
+	if errors.As(err, &ie) && ie.Result != nil {
+		return ie.Result, true, nil
+	}
+	raw, isRaw := res.(*json.RawMessage)
+	if err != nil || !isRaw {
+		return nil, false, nil
+	}
+	t := mcp.Member(*raw, "resultType")
+	if t == nil || string(t) != `"`+mcp.ResultInputRequired+`"` {
+		return nil, false, nil
+	}
+	r = new(mcp.InputRequiredResult)
+	if err := json.Unmarshal(*raw, r); err != nil {
+		return nil, false, &mcp.RPCError{Code: mcp.CodeInternalError, Message: "a server's input_required result does not decode: " + err.Error()}
+	}
+	return r, true, nil
+}
+
+// inputGuard is an upstream that has the chain judge input requests
+// (host.GatewayUpstream's GuardInput).
+type inputGuard interface {
+	GuardInput(ctx context.Context, server, method string, params json.RawMessage) (json.RawMessage, error)
+}
+
+// passInput hands an upstream's InputRequiredResult to the modern agent:
+// each input request asks for something the agent declared, and passes
+// the chain exactly as the server-initiated request it replaces would
+// (sampling, elicitation, roots links; audited). A refused one refuses
+// the request: the agent is not asked.
+func (s *session) passInput(ctx context.Context, server string, r *mcp.InputRequiredResult, meta *mcp.RequestMeta) (any, error) {
+	if err := r.Check(); err != nil {
+		return nil, &mcp.RPCError{Code: mcp.CodeInternalError, Message: fmt.Sprintf("server %q answered with an invalid input_required result: %v", server, err)}
+	}
+	g, ok := s.host().(inputGuard)
+	if !ok && len(r.InputRequests) > 0 {
+		return nil, &mcp.RPCError{Code: mcp.CodeInternalError, Message: fmt.Sprintf("server %q asks for input, and this gateway's host cannot run input requests through its policies; refused", server)}
+	}
+	keys := make([]string, 0, len(r.InputRequests))
+	for k := range r.InputRequests {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	out := mcp.InputRequiredResult{ResultType: mcp.ResultInputRequired, RequestState: r.RequestState, Meta: r.Meta}
+	if len(keys) > 0 {
+		out.InputRequests = make(mcp.InputRequests, len(keys))
+	}
+	// All asked of the agent must be what it declared, before any is
+	// judged (and audited).
+	for _, k := range keys {
+		if err := declared(meta.Capabilities, r.InputRequests[k]); err != nil {
+			return nil, err
+		}
+	}
+	for _, k := range keys {
+		q := r.InputRequests[k]
+		p, err := g.GuardInput(ctx, server, q.Method, q.Params)
+		if err != nil {
+			var de *policy.DeniedError
+			if errors.As(err, &de) {
+				return nil, fmt.Errorf("server %q asked for %s (input %q) and the policy refused it: %w", server, q.Method, k, err)
+			}
+			return nil, &mcp.RPCError{Code: mcp.CodeInternalError, Message: fmt.Sprintf("server %q asked for %s (input %q) and the policy chain failed: %s", server, q.Method, k, oneLine(err))}
+		}
+		q.Params = p
+		out.InputRequests[k] = q
+	}
+	return &out, nil
+}
+
+// refused is a refused input request as the JSON-RPC error a read or a
+// prompt gets.
+func refused(err error) error {
+	if err == nil {
+		return nil
+	}
+	var de *policy.DeniedError
+	if errors.As(err, &de) {
+		return &mcp.RPCError{Code: mcp.CodeInvalidRequest, Message: "Nexus refused the request: " + err.Error()}
+	}
+	return err
+}
+
+// declared checks that the agent's request declared the capability an
+// input request needs: a server must not ask a client for more
+// (patterns/mrtr), and a gateway does not pass on what the client cannot
+// answer.
+func declared(c mcp.ClientCapabilities, q mcp.InputRequest) error {
+	var need mcp.ClientCapabilities
+	switch q.Method {
+	case mcp.MethodSamplingCreateMessage:
+		if c.Sampling != nil {
+			return nil
+		}
+		need.Sampling = &mcp.SamplingCapability{}
+	case mcp.MethodElicitationCreate:
+		url := string(mcp.Member(q.Params, "mode")) == `"url"`
+		if c.Elicitation != nil && (!url || c.Elicitation.URL != nil) {
+			return nil
+		}
+		need.Elicitation = &mcp.ElicitationCapability{Form: &struct{}{}}
+		if url {
+			need.Elicitation = &mcp.ElicitationCapability{URL: &struct{}{}}
+		}
+	case mcp.MethodRootsList:
+		if c.Roots != nil {
+			return nil
+		}
+		need.Roots = &mcp.RootsCapability{}
+	}
+	return mcp.MissingRequiredCapability(need, "the server asks for "+q.Method+", which this request's _meta clientCapabilities do not declare")
+}
