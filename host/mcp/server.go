@@ -241,6 +241,8 @@ func (s *Server) Serve(ctx context.Context, conn Conn) error {
 		conn.Close()
 		return err
 	case <-ctx.Done():
+		// The server ends the session: its listen streams are told first.
+		s.endListens(ss, time.Second)
 		ss.peer.Close()
 		return ctx.Err()
 	}

@@ -222,6 +222,7 @@ type listener struct {
 	id     json.RawMessage // the request's id, which is the subscription's
 	filter SubscriptionFilter
 	done   chan struct{} // closed when the server ends the stream
+	ended  chan struct{} // closed when the listen request has returned
 }
 
 func (l *listener) wants(method, uri string) bool {
@@ -253,7 +254,8 @@ func (ss *ServerSession) listen(ctx context.Context, params json.RawMessage) (an
 	if id == nil {
 		return nil, &RPCError{Code: CodeInternalError, Message: "subscriptions/listen: the request has no id"}
 	}
-	l := &listener{ss: ss, ctx: ctx, id: slices.Clone(id), filter: p.Notifications, done: make(chan struct{})}
+	l := &listener{ss: ss, ctx: ctx, id: slices.Clone(id), filter: p.Notifications, done: make(chan struct{}), ended: make(chan struct{})}
+	defer close(l.ended)
 	s := ss.srv
 	s.mu.Lock()
 	s.listens[l] = struct{}{}
@@ -274,6 +276,13 @@ func (ss *ServerSession) listen(ctx context.Context, params json.RawMessage) (an
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case <-l.done:
+		// The server tears the stream down: notifications/cancelled
+		// naming it (the only use a server has for that notification),
+		// then the complete result of a graceful end.
+		cancelled := map[string]any{"requestId": l.id, "reason": "the server ended the subscription"}
+		if err := ss.peer.Notify(ctx, NotificationCancelled, cancelled); err != nil {
+			return nil, err
+		}
 		return withFields(map[string]any{"_meta": Meta{MetaSubscriptionID: l.id}}, []field{{"resultType", `"` + ResultComplete + `"`}})
 	}
 }
@@ -301,14 +310,35 @@ func (s *Server) notifyListens(method, uri string) {
 }
 
 // EndSubscriptions ends every open subscriptions/listen stream, each with
-// its complete result (graceful closure), as before a shutdown.
-func (s *Server) EndSubscriptions() {
+// notifications/cancelled naming it and its complete result (graceful
+// closure), as before a shutdown.
+func (s *Server) EndSubscriptions() { s.endListens(nil, 0) }
+
+// endListens ends the listen streams of ss (all, for nil) and waits up to
+// wait for them to have said so.
+func (s *Server) endListens(ss *ServerSession, wait time.Duration) {
 	s.mu.Lock()
+	var ended []chan struct{}
 	for l := range s.listens {
-		close(l.done)
-		delete(s.listens, l)
+		if ss == nil || l.ss == ss {
+			close(l.done)
+			delete(s.listens, l)
+			ended = append(ended, l.ended)
+		}
 	}
 	s.mu.Unlock()
+	if wait <= 0 {
+		return
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for _, e := range ended {
+		select {
+		case <-e:
+		case <-t.C:
+			return
+		}
+	}
 }
 
 // toolSchema is the input schema of a registered tool, nil if none.

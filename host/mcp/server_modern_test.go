@@ -326,11 +326,18 @@ func TestModernListen(t *testing.T) {
 		t.Fatalf("tools changed: %v", m)
 	}
 	s.EndSubscriptions()
-	for range 2 {
+	// Per subscription: notifications/cancelled naming it, then its
+	// complete result (the two subscriptions' frames may interleave).
+	told := map[any]bool{}
+	for range 4 {
 		m := c.read()
+		if m["method"] == NotificationCancelled {
+			told[m["params"].(map[string]any)["requestId"]] = true
+			continue
+		}
 		r := result(t, m)
-		if r["resultType"] != "complete" || r["_meta"].(map[string]any)[MetaSubscriptionID] != m["id"] {
-			t.Fatalf("graceful end: %v", m)
+		if !told[m["id"]] || r["resultType"] != "complete" || r["_meta"].(map[string]any)[MetaSubscriptionID] != m["id"] {
+			t.Fatalf("graceful end of %v (told: %v): %v", m["id"], told, m)
 		}
 	}
 }
