@@ -25,13 +25,19 @@ type modernFixture struct {
 	h        *Handler
 	reached  atomic.Int64
 	sessions chan *Session
+	served   chan *Session // a serve function returned
 	started  chan struct{} // a "wait" call began
 	ended    chan error    // a "wait" call's ctx ended, with why
 }
 
 func newModernFixture(t *testing.T) *modernFixture {
 	t.Helper()
-	f := &modernFixture{sessions: make(chan *Session, 8), started: make(chan struct{}, 1), ended: make(chan error, 1)}
+	return newModernFixtureWith(t, Options{})
+}
+
+func newModernFixtureWith(t *testing.T, o Options) *modernFixture {
+	t.Helper()
+	f := &modernFixture{sessions: make(chan *Session, 8), served: make(chan *Session, 8), started: make(chan struct{}, 1), ended: make(chan error, 1)}
 	s := mcp.NewServer(mcp.Implementation{Name: "m", Version: "1"}, mcp.ServerOptions{Logging: true})
 	s.AddTool(mcp.Tool{Name: "echo"}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		f.reached.Add(1)
@@ -56,9 +62,10 @@ func newModernFixture(t *testing.T) *modernFixture {
 	})
 	serve := func(ctx context.Context, conn mcp.Conn, info *Session) error {
 		f.sessions <- info
+		defer func() { f.served <- info }()
 		return s.Serve(ctx, conn)
 	}
-	f.h = New(serve, Options{})
+	f.h = New(serve, o)
 	srv := httptest.NewServer(f.h)
 	t.Cleanup(func() { srv.Close(); f.h.Close() })
 	f.url = srv.URL
@@ -154,6 +161,8 @@ func TestModernRefusedBeforeServing(t *testing.T) {
 		{"name header bad base64", call("echo", "{}"), map[string]string{"Mcp-Name": "=?base64?!!!?="}, 400, mcp.CodeHeaderMismatch},
 		{"param header bad base64", call("echo", "{}"), map[string]string{"Mcp-Param-Region": "=?base64?%%?="}, 400, mcp.CodeHeaderMismatch},
 		{"version header differs from _meta", call("echo", "{}"), map[string]string{"MCP-Protocol-Version": "2099-01-01"}, 400, mcp.CodeHeaderMismatch},
+		{"version header missing", call("echo", "{}"), map[string]string{"MCP-Protocol-Version": ""}, 400, mcp.CodeHeaderMismatch},
+		{"legacy version header on a modern body", call("echo", "{}"), map[string]string{"MCP-Protocol-Version": "2025-11-25"}, 400, mcp.CodeHeaderMismatch},
 		{"no _meta", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`, nil, 400, mcp.CodeInvalidParams},
 		{"unsupported version", strings.ReplaceAll(call("echo", "{}"), "2026-07-28", "2099-01-01"), map[string]string{"MCP-Protocol-Version": "2099-01-01"}, 400, mcp.CodeUnsupportedProtocolVersion},
 	} {
@@ -300,4 +309,48 @@ func FuzzDecodeHeaderValue(f *testing.F) {
 			t.Fatalf("%q decoded to %q, which re-encodes to %q (%v)", v, got, again, err)
 		}
 	})
+}
+
+func TestModernIdleSessionEndsAndComesBack(t *testing.T) {
+	f := newModernFixtureWith(t, Options{IdleTimeout: 20 * time.Millisecond})
+	if code, _ := answer(t, f.post(t, context.Background(), call("echo", "{}"), nil)); code != 0 {
+		t.Fatalf("code %d", code)
+	}
+	first := <-f.sessions
+	select {
+	case info := <-f.served:
+		if info != first {
+			t.Fatalf("another session ended: %+v", info)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the idle internal session was not ended")
+	}
+	if code, _ := answer(t, f.post(t, context.Background(), call("echo", "{}"), nil)); code != 0 {
+		t.Fatalf("after the idle end: code %d", code)
+	}
+	if second := <-f.sessions; second == first || !second.Modern {
+		t.Fatalf("the next request was not served on a new internal session: %+v", second)
+	}
+}
+
+func TestModernListenStreamKeepAlive(t *testing.T) {
+	f := newModernFixtureWith(t, Options{KeepAlive: 5 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	resp := f.post(t, ctx, `{"jsonrpc":"2.0","id":9,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},`+modernMeta+`}}`, nil)
+	defer resp.Body.Close()
+	rd := bufio.NewReader(resp.Body)
+	line, _ := rd.ReadString('\n')
+	if !strings.Contains(line, mcp.NotificationSubscriptionsAcked) {
+		t.Fatalf("first line %q", line)
+	}
+	for {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			t.Fatalf("the stream ended before a keep-alive: %v", err)
+		}
+		if line == ":\n" {
+			return
+		}
+	}
 }

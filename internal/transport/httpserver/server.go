@@ -591,6 +591,13 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, principal string)
 			return
 		}
 	default:
+		if v := mcp.Member(mcp.Member(m.Params, "_meta"), mcp.MetaProtocolVersion); v != nil {
+			// A stateless request whose version header is missing or
+			// names the handshake era.
+			writeStatus(w, http.StatusBadRequest, errorMessage(m.ID, mcp.HeaderMismatch("params._meta[%q] is %s but the MCP-Protocol-Version header is %q; send the same version in both",
+				mcp.MetaProtocolVersion, v, r.Header.Get("Mcp-Protocol-Version"))))
+			return
+		}
 		rpcError(w, http.StatusBadRequest, mcp.CodeInvalidRequest, "missing Mcp-Session-Id header: send initialize first")
 		return
 	}
