@@ -15,7 +15,16 @@ import (
 // The server role: enough MCP server for the built-in test server now and a
 // gateway later. Register tools, resources, templates and prompts, then Serve
 // one session per Conn. Changing what is registered while sessions run sends
-// list_changed to each of them.
+// list_changed to each of them, and to the subscriptions/listen streams that
+// asked for it.
+//
+// A session speaks both eras: requests after initialize (2025-11-25 and
+// earlier), and stateless 2026-07-28 requests, each carrying its version
+// and client capabilities in _meta, served without initialize
+// (server_modern.go). Handlers find a modern request's metadata with
+// RequestMetaOf and a retry's answers with InputOf (or
+// CallToolRequest.Input), and ask the client for input by returning an
+// *InputRequiredError.
 
 // ToolHandler runs a tool call. Returning an error makes the call fail with
 // a JSON-RPC error; a tool that ran and failed should return a result with
