@@ -354,3 +354,22 @@ func TestModernListenStreamKeepAlive(t *testing.T) {
 		}
 	}
 }
+
+func TestModernRequestsNotCappedPerSession(t *testing.T) {
+	f := newModernFixtureWith(t, Options{MaxRequestsPerSession: 1})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	resp := f.post(t, ctx, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"wait","arguments":{},"_meta":{"progressToken":1,`+modernMeta[len(`"_meta":{`):]+`}}`, nil)
+	defer resp.Body.Close()
+	select {
+	case <-f.started:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the call did not start")
+	}
+	// The internal session is the principal's, not the client's: its
+	// cap per session does not limit the principal's requests.
+	r := f.post(t, context.Background(), strings.Replace(call("echo", "{}"), `"id":1`, `"id":2`, 1), nil)
+	if code, _ := answer(t, r); r.StatusCode != 200 || code != 0 {
+		t.Fatalf("a second request while one is in flight: HTTP %d, code %d", r.StatusCode, code)
+	}
+}

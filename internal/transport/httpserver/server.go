@@ -678,7 +678,9 @@ func (h *Handler) admit(w http.ResponseWriter, s *session) bool {
 // comes before the global one: a principal over its own share is told
 // so (429) and never takes a place another principal could use.
 func (h *Handler) count(s *session) (int, string) {
-	if n := s.requests.Add(1); n > int64(h.opts.MaxRequestsPerSession) {
+	// A principal's internal modern session carries all its stateless
+	// requests: only the principal's cap and the global one apply.
+	if n := s.requests.Add(1); n > int64(h.opts.MaxRequestsPerSession) && !s.info.Modern {
 		s.requests.Add(-1)
 		return http.StatusTooManyRequests, "too many requests in progress in this session: " + h.opts.limitText("max_requests_per_session", h.opts.MaxRequestsPerSession)
 	}
