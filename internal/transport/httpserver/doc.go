@@ -67,12 +67,14 @@
 //   - A modern request is a POST whose MCP-Protocol-Version is a modern
 //     version (any Mcp-Session-Id is ignored), or one without a session
 //     naming a version Nexus does not speak. Before any serve function
-//     sees it, its headers are checked against its body: the version
-//     header against params._meta (-32020 HeaderMismatch), _meta's version
-//     and client capabilities present (-32602), the version spoken
-//     (-32022 with the supported list), Mcp-Method against the method and
-//     Mcp-Name (decoded from =?base64?...?=) against params.name or
-//     params.uri (-32020); each refusal is 400 with the request's id.
+//     sees it, it is checked: the version header present (-32020
+//     HeaderMismatch) and spoken (-32022 with the supported list), _meta's
+//     version and client capabilities present (-32602), then its headers
+//     against its body: the version header against params._meta,
+//     Mcp-Method against the method and Mcp-Name (decoded from
+//     =?base64?...?=) against params.name or params.uri (-32020); each
+//     refusal is 400 with the request's id. A stateless body whose version
+//     header is missing or names the handshake era is a mismatch too.
 //     Mcp-Param-* headers are decoded and handed to the serve side
 //     (sessionConn.ParamHeaders, mcp.ParamHeaderConn), which alone knows
 //     the tool's x-mcp-header annotations; mcp.Server checks them.

@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -50,9 +51,9 @@ type modernError struct {
 	err    *mcp.RPCError
 }
 
-// checkModern validates a modern request's headers against its body
-// (Mcp-Method, Mcp-Name, MCP-Protocol-Version against _meta), its _meta
-// and its version, in the order the spec's examples refuse them, and
+// checkModern validates a modern request's version, its _meta and its
+// headers against its body (MCP-Protocol-Version against _meta,
+// Mcp-Method, Mcp-Name), and
 // returns its Mcp-Param-* headers decoded (lower-case names, no prefix).
 func checkModern(hd http.Header, m incoming) (map[string]string, *modernError) {
 	mismatch := func(format string, args ...any) *modernError {
@@ -61,6 +62,11 @@ func checkModern(hd http.Header, m incoming) (map[string]string, *modernError) {
 	v := hd.Get("Mcp-Protocol-Version")
 	if v == "" {
 		return nil, mismatch("the MCP-Protocol-Version header is missing")
+	}
+	if !mcp.IsModern(v) {
+		e := mcp.UnsupportedProtocolVersion(v, mcp.AllVersions)
+		e.Message = "unsupported MCP-Protocol-Version " + strconv.Quote(v) + "; this server speaks " + strings.Join(mcp.AllVersions, ", ")
+		return nil, &modernError{http.StatusBadRequest, e}
 	}
 	meta := mcp.Member(m.Params, "_meta")
 	rawVer := mcp.Member(meta, mcp.MetaProtocolVersion)
@@ -74,9 +80,6 @@ func checkModern(hd http.Header, m incoming) (map[string]string, *modernError) {
 	}
 	if ver != v {
 		return nil, mismatch("the MCP-Protocol-Version header is %q but params._meta[%q] is %q; send the same version in both", v, mcp.MetaProtocolVersion, ver)
-	}
-	if !mcp.IsModern(v) {
-		return nil, &modernError{http.StatusBadRequest, mcp.UnsupportedProtocolVersion(v, mcp.AllVersions)}
 	}
 	if got := hd.Get("Mcp-Method"); got != m.Method {
 		if got == "" {
