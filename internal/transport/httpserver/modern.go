@@ -205,7 +205,6 @@ func (h *Handler) postModern(w http.ResponseWriter, r *http.Request, principal s
 		refuseSession(w, err)
 		return
 	}
-	s.enter()
 	defer s.leave()
 	if !h.admit(w, s) {
 		s.conn.abandon(st)
@@ -240,25 +239,30 @@ func (h *Handler) postModern(w http.ResponseWriter, r *http.Request, principal s
 }
 
 // modernStream finds the principal's internal session on which the
-// request's id is free (making one when none is), and opens the
-// request's stream there.
+// request's id is free (making one when none is), opens the request's
+// stream there and enters the session (the caller leaves it). Under h.mu,
+// so the idle sweep cannot end the session in between.
 func (h *Handler) modernStream(principal string, m incoming, params map[string]string) (*session, *stream, error) {
 	h.mu.Lock()
-	list := h.modern[principal]
-	h.mu.Unlock()
-	for _, s := range list {
+	for _, s := range h.modern[principal] {
 		if st := s.conn.openFree(m.ID, m.ProgressToken, params); st != nil {
+			s.enter()
+			h.mu.Unlock()
 			return s, st, nil
 		}
 	}
+	h.mu.Unlock()
 	s, err := h.newModern(principal)
 	if err != nil {
 		return nil, nil, err
 	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	if st := s.conn.openFree(m.ID, m.ProgressToken, params); st != nil {
+		s.enter()
 		return s, st, nil
 	}
-	return nil, nil, errors.New("the new internal session refused the request")
+	return nil, nil, errors.New("the new internal session ended before it could take the request; retry")
 }
 
 // newModern starts an internal session for a principal's modern
