@@ -374,3 +374,25 @@ func TestModernRequestsNotCappedPerSession(t *testing.T) {
 		t.Fatalf("a second request while one is in flight: HTTP %d, code %d", r.StatusCode, code)
 	}
 }
+
+func TestModernPreflightAllowsItsHeaders(t *testing.T) {
+	f := newModernFixture(t)
+	req, _ := http.NewRequest(http.MethodOptions, f.url, nil)
+	req.Header.Set("Origin", "http://localhost:3000")
+	req.Header.Set("Access-Control-Request-Method", "POST")
+	req.Header.Set("Access-Control-Request-Headers", "mcp-method, mcp-name, mcp-param-region, x-other")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	allow := strings.ToLower(resp.Header.Get("Access-Control-Allow-Headers"))
+	for _, h := range []string{"mcp-method", "mcp-name", "mcp-param-region"} {
+		if !strings.Contains(allow, h) {
+			t.Errorf("%s is not allowed: %q", h, allow)
+		}
+	}
+	if strings.Contains(allow, "x-other") {
+		t.Errorf("an unrelated header is allowed: %q", allow)
+	}
+}

@@ -404,7 +404,17 @@ func (h *Handler) originOK(w http.ResponseWriter, r *http.Request) bool {
 func (h *Handler) preflight(w http.ResponseWriter, r *http.Request) {
 	hd := w.Header()
 	hd.Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
-	hd.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID")
+	allow := "Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID, Mcp-Method, Mcp-Name"
+	// A tool's Mcp-Param-* headers cannot be listed ahead: the ones asked
+	// for are allowed.
+	for _, v := range r.Header.Values("Access-Control-Request-Headers") {
+		for _, name := range strings.Split(v, ",") {
+			if name = strings.TrimSpace(name); len(name) > len("mcp-param-") && strings.EqualFold(name[:len("mcp-param-")], "mcp-param-") {
+				allow += ", " + name
+			}
+		}
+	}
+	hd.Set("Access-Control-Allow-Headers", allow)
 	hd.Set("Access-Control-Max-Age", "600")
 	w.WriteHeader(http.StatusNoContent)
 }
