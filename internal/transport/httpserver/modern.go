@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/internal/wire"
 )
 
 // The stateless revision (2026-07-28) on the same endpoint; see the
@@ -53,13 +54,15 @@ type modernError struct {
 
 // checkModern validates a modern request's version, its _meta and its
 // headers against its body (MCP-Protocol-Version against _meta,
-// Mcp-Method, Mcp-Name), and
-// returns its Mcp-Param-* headers decoded (lower-case names, no prefix).
+// Mcp-Method, Mcp-Name), and returns its Mcp-Param-* headers decoded
+// (lower-case names, no prefix; nil when it has none).
 func checkModern(hd http.Header, m incoming) (map[string]string, *modernError) {
 	mismatch := func(format string, args ...any) *modernError {
 		return &modernError{http.StatusBadRequest, mcp.HeaderMismatch(format, args...)}
 	}
-	v := hd.Get("Mcp-Protocol-Version")
+	// The headers by their canonical names (net/http canonicalizes what
+	// it reads): hd.Get would canonicalize the key on every call.
+	v := first(hd["Mcp-Protocol-Version"])
 	if v == "" {
 		return nil, mismatch("the MCP-Protocol-Version header is missing")
 	}
@@ -74,14 +77,14 @@ func checkModern(hd http.Header, m incoming) (map[string]string, *modernError) {
 		return nil, &modernError{http.StatusBadRequest, mcp.InvalidParams("params._meta must carry %q and %q on every request of %s (the version and the client's capabilities, {} for none)",
 			mcp.MetaProtocolVersion, mcp.MetaClientCapabilities, v)}
 	}
-	var ver string
-	if json.Unmarshal(rawVer, &ver) != nil || ver == "" {
-		return nil, &modernError{http.StatusBadRequest, mcp.InvalidParams("params._meta[%q] must be a non-empty string", mcp.MetaProtocolVersion)}
-	}
-	if ver != v {
+	if !jsonStringIs(rawVer, v) {
+		ver, err := wire.Unquote(rawVer)
+		if err != nil || ver == "" {
+			return nil, &modernError{http.StatusBadRequest, mcp.InvalidParams("params._meta[%q] must be a non-empty string", mcp.MetaProtocolVersion)}
+		}
 		return nil, mismatch("the MCP-Protocol-Version header is %q but params._meta[%q] is %q; send the same version in both", v, mcp.MetaProtocolVersion, ver)
 	}
-	if got := hd.Get("Mcp-Method"); got != m.Method {
+	if got := first(hd["Mcp-Method"]); got != m.Method {
 		if got == "" {
 			return nil, mismatch("the Mcp-Method header is missing; it must repeat the body's method %q", m.Method)
 		}
@@ -95,9 +98,8 @@ func checkModern(hd http.Header, m incoming) (map[string]string, *modernError) {
 		key = "uri"
 	}
 	if key != "" {
-		var want string
-		json.Unmarshal(mcp.Member(m.Params, key), &want)
-		raw := hd.Values("Mcp-Name")
+		rawWant := mcp.Member(m.Params, key)
+		raw := hd["Mcp-Name"]
 		if len(raw) != 1 {
 			return nil, mismatch("%s needs exactly one Mcp-Name header (params.%s), not %d", m.Method, key, len(raw))
 		}
@@ -105,16 +107,17 @@ func checkModern(hd http.Header, m incoming) (map[string]string, *modernError) {
 		if err != nil {
 			return nil, mismatch("Mcp-Name: %v", err)
 		}
-		if got != want {
+		if !jsonStringIs(rawWant, got) {
+			want, _ := wire.Unquote(rawWant)
 			return nil, mismatch("the Mcp-Name header is %q but params.%s is %q", got, key, want)
 		}
 	}
-	params := map[string]string{}
+	var params map[string]string
 	for name, vals := range hd {
-		lower := strings.ToLower(name)
-		if !strings.HasPrefix(lower, "mcp-param-") {
+		if len(name) <= len(paramPrefix) || !strings.EqualFold(name[:len(paramPrefix)], paramPrefix) {
 			continue
 		}
+		lower := strings.ToLower(name)
 		if len(vals) != 1 {
 			return nil, mismatch("%s appears %d times; send it once", name, len(vals))
 		}
@@ -122,9 +125,34 @@ func checkModern(hd http.Header, m incoming) (map[string]string, *modernError) {
 		if err != nil {
 			return nil, mismatch("%s: %v", name, err)
 		}
-		params[strings.TrimPrefix(lower, "mcp-param-")] = got
+		if params == nil {
+			params = map[string]string{}
+		}
+		params[lower[len(paramPrefix):]] = got
 	}
 	return params, nil
+}
+
+const paramPrefix = "mcp-param-"
+
+// jsonStringIs reports whether raw is a JSON string whose value is s,
+// without decoding it when it has no escapes (the usual case).
+func jsonStringIs(raw []byte, s string) bool {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return false
+	}
+	if in := raw[1 : len(raw)-1]; bytes.IndexByte(in, '\\') < 0 {
+		return string(in) == s
+	}
+	got, err := wire.Unquote(raw)
+	return err == nil && got == s
+}
+
+func first(vals []string) string {
+	if len(vals) == 0 {
+		return ""
+	}
+	return vals[0]
 }
 
 // Base64 sentinel of header values that are not plain ASCII (Mcp-Name,

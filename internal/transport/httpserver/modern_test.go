@@ -396,3 +396,24 @@ func TestModernPreflightAllowsItsHeaders(t *testing.T) {
 		t.Errorf("an unrelated header is allowed: %q", allow)
 	}
 }
+
+// BenchmarkCheckModern is the header/body agreement check of one modern
+// tools/call (the issue's budget: 1 µs or less a request).
+func BenchmarkCheckModern(b *testing.B) {
+	body := []byte(call("region", `{"region":"us-west1","q":"SELECT 1"}`))
+	m, err := parseIncoming(body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	hd := http.Header{}
+	hd.Set("MCP-Protocol-Version", "2026-07-28")
+	hd.Set("Mcp-Method", "tools/call")
+	hd.Set("Mcp-Name", "region")
+	hd.Set("Mcp-Param-Region", "us-west1")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, bad := checkModern(hd, m); bad != nil {
+			b.Fatal(bad.err)
+		}
+	}
+}
