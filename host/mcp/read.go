@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -328,10 +329,14 @@ func CallOf(ctx context.Context) (call context.Context, related bool) {
 	return ref.ctx, true
 }
 
+var metaVersionKey = []byte(MetaProtocolVersion)
+
 // onRequest accepts an incoming request. It returns it when it may start
 // now; otherwise it is queued, or refused when the queue is full.
 func (p *Peer) onRequest(id json.RawMessage, method string, params json.RawMessage) *inbound {
-	if method == MethodPing {
+	if method == MethodPing && !bytes.Contains(params, metaVersionKey) {
+		// A modern (2026-07-28) ping goes to the handler, which refuses
+		// it: the method is gone from that era.
 		// Answered aside from the handlers, but counted with them, so the
 		// drain at the end of input waits for its answer too.
 		p.hmu.Lock()

@@ -15,7 +15,16 @@ import (
 // The server role: enough MCP server for the built-in test server now and a
 // gateway later. Register tools, resources, templates and prompts, then Serve
 // one session per Conn. Changing what is registered while sessions run sends
-// list_changed to each of them.
+// list_changed to each of them, and to the subscriptions/listen streams that
+// asked for it.
+//
+// A session speaks both eras: requests after initialize (2025-11-25 and
+// earlier), and stateless 2026-07-28 requests, each carrying its version
+// and client capabilities in _meta, served without initialize
+// (server_modern.go). Handlers find a modern request's metadata with
+// RequestMetaOf and a retry's answers with InputOf (or
+// CallToolRequest.Input), and ask the client for input by returning an
+// *InputRequiredError.
 
 // ToolHandler runs a tool call. Returning an error makes the call fail with
 // a JSON-RPC error; a tool that ran and failed should return a result with
@@ -40,6 +49,10 @@ type CallToolRequest struct {
 	ProgressToken json.RawMessage
 	// Meta is the request's _meta (a W3C traceparent, say).
 	Meta Meta
+	// Input is what the client sent back for an earlier
+	// InputRequiredResult (a modern request's retry), or nil; the same as
+	// InputOf(ctx).
+	Input *InputParams
 }
 
 // Progress sends notifications/progress for this call when the caller asked for it.
@@ -67,6 +80,11 @@ type ServerOptions struct {
 	Completion CompletionHandler
 	// Logging declares the logging capability.
 	Logging bool
+	// CacheTTL is the ttlMs a modern client is told for lists,
+	// resources/read and server/discover (default 10 s; negative: 0, do
+	// not reuse). Their cacheScope is "private": what one client is
+	// served need not be what another is.
+	CacheTTL time.Duration
 }
 
 // Server holds what is served. It is safe for concurrent use.
@@ -81,6 +99,7 @@ type Server struct {
 	templates []serverTemplate
 	prompts   []serverPrompt
 	sessions  map[*ServerSession]struct{}
+	listens   map[*listener]struct{} // open subscriptions/listen streams
 }
 
 type serverTool struct {
@@ -108,7 +127,10 @@ func NewServer(info Implementation, opts ServerOptions) *Server {
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}
-	return &Server{info: info, opts: opts, log: opts.Logger, sessions: map[*ServerSession]struct{}{}}
+	if opts.CacheTTL == 0 {
+		opts.CacheTTL = 10 * time.Second
+	}
+	return &Server{info: info, opts: opts, log: opts.Logger, sessions: map[*ServerSession]struct{}{}, listens: map[*listener]struct{}{}}
 }
 
 // AddTool registers or replaces a tool.
@@ -180,6 +202,7 @@ func (s *Server) ResourceUpdated(ctx context.Context, uri string) {
 			_ = ss.peer.Notify(ctx, NotificationResourceUpdated, map[string]string{"uri": uri})
 		}
 	}
+	s.notifyListens(NotificationResourceUpdated, uri)
 }
 
 func (s *Server) liveSessions() []*ServerSession {
@@ -193,6 +216,7 @@ func (s *Server) liveSessions() []*ServerSession {
 }
 
 func (s *Server) broadcast(method string) {
+	s.notifyListens(method, "")
 	for _, ss := range s.liveSessions() {
 		if ss.initialized() {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -226,6 +250,8 @@ func (s *Server) Serve(ctx context.Context, conn Conn) error {
 		conn.Close()
 		return err
 	case <-ctx.Done():
+		// The server ends the session: its listen streams are told first.
+		s.endListens(ss, time.Second)
 		ss.peer.Close()
 		return ctx.Err()
 	}
@@ -269,10 +295,22 @@ func (ss *ServerSession) ClientCapabilities() ClientCapabilities {
 }
 
 // Log sends notifications/message if the client's level lets it through.
+//
+// A modern request's logs go out only when its _meta asked for them
+// (logLevel), at that level or above, on that request's own stream; a
+// session that never initialized sends none outside a request.
 func (ss *ServerSession) Log(ctx context.Context, level LoggingLevel, logger string, data any) error {
 	ss.mu.Lock()
-	min := ss.level
+	min, legacy := ss.level, ss.init != nil
 	ss.mu.Unlock()
+	if m, ok := RequestMetaOf(ctx); ok {
+		if m.LogLevel == "" {
+			return nil
+		}
+		min = m.LogLevel.Severity()
+	} else if !legacy {
+		return nil
+	}
 	if level.Severity() < min {
 		return nil
 	}
@@ -285,6 +323,9 @@ func (ss *ServerSession) Log(ctx context.Context, level LoggingLevel, logger str
 
 // CreateMessage asks the client to sample from its model.
 func (ss *ServerSession) CreateMessage(ctx context.Context, p *CreateMessageParams) (*CreateMessageResult, error) {
+	if err := ss.directAsk(ctx); err != nil {
+		return nil, err
+	}
 	if ss.ClientCapabilities().Sampling == nil {
 		return nil, &NotSupportedError{"sampling (client side)"}
 	}
@@ -297,6 +338,9 @@ func (ss *ServerSession) CreateMessage(ctx context.Context, p *CreateMessagePara
 
 // Elicit asks the client for input from its user.
 func (ss *ServerSession) Elicit(ctx context.Context, p *ElicitParams) (*ElicitResult, error) {
+	if err := ss.directAsk(ctx); err != nil {
+		return nil, err
+	}
 	if ss.ClientCapabilities().Elicitation == nil {
 		return nil, &NotSupportedError{"elicitation (client side)"}
 	}
@@ -309,6 +353,9 @@ func (ss *ServerSession) Elicit(ctx context.Context, p *ElicitParams) (*ElicitRe
 
 // ListRoots asks the client for its roots.
 func (ss *ServerSession) ListRoots(ctx context.Context) ([]Root, error) {
+	if err := ss.directAsk(ctx); err != nil {
+		return nil, err
+	}
 	if ss.ClientCapabilities().Roots == nil {
 		return nil, &NotSupportedError{"roots (client side)"}
 	}
@@ -340,8 +387,19 @@ func (ss *ServerSession) capabilities() ServerCapabilities {
 	return caps
 }
 
-// HandleRequest implements Handler.
+// HandleRequest implements Handler. A request whose _meta names a
+// protocol version is served statelessly (server_modern.go), whatever the
+// session did before; any other is a legacy session's, served as ever.
 func (ss *ServerSession) HandleRequest(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	if m, modern, err := ParseRequestMeta(params); modern {
+		return ss.serveModern(ctx, method, params, &m, err)
+	}
+	return ss.handle(ctx, method, params)
+}
+
+// handle serves a request of either era; serveModern has checked and
+// prepared a modern one (its ctx carries RequestMeta and InputParams).
+func (ss *ServerSession) handle(ctx context.Context, method string, params json.RawMessage) (any, error) {
 	s := ss.srv
 	if method == MethodInitialize {
 		var p InitializeParams
@@ -390,7 +448,10 @@ func (ss *ServerSession) HandleRequest(ctx context.Context, method string, param
 		if h == nil {
 			return nil, InvalidParams("unknown tool %q", p.Name)
 		}
-		req := &CallToolRequest{Session: ss, Name: p.Name, Arguments: p.Arguments, Meta: p.Meta}
+		if err := ss.checkParamHeaders(ctx, s.toolSchema(p.Name), p.Arguments); err != nil {
+			return nil, err
+		}
+		req := &CallToolRequest{Session: ss, Name: p.Name, Arguments: p.Arguments, Meta: p.Meta, Input: InputOf(ctx)}
 		if tok, ok := p.Meta["progressToken"]; ok {
 			req.ProgressToken = tok
 		}
@@ -436,7 +497,7 @@ func (ss *ServerSession) HandleRequest(ctx context.Context, method string, param
 		}
 		h := s.resourceHandler(uri)
 		if h == nil {
-			return nil, &RPCError{Code: -32002, Message: "resource not found: " + uri}
+			return nil, resourceNotFound(ctx, uri)
 		}
 		return h(ctx, ss, uri)
 	case MethodResourcesSubscribe, MethodResourcesUnsubscribe:

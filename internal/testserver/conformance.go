@@ -122,8 +122,11 @@ func addConformance(s *mcp.Server) {
 			`"required":[]}`))
 	s.AddTool(mcp.Tool{Name: "json_schema_2020_12_tool", Description: "Tool with JSON Schema 2020-12 features",
 		InputSchema: json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object",` +
-			`"$defs":{"address":{"type":"object","properties":{"street":{"type":"string"},"city":{"type":"string"}}}},` +
-			`"properties":{"name":{"type":"string"},"address":{"$ref":"#/$defs/address"}},"additionalProperties":false}`)},
+			`"$defs":{"address":{"$anchor":"addressDef","type":"object","properties":{"street":{"type":"string"},"city":{"type":"string"}}}},` +
+			`"properties":{"name":{"type":"string"},"address":{"$ref":"#/$defs/address"},"contactMethod":{"type":"string","enum":["phone","email"]},"phone":{"type":"string"},"email":{"type":"string"}},` +
+			`"allOf":[{"anyOf":[{"required":["phone"]},{"required":["email"]}]}],` +
+			`"if":{"properties":{"contactMethod":{"const":"phone"}},"required":["contactMethod"]},"then":{"required":["phone"]},"else":{"required":["email"]},` +
+			`"additionalProperties":false}`)},
 		fixed(mcp.TextContent("JSON Schema 2020-12 tool called")))
 
 	s.AddResource(mcp.Resource{URI: uriStaticText, Name: "static-text", Description: "A static text resource", MimeType: "text/plain"},
@@ -167,6 +170,7 @@ func addConformance(s *mcp.Server) {
 		func(context.Context, *mcp.ServerSession, map[string]string) (*mcp.GetPromptResult, error) {
 			return &mcp.GetPromptResult{Messages: []mcp.PromptMessage{user(image), user(mcp.TextContent("Please analyze the image above."))}}, nil
 		})
+	addModernConformance(s)
 }
 
 // conformanceCompletions are test_prompt_with_arguments' completions.

@@ -22,6 +22,14 @@
 //     and Options.PageSize cuts every list into pages (the environment
 //     variables MCP_TOOL_COUNT and MCP_PAGE_SIZE set them for the CLI).
 //
+// It speaks both eras on every transport: 2025-11-25 sessions (initialize)
+// and 2026-07-28 stateless requests (host/mcp's server role serves them).
+// Options.Conformance (--conformance) adds the official conformance
+// suite's fixtures for both (conformance.go, modern.go): for 2026-07-28
+// the input-required-result-* tools and prompt, whose requestState is
+// sealed with an HMAC key made at start and bound to its request, and
+// server-stateless's diagnostic tools.
+//
 // New returns the *mcp.Server for in-process use (serve it over mcp.Pipe);
 // ServeStdio runs one session over newline-delimited JSON, as a subprocess
 // does. Integration tests and the round-trip benchmarks use it as the peer,

@@ -1,6 +1,7 @@
 // Package httpserver is the server side of MCP's Streamable HTTP transport
-// (revision 2025-11-25), with the legacy HTTP+SSE endpoints of 2024-11-05
-// for old clients. It turns HTTP exchanges into one mcp.Conn per session
+// in both eras: the stateless revision (2026-07-28) and the session-based
+// one (2025-11-25), with the legacy HTTP+SSE endpoints of 2024-11-05 for
+// old clients, all on one endpoint. It turns HTTP exchanges into one mcp.Conn per session
 // and hands each to a ServeFunc, so anything that serves MCP over a Conn
 // (the built-in test server's mcp.Server, the gateway's sessions) serves it
 // over HTTP unchanged.
@@ -59,6 +60,44 @@
 // reading a request's stream while it overflows loses its session, not the
 // process's memory. Every refusal is an HTTP status with a JSON-RPC error
 // body that names the limit and how to raise it.
+//
+// The stateless revision (2026-07-28), and the contract with serve
+// functions (the test server's mcp.Server, the gateway):
+//
+//   - A modern request is a POST whose MCP-Protocol-Version is a modern
+//     version (any Mcp-Session-Id is ignored), or one without a session
+//     naming a version Nexus does not speak. Before any serve function
+//     sees it, it is checked: the version header present (-32020
+//     HeaderMismatch) and spoken (-32022 with the supported list), _meta's
+//     version and client capabilities present (-32602), then its headers
+//     against its body: the version header against params._meta,
+//     Mcp-Method against the method and Mcp-Name (decoded from
+//     =?base64?...?=) against params.name or params.uri (-32020); each
+//     refusal is 400 with the request's id. A stateless body whose version
+//     header is missing or names the handshake era is a mismatch too.
+//     Mcp-Param-* headers are decoded and handed to the serve side
+//     (sessionConn.ParamHeaders, mcp.ParamHeaderConn), which alone knows
+//     the tool's x-mcp-header annotations; mcp.Server checks them.
+//   - No session id is minted or echoed and nothing is stored: any
+//     replica serves any modern request. Each principal has internal
+//     sessions for its modern traffic, never named to the client: made on
+//     its first modern request, ended after IdleTimeout, made again
+//     freely; a second one only while the first has a request in flight
+//     under the same JSON-RPC id. The serve function gets them with
+//     Session.Modern set; every message on them is a modern request with
+//     its own _meta.
+//   - Each request is answered on its own POST: JSON (whose status follows
+//     its error: 400 for -32020/-32021/-32022, 404 for -32601), or an SSE
+//     stream scoped to it, without event ids (not resumable), with
+//     X-Accel-Buffering: no and a comment line every Options.KeepAlive
+//     while quiet. Only what relates to the request goes on it (its
+//     progress, what was sent with its context: logs, the notifications of
+//     a subscriptions/listen stream); anything else the serve side sends
+//     on a modern session is dropped, and a request to the client fails
+//     (MRTR replaces them). Closing the POST cancels the request at once
+//     (the serve side is told notifications/cancelled).
+//   - GET and DELETE with a modern version get 405; client notifications
+//     get 202 and are dropped (the revision defines none over HTTP).
 //
 // Replicas (Options.Shared): a session opened on one replica is served by
 // any other, which makes a local instance of it from the shared record.

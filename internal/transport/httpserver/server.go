@@ -43,7 +43,11 @@ type Session struct {
 	// Restored is set for the local instance of a session another replica
 	// opened (Options.Shared): its state is in the shared store.
 	Restored bool
-	// Modern is set for a principal's internal session of MCP 2026-07-28 requests, each with its own _meta.
+	// Modern is set for a principal's internal session of stateless
+	// (2026-07-28) requests: every message on it is a modern request with
+	// its own _meta, each answered on its own POST. Its ID is never sent
+	// to the client, and the serve function must send no request to the
+	// client on it (MRTR replaces them).
 	Modern bool
 }
 
@@ -142,6 +146,10 @@ type Options struct {
 	// Changed runs when another replica announced (Handler.Announce) that
 	// it changed the state of a session this replica has an instance of.
 	Changed func(id string)
+	// KeepAlive is how often a quiet SSE stream of a modern request (a
+	// subscriptions/listen stream, a long call) gets a comment line, so
+	// that proxies and clients do not time it out (default 15 s).
+	KeepAlive time.Duration
 }
 
 func (o *Options) defaults() {
@@ -209,6 +217,9 @@ func (o *Options) defaults() {
 	if o.MinBodyRate <= 0 {
 		o.MinBodyRate = 32 << 10
 	}
+	if o.KeepAlive <= 0 {
+		o.KeepAlive = 15 * time.Second
+	}
 	if o.ResumeGrace <= 0 {
 		o.ResumeGrace = max(10*time.Second, 3*o.PollRetry)
 	}
@@ -252,6 +263,7 @@ type Handler struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session
+	modern   map[string][]*session // internal sessions of modern requests, by principal
 	closed   bool
 	janitor  bool
 
@@ -326,13 +338,25 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.preflight(w, r)
 		return
 	}
-	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(mcp.SupportedVersions, v) {
+	modern := isModernPost(r)
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !modern && mcp.IsModern(v) {
+		unread(w, r)
+		w.Header().Set("Allow", "POST")
+		rpcError(w, http.StatusMethodNotAllowed, mcp.CodeInvalidRequest, r.Method+" is not part of "+v+": every message is a POST, and subscriptions/listen replaces the GET stream")
+		return
+	}
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !modern && !slices.Contains(mcp.SupportedVersions, v) {
 		unread(w, r)
 		rpcError(w, http.StatusBadRequest, mcp.CodeInvalidRequest, "unsupported MCP-Protocol-Version "+strconv.Quote(v)+"; this server speaks "+strings.Join(mcp.SupportedVersions, ", "))
 		return
 	}
 	principal, ok := h.authenticate(w, r)
 	if !ok {
+		return
+	}
+	switch {
+	case modern:
+		h.postModern(w, r, principal)
 		return
 	}
 	switch r.Method {
@@ -380,7 +404,17 @@ func (h *Handler) originOK(w http.ResponseWriter, r *http.Request) bool {
 func (h *Handler) preflight(w http.ResponseWriter, r *http.Request) {
 	hd := w.Header()
 	hd.Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
-	hd.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID")
+	allow := "Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID, Mcp-Method, Mcp-Name"
+	// A tool's Mcp-Param-* headers cannot be listed ahead: the ones asked
+	// for are allowed.
+	for _, v := range r.Header.Values("Access-Control-Request-Headers") {
+		for _, name := range strings.Split(v, ",") {
+			if name = strings.TrimSpace(name); len(name) > len("mcp-param-") && strings.EqualFold(name[:len("mcp-param-")], "mcp-param-") {
+				allow += ", " + name
+			}
+		}
+	}
+	hd.Set("Access-Control-Allow-Headers", allow)
 	hd.Set("Access-Control-Max-Age", "600")
 	w.WriteHeader(http.StatusNoContent)
 }
@@ -443,6 +477,7 @@ func (h *Handler) sessionFor(w http.ResponseWriter, r *http.Request, sid, princi
 type incoming struct {
 	ID            json.RawMessage
 	Method        string
+	Params        json.RawMessage
 	ProgressToken json.RawMessage
 	RequestID     json.RawMessage // notifications/cancelled
 }
@@ -459,6 +494,7 @@ func parseIncoming(body []byte) (incoming, error) {
 	return incoming{
 		ID:            pm.ID,
 		Method:        pm.Method,
+		Params:        pm.Params,
 		ProgressToken: mcp.Member(mcp.Member(pm.Params, "_meta"), "progressToken"),
 		RequestID:     mcp.Member(pm.Params, "requestId"),
 	}, nil
@@ -565,6 +601,13 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, principal string)
 			return
 		}
 	default:
+		if v := mcp.Member(mcp.Member(m.Params, "_meta"), mcp.MetaProtocolVersion); v != nil {
+			// A stateless request whose version header is missing or
+			// names the handshake era.
+			writeStatus(w, http.StatusBadRequest, errorMessage(m.ID, mcp.HeaderMismatch("params._meta[%q] is %s but the MCP-Protocol-Version header is %q; send the same version in both",
+				mcp.MetaProtocolVersion, v, r.Header.Get("Mcp-Protocol-Version"))))
+			return
+		}
 		rpcError(w, http.StatusBadRequest, mcp.CodeInvalidRequest, "missing Mcp-Session-Id header: send initialize first")
 		return
 	}
@@ -645,7 +688,9 @@ func (h *Handler) admit(w http.ResponseWriter, s *session) bool {
 // comes before the global one: a principal over its own share is told
 // so (429) and never takes a place another principal could use.
 func (h *Handler) count(s *session) (int, string) {
-	if n := s.requests.Add(1); n > int64(h.opts.MaxRequestsPerSession) {
+	// A principal's internal modern session carries all its stateless
+	// requests: only the principal's cap and the global one apply.
+	if n := s.requests.Add(1); n > int64(h.opts.MaxRequestsPerSession) && !s.info.Modern {
 		s.requests.Add(-1)
 		return http.StatusTooManyRequests, "too many requests in progress in this session: " + h.opts.limitText("max_requests_per_session", h.opts.MaxRequestsPerSession)
 	}
@@ -717,7 +762,7 @@ func (h *Handler) serveInline(w http.ResponseWriter, r *http.Request, s *session
 		st.mu.Lock()
 		sse := st.sse
 		st.mu.Unlock()
-		if !sse { // else its client has an event id, and pump waits for a resume
+		if !sse || st.modern { // else its client has an event id, and pump waits for a resume
 			h.gone(s, st)
 		}
 	})
@@ -762,6 +807,10 @@ func (h *Handler) reply(w http.ResponseWriter, r *http.Request, s *session, st *
 			if st.init && !h.opened(w, s, data) {
 				return
 			}
+			if st.modern {
+				writeStatus(w, answerStatus(data), data)
+				return
+			}
 			writeJSON(w, data)
 			return
 		}
@@ -802,7 +851,9 @@ func (h *Handler) reply(w http.ResponseWriter, r *http.Request, s *session, st *
 			return
 		}
 	}
-	s.conn.resumable(st)
+	if !st.modern { // modern streams are not resumable
+		s.conn.resumable(st)
+	}
 	h.pump(w, r, s, st, 0, false)
 }
 
@@ -1018,10 +1069,12 @@ func (h *Handler) pump(w http.ResponseWriter, r *http.Request, s *session, st *s
 		buf = append(buf, "?sessionId="...)
 		buf = append(buf, s.info.ID...)
 		buf = append(buf, "\n\n"...)
-	} else {
+	} else if !st.modern {
 		// The priming event: an id to resume from before any message (SEP-1699).
 		buf = appendEvent(nil, st.id, after, nil)
 	}
+	tick, stopTick := h.keepAliveTimer(st.modern)
+	defer stopTick()
 	written := 0
 	for {
 		st.mu.Lock()
@@ -1041,6 +1094,8 @@ func (h *Handler) pump(w http.ResponseWriter, r *http.Request, s *session, st *s
 			}
 			if legacy {
 				buf = appendLegacyEvent(buf, ev.data)
+			} else if st.modern {
+				buf = appendData(buf, ev.data)
 			} else {
 				buf = appendEvent(buf, st.id, ev.seq, ev.data)
 			}
@@ -1073,7 +1128,13 @@ func (h *Handler) pump(w http.ResponseWriter, r *http.Request, s *session, st *s
 		}
 		select {
 		case <-ch:
+		case <-tick:
+			buf = append(buf, keepAliveComment...)
 		case <-r.Context().Done():
+			if st.modern {
+				h.gone(s, st) // closing the stream cancels the request
+				return
+			}
 			h.awaitResume(s, st, me, legacy)
 			return
 		case <-s.conn.done:
@@ -1435,6 +1496,7 @@ func (h *Handler) sweep() {
 				s.end()
 			}
 		}
+		h.sweepModern(cutoff)
 		h.mu.Unlock()
 	}
 }
@@ -1472,6 +1534,10 @@ type stream struct {
 	// init: the initialize of a new session, whose id goes out with a
 	// successful answer only (Handler.opened).
 	init bool
+	// modern: a stateless request's stream: not resumable, no event ids,
+	// its JSON answer's status from its error (answerStatus), and its
+	// client going away cancels it at once.
+	modern bool
 
 	mu     sync.Mutex
 	events []streamEvent // kept for writing and replay, oldest first
@@ -1559,7 +1625,11 @@ func (st *stream) add(data []byte, final bool, o *Options) error {
 	}
 	if final && st.direct != nil && !st.init && len(st.events) == 0 && len(data) <= maxDirect {
 		// The handler is parked in reply and does not touch w until woken.
-		writeJSON(st.direct, data)
+		if st.modern {
+			writeStatus(st.direct, answerStatus(data), data)
+		} else {
+			writeJSON(st.direct, data)
+		}
 		http.NewResponseController(st.direct).Flush()
 		st.direct, st.replied, st.done = nil, true, true
 		st.wake()
@@ -1590,6 +1660,7 @@ type sessionConn struct {
 	opts    *Options
 	log     hclog.Logger
 	legacy  bool // everything goes to the standalone stream
+	modern  bool // an internal session of modern requests (Session.Modern)
 	in      chan []byte
 	done    chan struct{}
 	once    sync.Once
@@ -1604,7 +1675,8 @@ type sessionConn struct {
 	pending    []*stream          // open requests, oldest first
 	finishedQ  []*stream          // completed resumable streams, kept for late resumes
 	nextID     int
-	legacyReqs map[string]func() // legacy requests in progress: release on answer
+	legacyReqs map[string]func()            // legacy requests in progress: release on answer
+	params     map[string]map[string]string // modern requests' Mcp-Param-* headers, by id key
 
 	// With Options.Shared: stream ids and the ids of requests to the
 	// client name the replica, and the standalone stream's messages go
@@ -1755,6 +1827,7 @@ func (sc *sessionConn) open(id, token json.RawMessage) *stream {
 func (sc *sessionConn) forget(st *stream) {
 	if sc.byReq[st.key] == st {
 		delete(sc.byReq, st.key)
+		delete(sc.params, st.key)
 	}
 	for k, v := range sc.byToken {
 		if v == st {
@@ -1908,6 +1981,24 @@ func (sc *sessionConn) WriteMessage(ctx context.Context, msg []byte) error {
 			return nil // cancelled or abandoned: nobody waits
 		}
 		sc.forget(st)
+	case sc.modern:
+		// Only what relates to a request in flight has somewhere to go:
+		// its progress, or what was sent with its context (its logs, a
+		// subscriptions/listen stream's notifications).
+		if len(pm.ID) > 0 {
+			sc.mu.Unlock()
+			return errModernRequest
+		}
+		if pm.Method == mcp.NotificationProgress {
+			st = sc.byToken[idKey(mcp.Member(pm.Params, "progressToken"))]
+		}
+		if rid := mcp.RelatedRequest(ctx); st == nil && rid != nil {
+			st = sc.byReq[idKey(rid)]
+		}
+		if st == nil {
+			sc.mu.Unlock()
+			return nil // related to no request: dropped
+		}
 	case pm.Method == mcp.NotificationProgress:
 		st = sc.byToken[idKey(mcp.Member(pm.Params, "progressToken"))]
 	case pm.Method == mcp.NotificationResourceUpdated, strings.HasSuffix(pm.Method, "/list_changed"):
@@ -1971,6 +2062,9 @@ func (sc *sessionConn) WriteMessage(ctx context.Context, msg []byte) error {
 	}
 	return nil
 }
+
+// errModernRequest refuses a request to the client on a modern session.
+var errModernRequest = errors.New("a server cannot send a request to a client of the stateless revision (2026-07-28): nobody can answer it; return an input_required result (MRTR) instead")
 
 func idKey(raw json.RawMessage) string {
 	raw = bytes.TrimSpace(raw)
