@@ -356,10 +356,20 @@ func (s *Server) toolSchema(name string) json.RawMessage {
 // into them (x-mcp-header): a value in the body needs its header, equal to
 // it; a header needs its value.
 func (ss *ServerSession) checkParamHeaders(ctx context.Context, schema, args json.RawMessage) error {
+	return CheckParamHeaders(ctx, ss.peer.Conn(), schema, args)
+}
+
+// CheckParamHeaders is the server's check of a modern tools/call's
+// Mcp-Param-* headers, which conn carries when it is streamable HTTP
+// (ParamHeaderConn), against the tool's input schema and the call's
+// arguments: -32020 (HeaderMismatch) for a missing, extra or different
+// header. A legacy request, a conn without headers or a schema with no
+// x-mcp-header passes. The gateway runs it against the tools it exposes.
+func CheckParamHeaders(ctx context.Context, conn Conn, schema, args json.RawMessage) error {
 	if _, modern := RequestMetaOf(ctx); !modern || schema == nil {
 		return nil
 	}
-	pc, ok := ss.peer.Conn().(ParamHeaderConn)
+	pc, ok := conn.(ParamHeaderConn)
 	if !ok {
 		return nil
 	}

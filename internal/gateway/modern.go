@@ -326,6 +326,25 @@ func (s *session) readHint(raw json.RawMessage) *mcp.CacheHint {
 
 // ---- calls, reads and prompts -------------------------------------------------
 
+// checkParamHeaders holds a modern call that came over streamable HTTP to
+// the Mcp-Param-* headers its tool's schema asks for (x-mcp-header), as
+// the server behind would: a header that disagrees with the body never
+// reaches the chain, so policies and the upstream see one value. Only a
+// conn with headers (HTTP) pays for the tool lookup.
+func (s *session) checkParamHeaders(ctx context.Context, p mcp.CallToolParams) error {
+	conn := s.peer.Conn()
+	if _, ok := conn.(mcp.ParamHeaderConn); !ok {
+		return nil
+	}
+	tools, _ := s.host().Tools(ctx, s.agent)
+	for _, t := range tools {
+		if t.Name == p.Name {
+			return mcp.CheckParamHeaders(ctx, conn, t.InputSchema, p.Arguments)
+		}
+	}
+	return nil // an unknown tool: the call reports it
+}
+
 func (s *session) modernCall(ctx context.Context, params json.RawMessage, meta *mcp.RequestMeta, task json.RawMessage) (any, error) {
 	p, err := mcp.DecodeValidCallToolParams(params)
 	if err != nil {
@@ -336,6 +355,9 @@ func (s *session) modernCall(ctx context.Context, params json.RawMessage, meta *
 	}
 	if len(task) > 0 && string(task) != "null" {
 		return nil, mcp.InvalidParams("tools/call: %s", tasksGone)
+	}
+	if err := s.checkParamHeaders(ctx, p); err != nil {
+		return nil, err
 	}
 	// The same call as a legacy client's (call): the same event to the
 	// chain, the same audit record.
@@ -363,7 +385,7 @@ func (s *session) modernRead(ctx context.Context, params json.RawMessage, meta *
 	}
 	server, err := s.route(ctx, uri)
 	if err != nil {
-		return nil, notFound(err)
+		return nil, notFound(err, uri)
 	}
 	res, err := s.read(ctx, server, uri)
 	if r, ok, ierr := inputRequired(res, err); ok || ierr != nil {
@@ -374,7 +396,7 @@ func (s *session) modernRead(ctx context.Context, params json.RawMessage, meta *
 		return out, refused(err)
 	}
 	if err != nil {
-		return nil, notFound(rpcErrorOf(err))
+		return nil, notFound(rpcErrorOf(err), uri)
 	}
 	var hint *mcp.CacheHint
 	if raw, ok := res.(*json.RawMessage); ok {
@@ -410,15 +432,24 @@ func (s *session) modernPrompt(ctx context.Context, params json.RawMessage, meta
 
 // notFound renumbers a resource that is not found: -32002 until
 // 2025-11-25 (the gateway's own, or a legacy server's), -32602 (invalid
-// params) in 2026-07-28.
-func notFound(err error) error {
+// params) in 2026-07-28, whose data names the uri (SEP-2164: a client
+// tells a missing resource from other bad params by it).
+func notFound(err error, uri string) error {
 	var rerr *mcp.RPCError
-	if errors.As(err, &rerr) && rerr.Code == -32002 {
-		out := *rerr
-		out.Code = mcp.CodeInvalidParams
-		return &out
+	if !errors.As(err, &rerr) || (rerr.Code != -32002 && rerr.Code != mcp.CodeInvalidParams) {
+		return err
 	}
-	return err
+	out := *rerr
+	out.Code = mcp.CodeInvalidParams
+	data := map[string]json.RawMessage{}
+	if len(out.Data) > 0 && json.Unmarshal(out.Data, &data) != nil {
+		return &out // data that is not an object: left as the server sent it
+	}
+	if _, ok := data["uri"]; !ok {
+		data["uri"], _ = json.Marshal(uri)
+		out.Data, _ = json.Marshal(data)
+	}
+	return &out
 }
 
 // ---- input required (Multi Round-Trip Requests) ----------------------------

@@ -176,8 +176,8 @@ func TestModernLists(t *testing.T) {
 
 	// Not found is invalid params now (-32002 until 2025-11-25).
 	var rerr *mcp.RPCError
-	if _, err := m.call(ctx, mcp.MethodResourcesRead, map[string]any{"uri": "file:///nowhere.txt"}); !errors.As(err, &rerr) || rerr.Code != mcp.CodeInvalidParams {
-		t.Errorf("a resource not found: %v", err)
+	if _, err := m.call(ctx, mcp.MethodResourcesRead, map[string]any{"uri": "file:///nowhere.txt"}); !errors.As(err, &rerr) || rerr.Code != mcp.CodeInvalidParams || !strings.Contains(string(rerr.Data), `"uri":"file:///nowhere.txt"`) {
+		t.Errorf("a resource not found: %v (want -32602 whose data names the uri)", err)
 	}
 
 	raw, err = m.call(ctx, mcp.MethodServerDiscover, nil)
