@@ -83,14 +83,14 @@ type Client struct {
 
 	// The stateless revision (client_modern.go). modern, version and
 	// the raw values are set before Connect returns and never after.
-	modern                      bool
-	version                     string
+	modern                       bool
+	version                      string
 	rawVersion, rawInfo, rawCaps json.RawMessage
-	supported                   []string
-	logLevel                    LoggingLevel                  // under mu; sent in _meta
-	toolHeaders                 map[string][]HeaderAnnotation // under mu; by tool name
-	subs                        map[string]bool               // under mu; Subscribe's URIs
-	stopListen                  context.CancelFunc            // under mu
+	supported                    []string
+	logLevel                     LoggingLevel                  // under mu; sent in _meta
+	toolHeaders                  map[string][]HeaderAnnotation // under mu; by tool name
+	subs                         map[string]bool               // under mu; Subscribe's URIs
+	stopListen                   context.CancelFunc            // under mu
 }
 
 type cached[T any] struct {

@@ -47,8 +47,8 @@ const maxInputRounds = 16
 const maxProbes = 3
 
 // DefaultProbeTimeout bounds the server/discover probe of a server whose
-// era is not known: a legacy server may not answer a request that comes
-// before initialize at all.
+// era is not known, over a stream transport (stdio): a legacy server may
+// not answer a request that comes before initialize at all.
 const DefaultProbeTimeout = 5 * time.Second
 
 // ModernMismatchError is returned when a server is modern but shares no
@@ -112,13 +112,22 @@ func (c *Client) start(ctx context.Context) error {
 // as a modern one (err then says whether the session is usable); false
 // with a nil err means fall back to initialize (only when fallback).
 func (c *Client) probe(ctx context.Context, version string, fallback bool) (modern bool, err error) {
-	timeout := c.opts.ProbeTimeout
-	if timeout <= 0 {
-		timeout = DefaultProbeTimeout
+	// A transport that answers each request on an exchange of its own
+	// (HTTP) answers a legacy server's refusal too: silence there is no
+	// sign of a legacy server, and the probe may carry an authorization
+	// dance, so it gets the request timeout. Over a stream (stdio) a
+	// legacy server may ignore the probe: it gets the short bound.
+	var opts []CallOption
+	if _, exchanges := c.peer.conn.(RequestWriter); c.opts.ProbeTimeout > 0 || !exchanges {
+		timeout := c.opts.ProbeTimeout
+		if timeout <= 0 {
+			timeout = DefaultProbeTimeout
+		}
+		opts = append(opts, WithTimeout(timeout))
 	}
 	for range maxProbes {
 		c.setVersion(version)
-		res, err := c.discover(ctx, WithTimeout(timeout))
+		res, err := c.discover(ctx, opts...)
 		if err == nil {
 			pick := ""
 			for _, v := range ModernVersions {
