@@ -101,10 +101,10 @@ func run() error {
 	client, err := mcp.Connect(ctx, conn, mcp.ClientOptions{
 		ProtocolVersion: version,
 		Info:            mcp.Implementation{Name: "nexus-conformance-client", Version: "1.0.0"},
-		Logger:      log.Named("mcp"),
-		Timeout:     20 * time.Second,
-		Elicitation: acceptWithDefaults,
-		Sampling:    cannedSample,
+		Logger:          log.Named("mcp"),
+		Timeout:         20 * time.Second,
+		Elicitation:     acceptWithDefaults,
+		Sampling:        cannedSample,
 		OnLog: func(m mcp.LogMessage) {
 			log.Info("server log", "level", m.Level, "data", string(m.Data))
 		},
