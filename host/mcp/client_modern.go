@@ -86,9 +86,36 @@ func (e *TooManyRoundsError) Error() string {
 	return fmt.Sprintf("%s: the server asked for input %d times in a row; giving up (a server that keeps answering input_required would hold the call forever)", e.Method, maxInputRounds)
 }
 
+type rememberedKey struct{}
+
+// WithRememberedVersion returns ctx telling Connect the version a server
+// spoke the last time (the spec lets a client keep a server's era for the
+// server's lifetime and re-probe when the assumption fails). A legacy
+// version skips the probe, which a legacy server that ignores it would
+// otherwise make wait ProbeTimeout on every connect; when the handshake
+// is then refused, the era is probed afresh. ClientOptions.ProtocolVersion
+// wins over it.
+func WithRememberedVersion(ctx context.Context, version string) context.Context {
+	return context.WithValue(ctx, rememberedKey{}, version)
+}
+
+// RememberedVersion is the version WithRememberedVersion put in ctx.
+func RememberedVersion(ctx context.Context) string {
+	v, _ := ctx.Value(rememberedKey{}).(string)
+	return v
+}
+
 // start selects the era and makes the session ready.
 func (c *Client) start(ctx context.Context) error {
 	v := c.opts.ProtocolVersion
+	if r := RememberedVersion(ctx); v == "" && slices.Contains(SupportedVersions, r) {
+		err := c.initialize(ctx, r)
+		var re *RPCError
+		if err == nil || !errors.As(err, &re) || c.peer.Err() != nil {
+			return err
+		}
+		c.log.Debug("the server refused the handshake it accepted before; probing its era again", "error", err)
+	}
 	switch {
 	case v == "":
 		modern, err := c.probe(ctx, ModernVersions[0], true)
