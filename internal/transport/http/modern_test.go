@@ -3,6 +3,7 @@ package httptransport
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -163,4 +165,168 @@ func TestModernRetriesSupportedVersion(t *testing.T) {
 	if !c.Modern() || probes.Load() != 2 || inits.Load() != 0 {
 		t.Fatalf("era %s after %d probes and %d initializes; want modern, 2, 0", c.Era(), probes.Load(), inits.Load())
 	}
+}
+
+// modernFakeHTTP is a modern server in Go that records every request:
+// discover says tools (no listChanged, so no listen stream), tools/list
+// names two tools, and serve answers the rest.
+type modernFakeHTTP struct {
+	mu    sync.Mutex
+	seen  []seenReq
+	serve func(w http.ResponseWriter, id json.RawMessage, method string, n int)
+}
+
+type seenReq struct {
+	httpMethod, method string
+	header             http.Header
+	id                 string
+}
+
+func (f *modernFakeHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	body, _ := io.ReadAll(r.Body)
+	json.Unmarshal(body, &m)
+	f.mu.Lock()
+	f.seen = append(f.seen, seenReq{r.Method, m.Method, r.Header.Clone(), string(m.ID)})
+	n := 0
+	for _, s := range f.seen {
+		if s.method == m.Method {
+			n++
+		}
+	}
+	f.mu.Unlock()
+	if r.Method != http.MethodPost {
+		w.WriteHeader(http.StatusMethodNotAllowed)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	switch m.Method {
+	case mcp.MethodServerDiscover:
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"ttlMs":0,"cacheScope":"public"}}`, m.ID)
+	case mcp.MethodToolsList:
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"resultType":"complete","tools":[{"name":"wetter-straße","inputSchema":{"type":"object","properties":{"city":{"type":"string","x-mcp-header":"City"}}}},{"name":"slow","inputSchema":{"type":"object"}}],"ttlMs":0,"cacheScope":"public"}}`, m.ID)
+	default:
+		f.serve(w, m.ID, m.Method, n)
+	}
+}
+
+func (f *modernFakeHTTP) all() []seenReq {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]seenReq(nil), f.seen...)
+}
+
+// TestModernHTTPWire: modern POSTs carry Mcp-Name (Base64 sentinel for a
+// name that is not plain ASCII) and Mcp-Param values, never a session id;
+// a cancelled request is not followed by a notifications/cancelled POST;
+// and the Conn makes no GET and no DELETE, before or after Close.
+func TestModernHTTPWire(t *testing.T) {
+	e := newEnv(t)
+	release := make(chan struct{})
+	f := &modernFakeHTTP{serve: func(w http.ResponseWriter, id json.RawMessage, method string, n int) {
+		if method == mcp.MethodToolsCall && n == 2 {
+			<-release // the second call hangs until cancelled
+			return
+		}
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"ok"}]}}`, id)
+	}}
+	url := e.serve(f)
+	defer close(release)
+	c, _ := e.connect(e.config(url), mcp.ClientOptions{})
+	ctx := testCtx(t)
+	if _, err := c.ListTools(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := call(t, c, "wetter-straße", map[string]any{"city": "Zürich"}); got != "ok" {
+		t.Fatal(got)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { _, err := c.CallTool(cctx, "slow", nil, nil); done <- err }()
+	for len(f.all()) < 4 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled call: %v", err)
+	}
+	c.Close()
+	for _, s := range f.all() {
+		if s.httpMethod != http.MethodPost || s.method == mcp.NotificationCancelled || s.method == mcp.MethodInitialize {
+			t.Errorf("%s %s sent to a modern server", s.httpMethod, s.method)
+		}
+		if s.header.Get("Mcp-Session-Id") != "" || s.header.Get("Mcp-Protocol-Version") != mcp.Version20260728 || s.header.Get("Mcp-Method") != s.method {
+			t.Errorf("%s: headers %v", s.method, s.header)
+		}
+		if s.method == mcp.MethodToolsCall && s.header.Get("Mcp-Param-City") != "" {
+			if n := s.header.Get("Mcp-Name"); n != mcp.EncodeHeaderValue("wetter-straße") || !strings.HasPrefix(n, "=?base64?") {
+				t.Errorf("Mcp-Name %q", n)
+			}
+			if v, _ := mcp.DecodeHeaderValue(s.header.Get("Mcp-Param-City")); v != "Zürich" {
+				t.Errorf("Mcp-Param-City %q", s.header.Get("Mcp-Param-City"))
+			}
+		}
+	}
+}
+
+// TestModernBrokenStreamReissued: a modern response stream that breaks
+// before its response is not resumed; a request that is safe to repeat
+// (tools/list) is sent again as a new request with a new id, while a
+// tools/call of a tool that does not say it is idempotent fails.
+func TestModernBrokenStreamReissued(t *testing.T) {
+	e := newEnv(t)
+	f := &modernFakeHTTP{}
+	f.serve = func(w http.ResponseWriter, id json.RawMessage, method string, n int) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "id: e1\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":1,\"progress\":1}}\n\n")
+		w.(http.Flusher).Flush() // then the stream ends without the response
+	}
+	url := e.serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Mcp-Method") == mcp.MethodResourcesList {
+			var m struct {
+				ID json.RawMessage `json:"id"`
+			}
+			body, _ := io.ReadAll(r.Body)
+			json.Unmarshal(body, &m)
+			f.mu.Lock()
+			f.seen = append(f.seen, seenReq{r.Method, mcp.MethodResourcesList, r.Header.Clone(), string(m.ID)})
+			first := len(f.seen) == 1
+			f.mu.Unlock()
+			if first {
+				w.Header().Set("Content-Type", "text/event-stream")
+				w.(http.Flusher).Flush()
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"resultType":"complete","resources":[{"uri":"a:/b","name":"b"}],"ttlMs":0,"cacheScope":"public"}}`, m.ID)
+			return
+		}
+		if r.Header.Get("Mcp-Method") == mcp.MethodServerDiscover {
+			w.Header().Set("Content-Type", "application/json")
+			var m struct {
+				ID json.RawMessage `json:"id"`
+			}
+			body, _ := io.ReadAll(r.Body)
+			json.Unmarshal(body, &m)
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{},"resources":{}},"ttlMs":0,"cacheScope":"public"}}`, m.ID)
+			return
+		}
+		f.ServeHTTP(w, r)
+	}))
+	c, _ := e.connect(e.config(url), mcp.ClientOptions{})
+	ctx := testCtx(t)
+	rs, err := c.ListResources(ctx)
+	if err != nil || len(rs) != 1 {
+		t.Fatalf("%+v %v", rs, err)
+	}
+	seen := f.all()
+	if len(seen) != 2 || seen[0].id == seen[1].id {
+		t.Fatalf("resources/list requests %+v; want two with different ids", seen)
+	}
+	_, err = c.CallTool(ctx, "slow", nil, nil)
+	rpc := wantErrAs[*mcp.RPCError](t, err)
+	wantContains(t, rpc.Message, "ended before its response", "cannot be resumed")
 }
