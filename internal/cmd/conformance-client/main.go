@@ -151,6 +151,9 @@ func exercise(ctx context.Context, c *mcp.Client, sc scenarioContext, log hclog.
 			}
 			log.Info("tool result", "tool", tc.name, "is_error", res.IsError, "text", strings.Join(text, " "))
 		}
+		if err := echoSchema(ctx, c, tools); err != nil {
+			return err
+		}
 	}
 	if caps.Resources != nil {
 		rs, err := c.ListResources(ctx)
@@ -173,6 +176,30 @@ func exercise(ctx context.Context, c *mcp.Client, sc scenarioContext, log hclog.
 				return fmt.Errorf("prompts/get %s: %w", ps[0].Name, err)
 			}
 		}
+	}
+	return nil
+}
+
+// echoSchema hands a tool's inputSchema back, verbatim, to a server that
+// offers json_schema_echo (the json-schema-2020-12-preservation
+// scenario): the server checks that the client kept every keyword.
+func echoSchema(ctx context.Context, c *mcp.Client, tools []mcp.Tool) error {
+	var echo bool
+	var focal json.RawMessage
+	for _, t := range tools {
+		switch t.Name {
+		case "json_schema_echo":
+			echo = true
+		case "json_schema_2020_12_tool":
+			focal = t.InputSchema
+		}
+	}
+	if !echo || focal == nil {
+		return nil
+	}
+	args, _ := json.Marshal(map[string]json.RawMessage{"schema": focal})
+	if _, err := c.CallTool(ctx, "json_schema_echo", json.RawMessage(args), nil); err != nil {
+		return fmt.Errorf("tools/call json_schema_echo: %w", err)
 	}
 	return nil
 }
