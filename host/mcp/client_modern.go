@@ -387,6 +387,10 @@ func (c *Client) fulfil(ctx context.Context, method string, r *InputRequiredResu
 	sort.Strings(keys)
 	in.InputResponses = make(InputResponses, len(keys))
 	h := clientHandler{c}
+	// The handlers run on the caller's context (its values, its
+	// cancellation), which CallOf also names, as it does for what a legacy
+	// server sends on a request's own stream.
+	ctx = context.WithValue(ctx, callKey{}, &callRef{ctx: ctx})
 	for _, k := range keys {
 		q := r.InputRequests[k]
 		declared := false

@@ -22,6 +22,8 @@ type modernFake struct {
 	send  func(string)
 }
 
+type testKey struct{}
+
 type fakeReq struct {
 	id, method string
 	params     json.RawMessage
@@ -166,7 +168,10 @@ func TestMRTRRounds(t *testing.T) {
 	}}
 	var elicited []string
 	c := connectModern(t, f, ClientOptions{
-		Elicitation: func(_ context.Context, p *ElicitParams) (*ElicitResult, error) {
+		Elicitation: func(ctx context.Context, p *ElicitParams) (*ElicitResult, error) {
+			if call, related := CallOf(ctx); !related || call == nil || call.Value(testKey{}) != "caller" {
+				t.Errorf("the handler's context does not name the call it serves")
+			}
 			elicited = append(elicited, p.Message)
 			return &ElicitResult{Action: "accept", Content: map[string]any{"n": "x"}}, nil
 		},
@@ -175,7 +180,7 @@ func TestMRTRRounds(t *testing.T) {
 			return &CreateMessageResult{Role: "assistant", Content: json.RawMessage(`{"type":"text","text":"hi"}`), Model: "m"}, nil
 		},
 	})
-	res, err := c.CallTool(context.Background(), "t", nil, nil)
+	res, err := c.CallTool(context.WithValue(context.Background(), testKey{}, "caller"), "t", nil, nil)
 	if err != nil || res.Content[0].Text != "done" {
 		t.Fatalf("%+v %v", res, err)
 	}
