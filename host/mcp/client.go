@@ -58,8 +58,10 @@ type ClientOptions struct {
 	// (for a server whose era was remembered, or a caller that must
 	// speak one era).
 	ProtocolVersion string
-	// ProbeTimeout bounds the server/discover probe (default
-	// DefaultProbeTimeout).
+	// ProbeTimeout bounds the server/discover probe (0: DefaultProbeTimeout
+	// over a stream such as stdio, the request timeout over HTTP; it never
+	// takes more than half the time left before ctx's deadline; negative:
+	// the request timeout everywhere).
 	ProbeTimeout time.Duration
 }
 

@@ -122,7 +122,23 @@ func (c *Client) start(ctx context.Context) error {
 		if modern || err != nil {
 			return err
 		}
-		return c.initialize(ctx, LatestVersion)
+		err = c.initialize(ctx, LatestVersion)
+		var re *RPCError
+		if errors.As(err, &re) && re.Code == CodeUnsupportedProtocolVersion && c.peer.Err() == nil {
+			// A modern server that was too slow for the probe refuses
+			// the handshake naming what it speaks (the spec asks modern
+			// servers to): go forward to it rather than fail.
+			for _, mv := range ModernVersions {
+				if slices.Contains(supportedOf(re), mv) {
+					c.log.Debug("the server refused initialize as a modern one; probing again", "supported", supportedOf(re))
+					c.opts.ProbeTimeout = -1 // no short bound this time
+					if modern, perr := c.probe(ctx, mv, false); modern {
+						return perr
+					}
+				}
+			}
+		}
+		return err
 	case IsModern(v):
 		modern, err := c.probe(ctx, v, false)
 		if err == nil && !modern {
@@ -144,11 +160,16 @@ func (c *Client) probe(ctx context.Context, version string, fallback bool) (mode
 	// sign of a legacy server, and the probe may carry an authorization
 	// dance, so it gets the request timeout. Over a stream (stdio) a
 	// legacy server may ignore the probe: it gets the short bound.
+	// Either way it leaves half the time left to connect for the
+	// handshake it may fall back to.
 	var opts []CallOption
-	if _, exchanges := c.peer.conn.(RequestWriter); c.opts.ProbeTimeout > 0 || !exchanges {
+	if _, exchanges := c.peer.conn.(RequestWriter); c.opts.ProbeTimeout >= 0 && (c.opts.ProbeTimeout > 0 || !exchanges) {
 		timeout := c.opts.ProbeTimeout
-		if timeout <= 0 {
+		if timeout == 0 {
 			timeout = DefaultProbeTimeout
+		}
+		if dl, ok := ctx.Deadline(); ok {
+			timeout = max(min(timeout, time.Until(dl)/2), time.Millisecond)
 		}
 		opts = append(opts, WithTimeout(timeout))
 	}

@@ -419,3 +419,39 @@ func TestModernToolHeaders(t *testing.T) {
 		t.Fatalf("%+v", h)
 	}
 }
+
+// TestFallForward: a modern server too slow for the probe refuses the
+// fallback initialize with UnsupportedProtocolVersion naming a modern
+// version; the client probes again, without the short bound, and is
+// modern.
+func TestFallForward(t *testing.T) {
+	a, b := Pipe()
+	discovers := 0
+	go func() {
+		for {
+			m, err := b.ReadMessage()
+			if err != nil {
+				return
+			}
+			switch methodOf(m) {
+			case MethodServerDiscover:
+				discovers++
+				if discovers == 1 {
+					continue // "too slow": never answered
+				}
+				b.WriteMessage(context.Background(), []byte(`{"jsonrpc":"2.0","id":`+idOf(m)+`,"result":{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{},"ttlMs":0,"cacheScope":"public"}}`))
+			case MethodInitialize:
+				b.WriteMessage(context.Background(), []byte(`{"jsonrpc":"2.0","id":`+idOf(m)+`,"error":{"code":-32022,"message":"Unsupported protocol version","data":{"supported":["2026-07-28"],"requested":"2025-11-25"}}}`))
+			}
+		}
+	}()
+	t.Cleanup(func() { a.Close() })
+	c, err := Connect(context.Background(), a, ClientOptions{ProbeTimeout: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if !c.Modern() || discovers != 2 {
+		t.Fatalf("era %s after %d probes", c.Era(), discovers)
+	}
+}
