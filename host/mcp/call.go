@@ -63,6 +63,12 @@ func (p *Peer) Call(ctx context.Context, method string, params, result any, opts
 	if err != nil {
 		return err
 	}
+	return decodeRaw(method, raw, result)
+}
+
+// decodeRaw decodes raw, a call's own copy of its result (CallRaw), into
+// result (nothing when nil), with the type's own decoder when it has one.
+func decodeRaw(method string, raw json.RawMessage, result any) error {
 	if result == nil {
 		return nil
 	}

@@ -51,6 +51,18 @@ type ClientOptions struct {
 	OnResourceUpdated func(uri string)
 	// OnNotification receives every other notification.
 	OnNotification func(method string, params json.RawMessage)
+
+	// ProtocolVersion fixes the version: "" (the default) probes with
+	// server/discover and falls back to initialize (see client_modern.go);
+	// a modern version speaks only that; a legacy one skips the probe
+	// (for a server whose era was remembered, or a caller that must
+	// speak one era).
+	ProtocolVersion string
+	// ProbeTimeout bounds the server/discover probe (0: DefaultProbeTimeout
+	// over a stream such as stdio, the request timeout over HTTP; it never
+	// takes more than half the time left before ctx's deadline; negative:
+	// the request timeout everywhere).
+	ProbeTimeout time.Duration
 }
 
 // Client is an initialized MCP client session over one Conn.
@@ -67,8 +79,20 @@ type Client struct {
 	tools     *cached[Tool]
 	resources *cached[Resource]
 	prompts   *cached[Prompt]
+	templates *cached[ResourceTemplate]
 
 	refreshing map[string]int // list kind -> fetches running or queued
+
+	// The stateless revision (client_modern.go). modern, version and
+	// the raw values are set before Connect returns and never after.
+	modern                       bool
+	version                      string
+	rawVersion, rawInfo, rawCaps json.RawMessage
+	supported                    []string
+	logLevel                     LoggingLevel                  // under mu; sent in _meta
+	toolHeaders                  map[string][]HeaderAnnotation // under mu; by tool name
+	subs                         map[string]bool               // under mu; Subscribe's URIs
+	stopListen                   context.CancelFunc            // under mu
 }
 
 type cached[T any] struct {
@@ -76,6 +100,14 @@ type cached[T any] struct {
 	valid bool
 	gen   uint64
 	ver   uint64 // listVersions number of items, while valid
+	// expires ends a modern list's freshness (its ttlMs); zero: fresh
+	// until a list_changed (legacy).
+	expires time.Time
+}
+
+// fresh reports whether k's items may be served; c.mu is held.
+func (k *cached[T]) fresh() bool {
+	return k.valid && (k.expires.IsZero() || time.Now().Before(k.expires))
 }
 
 // listVersions numbers every list a client caches, across all clients of
@@ -112,7 +144,7 @@ func Connect(ctx context.Context, conn Conn, opts ClientOptions) (*Client, error
 	if opts.Info.Name == "" {
 		opts.Info = Implementation{Name: "nexus", Version: "dev"}
 	}
-	c := &Client{opts: opts, log: opts.Logger, ready: make(chan struct{}), tools: &cached[Tool]{}, resources: &cached[Resource]{}, prompts: &cached[Prompt]{}}
+	c := &Client{opts: opts, log: opts.Logger, ready: make(chan struct{}), tools: &cached[Tool]{}, resources: &cached[Resource]{}, prompts: &cached[Prompt]{}, templates: &cached[ResourceTemplate]{}}
 	c.peer = NewPeer(conn, PeerOptions{
 		Logger:      opts.Logger,
 		Handler:     clientHandler{c},
@@ -121,7 +153,7 @@ func Connect(ctx context.Context, conn Conn, opts ClientOptions) (*Client, error
 		MaxHandlers: opts.MaxHandlers,
 	})
 	c.peer.Start()
-	if err := c.initialize(ctx); err != nil {
+	if err := c.start(ctx); err != nil {
 		c.peer.Close()
 		return nil, err
 	}
@@ -145,9 +177,9 @@ func (c *Client) capabilities() ClientCapabilities {
 	return caps
 }
 
-func (c *Client) initialize(ctx context.Context) error {
+func (c *Client) initialize(ctx context.Context, version string) error {
 	params := InitializeParams{
-		ProtocolVersion: LatestVersion,
+		ProtocolVersion: version,
 		Capabilities:    c.capabilities(),
 		ClientInfo:      c.opts.Info,
 	}
@@ -167,7 +199,8 @@ func (c *Client) initialize(ctx context.Context) error {
 	return nil
 }
 
-// ProtocolVersion is the version both sides agreed on.
+// ProtocolVersion is the version both sides agreed on (for a modern
+// server: the one every request carries).
 func (c *Client) ProtocolVersion() string { return c.init.ProtocolVersion }
 
 // ServerInfo, Capabilities and Instructions are what the server sent at initialize.
@@ -178,15 +211,30 @@ func (c *Client) InitializeResult() InitializeResult { return c.init }
 func (c *Client) Peer() *Peer                        { return c.peer }
 func (c *Client) Done() <-chan struct{}              { return c.peer.Done() }
 func (c *Client) Err() error                         { return c.peer.Err() }
-func (c *Client) Close() error                       { return c.peer.Close() }
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.stopListen != nil {
+		c.stopListen()
+		c.stopListen = nil
+	}
+	c.mu.Unlock()
+	return c.peer.Close()
+}
 func (c *Client) Notify(ctx context.Context, method string, params any) error {
 	return c.peer.Notify(ctx, method, params)
 }
 
-// Ping checks the server answers and returns the round trip time.
+// Ping checks the server answers and returns the round trip time. The
+// stateless revision has no ping: a modern server is asked
+// server/discover, the cheapest request every one serves.
 func (c *Client) Ping(ctx context.Context) (time.Duration, error) {
 	start := time.Now()
-	err := c.peer.Call(ctx, MethodPing, nil, nil)
+	var err error
+	if c.modern {
+		_, err = c.discover(ctx)
+	} else {
+		err = c.peer.Call(ctx, MethodPing, nil, nil)
+	}
 	return time.Since(start), err
 }
 
@@ -232,7 +280,53 @@ func (c *Client) CallTool(ctx context.Context, name string, args any, o *CallOpt
 	}
 	var opts []CallOption
 	params.Meta, opts = c.callOptions(o)
+	if c.modern {
+		return c.callModern(ctx, &params, o, opts)
+	}
 	raw, err := c.peer.CallRaw(ctx, MethodToolsCall, &params, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return decodeResult(MethodToolsCall, raw, o)
+}
+
+// callModern is CallTool for a modern server: _meta, the Mcp-Param
+// headers of the tool's x-mcp-header annotations, and MRTR rounds.
+func (c *Client) callModern(ctx context.Context, p *CallToolParams, o *CallOptions, opts []CallOption) (*CallToolResult, error) {
+	headers := func() context.Context {
+		c.mu.Lock()
+		anns := c.toolHeaders[p.Name]
+		c.mu.Unlock()
+		if h := ParamHeaders(anns, p.Arguments); len(h) > 0 {
+			return WithParamHeaders(ctx, h)
+		}
+		return ctx
+	}
+	safe := c.toolCallSafe(p.Name)
+	send := func(in *InputParams) (json.RawMessage, error) {
+		// Fields of its own, not CallToolParams embedded: that one's
+		// hand-written encoder would be promoted and drop the rest.
+		params := struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments,omitempty"`
+			Meta      Meta            `json:"_meta"`
+			InputParams
+		}{Name: p.Name, Arguments: p.Arguments, Meta: c.metaFor(ctx, p.Meta)}
+		if in != nil {
+			params.InputParams = *in
+		}
+		raw, err := c.modernCall(headers(), MethodToolsCall, &params, safe, opts...)
+		var re *RPCError
+		if errors.As(err, &re) && re.Code == CodeHeaderMismatch {
+			// The tool's inputSchema may have changed (the spec's advice):
+			// list again, then send with the headers it asks for now.
+			if _, lerr := c.ListTools(ctx); lerr == nil {
+				raw, err = c.modernCall(headers(), MethodToolsCall, &params, safe, opts...)
+			}
+		}
+		return raw, err
+	}
+	raw, err := c.rounds(ctx, MethodToolsCall, send)
 	if err != nil {
 		return nil, err
 	}
@@ -299,30 +393,50 @@ func withProgressToken(m Meta, tok json.RawMessage) Meta {
 // cannot keep the client busy forever.
 const maxPages = 10000
 
-// paginate fetches every page of a list method.
-func paginate[R any, T any](ctx context.Context, c *Client, method string, items func(*R) []T, next func(*R) string) ([]T, error) {
+// paginate fetches every page of a list method. ttl is how long the list
+// stays fresh: the shortest ttlMs of its pages for a modern server
+// (0: stale at once), -1 for a legacy one (fresh until list_changed).
+func paginate[R any, T any](ctx context.Context, c *Client, method string, items func(*R) []T, next func(*R) string) ([]T, time.Duration, error) {
+	ttl := time.Duration(-1)
 	var all []T
 	cursor := ""
 	seen := map[string]bool{}
 	for page := 0; ; page++ {
 		if page >= maxPages {
-			return nil, fmt.Errorf("%s: more than %d pages; the server keeps returning a nextCursor", method, maxPages)
+			return nil, 0, fmt.Errorf("%s: more than %d pages; the server keeps returning a nextCursor", method, maxPages)
 		}
 		var r R
-		var params any
-		if cursor != "" {
-			params = paginatedParams{Cursor: cursor}
-		}
-		if err := c.peer.Call(ctx, method, params, &r); err != nil {
-			return nil, fmt.Errorf("%s: %w", method, err)
+		if c.modern {
+			params := struct {
+				Cursor string `json:"cursor,omitempty"`
+				Meta   Meta   `json:"_meta"`
+			}{cursor, c.meta(nil)}
+			raw, err := c.modernCall(ctx, method, &params, true)
+			if err == nil {
+				err = decodeRaw(method, raw, &r)
+			}
+			if err != nil {
+				return nil, 0, fmt.Errorf("%s: %w", method, err)
+			}
+			if t := cacheHint(raw); ttl < 0 || t < ttl {
+				ttl = t
+			}
+		} else {
+			var params any
+			if cursor != "" {
+				params = paginatedParams{Cursor: cursor}
+			}
+			if err := c.peer.Call(ctx, method, params, &r); err != nil {
+				return nil, 0, fmt.Errorf("%s: %w", method, err)
+			}
 		}
 		all = append(all, items(&r)...)
 		cursor = next(&r)
 		if cursor == "" {
-			return all, nil
+			return all, ttl, nil
 		}
 		if seen[cursor] {
-			return nil, fmt.Errorf("%s: the server returned cursor %q twice; stopping to avoid a loop", method, cursor)
+			return nil, 0, fmt.Errorf("%s: the server returned cursor %q twice; stopping to avoid a loop", method, cursor)
 		}
 		seen[cursor] = true
 	}
@@ -333,10 +447,14 @@ func (c *Client) ListTools(ctx context.Context) ([]Tool, error) {
 	if c.init.Capabilities.Tools == nil {
 		return nil, &NotSupportedError{"tools"}
 	}
-	return refresh(ctx, c, c.tools, func(ctx context.Context) ([]Tool, error) {
-		return paginate(ctx, c, MethodToolsList,
+	return refresh(ctx, c, c.tools, func(ctx context.Context) ([]Tool, time.Duration, error) {
+		tools, ttl, err := paginate(ctx, c, MethodToolsList,
 			func(r *ListToolsResult) []Tool { return r.Tools },
 			func(r *ListToolsResult) string { return r.NextCursor })
+		if err == nil && c.modern {
+			tools = c.checkToolHeaders(tools)
+		}
+		return tools, ttl, err
 	})
 }
 
@@ -345,7 +463,7 @@ func (c *Client) ListResources(ctx context.Context) ([]Resource, error) {
 	if c.init.Capabilities.Resources == nil {
 		return nil, &NotSupportedError{"resources"}
 	}
-	return refresh(ctx, c, c.resources, func(ctx context.Context) ([]Resource, error) {
+	return refresh(ctx, c, c.resources, func(ctx context.Context) ([]Resource, time.Duration, error) {
 		return paginate(ctx, c, MethodResourcesList,
 			func(r *ListResourcesResult) []Resource { return r.Resources },
 			func(r *ListResourcesResult) string { return r.NextCursor })
@@ -357,7 +475,7 @@ func (c *Client) ListPrompts(ctx context.Context) ([]Prompt, error) {
 	if c.init.Capabilities.Prompts == nil {
 		return nil, &NotSupportedError{"prompts"}
 	}
-	return refresh(ctx, c, c.prompts, func(ctx context.Context) ([]Prompt, error) {
+	return refresh(ctx, c, c.prompts, func(ctx context.Context) ([]Prompt, time.Duration, error) {
 		return paginate(ctx, c, MethodPromptsList,
 			func(r *ListPromptsResult) []Prompt { return r.Prompts },
 			func(r *ListPromptsResult) string { return r.NextCursor })
@@ -369,9 +487,21 @@ func (c *Client) ListResourceTemplates(ctx context.Context) ([]ResourceTemplate,
 	if c.init.Capabilities.Resources == nil {
 		return nil, &NotSupportedError{"resources"}
 	}
-	return paginate(ctx, c, MethodResourcesTemplatesList,
-		func(r *ListResourceTemplatesResult) []ResourceTemplate { return r.ResourceTemplates },
-		func(r *ListResourceTemplatesResult) string { return r.NextCursor })
+	return refresh(ctx, c, c.templates, func(ctx context.Context) ([]ResourceTemplate, time.Duration, error) {
+		return paginate(ctx, c, MethodResourcesTemplatesList,
+			func(r *ListResourceTemplatesResult) []ResourceTemplate { return r.ResourceTemplates },
+			func(r *ListResourceTemplatesResult) string { return r.NextCursor })
+	})
+}
+
+// ResourceTemplates returns the cached template list while it is fresh
+// (a modern server's ttlMs), fetching it otherwise. A legacy server's
+// templates are fetched every time: it announces no change to them.
+func (c *Client) ResourceTemplates(ctx context.Context) ([]ResourceTemplate, error) {
+	if items, ok := cachedItems(c, c.templates); ok && c.modern {
+		return items, nil
+	}
+	return c.ListResourceTemplates(ctx)
 }
 
 // Tools returns the cached tool list, fetching it when it is stale.
@@ -392,7 +522,7 @@ func (c *Client) CachedTools() ([]Tool, bool) { return cachedItems(c, c.tools) }
 // cached (a list_changed arrived while it was fetched).
 func (c *Client) ToolsVersion(ctx context.Context) ([]Tool, uint64, error) {
 	c.mu.Lock()
-	items, ok, ver := c.tools.items, c.tools.valid, c.tools.ver
+	items, ok, ver := c.tools.items, c.tools.fresh(), c.tools.ver
 	c.mu.Unlock()
 	if ok {
 		return items, ver, nil
@@ -403,7 +533,7 @@ func (c *Client) ToolsVersion(ctx context.Context) ([]Tool, uint64, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.tools.valid && sameSlice(c.tools.items, items) {
+	if c.tools.fresh() && sameSlice(c.tools.items, items) {
 		return items, c.tools.ver, nil
 	}
 	return items, 0, nil
@@ -432,22 +562,30 @@ func (c *Client) Prompts(ctx context.Context) ([]Prompt, error) {
 func cachedItems[T any](c *Client, k *cached[T]) ([]T, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return k.items, k.valid
+	return k.items, k.fresh()
 }
 
 // refresh fetches a list and stores it unless a list_changed arrived while
 // the fetch was running (then the stored list would already be stale).
-func refresh[T any](ctx context.Context, c *Client, k *cached[T], fetch func(context.Context) ([]T, error)) ([]T, error) {
+// ttl is the fetch's freshness: negative for none (legacy), else the
+// time from now the list may be served from the cache.
+func refresh[T any](ctx context.Context, c *Client, k *cached[T], fetch func(context.Context) ([]T, time.Duration, error)) ([]T, error) {
 	c.mu.Lock()
 	gen := k.gen
 	c.mu.Unlock()
-	items, err := fetch(ctx)
+	items, ttl, err := fetch(ctx)
 	if err != nil {
 		return nil, err
 	}
 	c.mu.Lock()
 	if k.gen == gen {
 		k.items, k.valid, k.ver = items, true, listVersions.Add(1)
+		k.expires = time.Time{}
+		if ttl >= 0 {
+			// Stale at once when 0: a modern server that gives no
+			// freshness is asked again each time (the spec's default).
+			k.expires = time.Now().Add(ttl)
+		}
 	}
 	c.mu.Unlock()
 	return items, nil
@@ -478,7 +616,29 @@ func (c *Client) ReadResourceWith(ctx context.Context, uri string, o *CallOption
 	}{URI: uri}
 	var opts []CallOption
 	params.Meta, opts = c.callOptions(o)
-	raw, err := c.peer.CallRaw(ctx, MethodResourcesRead, &params, opts...)
+	var raw json.RawMessage
+	var err error
+	if c.modern {
+		raw, err = c.rounds(ctx, MethodResourcesRead, func(in *InputParams) (json.RawMessage, error) {
+			p := struct {
+				URI  string `json:"uri"`
+				Meta Meta   `json:"_meta"`
+				InputParams
+			}{URI: uri, Meta: c.metaFor(ctx, params.Meta)}
+			if in != nil {
+				p.InputParams = *in
+			}
+			return c.modernCall(ctx, MethodResourcesRead, &p, true, opts...)
+		})
+		var re *RPCError
+		if errors.As(err, &re) && re.Code == CodeInvalidParams {
+			// The stateless revision renumbered not-found to -32602;
+			// callers (and legacy clients of a gateway) know -32002.
+			err = &RPCError{Code: CodeResourceNotFound, Message: re.Message, Data: re.Data}
+		}
+	} else {
+		raw, err = c.peer.CallRaw(ctx, MethodResourcesRead, &params, opts...)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -487,10 +647,15 @@ func (c *Client) ReadResourceWith(ctx context.Context, uri string, o *CallOption
 	})
 }
 
-// Subscribe asks for notifications/resources/updated for uri.
+// Subscribe asks for notifications/resources/updated for uri. For a
+// modern server the URI joins the subscriptions/listen stream's filter
+// (the stream is reopened with it).
 func (c *Client) Subscribe(ctx context.Context, uri string) error {
 	if r := c.init.Capabilities.Resources; r == nil || !r.Subscribe {
 		return &NotSupportedError{"resource subscriptions"}
+	}
+	if c.modern {
+		return c.resubscribe(uri, true)
 	}
 	return c.peer.Call(ctx, MethodResourcesSubscribe, map[string]string{"uri": uri}, nil)
 }
@@ -500,7 +665,35 @@ func (c *Client) Unsubscribe(ctx context.Context, uri string) error {
 	if r := c.init.Capabilities.Resources; r == nil || !r.Subscribe {
 		return &NotSupportedError{"resource subscriptions"}
 	}
+	if c.modern {
+		return c.resubscribe(uri, false)
+	}
 	return c.peer.Call(ctx, MethodResourcesUnsubscribe, map[string]string{"uri": uri}, nil)
+}
+
+// maxSubscriptions bounds the URIs one change stream carries.
+const maxSubscriptions = 1024
+
+func (c *Client) resubscribe(uri string, on bool) error {
+	c.mu.Lock()
+	if c.subs == nil {
+		c.subs = map[string]bool{}
+	}
+	if on && !c.subs[uri] && len(c.subs) >= maxSubscriptions {
+		c.mu.Unlock()
+		return fmt.Errorf("subscribing to %s: already subscribed to %d resources of this server, the most one stream carries", uri, maxSubscriptions)
+	}
+	changed := c.subs[uri] != on
+	if on {
+		c.subs[uri] = true
+	} else {
+		delete(c.subs, uri)
+	}
+	c.mu.Unlock()
+	if changed {
+		c.listen()
+	}
+	return nil
 }
 
 // GetPrompt fetches a prompt filled with args.
@@ -513,6 +706,27 @@ func (c *Client) GetPrompt(ctx context.Context, name string, args map[string]str
 		Arguments map[string]string `json:"arguments,omitempty"`
 	}{name, args}
 	var res GetPromptResult
+	if c.modern {
+		raw, err := c.rounds(ctx, MethodPromptsGet, func(in *InputParams) (json.RawMessage, error) {
+			p := struct {
+				Name      string            `json:"name"`
+				Arguments map[string]string `json:"arguments,omitempty"`
+				Meta      Meta              `json:"_meta"`
+				InputParams
+			}{Name: name, Arguments: args, Meta: c.metaFor(ctx, nil)}
+			if in != nil {
+				p.InputParams = *in
+			}
+			return c.modernCall(ctx, MethodPromptsGet, &p, true)
+		})
+		if err == nil {
+			err = decodeRaw(MethodPromptsGet, raw, &res)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &res, nil
+	}
 	if err := c.peer.Call(ctx, MethodPromptsGet, params, &res); err != nil {
 		return nil, err
 	}
@@ -525,6 +739,20 @@ func (c *Client) Complete(ctx context.Context, p *CompleteParams) (*CompleteResu
 		return nil, &NotSupportedError{"completions"}
 	}
 	var res CompleteResult
+	if c.modern {
+		q := struct {
+			*CompleteParams
+			Meta Meta `json:"_meta"`
+		}{p, c.meta(nil)}
+		raw, err := c.modernCall(ctx, MethodComplete, &q, true)
+		if err == nil {
+			err = decodeRaw(MethodComplete, raw, &res)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &res, nil
+	}
 	if err := c.peer.Call(ctx, MethodComplete, p, &res); err != nil {
 		return nil, err
 	}
@@ -539,6 +767,14 @@ func (c *Client) SetLogLevel(ctx context.Context, level LoggingLevel) error {
 	if level.Severity() < 0 {
 		return fmt.Errorf("unknown log level %q; use one of %v", level, LoggingLevels)
 	}
+	if c.modern {
+		// No logging/setLevel in the stateless revision: every request
+		// from now on asks for logs at level in its _meta.
+		c.mu.Lock()
+		c.logLevel = level
+		c.mu.Unlock()
+		return nil
+	}
 	return c.peer.Call(ctx, MethodLoggingSetLevel, map[string]LoggingLevel{"level": level}, nil)
 }
 
@@ -546,6 +782,9 @@ func (c *Client) SetLogLevel(ctx context.Context, level LoggingLevel) error {
 func (c *Client) RootsChanged(ctx context.Context) error {
 	if c.opts.Roots == nil || !c.opts.RootsListChanged {
 		return errors.New("roots list_changed is not declared: set ClientOptions.Roots and RootsListChanged")
+	}
+	if c.modern {
+		return nil // gone in the stateless revision: each request asks for roots afresh
 	}
 	return c.peer.Notify(ctx, NotificationRootsListChanged, nil)
 }
@@ -626,6 +865,7 @@ func (h clientHandler) HandleNotification(ctx context.Context, method string, pa
 		return
 	case NotificationResourcesListChanged:
 		invalidate(c, c.resources)
+		invalidate(c, c.templates)
 		go c.refreshChanged(ctx, "resources", func(ctx context.Context) error { _, err := c.ListResources(ctx); return err })
 		return
 	case NotificationPromptsListChanged:

@@ -329,7 +329,9 @@ func TestListChangedRefreshesCache(t *testing.T) {
 	}
 }
 
-// newScripted is a fake server driven by a function that sees each client frame.
+// newScripted is a fake legacy server driven by a function that sees each
+// client frame; it answers the era probe (server/discover) as a legacy
+// server does, with method not found.
 func newScripted(t *testing.T, serve func(in []byte, send func(string))) Conn {
 	a, b := Pipe()
 	go func() {
@@ -338,7 +340,12 @@ func newScripted(t *testing.T, serve func(in []byte, send func(string))) Conn {
 			if err != nil {
 				return
 			}
-			serve(m, func(s string) { b.WriteMessage(context.Background(), []byte(s)) })
+			send := func(s string) { b.WriteMessage(context.Background(), []byte(s)) }
+			if methodOf(m) == MethodServerDiscover {
+				send(`{"jsonrpc":"2.0","id":` + idOf(m) + `,"error":{"code":-32601,"message":"Method not found"}}`)
+				continue
+			}
+			serve(m, send)
 		}
 	}()
 	t.Cleanup(func() { a.Close() })

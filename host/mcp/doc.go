@@ -1,6 +1,12 @@
-// Package mcp is the Model Context Protocol (revision 2025-11-25) as Nexus
-// speaks it: a lean JSON-RPC 2.0 peer, the MCP types, a client session and a
-// server role.
+// Package mcp is the Model Context Protocol (revisions 2024-11-05 through
+// 2025-11-25, and the stateless 2026-07-28) as Nexus speaks it: a lean
+// JSON-RPC 2.0 peer, the MCP types, a client session and a server role.
+//
+// The client is dual-era (client_modern.go): it probes a server with
+// server/discover and falls back to the initialize handshake for a legacy
+// one; with a modern server every request carries its own _meta, MRTR
+// input requests reach the same handlers a legacy server's requests do,
+// lists are cached for their ttlMs and kept fresh by subscriptions/listen.
 //
 // It is the pure protocol: it imports no other Nexus package, knows nothing
 // of processes, HTTP or configuration, and talks to the outside world only

@@ -246,6 +246,24 @@ func InputOf(ctx context.Context) *InputParams {
 	return in
 }
 
+type passInputKey struct{}
+
+// WithPassInput marks ctx for a caller that answers a server's input
+// requests itself (a gateway in front of a modern agent): a request
+// answered input_required returns *InputRequiredError carrying the result
+// unfulfilled instead of going through the client's handlers, and
+// InputOf(ctx), when set, is sent as the first round's inputResponses and
+// requestState (the agent's retry).
+func WithPassInput(ctx context.Context) context.Context {
+	return context.WithValue(ctx, passInputKey{}, true)
+}
+
+// PassInput reports whether WithPassInput marked ctx.
+func PassInput(ctx context.Context) bool {
+	v, _ := ctx.Value(passInputKey{}).(bool)
+	return v
+}
+
 // CacheHint is a cacheable result's freshness (ttlMs) and who may share
 // it (cacheScope).
 type CacheHint struct {

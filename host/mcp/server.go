@@ -100,6 +100,9 @@ type Server struct {
 	prompts   []serverPrompt
 	sessions  map[*ServerSession]struct{}
 	listens   map[*listener]struct{} // open subscriptions/listen streams
+
+	askOnce sync.Once
+	askKey  [32]byte // seals the answers a retried request carries (server_ask.go)
 }
 
 type serverTool struct {
@@ -323,13 +326,19 @@ func (ss *ServerSession) Log(ctx context.Context, level LoggingLevel, logger str
 
 // CreateMessage asks the client to sample from its model.
 func (ss *ServerSession) CreateMessage(ctx context.Context, p *CreateMessageParams) (*CreateMessageResult, error) {
+	var res CreateMessageResult
+	if handled, err := ask(ctx, MethodSamplingCreateMessage, p, &res); handled {
+		if err != nil {
+			return nil, err
+		}
+		return &res, nil
+	}
 	if err := ss.directAsk(ctx); err != nil {
 		return nil, err
 	}
 	if ss.ClientCapabilities().Sampling == nil {
 		return nil, &NotSupportedError{"sampling (client side)"}
 	}
-	var res CreateMessageResult
 	if err := ss.peer.Call(ctx, MethodSamplingCreateMessage, p, &res); err != nil {
 		return nil, err
 	}
@@ -338,13 +347,19 @@ func (ss *ServerSession) CreateMessage(ctx context.Context, p *CreateMessagePara
 
 // Elicit asks the client for input from its user.
 func (ss *ServerSession) Elicit(ctx context.Context, p *ElicitParams) (*ElicitResult, error) {
+	var res ElicitResult
+	if handled, err := ask(ctx, MethodElicitationCreate, p, &res); handled {
+		if err != nil {
+			return nil, err
+		}
+		return &res, nil
+	}
 	if err := ss.directAsk(ctx); err != nil {
 		return nil, err
 	}
 	if ss.ClientCapabilities().Elicitation == nil {
 		return nil, &NotSupportedError{"elicitation (client side)"}
 	}
-	var res ElicitResult
 	if err := ss.peer.Call(ctx, MethodElicitationCreate, p, &res); err != nil {
 		return nil, err
 	}
@@ -353,13 +368,19 @@ func (ss *ServerSession) Elicit(ctx context.Context, p *ElicitParams) (*ElicitRe
 
 // ListRoots asks the client for its roots.
 func (ss *ServerSession) ListRoots(ctx context.Context) ([]Root, error) {
+	var res ListRootsResult
+	if handled, err := ask(ctx, MethodRootsList, nil, &res); handled {
+		if err != nil {
+			return nil, err
+		}
+		return res.Roots, nil
+	}
 	if err := ss.directAsk(ctx); err != nil {
 		return nil, err
 	}
 	if ss.ClientCapabilities().Roots == nil {
 		return nil, &NotSupportedError{"roots (client side)"}
 	}
-	var res ListRootsResult
 	if err := ss.peer.Call(ctx, MethodRootsList, nil, &res); err != nil {
 		return nil, err
 	}

@@ -58,6 +58,7 @@ func (ss *ServerSession) serveModern(ctx context.Context, method string, params 
 	case MethodSubscriptionsListen:
 		return ss.listen(ctx, params)
 	}
+	var a *asked
 	if AcceptsInputRequired(method) {
 		in, err := parseInput(params)
 		if err != nil {
@@ -66,14 +67,28 @@ func (ss *ServerSession) serveModern(ctx context.Context, method string, params 
 		if in != nil {
 			ctx = WithInput(ctx, in)
 		}
-	}
-	res, err := ss.handle(ctx, method, params)
-	if err != nil {
-		var ir *InputRequiredError
-		if !errors.As(err, &ir) {
+		if ctx, a, err = ss.srv.startAsking(ctx, method, params, in); err != nil {
 			return nil, err
 		}
-		return inputRequired(method, m, ir)
+	}
+	res, err := ss.handle(ctx, method, params)
+	var ir *InputRequiredError
+	if err != nil && errors.As(err, &ir) {
+		return answerInputRequired(method, m, ir)
+	}
+	if a != nil {
+		// The handler asked what this round has no answer to (server_ask.go):
+		// that is the answer, whatever it made of the missing one.
+		asked, aerr := a.result(ss.srv, method, params)
+		if aerr != nil {
+			return nil, aerr
+		}
+		if asked != nil {
+			return answerInputRequired(method, m, asked)
+		}
+	}
+	if err != nil {
+		return nil, err
 	}
 	extra := []field{{"resultType", `"` + ResultComplete + `"`}}
 	if slices.Contains(cacheable, method) {
@@ -82,9 +97,9 @@ func (ss *ServerSession) serveModern(ctx context.Context, method string, params 
 	return withFields(res, extra)
 }
 
-// inputRequired checks a handler's InputRequiredResult and that the
+// answerInputRequired checks a handler's InputRequiredResult and that the
 // request declared every capability its input requests need.
-func inputRequired(method string, m *RequestMeta, ir *InputRequiredError) (any, error) {
+func answerInputRequired(method string, m *RequestMeta, ir *InputRequiredError) (any, error) {
 	if ir.Result == nil || !AcceptsInputRequired(method) {
 		return nil, &RPCError{Code: CodeInternalError, Message: "the server's handler asked for input on " + method + ", which cannot return input_required"}
 	}
@@ -377,62 +392,27 @@ func CheckParamHeaders(ctx context.Context, conn Conn, schema, args json.RawMess
 	if !ok {
 		return nil
 	}
-	for _, a := range HeaderParams(schema) {
-		got, sent := hdrs[strings.ToLower(a.Header)]
+	anns, err := HeaderAnnotations(schema)
+	if err != nil {
+		return nil // an invalid annotation: a client drops the tool; the server does not hold the call to it
+	}
+	for _, a := range anns {
+		got, sent := hdrs[strings.ToLower(a.Name)]
 		v := valueAt(args, a.Path)
 		if v == nil || string(v) == "null" {
 			if sent {
-				return HeaderMismatch("Mcp-Param-%s is set but the arguments have no %s", a.Header, strings.Join(a.Path, "."))
+				return HeaderMismatch("Mcp-Param-%s is set but the arguments have no %s", a.Name, strings.Join(a.Path, "."))
 			}
 			continue
 		}
 		if !sent {
-			return HeaderMismatch("Mcp-Param-%s is missing; the arguments set %s, which the tool mirrors into it", a.Header, strings.Join(a.Path, "."))
+			return HeaderMismatch("Mcp-Param-%s is missing; the arguments set %s, which the tool mirrors into it", a.Name, strings.Join(a.Path, "."))
 		}
 		if !headerMatches(got, v) {
-			return HeaderMismatch("Mcp-Param-%s is %q, which does not match the arguments' %s", a.Header, got, strings.Join(a.Path, "."))
+			return HeaderMismatch("Mcp-Param-%s is %q, which does not match the arguments' %s", a.Name, got, strings.Join(a.Path, "."))
 		}
 	}
 	return nil
-}
-
-// HeaderParam is one x-mcp-header annotation of a tool's input schema:
-// the header's name part and the property path it mirrors.
-type HeaderParam struct {
-	Header string
-	Path   []string
-}
-
-// HeaderParams lists the x-mcp-header annotations reachable from the
-// schema's root through properties alone (the only ones that count).
-func HeaderParams(schema json.RawMessage) []HeaderParam {
-	var out []HeaderParam
-	var walk func(s json.RawMessage, path []string, depth int)
-	walk = func(s json.RawMessage, path []string, depth int) {
-		if depth > 16 {
-			return
-		}
-		var node struct {
-			Header     *string                    `json:"x-mcp-header"`
-			Properties map[string]json.RawMessage `json:"properties"`
-		}
-		if json.Unmarshal(s, &node) != nil {
-			return
-		}
-		if node.Header != nil && len(path) > 0 {
-			out = append(out, HeaderParam{*node.Header, slices.Clone(path)})
-		}
-		keys := make([]string, 0, len(node.Properties))
-		for k := range node.Properties {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			walk(node.Properties[k], append(path, k), depth+1)
-		}
-	}
-	walk(schema, nil, 0)
-	return out
 }
 
 func valueAt(obj json.RawMessage, path []string) json.RawMessage {

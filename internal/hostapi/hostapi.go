@@ -198,7 +198,7 @@ type answersInputKey struct{}
 // hand back the server's input_required result as those bytes; the
 // gateway takes either.
 func WithAnswersInput(ctx context.Context) context.Context {
-	return ctxval.With(ctx, answersInputKey{}, true)
+	return ctxval.With(mcp.WithPassInput(ctx), answersInputKey{}, true)
 }
 
 // AnswersInput reports whether WithAnswersInput marked ctx.

@@ -4,5 +4,11 @@
 // names every tool for LLMs (mcp_<server>_<tool>, within the
 // ^[a-zA-Z0-9_-]{1,64}$ that providers accept) with an exact mapping back.
 //
+// Each server's protocol era is remembered: Status shows it (modern, the
+// per-request metadata of 2026-07-28, or legacy, the initialize
+// handshake), and the next dial is told the version the server spoke
+// (mcp.WithRememberedVersion), so a legacy server is not probed again on
+// every reconnection.
+//
 // The registry does not know transports: the host gives it a Dialer.
 package registry

@@ -71,6 +71,9 @@ type entry struct {
 	shared    bool      // visible to every agent
 	connected time.Time
 	removed   bool
+	// version is the protocol version the server spoke when last
+	// connected: its era, remembered for the next connection.
+	version string
 }
 
 // New makes a registry that connects with dial.
@@ -244,6 +247,14 @@ func (r *Registry) connect(ctx context.Context, e *entry, force bool) (*mcp.Clie
 	}
 	dctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	e.mu.Lock()
+	version := e.version
+	e.mu.Unlock()
+	if version != "" {
+		// The era the server spoke last time: a legacy one is not probed
+		// again (mcp.WithRememberedVersion).
+		dctx = mcp.WithRememberedVersion(dctx, version)
+	}
 	c, err := r.dial(dctx, e.cfg)
 
 	e.mu.Lock()
@@ -261,6 +272,7 @@ func (r *Registry) connect(ctx context.Context, e *entry, force bool) (*mcp.Clie
 		return nil, mcp.ErrClosed
 	}
 	e.client, e.err, e.connected = c, nil, r.opts.now()
+	e.version = c.ProtocolVersion()
 	e.before, e.failures = e.failures, 0
 	e.mu.Unlock()
 
@@ -480,6 +492,7 @@ type Status struct {
 	ToolsErr  error // why its tool list is empty
 	Info      mcp.Implementation
 	Version   string // protocol version
+	Era       string // "modern" (per-request metadata) or "legacy" (initialize)
 	Caps      mcp.ServerCapabilities
 	Tools     int
 	Owner     string
@@ -497,7 +510,7 @@ func (r *Registry) Status() []Status {
 		e.mu.Unlock()
 		if c != nil && c.Err() == nil {
 			s.Connected = true
-			s.Info, s.Version, s.Caps = c.ServerInfo(), c.ProtocolVersion(), c.Capabilities()
+			s.Info, s.Version, s.Caps, s.Era = c.ServerInfo(), c.ProtocolVersion(), c.Capabilities(), c.Era()
 			if tools, err := c.Tools(context.Background()); err == nil {
 				s.Tools = len(tools)
 			}

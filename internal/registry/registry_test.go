@@ -416,3 +416,39 @@ func TestCloseEndsEverySession(t *testing.T) {
 		t.Error("Start after Close dialed")
 	}
 }
+
+// TestEraRemembered: the registry shows each connected server's era and
+// hands the version it spoke to the next dial (mcp.WithRememberedVersion),
+// so a legacy server is not probed again on every reconnection.
+func TestEraRemembered(t *testing.T) {
+	f := newFakeNet()
+	f.server("s", "t")
+	var mu sync.Mutex
+	var seen []string
+	f.hook("s", func(ctx context.Context) error {
+		mu.Lock()
+		seen = append(seen, mcp.RememberedVersion(ctx))
+		mu.Unlock()
+		return nil
+	})
+	clk := &clock{t: time.Unix(1e9, 0)}
+	r := newReg(t, f, Options{now: clk.now}, srv("s"))
+	r.Start(bg)
+	if _, err := r.Client(bg, "s", ""); err != nil {
+		t.Fatal(err)
+	}
+	if st := statusOf(r, "s"); st.Era != "legacy" || st.Version != mcp.LatestVersion {
+		t.Fatalf("era %q, version %q", st.Era, st.Version)
+	}
+	clk.advance(time.Hour)
+	f.kill("s")
+	eventually(t, "the registry notices the dead session", func() bool { return !statusOf(r, "s").Connected })
+	if _, err := r.Client(bg, "s", ""); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 2 || seen[0] != "" || seen[1] != mcp.LatestVersion {
+		t.Fatalf("remembered versions at each dial: %q", seen)
+	}
+}

@@ -41,6 +41,12 @@ type scenarioContext struct {
 	IdPIssuer        string `json:"idp_issuer"`
 	IdPTokenEndpoint string `json:"idp_token_endpoint"`
 	ValidJWT         string `json:"valid_jwt"` // the workload's JWT (auth/wif-jwt-bearer)
+	// ToolCalls, when given, are the calls to make instead of one call of
+	// each listed tool with made-up arguments.
+	ToolCalls []struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	} `json:"toolCalls"`
 }
 
 func run() error {
@@ -89,12 +95,17 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	// The suite names the revision a scenario runs at; its lifecycle
+	// follows (the handshake through 2025-11-25, per-request _meta from
+	// 2026-07-28). Without it the client selects the era as the host does.
+	version := os.Getenv("MCP_CONFORMANCE_PROTOCOL_VERSION")
 	client, err := mcp.Connect(ctx, conn, mcp.ClientOptions{
-		Info:        mcp.Implementation{Name: "nexus-conformance-client", Version: "1.0.0"},
-		Logger:      log.Named("mcp"),
-		Timeout:     20 * time.Second,
-		Elicitation: acceptWithDefaults,
-		Sampling:    cannedSample,
+		ProtocolVersion: version,
+		Info:            mcp.Implementation{Name: "nexus-conformance-client", Version: "1.0.0"},
+		Logger:          log.Named("mcp"),
+		Timeout:         20 * time.Second,
+		Elicitation:     acceptWithDefaults,
+		Sampling:        cannedSample,
 		OnLog: func(m mcp.LogMessage) {
 			log.Info("server log", "level", m.Level, "data", string(m.Data))
 		},
@@ -103,30 +114,93 @@ func run() error {
 		return fmt.Errorf("connect: %w", err)
 	}
 	defer client.Close()
-	log.Info("initialized", "server", client.ServerInfo().Name, "protocol", client.ProtocolVersion())
-	return exercise(ctx, client, log)
+	log.Info("connected", "server", client.ServerInfo().Name, "era", client.Era(), "protocol", client.ProtocolVersion())
+	return exercise(ctx, client, sc, log)
 }
 
-// exercise lists the server's tools and calls each one.
-func exercise(ctx context.Context, c *mcp.Client, log hclog.Logger) error {
-	if c.Capabilities().Tools == nil {
+// exercise lists the server's tools and calls each one (or the calls the
+// scenario names), then reads the first resource and gets the first
+// prompt when the server has them.
+func exercise(ctx context.Context, c *mcp.Client, sc scenarioContext, log hclog.Logger) error {
+	caps := c.Capabilities()
+	if caps.Tools != nil {
+		tools, err := c.ListTools(ctx)
+		if err != nil {
+			return fmt.Errorf("tools/list: %w", err)
+		}
+		type call struct {
+			name string
+			args any
+		}
+		var calls []call
+		for _, tc := range sc.ToolCalls {
+			calls = append(calls, call{tc.Name, tc.Arguments})
+		}
+		if len(calls) == 0 {
+			for _, t := range tools {
+				calls = append(calls, call{t.Name, argsFor(t.InputSchema)})
+			}
+		}
+		for _, tc := range calls {
+			res, err := c.CallTool(ctx, tc.name, tc.args, nil)
+			if err != nil {
+				return fmt.Errorf("tools/call %s: %w", tc.name, err)
+			}
+			var text []string
+			for _, ct := range res.Content {
+				text = append(text, ct.Text)
+			}
+			log.Info("tool result", "tool", tc.name, "is_error", res.IsError, "text", strings.Join(text, " "))
+		}
+		if err := echoSchema(ctx, c, tools); err != nil {
+			return err
+		}
+	}
+	if caps.Resources != nil {
+		rs, err := c.ListResources(ctx)
+		if err != nil {
+			return fmt.Errorf("resources/list: %w", err)
+		}
+		if len(rs) > 0 {
+			if _, err := c.ReadResource(ctx, rs[0].URI); err != nil {
+				return fmt.Errorf("resources/read %s: %w", rs[0].URI, err)
+			}
+		}
+	}
+	if caps.Prompts != nil {
+		ps, err := c.ListPrompts(ctx)
+		if err != nil {
+			return fmt.Errorf("prompts/list: %w", err)
+		}
+		if len(ps) > 0 {
+			if _, err := c.GetPrompt(ctx, ps[0].Name, nil); err != nil {
+				return fmt.Errorf("prompts/get %s: %w", ps[0].Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// echoSchema hands a tool's inputSchema back, verbatim, to a server that
+// offers json_schema_echo (the json-schema-2020-12-preservation
+// scenario): the server checks that the client kept every keyword.
+func echoSchema(ctx context.Context, c *mcp.Client, tools []mcp.Tool) error {
+	var echo bool
+	var focal json.RawMessage
+	for _, t := range tools {
+		switch t.Name {
+		case "json_schema_echo":
+			echo = true
+		case "json_schema_2020_12_tool":
+			focal = t.InputSchema
+		}
+	}
+	if !echo || focal == nil {
 		return nil
 	}
-	tools, err := c.ListTools(ctx)
-	if err != nil {
-		return fmt.Errorf("tools/list: %w", err)
-	}
-	for _, t := range tools {
-		args := argsFor(t.InputSchema)
-		res, err := c.CallTool(ctx, t.Name, args, nil)
-		if err != nil {
-			return fmt.Errorf("tools/call %s: %w", t.Name, err)
-		}
-		var text []string
-		for _, ct := range res.Content {
-			text = append(text, ct.Text)
-		}
-		log.Info("tool result", "tool", t.Name, "is_error", res.IsError, "text", strings.Join(text, " "))
+	args, _ := json.Marshal(map[string]json.RawMessage{"schema": focal})
+	if _, err := c.CallTool(ctx, "json_schema_echo", json.RawMessage(args), nil); err != nil {
+		return fmt.Errorf("tools/call json_schema_echo: %w", err)
 	}
 	return nil
 }

@@ -38,6 +38,10 @@ func fakeMCP(fn func(w http.ResponseWriter, r *http.Request, id json.RawMessage,
 		body, _ := io.ReadAll(r.Body)
 		json.Unmarshal(body, &m)
 		switch {
+		case m.Method == mcp.MethodServerDiscover:
+			// A legacy server refuses a request outside a session, as
+			// the 1.x SDK does; the client then initializes.
+			refuseSessionless(w, m.ID)
 		case m.Method == "initialize":
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set("Mcp-Session-Id", "sess-1")
@@ -48,6 +52,15 @@ func fakeMCP(fn func(w http.ResponseWriter, r *http.Request, id json.RawMessage,
 			fn(w, r, m.ID, m.Method)
 		}
 	})
+}
+
+// refuseSessionless answers as a legacy streamable HTTP server answers a
+// request without a session (the era probe): 400 and a JSON-RPC error
+// that is none of the modern ones.
+func refuseSessionless(w http.ResponseWriter, id json.RawMessage) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32000,"message":"Bad Request: No valid session ID provided"}}`, id)
 }
 
 func writeResult(w io.Writer, id json.RawMessage) {
@@ -308,7 +321,7 @@ func TestConnectionReset(t *testing.T) {
 			}
 			h.ServeHTTP(w, r)
 		}))
-		cl, _ := e.connect(e.config(url), mcp.ClientOptions{})
+		cl, _ := e.connect(e.config(url), legacyOnly)
 		res, err := cl.CallTool(testCtx(t), "x", nil, nil)
 		if err != nil || res.Content[0].Text != "ok" {
 			t.Fatalf("%+v %v", res, err)
@@ -334,7 +347,7 @@ func TestRetry(t *testing.T) {
 				next.ServeHTTP(w, r)
 			}))
 		})
-		e.connect(e.config(url), mcp.ClientOptions{})
+		e.connect(e.config(url), legacyOnly)
 		inits := 0
 		for _, r := range rec.all() {
 			if strings.Contains(r.body, `"initialize"`) {
@@ -355,7 +368,7 @@ func TestRetry(t *testing.T) {
 		cfg := e.config(url)
 		cfg.MaxRetries = new(2)
 		c := e.dialConn(cfg)
-		_, err := mcp.Connect(testCtx(t), c, mcp.ClientOptions{})
+		_, err := mcp.Connect(testCtx(t), c, legacyOnly)
 		se := wantErrAs[*HTTPStatusError](t, err)
 		if se.Status != 429 || n.Load() != 3 {
 			t.Errorf("status %d after %d attempts", se.Status, n.Load())
@@ -370,7 +383,7 @@ func TestRetry(t *testing.T) {
 			http.Error(w, "boom", http.StatusInternalServerError)
 		}))
 		c := e.dialConn(e.config(url))
-		_, err := mcp.Connect(testCtx(t), c, mcp.ClientOptions{})
+		_, err := mcp.Connect(testCtx(t), c, legacyOnly)
 		wantErrAs[*HTTPStatusError](t, err)
 		if n.Load() != 1 {
 			t.Errorf("%d attempts", n.Load())

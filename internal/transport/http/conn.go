@@ -76,6 +76,7 @@ type Conn struct {
 	listening bool   // the standalone GET stream runs
 	reinits   int
 	legacyURL *url.URL // set once speaking legacy HTTP+SSE
+	modern    bool     // a modern request was sent (see modern.go)
 	inflight  map[string]context.CancelFunc
 
 	reinitMu sync.Mutex
@@ -243,6 +244,10 @@ func (c *Conn) WriteRequest(ctx context.Context, deadline time.Time, msg []byte)
 	if c.Legacy() || !m.IsRequest() || m.Method == mcp.MethodInitialize {
 		return c.WriteMessage(ctx, msg)
 	}
+	mr := modernOf(ctx, &m)
+	if mr != nil {
+		c.noteModern()
+	}
 	body := bytes.Clone(msg)
 	id := bytes.Clone(m.ID)
 	key := idKey(id)
@@ -271,7 +276,7 @@ func (c *Conn) WriteRequest(ctx context.Context, deadline time.Time, msg []byte)
 		}
 		c.wg.Done()
 	}()
-	resp, err := c.post(rctx, body)
+	resp, err := c.post(rctx, body, mr)
 	if err != nil || !isStream(resp) {
 		if err == nil {
 			err = c.deliverReply(resp)
@@ -283,7 +288,7 @@ func (c *Conn) WriteRequest(ctx context.Context, deadline time.Time, msg []byte)
 		defer c.unregister(key)
 		defer rcancel()
 		defer stop()
-		c.finishRequest(rctx, id, c.follow(rctx, resp, key, false))
+		c.finishRequest(rctx, id, c.follow(rctx, resp, key, false, mr != nil))
 	})
 	if !followed {
 		discard(resp.Body)
@@ -371,7 +376,11 @@ func (c *Conn) WriteMessage(ctx context.Context, msg []byte) error {
 	case env.isRequest() && env.Method == mcp.MethodInitialize:
 		return c.sendInitialize(ctx, msg, &env)
 	case env.isRequest():
-		return c.startRequest(msg, &env)
+		mr := modernOf(ctx, &m)
+		if mr != nil {
+			c.noteModern()
+		}
+		return c.startRequest(msg, &env, mr)
 	default:
 		return c.sendOneWay(ctx, msg, &env)
 	}
@@ -578,7 +587,7 @@ func (c *Conn) sendInitialize(ctx context.Context, msg []byte, env *envelope) er
 		if !c.spawn(func() {
 			defer c.unregister(key)
 			defer rcancel()
-			c.finishRequest(rctx, id, c.follow(rctx, resp, key, true))
+			c.finishRequest(rctx, id, c.follow(rctx, resp, key, true, false))
 		}) {
 			rcancel()
 			discard(resp.Body)
@@ -602,7 +611,7 @@ func (c *Conn) sendInitialize(ctx context.Context, msg []byte, env *envelope) er
 
 // startRequest posts a request from a goroutine: its answer may take as long
 // as the tool runs, and the peer must stay free to write meanwhile.
-func (c *Conn) startRequest(msg []byte, env *envelope) error {
+func (c *Conn) startRequest(msg []byte, env *envelope, mr *modernReq) error {
 	body := bytes.Clone(msg)
 	id := bytes.Clone(env.ID)
 	key := idKey(id)
@@ -611,7 +620,7 @@ func (c *Conn) startRequest(msg []byte, env *envelope) error {
 	if !c.spawn(func() {
 		defer c.unregister(key)
 		defer rcancel()
-		c.finishRequest(rctx, id, c.request(rctx, body, key))
+		c.finishRequest(rctx, id, c.request(rctx, body, key, mr))
 	}) {
 		c.unregister(key)
 		rcancel()
@@ -633,22 +642,28 @@ func (c *Conn) unregister(key string) {
 }
 
 // request posts one request and reads its reply.
-func (c *Conn) request(ctx context.Context, body []byte, key string) error {
-	resp, err := c.post(ctx, body)
+func (c *Conn) request(ctx context.Context, body []byte, key string, mr *modernReq) error {
+	resp, err := c.post(ctx, body, mr)
 	if err != nil {
 		return err
 	}
 	if isStream(resp) {
-		return c.follow(ctx, resp, key, false)
+		return c.follow(ctx, resp, key, false, mr != nil)
 	}
 	return c.deliverReply(resp)
 }
 
 // post sends a request; after an expired session (and a successful
 // re-initialize) it tries once more.
-func (c *Conn) post(ctx context.Context, body []byte) (*http.Response, error) {
+func (c *Conn) post(ctx context.Context, body []byte, mr *modernReq) (*http.Response, error) {
 	for attempt := 0; ; attempt++ {
-		resp, gen, err := c.doTracked(ctx, &exchange{method: http.MethodPost, body: body})
+		x := &exchange{method: http.MethodPost, body: body, modern: mr}
+		if mr != nil && mr.method == mcp.MethodServerDiscover {
+			// The era probe, answered at once by any server: its headers
+			// are awaited no longer than initialize's.
+			x.timeout = c.cfg.Timeout
+		}
+		resp, gen, err := c.doTracked(ctx, x)
 		if err == nil {
 			return resp, nil
 		}
@@ -683,6 +698,17 @@ func (c *Conn) finishRequest(ctx context.Context, id json.RawMessage, err error)
 		c.fail(err)
 		return
 	}
+	var rre *RPCReplyError
+	if errors.As(err, &rre) {
+		// The server's own answer, carried by an error status.
+		b, _ := json.Marshal(struct {
+			JSONRPC string          `json:"jsonrpc"`
+			ID      json.RawMessage `json:"id"`
+			Error   *mcp.RPCError   `json:"error"`
+		}{"2.0", id, rre.Err})
+		_ = c.deliver(b)
+		return
+	}
 	c.log.Debug("request failed", "error", err)
 	_ = c.deliver(errorFrame(id, err))
 }
@@ -693,6 +719,10 @@ func errorFrame(id json.RawMessage, err error) []byte {
 	var se *HTTPStatusError
 	if errors.As(err, &se) {
 		data["status"] = se.Status
+	}
+	var ended *streamEndedError
+	if errors.As(err, &ended) && ended.modern {
+		data["reissue"] = true // the request is lost, not resumable
 	}
 	d, _ := json.Marshal(data)
 	b, _ := json.Marshal(struct {
@@ -705,6 +735,15 @@ func errorFrame(id json.RawMessage, err error) []byte {
 
 // sendOneWay posts a notification or response and waits for the 202.
 func (c *Conn) sendOneWay(ctx context.Context, msg []byte, env *envelope) error {
+	c.mu.Lock()
+	modern := c.modern && c.session == "" && c.initMsg == nil
+	c.mu.Unlock()
+	if modern && env.Method == mcp.NotificationCancelled {
+		// A modern server learns of a cancellation from its request's
+		// stream closing; nothing is posted.
+		c.cancelInflight(msg)
+		return nil
+	}
 	switch env.Method {
 	case mcp.NotificationInitialized:
 		c.mu.Lock()
@@ -745,27 +784,33 @@ func (c *Conn) sendOneWay(ctx context.Context, msg []byte, env *envelope) error 
 		c.listen()
 	case mcp.NotificationCancelled:
 		// The server knows now; stop reading the cancelled request's stream.
-		var n struct {
-			Params struct {
-				RequestID json.RawMessage `json:"requestId"`
-			} `json:"params"`
-		}
-		if json.Unmarshal(msg, &n) == nil && len(n.Params.RequestID) > 0 {
-			c.mu.Lock()
-			cancel := c.inflight[idKey(n.Params.RequestID)]
-			c.mu.Unlock()
-			if cancel != nil {
-				cancel()
-			}
-		}
+		c.cancelInflight(msg)
 	}
 	return nil
+}
+
+// cancelInflight ends the exchange of the request a notifications/cancelled
+// names.
+func (c *Conn) cancelInflight(msg []byte) {
+	var n struct {
+		Params struct {
+			RequestID json.RawMessage `json:"requestId"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(msg, &n) == nil && len(n.Params.RequestID) > 0 {
+		c.mu.Lock()
+		cancel := c.inflight[idKey(n.Params.RequestID)]
+		c.mu.Unlock()
+		if cancel != nil {
+			cancel()
+		}
+	}
 }
 
 // drainReply reads messages from an unexpected reply to a notification.
 func (c *Conn) drainReply(resp *http.Response) {
 	if isStream(resp) {
-		_ = c.follow(c.ctx, resp, "", false)
+		_ = c.follow(c.ctx, resp, "", false, false)
 		return
 	}
 	if frame, err := c.readReply(resp, http.MethodPost); err == nil && frame != nil {

@@ -181,7 +181,7 @@ func TestHeadersAndDelete(t *testing.T) {
 	_, url := e.testServer(rec.wrap)
 	cfg := e.config(url)
 	cfg.Headers = map[string]string{"X-Api-Key": "s3cret"}
-	c, conn := e.connect(cfg, mcp.ClientOptions{})
+	c, conn := e.connect(cfg, legacyOnly)
 	sid := conn.SessionID()
 	call(t, c, "add", map[string]any{"a": 1, "b": 1})
 	waitFor(t, "the GET stream", func() bool {
@@ -292,7 +292,7 @@ func TestReinitialize(t *testing.T) {
 	_, url := e.testServer(x.wrap)
 	cfg := e.config(url)
 	cfg.Reinitialize = true
-	c, conn := e.connect(cfg, mcp.ClientOptions{})
+	c, conn := e.connect(cfg, legacyOnly)
 	first := conn.SessionID()
 	call(t, c, "add", map[string]any{"a": 1, "b": 1})
 	x.arm()

@@ -1,6 +1,16 @@
 // Package httptransport connects to remote MCP servers over Streamable
-// HTTP (MCP 2025-11-25), and over the legacy HTTP+SSE transport of
-// 2024-11-05. It implements mcp.Conn: Dial, then mcp.Connect over the Conn.
+// HTTP (MCP 2025-11-25 and the stateless 2026-07-28), and over the legacy
+// HTTP+SSE transport of 2024-11-05. It implements mcp.Conn: Dial, then
+// mcp.Connect over the Conn.
+//
+// A request whose _meta names a protocol version is a modern one
+// (modern.go): its POST mirrors the version, method, name and the tool's
+// x-mcp-header arguments into MCP-Protocol-Version, Mcp-Method, Mcp-Name
+// and Mcp-Param-* (read from the body, so they always agree with it),
+// carries no session, and is never resumed; a 4xx whose body is a
+// JSON-RPC error is that request's answer, which is how the client's era
+// probe tells a modern server from a legacy one. What follows describes
+// the legacy (2025-11-25) session.
 //
 // On the wire: every client message is an HTTP POST to the MCP endpoint
 // (Accept: application/json, text/event-stream). The server answers a

@@ -240,14 +240,18 @@ func (e *timeoutError) Timeout() bool { return true }
 
 // streamEndedError says a stream ended without the response it owed.
 type streamEndedError struct {
-	id  string
-	err error
+	id     string
+	err    error
+	modern bool // a modern request: streams are not resumable in its revision
 }
 
 func (e *streamEndedError) Error() string {
 	why := "the server closed it"
 	if e.err != nil && !errors.Is(e.err, io.EOF) {
 		why = e.err.Error()
+	}
+	if e.modern {
+		return fmt.Sprintf("the SSE stream for request %s ended before its response (2026-07-28 streams cannot be resumed; the request is lost): %s", e.id, why)
 	}
 	return fmt.Sprintf("the SSE stream for request %s ended before its response, and it cannot be resumed (the server sent no event id): %s", e.id, why)
 }

@@ -212,6 +212,11 @@ func TestServerEverythingStreamableHTTP(t *testing.T) {
 	if c.ServerInfo().Name == "" || conn.Legacy() {
 		t.Fatalf("server %+v, legacy %v", c.ServerInfo(), conn.Legacy())
 	}
+	// The 1.x SDK server refuses the era probe: the client fell back to
+	// the handshake, at the version it spoke before the probe existed.
+	if c.Modern() || c.ProtocolVersion() != mcp.Version20251125 {
+		t.Fatalf("era %s, version %s; want legacy %s", c.Era(), c.ProtocolVersion(), mcp.Version20251125)
+	}
 
 	// Every list.
 	tools, err := c.ListTools(ctx)

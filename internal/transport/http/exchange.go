@@ -26,6 +26,7 @@ type exchange struct {
 	noSession bool          // initialize: neither session id nor version
 	legacy    bool          // legacy HTTP+SSE: ditto
 	noRetry   bool
+	modern    *modernReq // a modern request: its headers, no session
 }
 
 // maxAuthRetries caps the re-authorizations of one exchange, should an
@@ -110,6 +111,9 @@ func (c *Conn) doTracked(ctx context.Context, x *exchange) (*http.Response, int,
 			discard(resp.Body)
 			return nil, gen, &SessionExpiredError{Server: c.cfg.Server, URL: c.shown}
 		}
+		if s := resp.StatusCode; x.modern != nil && s >= 400 && s < 500 {
+			return nil, gen, c.modernStatusErr(x, resp)
+		}
 		return nil, gen, c.statusErr(x, resp)
 	}
 }
@@ -148,7 +152,9 @@ func (c *Conn) roundTrip(ctx context.Context, x *exchange) (resp *http.Response,
 	sid, version := c.session, c.version
 	gen = c.gen
 	c.mu.Unlock()
-	if !x.noSession && !x.legacy {
+	if x.modern != nil {
+		x.modern.setHeaders(h)
+	} else if !x.noSession && !x.legacy {
 		if sid != "" {
 			h["Mcp-Session-Id"] = []string{sid}
 			withSession = true

@@ -237,3 +237,8 @@ func readAllLimit(r *http.Request, n int64) ([]byte, error) {
 	r.Body = io.NopCloser(bytes.NewReader(b))
 	return b, err
 }
+
+// legacyOnly skips the era probe, for tests of the legacy handshake's own
+// mechanics (its retries, its session, its resumable streams) whose fakes
+// count every request.
+var legacyOnly = mcp.ClientOptions{ProtocolVersion: mcp.LatestVersion}

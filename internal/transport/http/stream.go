@@ -88,7 +88,9 @@ func (c *Conn) consume(ctx context.Context, r *SSEReader, key string, cur *curso
 // server's retry delay (capped) or a backoff; SEP-1699 servers close
 // streams on purpose after an event id, so a resumption that makes
 // progress does not count against the retry budget.
-func (c *Conn) follow(ctx context.Context, resp *http.Response, key string, init bool) error {
+// A modern request's stream (modern) is never resumed: the spec dropped
+// resumability, so a break loses the request (see modern.go).
+func (c *Conn) follow(ctx context.Context, resp *http.Response, key string, init, modern bool) error {
 	flags := 0
 	if init {
 		flags = isInit
@@ -122,8 +124,8 @@ func (c *Conn) follow(ctx context.Context, resp *http.Response, key string, init
 				fails = 0
 			}
 		}
-		if cur.last == "" {
-			return &RequestError{Server: c.cfg.Server, Method: http.MethodPost, URL: c.shown, Err: &streamEndedError{id: key[2:], err: lastErr}}
+		if cur.last == "" || modern {
+			return &RequestError{Server: c.cfg.Server, Method: http.MethodPost, URL: c.shown, Err: &streamEndedError{id: key[2:], err: lastErr, modern: modern}}
 		}
 		fails++
 		if fails > c.cfg.retries+1 {

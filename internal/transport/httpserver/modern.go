@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -16,7 +15,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/wire"
@@ -103,7 +101,7 @@ func checkModern(hd http.Header, m incoming) (map[string]string, *modernError) {
 		if len(raw) != 1 {
 			return nil, mismatch("%s needs exactly one Mcp-Name header (params.%s), not %d", m.Method, key, len(raw))
 		}
-		got, err := DecodeHeaderValue(raw[0])
+		got, err := mcp.DecodeHeaderValue(raw[0])
 		if err != nil {
 			return nil, mismatch("Mcp-Name: %v", err)
 		}
@@ -121,7 +119,7 @@ func checkModern(hd http.Header, m incoming) (map[string]string, *modernError) {
 		if len(vals) != 1 {
 			return nil, mismatch("%s appears %d times; send it once", name, len(vals))
 		}
-		got, err := DecodeHeaderValue(vals[0])
+		got, err := mcp.DecodeHeaderValue(vals[0])
 		if err != nil {
 			return nil, mismatch("%s: %v", name, err)
 		}
@@ -153,51 +151,6 @@ func first(vals []string) string {
 		return ""
 	}
 	return vals[0]
-}
-
-// Base64 sentinel of header values that are not plain ASCII (Mcp-Name,
-// Mcp-Param-*).
-const (
-	sentinelStart = "=?base64?"
-	sentinelEnd   = "?="
-)
-
-// DecodeHeaderValue decodes an Mcp-Name or Mcp-Param-* value: the
-// =?base64?...?= form to the UTF-8 text it carries, a plain value as it
-// is, once checked for the characters a header may carry.
-func DecodeHeaderValue(v string) (string, error) {
-	if strings.HasPrefix(v, sentinelStart) && strings.HasSuffix(v, sentinelEnd) && len(v) >= len(sentinelStart)+len(sentinelEnd) {
-		enc := v[len(sentinelStart) : len(v)-len(sentinelEnd)]
-		b, err := base64.StdEncoding.DecodeString(enc)
-		if err != nil {
-			return "", fmt.Errorf("the =?base64?...?= value is not valid base64: %v", err)
-		}
-		if !utf8.Valid(b) {
-			return "", errors.New("the =?base64?...?= value does not decode to UTF-8 text")
-		}
-		return string(b), nil
-	}
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; (c < 0x20 || c > 0x7e) && c != '\t' {
-			return "", fmt.Errorf("byte %d (0x%02x) may not appear in a plain header value; send the value as =?base64?...?=", i, c)
-		}
-	}
-	return v, nil
-}
-
-// EncodeHeaderValue is DecodeHeaderValue's inverse: plain when the value
-// is header-safe ASCII without surrounding white space, else the sentinel.
-func EncodeHeaderValue(s string) string {
-	plain := s == strings.TrimSpace(s) && !(strings.HasPrefix(s, sentinelStart) && strings.HasSuffix(s, sentinelEnd))
-	for i := 0; plain && i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e {
-			plain = false
-		}
-	}
-	if plain {
-		return s
-	}
-	return sentinelStart + base64.StdEncoding.EncodeToString([]byte(s)) + sentinelEnd
 }
 
 // postModern serves one modern POST: checked before any serve function

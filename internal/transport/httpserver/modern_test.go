@@ -86,7 +86,7 @@ func (f *modernFixture) post(t *testing.T, ctx context.Context, body string, hdr
 	json.Unmarshal([]byte(body), &m)
 	req.Header.Set("Mcp-Method", m.Method)
 	if n := m.Params.Name + m.Params.URI; n != "" {
-		req.Header.Set("Mcp-Name", EncodeHeaderValue(n))
+		req.Header.Set("Mcp-Name", mcp.EncodeHeaderValue(n))
 	}
 	for k, v := range hdr {
 		if v == "" {
@@ -198,7 +198,7 @@ func TestModernStatusFromServer(t *testing.T) {
 	if code, _ := answer(t, resp); resp.StatusCode != 400 || code != mcp.CodeHeaderMismatch {
 		t.Fatalf("param missing: HTTP %d, code %d", resp.StatusCode, code)
 	}
-	resp = f.post(t, context.Background(), call("region", `{"region":"über"}`), map[string]string{"Mcp-Param-Region": EncodeHeaderValue("über")})
+	resp = f.post(t, context.Background(), call("region", `{"region":"über"}`), map[string]string{"Mcp-Param-Region": mcp.EncodeHeaderValue("über")})
 	if code, _ := answer(t, resp); resp.StatusCode != 200 || code != 0 {
 		t.Fatalf("param in base64: HTTP %d, code %d", resp.StatusCode, code)
 	}
@@ -277,7 +277,7 @@ func TestDecodeHeaderValue(t *testing.T) {
 		{"a\x01b", "", "byte 1"},
 		{"caf\xc3\xa9", "", "byte 3"},
 	} {
-		got, err := DecodeHeaderValue(tc.in)
+		got, err := mcp.DecodeHeaderValue(tc.in)
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Errorf("%q: error %v, want %q", tc.in, err, tc.err)
@@ -289,7 +289,7 @@ func TestDecodeHeaderValue(t *testing.T) {
 		}
 	}
 	for _, s := range []string{"us-west1", "Hello, 世界", " padded ", "line1\nline2", "=?base64?literal?="} {
-		if got, err := DecodeHeaderValue(EncodeHeaderValue(s)); err != nil || got != s {
+		if got, err := mcp.DecodeHeaderValue(mcp.EncodeHeaderValue(s)); err != nil || got != s {
 			t.Errorf("round trip of %q: %q, %v", s, got, err)
 		}
 	}
@@ -300,12 +300,12 @@ func FuzzDecodeHeaderValue(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, v string) {
-		got, err := DecodeHeaderValue(v)
+		got, err := mcp.DecodeHeaderValue(v)
 		if err != nil {
 			return
 		}
 		// What decodes re-encodes to something that decodes the same.
-		again, err := DecodeHeaderValue(EncodeHeaderValue(got))
+		again, err := mcp.DecodeHeaderValue(mcp.EncodeHeaderValue(got))
 		if err != nil || again != got {
 			t.Fatalf("%q decoded to %q, which re-encodes to %q (%v)", v, got, again, err)
 		}
