@@ -67,11 +67,12 @@ $(NPM_DIR)/node_modules/.installed: $(NPM_DIR)/package.json $(NPM_DIR)/package-l
 	touch $@
 
 # The official MCP conformance suite (tools/npm, run on its Node 22) against
-# Nexus's client (internal/cmd/conformance-client: all 26 client scenarios) and
-# as a server: the built-in test server (examples/conformance-server: every
-# scored server scenario of --requirements 2026-07-28 and 2025-11-25), and
-# the gateway in front of it (2025-11-25). Any failed check or warning in a
-# scored scenario fails this and prints the suite's report.
+# Nexus's client (internal/cmd/conformance-client: every scored client
+# scenario of --requirements 2026-07-28 and 2025-11-25) and as a server: the
+# built-in test server and the gateway in front of it (examples/
+# conformance-server: every scored server scenario of both revisions). Any
+# failed check or warning in a scored scenario fails this and prints the
+# suite's report.
 conformance: testdeps build
 	$(call step,conformance suite)
 	$(GO) build -o bin/conformance-client ./internal/cmd/conformance-client
