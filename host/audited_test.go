@@ -250,11 +250,11 @@ func TestTelemetry(t *testing.T) {
 	for _, e := range spans[0].Events {
 		for _, a := range e.Attributes {
 			if a.Key == "nexus.link" {
-				names = append(names, e.Name+" "+a.Value.AsString())
+				names = append(names, e.Name+"="+a.Value.AsString())
 			}
 		}
 	}
-	if got := strings.Join(names, ", "); got != "nexus.link permission, nexus.link ok, nexus.link ok, nexus.link schema, nexus.link upstream" {
+	if got := strings.Join(names, ", "); got != "nexus.link permission=permission, nexus.link ok=ok, nexus.link ok=ok, nexus.link schema=schema, nexus.link upstream=upstream" {
 		t.Errorf("events: %s", got)
 	}
 	var tp string

@@ -283,9 +283,9 @@ type Step struct {
 	Duration             time.Duration
 }
 
-// Steps records the chain's steps on the request's span (sp, which ctx
-// carries): by default each as an event named "nexus.link" with the
-// link, its decision and its duration, at the time it started; with
+// Steps records the chain's steps on the request's span (which ctx
+// carries): by default each as an event named for the link, with its
+// decision and duration, at the time it started; with
 // Options.LinkSpans each as a child span with its own times.
 func (t *Telemetry) Steps(ctx context.Context, steps []Step) {
 	if !t.Tracing() {
@@ -314,11 +314,11 @@ func (t *Telemetry) Steps(ctx context.Context, steps []Step) {
 	}
 }
 
-// EventName names a link's event on the request's span.
-const EventName = "nexus.link"
-
-// events adds the steps to sp as events. The SDK copies an event's
-// attributes, so one buffer serves them all.
+// events adds the steps to sp as events, each named for its link
+// ("nexus.link permission", as a link's child span is) with the link, its
+// decision and its duration in nanoseconds, and where the link is
+// defined when it did more than allow. Few attributes: the SDK copies
+// each event's twice. One buffer serves them all.
 func (t *Telemetry) events(sp trace.Span, steps []Step) {
 	if !sp.IsRecording() {
 		return
@@ -331,13 +331,10 @@ func (t *Telemetry) events(sp trace.Span, steps []Step) {
 		}
 		a := append(kv[:0], attribute.String("nexus.link", s.Link), attribute.String("nexus.decision", s.Action),
 			attribute.Int64("nexus.link.duration_ns", s.Duration.Nanoseconds()))
-		if s.Source != "" {
+		if s.Source != "" && s.Action != "allow" {
 			a = append(a, attribute.String("nexus.link.source", s.Source))
 		}
-		if s.Method != "" {
-			a = append(a, attribute.String("nexus.link.method", s.Method))
-		}
-		sp.AddEvent(EventName, trace.WithTimestamp(s.Start), trace.WithAttributes(a...))
+		sp.AddEvent(t.linkName(s.Link), trace.WithTimestamp(s.Start), trace.WithAttributes(a...))
 	}
 }
 

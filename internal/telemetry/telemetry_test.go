@@ -231,7 +231,7 @@ func TestLinkEvents(t *testing.T) {
 	for _, a := range e.Attributes {
 		got[string(a.Key)] = a.Value.Emit()
 	}
-	if e.Name != EventName || !e.Time.Equal(start.Add(time.Microsecond)) || got["nexus.link"] != "no-delete" ||
+	if e.Name != "nexus.link no-delete" || !e.Time.Equal(start.Add(time.Microsecond)) || got["nexus.link"] != "no-delete" ||
 		got["nexus.decision"] != "deny" || got["nexus.link.duration_ns"] != "2000" || got["nexus.link.source"] != "nexus.hcl:3" {
 		t.Errorf("event %s at %v: %v", e.Name, e.Time.Sub(start), got)
 	}
