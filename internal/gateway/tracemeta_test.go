@@ -100,4 +100,26 @@ func TestTraceMetaThrough(t *testing.T) {
 			}
 		}
 	}
+	// The gateway's span names the client's request and session, as the
+	// conventions ask.
+	if err := tel.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, sp := range exp.GetSpans() {
+		if sp.Name != "tools/call echo" {
+			continue
+		}
+		n++
+		attrs := map[string]string{}
+		for _, a := range sp.Attributes {
+			attrs[string(a.Key)] = a.Value.Emit()
+		}
+		if attrs["jsonrpc.request.id"] == "" || attrs["mcp.session.id"] == "" || attrs["mcp.method.name"] != "tools/call" || attrs["gen_ai.tool.name"] != "echo" {
+			t.Errorf("span attributes %v", attrs)
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d tools/call spans, want 2", n)
+	}
 }
