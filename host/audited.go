@@ -99,7 +99,8 @@ func (h *Host) observing() bool {
 
 // audited runs do as one decision point under a trace, then reports it:
 // rec as do filled it in, with the decision and steps the trace shows, to
-// the audit log, as a span with a child per link, and to the metrics.
+// the audit log, as a span (each link an event on it, or a child span
+// with link_spans), and to the metrics.
 func (h *Host) audited(ctx context.Context, rec *audit.Record, do func(ctx context.Context) error) error {
 	w, err := h.auditLog()
 	if w == nil && err != nil && h.failClosed() {
