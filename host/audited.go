@@ -6,9 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
-
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/audit"
@@ -100,7 +99,8 @@ func (h *Host) observing() bool {
 
 // audited runs do as one decision point under a trace, then reports it:
 // rec as do filled it in, with the decision and steps the trace shows, to
-// the audit log, as a span with a child per link, and to the metrics.
+// the audit log, as a span (each link an event on it, or a child span
+// with link_spans), and to the metrics.
 func (h *Host) audited(ctx context.Context, rec *audit.Record, do func(ctx context.Context) error) error {
 	w, err := h.auditLog()
 	if w == nil && err != nil && h.failClosed() {
@@ -148,7 +148,9 @@ func (h *Host) audited(ctx context.Context, rec *audit.Record, do func(ctx conte
 		tel.Steps(ctx, ts)
 		tel.Metrics().Request(rec.Method, rec.Server, rec.Tool, rec.Decision, ts)
 	}
-	telemetry.End(sp, telemetry.Request{Method: rec.Method, Tool: rec.Tool, Prompt: rec.Prompt, URI: rec.URI, Session: rec.Session, Decision: rec.Decision, Server: rec.Server}, err)
+	if sp.IsRecording() {
+		telemetry.End(sp, spanOf(ctx, rec, err), err)
+	}
 	if w != nil {
 		var werr error
 		if reserved {
@@ -163,17 +165,63 @@ func (h *Host) audited(ctx context.Context, rec *audit.Record, do func(ctx conte
 	return err
 }
 
-// upstreamMeta is the _meta that carries ctx's trace context upstream, or
+// spanOf is what a request's span says: the record, and what the
+// semantic conventions for MCP ask of the request served (its version and
+// JSON-RPC id, when ctx is a served request's) and of a failure.
+func spanOf(ctx context.Context, rec *audit.Record, err error) telemetry.Request {
+	r := telemetry.Request{Method: rec.Method, Tool: rec.Tool, Prompt: rec.Prompt, URI: rec.URI, Session: rec.Session, Decision: rec.Decision, Server: rec.Server}
+	if m, ok := mcp.RequestMetaOf(ctx); ok {
+		r.ProtocolVersion = m.ProtocolVersion
+	}
+	if id := mcp.RelatedRequest(ctx); len(id) > 0 {
+		r.RequestID = string(id)
+	}
+	r.ErrorType = errorType(rec, err)
+	return r
+}
+
+// errorType is error.type for a request that failed: low-cardinality, as
+// the conventions ask (a JSON-RPC code, "tool_error" for a tool's result
+// with isError), "" for a success.
+func errorType(rec *audit.Record, err error) string {
+	var re *mcp.RPCError
+	var de *policy.DeniedError
+	var ae *AuditError
+	switch {
+	case err == nil:
+		if rec.IsError != nil && *rec.IsError {
+			return "tool_error"
+		}
+		return ""
+	case errors.As(err, &re):
+		return strconv.Itoa(re.Code)
+	case errors.As(err, &de):
+		return "denied"
+	case errors.As(err, &ae):
+		return "audit"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.Is(err, context.Canceled):
+		return "cancelled"
+	}
+	return "_OTHER"
+}
+
+// upstreamMeta is the _meta that carries ctx's trace context upstream
+// (traceparent, and tracestate and baggage when the trace has them), or
 // nil without tracing.
 func (h *Host) upstreamMeta(ctx context.Context) mcp.Meta {
-	tp := h.opts.Telemetry.Traceparent(ctx)
+	t := h.opts.Telemetry
+	tp := t.Traceparent(ctx)
 	if tp == nil {
 		return nil
 	}
 	m := mcp.Meta{"traceparent": tp}
-	if ts := trace.SpanContextFromContext(ctx).TraceState().String(); ts != "" {
-		b, _ := json.Marshal(ts)
-		m["tracestate"] = b
+	if ts := t.Tracestate(ctx); ts != "" {
+		m["tracestate"], _ = json.Marshal(ts)
+	}
+	if b := t.Baggage(ctx); b != "" {
+		m["baggage"], _ = json.Marshal(b)
 	}
 	return m
 }

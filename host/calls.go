@@ -505,7 +505,7 @@ func (h *Host) readResource(ctx context.Context, agent, server, uri string, o *C
 			uri = p.URI
 		}
 	}
-	up := upstreamOptions(o, nil)
+	up := upstreamOptions(o, h.upstreamMeta(ctx))
 	res, err := c.ReadResourceWith(ctx, uri, up.options())
 	if err != nil {
 		return nil, h.Explain(server, err)

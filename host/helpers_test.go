@@ -69,6 +69,23 @@ type world struct {
 	mu      sync.Mutex
 	servers map[string]*mcp.Server
 	dials   map[string]int
+	// tap, when set, sees each message a server reads, as it is on the
+	// wire.
+	tap func([]byte)
+}
+
+// tapConn is a server's end of a pipe that shows what it reads to tap.
+type tapConn struct {
+	mcp.Conn
+	tap func([]byte)
+}
+
+func (c tapConn) ReadMessage() ([]byte, error) {
+	b, err := c.Conn.ReadMessage()
+	if err == nil {
+		c.tap(b)
+	}
+	return b, err
 }
 
 // tsWorld is a world with the test server as "ts".
@@ -107,11 +124,15 @@ func (w *world) dial(ctx context.Context, srv *config.Server) (*mcp.Client, erro
 	w.mu.Lock()
 	s := w.servers[srv.Name]
 	w.dials[srv.Name]++
+	tap := w.tap
 	w.mu.Unlock()
 	if s == nil {
 		return nil, fmt.Errorf("no in-process server %q", srv.Name)
 	}
 	a, b := mcp.Pipe()
+	if tap != nil {
+		b = tapConn{b, tap}
+	}
 	go s.Serve(context.Background(), b)
 	c, err := mcp.Connect(ctx, a, mcp.ClientOptions{Info: mcp.Implementation{Name: "nexus", Version: "test"}})
 	if err != nil {

@@ -66,9 +66,10 @@ type Options struct {
 	// Audit, when set, is the audit log every decision point is recorded
 	// in; nil opens the config's audit block's, if it has one.
 	Audit *AuditLog
-	// Telemetry, when set, traces every request (a span with a child per
-	// link, continuing a traceparent the request carries and passing it
-	// upstream) and counts them for Prometheus.
+	// Telemetry, when set, traces every request (one span, each link an
+	// event on it or, with the telemetry block's link_spans, a child span;
+	// continuing the traceparent, tracestate and baggage the request
+	// carries and passing them upstream) and counts them for Prometheus.
 	Telemetry *Telemetry
 	// OnToolDecision is told each time a tool's definition decides what
 	// an agent gets: the lockfile or a tools/list policy withholds it (in

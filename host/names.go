@@ -89,8 +89,8 @@ func WithSession(ctx context.Context, id string) context.Context {
 }
 
 // WithTraceContext hands a request's W3C trace context (its _meta's
-// "traceparent" and "tracestate") to the host, whose span then continues
-// it.
+// "traceparent", "tracestate" and "baggage") to the host, whose span then
+// continues it; values over the W3C limits or malformed are ignored.
 func WithTraceContext(ctx context.Context, meta map[string]string) context.Context {
 	return hostapi.WithTraceContext(ctx, meta)
 }

@@ -96,8 +96,14 @@ func BenchmarkObserved(b *testing.B) {
 
 // spansPerCall is how many spans one traced call of the benchmark makes.
 func spansPerCall(b *testing.B, w *world, args json.RawMessage) int {
+	return spansPerCallWith(b, w, args, false)
+}
+
+// spansPerCallWith is spansPerCall, with a child span per link when
+// linkSpans.
+func spansPerCallWith(b *testing.B, w *world, args json.RawMessage, linkSpans bool) int {
 	exp := tracetest.NewInMemoryExporter()
-	tel, err := telemetry.New(context.Background(), telemetry.Options{Exporter: exp, Getenv: func(string) string { return "" }})
+	tel, err := telemetry.New(context.Background(), telemetry.Options{Exporter: exp, LinkSpans: linkSpans, Getenv: func(string) string { return "" }})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -39,7 +39,7 @@ type Telemetry = telemetry.Telemetry
 func OpenTelemetry(cfg *Config, metrics bool) (*Telemetry, error) {
 	o := telemetry.Options{Metrics: metrics}
 	if b := cfg.Telemetry; b != nil {
-		o.Tracing, o.Endpoint, o.Protocol, o.ServiceName = true, b.Endpoint, b.Protocol, b.ServiceName
+		o.Tracing, o.Endpoint, o.Protocol, o.ServiceName, o.LinkSpans = true, b.Endpoint, b.Protocol, b.ServiceName, b.LinkSpans
 	}
 	return telemetry.New(context.Background(), o)
 }

@@ -56,7 +56,8 @@ shows why.
 --metrics ADDR (or the gateway block's metrics) serves Prometheus metrics at
 http://ADDR/metrics. Traces go to an OpenTelemetry collector when the
 standard OTEL_EXPORTER_OTLP_ENDPOINT (and _PROTOCOL: http/protobuf or grpc)
-say where; a traceparent in a request's _meta is continued.`,
+say where; a traceparent, tracestate and baggage in a request's _meta are
+continued and passed upstream.`,
 		Example: `  nexus serve --agent claude
   nexus serve --listen 127.0.0.1:8750
   nexus serve --listen 127.0.0.1:8750 --agent ci   # every request acts as ci: loopback only`,

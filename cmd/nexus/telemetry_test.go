@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -15,9 +16,16 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// A telemetry block sends the CLI's traces to an OTLP receiver: the call's
-// span and one per link, all in one trace, sent before nexus exits.
+// A telemetry block sends the CLI's traces to an OTLP receiver, before
+// nexus exits: the call's one span with an event per link, or with
+// link_spans = true the call's span and one per link, all in one trace.
 func TestTracesFromCLI(t *testing.T) {
+	for _, linkSpans := range []bool{false, true} {
+		tracesFromCLI(t, linkSpans)
+	}
+}
+
+func tracesFromCLI(t *testing.T, linkSpans bool) {
 	var mu sync.Mutex
 	var names []string
 	traces := map[string]bool{}
@@ -32,6 +40,9 @@ func TestTracesFromCLI(t *testing.T) {
 			for _, ss := range rs.ScopeSpans {
 				for _, s := range ss.Spans {
 					names = append(names, s.Name)
+					for _, e := range s.Events {
+						names = append(names, "event "+e.Name)
+					}
 					traces[string(s.TraceId)] = true
 				}
 			}
@@ -49,7 +60,8 @@ agent "cli" {
 }
 
 telemetry {
-  endpoint = "` + recv.URL + `"
+  endpoint   = "` + recv.URL + `"
+  link_spans = ` + strconv.FormatBool(linkSpans) + `
 }
 `)
 	if err := os.WriteFile(filepath.Join(dir, "nexus.hcl"), []byte(cfg), 0o600); err != nil {
@@ -61,7 +73,11 @@ telemetry {
 	mu.Lock()
 	defer mu.Unlock()
 	sort.Strings(names)
-	if got := strings.Join(names, ", "); got != "nexus.link permission, nexus.link schema, nexus.link upstream, tools/call echo" || len(traces) != 1 {
-		t.Errorf("spans %s in %d traces", got, len(traces))
+	want := "event nexus.link permission, event nexus.link schema, event nexus.link upstream, tools/call echo"
+	if linkSpans {
+		want = "nexus.link permission, nexus.link schema, nexus.link upstream, tools/call echo"
+	}
+	if got := strings.Join(names, ", "); got != want || len(traces) != 1 {
+		t.Errorf("link_spans = %v: spans %s in %d traces", linkSpans, got, len(traces))
 	}
 }

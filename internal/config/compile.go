@@ -468,6 +468,9 @@ func (c *compiler) nexusExtras(doc map[string]any) {
 				e[k] = v
 			}
 		}
+		if t.LinkSpans {
+			e["link_spans"] = true
+		}
 		doc["telemetry"] = e
 	}
 	if a := cfg.Audit; a != nil {

@@ -13,12 +13,16 @@ type Telemetry struct {
 	Endpoint    string // the OTLP receiver: "http://127.0.0.1:4318" (http/protobuf) or "http://127.0.0.1:4317" (grpc)
 	Protocol    string // "http/protobuf" (default) or "grpc"
 	ServiceName string // default "nexus"
-	Source      diag.Source
+	// LinkSpans makes each link of the chain a child span of the
+	// request's span; false (the default) records each as an event on it:
+	// one span per traced call.
+	LinkSpans bool
+	Source    diag.Source
 }
 
 var (
-	telemetrySchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "endpoint"}, {Name: "protocol"}, {Name: "service_name"}}}
-	telemetryKeys   = []string{"endpoint", "protocol", "service_name"}
+	telemetrySchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "endpoint"}, {Name: "protocol"}, {Name: "service_name"}, {Name: "link_spans"}}}
+	telemetryKeys   = []string{"endpoint", "protocol", "service_name", "link_spans"}
 	protocols       = []string{"http/protobuf", "grpc"}
 )
 
@@ -53,6 +57,9 @@ func (h *hclFile) telemetry(b *hcl.Block) {
 	if a := at["service_name"]; a != nil {
 		t.ServiceName, _ = h.str(a, nil, "")
 	}
+	if a := at["link_spans"]; a != nil {
+		t.LinkSpans, _ = h.boolean(a)
+	}
 	if len(h.errs) == before {
 		h.out.telemetry = t
 	}
@@ -71,6 +78,10 @@ func (j *jsonFile) telemetry(v *jval) {
 	t := &Telemetry{Source: j.at(v.off)}
 	before := len(j.errs)
 	for _, m := range v.obj {
+		if m.key == "link_spans" {
+			t.LinkSpans, _ = d.boolean(m.val, m.key)
+			continue
+		}
 		s, ok := d.str(m.val, m.key, "")
 		if !ok {
 			continue

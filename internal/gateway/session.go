@@ -1173,15 +1173,15 @@ func oneLine(err error) string {
 }
 
 // traceContext is the W3C trace context a request's _meta carries
-// ("traceparent", "tracestate"), or nil.
+// ("traceparent", "tracestate", "baggage"), or nil.
 func traceContext(meta mcp.Meta) map[string]string {
 	var out map[string]string
-	for _, k := range []string{"traceparent", "tracestate"} {
+	for _, k := range []string{"traceparent", "tracestate", "baggage"} {
 		raw, ok := meta[k]
 		if !ok {
 			continue
 		}
-		if v, err := wire.Unquote(raw); err == nil && v != "" && len(v) <= 512 {
+		if v, err := wire.Unquote(raw); err == nil && v != "" && len(v) <= 8192 { // the largest W3C limit (baggage); telemetry bounds each key
 			if out == nil {
 				out = map[string]string{}
 			}

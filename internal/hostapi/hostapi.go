@@ -125,8 +125,8 @@ func (e *SchemaError) Error() string {
 type metaKey struct{}
 
 // WithTraceContext hands a request's W3C trace context (its _meta's
-// "traceparent" and "tracestate") to the host, whose span then continues
-// it.
+// "traceparent", "tracestate" and "baggage") to the host, whose span
+// then continues it.
 func WithTraceContext(ctx context.Context, meta map[string]string) context.Context {
 	return ctxval.With(ctx, metaKey{}, meta)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/baggage"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -42,6 +43,10 @@ type Options struct {
 	ServiceName string
 	// Metrics keeps Prometheus metrics (Handler serves them).
 	Metrics bool
+	// LinkSpans makes each link of the chain a child span of the
+	// request's span; by default a link is an event on it (one span per
+	// traced call), which costs a fraction of a span.
+	LinkSpans bool
 	// Exporter replaces the OTLP exporter (tests: an in-memory one).
 	Exporter sdktrace.SpanExporter
 	// Getenv reads the environment (default os.Getenv).
@@ -51,11 +56,12 @@ type Options struct {
 // Telemetry is the process's traces and metrics. A nil *Telemetry, or
 // one with neither on, costs a call nothing but a nil check.
 type Telemetry struct {
-	tp      *sdktrace.TracerProvider
-	tracer  trace.Tracer
-	prop    propagation.TextMapPropagator
-	metrics *Metrics
-	names   sync.Map // link -> its span name
+	tp        *sdktrace.TracerProvider
+	tracer    trace.Tracer
+	prop      propagation.TextMapPropagator
+	metrics   *Metrics
+	linkSpans bool
+	names     sync.Map // link -> its span name
 }
 
 // New sets up what o and the environment ask for: tracing when
@@ -67,7 +73,7 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	t := &Telemetry{prop: propagation.TraceContext{}}
+	t := &Telemetry{prop: propagation.TraceContext{}, linkSpans: o.LinkSpans}
 	if o.Metrics {
 		t.metrics = NewMetrics()
 	}
@@ -142,28 +148,83 @@ func (t *Telemetry) Metrics() *Metrics {
 	return t.metrics
 }
 
+// Keys are the _meta keys of the trace context, in both eras (the
+// 2026-07-28 revision reserves them for it, SEP-414): W3C Trace Context's
+// traceparent and tracestate, and W3C Baggage.
+var Keys = [...]string{"traceparent", "tracestate", "baggage"}
+
+// The W3C limits on what a request may carry: a tracestate of at most 32
+// list members in 512 bytes, a baggage of at most 180 members in 8192
+// bytes; a traceparent is 55 bytes in version 00, and later versions may
+// only append to it.
+const (
+	MaxTraceparent      = 256
+	MaxTracestate       = 512
+	MaxTracestateMember = 32
+	MaxBaggage          = 8192
+	MaxBaggageMembers   = 180
+)
+
+// Fits reports whether v is within the W3C limits for the trace context
+// key k (one of Keys); a value over them is dropped, never an error: a
+// request's trace context is advice, and a bad one must not fail a call.
+func Fits(k, v string) bool {
+	switch k {
+	case "traceparent":
+		return v != "" && len(v) <= MaxTraceparent
+	case "tracestate":
+		return v != "" && len(v) <= MaxTracestate && strings.Count(v, ",") < MaxTracestateMember
+	case "baggage":
+		return v != "" && len(v) <= MaxBaggage && strings.Count(v, ",") < MaxBaggageMembers
+	}
+	return false
+}
+
 // Start begins a request's span, continuing the W3C trace context carried
-// in meta (a request's _meta: "traceparent", "tracestate") when it has
-// one. Without tracing it returns ctx and a span that records nothing.
-// The span's attributes are set once, by End, when the request's tool and
-// decision are known: setting them twice doubles the SDK's copies.
+// in meta (a request's _meta: Keys) when it has one. Values over the W3C
+// limits are left out; a malformed traceparent starts a new trace, a
+// malformed tracestate is dropped, and of a baggage only its well-formed
+// members are kept. Without tracing it returns ctx and a span that
+// records nothing. The span's attributes are set once, by End, when the
+// request's tool and decision are known: setting them twice doubles the
+// SDK's copies.
 func (t *Telemetry) Start(ctx context.Context, name string, meta map[string]string) (context.Context, trace.Span) {
 	if !t.Tracing() {
 		return ctx, trace.SpanFromContext(context.Background())
 	}
 	if len(meta) > 0 {
-		ctx = t.prop.Extract(ctx, propagation.MapCarrier(meta))
+		ctx = t.prop.Extract(ctx, bounded(meta))
+		// Baggage is parsed here rather than by its propagator, which
+		// logs each malformed member through the global error handler: a
+		// client could fill the log with them.
+		if v := meta["baggage"]; Fits("baggage", v) {
+			if b, _ := baggage.Parse(v); b.Len() > 0 {
+				ctx = baggage.ContextWithBaggage(ctx, b)
+			}
+		}
 	}
 	return t.tracer.Start(ctx, name, serverKind)
 }
+
+// bounded is a carrier of meta's trace context within the W3C limits.
+type bounded map[string]string
+
+func (m bounded) Get(k string) string {
+	if v := m[k]; Fits(k, v) {
+		return v
+	}
+	return ""
+}
+func (m bounded) Set(k, v string) {}
+func (m bounded) Keys() []string  { return Keys[:] }
 
 // serverKind is made once: an option is an interface, and making it per
 // request is an allocation.
 var serverKind = trace.WithSpanKind(trace.SpanKindServer)
 
 // Traceparent is ctx's span as a W3C traceparent value in a JSON string,
-// or nil without tracing: what an upstream request's _meta carries (a
-// tracestate, when the trace has one, goes with Inject).
+// or nil without tracing: what an upstream request's _meta carries (with
+// Tracestate and Baggage when the trace has them).
 func (t *Telemetry) Traceparent(ctx context.Context) []byte {
 	if !t.Tracing() {
 		return nil
@@ -184,16 +245,37 @@ func (t *Telemetry) Traceparent(ctx context.Context) []byte {
 	return append(b, `-00"`...)
 }
 
-// Inject writes ctx's trace context into meta, for an upstream request's
-// _meta; it does nothing without tracing.
+// Tracestate is ctx's span's W3C tracestate, "" when it has none or
+// without tracing.
+func (t *Telemetry) Tracestate(ctx context.Context) string {
+	if !t.Tracing() {
+		return ""
+	}
+	return trace.SpanContextFromContext(ctx).TraceState().String()
+}
+
+// Baggage is ctx's W3C baggage (what the request brought), "" when it
+// has none or without tracing.
+func (t *Telemetry) Baggage(ctx context.Context) string {
+	if !t.Tracing() {
+		return ""
+	}
+	return baggage.FromContext(ctx).String()
+}
+
+// Inject writes ctx's trace context (Keys) into meta, for an upstream
+// request's _meta; it does nothing without tracing.
 func (t *Telemetry) Inject(ctx context.Context, meta map[string]string) {
 	if t.Tracing() {
 		t.prop.Inject(ctx, propagation.MapCarrier(meta))
+		if b := t.Baggage(ctx); b != "" {
+			meta["baggage"] = b
+		}
 	}
 }
 
-// Step is one link of the chain as a child span: it ran from Start for
-// Duration and ended with Action.
+// Step is one link of the chain: it ran from Start for Duration and
+// ended with Action.
 type Step struct {
 	Link, Source, Action string
 	Method               string // what the link decided on (a call's review of the tool's listing is tools/list)
@@ -201,10 +283,16 @@ type Step struct {
 	Duration             time.Duration
 }
 
-// Steps adds the chain's steps under the request's span, each as a
-// child span with its own times.
+// Steps records the chain's steps on the request's span (which ctx
+// carries): by default each as an event named for the link, with its
+// decision and duration, at the time it started; with
+// Options.LinkSpans each as a child span with its own times.
 func (t *Telemetry) Steps(ctx context.Context, steps []Step) {
 	if !t.Tracing() {
+		return
+	}
+	if !t.linkSpans {
+		t.events(trace.SpanFromContext(ctx), steps)
 		return
 	}
 	kv := attrBufs.Get().(*attrBuf)
@@ -226,10 +314,34 @@ func (t *Telemetry) Steps(ctx context.Context, steps []Step) {
 	}
 }
 
+// events adds the steps to sp as events, each named for its link
+// ("nexus.link permission", as a link's child span is) with the link, its
+// decision and its duration in nanoseconds, and where the link is
+// defined when it did more than allow. Few attributes: the SDK copies
+// each event's twice. One buffer serves them all.
+func (t *Telemetry) events(sp trace.Span, steps []Step) {
+	if !sp.IsRecording() {
+		return
+	}
+	kv := attrBufs.Get().(*attrBuf)
+	defer kv.put()
+	for _, s := range steps {
+		if s.Start.IsZero() {
+			continue
+		}
+		a := append(kv[:0], attribute.String("nexus.link", s.Link), attribute.String("nexus.decision", s.Action),
+			attribute.Int64("nexus.link.duration_ns", s.Duration.Nanoseconds()))
+		if s.Source != "" && s.Action != "allow" {
+			a = append(a, attribute.String("nexus.link.source", s.Source))
+		}
+		sp.AddEvent(t.linkName(s.Link), trace.WithTimestamp(s.Start), trace.WithAttributes(a...))
+	}
+}
+
 // attrBuf holds the attributes handed to SetAttributes, which copies
 // them: a slice passed through the Span interface would otherwise be
 // allocated for every span.
-type attrBuf [8]attribute.KeyValue
+type attrBuf [12]attribute.KeyValue
 
 var attrBufs = sync.Pool{New: func() any { return new(attrBuf) }}
 
@@ -253,15 +365,30 @@ func (t *Telemetry) linkName(link string) string {
 type Request struct {
 	Method string
 	// Tool or Prompt, with the method, names the span ("tools/call
-	// get_issue").
+	// get_issue"), as the conventions ask: {mcp.method.name} {target}.
 	Tool, Prompt string
 	URI, Session string
-	Decision     string
-	Server       string
+	// ProtocolVersion is the MCP version the request came in on.
+	ProtocolVersion string
+	// RequestID is the JSON-RPC id of the request served, as its JSON
+	// text ("7", "\"a\"").
+	RequestID string
+	// Transport is network.transport: "pipe" (stdio) or "tcp" (HTTP).
+	Transport string
+	// ErrorType is error.type for a failed request: a JSON-RPC error
+	// code, "tool_error" for a tool result with isError, or another
+	// low-cardinality name; "" with an error says "_OTHER".
+	ErrorType string
+	Decision  string
+	Server    string
 }
 
-// End ends a request's span with its attributes, after the semantic
-// conventions for MCP and GenAI tools, and its decision.
+// End ends a request's span with its attributes, after the OpenTelemetry
+// semantic conventions for MCP (mcp.method.name, mcp.session.id,
+// mcp.protocol.version, mcp.resource.uri, jsonrpc.request.id,
+// network.transport, error.type, gen_ai.tool.name, gen_ai.prompt.name,
+// gen_ai.operation.name), and what they have no name for under nexus.*:
+// the chain's decision and the upstream server.
 func End(sp trace.Span, r Request, err error) {
 	if !sp.IsRecording() {
 		return
@@ -275,11 +402,29 @@ func End(sp trace.Span, r Request, err error) {
 	if r.Tool != "" {
 		a = append(a, semconv.GenAIToolNameKey.String(r.Tool), semconv.GenAIOperationNameExecuteTool)
 	}
+	if r.Prompt != "" {
+		a = append(a, semconv.GenAIPromptNameKey.String(r.Prompt))
+	}
 	if r.URI != "" {
 		a = append(a, semconv.McpResourceURIKey.String(r.URI))
 	}
 	if r.Session != "" {
 		a = append(a, semconv.McpSessionIDKey.String(r.Session))
+	}
+	if r.ProtocolVersion != "" {
+		a = append(a, semconv.McpProtocolVersionKey.String(r.ProtocolVersion))
+	}
+	if r.RequestID != "" {
+		a = append(a, semconv.JSONRPCRequestIDKey.String(r.RequestID))
+	}
+	if r.Transport != "" {
+		a = append(a, semconv.NetworkTransportKey.String(r.Transport))
+	}
+	switch {
+	case r.ErrorType != "":
+		a = append(a, semconv.ErrorTypeKey.String(r.ErrorType))
+	case err != nil:
+		a = append(a, semconv.ErrorTypeOther)
 	}
 	a = append(a, attribute.String("nexus.decision", r.Decision), attribute.String("nexus.server", r.Server))
 	sp.SetAttributes(a...)

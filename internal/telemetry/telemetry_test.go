@@ -2,6 +2,8 @@ package telemetry
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -19,12 +21,12 @@ import (
 
 const parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
-// A request's span continues the traceparent it came with, each link is a
-// child with its own times, and the context passed upstream names the
-// request's span.
+// A request's span continues the traceparent it came with, with
+// LinkSpans each link is a child with its own times, and the context
+// passed upstream names the request's span.
 func TestSpans(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
-	tel, err := New(context.Background(), Options{Exporter: exp, Getenv: func(string) string { return "" }})
+	tel, err := New(context.Background(), Options{Exporter: exp, LinkSpans: true, Getenv: func(string) string { return "" }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +137,7 @@ func TestOTLPHTTP(t *testing.T) {
 			}
 		}
 	}
-	if n != 2 {
+	if n != 1 { // the link is an event on the request's span
 		t.Errorf("%d spans received", n)
 	}
 }
@@ -198,6 +200,158 @@ func TestMetrics(t *testing.T) {
 	} {
 		if got := value(c.name, c.labels); got != c.want {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
+}
+
+// By default a request is one span: each link is an event on it, with
+// the link's name, decision and duration, at the time the link started.
+func TestLinkEvents(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tel, err := New(context.Background(), Options{Exporter: exp, Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, sp := tel.Start(context.Background(), "tools/call", nil)
+	start := time.Now()
+	tel.Steps(ctx, []Step{{Link: "permission", Action: "allow", Start: start, Duration: time.Microsecond},
+		{Link: "no-delete", Source: "nexus.hcl:3", Action: "deny", Start: start.Add(time.Microsecond), Duration: 2 * time.Microsecond}})
+	End(sp, Request{Method: "tools/call", Tool: "echo", Decision: "deny", Server: "github"}, nil)
+	tel.tp.ForceFlush(context.Background())
+	spans := exp.GetSpans()
+	if len(spans) != 1 {
+		t.Fatalf("%d spans, want the request's alone", len(spans))
+	}
+	ev := spans[0].Events
+	if len(ev) != 2 {
+		t.Fatalf("%d events", len(ev))
+	}
+	e := ev[1]
+	got := map[string]string{}
+	for _, a := range e.Attributes {
+		got[string(a.Key)] = a.Value.Emit()
+	}
+	if e.Name != "nexus.link no-delete" || !e.Time.Equal(start.Add(time.Microsecond)) || got["nexus.link"] != "no-delete" ||
+		got["nexus.decision"] != "deny" || got["nexus.link.duration_ns"] != "2000" || got["nexus.link.source"] != "nexus.hcl:3" {
+		t.Errorf("event %s at %v: %v", e.Name, e.Time.Sub(start), got)
+	}
+}
+
+// traceparent, tracestate and baggage in a request's _meta are continued,
+// and what goes upstream carries all three, the request's span as parent.
+func TestContinue(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tel, err := New(context.Background(), Options{Exporter: exp, Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := map[string]string{"traceparent": parent, "tracestate": "vendor=abc,other=x1", "baggage": "tenant=acme,region=eu%20west"}
+	ctx, sp := tel.Start(context.Background(), "tools/call", in)
+	up := map[string]string{}
+	tel.Inject(ctx, up)
+	ts, bag := tel.Tracestate(ctx), tel.Baggage(ctx)
+	End(sp, Request{Method: "tools/call"}, nil)
+	if ts != in["tracestate"] || up["tracestate"] != in["tracestate"] {
+		t.Errorf("tracestate %q, upstream %q", ts, up["tracestate"])
+	}
+	for _, m := range []string{"tenant=acme", "region=eu%20west"} {
+		if !strings.Contains(bag, m) || !strings.Contains(up["baggage"], m) {
+			t.Errorf("baggage %q, upstream %q: lacks %s", bag, up["baggage"], m)
+		}
+	}
+	if !strings.HasPrefix(up["traceparent"], "00-4bf92f3577b34da6a3ce929d0e0e4736-") || strings.Contains(up["traceparent"], "00f067aa0ba902b7") {
+		t.Errorf("upstream traceparent %q", up["traceparent"])
+	}
+	if got := string(tel.Traceparent(ctx)); got != `"`+up["traceparent"]+`"` {
+		t.Errorf("Traceparent %s, Inject %s", got, up["traceparent"])
+	}
+}
+
+// A malformed or oversized trace context is ignored, never an error: the
+// request starts a trace of its own and carries nothing of it upstream.
+func TestMalformed(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tel, err := New(context.Background(), Options{Exporter: exp, Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	many := func(n int, f string) string {
+		m := make([]string, n)
+		for i := range m {
+			m[i] = fmt.Sprintf(f, i)
+		}
+		return strings.Join(m, ",")
+	}
+	for _, c := range []struct {
+		name string
+		in   map[string]string
+		keep string // the trace id kept, "" for a new trace
+	}{
+		{"bad traceparent", map[string]string{"traceparent": "00-xyz-00f067aa0ba902b7-01", "tracestate": "a=b"}, ""},
+		{"zero trace id", map[string]string{"traceparent": "00-00000000000000000000000000000000-00f067aa0ba902b7-01"}, ""},
+		{"huge traceparent", map[string]string{"traceparent": parent + strings.Repeat("-x", 200)}, ""},
+		{"tracestate of 33 members", map[string]string{"traceparent": parent, "tracestate": many(33, "k%d=v")}, "4bf92f3577b34da6a3ce929d0e0e4736"},
+		{"tracestate over 512 bytes", map[string]string{"traceparent": parent, "tracestate": "k=" + strings.Repeat("v", 520)}, "4bf92f3577b34da6a3ce929d0e0e4736"},
+		{"bad tracestate", map[string]string{"traceparent": parent, "tracestate": "==,,"}, "4bf92f3577b34da6a3ce929d0e0e4736"},
+		{"baggage of 181 members", map[string]string{"traceparent": parent, "baggage": many(181, "k%d=v")}, "4bf92f3577b34da6a3ce929d0e0e4736"},
+		{"baggage over 8192 bytes", map[string]string{"traceparent": parent, "baggage": "k=" + strings.Repeat("v", 8200)}, "4bf92f3577b34da6a3ce929d0e0e4736"},
+		{"bad baggage", map[string]string{"traceparent": parent, "baggage": "=;;=="}, "4bf92f3577b34da6a3ce929d0e0e4736"},
+	} {
+		ctx, sp := tel.Start(context.Background(), "tools/call", c.in)
+		sc := sp.SpanContext()
+		up := map[string]string{}
+		tel.Inject(ctx, up)
+		End(sp, Request{Method: "tools/call"}, nil)
+		if !sc.IsValid() {
+			t.Errorf("%s: no span", c.name)
+		}
+		if c.keep == "" && sc.TraceID().String() == "4bf92f3577b34da6a3ce929d0e0e4736" || c.keep != "" && sc.TraceID().String() != c.keep {
+			t.Errorf("%s: trace %s", c.name, sc.TraceID())
+		}
+		if up["tracestate"] != "" || up["baggage"] != "" {
+			t.Errorf("%s: passed upstream: %v", c.name, up)
+		}
+	}
+}
+
+// The request's span carries the semantic conventions' attributes for
+// MCP, and what they have no name for under nexus.*.
+func TestSemconv(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tel, err := New(context.Background(), Options{Exporter: exp, Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sp := tel.Start(context.Background(), "prompts/get", nil)
+	End(sp, Request{Method: "prompts/get", Prompt: "review", Session: "s1", ProtocolVersion: "2026-07-28", RequestID: "7",
+		Transport: "tcp", ErrorType: "-32602", Decision: "error", Server: "github"}, errors.New("no such prompt"))
+	tel.tp.ForceFlush(context.Background())
+	spans := exp.GetSpans()
+	if len(spans) != 1 {
+		t.Fatalf("%d spans", len(spans))
+	}
+	s := spans[0]
+	got := map[string]string{}
+	for _, a := range s.Attributes {
+		got[string(a.Key)] = a.Value.Emit()
+	}
+	want := map[string]string{"mcp.method.name": "prompts/get", "gen_ai.prompt.name": "review", "mcp.session.id": "s1",
+		"mcp.protocol.version": "2026-07-28", "jsonrpc.request.id": "7", "network.transport": "tcp", "error.type": "-32602",
+		"nexus.decision": "error", "nexus.server": "github"}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
+	}
+	if s.Name != "prompts/get review" || s.SpanKind.String() != "server" || s.Status.Code.String() != "Error" {
+		t.Errorf("span %q kind %s status %s", s.Name, s.SpanKind, s.Status.Code)
+	}
+	_, sp = tel.Start(context.Background(), "tools/call", nil)
+	End(sp, Request{Method: "tools/call", Tool: "echo"}, errors.New("boom"))
+	tel.tp.ForceFlush(context.Background())
+	for _, a := range exp.GetSpans()[1].Attributes {
+		if a.Key == "error.type" && a.Value.Emit() != "_OTHER" {
+			t.Errorf("error.type %s", a.Value.Emit())
 		}
 	}
 }

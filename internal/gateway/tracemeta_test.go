@@ -1,0 +1,125 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/nexus-mcp/nexus/host"
+	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/internal/config"
+	"github.com/nexus-mcp/nexus/internal/telemetry"
+)
+
+// sentConn shows what the host writes to an upstream server to sent.
+type sentConn struct {
+	mcp.Conn
+	sent func([]byte)
+}
+
+func (c sentConn) WriteMessage(ctx context.Context, b []byte) error {
+	c.sent(b)
+	return c.Conn.WriteMessage(ctx, b)
+}
+
+// TestTraceMetaThrough: a client's tools/call with traceparent, tracestate
+// and baggage in _meta reaches the upstream server with all three in its
+// _meta, in the same trace under the gateway's span; a malformed set fails
+// no call and passes nothing of itself on.
+func TestTraceMetaThrough(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tel, err := telemetry.New(context.Background(), telemetry.Options{Exporter: exp, Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var last map[string]string
+	e := newEnvOpts(t, nil, func(o *host.Options) {
+		o.Telemetry = tel
+		inner := o.Transport
+		o.Transport = func(ctx context.Context, srv *config.Server) (mcp.Conn, error) {
+			c, err := inner(ctx, srv)
+			if err != nil {
+				return nil, err
+			}
+			return sentConn{c, func(b []byte) {
+				var m struct {
+					Method string
+					Params struct {
+						Meta map[string]json.RawMessage `json:"_meta"`
+					}
+				}
+				if json.Unmarshal(b, &m) != nil || m.Method != mcp.MethodToolsCall {
+					return
+				}
+				got := map[string]string{}
+				for _, k := range telemetry.Keys {
+					var v string
+					if json.Unmarshal(m.Params.Meta[k], &v) == nil && v != "" {
+						got[k] = v
+					}
+				}
+				mu.Lock()
+				last = got
+				mu.Unlock()
+			}}, nil
+		}
+	})
+	c := e.connect("claude", mcp.ClientOptions{})
+	ctx := ctxT(t)
+	str := func(s string) json.RawMessage { b, _ := json.Marshal(s); return b }
+	for _, tc := range []struct {
+		name string
+		meta mcp.Meta
+		want map[string]string // what must reach upstream; traceparent by its trace id
+	}{
+		{"all three", mcp.Meta{"traceparent": str("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"), "tracestate": str("vendor=abc"), "baggage": str("tenant=acme")},
+			map[string]string{"traceparent": "4bf92f3577b34da6a3ce929d0e0e4736", "tracestate": "vendor=abc", "baggage": "tenant=acme"}},
+		{"malformed", mcp.Meta{"traceparent": str("00-nothex-00f067aa0ba902b7-01"), "tracestate": json.RawMessage(`{"a":1}`), "baggage": str(strings.Repeat("k=v,", 200) + "k=v")},
+			map[string]string{}},
+	} {
+		if _, err := c.CallTool(ctx, "mcp_testserver_echo", map[string]string{"message": "hi"}, &mcp.CallOptions{Meta: tc.meta}); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		mu.Lock()
+		got := last
+		mu.Unlock()
+		if got["traceparent"] == "" {
+			t.Errorf("%s: no traceparent upstream: %v", tc.name, got)
+		}
+		if w := tc.want["traceparent"]; w != "" && !strings.HasPrefix(got["traceparent"], "00-"+w+"-") || w == "" && strings.Contains(got["traceparent"], "00f067aa0ba902b7") {
+			t.Errorf("%s: upstream traceparent %q", tc.name, got["traceparent"])
+		}
+		for _, k := range []string{"tracestate", "baggage"} {
+			if got[k] != tc.want[k] {
+				t.Errorf("%s: upstream %s %q, want %q", tc.name, k, got[k], tc.want[k])
+			}
+		}
+	}
+	// The gateway's span names the client's request and session, as the
+	// conventions ask.
+	if err := tel.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, sp := range exp.GetSpans() {
+		if sp.Name != "tools/call echo" {
+			continue
+		}
+		n++
+		attrs := map[string]string{}
+		for _, a := range sp.Attributes {
+			attrs[string(a.Key)] = a.Value.Emit()
+		}
+		if attrs["jsonrpc.request.id"] == "" || attrs["mcp.session.id"] == "" || attrs["mcp.method.name"] != "tools/call" || attrs["gen_ai.tool.name"] != "echo" {
+			t.Errorf("span attributes %v", attrs)
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d tools/call spans, want 2", n)
+	}
+}
