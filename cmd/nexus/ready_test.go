@@ -21,8 +21,18 @@ import (
 // machine) and one that starts at once. The first tools/list answers
 // without the slow three (so before they are up: the answer is the
 // proof, no clock is read), list_changed follows, and a later list has
-// them all. The 60 s bound is only against a hang.
+// them all. The 60 s bound is only against a hang. A modern (2026-07-28)
+// agent hears it on its subscriptions/listen stream, tagged with the
+// stream's subscriptionId.
 func TestServeListsWhatIsReady(t *testing.T) {
+	t.Run("2025-11-25", func(t *testing.T) { serveListsWhatIsReady(t, false) })
+	t.Run("2026-07-28", func(t *testing.T) { serveListsWhatIsReady(t, true) })
+}
+
+// modernMetaJSON is the _meta of a modern request.
+const modernMetaJSON = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+
+func serveListsWhatIsReady(t *testing.T, modern bool) {
 	bin := testenv.Nexus(t)
 	mark := fmt.Sprintf("ready-%d", time.Now().UnixNano())
 	var hcl strings.Builder
@@ -96,6 +106,9 @@ func TestServeListsWhatIsReady(t *testing.T) {
 					t.Fatalf("nexus serve ended; stderr:\n%s", stderr.String())
 				}
 				if string(m["method"]) == `"notifications/tools/list_changed"` {
+					if modern && !strings.Contains(string(m["params"]), `"io.modelcontextprotocol/subscriptionId":"listen"`) {
+						t.Fatalf("list_changed outside the listen stream: %s", m["params"])
+					}
 					changed++
 				}
 				if string(m["id"]) == id {
@@ -110,7 +123,11 @@ func TestServeListsWhatIsReady(t *testing.T) {
 		}
 	}
 	list := func(id int) string {
-		send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/list"}`, id))
+		if modern {
+			send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/list","params":{%s}}`, id, modernMetaJSON))
+		} else {
+			send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/list"}`, id))
+		}
 		var r struct{ Tools []struct{ Name string } }
 		json.Unmarshal(await(fmt.Sprint(id)), &r)
 		var names []string
@@ -119,9 +136,26 @@ func TestServeListsWhatIsReady(t *testing.T) {
 		}
 		return strings.Join(names, " ")
 	}
-	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-	await("1")
-	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	if modern {
+		// The listen stream first (its acknowledgement says it is open),
+		// so no change can come before it.
+		send(`{"jsonrpc":"2.0","id":"listen","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + modernMetaJSON + `}}`)
+		for acked := false; !acked; {
+			select {
+			case m, ok := <-lines:
+				if !ok {
+					t.Fatalf("nexus serve ended; stderr:\n%s", stderr.String())
+				}
+				acked = string(m["method"]) == `"notifications/subscriptions/acknowledged"`
+			case <-deadline:
+				t.Fatalf("subscriptions/listen was not acknowledged; stderr:\n%s", stderr.String())
+			}
+		}
+	} else {
+		send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+		await("1")
+		send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	}
 	first := list(2)
 	if strings.Contains(first, "mcp_slow") {
 		t.Fatalf("the first list waited for a slow server: %s", first)
