@@ -38,6 +38,7 @@ func TestTraceMetaThrough(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var last map[string]string
+	sentBy := map[string]map[string]string{} // method -> the trace keys it last carried upstream
 	e := newEnvOpts(t, nil, func(o *host.Options) {
 		o.Telemetry = tel
 		inner := o.Transport
@@ -53,7 +54,7 @@ func TestTraceMetaThrough(t *testing.T) {
 						Meta map[string]json.RawMessage `json:"_meta"`
 					}
 				}
-				if json.Unmarshal(b, &m) != nil || m.Method != mcp.MethodToolsCall {
+				if json.Unmarshal(b, &m) != nil || (m.Method != mcp.MethodToolsCall && m.Method != mcp.MethodResourcesRead) {
 					return
 				}
 				got := map[string]string{}
@@ -64,7 +65,10 @@ func TestTraceMetaThrough(t *testing.T) {
 					}
 				}
 				mu.Lock()
-				last = got
+				if m.Method == mcp.MethodToolsCall {
+					last = got
+				}
+				sentBy[m.Method] = got
 				mu.Unlock()
 			}}, nil
 		}
@@ -100,6 +104,18 @@ func TestTraceMetaThrough(t *testing.T) {
 			}
 		}
 	}
+	// A resources/read continues the client's trace as a call does.
+	all := mcp.Meta{"traceparent": str("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"), "baggage": str("tenant=acme")}
+	if _, err := c.ReadResourceWith(ctx, "file:///readme.txt", &mcp.CallOptions{Meta: all}); err != nil {
+		t.Fatalf("resources/read: %v", err)
+	}
+	mu.Lock()
+	read := sentBy[mcp.MethodResourcesRead]
+	mu.Unlock()
+	if !strings.HasPrefix(read["traceparent"], "00-4bf92f3577b34da6a3ce929d0e0e4736-") || read["baggage"] != "tenant=acme" {
+		t.Errorf("resources/read upstream trace context %v, want the client's trace and baggage", read)
+	}
+
 	// The gateway's span names the client's request and session, as the
 	// conventions ask.
 	if err := tel.Flush(ctx); err != nil {
