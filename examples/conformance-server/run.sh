@@ -4,7 +4,10 @@
 # against Nexus, two ways:
 #   testserver  `nexus testserver --conformance --http` (the built-in test
 #               server with the suite's fixtures)
-#   gateway     `nexus serve --listen` in front of that test server over
+#   gateway     `nexus serve --listen` in front of that test server, serving
+#               MCP 2026-07-28 alone (--modern-only: a dual-era upstream is
+#               spoken to in its handshake era until the era bridge, issue
+#               #38, carries a modern agent's input requests to it), over
 #               stdio, with prefix = "" so the suite finds its fixtures by
 #               their own names
 # Each requirement set (`server --requirements REV`: the scenarios a spec
@@ -66,7 +69,7 @@ server "testserver" {
   prefix = ""
   stdio {
     command = "$nexus"
-    args    = ["testserver", "--conformance"]
+    args    = ["testserver", "--conformance", "--modern-only"]
   }
 }
 agent "conformance" { permission = "yolo" }

@@ -58,6 +58,13 @@ type ClientOptions struct {
 	// (for a server whose era was remembered, or a caller that must
 	// speak one era).
 	ProtocolVersion string
+	// PreferModern speaks 2026-07-28 to a dual-era server (one whose
+	// server/discover also lists a handshake version). By default such a
+	// server gets the handshake, whose sessions carry what Nexus's legacy
+	// clients rely on (server-initiated requests, logging/setLevel,
+	// resources/subscribe), and only a modern-only server is spoken to
+	// statelessly.
+	PreferModern bool
 	// ProbeTimeout bounds the server/discover probe (0: DefaultProbeTimeout
 	// over a stream such as stdio, the request timeout over HTTP; it never
 	// takes more than half the time left before ctx's deadline; negative:
@@ -93,6 +100,7 @@ type Client struct {
 	toolHeaders                  map[string][]HeaderAnnotation // under mu; by tool name
 	subs                         map[string]bool               // under mu; Subscribe's URIs
 	stopListen                   context.CancelFunc            // under mu
+	listenAck                    chan struct{}                 // closed when the newest change stream is acknowledged; under mu
 }
 
 type cached[T any] struct {
@@ -655,7 +663,7 @@ func (c *Client) Subscribe(ctx context.Context, uri string) error {
 		return &NotSupportedError{"resource subscriptions"}
 	}
 	if c.modern {
-		return c.resubscribe(uri, true)
+		return c.resubscribe(ctx, uri, true)
 	}
 	return c.peer.Call(ctx, MethodResourcesSubscribe, map[string]string{"uri": uri}, nil)
 }
@@ -666,7 +674,7 @@ func (c *Client) Unsubscribe(ctx context.Context, uri string) error {
 		return &NotSupportedError{"resource subscriptions"}
 	}
 	if c.modern {
-		return c.resubscribe(uri, false)
+		return c.resubscribe(ctx, uri, false)
 	}
 	return c.peer.Call(ctx, MethodResourcesUnsubscribe, map[string]string{"uri": uri}, nil)
 }
@@ -674,7 +682,15 @@ func (c *Client) Unsubscribe(ctx context.Context, uri string) error {
 // maxSubscriptions bounds the URIs one change stream carries.
 const maxSubscriptions = 1024
 
-func (c *Client) resubscribe(uri string, on bool) error {
+// listenAckWait bounds how long Subscribe waits for the server to
+// acknowledge the change stream that carries the new subscription.
+const listenAckWait = 10 * time.Second
+
+// resubscribe changes the subscribed set and reopens the change stream
+// with it, returning once the server acknowledged the new stream (as a
+// legacy resources/subscribe returns once answered), so an update that
+// follows is not lost.
+func (c *Client) resubscribe(ctx context.Context, uri string, on bool) error {
 	c.mu.Lock()
 	if c.subs == nil {
 		c.subs = map[string]bool{}
@@ -690,8 +706,23 @@ func (c *Client) resubscribe(uri string, on bool) error {
 		delete(c.subs, uri)
 	}
 	c.mu.Unlock()
-	if changed {
-		c.listen()
+	if !changed {
+		return nil
+	}
+	ack := c.listen()
+	if ack == nil {
+		return nil
+	}
+	t := time.NewTimer(listenAckWait)
+	defer t.Stop()
+	select {
+	case <-ack:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		c.log.Warn("the server has not acknowledged the change stream; the subscription takes effect when it does", "uri", uri, "waited", listenAckWait)
+	case <-c.peer.Done():
+		return c.peer.Err()
 	}
 	return nil
 }
@@ -850,6 +881,14 @@ func (h clientHandler) HandleNotification(ctx context.Context, method string, pa
 		}
 	}
 	switch method {
+	case NotificationSubscriptionsAcked:
+		c.mu.Lock()
+		if c.listenAck != nil {
+			close(c.listenAck)
+			c.listenAck = nil
+		}
+		c.mu.Unlock()
+		return
 	case NotificationMessage:
 		if c.opts.OnLog != nil {
 			var m LogMessage

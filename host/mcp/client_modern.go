@@ -190,6 +190,9 @@ func (c *Client) probe(ctx context.Context, version string, fallback bool) (mode
 				// server that answers anything the same way.
 				c.log.Debug("server/discover answered without supportedVersions; the server is legacy, initializing")
 				return false, nil
+			case pick != "" && fallback && !c.opts.PreferModern && sharesLegacy(res.SupportedVersions):
+				c.log.Debug("a dual-era server; initializing (ClientOptions.PreferModern speaks its modern era)", "supported", res.SupportedVersions)
+				return false, nil
 			case pick == version:
 				c.becomeModern(res)
 				return true, nil
@@ -574,7 +577,9 @@ func (c *Client) listenFilter() (SubscriptionFilter, bool) {
 // filter, ending the one open before. The stream keeps the list caches
 // fresh the way legacy list_changed notifications do, and carries
 // notifications/resources/updated for Subscribe.
-func (c *Client) listen() {
+// The channel it returns is closed when the server acknowledges the new
+// stream (nil: no stream is open).
+func (c *Client) listen() <-chan struct{} {
 	f, ok := c.listenFilter()
 	c.mu.Lock()
 	if c.stopListen != nil {
@@ -583,12 +588,15 @@ func (c *Client) listen() {
 	}
 	if !ok || c.peer.Err() != nil {
 		c.mu.Unlock()
-		return
+		return nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c.stopListen = cancel
+	ack := make(chan struct{})
+	c.listenAck = ack
 	c.mu.Unlock()
 	go c.listenLoop(ctx, f)
+	return ack
 }
 
 func (c *Client) listenLoop(ctx context.Context, f SubscriptionFilter) {

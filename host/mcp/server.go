@@ -85,6 +85,11 @@ type ServerOptions struct {
 	// not reuse). Their cacheScope is "private": what one client is
 	// served need not be what another is.
 	CacheTTL time.Duration
+	// ModernOnly serves 2026-07-28 alone, as a server built only for the
+	// stateless revision does: initialize and every other request without
+	// a modern _meta get UnsupportedProtocolVersion naming the modern
+	// versions, and server/discover lists only those.
+	ModernOnly bool
 }
 
 // Server holds what is served. It is safe for concurrent use.
@@ -414,6 +419,15 @@ func (ss *ServerSession) capabilities() ServerCapabilities {
 func (ss *ServerSession) HandleRequest(ctx context.Context, method string, params json.RawMessage) (any, error) {
 	if m, modern, err := ParseRequestMeta(params); modern {
 		return ss.serveModern(ctx, method, params, &m, err)
+	}
+	if ss.srv.opts.ModernOnly {
+		requested := ""
+		if method == MethodInitialize {
+			var p InitializeParams
+			_ = json.Unmarshal(params, &p)
+			requested = p.ProtocolVersion
+		}
+		return nil, UnsupportedProtocolVersion(requested, ModernVersions)
 	}
 	return ss.handle(ctx, method, params)
 }

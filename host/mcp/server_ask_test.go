@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -81,7 +82,8 @@ func TestAskWithModernClient(t *testing.T) {
 	defer cancel()
 	go askServer(&runs).Serve(ctx, b)
 	c, err := Connect(ctx, a, ClientOptions{
-		Info: Implementation{Name: "c", Version: "1"},
+		Info:         Implementation{Name: "c", Version: "1"},
+		PreferModern: true,
 		Elicitation: func(ctx context.Context, p *ElicitParams) (*ElicitResult, error) {
 			return &ElicitResult{Action: "accept", Content: map[string]any{"name": "Grace"}}, nil
 		},
@@ -103,3 +105,50 @@ func TestAskWithModernClient(t *testing.T) {
 }
 
 func quote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// TestEraChoice: a dual-era server gets the handshake unless the client
+// prefers the modern era; a modern-only server is spoken to statelessly
+// and refuses initialize naming what it speaks.
+func TestEraChoice(t *testing.T) {
+	connect := func(srv ServerOptions, o ClientOptions) (*Client, error) {
+		a, b := Pipe()
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		go NewServer(Implementation{Name: "s", Version: "1"}, srv).Serve(ctx, b)
+		o.Info = Implementation{Name: "c", Version: "1"}
+		c, err := Connect(ctx, a, o)
+		if c != nil {
+			t.Cleanup(func() { c.Close() })
+		}
+		return c, err
+	}
+	for _, tc := range []struct {
+		name   string
+		srv    ServerOptions
+		cli    ClientOptions
+		modern bool
+		code   int
+	}{
+		{name: "dual-era, default", modern: false},
+		{name: "dual-era, prefer modern", cli: ClientOptions{PreferModern: true}, modern: true},
+		{name: "modern-only", srv: ServerOptions{ModernOnly: true}, modern: true},
+		{name: "modern-only, handshake forced", srv: ServerOptions{ModernOnly: true}, cli: ClientOptions{ProtocolVersion: LatestVersion}, code: CodeUnsupportedProtocolVersion},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := connect(tc.srv, tc.cli)
+			if tc.code != 0 {
+				var re *RPCError
+				if !errors.As(err, &re) || re.Code != tc.code || !strings.Contains(string(re.Data), Version20260728) {
+					t.Fatalf("connect: %v, want code %d naming %s", err, tc.code, Version20260728)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Modern() != tc.modern {
+				t.Fatalf("spoke %s (modern %v), want modern %v", c.ProtocolVersion(), c.Modern(), tc.modern)
+			}
+		})
+	}
+}

@@ -46,7 +46,7 @@ func (ss *ServerSession) serveModern(ctx context.Context, method string, params 
 		return nil, InvalidParams("_meta has no %q: a request of %s carries the client's capabilities (an empty object for none)", MetaClientCapabilities, m.ProtocolVersion)
 	}
 	if !IsModern(m.ProtocolVersion) {
-		return nil, UnsupportedProtocolVersion(m.ProtocolVersion, AllVersions)
+		return nil, UnsupportedProtocolVersion(m.ProtocolVersion, ss.srv.versions())
 	}
 	if slices.Contains(removedMethods, method) {
 		return nil, &RPCError{Code: CodeMethodNotFound, Message: fmt.Sprintf("Method not found: %s (removed in %s)", method, m.ProtocolVersion)}
@@ -185,13 +185,21 @@ func (s *Server) cacheFields() []field {
 	return []field{{"ttlMs", strconv.FormatInt(ttl.Milliseconds(), 10)}, {"cacheScope", `"` + CacheScopePrivate + `"`}}
 }
 
+// versions is what the server speaks, modern first.
+func (s *Server) versions() []string {
+	if s.opts.ModernOnly {
+		return ModernVersions
+	}
+	return AllVersions
+}
+
 func (ss *ServerSession) discover() *DiscoverResult {
 	s := ss.srv
 	info, _ := json.Marshal(s.info)
 	ttl := max(s.opts.CacheTTL, 0)
 	return &DiscoverResult{
 		ResultType:        ResultComplete,
-		SupportedVersions: AllVersions,
+		SupportedVersions: s.versions(),
 		Capabilities:      ss.capabilities(),
 		Instructions:      s.opts.Instructions,
 		TTLMs:             ttl.Milliseconds(),

@@ -165,6 +165,11 @@ func noLeaks(t testing.TB, before int) {
 // connect opens a downstream session as agent with the client options o.
 func (e *env) connect(agent string, o mcp.ClientOptions) *mcp.Client {
 	e.t.Helper()
+	if o.ProtocolVersion == "" {
+		// These tests are of legacy (2025-11-25) sessions; modern agents
+		// have their own (modern_test.go).
+		o.ProtocolVersion = mcp.LatestVersion
+	}
 	down, up := mcp.Pipe()
 	done := make(chan struct{})
 	go func() { defer close(done); e.g.Serve(e.ctx, up, agent) }()

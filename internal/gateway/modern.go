@@ -387,7 +387,7 @@ func (s *session) modernRead(ctx context.Context, params json.RawMessage, meta *
 	if err != nil {
 		return nil, notFound(err, uri)
 	}
-	res, err := s.read(ctx, server, uri)
+	res, err := s.read(traced(ctx, params), server, uri)
 	if r, ok, ierr := inputRequired(res, err); ok || ierr != nil {
 		if ierr != nil {
 			return nil, ierr
@@ -416,7 +416,7 @@ func (s *session) modernPrompt(ctx context.Context, params json.RawMessage, meta
 		return nil, err
 	}
 	defer s.untrack(ref.server, s.track(ctx, ref.server))
-	res, err := s.host().GetPrompt(ctx, s.agent, ref.server, ref.name, args)
+	res, err := s.host().GetPrompt(traced(ctx, params), s.agent, ref.server, ref.name, args)
 	if r, ok, ierr := inputRequired(nil, err); ok || ierr != nil {
 		if ierr != nil {
 			return nil, ierr

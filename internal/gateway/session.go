@@ -708,7 +708,7 @@ func (s *session) readResource(ctx context.Context, params json.RawMessage) (any
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.read(ctx, server, uri)
+	res, err := s.read(traced(ctx, params), server, uri)
 	if err != nil {
 		return nil, rpcErrorOf(err)
 	}
@@ -820,7 +820,7 @@ func (s *session) getPrompt(ctx context.Context, params json.RawMessage) (any, e
 		return nil, err
 	}
 	defer s.untrack(ref.server, s.track(ctx, ref.server))
-	res, err := s.host().GetPrompt(ctx, s.agent, ref.server, ref.name, args)
+	res, err := s.host().GetPrompt(traced(ctx, params), s.agent, ref.server, ref.name, args)
 	if err != nil {
 		return nil, rpcErrorOf(err)
 	}
@@ -1170,6 +1170,23 @@ func oneLine(err error) string {
 		s = s[:i]
 	}
 	return s
+}
+
+// traced is ctx continuing the trace a request's params._meta carries
+// (ctx as it is when there is none).
+func traced(ctx context.Context, params json.RawMessage) context.Context {
+	raw := mcp.Member(params, "_meta")
+	if raw == nil {
+		return ctx
+	}
+	var meta mcp.Meta
+	if json.Unmarshal(raw, &meta) != nil {
+		return ctx
+	}
+	if tc := traceContext(meta); tc != nil {
+		return hostapi.WithTraceContext(ctx, tc)
+	}
+	return ctx
 }
 
 // traceContext is the W3C trace context a request's _meta carries

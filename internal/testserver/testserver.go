@@ -30,6 +30,8 @@ const (
 	EnvConformance = "MCP_CONFORMANCE"
 	// EnvVariant picks a variant of the echo tool's definition.
 	EnvVariant = "MCP_TOOL_VARIANT"
+	// EnvModernOnly=1 serves MCP 2026-07-28 alone.
+	EnvModernOnly = "MCP_MODERN_ONLY"
 )
 
 // MaxStartDelay bounds Options.StartDelay.
@@ -74,6 +76,10 @@ type Options struct {
 	// VariantChanged, VariantPoisoned or VariantRugPull, for the lockfile's tests (a
 	// server whose definitions change between runs). Env MCP_TOOL_VARIANT.
 	Variant string
+	// ModernOnly serves MCP 2026-07-28 alone (mcp.ServerOptions.ModernOnly),
+	// as servers built only for the stateless revision do. Env
+	// MCP_MODERN_ONLY=1.
+	ModernOnly bool
 }
 
 // OptionsFromEnv reads MCP_TOOL_COUNT, MCP_PAGE_SIZE and MCP_START_DELAY through getenv
@@ -100,6 +106,7 @@ func OptionsFromEnv(getenv func(string) string) (Options, error) {
 		o.StartDelay = d
 	}
 	o.Conformance = strings.TrimSpace(getenv(EnvConformance)) == "1"
+	o.ModernOnly = strings.TrimSpace(getenv(EnvModernOnly)) == "1"
 	o.Variant = strings.TrimSpace(getenv(EnvVariant))
 	if err := o.checkVariant(); err != nil {
 		return Options{}, fmt.Errorf("environment variable %s: %w", EnvVariant, err)
@@ -167,6 +174,7 @@ func New(o Options) *mcp.Server {
 			Timeout:      requestTimeout,
 			Completion:   complete,
 			Logging:      true,
+			ModernOnly:   o.ModernOnly,
 		})
 	addTools(s, o.Variant)
 	addGeneratedTools(s, o.ToolCount)
