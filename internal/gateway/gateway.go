@@ -388,7 +388,16 @@ func (g *Gateway) serve(ctx context.Context, conn mcp.Conn, agent string, st *st
 func (g *Gateway) Sessions() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return len(g.sessions)
+	n := 0
+	for s := range g.sessions {
+		// An agent's internal session for its stateless (2026-07-28)
+		// requests is no client's session: a probe such as server/discover
+		// opens one.
+		if !s.modernOnly {
+			n++
+		}
+	}
+	return n
 }
 
 // Close ends every session and waits for them; the host is the caller's
