@@ -197,26 +197,8 @@ func (h *Handler) postModern(w http.ResponseWriter, r *http.Request, principal s
 		s.conn.abandon(st)
 		return
 	}
-	st.mu.Lock()
-	st.budget, st.principal, st.credit = h.bytes, s.info.Principal, int64(len(body))
-	st.mu.Unlock()
-	defer func() {
-		st.mu.Lock()
-		n := st.charged
-		st.budget, st.charged = nil, 0
-		st.mu.Unlock()
-		h.bytes.release(s.info.Principal, held+n)
-	}()
-	if deliver := s.conn.deliverFunc(true); deliver != nil {
-		h.serveInline(w, r, s, st, deliver, body)
-		return
-	}
-	if !s.conn.push(r.Context(), body) {
-		s.conn.abandon(st)
-		rpcError(w, http.StatusServiceUnavailable, mcp.CodeInternalError, "the server side of this request ended; retry")
-		return
-	}
-	h.reply(w, r, s, st)
+	defer h.charge(s, st, held, len(body))()
+	h.deliver(w, r, s, st, body, http.StatusServiceUnavailable, mcp.CodeInternalError, "the server side of this request ended; retry")
 }
 
 // modernStream finds the principal's internal session on which the

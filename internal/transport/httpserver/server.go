@@ -640,16 +640,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, principal string)
 		return
 	}
 	st := s.conn.open(m.ID, m.ProgressToken)
-	st.mu.Lock()
-	st.budget, st.principal, st.credit = h.bytes, s.info.Principal, int64(len(body))
-	st.mu.Unlock()
-	defer func() {
-		st.mu.Lock()
-		n := st.charged
-		st.budget, st.charged = nil, 0
-		st.mu.Unlock()
-		h.bytes.release(s.info.Principal, held+n)
-	}()
+	defer h.charge(s, st, held, len(body))()
 	if m.Method == mcp.MethodInitialize {
 		if sid == "" {
 			// A new session: its id goes out with a successful answer
@@ -660,13 +651,36 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, principal string)
 			w.Header().Set("Mcp-Session-Id", s.info.ID)
 		}
 	}
+	h.deliver(w, r, s, st, body, http.StatusNotFound, mcp.CodeInvalidRequest, "the session ended")
+}
+
+// charge makes st's answer count against the bytes budget of s's
+// principal, beside the held bytes the request reserved for its body;
+// the func it returns gives back both.
+func (h *Handler) charge(s *session, st *stream, held int64, body int) func() {
+	st.mu.Lock()
+	st.budget, st.principal, st.credit = h.bytes, s.info.Principal, int64(body)
+	st.mu.Unlock()
+	return func() {
+		st.mu.Lock()
+		n := st.charged
+		st.budget, st.charged = nil, 0
+		st.mu.Unlock()
+		h.bytes.release(s.info.Principal, held+n)
+	}
+}
+
+// deliver hands body to s's serve function (on this goroutine when its
+// conn serves inline) and writes the answer; when the session's side is
+// gone the request is refused with status, code and msg.
+func (h *Handler) deliver(w http.ResponseWriter, r *http.Request, s *session, st *stream, body []byte, status, code int, msg string) {
 	if deliver := s.conn.deliverFunc(true); deliver != nil {
 		h.serveInline(w, r, s, st, deliver, body)
 		return
 	}
 	if !s.conn.push(r.Context(), body) {
 		s.conn.abandon(st)
-		rpcError(w, http.StatusNotFound, mcp.CodeInvalidRequest, "the session ended")
+		rpcError(w, status, code, msg)
 		return
 	}
 	h.reply(w, r, s, st)
