@@ -289,13 +289,15 @@ func (r *Registry) connect(ctx context.Context, e *entry, force bool) (*mcp.Clie
 		e.mu.Unlock()
 		return nil, err
 	}
-	go r.watch(e, c)
 	if c.Err() != nil {
 		// It died during the listing: a failed attempt, so the next use
 		// waits out a backoff. This caller still gets the session, whose
-		// next request fails with what killed it.
+		// next request fails with what killed it. Recorded before watch
+		// starts, which would otherwise see the same death first and
+		// take it for a healthy session's (reconnect at once).
 		r.ended(e, c, true)
 	}
+	go r.watch(e, c)
 	r.changed(e.cfg.Name)
 	return c, nil
 }
