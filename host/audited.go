@@ -154,7 +154,9 @@ func (h *Host) audited(ctx context.Context, rec *audit.Record, do func(ctx conte
 	if w != nil {
 		var werr error
 		if reserved {
-			reserved, werr = false, w.WriteReserved(*rec)
+			// Fail-closed, the answer waits until its record is in the
+			// file: a crash right after the answer cannot lose it.
+			reserved, werr = false, w.Commit(ctx, *rec)
 		} else {
 			werr = w.Write(*rec)
 		}

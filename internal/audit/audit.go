@@ -139,13 +139,31 @@ type Writer struct {
 	keyID   string
 	cpf     *os.File // the checkpoint sink; nil without a signing key
 	sinceCP int      // records since the last checkpoint
+	waiting []waiter // Commit's records taken, told once written out
 }
 
-// item is a queued record; slot says it holds a place (Reserve).
+// item is a queued record; slot says it holds a place (Reserve); done,
+// when set, hears once the record is written out (Commit).
 type item struct {
 	r    Record
 	slot bool
+	done chan error
 }
+
+// waiter is a Commit waiting for its record to reach the file.
+type waiter struct {
+	done chan error
+	err  error // the record's own failure, if it was not written
+}
+
+// maxWaiting bounds the records Commit waits on between two write-outs:
+// under a steady stream the queue may never run empty, and a waiting call
+// should not wait for it to.
+const maxWaiting = 64
+
+// CommitWait bounds how long Commit waits for the disk: a record not
+// written by then refuses the call's answer, as a full queue would.
+const CommitWait = 10 * time.Second
 
 // Open opens (or creates) the log at o.Path, locks it for this Writer
 // alone and resumes its chain.
@@ -307,11 +325,11 @@ func (w *Writer) Write(r Record) error {
 		default:
 			return ErrFull
 		}
-		w.queue <- item{r, true} // room: each queued item holds one of the queue's slots
+		w.queue <- item{r: r, slot: true} // room: each queued item holds one of the queue's slots
 		return nil
 	}
 	select {
-	case w.queue <- item{r, false}:
+	case w.queue <- item{r: r}:
 		return nil
 	default:
 	}
@@ -322,7 +340,7 @@ func (w *Writer) Write(r Record) error {
 // Reserve holds a place in the queue for the record of a call about to
 // run, so that with FailClosed a call runs only when its record can be
 // queued: it refuses while the sink fails or the queue is full. Pass the
-// record to WriteReserved, or give the place back with Release. Without
+// record to Commit, or give the place back with Release. Without
 // FailClosed it holds nothing.
 func (w *Writer) Reserve() error {
 	if !w.o.FailClosed {
@@ -352,21 +370,40 @@ func (w *Writer) Release() {
 	}
 }
 
-// WriteReserved queues r in the place Reserve held: it cannot find the
-// queue full. It fails only when the log was closed meanwhile.
-func (w *Writer) WriteReserved(r Record) error {
+// Commit queues r in the place Reserve held (it cannot find the queue
+// full) and returns only once r's line is written to the file (the kernel has it, so this process being killed cannot lose
+// it), so that with FailClosed no answer leaves before its record. Records
+// are written out in batches, so waiting calls share one write. It fails
+// when the record could not be written, when the log is closed, or after
+// CommitWait or ctx's end (the record may still be written later). Without
+// FailClosed it is Write.
+func (w *Writer) Commit(ctx context.Context, r Record) error {
 	if !w.o.FailClosed {
 		return w.Write(r)
 	}
+	done := make(chan error, 1)
 	w.qmu.RLock()
-	defer w.qmu.RUnlock()
 	if w.closed {
+		w.qmu.RUnlock()
 		<-w.slots
 		return errors.New("audit log is closed")
 	}
 	clamp(&r)
-	w.queue <- item{r, true}
-	return nil
+	w.queue <- item{r: r, slot: true, done: done}
+	w.qmu.RUnlock()
+	t := time.NewTimer(CommitWait)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("the audit record was not written, and fail_closed is set: %w", err)
+		}
+		return nil
+	case <-t.C:
+		return fmt.Errorf("the audit record was not written within %v, and fail_closed is set (a slow or stuck disk?)", CommitWait)
+	case <-ctx.Done():
+		return fmt.Errorf("the audit record was not written before the call ended, and fail_closed is set: %w", context.Cause(ctx))
+	}
 }
 
 // HashArgs sets r's argument digest of raw: ArgsHMAC with the log's key,
@@ -446,6 +483,7 @@ func (w *Writer) run() {
 		if err := w.w.Flush(); err != nil {
 			w.closeErr = err
 		}
+		w.tell(w.closeErr)
 		if err := w.closeFiles(); err != nil && w.closeErr == nil {
 			w.closeErr = err
 		}
@@ -457,15 +495,16 @@ func (w *Writer) run() {
 				return
 			}
 			w.take(it)
-			// Write out once the queue is empty, not per record.
-			if len(w.queue) == 0 {
-				w.sync()
+			// Write out once the queue is empty, not per record, unless
+			// enough calls wait on it.
+			if len(w.queue) == 0 || len(w.waiting) >= maxWaiting {
+				w.tell(w.sync())
 			}
 		case ack := <-w.flushes:
 			for n := len(w.queue); n > 0; n-- {
 				w.take(<-w.queue)
 			}
-			w.sync()
+			w.tell(w.sync())
 			close(ack)
 		}
 	}
@@ -476,10 +515,26 @@ func (w *Writer) take(it item) {
 	if it.slot {
 		<-w.slots
 	}
-	w.append(it.r)
+	err := w.append(it.r)
+	if it.done != nil {
+		w.waiting = append(w.waiting, waiter{it.done, err})
+	}
 	if w.sinceCP >= w.o.CheckpointEvery {
 		w.checkpoint()
 	}
+}
+
+// tell answers the Commits waiting on records now written out; err is
+// the write-out's failure, if any.
+func (w *Writer) tell(err error) {
+	for i, c := range w.waiting {
+		if c.err == nil {
+			c.err = err
+		}
+		c.done <- c.err
+		w.waiting[i] = waiter{}
+	}
+	w.waiting = w.waiting[:0]
 }
 
 // checkpoint signs the head of the chain into the checkpoint sink, once
@@ -514,16 +569,20 @@ func (w *Writer) checkpoint() {
 	w.sinceCP = 0
 }
 
-func (w *Writer) sync() {
+// sync writes out what the buffer holds, saying whether it failed.
+func (w *Writer) sync() error {
 	if err := w.w.Flush(); err != nil {
-		w.setErr(fmt.Errorf("writing %s: %w", w.o.Path, err))
+		err = fmt.Errorf("writing %s: %w", w.o.Path, err)
+		w.setErr(err)
 		w.log.Error("audit log write failed", "path", w.o.Path, "error", err)
+		return err
 	}
+	return nil
 }
 
 // append chains r and writes its line, rotating first when it would pass
-// MaxBytes.
-func (w *Writer) append(r Record) {
+// MaxBytes. It says why r was dropped, if it was.
+func (w *Writer) append(r Record) error {
 	if w.stallHook != nil {
 		w.stallHook()
 	}
@@ -532,7 +591,7 @@ func (w *Writer) append(r Record) {
 			w.setErr(err)
 			w.log.Error("audit log rotation failed", "path", w.o.Path, "error", err)
 			w.drop("rotation failed")
-			return
+			return err
 		}
 	}
 	r.Seq = w.seq + 1
@@ -563,14 +622,15 @@ func (w *Writer) append(r Record) {
 			Flags: []string{"record_truncated"}, Seq: r.Seq, Genesis: r.Genesis, KeyID: r.KeyID, Prev: r.Prev, MAC: r.MAC}
 		if line, err = appendRecord(w.line[:0], &r); err != nil {
 			w.drop(err.Error())
-			return
+			return err
 		}
 	}
 	w.line = line // its buffer serves the next record (bufio copies)
 	if _, err := w.w.Write(append(line, '\n')); err != nil {
-		w.setErr(fmt.Errorf("writing %s: %w", w.o.Path, err))
+		err = fmt.Errorf("writing %s: %w", w.o.Path, err)
+		w.setErr(err)
 		w.drop(err.Error())
-		return
+		return err
 	}
 	if r.Genesis != "" {
 		w.genesis = r.Genesis
@@ -584,6 +644,7 @@ func (w *Writer) append(r Record) {
 	if w.Err() != nil {
 		w.setErr(nil)
 	}
+	return nil
 }
 
 // rotate moves Path.i to Path.i+1 (dropping the oldest past Keep) and

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -221,7 +222,7 @@ func TestBoundedQueue(t *testing.T) {
 
 // Fail-closed, Reserve holds a queue place before the call runs: with the
 // queue full it refuses, so no call runs whose record could not be
-// queued; WriteReserved then never finds the queue full.
+// queued; Commit then never finds the queue full.
 func TestReserve(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
 	w := open(t, Options{Path: path, Buffer: 2, FailClosed: true})
@@ -248,10 +249,21 @@ func TestReserve(t *testing.T) {
 		t.Fatalf("a write with every place held: %v", err)
 	}
 	w.Release()
-	if err := w.WriteReserved(rec(1)); err != nil {
-		t.Fatal(err)
+	// Commit returns once its record is in the file, not before.
+	committed := make(chan error, 1)
+	go func() { committed <- w.Commit(context.Background(), rec(1)) }()
+	select {
+	case err := <-committed:
+		t.Fatalf("Commit returned with the writer stalled: %v", err)
+	case <-time.After(50 * time.Millisecond):
 	}
 	close(stall)
+	if err := <-committed; err != nil {
+		t.Fatal(err)
+	}
+	if got := len(lines(t, path)); got != 2 {
+		t.Fatalf("Commit returned with %d lines in the file, want 2", got)
+	}
 	writeN(t, w, 2, 1)
 	w.Close()
 	if err := w.Reserve(); err == nil {
@@ -284,6 +296,47 @@ func TestSinkFailure(t *testing.T) {
 		if !failClosed && err != nil {
 			t.Errorf("fail open: %v", err)
 		}
+	}
+}
+
+// Commit, from many calls at once, returns each once its record is in the
+// file, and says so when the file cannot be written.
+func TestCommit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	w := open(t, Options{Path: path, Buffer: 8, FailClosed: true})
+	var wg sync.WaitGroup
+	errs := make(chan error, 100)
+	for i := range 100 {
+		wg.Go(func() {
+			for w.Reserve() != nil { // the queue holds 8; callers take turns
+				runtime.Gosched()
+			}
+			if err := w.Commit(context.Background(), rec(i)); err != nil {
+				errs <- err
+				return
+			}
+			// Whatever Commit returned for is in the file already.
+			if b, _ := os.ReadFile(path); !bytes.Contains(b, []byte(rec(i).ArgsSHA256)) {
+				errs <- fmt.Errorf("record %d committed and not in the file", i)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if n := len(lines(t, path)); n != 100 {
+		t.Fatalf("%d lines, want 100", n)
+	}
+
+	w.f.Close() // the disk goes away under the writer
+	if err := w.Reserve(); err != nil {
+		t.Fatal(err)
+	}
+	err := w.Commit(context.Background(), rec(100))
+	if err == nil || !strings.Contains(err.Error(), "fail_closed") || !strings.Contains(err.Error(), path) {
+		t.Fatalf("a commit the disk refused: %v", err)
 	}
 }
 
