@@ -232,6 +232,10 @@ func (p *Peer) readLoop() {
 				p.draining = true
 				p.hmu.Unlock()
 				p.drain()
+				// A request answered during the drain by a goroutine
+				// that had been the reader corks its response for a
+				// reader to send; none will come.
+				p.flushCorked()
 			}
 			p.fail(err)
 			return
