@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -101,27 +102,30 @@ NEXUS_CONFIG are trusted as they are.`,
 			if err != nil {
 				return err
 			}
-			store := trustPath()
-			entries, err := config.ReadTrust(store)
+			var said strings.Builder // printed once the store has it
+			err = config.UpdateTrust(trustPath(), func(entries []config.Trusted) ([]config.Trusted, error) {
+				for _, p := range paths {
+					key, err := config.TrustKey(p)
+					if err != nil {
+						return nil, usageErr("%s: %v", p, unwrapPath(err))
+					}
+					data, sum, err := config.HashConfig(key)
+					if err != nil {
+						return nil, usageErr("%s cannot be trusted: %v", p, err)
+					}
+					entries = grant(entries, key, sum)
+					fmt.Fprintf(&said, "Trusted %s (sha256 %s)\n", clean(key), sum[:12])
+					for _, l := range config.Inventory(key, data) {
+						fmt.Fprintln(&said, "  "+clean(l))
+					}
+				}
+				return entries, nil
+			})
 			if err != nil {
 				return err
 			}
-			for _, p := range paths {
-				key, err := config.TrustKey(p)
-				if err != nil {
-					return usageErr("%s: %v", p, unwrapPath(err))
-				}
-				data, sum, err := config.HashConfig(key)
-				if err != nil {
-					return usageErr("%s cannot be trusted: %v", p, err)
-				}
-				entries = grant(entries, key, sum)
-				fmt.Fprintf(a.stdout, "Trusted %s (sha256 %s)\n", clean(key), sum[:12])
-				for _, l := range config.Inventory(key, data) {
-					fmt.Fprintln(a.stdout, "  "+clean(l))
-				}
-			}
-			return config.WriteTrust(store, entries)
+			_, err = io.WriteString(a.stdout, said.String())
+			return err
 		},
 	}
 	cmd.Flags().BoolVar(&list, "list", false, "list the trusted files, and whether each is still as it was trusted")
@@ -183,42 +187,47 @@ exist any more.`,
   nexus untrust --all`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			store := trustPath()
-			entries, err := config.ReadTrust(store)
-			if err != nil && !all {
-				return err
-			}
-			before := len(entries)
 			if all {
 				if len(args) > 0 {
 					return usageErr("--all takes no PATH")
 				}
-				entries = nil
-			} else {
-				keys := map[string]bool{}
-				for _, p := range args {
-					// A file gone or moved: its entry, by the path as given.
-					if abs, err := filepath.Abs(p); err == nil {
-						keys[abs] = true
-					}
-				}
-				paths, err := trustTargets(args)
-				if err != nil && len(args) == 0 {
+				// A store that cannot be read is still replaced.
+				entries, _ := config.ReadTrust(store)
+				if err := config.UpdateTrust(store, nil); err != nil {
 					return err
 				}
-				for _, p := range paths {
-					if k, err := config.TrustKey(p); err == nil {
-						keys[k] = true
-					}
-				}
-				entries = slices.DeleteFunc(entries, func(t config.Trusted) bool { return keys[t.Path] })
-				if len(entries) == before {
-					return usageErr("none of these is trusted (nexus trust --list lists what is)")
+				fmt.Fprintf(a.stdout, "Untrusted %d file(s).\n", len(entries))
+				return nil
+			}
+			keys := map[string]bool{}
+			for _, p := range args {
+				// A file gone or moved: its entry, by the path as given.
+				if abs, err := filepath.Abs(p); err == nil {
+					keys[abs] = true
 				}
 			}
-			if err := config.WriteTrust(store, entries); err != nil {
+			paths, err := trustTargets(args)
+			if err != nil && len(args) == 0 {
 				return err
 			}
-			fmt.Fprintf(a.stdout, "Untrusted %d file(s).\n", before-len(entries))
+			for _, p := range paths {
+				if k, err := config.TrustKey(p); err == nil {
+					keys[k] = true
+				}
+			}
+			removed := 0
+			err = config.UpdateTrust(store, func(entries []config.Trusted) ([]config.Trusted, error) {
+				before := len(entries)
+				entries = slices.DeleteFunc(entries, func(t config.Trusted) bool { return keys[t.Path] })
+				if removed = before - len(entries); removed == 0 {
+					return nil, usageErr("none of these is trusted (nexus trust --list lists what is)")
+				}
+				return entries, nil
+			})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "Untrusted %d file(s).\n", removed)
 			return nil
 		},
 	}
@@ -237,12 +246,9 @@ func trustWritten(path string) error {
 	if err != nil {
 		return err
 	}
-	store := trustPath()
-	entries, err := config.ReadTrust(store)
-	if err != nil {
-		return err
-	}
-	return config.WriteTrust(store, grant(entries, key, sum))
+	return config.UpdateTrust(trustPath(), func(entries []config.Trusted) ([]config.Trusted, error) {
+		return grant(entries, key, sum), nil
+	})
 }
 
 // grant trusts the file key with content sum in list, replacing what was
@@ -275,20 +281,17 @@ func (a *app) askTrust(us []config.Untrusted) bool {
 	if err != nil || !strings.EqualFold(strings.TrimSpace(line), "y") && !strings.EqualFold(strings.TrimSpace(line), "yes") {
 		return false
 	}
-	store := trustPath()
-	entries, err := config.ReadTrust(store)
-	if err != nil {
-		con.say("%v\n", err)
-		return false
-	}
-	for _, u := range us {
-		key, err := config.TrustKey(u.Path)
-		if err != nil {
-			return false
+	err = config.UpdateTrust(trustPath(), func(entries []config.Trusted) ([]config.Trusted, error) {
+		for _, u := range us {
+			key, err := config.TrustKey(u.Path)
+			if err != nil {
+				return nil, err
+			}
+			entries = grant(entries, key, u.SHA256)
 		}
-		entries = grant(entries, key, u.SHA256)
-	}
-	if err := config.WriteTrust(store, entries); err != nil {
+		return entries, nil
+	})
+	if err != nil {
 		con.say("The trust could not be saved: %v\n", err)
 		return false
 	}

@@ -105,7 +105,7 @@ func TestDependencyRules(t *testing.T) {
 			switch {
 			case from == "host/mcp" && impl(to) && !streamHelpers[to]:
 				bad = "host/mcp is the pure protocol and imports no other host package (but the stream readers under it)"
-			case from == "internal/option" || from == "internal/bounded":
+			case from == "internal/option" || from == "internal/bounded" || from == "internal/filelock":
 				bad = from + " is a leaf every part may use and imports no other Nexus package"
 			case streamHelpers[from]:
 				bad = from + " reads streams for the protocol and the transports alike, and imports no other Nexus package"

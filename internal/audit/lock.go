@@ -3,14 +3,11 @@ package audit
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"strconv"
 	"strings"
-)
 
-// errLocked is tryLock's answer when another open file holds the lock.
-var errLocked = errors.New("locked")
+	"github.com/nexus-mcp/nexus/internal/filelock"
+)
 
 // lock takes path+".lock" for this Writer alone and writes the process id
 // into it. Two writers on one log would interleave two chains, which
@@ -23,35 +20,17 @@ func lock(path string) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("audit log %s: its lock file: %w; check the directory exists and is writable", path, err)
 	}
-	if err := tryLock(f); err != nil {
-		holder := readHolder(f)
+	if err := filelock.TryLock(f); err != nil {
+		holder := filelock.Holder(f)
 		f.Close()
-		if errors.Is(err, errLocked) {
+		if errors.Is(err, filelock.ErrLocked) {
+			if strings.HasSuffix(holder, "this one") {
+				holder += ": another Writer opened it"
+			}
 			return nil, fmt.Errorf("audit log %s is in use by another writer (%s, per %s): two writers would interleave two chains in one file; stop the other one, or give this one an audit path of its own", path, holder, lp)
 		}
 		return nil, fmt.Errorf("audit log %s: locking %s: %w", path, lp, err)
 	}
-	// The id only informs the next one refused: a failure to write it
-	// does not stop the log.
-	if f.Truncate(0) == nil {
-		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	}
+	filelock.WritePID(f)
 	return f, nil
-}
-
-// readHolder says which process holds a lock file, from the PID in it.
-func readHolder(f *os.File) string {
-	b := make([]byte, 32)
-	n, err := f.ReadAt(b, 0)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return "a process whose id cannot be read"
-	}
-	pid := strings.TrimSpace(string(b[:n]))
-	if _, err := strconv.Atoi(pid); err != nil || pid == "" {
-		return "a process that has not written its id yet"
-	}
-	if pid == strconv.Itoa(os.Getpid()) {
-		return "process " + pid + ", this one: another Writer opened it"
-	}
-	return "process " + pid
 }

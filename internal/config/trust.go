@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/internal/bounded"
 	"github.com/nexus-mcp/nexus/internal/diag"
+	"github.com/nexus-mcp/nexus/internal/filelock"
 )
 
 // Workspace trust. A config file found by walking up from the working
@@ -129,6 +131,43 @@ func WriteTrust(path string, list []Trusted) error {
 		return fmt.Errorf("the trust store would be over the %s limit; remove entries with nexus untrust", bounded.Size(MaxTrustSize))
 	}
 	return bounded.WriteFile(path, append(b, '\n'))
+}
+
+// TrustLockWait bounds how long UpdateTrust waits for another process
+// changing the trust store at the same time.
+const TrustLockWait = 10 * time.Second
+
+// UpdateTrust changes the trust store at path under its lock (path +
+// ".lock"): change gets the entries as they are and returns them as they
+// should be. Two processes trusting files at once (two terminals, an
+// editor's extension) each see the other's change rather than writing
+// over it. An error from change leaves the store as it was. A nil change
+// empties the store, even one that cannot be read.
+func UpdateTrust(path string, change func([]Trusted) ([]Trusted, error)) error {
+	if path == "" {
+		return errors.New("no trust store: set HOME or " + TrustEnv)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("the trust store's directory: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), TrustLockWait)
+	defer cancel()
+	lf, err := filelock.Acquire(ctx, path+".lock")
+	if err != nil {
+		return fmt.Errorf("the trust store is being changed by another nexus: %w; try again when it is done, or remove the lock file if that process is gone", err)
+	}
+	defer lf.Close()
+	if change == nil {
+		return WriteTrust(path, nil)
+	}
+	list, err := ReadTrust(path)
+	if err != nil {
+		return err
+	}
+	if list, err = change(list); err != nil {
+		return err
+	}
+	return WriteTrust(path, list)
 }
 
 // TrustKey is the path a config file is trusted under: absolute, with

@@ -1,10 +1,13 @@
 package config
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -274,4 +277,44 @@ func FuzzInventory(f *testing.F) {
 			t.Fatalf("%d lines", len(out))
 		}
 	})
+}
+
+// Processes trusting files at once each keep the other's change: the
+// store is read and written under its lock (before, the last writer won).
+func TestUpdateTrustConcurrent(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "sub", "trust.json")
+	var wg sync.WaitGroup
+	errs := make(chan error, 20)
+	for i := range 20 {
+		wg.Go(func() {
+			errs <- UpdateTrust(store, func(list []Trusted) ([]Trusted, error) {
+				return append(list, Trusted{Path: fmt.Sprintf("/w%d/.nexus/nexus.hcl", i), SHA256: strings.Repeat("ab", 32)}), nil
+			})
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, err := ReadTrust(store)
+	if err != nil || len(list) != 20 {
+		t.Fatalf("%d entries after 20 concurrent grants (%v)", len(list), err)
+	}
+	// A change that fails leaves the store as it was; a nil one empties it.
+	if err := UpdateTrust(store, func([]Trusted) ([]Trusted, error) { return nil, errors.New("no") }); err == nil {
+		t.Fatal("the change's error was lost")
+	}
+	if list, _ := ReadTrust(store); len(list) != 20 {
+		t.Fatalf("a failed change wrote the store: %d entries", len(list))
+	}
+	os.WriteFile(store, []byte("{corrupt"), 0o600)
+	if err := UpdateTrust(store, nil); err != nil {
+		t.Fatal(err)
+	}
+	if list, err := ReadTrust(store); err != nil || len(list) != 0 {
+		t.Fatalf("emptied: %v %v", list, err)
+	}
 }

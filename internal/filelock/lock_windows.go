@@ -1,6 +1,6 @@
 //go:build windows
 
-package audit
+package filelock
 
 import (
 	"errors"
@@ -17,7 +17,7 @@ func tryLock(f *os.File) error {
 	ol := &windows.Overlapped{Offset: 0, OffsetHigh: 0x7fffffff}
 	err := windows.LockFileEx(windows.Handle(f.Fd()), windows.LOCKFILE_EXCLUSIVE_LOCK|windows.LOCKFILE_FAIL_IMMEDIATELY, 0, 1, 0, ol)
 	if errors.Is(err, windows.ERROR_LOCK_VIOLATION) || errors.Is(err, windows.ERROR_IO_PENDING) {
-		return errLocked
+		return ErrLocked
 	}
 	return err
 }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package audit
+package filelock
 
 import (
 	"errors"
@@ -15,7 +15,7 @@ import (
 func tryLock(f *os.File) error {
 	err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
 	if errors.Is(err, unix.EWOULDBLOCK) {
-		return errLocked
+		return ErrLocked
 	}
 	return err
 }
