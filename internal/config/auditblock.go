@@ -57,8 +57,8 @@ func (h *hclFile) audit(b *hcl.Block) {
 	before := len(h.errs)
 	at := c.Attributes
 	if x := at["path"]; x != nil {
-		a.Path, _ = h.path(x)
-		if a.Path == "" {
+		var ok bool
+		if a.Path, ok = h.path(x); ok && a.Path == "" {
 			h.errRange(x.Expr.Range(), "", "the audit path is empty", auditExample)
 		}
 	}
@@ -110,7 +110,7 @@ func (j *jsonFile) audit(v *jval) {
 				if s == "" {
 					d.errAt(m.val, "the audit path is empty")
 				}
-				a.Path = resolvePath(s, j.dir, j.ld.home)
+				a.Path, _ = j.path(d, m.val, "path", s)
 			}
 		case "max_bytes":
 			a.MaxBytes, _ = d.integer(m.val, m.key, 0)
@@ -129,7 +129,7 @@ func (j *jsonFile) audit(v *jval) {
 			*map[string]*string{"key": &a.Key, "signing_key": &a.SigningKey, "public_key": &a.PublicKey}[m.key] = s
 		case "signing_key_file", "checkpoint_path":
 			if s, ok := d.str(m.val, m.key, ""); ok && s != "" {
-				*map[string]*string{"signing_key_file": &a.SigningKeyFile, "checkpoint_path": &a.CheckpointPath}[m.key] = resolvePath(s, j.dir, j.ld.home)
+				*map[string]*string{"signing_key_file": &a.SigningKeyFile, "checkpoint_path": &a.CheckpointPath}[m.key], _ = j.path(d, m.val, m.key, s)
 			}
 		}
 	}

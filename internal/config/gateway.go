@@ -631,7 +631,7 @@ func (j *jsonFile) gateway(v *jval) {
 			}
 			for _, t := range val.obj {
 				if p, ok := d.str(t.val, t.key, ""); ok {
-					p = resolvePath(p, j.dir, j.ld.home)
+					p, _ = j.path(d, t.val, t.key, p)
 					if t.key == "cert" {
 						g.TLSCert = p
 					} else {

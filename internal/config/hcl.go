@@ -953,7 +953,12 @@ func (h *hclFile) path(a *hcl.Attribute) (string, bool) {
 	if !ok || s == "" {
 		return "", ok
 	}
-	return resolvePath(s, h.dir, h.ld.home), true
+	p, err := h.ld.confined(s, h.dir, h.src.Layer)
+	if err != nil {
+		h.errRange(a.Expr.Range(), "", a.Name+" "+err.Error())
+		return "", false
+	}
+	return p, true
 }
 
 // content reads a block body against its schema; hcl reports unknown
@@ -1008,7 +1013,12 @@ func (h *hclFile) nexus(b *hcl.Block) {
 			return
 		}
 		for _, r := range roots {
-			h.out.roots = append(h.out.roots, resolvePath(r, h.dir, h.ld.home))
+			p, err := h.ld.confined(r, h.dir, h.src.Layer)
+			if err != nil {
+				h.errRange(a.Expr.Range(), "", "roots "+err.Error())
+				continue
+			}
+			h.out.roots = append(h.out.roots, p)
 		}
 		h.out.hasRoots = true
 	}
@@ -1282,13 +1292,14 @@ func (h *hclFile) filter(b *hcl.Block) {
 	if s, ok := h.choice(at["kind"], "kind", kinds); ok {
 		f.Kind = s
 	}
+	wasmOK := true
 	if a := at["wasm"]; a != nil {
-		f.WASM, _ = h.path(a)
+		f.WASM, wasmOK = h.path(a)
 	}
 	if a := at["plugin"]; a != nil {
 		f.Plugin, _ = h.str(a, nil, "")
 	}
-	if (f.WASM == "") == (f.Plugin == "") {
+	if wasmOK && (f.WASM == "") == (f.Plugin == "") {
 		h.errRange(b.DefRange, "", fmt.Sprintf("filter %q needs exactly one of wasm (a module path) or plugin (a plugin name)", name),
 			"filter \""+name+"\" {\n  kind = \"policy\"\n  wasm = \"./filters/"+name+".wasm\"\n}")
 	}

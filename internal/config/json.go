@@ -763,6 +763,20 @@ func (j *jsonFile) inputs(v *jval) {
 	j.x = j.ld.expander(byID)
 }
 
+// path resolves p, the value v of key, as resolvePath does, confined to
+// the workspace in a workspace file (see loader.confined).
+func (j *jsonFile) path(d *dec, v *jval, key, p string) (string, bool) {
+	if p == "" {
+		return "", true
+	}
+	full, err := j.ld.confined(p, j.dir, j.src.Layer)
+	if err != nil {
+		d.errAt(v, key+" "+err.Error())
+		return "", false
+	}
+	return full, true
+}
+
 func (j *jsonFile) nexus(v *jval) {
 	d := &dec{j: j, what: "nexus"}
 	if !d.keys(v, "nexus", []string{"roots"}) {
@@ -771,7 +785,9 @@ func (j *jsonFile) nexus(v *jval) {
 	if r := v.get("roots"); r != nil {
 		roots, _ := d.strs(r, "roots", "")
 		for _, p := range roots {
-			j.out.roots = append(j.out.roots, resolvePath(p, j.dir, j.ld.home))
+			if p, ok := j.path(d, r, "roots", p); ok {
+				j.out.roots = append(j.out.roots, p)
+			}
 		}
 		j.out.hasRoots = true
 	}
@@ -854,7 +870,7 @@ func (j *jsonFile) filters(v *jval) {
 				f.Kind, _ = d.str(val, "kind", "")
 			case "wasm":
 				if s, ok := d.str(val, "wasm", ""); ok {
-					f.WASM = resolvePath(s, j.dir, j.ld.home)
+					f.WASM, _ = j.path(d, val, "wasm", s)
 				}
 				srcV = val
 			case "plugin":
@@ -880,7 +896,7 @@ func (j *jsonFile) filters(v *jval) {
 				f.Entrypoint, _ = d.str(val, "entrypoint", "")
 			case "data_file":
 				if s, ok := d.str(val, "data_file", ""); ok {
-					f.DataFile = resolvePath(s, j.dir, j.ld.home)
+					f.DataFile, _ = j.path(d, val, "data_file", s)
 				}
 			case "on_error":
 				if s, ok := d.str(val, "on_error", ""); ok {

@@ -90,7 +90,10 @@ func (v jsonValue) Duration() (time.Duration, bool) { return v.d.duration(v.v, v
 func (v jsonValue) Bool() (bool, bool)              { return v.d.boolean(v.v, v.name) }
 func (v jsonValue) Path(ptr string) (string, bool) {
 	p, ok := v.d.str(v.v, v.name, ptr)
-	return resolvePath(p, v.d.j.dir, v.d.j.ld.home), ok
+	if !ok {
+		return "", false
+	}
+	return v.d.j.path(v.d, v.v, v.name, p)
 }
 func (v jsonValue) Fail(problem, fix string) { v.d.errAt(v.v, problem, fixes(fix)...) }
 func (v jsonValue) Choice(allowed []string) (string, bool) {

@@ -162,8 +162,8 @@ func TestTrustStoreRoundTrip(t *testing.T) {
 	}
 }
 
-// Relative file(), env_file and plugin paths in a workspace file stay in
-// its tree, even once it is trusted: "..", and symlinks that lead out, are
+// Relative file(), env_file, plugin, filter, audit, TLS and roots paths
+// in a workspace file stay in its tree, even once it is trusted: "..", and symlinks that lead out, are
 // refused with the file and line; absolute paths are its explicit choice.
 // Files the user named (--config) are not confined.
 func TestWorkspacePathsConfined(t *testing.T) {
@@ -197,6 +197,9 @@ func TestWorkspacePathsConfined(t *testing.T) {
 		{"confined_file_symlink", srv("    env = { K = file(\"../link.txt\") }\n")},
 		{"confined_env_file_symlink_dir", srv("    env_file = \"../up/x\"\n")},
 		{"confined_plugin_dotdot", srv("") + "plugin \"p\" { path = \"../../bin/p\" }\n"},
+		{"confined_filter_wasm_dotdot", srv("") + "filter \"f\" {\n  kind = \"policy\"\n  wasm = \"../../f.wasm\"\n}\n"},
+		{"confined_audit_path_symlink", srv("") + "audit {\n  path = \"../up/audit.jsonl\"\n}\n"},
+		{"confined_roots_dotdot", srv("") + "nexus {\n  roots = [\"../..\"]\n}\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := load(tc.content)
@@ -220,6 +223,15 @@ func TestWorkspacePathsConfined(t *testing.T) {
 	if p := cfg.Plugin("p"); p == nil || p.Path != filepath.Join(repo, ".nexus", "bin", "p") {
 		t.Errorf("plugin %+v", p)
 	}
+
+	// The JSON format's paths are held to it too.
+	os.Remove(filepath.Join(repo, ".nexus", "nexus.hcl"))
+	js := write(t, repo, ".nexus/mcp.json", `{"mcpServers": {"s": {"command": "nexus"}}, "filters": [{"name": "f", "kind": "policy", "wasm": "../../f.wasm"}]}`)
+	trustFiles(t, home, js)
+	if _, err := Load(Options{Dir: repo, Home: home, LookupEnv: env()}); err == nil || !strings.Contains(err.Error(), `wasm "../../f.wasm" leaves the workspace`) {
+		t.Fatalf("a JSON filter's escaping path: %v", err)
+	}
+	os.Remove(js)
 
 	// A file the user named is not confined.
 	named := write(t, repo, "named/nexus.hcl", srv("    env = { K = file(\"../../outside.txt\") }\n"))
