@@ -123,6 +123,13 @@ func alive(pid int) bool {
 // fake returns a config for a fake server in the given mode.
 func fake(t *testing.T, mode string, extra ...string) *host.Host {
 	t.Helper()
+	// A generous handshake timeout: the fake is this race-built test
+	// binary, which on a loaded machine takes seconds to start.
+	return fakeTimeout(t, 15*time.Second, mode, extra...)
+}
+
+func fakeTimeout(t *testing.T, timeout time.Duration, mode string, extra ...string) *host.Host {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +140,7 @@ func fake(t *testing.T, mode string, extra ...string) *host.Host {
 	}
 	envJSON, _ := json.Marshal(env)
 	cfgJSON := fmt.Sprintf(`{"mcpServers":{"fake":{"command":%q,"env":%s}}}`, exe, envJSON)
-	return newHost(t, cfgJSON, host.Options{Timeout: 3 * time.Second, CloseGrace: 100 * time.Millisecond})
+	return newHost(t, cfgJSON, host.Options{Timeout: timeout, CloseGrace: 100 * time.Millisecond})
 }
 
 func newHost(t *testing.T, cfgJSON string, opts host.Options) *host.Host {
@@ -314,7 +321,7 @@ func TestBadServers(t *testing.T) {
 		wantReport(t, err, "ECONNREFUSED", "code 1")
 	})
 	t.Run("never answers initialize", func(t *testing.T) {
-		h := fake(t, "hang")
+		h := fakeTimeout(t, 2*time.Second, "hang")
 		start := time.Now()
 		_, err := h.Client(ctx, host.CLIAgent, "fake")
 		wantReport(t, err, "handshake")
