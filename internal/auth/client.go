@@ -564,6 +564,18 @@ func (c *Client) dpopNonceChallenge(resp *http.Response) (retry, handled bool, e
 	return true, true, nil
 }
 
+// Observe keeps the DPoP nonce a resource server sends on a successful
+// response to a request with a proof (RFC 9449 section 8.2), so the next
+// request carries it instead of meeting use_dpop_nonce first.
+func (c *Client) Observe(resp *http.Response) {
+	if resp == nil || resp.Request == nil || resp.Request.Header.Get("DPoP") == "" || !c.sameOrigin(resp.Request.URL) {
+		return
+	}
+	if n := nonceFrom(resp.Header); n != "" {
+		c.setNonce(origin(resp.Request.URL), n)
+	}
+}
+
 func scopesCover(have, want []string) bool {
 	for _, w := range want {
 		if !contains(have, w) {

@@ -64,6 +64,21 @@ func TestDPoPNonce(t *testing.T) {
 	}
 }
 
+// A server that hands out its next nonce on each success (RFC 9449
+// section 8.2) is answered with it: one use_dpop_nonce in all, not one per
+// rotation.
+func TestDPoPNonceRotatedOnSuccess(t *testing.T) {
+	_, rs := dpopPair(t)
+	rs.dpopNonce, rs.rotateNonce = "rs-nonce-1", true
+	c := newTestClient(t, rs, nil)
+	for range 4 {
+		mustCall(t, c, rs.url())
+	}
+	if rs.nonceAsks != 1 {
+		t.Errorf("%d nonce challenges for 4 calls, want 1 (the nonce each success hands out is kept)", rs.nonceAsks)
+	}
+}
+
 // TestDPoPNonceLoopIsBounded: a server that keeps refusing the nonce it
 // handed out ends in ErrDPoP, not a loop.
 func TestDPoPNonceLoopIsBounded(t *testing.T) {

@@ -709,6 +709,8 @@ type fakeRS struct {
 	// nonceAlways answers use_dpop_nonce even to the right nonce (a
 	// broken server).
 	nonceAlways bool
+	// rotateNonce hands out a new nonce on every success (section 8.2).
+	rotateNonce bool
 	jtis        map[string]bool
 	nonceAsks   int
 
@@ -811,11 +813,14 @@ func (rs *fakeRS) serve(w http.ResponseWriter, r *http.Request) {
 			if replay {
 				rs.currentAS().fail("a DPoP proof was sent twice (jti %s)", jti)
 			}
-			if rs.dpopNonce != "" && (nonce != rs.dpopNonce || rs.nonceAlways) {
+			rs.mu.Lock()
+			want := rs.dpopNonce
+			rs.mu.Unlock()
+			if want != "" && (nonce != want || rs.nonceAlways) {
 				rs.mu.Lock()
 				rs.nonceAsks++
 				rs.mu.Unlock()
-				w.Header().Set("DPoP-Nonce", rs.dpopNonce)
+				w.Header().Set("DPoP-Nonce", want)
 				w.Header().Set("WWW-Authenticate", `DPoP error="use_dpop_nonce", `+strings.Join(params, ", "))
 				writeJSON(w, 401, map[string]string{"error": "use_dpop_nonce"})
 				return
@@ -848,6 +853,10 @@ func (rs *fakeRS) serve(w http.ResponseWriter, r *http.Request) {
 	rs.mu.Lock()
 	if rs.moveTo != nil {
 		rs.as, rs.moveTo = rs.moveTo, nil
+	}
+	if rs.rotateNonce && rs.dpopNonce != "" {
+		rs.dpopNonce += "+"
+		w.Header().Set("DPoP-Nonce", rs.dpopNonce)
 	}
 	rs.mu.Unlock()
 	writeJSON(w, 200, map[string]any{"jsonrpc": "2.0", "id": 1, "result": map[string]any{"op": op}})
@@ -885,6 +894,9 @@ func call(t *testing.T, ctx context.Context, a Authorizer, target string) (*http
 			if retry {
 				continue
 			}
+		}
+		if o, ok := a.(interface{ Observe(*http.Response) }); ok {
+			o.Observe(resp)
 		}
 		return resp, nil
 	}

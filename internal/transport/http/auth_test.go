@@ -21,6 +21,15 @@ type fakeAuthorizer struct {
 	refuse     error // Challenge fails with this
 	noRetry    bool  // Challenge declines
 	seen       []string
+	observed   int // successful responses seen (ResponseObserver)
+}
+
+func (a *fakeAuthorizer) Observe(resp *http.Response) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		a.observed++
+	}
 }
 
 func (a *fakeAuthorizer) Authorize(ctx context.Context, req *http.Request) error {
@@ -92,6 +101,13 @@ func TestAuthorizerEveryRequest(t *testing.T) {
 	// The first POST was refused, challenged and sent again with its body.
 	if len(a.challenges) != 1 || a.challenges[0] != 401 {
 		t.Fatalf("challenges: %v", a.challenges)
+	}
+	// It saw the successful responses too (ResponseObserver).
+	a.mu.Lock()
+	observed := a.observed
+	a.mu.Unlock()
+	if observed == 0 {
+		t.Error("an Authorizer that observes responses saw none")
 	}
 	// The server rotates its token: the next request is re-authorized.
 	want.Store("tok-2")

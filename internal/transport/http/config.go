@@ -102,6 +102,14 @@ type Authorizer interface {
 	Challenge(ctx context.Context, resp *http.Response) (retry bool, err error)
 }
 
+// ResponseObserver is an Authorizer that also sees each successful
+// response, before its body is read: a DPoP server may hand out its next
+// nonce on one (RFC 9449 section 8.2), and a client that waits for the
+// 401 pays a round trip for every rotation.
+type ResponseObserver interface {
+	Observe(resp *http.Response)
+}
+
 // ConfigError reports a Config that cannot work; nothing was sent.
 type ConfigError struct {
 	Server  string

@@ -72,6 +72,9 @@ func (c *Conn) doTracked(ctx context.Context, x *exchange) (*http.Response, int,
 		}
 		switch s := resp.StatusCode; {
 		case s >= 200 && s < 300:
+			if o, ok := c.cfg.Authorizer.(ResponseObserver); ok {
+				o.Observe(resp)
+			}
 			return resp, gen, nil
 		case (s == http.StatusUnauthorized || s == http.StatusForbidden) && c.cfg.Authorizer != nil && authTries < maxAuthRetries:
 			again, aerr := c.cfg.Authorizer.Challenge(ctx, resp)
