@@ -91,6 +91,9 @@ type ServerOptions struct {
 	// a modern _meta get UnsupportedProtocolVersion naming the modern
 	// versions, and server/discover lists only those.
 	ModernOnly bool
+	// TaskTTL is the ttlMs of the tasks the server runs (default 1 h):
+	// a task is dropped, and its handler cancelled, once it has passed.
+	TaskTTL time.Duration
 }
 
 // Server holds what is served. It is safe for concurrent use.
@@ -141,6 +144,9 @@ func NewServer(info Implementation, opts ServerOptions) *Server {
 	}
 	if opts.CacheTTL == 0 {
 		opts.CacheTTL = 10 * time.Second
+	}
+	if opts.TaskTTL <= 0 {
+		opts.TaskTTL = defaultTaskTTL
 	}
 	return &Server{info: info, opts: opts, log: opts.Logger, sessions: map[*ServerSession]struct{}{}, listens: map[*listener]struct{}{}}
 }

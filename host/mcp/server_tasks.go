@@ -27,7 +27,7 @@ import (
 // ListRoots parks it in input_required until tasks/update brings the
 // answer (several questions may be outstanding at once). The store is
 // the Server's, capped at maxServerTasks; a task is dropped, and its
-// handler cancelled, once its ttl has passed. 2025-11-25 sessions are
+// handler cancelled, once its ttl (ServerOptions.TaskTTL) has passed. 2025-11-25 sessions are
 // not offered these tools as tasks (their tools/list has no execution for
 // them): they call them plainly.
 
@@ -325,7 +325,7 @@ func (s *Server) callTask(ctx context.Context, h ToolHandler, req *CallToolReque
 	}
 	now := time.Now()
 	base, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	t := &srvTask{id: hex.EncodeToString(raw[:]), created: now, updated: now, ttl: defaultTaskTTL, cancel: cancel,
+	t := &srvTask{id: hex.EncodeToString(raw[:]), created: now, updated: now, ttl: s.opts.TaskTTL, cancel: cancel,
 		status: TaskWorking, started: make(chan struct{})}
 	tctx := &taskCtx{base, t}
 	// Until it is a task, the call ends with its request.

@@ -69,7 +69,13 @@ func (t *Tool) TaskSupport() string {
 // cancels the task on the server (tasks/cancel). o.Timeout bounds each
 // request, not the task; ctx bounds the task. Progress is reported while
 // the creating request is open.
+//
+// A modern server has no such request: the server decides, and CallTool
+// follows the task it may answer with (client_tasks.go).
 func (c *Client) CallToolAsTask(ctx context.Context, name string, args json.RawMessage, o *CallOptions) (*CallToolResult, error) {
+	if c.modern {
+		return c.CallTool(ctx, name, args, o)
+	}
 	params := struct {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments,omitempty"`
