@@ -93,6 +93,11 @@ func (c *Client) CallToolAsTask(ctx context.Context, name string, args json.RawM
 	if created.Task == nil || created.Task.TaskID == "" {
 		return nil, fmt.Errorf("tools/call %s as a task: the server answered without a task (want a CreateTaskResult with task.taskId)", name)
 	}
+	if h := taskHooksOf(ctx); h != nil && h.Started != nil {
+		// A caller serving the task onwards (client_tasks.go) hears of it;
+		// what it asks comes as requests to this client's handlers.
+		h.Started(&DetailedTask{TaskID: created.Task.TaskID, Status: created.Task.Status})
+	}
 	res, err := c.awaitTask(ctx, created.Task, opts, o)
 	if err != nil && ctx.Err() != nil {
 		// The caller gave up: so does the server, bounded on its own
