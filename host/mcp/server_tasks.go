@@ -290,6 +290,18 @@ func (s *Server) expireTasks(now time.Time) {
 	}
 }
 
+// EndTasks cancels every task the server runs and forgets them all (a
+// task outlives the session whose request made it: call this when the
+// server itself is done).
+func (s *Server) EndTasks() {
+	s.tasks.mu.Lock()
+	defer s.tasks.mu.Unlock()
+	for _, t := range s.tasks.byID {
+		t.cancel()
+	}
+	s.tasks.byID = nil
+}
+
 // taskSupport is how a tool registered here runs as a task ("required",
 // "optional", "" not at all), and whether its handler starts the task
 // itself.
