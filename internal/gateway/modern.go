@@ -27,8 +27,8 @@ var removed = map[string]string{
 	mcp.MethodResourcesSubscribe:   "resources/subscribe is not part of MCP 2026-07-28: open subscriptions/listen with notifications.resourceSubscriptions",
 	mcp.MethodResourcesUnsubscribe: "resources/unsubscribe is not part of MCP 2026-07-28: close the subscriptions/listen stream",
 	mcp.MethodInitialize:           "initialize is not part of MCP 2026-07-28: send requests with their _meta (server/discover says what Nexus speaks)",
-	methodTasksResult:              "tasks/result is not part of the tasks extension (" + mcp.ExtensionTasks + "): tasks/get inlines a task's result",
-	methodTasksList:                "tasks/list is not part of the tasks extension (" + mcp.ExtensionTasks + "): tasks are not listed; keep the taskId a call answered with",
+	methodTasksResult:              "tasks/result is not part of MCP 2026-07-28 nor of its tasks extension (" + mcp.ExtensionTasks + "): tasks/get inlines a task's result",
+	methodTasksList:                "tasks/list is not part of MCP 2026-07-28 nor of its tasks extension (" + mcp.ExtensionTasks + "): tasks are not listed; keep the taskId a call answered with",
 }
 
 // modernRequest serves a request that is not part of an initialized
