@@ -86,6 +86,10 @@ func (c *Client) followTask(ctx context.Context, method string, raw json.RawMess
 	if hooks != nil && hooks.Started != nil {
 		hooks.Started(&t)
 	}
+	if t.Terminal() && t.Result == nil && t.Error == nil {
+		// A CreateTaskResult carries no payload: tasks/get has it.
+		t.Status, t.PollIntervalMs = TaskWorking, 1
+	}
 	created := time.Now()
 	answered := map[string]bool{}
 	timer := time.NewTimer(0)

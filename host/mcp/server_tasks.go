@@ -63,6 +63,7 @@ type srvTask struct {
 	waiting  map[string]chan json.RawMessage // their answers' way back
 	n        int                             // questions asked: keys are never reused
 	started  chan struct{}                   // closed when it detaches
+	seed     *DetailedTask                   // the state it detached in: the CreateTaskResult
 }
 
 type taskKey struct{}
@@ -272,8 +273,10 @@ func (s *Server) detach(t *srvTask) error {
 	}
 	st.byID[t.id] = t
 	st.mu.Unlock()
+	seed := t.state(false)
+	seed.ResultType = ResultTask
 	t.mu.Lock()
-	t.detached = true
+	t.detached, t.seed = true, seed
 	close(t.started)
 	t.mu.Unlock()
 	return nil
@@ -382,9 +385,11 @@ func (s *Server) callTask(ctx context.Context, h ToolHandler, req *CallToolReque
 	}()
 	select {
 	case <-t.started:
-		created := t.state(false)
-		created.ResultType = ResultTask
-		return created, nil
+		// The state it started in, whatever it came to since: the
+		// client learns the rest from tasks/get.
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		return t.seed, nil
 	case o := <-done:
 		cancel()
 		if o.err != nil {

@@ -54,16 +54,19 @@ func (s *session) modernTaskCall(ctx context.Context, p mcp.CallToolParams, meta
 	// a task, it ends with the task (tasks/cancel, the ttl, the session).
 	base, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	t.cancel = cancel
-	go func() {
-		select {
-		case <-s.ctx.Done():
-			cancel()
-		case <-base.Done():
-		}
-	}()
+	endsWithSession := context.AfterFunc(s.ctx, cancel)
 	started := make(chan struct{})
+	var seed *mcp.DetailedTask // the CreateTaskResult: the state it started in
 	hooks := &mcp.TaskHooks{
 		Started: func(*mcp.DetailedTask) {
+			t.mu.Lock()
+			again := t.detached
+			t.mu.Unlock()
+			if again {
+				return
+			}
+			seed = t.modernState(false)
+			seed.ResultType = mcp.ResultTask
 			if s.storeTask(t) == nil {
 				close(started)
 			}
@@ -87,6 +90,7 @@ func (s *session) modernTaskCall(ctx context.Context, p mcp.CallToolParams, meta
 	}
 	done := make(chan outcome, 1)
 	go func() {
+		defer endsWithSession()
 		res, err := s.call(mcp.WithTaskHooks(base, hooks), base, p, true)
 		t.mu.Lock()
 		detached := t.detached
@@ -109,9 +113,7 @@ func (s *session) modernTaskCall(ctx context.Context, p mcp.CallToolParams, meta
 	}()
 	select {
 	case <-started:
-		created := t.modernState(false)
-		created.ResultType = mcp.ResultTask
-		return created, nil
+		return seed, nil
 	case o := <-done:
 		cancel()
 		return s.modernAnswer(ctx, p, meta, o.res, o.err)

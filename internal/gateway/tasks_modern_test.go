@@ -154,6 +154,23 @@ func TestModernAgentTasks(t *testing.T) {
 	}
 }
 
+// A modern agent's call of a 2025-11-25 upstream's tool that runs only as
+// a (legacy) task: the host runs the upstream's task, the agent gets one
+// of the extension's.
+func TestModernAgentLegacyTaskUpstream(t *testing.T) {
+	e := newEnv(t, func(c *config.Config) {
+		c.Servers = append(c.Servers, &config.Server{Name: "jobs", Type: config.TypeStdio, Command: []string{"tasks"}, Enabled: true})
+	})
+	m := e.modern(t, "claude")
+	m.caps = mcp.ClientCapabilities{Extensions: tasksExt}
+	ctx := ctxT(t)
+	id := m.startTask(t, ctx, "mcp_jobs_job", map[string]any{"n": 3})
+	done := m.taskUntil(t, ctx, id, status(mcp.TaskCompleted))
+	if !strings.Contains(string(done.Result), `job done {\"n\":3}`) {
+		t.Fatalf("completed: %s", done.Result)
+	}
+}
+
 // A legacy (2025-11-25) agent through the gateway to a modern upstream's
 // task tools: its task-augmented call (tasks/get, tasks/result) and its
 // plain call are served by the host following the upstream's task
