@@ -165,6 +165,9 @@ func TestTaskServerFailsAndParks(t *testing.T) {
 	c := serveRaw(t, taskServer(0, nil, nil), nil)
 	id := 1
 	created := result(t, c.call(id, MethodToolsCall, `{"name":"broken",`+modernMeta(tasksCaps, "")+`}`))
+	if created["status"] != TaskWorking {
+		t.Fatalf("a CreateTaskResult is the state the task started in: %v", created)
+	}
 	failed := result(t, getUntil(t, c, &id, created["taskId"].(string), statusIs(TaskFailed)))
 	if e := failed["error"].(map[string]any); e["code"] != float64(-32099) || failed["result"] != nil {
 		t.Fatalf("failed task: %v", failed)
@@ -328,6 +331,66 @@ func TestPollWait(t *testing.T) {
 	}{{0, 4 * minTaskPoll}, {-5, 4 * minTaskPoll}, {1, minTaskPoll}, {300, 300 * time.Millisecond}, {1 << 40, maxTaskPoll}} {
 		if got := pollWait(tc.ms); got != tc.want {
 			t.Errorf("pollWait(%d) = %v, want %v", tc.ms, got, tc.want)
+		}
+	}
+}
+
+// A task that outlives its ttlMs is given up on (and cancelled); one the
+// server cancels ends the call with a TaskError; a task with a bad id or
+// status is refused; every tasks/get carries the extension in _meta.
+func TestTaskClientBounds(t *testing.T) {
+	created := func(id string, ttl int) string {
+		return fmt.Sprintf(`{"resultType":"task","taskId":%q,"status":"working","createdAt":"2026-01-01T00:00:00Z","lastUpdatedAt":"2026-01-01T00:00:00Z","ttlMs":%d,"pollIntervalMs":1}`, id, ttl)
+	}
+	f := &modernFake{serve: func(method string, params json.RawMessage) (string, string) {
+		var p struct {
+			Name   string `json:"name"`
+			TaskID string `json:"taskId"`
+		}
+		json.Unmarshal(params, &p)
+		switch {
+		case method == MethodToolsCall && p.Name == "stuck":
+			return created("stuck-1", 30), ""
+		case method == MethodToolsCall && p.Name == "dropped":
+			return created("dropped-1", 60000), ""
+		case method == MethodToolsCall && p.Name == "huge":
+			return created(strings.Repeat("h", MaxTaskIDBytes+1), 60000), ""
+		case method == MethodToolsCall && p.Name == "odd":
+			return created("odd-1", 60000), ""
+		case method == MethodTasksGet && p.TaskID == "stuck-1":
+			return `{"resultType":"complete","taskId":"stuck-1","status":"working","createdAt":"x","lastUpdatedAt":"x","ttlMs":30,"pollIntervalMs":1}`, ""
+		case method == MethodTasksGet && p.TaskID == "dropped-1":
+			return `{"resultType":"complete","taskId":"dropped-1","status":"cancelled","statusMessage":"an operator stopped it","createdAt":"x","lastUpdatedAt":"x","ttlMs":null}`, ""
+		case method == MethodTasksGet && p.TaskID == "odd-1":
+			return `{"resultType":"complete","taskId":"odd-1","status":"sleeping","createdAt":"x","lastUpdatedAt":"x","ttlMs":null}`, ""
+		case method == MethodTasksCancel:
+			return `{"resultType":"complete"}`, ""
+		}
+		return "", `{"code":-32601,"message":"no"}`
+	}}
+	c := connectModern(t, f, ClientOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var te *TaskError
+	if _, err := c.CallTool(ctx, "stuck", nil, nil); !errors.As(err, &te) || !strings.Contains(err.Error(), "ttlMs") {
+		t.Fatalf("stuck: %v", err)
+	}
+	if n := len(f.requests(MethodTasksCancel)); n != 1 {
+		t.Fatalf("%d tasks/cancel sent for the task given up on", n)
+	}
+	if _, err := c.CallTool(ctx, "dropped", nil, nil); !errors.As(err, &te) || te.Status != TaskCancelled || !strings.Contains(err.Error(), "operator") {
+		t.Fatalf("dropped: %v", err)
+	}
+	if _, err := c.CallTool(ctx, "huge", nil, nil); err == nil || !strings.Contains(err.Error(), "bytes") {
+		t.Fatalf("huge id: %v", err)
+	}
+	if _, err := c.CallTool(ctx, "odd", nil, nil); err == nil || !strings.Contains(err.Error(), "sleeping") {
+		t.Fatalf("odd status: %v", err)
+	}
+	for _, r := range f.requests(MethodTasksGet) {
+		m := metaOf(t, r.params)
+		if !strings.Contains(string(m[MetaClientCapabilities]), ExtensionTasks) {
+			t.Fatalf("tasks/get without the extension in _meta: %s", r.params)
 		}
 	}
 }
