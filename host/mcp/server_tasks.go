@@ -273,6 +273,15 @@ func (s *Server) detach(t *srvTask) error {
 	}
 	st.byID[t.id] = t
 	st.mu.Unlock()
+	// Dropped when its ttl passes even if nobody asks about tasks again.
+	time.AfterFunc(t.ttl-time.Since(t.created), func() {
+		st.mu.Lock()
+		if st.byID[t.id] == t {
+			delete(st.byID, t.id)
+		}
+		st.mu.Unlock()
+		t.cancel()
+	})
 	seed := t.state(false)
 	seed.ResultType = ResultTask
 	t.mu.Lock()
