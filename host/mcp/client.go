@@ -335,6 +335,9 @@ func (c *Client) callModern(ctx context.Context, p *CallToolParams, o *CallOptio
 		return raw, err
 	}
 	raw, err := c.rounds(ctx, MethodToolsCall, send)
+	if err == nil && isTaskResult(raw) {
+		raw, err = c.followTask(ctx, MethodToolsCall, raw, opts)
+	}
 	if err != nil {
 		return nil, err
 	}

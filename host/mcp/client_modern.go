@@ -316,7 +316,9 @@ func (c *Client) setVersion(v string) {
 	c.version = v
 	c.rawVersion, _ = json.Marshal(v)
 	c.rawInfo, _ = json.Marshal(c.opts.Info)
-	c.rawCaps, _ = json.Marshal(c.capabilities())
+	// The tasks extension is always declared: CallTool follows a task
+	// to its end (client_tasks.go).
+	c.rawCaps, _ = json.Marshal(withTasks(c.capabilities()))
 }
 
 // Modern reports whether the server speaks the stateless revision.

@@ -138,7 +138,7 @@ func TestModernMetaOnEveryRequest(t *testing.T) {
 	list := metaOf(t, f.requests(MethodToolsList)[0].params)
 	call := metaOf(t, f.requests(MethodToolsCall)[0].params)
 	for _, m := range []map[string]json.RawMessage{list, call} {
-		if string(m[MetaProtocolVersion]) != `"2026-07-28"` || string(m[MetaClientInfo]) != `{"name":"me","version":"9"}` || string(m[MetaClientCapabilities]) != `{"sampling":{}}` {
+		if string(m[MetaProtocolVersion]) != `"2026-07-28"` || string(m[MetaClientInfo]) != `{"name":"me","version":"9"}` || string(m[MetaClientCapabilities]) != `{"sampling":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}` {
 			t.Fatalf("_meta %s", m)
 		}
 	}

@@ -6,7 +6,10 @@
 // server/discover and falls back to the initialize handshake for a legacy
 // one; with a modern server every request carries its own _meta, MRTR
 // input requests reach the same handlers a legacy server's requests do,
-// lists are cached for their ttlMs and kept fresh by subscriptions/listen.
+// lists are cached for their ttlMs and kept fresh by subscriptions/listen,
+// and a task a server answers a tools/call with (the tasks extension,
+// client_tasks.go) is followed to its result; the server role runs task
+// tools as such tasks (server_tasks.go).
 //
 // It is the pure protocol: it imports no other Nexus package, knows nothing
 // of processes, HTTP or configuration, and talks to the outside world only

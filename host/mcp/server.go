@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -90,6 +91,9 @@ type ServerOptions struct {
 	// a modern _meta get UnsupportedProtocolVersion naming the modern
 	// versions, and server/discover lists only those.
 	ModernOnly bool
+	// TaskTTL is the ttlMs of the tasks the server runs (default 1 h):
+	// a task is dropped, and its handler cancelled, once it has passed.
+	TaskTTL time.Duration
 }
 
 // Server holds what is served. It is safe for concurrent use.
@@ -108,11 +112,14 @@ type Server struct {
 
 	askOnce sync.Once
 	askKey  [32]byte // seals the answers a retried request carries (server_ask.go)
+
+	tasks taskStore // the tasks extension's tasks (server_tasks.go)
 }
 
 type serverTool struct {
-	tool Tool
-	h    ToolHandler
+	tool   Tool
+	h      ToolHandler
+	manual bool // a task tool whose handler starts the task itself
 }
 
 type serverResource struct {
@@ -138,20 +145,27 @@ func NewServer(info Implementation, opts ServerOptions) *Server {
 	if opts.CacheTTL == 0 {
 		opts.CacheTTL = 10 * time.Second
 	}
+	if opts.TaskTTL <= 0 {
+		opts.TaskTTL = defaultTaskTTL
+	}
 	return &Server{info: info, opts: opts, log: opts.Logger, sessions: map[*ServerSession]struct{}{}, listens: map[*listener]struct{}{}}
 }
 
-// AddTool registers or replaces a tool.
-func (s *Server) AddTool(t Tool, h ToolHandler) {
+// AddTool registers or replaces a tool. One whose Execution says
+// taskSupport runs as a task for modern clients that declare the tasks
+// extension (see AddTaskTool).
+func (s *Server) AddTool(t Tool, h ToolHandler) { s.addTool(t, h, false) }
+
+func (s *Server) addTool(t Tool, h ToolHandler, manual bool) {
 	if t.InputSchema == nil {
 		t.InputSchema = json.RawMessage(`{"type":"object"}`)
 	}
 	s.mu.Lock()
 	i := slices.IndexFunc(s.tools, func(x serverTool) bool { return x.tool.Name == t.Name })
 	if i >= 0 {
-		s.tools[i] = serverTool{t, h}
+		s.tools[i] = serverTool{t, h, manual}
 	} else {
-		s.tools = append(s.tools, serverTool{t, h})
+		s.tools = append(s.tools, serverTool{t, h, manual})
 	}
 	s.mu.Unlock()
 	s.broadcast(NotificationToolsListChanged)
@@ -457,10 +471,16 @@ func (ss *ServerSession) handle(ctx context.Context, method string, params json.
 	}
 	switch method {
 	case MethodToolsList:
+		_, modern := RequestMetaOf(ctx)
 		s.mu.RLock()
 		all := make([]Tool, len(s.tools))
 		for i, t := range s.tools {
 			all[i] = t.tool
+			if !modern && t.tool.TaskSupport() != "" {
+				// 2025-11-25 tasks are not served here: a legacy
+				// client calls the tool plainly.
+				all[i].Execution = nil
+			}
 		}
 		s.mu.RUnlock()
 		page, next, err := paginateSlice(all, params, s.opts.PageSize)
@@ -492,6 +512,14 @@ func (ss *ServerSession) handle(ctx context.Context, method string, params json.
 		}
 		if req.Arguments == nil {
 			req.Arguments = json.RawMessage("{}")
+		}
+		if m, modern := RequestMetaOf(ctx); modern {
+			switch support, manual := s.taskSupport(p.Name); {
+			case support != "" && DeclaresTasks(m.Capabilities):
+				return s.callTask(ctx, h, req, manual)
+			case support == "required":
+				return nil, TasksRequired(fmt.Sprintf("tool %q runs only as a task", p.Name))
+			}
 		}
 		res, err := h(ctx, req)
 		if err != nil {

@@ -56,6 +56,10 @@ type asked struct {
 // on); otherwise the answer is decoded into out, or err is
 // errInputPending and the question is recorded for this round's answer.
 func ask(ctx context.Context, method string, params any, out any) (handled bool, err error) {
+	if t := taskOf(ctx); t != nil && t.isDetached() {
+		// A task asks in its input_required (server_tasks.go).
+		return true, t.ask(ctx, method, params, out)
+	}
 	a, _ := ctx.Value(askedKey{}).(*asked)
 	if a == nil {
 		return false, nil

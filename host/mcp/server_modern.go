@@ -57,6 +57,13 @@ func (ss *ServerSession) serveModern(ctx context.Context, method string, params 
 		return ss.discover(), nil
 	case MethodSubscriptionsListen:
 		return ss.listen(ctx, params)
+	case MethodTasksGet, MethodTasksUpdate, MethodTasksCancel:
+		if !DeclaresTasks(m.Capabilities) {
+			return nil, TasksRequired(method + " is the tasks extension's")
+		}
+		return ss.srv.serveTask(method, params)
+	case MethodTasksResult, MethodTasksList:
+		return nil, &RPCError{Code: CodeMethodNotFound, Message: fmt.Sprintf("Method not found: %s (the tasks extension has none: tasks/get inlines the result, and tasks are not listed)", method)}
 	}
 	var a *asked
 	if AcceptsInputRequired(method) {
@@ -200,12 +207,20 @@ func (ss *ServerSession) discover() *DiscoverResult {
 	return &DiscoverResult{
 		ResultType:        ResultComplete,
 		SupportedVersions: s.versions(),
-		Capabilities:      ss.capabilities(),
+		Capabilities:      ss.modernCapabilities(),
 		Instructions:      s.opts.Instructions,
 		TTLMs:             ttl.Milliseconds(),
 		CacheScope:        CacheScopePrivate,
 		Meta:              Meta{MetaServerInfo: info},
 	}
+}
+
+// modernCapabilities are the session's capabilities with the extensions a
+// modern client may use: tasks (server_tasks.go).
+func (ss *ServerSession) modernCapabilities() ServerCapabilities {
+	caps := ss.capabilities()
+	caps.Extensions = map[string]json.RawMessage{ExtensionTasks: json.RawMessage(`{}`)}
+	return caps
 }
 
 // field is a top-level member withFields adds: its key and JSON value.

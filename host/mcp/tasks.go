@@ -69,7 +69,13 @@ func (t *Tool) TaskSupport() string {
 // cancels the task on the server (tasks/cancel). o.Timeout bounds each
 // request, not the task; ctx bounds the task. Progress is reported while
 // the creating request is open.
+//
+// A modern server has no such request: the server decides, and CallTool
+// follows the task it may answer with (client_tasks.go).
 func (c *Client) CallToolAsTask(ctx context.Context, name string, args json.RawMessage, o *CallOptions) (*CallToolResult, error) {
+	if c.modern {
+		return c.CallTool(ctx, name, args, o)
+	}
 	params := struct {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments,omitempty"`
@@ -86,6 +92,11 @@ func (c *Client) CallToolAsTask(ctx context.Context, name string, args json.RawM
 	}
 	if created.Task == nil || created.Task.TaskID == "" {
 		return nil, fmt.Errorf("tools/call %s as a task: the server answered without a task (want a CreateTaskResult with task.taskId)", name)
+	}
+	if h := taskHooksOf(ctx); h != nil && h.Started != nil {
+		// A caller serving the task onwards (client_tasks.go) hears of it;
+		// what it asks comes as requests to this client's handlers.
+		h.Started(&DetailedTask{TaskID: created.Task.TaskID, Status: created.Task.Status})
 	}
 	res, err := c.awaitTask(ctx, created.Task, opts, o)
 	if err != nil && ctx.Err() != nil {

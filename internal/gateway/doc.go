@@ -89,8 +89,17 @@
 // page). Modern requests run on the agent's shared connections, and so
 // are the same events to the chain, the lockfile and the audit log as a
 // legacy client's. What the revision removed (ping, logging/setLevel,
-// resources/subscribe and unsubscribe, the 2025-11-25 tasks methods) is
+// resources/subscribe and unsubscribe, tasks/result and tasks/list) is
 // refused for them; the Peer still answers ping itself.
+//
+// Tasks: a modern agent that declares the tasks extension
+// (io.modelcontextprotocol/tasks) gets a task of its own session when the
+// upstream answers its call with one, modern or 2025-11-25; the host
+// follows the upstream's task, what it asks passes the chain and waits
+// for the agent's tasks/update, and tasks/get inlines the result the
+// chain saw (tasks_modern.go). A legacy agent's task-augmented call
+// (tasks.go) to a modern upstream is followed the same way by the host,
+// the task's questions reaching the agent as server-initiated requests.
 //
 // Lists, and resources/read, carry ttlMs and cacheScope "private" (each
 // list is the agent's own, whatever a server said): Options.CacheTTL

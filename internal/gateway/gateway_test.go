@@ -120,6 +120,8 @@ func newEnvOpts(t testing.TB, edit func(*config.Config), opts func(*host.Options
 				return rawfake.Pipe(ctx), nil
 			case "probe":
 				s = e.probe.server()
+			case "modern": // the conformance fixtures, tasks among them, MCP 2026-07-28 only
+				s = testserver.New(testserver.Options{ModernOnly: true, Conformance: true})
 			default: // testserver [VARIANT]
 				o := testserver.Options{}
 				if len(srv.Command) > 1 {
@@ -129,7 +131,7 @@ func newEnvOpts(t testing.TB, edit func(*config.Config), opts func(*host.Options
 			}
 			client, server := mcp.Pipe()
 			wg.Add(1)
-			go func() { defer wg.Done(); s.Serve(ctx, server) }()
+			go func() { defer wg.Done(); s.Serve(ctx, server); s.EndTasks() }()
 			return client, nil
 		},
 	}

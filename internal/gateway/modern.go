@@ -27,13 +27,9 @@ var removed = map[string]string{
 	mcp.MethodResourcesSubscribe:   "resources/subscribe is not part of MCP 2026-07-28: open subscriptions/listen with notifications.resourceSubscriptions",
 	mcp.MethodResourcesUnsubscribe: "resources/unsubscribe is not part of MCP 2026-07-28: close the subscriptions/listen stream",
 	mcp.MethodInitialize:           "initialize is not part of MCP 2026-07-28: send requests with their _meta (server/discover says what Nexus speaks)",
-	methodTasksGet:                 tasksGone,
-	methodTasksResult:              tasksGone,
-	methodTasksList:                tasksGone,
-	methodTasksCancel:              tasksGone,
+	methodTasksResult:              "tasks/result is not part of MCP 2026-07-28 nor of its tasks extension (" + mcp.ExtensionTasks + "): tasks/get inlines a task's result",
+	methodTasksList:                "tasks/list is not part of MCP 2026-07-28 nor of its tasks extension (" + mcp.ExtensionTasks + "): tasks are not listed; keep the taskId a call answered with",
 }
-
-const tasksGone = "the 2025-11-25 tasks methods are not part of MCP 2026-07-28 (tasks became the io.modelcontextprotocol/tasks extension, which this gateway does not serve yet)"
 
 // modernRequest serves a request that is not part of an initialized
 // session: one with the stateless revision's _meta, or else the error
@@ -74,7 +70,7 @@ func (s *session) modernRequest(ctx context.Context, method string, params json.
 	case mcp.MethodPromptsList:
 		return completed(s.listPrompts(ctx, params))
 	case mcp.MethodToolsCall:
-		return s.modernCall(ctx, params, meta, f.task)
+		return s.modernCall(ctx, params, meta)
 	case mcp.MethodResourcesRead:
 		return s.modernRead(ctx, params, meta)
 	case mcp.MethodPromptsGet:
@@ -84,6 +80,8 @@ func (s *session) modernRequest(ctx context.Context, method string, params json.
 		return completed(res, nil, err)
 	case mcp.MethodSubscriptionsListen:
 		return s.listen(ctx, params)
+	case methodTasksGet, mcp.MethodTasksUpdate, methodTasksCancel:
+		return s.modernTask(method, params, meta)
 	}
 	return nil, mcp.MethodNotFound(method)
 }
@@ -123,7 +121,7 @@ func (s *session) requestMeta(raw json.RawMessage) (*mcp.RequestMeta, bool, erro
 
 // fields are the members of a request's params the gateway reads to
 // serve it as modern.
-type fields struct{ meta, inputResponses, requestState, task json.RawMessage }
+type fields struct{ meta, inputResponses, requestState json.RawMessage }
 
 // scan finds fields in one pass over params, which the Peer validated:
 // a call's arguments may be megabytes, and are not decoded here.
@@ -140,8 +138,6 @@ func scan(params json.RawMessage) (f fields) {
 			f.inputResponses = v
 		case wire.KeyIs(k, "requestState"):
 			f.requestState = v
-		case wire.KeyIs(k, "task"):
-			f.task = v
 		}
 		return nil
 	})
@@ -152,8 +148,8 @@ func scan(params json.RawMessage) (f fields) {
 // attempt); only the requests that may be answered with input_required
 // take them.
 func inputOf(method string, f fields) (*mcp.InputParams, error) {
-	if f.inputResponses == nil && f.requestState == nil {
-		return nil, nil
+	if (f.inputResponses == nil && f.requestState == nil) || method == mcp.MethodTasksUpdate {
+		return nil, nil // tasks/update's inputResponses are its own (tasks_modern.go)
 	}
 	if !mcp.AcceptsInputRequired(method) {
 		return nil, mcp.InvalidParams("%s: inputResponses and requestState answer an input_required result, which only tools/call, resources/read and prompts/get get", method)
@@ -206,13 +202,15 @@ func (c *modernCtx) AfterFunc(f func()) (stop func() bool) {
 
 // modernCaps are the capabilities the gateway serves modern clients:
 // its lists change (subscriptions/listen tells), resources can be
-// watched, logs come per request. No 2025-11-25 tasks.
+// watched, logs come per request, and the tasks extension
+// (tasks_modern.go) replaces 2025-11-25 tasks.
 var modernCaps = mcp.ServerCapabilities{
 	Tools:       &mcp.ListChangedCapability{ListChanged: true},
 	Resources:   &mcp.ResourcesCapability{Subscribe: true, ListChanged: true},
 	Prompts:     &mcp.ListChangedCapability{ListChanged: true},
 	Logging:     &struct{}{},
 	Completions: &struct{}{},
+	Extensions:  map[string]json.RawMessage{mcp.ExtensionTasks: json.RawMessage(`{}`)},
 }
 
 // discover answers server/discover. It is the same for every agent, so
@@ -345,7 +343,7 @@ func (s *session) checkParamHeaders(ctx context.Context, p mcp.CallToolParams) e
 	return nil // an unknown tool: the call reports it
 }
 
-func (s *session) modernCall(ctx context.Context, params json.RawMessage, meta *mcp.RequestMeta, task json.RawMessage) (any, error) {
+func (s *session) modernCall(ctx context.Context, params json.RawMessage, meta *mcp.RequestMeta) (any, error) {
 	p, err := mcp.DecodeValidCallToolParams(params)
 	if err != nil {
 		return nil, mcp.InvalidParams("tools/call: %v", err)
@@ -353,15 +351,23 @@ func (s *session) modernCall(ctx context.Context, params json.RawMessage, meta *
 	if p.Name == "" {
 		return nil, mcp.InvalidParams("tools/call: params need the tool's name")
 	}
-	if len(task) > 0 && string(task) != "null" {
-		return nil, mcp.InvalidParams("tools/call: %s", tasksGone)
-	}
+	// A 2025-11-25 `task` param is tolerated and ignored: under the tasks
+	// extension the server decides what runs as a task.
 	if err := s.checkParamHeaders(ctx, p); err != nil {
 		return nil, err
+	}
+	if mcp.DeclaresTasks(meta.Capabilities) {
+		return s.modernTaskCall(ctx, p, meta)
 	}
 	// The same call as a legacy client's (call): the same event to the
 	// chain, the same audit record.
 	res, err := s.call(ctx, ctx, p, true)
+	return s.modernAnswer(ctx, p, meta, res, err)
+}
+
+// modernAnswer is what a modern call's outcome answers the agent: an
+// upstream's input_required passed on (through the chain), or the result.
+func (s *session) modernAnswer(ctx context.Context, p mcp.CallToolParams, meta *mcp.RequestMeta, res any, err error) (any, error) {
 	server, _ := s.serverOf(p.Name)
 	if r, ok, ierr := inputRequired(res, err); ok || ierr != nil {
 		if ierr != nil {

@@ -60,6 +60,13 @@ type task struct {
 	updated time.Time
 	result  any   // *mcp.CallToolResult, for completed and failed tasks
 	err     error // the call's JSON-RPC error, for failed tasks
+
+	// The tasks extension's (tasks_modern.go): a modern agent's task,
+	// serving an upstream's, and the questions it waits on.
+	modern   bool
+	detached bool // answered as a task; false while its request waits
+	returned bool // the call ended before it became one
+	input    taskInput
 }
 
 // taskState is the Task object of the spec.
@@ -86,10 +93,11 @@ func (t *task) state() taskState {
 func (t *task) finish(status, msg string, result any, err error) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.status != taskWorking {
+	if t.status == taskCompleted || t.status == taskFailed || t.status == taskCancelled {
 		return false
 	}
 	t.status, t.message, t.result, t.err, t.updated = status, msg, result, err, time.Now()
+	t.input.drop()
 	close(t.done)
 	return true
 }
@@ -122,11 +130,13 @@ func (s *session) startTask(ttlMS *int64, call func(ctx context.Context) (any, e
 	if ttlMS != nil && *ttlMS > 0 {
 		ttl = min(time.Duration(*ttlMS)*time.Millisecond, maxTaskTTL)
 	}
-	var raw [16]byte
-	rand.Read(raw[:])
+	id, err := randomID()
+	if err != nil {
+		return nil, &mcp.RPCError{Code: mcp.CodeInternalError, Message: "no randomness for a task id: " + err.Error()}
+	}
 	ctx, cancel := context.WithCancel(s.ctx)
 	now := time.Now()
-	t := &task{id: hex.EncodeToString(raw[:]), created: now, updated: now, ttl: ttl, cancel: cancel,
+	t := &task{id: id, created: now, updated: now, ttl: ttl, cancel: cancel,
 		done: make(chan struct{}), status: taskWorking}
 
 	s.tasks.mu.Lock()
@@ -159,6 +169,16 @@ func (s *session) startTask(ttlMS *int64, call func(ctx context.Context) (any, e
 		s.taskStatus(t)
 	}()
 	return map[string]any{"task": created}, nil
+}
+
+// randomID is an unguessable task id: a task id is all a client needs
+// to reach the task.
+func randomID() (string, error) {
+	var raw [16]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(raw[:]), nil
 }
 
 func isToolError(res any) bool {
@@ -208,7 +228,9 @@ func (s *session) handleTask(ctx context.Context, method string, params json.Raw
 		s.expireTasks(time.Now())
 		list := make([]*task, 0, len(s.tasks.byID))
 		for _, t := range s.tasks.byID {
-			list = append(list, t)
+			if !t.modern {
+				list = append(list, t)
+			}
 		}
 		s.tasks.mu.Unlock()
 		sort.Slice(list, func(i, j int) bool {

@@ -171,6 +171,7 @@ func addConformance(s *mcp.Server) {
 			return &mcp.GetPromptResult{Messages: []mcp.PromptMessage{user(image), user(mcp.TextContent("Please analyze the image above."))}}, nil
 		})
 	addModernConformance(s)
+	addTasksConformance(s)
 }
 
 // conformanceCompletions are test_prompt_with_arguments' completions.

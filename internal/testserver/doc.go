@@ -27,8 +27,11 @@
 // Options.Conformance (--conformance) adds the official conformance
 // suite's fixtures for both (conformance.go, modern.go): for 2026-07-28
 // the input-required-result-* tools and prompt, whose requestState is
-// sealed with an HMAC key made at start and bound to its request, and
-// server-stateless's diagnostic tools.
+// sealed with an HMAC key made at start and bound to its request,
+// server-stateless's diagnostic tools, and the tasks-* scenarios' task
+// tools (tasks.go: slow_compute, failing_job, confirm_delete, ...), which
+// run as tasks of the tasks extension for a modern client that declares
+// it.
 //
 // New returns the *mcp.Server for in-process use (serve it over mcp.Pipe);
 // ServeStdio runs one session over newline-delimited JSON, as a subprocess

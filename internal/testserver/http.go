@@ -75,6 +75,13 @@ func NewHTTPHandler(o Options, opts ...HTTPOption) *HTTPHandler {
 // it serves (which notifies sessions) or call ResourceUpdated.
 func (h *HTTPHandler) Server() *mcp.Server { return h.srv }
 
+// Close ends the sessions and the tasks still running.
+func (h *HTTPHandler) Close() error {
+	err := h.Handler.Close()
+	h.srv.EndTasks()
+	return err
+}
+
 // ServeHTTP listens on addr exactly as given (bind to 127.0.0.1 unless
 // you mean to expose the server: it has no authentication) and serves the
 // MCP endpoint at /mcp until ctx ends, then shuts down and returns

@@ -25,7 +25,9 @@ func ServeStdio(ctx context.Context, o Options, stdin io.Reader, stdout io.Write
 		return err
 	}
 	conn := mcp.NewStreamConn(stdin, stdout, mcp.MaxFrameSize)
-	err := New(o).Serve(ctx, conn)
+	srv := New(o)
+	err := srv.Serve(ctx, conn)
+	srv.EndTasks()
 	var tooLarge *mcp.FrameTooLargeError
 	switch {
 	case err == nil, errors.Is(err, io.EOF):

@@ -39,9 +39,10 @@ func modernOf(ctx context.Context, m *mcp.Message) *modernReq {
 		return nil
 	}
 	var p struct {
-		Name string `json:"name"`
-		URI  string `json:"uri"`
-		Meta struct {
+		Name   string `json:"name"`
+		URI    string `json:"uri"`
+		TaskID string `json:"taskId"`
+		Meta   struct {
 			Version string `json:"io.modelcontextprotocol/protocolVersion"`
 		} `json:"_meta"`
 	}
@@ -54,6 +55,8 @@ func modernOf(ctx context.Context, m *mcp.Message) *modernReq {
 		r.name = p.Name
 	case mcp.MethodResourcesRead:
 		r.name = p.URI
+	case mcp.MethodTasksGet, mcp.MethodTasksUpdate, mcp.MethodTasksCancel:
+		r.name = p.TaskID // the tasks extension's routing header
 	}
 	return r
 }

@@ -272,6 +272,41 @@ func TestModernHTTPWire(t *testing.T) {
 	}
 }
 
+// TestModernTaskWire: a tools/call answered with a task (the tasks
+// extension) is followed with tasks/get, which carries the taskId in
+// Mcp-Name, the header intermediaries route a task's requests by.
+func TestModernTaskWire(t *testing.T) {
+	e := newEnv(t)
+	f := &modernFakeHTTP{serve: func(w http.ResponseWriter, id json.RawMessage, method string, n int) {
+		task := `"taskId":"task-7","createdAt":"2026-01-01T00:00:00Z","lastUpdatedAt":"2026-01-01T00:00:00Z","ttlMs":60000,"pollIntervalMs":1`
+		switch method {
+		case mcp.MethodToolsCall:
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"resultType":"task","status":"working",%s}}`, id, task)
+		case mcp.MethodTasksGet:
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"resultType":"complete","status":"completed",%s,"result":{"content":[{"type":"text","text":"done"}]}}}`, id, task)
+		default:
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"no"}}`, id)
+		}
+	}}
+	url := e.serve(f)
+	c, _ := e.connect(e.config(url), mcp.ClientOptions{})
+	if got := call(t, c, "slow", nil); got != "done" {
+		t.Fatal(got)
+	}
+	polled := false
+	for _, s := range f.all() {
+		if s.method == mcp.MethodTasksGet {
+			polled = true
+			if n := s.header.Get("Mcp-Name"); n != "task-7" {
+				t.Errorf("tasks/get Mcp-Name %q, want the taskId", n)
+			}
+		}
+	}
+	if !polled {
+		t.Fatal("the task was not polled")
+	}
+}
+
 // TestModernBrokenStreamReissued: a modern response stream that breaks
 // before its response is not resumed; a request that is safe to repeat
 // (tools/list) is sent again as a new request with a new id, while a

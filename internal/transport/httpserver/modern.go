@@ -94,6 +94,8 @@ func checkModern(hd http.Header, m incoming) (map[string]string, *modernError) {
 		key = "name"
 	case mcp.MethodResourcesRead:
 		key = "uri"
+	case mcp.MethodTasksGet, mcp.MethodTasksUpdate, mcp.MethodTasksCancel:
+		key = "taskId" // the tasks extension's routing header
 	}
 	if key != "" {
 		rawWant := mcp.Member(m.Params, key)

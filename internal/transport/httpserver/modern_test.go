@@ -160,6 +160,9 @@ func TestModernRefusedBeforeServing(t *testing.T) {
 		{"name header missing", call("echo", "{}"), map[string]string{"Mcp-Name": ""}, 400, mcp.CodeHeaderMismatch},
 		{"name header bad base64", call("echo", "{}"), map[string]string{"Mcp-Name": "=?base64?!!!?="}, 400, mcp.CodeHeaderMismatch},
 		{"param header bad base64", call("echo", "{}"), map[string]string{"Mcp-Param-Region": "=?base64?%%?="}, 400, mcp.CodeHeaderMismatch},
+		// The tasks extension's routing header: Mcp-Name is the taskId.
+		{"task header differs", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"t1",` + modernMeta + `}}`, map[string]string{"Mcp-Name": "t2"}, 400, mcp.CodeHeaderMismatch},
+		{"task header missing", `{"jsonrpc":"2.0","id":1,"method":"tasks/cancel","params":{"taskId":"t1",` + modernMeta + `}}`, nil, 400, mcp.CodeHeaderMismatch},
 		{"_meta version differs from the header", strings.ReplaceAll(call("echo", "{}"), "2026-07-28", "2099-01-01"), nil, 400, mcp.CodeHeaderMismatch},
 		{"version header unknown", call("echo", "{}"), map[string]string{"MCP-Protocol-Version": "2099-01-01"}, 400, mcp.CodeUnsupportedProtocolVersion},
 		{"version header missing", call("echo", "{}"), map[string]string{"MCP-Protocol-Version": ""}, 400, mcp.CodeHeaderMismatch},
