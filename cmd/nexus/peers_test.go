@@ -296,3 +296,40 @@ func TestPeersV1SubscribeModernUpstream(t *testing.T) {
 		t.Errorf("after unsubscribing: claude got %s, bob %s", str("aliceAfter"), str("bobAfter"))
 	}
 }
+
+// The SDK 1.x client's whole tour (testdata/gateway-client.mjs: sampling,
+// elicitation and roots asked by the upstream during calls, logs,
+// progress, cancellation, resources and subscriptions, prompts,
+// completion) through `nexus serve` in front of `nexus testserver
+// --modern-only`, which refuses 2025-11-25: the gateway speaks
+// 2026-07-28 upstream, and the upstream's input_required rounds become
+// requests on the agent's session (issue 38, legacy agent to modern
+// upstream).
+func TestServeSDKClientModernOnlyUpstream(t *testing.T) {
+	mark := fmt.Sprintf("modern-only-%d", time.Now().UnixNano())
+	config := gatewayConfig(t, mark)
+	b, _ := os.ReadFile(config)
+	hcl := strings.Replace(string(b), `args    = ["testserver"]`, `args    = ["testserver", "--modern-only"]`, 1)
+	if hcl == string(b) {
+		t.Fatal("gatewayConfig has changed: its testserver args are not where this test looks")
+	}
+	os.WriteFile(config, []byte(hcl), 0o600)
+	for _, mode := range []string{"stdio", "http"} {
+		t.Run(mode, func(t *testing.T) {
+			opts := map[string]any{
+				"mode":    "stdio",
+				"command": testenv.Nexus(t),
+				"args":    []string{"serve", "--config", config, "--agent", "claude"},
+				"env":     map[string]string{"PATH": "/usr/bin:/bin", "CLAUDE_TOKEN": claudeToken},
+			}
+			if mode == "http" {
+				url, _ := serveHTTP(t, config)
+				opts = map[string]any{"mode": "http", "url": url, "token": claudeToken}
+			}
+			if out := sdkClient(t, opts); !strings.Contains(out, "ok: close") {
+				t.Fatalf("the client did not finish:\n%s", out)
+			}
+		})
+	}
+	noneLeft(t, mark)
+}

@@ -264,6 +264,22 @@ func PassInput(ctx context.Context) bool {
 	return v
 }
 
+type logLevelKey struct{}
+
+// WithLogLevel asks, for the requests made on ctx to a modern server, for
+// its log messages at level and above (_meta logLevel; a modern server
+// sends none unasked). A gateway in front of a legacy client, which gets
+// a server's logs without asking, asks on its behalf and filters what it
+// passes on. A legacy server is not affected.
+func WithLogLevel(ctx context.Context, level LoggingLevel) context.Context {
+	return context.WithValue(ctx, logLevelKey{}, level)
+}
+
+func logLevelOf(ctx context.Context) LoggingLevel {
+	l, _ := ctx.Value(logLevelKey{}).(LoggingLevel)
+	return l
+}
+
 // CacheHint is a cacheable result's freshness (ttlMs) and who may share
 // it (cacheScope).
 type CacheHint struct {

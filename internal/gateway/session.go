@@ -142,19 +142,19 @@ func (s *session) HandleRequest(ctx context.Context, method string, params json.
 	case mcp.MethodToolsList:
 		return legacy(s.listTools(ctx, params))
 	case mcp.MethodToolsCall:
-		return s.callTool(ctx, params)
+		return s.callTool(s.upstreamLogs(ctx), params)
 	case mcp.MethodResourcesList:
 		return legacy(s.listResources(ctx, params))
 	case mcp.MethodResourcesTemplatesList:
 		return legacy(s.listTemplates(ctx, params))
 	case mcp.MethodResourcesRead:
-		return s.readResource(ctx, params)
+		return s.readResource(s.upstreamLogs(ctx), params)
 	case mcp.MethodResourcesSubscribe, mcp.MethodResourcesUnsubscribe:
 		return s.subscribe(ctx, method, params)
 	case mcp.MethodPromptsList:
 		return legacy(s.listPrompts(ctx, params))
 	case mcp.MethodPromptsGet:
-		return s.getPrompt(ctx, params)
+		return s.getPrompt(s.upstreamLogs(ctx), params)
 	case mcp.MethodComplete:
 		return s.complete(ctx, params)
 	case mcp.MethodLoggingSetLevel:
@@ -163,6 +163,17 @@ func (s *session) HandleRequest(ctx context.Context, method string, params json.
 		return s.handleTask(ctx, method, params)
 	}
 	return nil, mcp.MethodNotFound(method)
+}
+
+// upstreamLogs is ctx asking a modern upstream, for a legacy client's
+// request, for the logs a legacy server would have sent it unasked: at
+// the level the client set (logging/setLevel), else all of them
+// (forwardLog filters by the session's level).
+func (s *session) upstreamLogs(ctx context.Context) context.Context {
+	s.mu.Lock()
+	l := s.level
+	s.mu.Unlock()
+	return mcp.WithLogLevel(ctx, mcp.LoggingLevels[max(l, 0)])
 }
 
 // HandleNotification implements mcp.Handler.
