@@ -729,13 +729,22 @@ func (c *Client) resubscribe(ctx context.Context, uri string, on bool) error {
 
 // GetPrompt fetches a prompt filled with args.
 func (c *Client) GetPrompt(ctx context.Context, name string, args map[string]string) (*GetPromptResult, error) {
+	return c.GetPromptWith(ctx, name, args, nil)
+}
+
+// GetPromptWith is GetPrompt with o: its Timeout and its Meta (a trace
+// context a gateway continues, say), as ReadResourceWith takes them.
+func (c *Client) GetPromptWith(ctx context.Context, name string, args map[string]string, o *CallOptions) (*GetPromptResult, error) {
 	if c.init.Capabilities.Prompts == nil {
 		return nil, &NotSupportedError{"prompts"}
 	}
 	params := struct {
 		Name      string            `json:"name"`
 		Arguments map[string]string `json:"arguments,omitempty"`
-	}{name, args}
+		Meta      Meta              `json:"_meta,omitempty"`
+	}{Name: name, Arguments: args}
+	var opts []CallOption
+	params.Meta, opts = c.callOptions(o)
 	var res GetPromptResult
 	if c.modern {
 		raw, err := c.rounds(ctx, MethodPromptsGet, func(in *InputParams) (json.RawMessage, error) {
@@ -744,11 +753,11 @@ func (c *Client) GetPrompt(ctx context.Context, name string, args map[string]str
 				Arguments map[string]string `json:"arguments,omitempty"`
 				Meta      Meta              `json:"_meta"`
 				InputParams
-			}{Name: name, Arguments: args, Meta: c.metaFor(ctx, nil)}
+			}{Name: name, Arguments: args, Meta: c.metaFor(ctx, params.Meta)}
 			if in != nil {
 				p.InputParams = *in
 			}
-			return c.modernCall(ctx, MethodPromptsGet, &p, true)
+			return c.modernCall(ctx, MethodPromptsGet, &p, true, opts...)
 		})
 		if err == nil {
 			err = decodeRaw(MethodPromptsGet, raw, &res)
@@ -758,7 +767,7 @@ func (c *Client) GetPrompt(ctx context.Context, name string, args map[string]str
 		}
 		return &res, nil
 	}
-	if err := c.peer.Call(ctx, MethodPromptsGet, params, &res); err != nil {
+	if err := c.peer.Call(ctx, MethodPromptsGet, params, &res, opts...); err != nil {
 		return nil, err
 	}
 	return &res, nil

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
@@ -55,6 +56,8 @@ type session struct {
 	levels     map[string]int         // log level severity of modern requests in flight, by id; -1: none asked
 	listeners  map[*listener]struct{} // open subscriptions/listen streams
 	lastMeta   *cachedMeta            // the _meta last decoded (requestMeta)
+
+	served atomic.Pointer[hostapi.Served] // what spans say of the client's side (version, transport)
 }
 
 type promptRef struct{ server, name string }
@@ -109,7 +112,7 @@ var versions = []string{mcp.Version20251125, mcp.Version20250618, mcp.Version202
 
 // HandleRequest implements mcp.Handler.
 func (s *session) HandleRequest(ctx context.Context, method string, params json.RawMessage) (any, error) {
-	ctx = hostapi.WithSession(ctx, s.id)
+	ctx = hostapi.WithServed(hostapi.WithSession(ctx, s.id), s.served.Load())
 	if s.modernOnly {
 		return s.modernRequest(ctx, method, params)
 	}
@@ -165,6 +168,17 @@ func (s *session) HandleRequest(ctx context.Context, method string, params json.
 	return nil, mcp.MethodNotFound(method)
 }
 
+// setServed records the version the session negotiated, for spans, with
+// its transport: "tcp" for HTTP (a conn with request headers), "pipe"
+// for stdio and in-process pipes.
+func (s *session) setServed(version string) {
+	t := "pipe"
+	if _, ok := s.peer.Conn().(mcp.ParamHeaderConn); ok {
+		t = "tcp"
+	}
+	s.served.Store(&hostapi.Served{Version: version, Transport: t})
+}
+
 // upstreamLogs is ctx asking a modern upstream, for a legacy client's
 // request, for the logs a legacy server would have sent it unasked: at
 // the level the client set (logging/setLevel), else all of them
@@ -218,6 +232,7 @@ func (s *session) initialize(params json.RawMessage) (any, error) {
 		s.up, s.own = s.g.h.NewSession(s.sessionOptions(c)), true
 	}
 	s.init, s.version = &p, version
+	s.setServed(version)
 	own, up := s.own, s.up
 	s.mu.Unlock()
 	if s.g.opts.Eager {

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -54,7 +55,7 @@ func TestTraceMetaThrough(t *testing.T) {
 						Meta map[string]json.RawMessage `json:"_meta"`
 					}
 				}
-				if json.Unmarshal(b, &m) != nil || (m.Method != mcp.MethodToolsCall && m.Method != mcp.MethodResourcesRead) {
+				if json.Unmarshal(b, &m) != nil || (m.Method != mcp.MethodToolsCall && m.Method != mcp.MethodResourcesRead && m.Method != mcp.MethodPromptsGet) {
 					return
 				}
 				got := map[string]string{}
@@ -116,26 +117,52 @@ func TestTraceMetaThrough(t *testing.T) {
 		t.Errorf("resources/read upstream trace context %v, want the client's trace and baggage", read)
 	}
 
+	// So does a prompts/get.
+	if _, err := c.GetPromptWith(ctx, "mcp_testserver_greeting", map[string]string{"name": "Ada"}, &mcp.CallOptions{Meta: all}); err != nil {
+		t.Fatalf("prompts/get: %v", err)
+	}
+	mu.Lock()
+	prompt := sentBy[mcp.MethodPromptsGet]
+	mu.Unlock()
+	if !strings.HasPrefix(prompt["traceparent"], "00-4bf92f3577b34da6a3ce929d0e0e4736-") || prompt["baggage"] != "tenant=acme" {
+		t.Errorf("prompts/get upstream trace context %v, want the client's trace and baggage", prompt)
+	}
+	// A modern request's span says its own version.
+	m := e.modern(t, "claude")
+	if _, err := m.call(ctx, mcp.MethodToolsCall, map[string]any{"name": "mcp_testserver_echo", "arguments": map[string]string{"message": "modern"}}); err != nil {
+		t.Fatal(err)
+	}
+
 	// The gateway's span names the client's request and session, as the
-	// conventions ask.
+	// conventions ask, with the version the request came in on (the
+	// legacy session's negotiated one, a modern request's own) and the
+	// transport (an in-process pipe, as stdio: "pipe").
 	if err := tel.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
 	n := 0
+	var versions []string
 	for _, sp := range exp.GetSpans() {
-		if sp.Name != "tools/call echo" {
-			continue
-		}
-		n++
 		attrs := map[string]string{}
 		for _, a := range sp.Attributes {
 			attrs[string(a.Key)] = a.Value.Emit()
 		}
+		if attrs["network.transport"] != "pipe" || attrs["mcp.protocol.version"] == "" {
+			t.Errorf("span %q: network.transport %q, mcp.protocol.version %q", sp.Name, attrs["network.transport"], attrs["mcp.protocol.version"])
+		}
+		if sp.Name != "tools/call echo" {
+			continue
+		}
+		n++
+		versions = append(versions, attrs["mcp.protocol.version"])
 		if attrs["jsonrpc.request.id"] == "" || attrs["mcp.session.id"] == "" || attrs["mcp.method.name"] != "tools/call" || attrs["gen_ai.tool.name"] != "echo" {
 			t.Errorf("span attributes %v", attrs)
 		}
 	}
-	if n != 2 {
-		t.Errorf("%d tools/call spans, want 2", n)
+	if want := []string{mcp.Version20251125, mcp.Version20251125, mcp.Version20260728}; !slices.Equal(versions, want) {
+		t.Errorf("tools/call spans' versions %v, want %v", versions, want)
+	}
+	if n != 3 {
+		t.Errorf("%d tools/call spans, want 3", n)
 	}
 }
