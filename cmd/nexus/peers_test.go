@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -332,4 +334,79 @@ func TestServeSDKClientModernOnlyUpstream(t *testing.T) {
 		})
 	}
 	noneLeft(t, mark)
+}
+
+// Bad modern requests to `nexus serve --listen` get the spec's error
+// before any upstream sees them: a Mcp-Name header that disagrees with
+// the body (tampered with on the way), a _meta version that disagrees
+// with MCP-Protocol-Version. The upstream counts the calls it ran. A call
+// whose tool asks for input the request did not declare it can give gets
+// -32021, and the agent is asked nothing.
+func TestPeersBadInputReachesNoUpstream(t *testing.T) {
+	config, _ := peersConfig(t, modernUpstream(t))
+	url, _ := serveHTTP(t, config)
+	meta := func(version, caps string) string {
+		return `"_meta":{"io.modelcontextprotocol/protocolVersion":"` + version + `","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":` + caps + `}`
+	}
+	post := func(name, body string, hdr map[string]string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		for k, v := range map[string]string{"Authorization": "Bearer " + claudeToken, "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+			"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": name} {
+			req.Header.Set(k, v)
+		}
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return resp.StatusCode, string(b)
+	}
+	call := func(id int, tool, args, m string) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":%s,%s}}`, id, tool, args, m)
+	}
+	stats := func() string {
+		t.Helper()
+		_, b := post("mcp_peer_stats", call(99, "mcp_peer_stats", "{}", meta("2026-07-28", "{}")), nil)
+		i := strings.Index(b, `{\"calls\"`)
+		if i < 0 {
+			t.Fatalf("stats: %s", b)
+		}
+		return b[i:min(len(b), i+120)]
+	}
+	// A good one first: the path works, and the upstream counts it.
+	if code, b := post("mcp_peer_echo", call(1, "mcp_peer_echo", `{"text":"good"}`, meta("2026-07-28", "{}")), nil); code != 200 || !strings.Contains(b, "good") {
+		t.Fatalf("a good call: %d %s", code, b)
+	}
+	before := stats()
+	if !strings.Contains(before, `\"echo\":1`) {
+		t.Fatalf("the upstream's count after one echo: %s", before)
+	}
+	for _, c := range []struct {
+		name, body string
+		hdr        map[string]string
+		code       string
+	}{
+		{"a tampered Mcp-Name", call(2, "mcp_peer_echo", `{"text":"x"}`, meta("2026-07-28", "{}")), map[string]string{"Mcp-Name": "mcp_peer_stats"}, "-32020"},
+		{"a body naming another tool than the header", call(3, "mcp_peer_touch", `{"uri":"peer://doc"}`, meta("2026-07-28", "{}")), map[string]string{"Mcp-Name": "mcp_peer_echo"}, "-32020"},
+		{"_meta's version against the header's", call(4, "mcp_peer_echo", `{"text":"x"}`, meta("2099-01-01", "{}")), nil, "-32020"},
+	} {
+		code, b := post("mcp_peer_echo", c.body, c.hdr)
+		if code != 400 || !strings.Contains(b, `"code":`+c.code) {
+			t.Errorf("%s: %d %s, want 400 with %s", c.name, code, b, c.code)
+		}
+	}
+	if after := stats(); after != before {
+		t.Errorf("the upstream ran calls it should never have seen: before %s, after %s", before, after)
+	}
+	// Input the request cannot give (no elicitation, no sampling declared).
+	if code, b := post("mcp_peer_ask", call(5, "mcp_peer_ask", `{"topic":"tea"}`, meta("2026-07-28", "{}")), nil); !strings.Contains(b, `"code":-32021`) || strings.Contains(b, "input_required") {
+		t.Errorf("an input the agent did not declare: %d %s, want -32021", code, b)
+	}
 }
