@@ -408,6 +408,7 @@ func paginate[R any, T any](ctx context.Context, c *Client, method string, items
 	ttl := time.Duration(-1)
 	var all []T
 	cursor := ""
+	extra := listMetaOf(ctx)
 	seen := map[string]bool{}
 	for page := 0; ; page++ {
 		if page >= maxPages {
@@ -418,7 +419,7 @@ func paginate[R any, T any](ctx context.Context, c *Client, method string, items
 			params := struct {
 				Cursor string `json:"cursor,omitempty"`
 				Meta   Meta   `json:"_meta"`
-			}{cursor, c.meta(nil)}
+			}{cursor, c.meta(extra)}
 			raw, err := c.modernCall(ctx, method, &params, true)
 			if err == nil {
 				err = decodeRaw(method, raw, &r)
@@ -431,7 +432,13 @@ func paginate[R any, T any](ctx context.Context, c *Client, method string, items
 			}
 		} else {
 			var params any
-			if cursor != "" {
+			switch {
+			case extra != nil:
+				params = struct {
+					Cursor string `json:"cursor,omitempty"`
+					Meta   Meta   `json:"_meta"`
+				}{cursor, extra}
+			case cursor != "":
 				params = paginatedParams{Cursor: cursor}
 			}
 			if err := c.peer.Call(ctx, method, params, &r); err != nil {

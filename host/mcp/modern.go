@@ -280,6 +280,21 @@ func logLevelOf(ctx context.Context) LoggingLevel {
 	return l
 }
 
+type listMetaKey struct{}
+
+// WithListMeta adds m's members to the _meta of the list requests
+// (tools, resources, templates, prompts) made on ctx, of either era: a
+// gateway continues its client's trace with them. A list served from
+// the cache sends nothing.
+func WithListMeta(ctx context.Context, m Meta) context.Context {
+	return context.WithValue(ctx, listMetaKey{}, m)
+}
+
+func listMetaOf(ctx context.Context) Meta {
+	m, _ := ctx.Value(listMetaKey{}).(Meta)
+	return m
+}
+
 // CacheHint is a cacheable result's freshness (ttlMs) and who may share
 // it (cacheScope).
 type CacheHint struct {

@@ -143,19 +143,19 @@ func (s *session) HandleRequest(ctx context.Context, method string, params json.
 	}
 	switch method {
 	case mcp.MethodToolsList:
-		return legacy(s.listTools(ctx, params))
+		return legacy(s.tracedList(ctx, method, params, s.listTools))
 	case mcp.MethodToolsCall:
 		return s.callTool(s.upstreamLogs(ctx), params)
 	case mcp.MethodResourcesList:
-		return legacy(s.listResources(ctx, params))
+		return legacy(s.tracedList(ctx, method, params, s.listResources))
 	case mcp.MethodResourcesTemplatesList:
-		return legacy(s.listTemplates(ctx, params))
+		return legacy(s.tracedList(ctx, method, params, s.listTemplates))
 	case mcp.MethodResourcesRead:
 		return s.readResource(s.upstreamLogs(ctx), params)
 	case mcp.MethodResourcesSubscribe, mcp.MethodResourcesUnsubscribe:
 		return s.subscribe(ctx, method, params)
 	case mcp.MethodPromptsList:
-		return legacy(s.listPrompts(ctx, params))
+		return legacy(s.tracedList(ctx, method, params, s.listPrompts))
 	case mcp.MethodPromptsGet:
 		return s.getPrompt(s.upstreamLogs(ctx), params)
 	case mcp.MethodComplete:
@@ -166,6 +166,27 @@ func (s *session) HandleRequest(ctx context.Context, method string, params json.
 		return s.handleTask(ctx, method, params)
 	}
 	return nil, mcp.MethodNotFound(method)
+}
+
+// listTracer is an upstream that traces the lists the gateway serves
+// (host's TraceList): a span per list request, continuing the trace its
+// _meta carries, on to the servers a list is fetched from.
+type listTracer interface {
+	TraceList(ctx context.Context, method string) (context.Context, func(error))
+}
+
+// tracedList serves a list request with list under the host's span for
+// it, when the host has one.
+func (s *session) tracedList(ctx context.Context, method string, params json.RawMessage,
+	list func(context.Context, json.RawMessage) (any, *mcp.CacheHint, error)) (any, *mcp.CacheHint, error) {
+	t, ok := s.host().(listTracer)
+	if !ok {
+		return list(ctx, params)
+	}
+	ctx, end := t.TraceList(traced(ctx, params), method)
+	res, hint, err := list(ctx, params)
+	end(err)
+	return res, hint, err
 }
 
 // setServed records the version the session negotiated, for spans, with

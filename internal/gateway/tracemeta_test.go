@@ -37,6 +37,9 @@ func TestTraceMetaThrough(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The requests whose trace context the test follows upstream.
+	traced := []string{mcp.MethodToolsCall, mcp.MethodResourcesRead, mcp.MethodPromptsGet,
+		mcp.MethodToolsList, mcp.MethodResourcesList, mcp.MethodResourcesTemplatesList, mcp.MethodPromptsList}
 	var mu sync.Mutex
 	var last map[string]string
 	sentBy := map[string]map[string]string{} // method -> the trace keys it last carried upstream
@@ -55,7 +58,7 @@ func TestTraceMetaThrough(t *testing.T) {
 						Meta map[string]json.RawMessage `json:"_meta"`
 					}
 				}
-				if json.Unmarshal(b, &m) != nil || (m.Method != mcp.MethodToolsCall && m.Method != mcp.MethodResourcesRead && m.Method != mcp.MethodPromptsGet) {
+				if json.Unmarshal(b, &m) != nil || !slices.Contains(traced, m.Method) {
 					return
 				}
 				got := map[string]string{}
@@ -77,6 +80,21 @@ func TestTraceMetaThrough(t *testing.T) {
 	c := e.connect("claude", mcp.ClientOptions{})
 	ctx := ctxT(t)
 	str := func(s string) json.RawMessage { b, _ := json.Marshal(s); return b }
+	all := mcp.Meta{"traceparent": str("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"), "baggage": str("tenant=acme")}
+	// Each list request continues the client's trace (its span), and as
+	// far as the server that answers it when the list is fetched: first,
+	// nothing listed before (but tools, listed as the connection opens).
+	for _, method := range traced[3:] {
+		if err := c.Peer().Call(ctx, method, map[string]any{"_meta": all}, nil); err != nil {
+			t.Fatalf("%s: %v", method, err)
+		}
+		mu.Lock()
+		got := sentBy[method]
+		mu.Unlock()
+		if method != mcp.MethodToolsList && (!strings.HasPrefix(got["traceparent"], "00-4bf92f3577b34da6a3ce929d0e0e4736-") || got["baggage"] != "tenant=acme") {
+			t.Errorf("%s upstream trace context %v, want the client's trace and baggage", method, got)
+		}
+	}
 	for _, tc := range []struct {
 		name string
 		meta mcp.Meta
@@ -106,7 +124,7 @@ func TestTraceMetaThrough(t *testing.T) {
 		}
 	}
 	// A resources/read continues the client's trace as a call does.
-	all := mcp.Meta{"traceparent": str("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"), "baggage": str("tenant=acme")}
+	all = mcp.Meta{"traceparent": str("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"), "baggage": str("tenant=acme")}
 	if _, err := c.ReadResourceWith(ctx, "file:///readme.txt", &mcp.CallOptions{Meta: all}); err != nil {
 		t.Fatalf("resources/read: %v", err)
 	}
@@ -141,7 +159,7 @@ func TestTraceMetaThrough(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := 0
-	var versions []string
+	var versions, lists []string
 	for _, sp := range exp.GetSpans() {
 		attrs := map[string]string{}
 		for _, a := range sp.Attributes {
@@ -149,6 +167,12 @@ func TestTraceMetaThrough(t *testing.T) {
 		}
 		if attrs["network.transport"] != "pipe" || attrs["mcp.protocol.version"] == "" {
 			t.Errorf("span %q: network.transport %q, mcp.protocol.version %q", sp.Name, attrs["network.transport"], attrs["mcp.protocol.version"])
+		}
+		if strings.HasSuffix(sp.Name, "/list") {
+			lists = append(lists, sp.Name)
+			if sp.SpanContext.TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" || sp.Parent.SpanID().String() != "00f067aa0ba902b7" {
+				t.Errorf("span %q is not in the client's trace: %s under %s", sp.Name, sp.SpanContext.TraceID(), sp.Parent.SpanID())
+			}
 		}
 		if sp.Name != "tools/call echo" {
 			continue
@@ -164,5 +188,9 @@ func TestTraceMetaThrough(t *testing.T) {
 	}
 	if n != 3 {
 		t.Errorf("%d tools/call spans, want 3", n)
+	}
+	slices.Sort(lists)
+	if want := []string{"prompts/list", "resources/list", "resources/templates/list", "tools/list"}; !slices.Equal(lists, want) {
+		t.Errorf("list spans %v, want %v", lists, want)
 	}
 }
