@@ -3,6 +3,9 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +16,7 @@ import (
 	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/config"
+	"github.com/nexus-mcp/nexus/internal/gateway"
 	"github.com/nexus-mcp/nexus/internal/telemetry"
 )
 
@@ -192,5 +196,70 @@ func TestTraceMetaThrough(t *testing.T) {
 	slices.Sort(lists)
 	if want := []string{"prompts/list", "resources/list", "resources/templates/list", "tools/list"}; !slices.Equal(lists, want) {
 		t.Errorf("list spans %v, want %v", lists, want)
+	}
+}
+
+// Over streamable HTTP the spans say network.transport "tcp", with the
+// version of the legacy session's initialize or of the modern request.
+func TestTraceHTTPTransport(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tel, err := telemetry.New(context.Background(), telemetry.Options{Exporter: exp, Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvOpts(t, nil, func(o *host.Options) { o.Telemetry = tel })
+	hh, err := e.g.HTTP(gateway.HTTPOptions{Agent: "claude"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(hh)
+	t.Cleanup(func() {
+		hh.Close()
+		srv.CloseClientConnections()
+		srv.Close()
+	})
+	post := func(body string, hdr map[string]string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+gateway.EndpointPath, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("%s: %d %s", body, resp.StatusCode, b)
+		}
+		return resp
+	}
+	sid := post(initBody, nil).Header.Get("Mcp-Session-Id")
+	legacy := map[string]string{"Mcp-Session-Id": sid, "MCP-Protocol-Version": mcp.Version20251125}
+	post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, legacy)
+	post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"mcp_testserver_echo","arguments":{"message":"legacy"}}}`, legacy)
+	post(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"mcp_testserver_echo","arguments":{"message":"modern"},`+
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`,
+		map[string]string{"MCP-Protocol-Version": mcp.Version20260728, "Mcp-Method": "tools/call", "Mcp-Name": "mcp_testserver_echo"})
+	if err := tel.Flush(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, sp := range exp.GetSpans() {
+		if sp.Name != "tools/call echo" {
+			continue
+		}
+		attrs := map[string]string{}
+		for _, a := range sp.Attributes {
+			attrs[string(a.Key)] = a.Value.Emit()
+		}
+		got = append(got, attrs["network.transport"]+" "+attrs["mcp.protocol.version"])
+	}
+	slices.Sort(got)
+	if want := []string{"tcp 2025-11-25", "tcp 2026-07-28"}; !slices.Equal(got, want) {
+		t.Errorf("spans' transport and version %q, want %q", got, want)
 	}
 }
