@@ -264,20 +264,20 @@ func PassInput(ctx context.Context) bool {
 	return v
 }
 
-type logLevelKey struct{}
-
-// WithLogLevel asks, for the requests made on ctx to a modern server, for
-// its log messages at level and above (_meta logLevel; a modern server
-// sends none unasked). A gateway in front of a legacy client, which gets
-// a server's logs without asking, asks on its behalf and filters what it
-// passes on. A legacy server is not affected.
-func WithLogLevel(ctx context.Context, level LoggingLevel) context.Context {
-	return context.WithValue(ctx, logLevelKey{}, level)
+// LogAsker is implemented by a Handler whose clients get a server's logs
+// without asking, as 2025-11-25 clients do (a gateway's legacy
+// sessions): a request its handlers make to a modern server, which sends
+// logs only when asked, asks for them at AskLogLevel ("" asks none). It
+// is found through HandlerOf, so the request's context is not wrapped.
+type LogAsker interface {
+	AskLogLevel() LoggingLevel
 }
 
-func logLevelOf(ctx context.Context) LoggingLevel {
-	l, _ := ctx.Value(logLevelKey{}).(LoggingLevel)
-	return l
+func askedLogLevel(ctx context.Context) LoggingLevel {
+	if a, ok := HandlerOf(ctx).(LogAsker); ok {
+		return a.AskLogLevel()
+	}
+	return ""
 }
 
 type listMetaKey struct{}

@@ -145,19 +145,19 @@ func (s *session) HandleRequest(ctx context.Context, method string, params json.
 	case mcp.MethodToolsList:
 		return legacy(s.tracedList(ctx, method, params, s.listTools))
 	case mcp.MethodToolsCall:
-		return s.callTool(s.upstreamLogs(ctx), params)
+		return s.callTool(ctx, params)
 	case mcp.MethodResourcesList:
 		return legacy(s.tracedList(ctx, method, params, s.listResources))
 	case mcp.MethodResourcesTemplatesList:
 		return legacy(s.tracedList(ctx, method, params, s.listTemplates))
 	case mcp.MethodResourcesRead:
-		return s.readResource(s.upstreamLogs(ctx), params)
+		return s.readResource(ctx, params)
 	case mcp.MethodResourcesSubscribe, mcp.MethodResourcesUnsubscribe:
 		return s.subscribe(ctx, method, params)
 	case mcp.MethodPromptsList:
 		return legacy(s.tracedList(ctx, method, params, s.listPrompts))
 	case mcp.MethodPromptsGet:
-		return s.getPrompt(s.upstreamLogs(ctx), params)
+		return s.getPrompt(ctx, params)
 	case mcp.MethodComplete:
 		return s.complete(ctx, params)
 	case mcp.MethodLoggingSetLevel:
@@ -200,15 +200,18 @@ func (s *session) setServed(version string) {
 	s.served.Store(&hostapi.Served{Version: version, Transport: t})
 }
 
-// upstreamLogs is ctx asking a modern upstream, for a legacy client's
-// request, for the logs a legacy server would have sent it unasked: at
-// the level the client set (logging/setLevel), else all of them
-// (forwardLog filters by the session's level).
-func (s *session) upstreamLogs(ctx context.Context) context.Context {
+// AskLogLevel implements mcp.LogAsker: a legacy client's requests ask a
+// modern upstream for the logs a legacy server would have sent it
+// unasked: at the level the client set (logging/setLevel), else all of
+// them (forwardLog filters by the session's level). A modern request
+// asks with its own _meta.
+func (s *session) AskLogLevel() mcp.LoggingLevel {
 	s.mu.Lock()
-	l := s.level
-	s.mu.Unlock()
-	return mcp.WithLogLevel(ctx, mcp.LoggingLevels[max(l, 0)])
+	defer s.mu.Unlock()
+	if s.init == nil {
+		return ""
+	}
+	return mcp.LoggingLevels[max(s.level, 0)]
 }
 
 // HandleNotification implements mcp.Handler.
