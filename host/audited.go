@@ -168,10 +168,14 @@ func (h *Host) audited(ctx context.Context, rec *audit.Record, do func(ctx conte
 }
 
 // spanOf is what a request's span says: the record, and what the
-// semantic conventions for MCP ask of the request served (its version and
-// JSON-RPC id, when ctx is a served request's) and of a failure.
+// semantic conventions for MCP ask of the request served (its version,
+// transport and JSON-RPC id, when ctx is a served request's) and of a
+// failure.
 func spanOf(ctx context.Context, rec *audit.Record, err error) telemetry.Request {
 	r := telemetry.Request{Method: rec.Method, Tool: rec.Tool, Prompt: rec.Prompt, URI: rec.URI, Session: rec.Session, Decision: rec.Decision, Server: rec.Server}
+	if s := hostapi.ServedFrom(ctx); s != nil {
+		r.ProtocolVersion, r.Transport = s.Version, s.Transport
+	}
 	if m, ok := mcp.RequestMetaOf(ctx); ok {
 		r.ProtocolVersion = m.ProtocolVersion
 	}

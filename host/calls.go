@@ -563,7 +563,8 @@ func (h *Host) getPrompt(ctx context.Context, agent, server, name string, args m
 			args = p.Arguments
 		}
 	}
-	res, err := c.GetPrompt(ctx, name, args)
+	// The trace goes on upstream, as a call's and a read's do.
+	res, err := c.GetPromptWith(ctx, name, args, upstreamOptions(nil, h.upstreamMeta(ctx)).options())
 	if err != nil {
 		return nil, h.Explain(server, err)
 	}

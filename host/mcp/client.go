@@ -411,6 +411,7 @@ func paginate[R any, T any](ctx context.Context, c *Client, method string, items
 	ttl := time.Duration(-1)
 	var all []T
 	cursor := ""
+	extra := listMetaOf(ctx)
 	seen := map[string]bool{}
 	for page := 0; ; page++ {
 		if page >= maxPages {
@@ -421,7 +422,7 @@ func paginate[R any, T any](ctx context.Context, c *Client, method string, items
 			params := struct {
 				Cursor string `json:"cursor,omitempty"`
 				Meta   Meta   `json:"_meta"`
-			}{cursor, c.meta(nil)}
+			}{cursor, c.meta(extra)}
 			raw, err := c.modernCall(ctx, method, &params, true)
 			if err == nil {
 				err = decodeRaw(method, raw, &r)
@@ -434,7 +435,13 @@ func paginate[R any, T any](ctx context.Context, c *Client, method string, items
 			}
 		} else {
 			var params any
-			if cursor != "" {
+			switch {
+			case extra != nil:
+				params = struct {
+					Cursor string `json:"cursor,omitempty"`
+					Meta   Meta   `json:"_meta"`
+				}{cursor, extra}
+			case cursor != "":
 				params = paginatedParams{Cursor: cursor}
 			}
 			if err := c.peer.Call(ctx, method, params, &r); err != nil {
@@ -732,13 +739,22 @@ func (c *Client) resubscribe(ctx context.Context, uri string, on bool) error {
 
 // GetPrompt fetches a prompt filled with args.
 func (c *Client) GetPrompt(ctx context.Context, name string, args map[string]string) (*GetPromptResult, error) {
+	return c.GetPromptWith(ctx, name, args, nil)
+}
+
+// GetPromptWith is GetPrompt with o: its Timeout and its Meta (a trace
+// context a gateway continues, say), as ReadResourceWith takes them.
+func (c *Client) GetPromptWith(ctx context.Context, name string, args map[string]string, o *CallOptions) (*GetPromptResult, error) {
 	if c.init.Capabilities.Prompts == nil {
 		return nil, &NotSupportedError{"prompts"}
 	}
 	params := struct {
 		Name      string            `json:"name"`
 		Arguments map[string]string `json:"arguments,omitempty"`
-	}{name, args}
+		Meta      Meta              `json:"_meta,omitempty"`
+	}{Name: name, Arguments: args}
+	var opts []CallOption
+	params.Meta, opts = c.callOptions(o)
 	var res GetPromptResult
 	if c.modern {
 		raw, err := c.rounds(ctx, MethodPromptsGet, func(in *InputParams) (json.RawMessage, error) {
@@ -747,11 +763,11 @@ func (c *Client) GetPrompt(ctx context.Context, name string, args map[string]str
 				Arguments map[string]string `json:"arguments,omitempty"`
 				Meta      Meta              `json:"_meta"`
 				InputParams
-			}{Name: name, Arguments: args, Meta: c.metaFor(ctx, nil)}
+			}{Name: name, Arguments: args, Meta: c.metaFor(ctx, params.Meta)}
 			if in != nil {
 				p.InputParams = *in
 			}
-			return c.modernCall(ctx, MethodPromptsGet, &p, true)
+			return c.modernCall(ctx, MethodPromptsGet, &p, true, opts...)
 		})
 		if err == nil {
 			err = decodeRaw(MethodPromptsGet, raw, &res)
@@ -761,7 +777,7 @@ func (c *Client) GetPrompt(ctx context.Context, name string, args map[string]str
 		}
 		return &res, nil
 	}
-	if err := c.peer.Call(ctx, MethodPromptsGet, params, &res); err != nil {
+	if err := c.peer.Call(ctx, MethodPromptsGet, params, &res, opts...); err != nil {
 		return nil, err
 	}
 	return &res, nil

@@ -337,7 +337,8 @@ func (c *Client) Era() string {
 // server/discover (nil for a legacy server).
 func (c *Client) SupportedVersions() []string { return c.supported }
 
-// metaFor is meta for a request made on ctx: when the caller answers
+// metaFor is meta for a request made on ctx, with the log level the
+// handler serving ctx asks for (LogAsker), if any; when the caller answers
 // input requests itself (WithPassInput, a gateway in front of a modern
 // agent), the capabilities and log level are the agent's
 // (RequestMetaOf), since it is the agent that will answer what the server
@@ -345,6 +346,9 @@ func (c *Client) SupportedVersions() []string { return c.supported }
 func (c *Client) metaFor(ctx context.Context, m Meta) Meta {
 	out := c.meta(m)
 	if !PassInput(ctx) {
+		if l := askedLogLevel(ctx); l != "" {
+			out[MetaLogLevel], _ = json.Marshal(l) // the serving handler's (LogAsker), over SetLogLevel's
+		}
 		return out
 	}
 	if rm, ok := RequestMetaOf(ctx); ok {

@@ -455,3 +455,64 @@ func TestFallForward(t *testing.T) {
 		t.Fatalf("era %s after %d probes", c.Era(), discovers)
 	}
 }
+
+// asker serves requests by calling a modern server with c, asking for
+// its logs at level (LogAsker), as a gateway's legacy session does.
+type asker struct {
+	c     *Client
+	level LoggingLevel
+}
+
+func (a *asker) AskLogLevel() LoggingLevel { return a.level }
+
+func (a *asker) HandleRequest(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	return a.c.CallTool(ctx, "t", nil, nil)
+}
+
+func (a *asker) HandleNotification(context.Context, string, json.RawMessage) {}
+
+// A request a LogAsker's handler makes to a modern server asks for logs
+// at the handler's level (found through the request's context, not a
+// value wrapped around it); one made elsewhere asks none. A list made on
+// a context WithListMeta carries those members.
+func TestModernAskedMeta(t *testing.T) {
+	f := &modernFake{serve: func(method string, _ json.RawMessage) (string, string) {
+		switch method {
+		case MethodToolsList:
+			return `{"tools":[{"name":"t","inputSchema":{"type":"object"}}],"ttlMs":0}`, ""
+		case MethodToolsCall:
+			return `{"content":[{"type":"text","text":"ok"}]}`, ""
+		}
+		return "", `{"code":-32601,"message":"no"}`
+	}}
+	c := connectModern(t, f, ClientOptions{})
+	ctx := WithListMeta(context.Background(), Meta{"traceparent": json.RawMessage(`"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"`)})
+	if _, err := c.ListTools(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CallTool(ctx, "t", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	down, up := Pipe()
+	served := NewPeer(up, PeerOptions{Handler: &asker{c: c, level: "debug"}})
+	served.Start()
+	client := NewPeer(down, PeerOptions{})
+	client.Start()
+	t.Cleanup(func() { client.Close(); served.Close() })
+	if err := client.Call(context.Background(), "x/call", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	lists, calls := f.requests(MethodToolsList), f.requests(MethodToolsCall)
+	if len(lists) != 1 || len(calls) != 2 {
+		t.Fatalf("%d lists, %d calls", len(lists), len(calls))
+	}
+	if tp := string(metaOf(t, lists[0].params)["traceparent"]); !strings.Contains(tp, "4bf92f3577b34da6a3ce929d0e0e4736") {
+		t.Errorf("the list's _meta traceparent %s", tp)
+	}
+	if l := metaOf(t, calls[0].params)[MetaLogLevel]; l != nil {
+		t.Errorf("a call outside any handler asked for logs: %s", l)
+	}
+	if l := string(metaOf(t, calls[1].params)[MetaLogLevel]); l != `"debug"` {
+		t.Errorf("the LogAsker's call asked for logs %s, want \"debug\"", l)
+	}
+}

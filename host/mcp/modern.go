@@ -264,6 +264,37 @@ func PassInput(ctx context.Context) bool {
 	return v
 }
 
+// LogAsker is implemented by a Handler whose clients get a server's logs
+// without asking, as 2025-11-25 clients do (a gateway's legacy
+// sessions): a request its handlers make to a modern server, which sends
+// logs only when asked, asks for them at AskLogLevel ("" asks none). It
+// is found through HandlerOf, so the request's context is not wrapped.
+type LogAsker interface {
+	AskLogLevel() LoggingLevel
+}
+
+func askedLogLevel(ctx context.Context) LoggingLevel {
+	if a, ok := HandlerOf(ctx).(LogAsker); ok {
+		return a.AskLogLevel()
+	}
+	return ""
+}
+
+type listMetaKey struct{}
+
+// WithListMeta adds m's members to the _meta of the list requests
+// (tools, resources, templates, prompts) made on ctx, of either era: a
+// gateway continues its client's trace with them. A list served from
+// the cache sends nothing.
+func WithListMeta(ctx context.Context, m Meta) context.Context {
+	return context.WithValue(ctx, listMetaKey{}, m)
+}
+
+func listMetaOf(ctx context.Context) Meta {
+	m, _ := ctx.Value(listMetaKey{}).(Meta)
+	return m
+}
+
 // CacheHint is a cacheable result's freshness (ttlMs) and who may share
 // it (cacheScope).
 type CacheHint struct {

@@ -111,6 +111,21 @@
 // from the agent's own connections, after the acknowledgment, each tagged
 // with the subscriptionId.
 //
+// A legacy client in front of a modern upstream gets what a legacy
+// server would have given it: its calls, reads and prompts ask the
+// upstream for logs (_meta logLevel: the session's logging/setLevel, else
+// all; forwardLog filters), its resources/subscribe becomes the
+// upstream's subscriptions/listen (mcp.Client.Subscribe), and an
+// upstream's InputRequiredResult is fulfilled by the host's client
+// through the session's handlers: server-initiated requests to it,
+// through the chain, then the retry with the exact requestState.
+//
+// Tracing: every request the gateway serves, lists included, tells the
+// host the session's negotiated version and its transport
+// (hostapi.Served: "tcp" over HTTP, "pipe" on stdio), and the _meta trace
+// context of calls, reads, prompts and lists is continued (a list under
+// a span of the host's, TraceList) and passed upstream.
+//
 // A modern client is never sent a request. A modern upstream's
 // InputRequiredResult (Multi Round-Trip Requests) passes to the agent
 // once the chain has judged each input request as it judges the

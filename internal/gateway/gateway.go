@@ -347,6 +347,7 @@ func (g *Gateway) serve(ctx context.Context, conn mcp.Conn, agent string, st *st
 		NoDrain:      drain <= 0,
 		DrainTimeout: drain,
 	})
+	s.setServed("") // the transport; initialize adds the version
 	g.mu.Lock()
 	if g.closed {
 		g.mu.Unlock()

@@ -62,13 +62,13 @@ func (s *session) modernRequest(ctx context.Context, method string, params json.
 	case mcp.MethodServerDiscover:
 		return s.discover(), nil
 	case mcp.MethodToolsList:
-		return completed(s.listTools(ctx, params))
+		return completed(s.tracedList(ctx, method, params, s.listTools))
 	case mcp.MethodResourcesList:
-		return completed(s.listResources(ctx, params))
+		return completed(s.tracedList(ctx, method, params, s.listResources))
 	case mcp.MethodResourcesTemplatesList:
-		return completed(s.listTemplates(ctx, params))
+		return completed(s.tracedList(ctx, method, params, s.listTemplates))
 	case mcp.MethodPromptsList:
-		return completed(s.listPrompts(ctx, params))
+		return completed(s.tracedList(ctx, method, params, s.listPrompts))
 	case mcp.MethodToolsCall:
 		return s.modernCall(ctx, params, meta)
 	case mcp.MethodResourcesRead:

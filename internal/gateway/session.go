@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
@@ -55,6 +56,8 @@ type session struct {
 	levels     map[string]int         // log level severity of modern requests in flight, by id; -1: none asked
 	listeners  map[*listener]struct{} // open subscriptions/listen streams
 	lastMeta   *cachedMeta            // the _meta last decoded (requestMeta)
+
+	served atomic.Pointer[hostapi.Served] // what spans say of the client's side (version, transport)
 }
 
 type promptRef struct{ server, name string }
@@ -109,7 +112,7 @@ var versions = []string{mcp.Version20251125, mcp.Version20250618, mcp.Version202
 
 // HandleRequest implements mcp.Handler.
 func (s *session) HandleRequest(ctx context.Context, method string, params json.RawMessage) (any, error) {
-	ctx = hostapi.WithSession(ctx, s.id)
+	ctx = hostapi.WithServed(hostapi.WithSession(ctx, s.id), s.served.Load())
 	if s.modernOnly {
 		return s.modernRequest(ctx, method, params)
 	}
@@ -140,19 +143,19 @@ func (s *session) HandleRequest(ctx context.Context, method string, params json.
 	}
 	switch method {
 	case mcp.MethodToolsList:
-		return legacy(s.listTools(ctx, params))
+		return legacy(s.tracedList(ctx, method, params, s.listTools))
 	case mcp.MethodToolsCall:
 		return s.callTool(ctx, params)
 	case mcp.MethodResourcesList:
-		return legacy(s.listResources(ctx, params))
+		return legacy(s.tracedList(ctx, method, params, s.listResources))
 	case mcp.MethodResourcesTemplatesList:
-		return legacy(s.listTemplates(ctx, params))
+		return legacy(s.tracedList(ctx, method, params, s.listTemplates))
 	case mcp.MethodResourcesRead:
 		return s.readResource(ctx, params)
 	case mcp.MethodResourcesSubscribe, mcp.MethodResourcesUnsubscribe:
 		return s.subscribe(ctx, method, params)
 	case mcp.MethodPromptsList:
-		return legacy(s.listPrompts(ctx, params))
+		return legacy(s.tracedList(ctx, method, params, s.listPrompts))
 	case mcp.MethodPromptsGet:
 		return s.getPrompt(ctx, params)
 	case mcp.MethodComplete:
@@ -163,6 +166,52 @@ func (s *session) HandleRequest(ctx context.Context, method string, params json.
 		return s.handleTask(ctx, method, params)
 	}
 	return nil, mcp.MethodNotFound(method)
+}
+
+// listTracer is an upstream that traces the lists the gateway serves
+// (host's TraceList): a span per list request, continuing the trace its
+// _meta carries, on to the servers a list is fetched from.
+type listTracer interface {
+	TraceList(ctx context.Context, method string) (context.Context, func(error))
+}
+
+// tracedList serves a list request with list under the host's span for
+// it, when the host has one.
+func (s *session) tracedList(ctx context.Context, method string, params json.RawMessage,
+	list func(context.Context, json.RawMessage) (any, *mcp.CacheHint, error)) (any, *mcp.CacheHint, error) {
+	t, ok := s.host().(listTracer)
+	if !ok {
+		return list(ctx, params)
+	}
+	ctx, end := t.TraceList(traced(ctx, params), method)
+	res, hint, err := list(ctx, params)
+	end(err)
+	return res, hint, err
+}
+
+// setServed records the version the session negotiated, for spans, with
+// its transport: "tcp" for HTTP (a conn with request headers), "pipe"
+// for stdio and in-process pipes.
+func (s *session) setServed(version string) {
+	t := "pipe"
+	if _, ok := s.peer.Conn().(mcp.ParamHeaderConn); ok {
+		t = "tcp"
+	}
+	s.served.Store(&hostapi.Served{Version: version, Transport: t})
+}
+
+// AskLogLevel implements mcp.LogAsker: a legacy client's requests ask a
+// modern upstream for the logs a legacy server would have sent it
+// unasked: at the level the client set (logging/setLevel), else all of
+// them (forwardLog filters by the session's level). A modern request
+// asks with its own _meta.
+func (s *session) AskLogLevel() mcp.LoggingLevel {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.init == nil {
+		return ""
+	}
+	return mcp.LoggingLevels[max(s.level, 0)]
 }
 
 // HandleNotification implements mcp.Handler.
@@ -207,6 +256,7 @@ func (s *session) initialize(params json.RawMessage) (any, error) {
 		s.up, s.own = s.g.h.NewSession(s.sessionOptions(c)), true
 	}
 	s.init, s.version = &p, version
+	s.setServed(version)
 	own, up := s.own, s.up
 	s.mu.Unlock()
 	if s.g.opts.Eager {

@@ -114,6 +114,7 @@ func (s *session) restore() error {
 	}
 	s.mu.Lock()
 	s.init, s.ready, s.version = &p, true, rec.Protocol
+	s.setServed(rec.Protocol)
 	if c := p.Capabilities; c.Sampling != nil || c.Elicitation != nil || c.Roots != nil {
 		// Past the agent's cap the session shares the agent's
 		// connections, whose servers' requests are refused: restoring

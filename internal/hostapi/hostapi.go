@@ -145,6 +145,26 @@ func SessionFrom(ctx context.Context) (string, bool) {
 	return id, ok
 }
 
+type servedKey struct{}
+
+// Served is what a request's span says of the client's side of it, as
+// the OpenTelemetry conventions for MCP ask: the protocol version its
+// session negotiated (a modern request's _meta names its own, which wins)
+// and network.transport, "pipe" (stdio) or "tcp" (HTTP).
+type Served struct{ Version, Transport string }
+
+// WithServed hands the host what the gateway knows of the client's side
+// of a request it serves.
+func WithServed(ctx context.Context, s *Served) context.Context {
+	return ctxval.With(ctx, servedKey{}, s)
+}
+
+// ServedFrom is what WithServed handed over, or nil.
+func ServedFrom(ctx context.Context) *Served {
+	s, _ := ctx.Value(servedKey{}).(*Served)
+	return s
+}
+
 // TraceContextFrom is the trace context WithTraceContext handed over, if any.
 func TraceContextFrom(ctx context.Context) map[string]string {
 	meta, _ := ctx.Value(metaKey{}).(map[string]string)
