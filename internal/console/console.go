@@ -151,7 +151,7 @@ func (k *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// nothing from the internet); nothing may frame it.
 	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Referrer-Policy", "same-origin") // not no-referrer: with it, a browser sends Origin: null on the console's own forms
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Frame-Options", "DENY")
 	if !k.hostAllowed(r.Host) {
