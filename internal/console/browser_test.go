@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
 	"github.com/nexus-mcp/nexus/internal/testenv"
@@ -178,5 +180,22 @@ func eventually(t *testing.T, ctx context.Context, what, js string) {
 			t.Fatalf("%s: not so within 60 s (last error: %v)", what, err)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func navigate(url string) chromedp.Action[chromedp.Void] { return chromedp.Navigate(url) }
+func reload() chromedp.Action[chromedp.Void]            { return chromedp.Reload() }
+func waitRow() chromedp.Action[chromedp.Void] {
+	return chromedp.WaitVisible(chromedp.CSS(`#live tbody tr`))
+}
+func clickRow() chromedp.Action[chromedp.Void] {
+	return chromedp.Steps(chromedp.Click(chromedp.CSS(`#live tbody tr a`)), chromedp.WaitVisible(chromedp.CSS(`.facts`)))
+}
+
+// throttle slows the page's CPU by rate, as a busy laptop would.
+func throttle(rate float64) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		_, err := cdp.Call(ctx, t, emulation.SetCPUThrottlingRate, emulation.SetCPUThrottlingRateParams{Rate: rate})
+		return chromedp.Void{}, err
 	}
 }
