@@ -184,7 +184,7 @@ func eventually(t *testing.T, ctx context.Context, what, js string) {
 }
 
 func navigate(url string) chromedp.Action[chromedp.Void] { return chromedp.Navigate(url) }
-func reload() chromedp.Action[chromedp.Void]            { return chromedp.Reload() }
+func reload() chromedp.Action[chromedp.Void]             { return chromedp.Reload() }
 func waitRow() chromedp.Action[chromedp.Void] {
 	return chromedp.WaitVisible(chromedp.CSS(`#live tbody tr`))
 }
