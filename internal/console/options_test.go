@@ -1,6 +1,8 @@
 package console_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -45,5 +47,37 @@ console {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: %v, want an error with %q", c.hcl, err, c.want)
 		}
+	}
+}
+
+// TestReadmeBlocks loads the ```hcl console blocks of the READMEs as a
+// reader would paste them, with the tokens in the environment.
+func TestReadmeBlocks(t *testing.T) {
+	n := 0
+	for _, f := range []string{"README.md", "../../README.md"} {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, part := range strings.Split(string(raw), "```hcl console\n")[1:] {
+			block, _, _ := strings.Cut(part, "```")
+			dir := t.TempDir()
+			path := filepath.Join(dir, "nexus.hcl")
+			if err := os.WriteFile(path, []byte(block), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := config.Load(config.Options{Files: []string{path}, Dir: dir, Home: dir, NoDefault: true,
+				LookupEnv: func(k string) (string, bool) { return k + "-0123456789abcdef", true }})
+			if err != nil {
+				t.Fatalf("%s:\n%s\n%v", f, block, err)
+			}
+			if o := console.Block(cfg); o == nil || len(o.Tokens) == 0 {
+				t.Errorf("%s: the block has no console tokens:\n%s", f, block)
+			}
+			n++
+		}
+	}
+	if n < 2 {
+		t.Errorf("found %d console blocks in the READMEs, want one in each", n)
 	}
 }
