@@ -30,7 +30,9 @@ func consoleOptions(cfg *config.Config, addr string) *webconsole.Options {
 	return &o
 }
 
-// startConsole serves the console until ctx ends; stop waits for it.
+// startConsole serves the console until ctx ends or stop is called; stop
+// waits for it to finish (serve may return, on a listener's error, before
+// its ctx ends).
 func (a *app) startConsole(ctx context.Context, o *webconsole.Options, feed *audit.Feed, h *host.Host, g *gateway.Gateway, sessionStore string, log hclog.Logger) (stop func(), err error) {
 	if o == nil {
 		return func() {}, nil
@@ -50,6 +52,7 @@ func (a *app) startConsole(ctx context.Context, o *webconsole.Options, feed *aud
 		scheme = "https"
 	}
 	fmt.Fprintf(a.stderr, "nexus: serving the console at %s://%s/\n", scheme, ln.Addr())
+	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -57,7 +60,7 @@ func (a *app) startConsole(ctx context.Context, o *webconsole.Options, feed *aud
 			log.Error("the console stopped", "error", err)
 		}
 	}()
-	return func() { <-done; k.Close() }, nil
+	return func() { cancel(); <-done; k.Close() }, nil
 }
 
 // consoleServers is the host as the console reads it, with the servers'
