@@ -229,6 +229,20 @@ func TestConsole(t *testing.T) {
 		axe(t, admin, "explain")
 	})
 
+	t.Run("overview after the call", func(t *testing.T) {
+		// The agent's connection to the server is up now: the overview
+		// shows it as the gateway's sessions see it, with its era.
+		do(t, admin, "overview", navigate(s.console+"/"), chromedp.WaitVisible(chromedp.CSS("main table")))
+		row := eval[string](t, admin, `[...document.querySelectorAll("main tr")].map(r => r.innerText).find(t => t.startsWith("testserver")) || ""`)
+		if !strings.Contains(row, "connected") || !strings.Contains(row, "2025-11-25") || !strings.Contains(row, "stdio") {
+			t.Errorf("the server's row: %q", row)
+		}
+		agents := eval[string](t, admin, `document.querySelector("section[aria-labelledby=agents] tbody").innerText`)
+		if !strings.Contains(agents, "claude\t1\t1") {
+			t.Errorf("the agents: %q, want claude with 1 session and 1 call in the last minute", agents)
+		}
+	})
+
 	viewer := person(t, browser)
 	t.Run("read-only", func(t *testing.T) {
 		login(t, viewer, s.console, viewerToken)
