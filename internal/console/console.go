@@ -111,11 +111,25 @@ func New(c Config) (*Console, error) {
 	return k, nil
 }
 
-// keep records the feed's decisions for explain traces and rates.
+// keep records the feed's decisions for explain traces and rates, on a
+// tick (as the stream does): a decision wakes nobody.
 func (k *Console) keep() {
 	defer close(k.done)
-	for d := range k.sub.C {
-		k.recent.add(d)
+	tick := time.NewTicker(streamTick)
+	defer tick.Stop()
+	for range tick.C {
+		for {
+			select {
+			case d, ok := <-k.sub.C:
+				if !ok {
+					return
+				}
+				k.recent.add(d)
+				continue
+			default:
+			}
+			break
+		}
 	}
 }
 
