@@ -31,7 +31,7 @@ run: build
 # the OPA compiler the Rego filter tests build their policies with
 # (bin/tools/opa, from the Go module proxy; a minute on a cold cache).
 OPA_VERSION := v1.22.2
-testdeps: $(NPM_DIR)/node_modules/.installed bin/tools/opa-$(OPA_VERSION) redis nginx
+testdeps: $(NPM_DIR)/node_modules/.installed bin/tools/opa-$(OPA_VERSION) redis nginx chromium
 
 # The session store's tests run a real redis-server on loopback (Debian's
 # package; the tests start and stop their own, the package's daemon is
@@ -55,6 +55,16 @@ nginx:
 		  (apt-get install -y --no-install-recommends nginx >/dev/null 2>&1 || \
 		   (apt-get update >/dev/null && apt-get install -y --no-install-recommends nginx >/dev/null)) || \
 		  { echo "cannot install nginx: run apt-get install -y nginx as root"; exit 1; }; }
+
+# The console's tests drive a real browser (Debian's Chromium, headless,
+# through chromedp) and run axe-core (npm) in it.
+.PHONY: chromium
+chromium:
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || \
+		{ echo "installing chromium (apt-get)"; \
+		  (apt-get install -y --no-install-recommends chromium >/dev/null 2>&1 || \
+		   (apt-get update >/dev/null && apt-get install -y --no-install-recommends chromium >/dev/null)) || \
+		  { echo "cannot install chromium: run apt-get install -y chromium as root"; exit 1; }; }
 
 bin/tools/opa-$(OPA_VERSION):
 	@mkdir -p bin/tools/opa-build

@@ -94,7 +94,7 @@ func (h *Host) observing() bool {
 		return true
 	}
 	t := h.opts.Telemetry
-	return t.Tracing() || t.Metrics() != nil
+	return t.Tracing() || t.Metrics() != nil || h.opts.Feed.Active()
 }
 
 // audited runs do as one decision point under a trace, then reports it:
@@ -138,7 +138,9 @@ func (h *Host) audited(ctx context.Context, rec *audit.Record, do func(ctx conte
 	ctx, sp := tel.Start(ctx, rec.Method, meta)
 	err = do(ctxval.With(ctx, recordKey{}, rec))
 	steps := tr.Since(before)
-	decide(rec, steps, err, w != nil)
+	feed := h.opts.Feed
+	watched := feed.Active()
+	decide(rec, steps, err, w != nil || watched)
 	if tel != nil {
 		var buf [8]telemetry.Step // a request's usual few, on the stack
 		ts := buf[:0]
@@ -150,6 +152,11 @@ func (h *Host) audited(ctx context.Context, rec *audit.Record, do func(ctx conte
 	}
 	if sp.IsRecording() {
 		telemetry.End(sp, spanOf(ctx, rec, err), err)
+	}
+	if watched {
+		// The record as the log gets it: the feed's watchers see what
+		// the log shows, and no more.
+		feed.Publish(audit.Decision{Record: *rec, Latency: time.Since(rec.Time)})
 	}
 	if w != nil {
 		var werr error

@@ -71,6 +71,10 @@ type Options struct {
 	// continuing the traceparent, tracestate and baggage the request
 	// carries and passing them upstream) and counts them for Prometheus.
 	Telemetry *Telemetry
+	// Feed, when set, is handed each decision point's record as the audit
+	// log gets it (arguments redacted as the log holds them), while it has
+	// subscribers: the console's live stream.
+	Feed *DecisionFeed
 	// OnToolDecision is told each time a tool's definition decides what
 	// an agent gets: the lockfile or a tools/list policy withholds it (in
 	// a listing or a call) or a policy flags it. Audit records them.

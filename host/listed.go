@@ -54,16 +54,23 @@ func (h *Host) toolDecision(d ToolDecision) {
 	if d.Method != mcp.MethodToolsList {
 		return
 	}
-	if w, _ := h.auditLog(); w != nil {
-		decision := event.Allow
-		if d.Withheld {
-			decision = event.Deny
-		}
-		if err := w.Write(audit.Record{Time: time.Now().UTC(), Agent: d.Agent, Session: h.hooks.session, Server: d.Server, Method: d.Method, Tool: d.Tool,
-			Decision: decision, Link: d.Link, Reason: d.Reason, Flags: d.Flags}); err != nil {
+	w, _ := h.auditLog()
+	feed := h.opts.Feed
+	if w == nil && !feed.Active() {
+		return
+	}
+	decision := event.Allow
+	if d.Withheld {
+		decision = event.Deny
+	}
+	rec := audit.Record{Time: time.Now().UTC(), Agent: d.Agent, Session: h.hooks.session, Server: d.Server, Method: d.Method, Tool: d.Tool,
+		Decision: decision, Link: d.Link, Reason: d.Reason, Flags: d.Flags}
+	if w != nil {
+		if err := w.Write(rec); err != nil {
 			h.log.Error("the audit log cannot record a withheld tool", "server", d.Server, "tool", d.Tool, "error", err)
 		}
 	}
+	feed.Publish(audit.Decision{Record: rec}) // the console's live stream sees it too
 }
 
 // reportVerdict tells OnToolDecision what a tools/list verdict decided:

@@ -117,6 +117,13 @@ const (
 // the one the config's audit block names.
 type AuditLog = audit.Writer
 
+// DecisionFeed hands decision records to watchers in this process as the
+// audit log gets them (Options.Feed); Decision is one, with its latency.
+type (
+	DecisionFeed = audit.Feed
+	Decision     = audit.Decision
+)
+
 // Opener shows a person an authorization URL (AuthOptions.Opener).
 type Opener = auth.Opener
 

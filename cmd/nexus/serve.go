@@ -21,6 +21,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/internal/audit"
 	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/gateway"
 	"github.com/nexus-mcp/nexus/internal/gateway/store"
@@ -30,6 +31,7 @@ import (
 func (a *app) serveCmd() *cobra.Command {
 	var (
 		listen, cert, key, metrics string
+		consoleAddr                string
 		sessionStore               string
 		grace                      time.Duration
 	)
@@ -123,7 +125,12 @@ continued and passed upstream.`,
 			if err != nil {
 				return err
 			}
-			h := host.New(cfg, host.Options{Logger: log, Timeout: a.timeout, Confirm: confirm, Lock: pinned, Telemetry: tel})
+			co := consoleOptions(cfg, consoleAddr)
+			var feed *audit.Feed // the console's decisions, as the audit log gets them
+			if co != nil {
+				feed = audit.NewFeed()
+			}
+			h := host.New(cfg, host.Options{Logger: log, Timeout: a.timeout, Confirm: confirm, Lock: pinned, Telemetry: tel, Feed: feed})
 			defer h.Close()
 			if err := h.OpenAudit(); err != nil {
 				return &exitError{exitUsage, err}
@@ -154,6 +161,11 @@ continued and passed upstream.`,
 				}
 				fmt.Fprintf(a.stderr, "nexus: serving metrics at http://%s/metrics\n", addr)
 			}
+			stopConsole, err := a.startConsole(ctx, co, feed, h, g, sessionStore, log)
+			if err != nil {
+				return err
+			}
+			defer stopConsole()
 
 			if listen == "" {
 				if !h.Agent(agent) {
@@ -209,6 +221,7 @@ continued and passed upstream.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&listen, "listen", "", "serve streamable HTTP on this address (host:port; default: stdio)")
+	f.StringVar(&consoleAddr, "console", "", "serve the web console on this address (host:port; or the console block's listen; needs its tokens)")
 	f.StringVar(&metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (host:port; or the gateway block's metrics)")
 	f.StringVar(&cert, "tls-cert", "", "PEM certificate chain for HTTPS")
 	f.StringVar(&key, "tls-key", "", "PEM private key for HTTPS")

@@ -52,6 +52,7 @@ func TestVerbs(t *testing.T) {
 		{"serve_unconfigured_agent", testConfig, []string{"--config", "mcp.json", "serve", "--agent", "nobody"}, 0},
 		{"err_serve_no_way_in", testConfig, []string{"--config", "mcp.json", "serve", "--listen", "127.0.0.1:0"}, 2},
 		{"err_serve_half_tls", testConfig, []string{"--config", "mcp.json", "serve", "--listen", "127.0.0.1:0", "--tls-cert", "c.pem"}, 2},
+		{"err_serve_console_no_tokens", testConfig, []string{"--config", "mcp.json", "serve", "--agent", "cli", "--listen", "127.0.0.1:0", "--console", "127.0.0.1:0"}, 2},
 		{"err_serve_bad_listen", testConfig, []string{"--config", "mcp.json", "serve", "--agent", "cli", "--listen", "127.0.0.1:99999"}, 3},
 		{"help_call", "", []string{"call", "--help"}, 0},
 		{"help_complete", "", []string{"complete", "--help"}, 0},

@@ -86,6 +86,18 @@ var authorTests = map[string]bool{"sdk/filter/filtertest": true, "sdk/plugin/plu
 // protocol or ABI both sides must agree on, kept out of the author's API.
 var sharedWire = map[string]bool{"sdk/plugin internal/pluginwire": true, "sdk/filter internal/filterabi": true, "sdk/filter internal/wire": true}
 
+// consoleMay is what the console may import: the engine's packages it
+// shows (and changes, through them), the gateway, config (to register its
+// block), and the ground floor.
+func consoleMay(to string) bool {
+	switch to {
+	case "internal/registry", "internal/audit", "internal/lock", "internal/policy", "internal/gateway", "internal/gateway/store",
+		"internal/config", "internal/option", "internal/diag", "internal/bounded", "host/mcp", "sdk/event":
+		return true
+	}
+	return false
+}
+
 func TestDependencyRules(t *testing.T) {
 	ps := packages(t)
 	if len(ps) < 10 {
@@ -126,6 +138,10 @@ func TestDependencyRules(t *testing.T) {
 				bad = "the host's side of plugins speaks internal/pluginwire, never the plugin author's SDK"
 			case strings.HasPrefix(from, "internal/") && !strings.HasPrefix(from, "internal/cmd/") && to == "host":
 				bad = "the implementation never imports the facade, which imports it (internal/hostapi holds what both speak)"
+			case strings.HasPrefix(from, "internal/console") && !strings.HasPrefix(to, "internal/console") && !consoleMay(to):
+				bad = "the console shows the engine and the gateway, through their own packages (registry, audit, lock, gateway), and the ground floor's helpers; never host, a transport, plugins or WASM"
+			case !strings.HasPrefix(from, "internal/console") && !strings.HasPrefix(from, "cmd/") && strings.HasPrefix(to, "internal/console"):
+				bad = "only the command imports the console: it registers its own config block (config.RegisterBlock) and is handed the host and gateway through its interfaces"
 			case strings.HasPrefix(from, "examples/") && !publicPkg(to):
 				bad = "examples import only the public surface (host, host/mcp, sdk/*): an example is code to copy into another module"
 			case strings.HasPrefix(from, "filters/") && to != "sdk/filter" && to != "sdk/event" && to != "sdk/filter/redact":

@@ -41,4 +41,9 @@
 // are dropped, counted (Dropped) and reported. A disk that fails after a
 // record was queued loses that record, and with FailClosed every call
 // after it is refused.
+//
+// A Feed hands the same records to watchers in the process (the web
+// console's live stream) while any subscribes: each subscriber has a
+// bounded buffer, and one that falls behind loses records, counted,
+// rather than slowing a call.
 package audit

@@ -347,6 +347,8 @@ type Config struct {
 	// Untrusted are the workspace files found but not applied, for want of
 	// `nexus trust` (trust.go); Files does not list them.
 	Untrusted []Untrusted
+
+	owned map[string]ownedValue // the blocks components registered, by name (owned.go)
 }
 
 // Server returns the server called name, or nil.

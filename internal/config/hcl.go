@@ -218,6 +218,10 @@ func (ld *loader) parseHCLFile(f *file, filename string, isJSON bool) *fileConfi
 			h.audit(b)
 		case "telemetry":
 			h.telemetry(b)
+		default:
+			if ob := owned[b.Type]; ob != nil {
+				h.owned(b, ob)
+			}
 		}
 	}
 	return &h.out

@@ -253,6 +253,7 @@ type fileConfig struct {
 	lock      *LockPolicy
 	audit     *Audit
 	telemetry *Telemetry
+	owned     map[string]ownedValue // the blocks components registered (owned.go)
 }
 
 func (ld *loader) load(files []File) (*Config, error) {
@@ -523,6 +524,12 @@ func merge(cfg *Config, parts []*fileConfig) {
 		}
 		if t := p.telemetry; t != nil {
 			cfg.Telemetry = t // and the telemetry block
+		}
+		for name, v := range p.owned {
+			if cfg.owned == nil {
+				cfg.owned = map[string]ownedValue{}
+			}
+			cfg.owned[name] = v // and each block a component owns
 		}
 		if sm := p.sampling; sm != nil {
 			// A later layer's sampling block replaces the whole block.

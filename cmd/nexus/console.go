@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/nexus-mcp/nexus/host"
+	"github.com/nexus-mcp/nexus/internal/audit"
+	"github.com/nexus-mcp/nexus/internal/config"
+	webconsole "github.com/nexus-mcp/nexus/internal/console"
+	"github.com/nexus-mcp/nexus/internal/gateway"
+	"github.com/nexus-mcp/nexus/internal/gateway/store"
+)
+
+// consoleOptions is the console block with --console over its listen; nil
+// when neither asks for a console.
+func consoleOptions(cfg *config.Config, addr string) *webconsole.Options {
+	var o webconsole.Options
+	if b := webconsole.Block(cfg); b != nil {
+		o = *b
+	}
+	if addr != "" {
+		o.Listen = addr
+	}
+	if o.Listen == "" {
+		return nil
+	}
+	return &o
+}
+
+// startConsole serves the console until ctx ends or stop is called; stop
+// waits for it to finish (serve may return, on a listener's error, before
+// its ctx ends).
+func (a *app) startConsole(ctx context.Context, o *webconsole.Options, feed *audit.Feed, h *host.Host, g *gateway.Gateway, sessionStore string, log hclog.Logger) (stop func(), err error) {
+	if o == nil {
+		return func() {}, nil
+	}
+	k, err := webconsole.New(webconsole.Config{Options: *o, Servers: consoleServers{h, g}, Sessions: g, Feed: feed, Record: h.RecordAction,
+		Logger: log.Named("console"), Store: store.Name(sessionStore)})
+	if err != nil {
+		return nil, &exitError{exitUsage, err}
+	}
+	ln, err := k.Listen()
+	if err != nil {
+		k.Close()
+		return nil, &exitError{exitConnection, err}
+	}
+	scheme := "http"
+	if o.TLSCert != "" {
+		scheme = "https"
+	}
+	fmt.Fprintf(a.stderr, "nexus: serving the console at %s://%s/\n", scheme, ln.Addr())
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := k.Serve(ctx, ln); err != nil {
+			log.Error("the console stopped", "error", err)
+		}
+	}()
+	return func() { cancel(); <-done; k.Close() }, nil
+}
+
+// consoleServers is the host as the console reads it, with the servers'
+// state as the gateway's agents see it.
+type consoleServers struct {
+	*host.Host
+	g *gateway.Gateway
+}
+
+func (c consoleServers) Servers() []host.Status { return c.g.Servers() }

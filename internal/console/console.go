@@ -1,0 +1,244 @@
+package console
+
+import (
+	"context"
+	"crypto/tls"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/nexus-mcp/nexus/internal/audit"
+	"github.com/nexus-mcp/nexus/internal/gateway"
+	"github.com/nexus-mcp/nexus/internal/registry"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Servers is what the console reads of the engine's servers.
+type Servers interface {
+	// Servers is every configured server's state, sorted by name.
+	Servers() []registry.Status
+	// Explain turns a server's error into the report with its fix
+	// (a *diag.Report), as the CLI shows it.
+	Explain(server string, err error) error
+	// ExposedName is the name agents see a server's tool by.
+	ExposedName(server, tool string) string
+}
+
+// Sessions is what the console reads of the gateway's downstream
+// sessions and does to them (*gateway.Gateway).
+type Sessions interface {
+	List() []gateway.SessionInfo
+	End(id string) bool
+}
+
+// Config is what a Console serves.
+type Config struct {
+	Options
+	Servers  Servers
+	Sessions Sessions // nil: no gateway sessions to show
+	// Feed is where decisions come from, as the audit log gets them.
+	Feed *audit.Feed
+	// Record writes what a person did in the console to the audit log; an
+	// error refuses the action (a fail-closed log that cannot record it).
+	Record func(audit.Record) error
+	Logger hclog.Logger
+	// Replica names this process among the gateway's replicas; Store is
+	// the session store they share ("memory": none).
+	Replica, Store string
+	// Keep is how many recent decisions are kept for their explain trace
+	// (default 2000); Buffer how many a live page may fall behind before
+	// it loses some (default 256).
+	Keep, Buffer int
+}
+
+// Console is the web console: an http.Handler on a listener of its own.
+type Console struct {
+	c     Config
+	log   hclog.Logger
+	pages map[string]*template.Template
+	mux   *http.ServeMux
+
+	logins logins
+	recent *recent
+	sub    *audit.Sub
+	done   chan struct{}
+	once   sync.Once
+}
+
+// New makes a console and starts keeping the feed's decisions; Close
+// stops it.
+func New(c Config) (*Console, error) {
+	if len(c.Tokens) == 0 && len(c.ReadOnly) == 0 {
+		return nil, errors.New("the console has no tokens, so nobody could log in: add console { tokens = [var.console_admin] } (a sensitive variable holding a long random value) to the config")
+	}
+	if c.Logger == nil {
+		c.Logger = hclog.NewNullLogger()
+	}
+	if c.Feed == nil {
+		c.Feed = audit.NewFeed()
+	}
+	if c.Keep <= 0 {
+		c.Keep = 2000
+	}
+	if c.Buffer <= 0 {
+		c.Buffer = 256
+	}
+	if c.Record == nil {
+		c.Record = func(audit.Record) error { return nil }
+	}
+	pages, err := parsePages()
+	if err != nil {
+		return nil, err
+	}
+	k := &Console{c: c, log: c.Logger, pages: pages, recent: newRecent(c.Keep), done: make(chan struct{})}
+	k.logins.init()
+	k.sub = c.Feed.Subscribe(4096)
+	go k.keep()
+	k.routes()
+	return k, nil
+}
+
+// keep records the feed's decisions for explain traces and rates, on a
+// tick (as the stream does): a decision wakes nobody.
+func (k *Console) keep() {
+	defer close(k.done)
+	tick := time.NewTicker(streamTick)
+	defer tick.Stop()
+	for range tick.C {
+		for {
+			select {
+			case d, ok := <-k.sub.C:
+				if !ok {
+					return
+				}
+				k.recent.add(d)
+				continue
+			default:
+			}
+			break
+		}
+	}
+}
+
+// Close stops keeping decisions.
+func (k *Console) Close() error {
+	k.once.Do(func() {
+		k.sub.Close()
+		<-k.done
+	})
+	return nil
+}
+
+func (k *Console) routes() {
+	m := http.NewServeMux()
+	static, _ := fs.Sub(staticFS, "static")
+	m.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	m.HandleFunc("GET /login", k.loginPage)
+	m.HandleFunc("POST /login", k.login)
+	m.HandleFunc("POST /logout", k.change(roleRead, k.logout))
+	m.HandleFunc("GET /{$}", k.page(k.overview))
+	m.HandleFunc("GET /decisions", k.page(k.decisions))
+	m.HandleFunc("GET /decisions/stream", k.auth(k.stream))
+	m.HandleFunc("GET /decisions/{id}", k.page(k.explain))
+	m.HandleFunc("GET /sessions", k.page(k.sessions))
+	m.HandleFunc("POST /sessions/end", k.change(roleAdmin, k.endSession))
+	k.mux = m
+}
+
+// ServeHTTP serves the console, with the headers every answer carries.
+func (k *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	// Scripts and styles come from the console alone (no inline script,
+	// nothing from the internet); nothing may frame it.
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin") // not no-referrer: with it, a browser sends Origin: null on the console's own forms
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Frame-Options", "DENY")
+	if !k.hostAllowed(r.Host) {
+		http.Error(w, "console: this Host header is not the console's address (a DNS rebinding attempt?); open the console by the address it listens on", http.StatusMisdirectedRequest)
+		return
+	}
+	k.mux.ServeHTTP(w, r)
+}
+
+// hostAllowed refuses, on a loopback console, a Host that names another
+// machine: a page on another site that rebinds its name to 127.0.0.1
+// must not reach the console.
+func (k *Console) hostAllowed(host string) bool {
+	if !Loopback(k.c.Listen) {
+		return true
+	}
+	h, _, err := net.SplitHostPort(host)
+	if err != nil {
+		h = host
+	}
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// secure says whether the session cookie carries Secure: always, but on
+// a plain-HTTP loopback console, where a browser would not send it back.
+func (k *Console) secure() bool {
+	return k.c.TLSCert != "" || !Loopback(k.c.Listen)
+}
+
+// Listen checks the console's address and opens its listener: plain HTTP
+// only on loopback.
+func (k *Console) Listen() (net.Listener, error) {
+	if k.c.Listen == "" {
+		return nil, errors.New("the console has no address: pass --console 127.0.0.1:8760 or set console { listen = \"...\" }")
+	}
+	if !Loopback(k.c.Listen) && k.c.TLSCert == "" {
+		return nil, fmt.Errorf("console listen %q is not a loopback address and the console block has no tls_cert and tls_key: its login cookie is Secure, and a browser sends it back over HTTPS only; set tls_cert and tls_key, or listen on 127.0.0.1", k.c.Listen)
+	}
+	ln, err := net.Listen("tcp", k.c.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("the console cannot listen on %s: %w (is another process using the port?)", k.c.Listen, err)
+	}
+	if k.c.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(k.c.TLSCert, k.c.TLSKey)
+		if err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("console tls_cert %s and tls_key %s: %w", k.c.TLSCert, k.c.TLSKey, err)
+		}
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	}
+	return ln, nil
+}
+
+// Serve serves the console on ln until ctx ends; then it closes the
+// streams and waits a little for answers in flight.
+func (k *Console) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{Handler: k, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
+		MaxHeaderBytes: 64 << 10, BaseContext: func(net.Listener) context.Context { return ctx }}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	srv.Shutdown(sctx)
+	srv.Close()
+	<-errc
+	return nil
+}
