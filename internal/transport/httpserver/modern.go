@@ -69,9 +69,18 @@ func checkModern(hd http.Header, m incoming) (map[string]string, *modernError) {
 		e.Message = "unsupported MCP-Protocol-Version " + strconv.Quote(v) + "; this server speaks " + strings.Join(mcp.AllVersions, ", ")
 		return nil, &modernError{http.StatusBadRequest, e}
 	}
-	meta := mcp.Member(m.Params, "_meta")
-	rawVer := mcp.Member(meta, mcp.MetaProtocolVersion)
-	if rawVer == nil || mcp.Member(meta, mcp.MetaClientCapabilities) == nil {
+	// One pass over _meta for both members (parseIncoming found it).
+	var rawVer, rawCaps []byte
+	wire.ValidMembers(m.Meta, func(k, v []byte) error {
+		switch {
+		case rawVer == nil && wire.KeyIs(k, mcp.MetaProtocolVersion):
+			rawVer = v
+		case rawCaps == nil && wire.KeyIs(k, mcp.MetaClientCapabilities):
+			rawCaps = v
+		}
+		return nil
+	})
+	if rawVer == nil || rawCaps == nil {
 		return nil, &modernError{http.StatusBadRequest, mcp.InvalidParams("params._meta must carry %q and %q on every request of %s (the version and the client's capabilities, {} for none)",
 			mcp.MetaProtocolVersion, mcp.MetaClientCapabilities, v)}
 	}
