@@ -124,7 +124,6 @@ func checkModern(hd http.Header, m incoming) (map[string]string, *modernError) {
 		if len(name) <= len(paramPrefix) || !strings.EqualFold(name[:len(paramPrefix)], paramPrefix) {
 			continue
 		}
-		lower := strings.ToLower(name)
 		if len(vals) != 1 {
 			return nil, mismatch("%s appears %d times; send it once", name, len(vals))
 		}
@@ -135,7 +134,7 @@ func checkModern(hd http.Header, m incoming) (map[string]string, *modernError) {
 		if params == nil {
 			params = map[string]string{}
 		}
-		params[lower[len(paramPrefix):]] = got
+		params[strings.ToLower(name[len(paramPrefix):])] = got // the suffix alone: one allocation
 	}
 	return params, nil
 }
