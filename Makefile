@@ -180,8 +180,30 @@ bench: testdeps
 # The end-to-end benchmarks, their figures written into README.md's
 # bench-report section (minutes: every benchmark runs three times).
 .PHONY: bench-report
-bench-report: testdeps
+bench-report: testdeps bench-toolhive
 	$(GO) run ./internal/cmd/benchreport -readme README.md
+
+# The Go gateway peer of bench BenchmarkToolHive (build tag toolhive, so
+# make test's bench smoke neither needs nor runs it): Stacklok's ToolHive
+# thv, pinned and built from the Go module proxy into bin/tools (later
+# versions need Go 1.27; minutes on a cold cache, once), and Debian's
+# podman, whose API socket thv's container-runtime check needs before
+# it proxies anything (the benchmark runs its own `podman system
+# service` on a socket of its own; no container is started).
+THV_VERSION := v0.47.0
+.PHONY: bench-toolhive podman
+bench-toolhive: bin/tools/thv-$(THV_VERSION) podman
+bin/tools/thv-$(THV_VERSION):
+	@mkdir -p bin/tools/thv-build
+	GOBIN=$(CURDIR)/bin/tools/thv-build GOFLAGS= $(GO) install github.com/stacklok/toolhive/cmd/thv@$(THV_VERSION)
+	mv bin/tools/thv-build/thv $@
+	ln -sf thv-$(THV_VERSION) bin/tools/thv
+podman:
+	@command -v podman >/dev/null || \
+		{ echo "installing podman (apt-get)"; \
+		  (apt-get install -y podman >/dev/null 2>&1 || \
+		   (apt-get update >/dev/null && apt-get install -y podman >/dev/null)) || \
+		  { echo "cannot install podman: run apt-get install -y podman as root"; exit 1; }; }
 
 # The soak: 10,000 sessions of three agents (one flooding) over 10 minutes
 # against two replicas sharing Redis, with an upstream server, Redis and a

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -515,4 +516,55 @@ func TestModernAskedMeta(t *testing.T) {
 	if l := string(metaOf(t, calls[1].params)[MetaLogLevel]); l != `"debug"` {
 		t.Errorf("the LogAsker's call asked for logs %s, want \"debug\"", l)
 	}
+}
+
+// BenchmarkListCache is a tools/list served from the client's cache while
+// its ttlMs lasts (Tools) against the same list fetched from the server
+// (ListTools), taking turns in the same run. The server is a modern-only
+// Server over an in-memory pipe, the cheapest upstream there is, so the
+// ratio is the largest it can be. Target: cached/fetched ≤ 0.1 (issue 41).
+func BenchmarkListCache(b *testing.B) {
+	ctx := context.Background()
+	s := NewServer(Implementation{Name: "bench", Version: "1"}, ServerOptions{ModernOnly: true, CacheTTL: time.Hour})
+	for i := range 20 {
+		s.AddTool(Tool{Name: fmt.Sprintf("tool_%02d", i), Description: "a tool of the benchmark's list",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"message":{"type":"string","description":"what to send"}},"required":["message"]}`)},
+			func(ctx context.Context, r *CallToolRequest) (*CallToolResult, error) { return &CallToolResult{}, nil })
+	}
+	a, z := Pipe()
+	sctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); s.Serve(sctx, z) }()
+	defer func() { stop(); <-done }()
+	c, err := Connect(ctx, a, ClientOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	if !c.modern {
+		b.Fatalf("the client speaks %s, not the modern revision", c.ProtocolVersion())
+	}
+	fetched, cached := make([]time.Duration, 0, b.N), make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		tools, err := c.ListTools(ctx)
+		t1 := time.Now()
+		if err != nil || len(tools) != 20 {
+			b.Fatal(len(tools), err)
+		}
+		again, err := c.Tools(ctx)
+		t2 := time.Now()
+		if err != nil || len(again) != 20 || &again[0] != &tools[0] {
+			b.Fatal("Tools did not serve the cached list", err)
+		}
+		fetched, cached = append(fetched, t1.Sub(t0)), append(cached, t2.Sub(t1))
+	}
+	b.StopTimer()
+	slices.Sort(fetched)
+	slices.Sort(cached)
+	f, k := fetched[len(fetched)/2], cached[len(cached)/2]
+	b.ReportMetric(float64(f.Nanoseconds())/1e3, "fetched-p50-µs")
+	b.ReportMetric(float64(k.Nanoseconds())/1e3, "cached-p50-µs")
+	b.ReportMetric(float64(k)/float64(f), "cached/fetched")
 }

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -415,12 +417,12 @@ func CheckParamHeaders(ctx context.Context, conn Conn, schema, args json.RawMess
 	if !ok {
 		return nil
 	}
-	anns, err := HeaderAnnotations(schema)
+	anns, lower, err := schemaAnnotations(schema)
 	if err != nil {
 		return nil // an invalid annotation: a client drops the tool; the server does not hold the call to it
 	}
-	for _, a := range anns {
-		got, sent := hdrs[strings.ToLower(a.Name)]
+	for i, a := range anns {
+		got, sent := hdrs[lower[i]]
 		v := valueAt(args, a.Path)
 		if v == nil || string(v) == "null" {
 			if sent {
@@ -438,6 +440,54 @@ func CheckParamHeaders(ctx context.Context, conn Conn, schema, args json.RawMess
 	return nil
 }
 
+// annCache keeps the x-mcp-header annotations of the schemas
+// CheckParamHeaders saw, by the schema's bytes: a server's tools change
+// seldom, and decoding the schema was most of what the check cost (about
+// 70% of it, BenchmarkHeaderCheck in internal/transport/httpserver). It
+// holds at most maxAnnSchemas schemas of up to maxAnnSchema bytes, and
+// starts again when full: a server whose tools keep changing costs a
+// decode now and then, never memory.
+var annCache struct {
+	m sync.Map // string(schema) -> annEntry
+	n atomic.Int64
+}
+
+type annEntry struct {
+	anns  []HeaderAnnotation // shared: read only
+	lower []string           // the names in lower case, as ParamHeaders has them
+	err   error
+}
+
+const (
+	maxAnnSchemas = 1024
+	maxAnnSchema  = 16 << 10
+)
+
+// schemaAnnotations is HeaderAnnotations through annCache, with the
+// names in lower case.
+func schemaAnnotations(schema json.RawMessage) ([]HeaderAnnotation, []string, error) {
+	if !bytes.Contains(schema, []byte("x-mcp-header")) {
+		return nil, nil, nil // the common case: nothing to decode, nothing to keep
+	}
+	if e, ok := annCache.m.Load(string(schema)); ok {
+		e := e.(annEntry)
+		return e.anns, e.lower, e.err
+	}
+	e := annEntry{}
+	e.anns, e.err = HeaderAnnotations(schema)
+	for _, a := range e.anns {
+		e.lower = append(e.lower, strings.ToLower(a.Name))
+	}
+	if len(schema) <= maxAnnSchema {
+		if annCache.n.Add(1) > maxAnnSchemas {
+			annCache.m.Clear()
+			annCache.n.Store(1)
+		}
+		annCache.m.Store(string(schema), e)
+	}
+	return e.anns, e.lower, e.err
+}
+
 func valueAt(obj json.RawMessage, path []string) json.RawMessage {
 	for _, k := range path {
 		if obj = Member(obj, k); obj == nil {
@@ -452,6 +502,8 @@ func valueAt(obj json.RawMessage, path []string) json.RawMessage {
 func headerMatches(h string, v json.RawMessage) bool {
 	v = bytes.TrimSpace(v)
 	switch {
+	case len(v) > 1 && v[0] == '"' && v[len(v)-1] == '"' && bytes.IndexByte(v, '\\') < 0:
+		return string(v[1:len(v)-1]) == h // no escapes: the bytes are the string
 	case len(v) > 0 && v[0] == '"':
 		var s string
 		return json.Unmarshal(v, &s) == nil && s == h

@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -343,4 +344,37 @@ func TestModernListen(t *testing.T) {
 			t.Fatalf("graceful end of %v (told: %v): %v", m["id"], told, m)
 		}
 	}
+}
+
+// The annotations CheckParamHeaders keeps per schema give the same
+// answers as a fresh decode, the second time too, and the cache stays
+// within its bound however many schemas pass.
+func TestSchemaAnnotationsCache(t *testing.T) {
+	ctx := WithRelatedRequest(WithRequestMeta(context.Background(), &RequestMeta{ProtocolVersion: Version20260728}), json.RawMessage(`1`))
+	schema := json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`)
+	for range 2 {
+		if err := CheckParamHeaders(ctx, &headerConn{hdrs: map[string]string{"region": "eu"}}, schema, json.RawMessage(`{"region":"eu"}`)); err != nil {
+			t.Fatalf("match: %v", err)
+		}
+		if err := CheckParamHeaders(ctx, &headerConn{hdrs: map[string]string{"region": "us"}}, schema, json.RawMessage(`{"region":"eu"}`)); rpcCode(err) != CodeHeaderMismatch {
+			t.Fatalf("mismatch: %v", err)
+		}
+	}
+	for i := range maxAnnSchemas + 10 {
+		s := json.RawMessage(fmt.Sprintf(`{"properties":{"a%d":{"type":"string","x-mcp-header":"A"}}}`, i))
+		if _, lower, err := schemaAnnotations(s); err != nil || len(lower) != 1 || lower[0] != "a" {
+			t.Fatalf("schema %d: %v %v", i, lower, err)
+		}
+	}
+	if n := annCache.n.Load(); n > maxAnnSchemas {
+		t.Errorf("the cache holds %d schemas, over %d", n, maxAnnSchemas)
+	}
+}
+
+func rpcCode(err error) int {
+	var re *RPCError
+	if errors.As(err, &re) {
+		return re.Code
+	}
+	return 0
 }

@@ -298,3 +298,77 @@ func BenchmarkFairShare(b *testing.B) {
 	b.ReportMetric(float64(flooded.Microseconds()), "flooded-p50-µs")
 	b.ReportMetric(float64(flooded)/float64(idle), "flooded/idle")
 }
+
+// BenchmarkModernHTTP is a modern (2026-07-28) tools/call over loopback
+// HTTP through the gateway against a legacy (2025-11-25) one, two Nexus
+// clients of the same gateway and upstream taking turns call by call so
+// noise hits both alike. A modern request looks up no session (it is
+// served on its principal's internal one), so it should cost no more:
+// modern/legacy is the ratio of their p50s, target ≤ 1.
+func BenchmarkModernHTTP(b *testing.B) {
+	e := newEnv(b, nil)
+	ctx := context.Background()
+	hh, err := e.g.HTTP(gateway.HTTPOptions{Agent: "claude"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(hh)
+	defer func() {
+		hh.Close()
+		srv.CloseClientConnections()
+		srv.Close()
+	}()
+	dial := func(version string) *mcp.Client {
+		conn, err := httptransport.Dial(ctx, httptransport.Config{Server: "gw", URL: srv.URL + gateway.EndpointPath,
+			Options: httptransport.Options{AllowPrivateNetworks: true}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		c, err := mcp.Connect(ctx, conn, mcp.ClientOptions{ProtocolVersion: version})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if c.ProtocolVersion() != version {
+			b.Fatalf("the client speaks %s to the gateway, not %s", c.ProtocolVersion(), version)
+		}
+		return c
+	}
+	eras := []*mcp.Client{dial(mcp.Version20251125), dial(mcp.Version20260728)}
+	defer func() {
+		for _, c := range eras {
+			c.Close()
+		}
+	}()
+	args := map[string]any{"message": "hello"}
+	lat := make([][]time.Duration, len(eras))
+	for i, c := range eras {
+		for range 100 { // warm: connections, the upstream, the internal session
+			if _, err := c.CallTool(ctx, "mcp_testserver_echo", args, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		lat[i] = make([]time.Duration, 0, b.N)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		for i, c := range eras {
+			t0 := time.Now()
+			if _, err := c.CallTool(ctx, "mcp_testserver_echo", args, nil); err != nil {
+				b.Fatal(err)
+			}
+			lat[i] = append(lat[i], time.Since(t0))
+		}
+	}
+	b.StopTimer()
+	legacy, modern := p50(lat[0]), p50(lat[1])
+	b.ReportMetric(float64(legacy.Nanoseconds())/1e3, "legacy-p50-µs")
+	b.ReportMetric(float64(modern.Nanoseconds())/1e3, "modern-p50-µs")
+	b.ReportMetric(float64(modern)/float64(legacy), "modern/legacy")
+}
+
+// p50 is the median of lat (sorted in place).
+func p50(lat []time.Duration) time.Duration {
+	slices.Sort(lat)
+	return lat[len(lat)/2]
+}

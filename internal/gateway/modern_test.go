@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -674,5 +677,72 @@ func TestModernOnlySession(t *testing.T) {
 	init := map[string]any{"protocolVersion": mcp.Version20251125, "capabilities": map[string]any{}, "clientInfo": map[string]string{"name": "x", "version": "1"}}
 	if err := m.peer.Call(ctx, mcp.MethodInitialize, init, nil); !errors.As(err, &rerr) || rerr.Code != mcp.CodeInvalidRequest {
 		t.Errorf("initialize: %v", err)
+	}
+}
+
+// A modern call over HTTP is held to the Mcp-Param-* headers its tool's
+// schema asks for (x-mcp-header) before it reaches the chain: a header
+// that agrees passes, one that disagrees or is missing gets -32020 with
+// 400, and the upstream never sees those.
+func TestModernParamHeadersThroughGateway(t *testing.T) {
+	upCtx, stopUp := context.WithCancel(context.Background())
+	var upWG sync.WaitGroup
+	e := newEnvOpts(t, func(c *config.Config) {
+		c.Servers = append(c.Servers, &config.Server{Name: "hdr", Type: config.TypeStdio, Command: []string{"hdr"}, Enabled: true})
+	}, func(o *host.Options) {
+		prev := o.Transport
+		o.Transport = func(ctx context.Context, srv *config.Server) (mcp.Conn, error) {
+			if srv.Command[0] != "hdr" {
+				return prev(ctx, srv)
+			}
+			s := testserver.New(testserver.Options{Conformance: true})
+			client, server := mcp.Pipe()
+			upWG.Add(1)
+			go func() { defer upWG.Done(); s.Serve(upCtx, server) }()
+			return client, nil
+		}
+	})
+	t.Cleanup(func() { stopUp(); upWG.Wait() }) // before the env's own: its leak check
+	hh, err := e.g.HTTP(gateway.HTTPOptions{Agent: "claude"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(hh)
+	t.Cleanup(func() {
+		hh.Close()
+		srv.CloseClientConnections()
+		srv.Close()
+	})
+	const tool = "mcp_hdr_test_header_param"
+	post := func(region string, hdr string) (int, string) {
+		t.Helper()
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":{"region":"` + region + `"},` +
+			`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`
+		req, _ := http.NewRequestWithContext(ctxT(t), http.MethodPost, srv.URL+gateway.EndpointPath, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", mcp.Version20260728)
+		req.Header.Set("Mcp-Method", mcp.MethodToolsCall)
+		req.Header.Set("Mcp-Name", tool)
+		if hdr != "" {
+			req.Header.Set("Mcp-Param-Region", hdr)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for range 2 { // the second time from what was kept of the first
+		if code, body := post("eu", "eu"); code != http.StatusOK || !strings.Contains(body, "Region: eu") {
+			t.Fatalf("agreeing header: %d %s", code, body)
+		}
+		for _, hdr := range []string{"us", ""} {
+			if code, body := post("eu", hdr); code != http.StatusBadRequest || !strings.Contains(body, `"code":-32020`) {
+				t.Errorf("Mcp-Param-Region %q for region eu: %d %s", hdr, code, body)
+			}
+		}
 	}
 }

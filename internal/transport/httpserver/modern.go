@@ -69,9 +69,18 @@ func checkModern(hd http.Header, m incoming) (map[string]string, *modernError) {
 		e.Message = "unsupported MCP-Protocol-Version " + strconv.Quote(v) + "; this server speaks " + strings.Join(mcp.AllVersions, ", ")
 		return nil, &modernError{http.StatusBadRequest, e}
 	}
-	meta := mcp.Member(m.Params, "_meta")
-	rawVer := mcp.Member(meta, mcp.MetaProtocolVersion)
-	if rawVer == nil || mcp.Member(meta, mcp.MetaClientCapabilities) == nil {
+	// One pass over _meta for both members (parseIncoming found it).
+	var rawVer, rawCaps []byte
+	wire.ValidMembers(m.Meta, func(k, v []byte) error {
+		switch {
+		case rawVer == nil && wire.KeyIs(k, mcp.MetaProtocolVersion):
+			rawVer = v
+		case rawCaps == nil && wire.KeyIs(k, mcp.MetaClientCapabilities):
+			rawCaps = v
+		}
+		return nil
+	})
+	if rawVer == nil || rawCaps == nil {
 		return nil, &modernError{http.StatusBadRequest, mcp.InvalidParams("params._meta must carry %q and %q on every request of %s (the version and the client's capabilities, {} for none)",
 			mcp.MetaProtocolVersion, mcp.MetaClientCapabilities, v)}
 	}
@@ -117,7 +126,6 @@ func checkModern(hd http.Header, m incoming) (map[string]string, *modernError) {
 		if len(name) <= len(paramPrefix) || !strings.EqualFold(name[:len(paramPrefix)], paramPrefix) {
 			continue
 		}
-		lower := strings.ToLower(name)
 		if len(vals) != 1 {
 			return nil, mismatch("%s appears %d times; send it once", name, len(vals))
 		}
@@ -128,7 +136,7 @@ func checkModern(hd http.Header, m incoming) (map[string]string, *modernError) {
 		if params == nil {
 			params = map[string]string{}
 		}
-		params[lower[len(paramPrefix):]] = got
+		params[strings.ToLower(name[len(paramPrefix):])] = got // the suffix alone: one allocation
 	}
 	return params, nil
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/internal/wire"
 )
 
 // ServeFunc serves one MCP session over conn until ctx ends (the session
@@ -478,6 +479,7 @@ type incoming struct {
 	ID            json.RawMessage
 	Method        string
 	Params        json.RawMessage
+	Meta          json.RawMessage // params._meta
 	ProgressToken json.RawMessage
 	RequestID     json.RawMessage // notifications/cancelled
 }
@@ -491,13 +493,22 @@ func parseIncoming(body []byte) (incoming, error) {
 	if err != nil {
 		return incoming{}, err
 	}
-	return incoming{
-		ID:            pm.ID,
-		Method:        pm.Method,
-		Params:        pm.Params,
-		ProgressToken: mcp.Member(mcp.Member(pm.Params, "_meta"), "progressToken"),
-		RequestID:     mcp.Member(pm.Params, "requestId"),
-	}, nil
+	m := incoming{ID: pm.ID, Method: pm.Method, Params: pm.Params}
+	// One pass over params for both members (each mcp.Member is a pass,
+	// over the arguments too); ParseMessage validated them, so the
+	// values are skipped, not checked again. The first of a repeated
+	// member counts, as with mcp.Member.
+	wire.ValidMembers(pm.Params, func(k, v []byte) error {
+		switch {
+		case m.Meta == nil && wire.KeyIs(k, "_meta"):
+			m.Meta = v
+		case m.RequestID == nil && wire.KeyIs(k, "requestId"):
+			m.RequestID = v
+		}
+		return nil
+	})
+	m.ProgressToken = mcp.Member(m.Meta, "progressToken")
+	return m, nil
 }
 
 // readBody reads a POST body within the size limit and parses it; on a
