@@ -90,6 +90,11 @@ type ServerOptions struct {
 	// a modern _meta get UnsupportedProtocolVersion naming the modern
 	// versions, and server/discover lists only those.
 	ModernOnly bool
+	// LegacyOnly serves 2025-11-25 and earlier alone, as a server built
+	// before the stateless revision does: server/discover and
+	// subscriptions/listen are unknown methods, and a request's modern
+	// _meta is not looked at (its handler asks the client directly).
+	LegacyOnly bool
 }
 
 // Server holds what is served. It is safe for concurrent use.
@@ -417,6 +422,12 @@ func (ss *ServerSession) capabilities() ServerCapabilities {
 // protocol version is served statelessly (server_modern.go), whatever the
 // session did before; any other is a legacy session's, served as ever.
 func (ss *ServerSession) HandleRequest(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	if ss.srv.opts.LegacyOnly {
+		if method == MethodServerDiscover || method == MethodSubscriptionsListen {
+			return nil, MethodNotFound(method)
+		}
+		return ss.handle(ctx, method, params)
+	}
 	if m, modern, err := ParseRequestMeta(params); modern {
 		return ss.serveModern(ctx, method, params, &m, err)
 	}

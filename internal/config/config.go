@@ -177,7 +177,12 @@ type Agent struct {
 	// gateway keeps only their hashes and compares in constant time.
 	Tokens []string
 	// Rules are the agent's CEL rules, in order: they see only its events.
-	Rules     []*Filter
+	Rules []*Filter
+	// Roots are what the gateway answers a server's roots/list with for
+	// this agent when no client of it is asked (outside a call, or a
+	// request that did not declare roots): absolute paths or URIs; empty:
+	// the config's roots.
+	Roots     []string
 	Source    diag.Source
 	Overrides []diag.Source
 	Refs      map[string]Template // by JSON pointer into the agent ("/tokens/0")

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"sort"
 	"sync"
@@ -58,6 +59,23 @@ type Options struct {
 	// before any does (`nexus serve`): the first list finds them up or
 	// starting. Without it servers connect on first use.
 	Eager bool
+	// StateKey seals the requestState the gateway hands modern agents
+	// when a legacy server asks them something mid-call (32 bytes; gateway
+	// `state_key`, or NEXUS_STATE_KEY): replicas that share it can each
+	// check the others'. Nil: a random key of this process's, with a
+	// warning (another replica cannot open its states).
+	StateKey []byte
+	// ReplicaID names this process among the replicas in the states it
+	// seals (a retry that names another is not served here); default
+	// random.
+	ReplicaID [8]byte
+	// InputTTL is how long a call a server asked input of waits for the
+	// agent's retry before it is cancelled upstream (default 5 minutes);
+	// MaxParked and MaxParkedPerAgent bound how many wait at once
+	// (default 1024 and 64).
+	InputTTL          time.Duration
+	MaxParked         int
+	MaxParkedPerAgent int
 }
 
 // Gateway serves a host to MCP clients. It is safe for concurrent use.
@@ -75,6 +93,7 @@ type Gateway struct {
 	modMax   int // requests one agent's modern session serves at once (serveModern)
 	wg       sync.WaitGroup
 	closed   bool
+	br       *bridge // modern agents' calls to legacy servers (bridge.go)
 }
 
 // New makes a gateway in front of h. Sessions use connections h makes
@@ -106,8 +125,37 @@ func New(h Upstream, o Options) *Gateway {
 	if o.CacheTTL <= 0 {
 		o.CacheTTL = time.Minute
 	}
-	return &Gateway{h: h, log: o.Logger, opts: o, ownMax: o.MaxOwnSessions, sessions: map[*session]struct{}{},
+	if o.InputTTL <= 0 {
+		o.InputTTL = defaultInputTTL
+	}
+	if o.MaxParked <= 0 {
+		o.MaxParked = defaultMaxParked
+	}
+	if o.MaxParkedPerAgent <= 0 {
+		o.MaxParkedPerAgent = defaultMaxParkedPer
+	}
+	if o.ReplicaID == ([8]byte{}) {
+		rand.Read(o.ReplicaID[:])
+	}
+	key := o.StateKey
+	if key == nil {
+		key = make([]byte, 32)
+		rand.Read(key)
+		o.Logger.Warn("no requestState key is configured (gateway state_key, or " + StateKeyEnv + "): this process made its own, so another replica cannot take up a call waiting for a client's input here; set one shared by the replicas")
+	}
+	g := &Gateway{h: h, log: o.Logger, opts: o, ownMax: o.MaxOwnSessions, sessions: map[*session]struct{}{},
 		agents: map[string]Upstream{}, own: map[string]int{}, warmed: map[string]bool{}}
+	br, err := newBridge(g, key, o.ReplicaID)
+	if err != nil {
+		// A bad key is the caller's to catch (ParseStateKey); this one
+		// still works, for itself.
+		o.Logger.Error("the requestState key is unusable; using a random one", "error", err)
+		key = make([]byte, 32)
+		rand.Read(key)
+		br, _ = newBridge(g, key, o.ReplicaID)
+	}
+	g.br = br
+	return g
 }
 
 // Host is the host the gateway serves.
@@ -121,13 +169,13 @@ func (g *Gateway) agentHost(agent string) Upstream {
 	if up := g.agents[agent]; up != nil {
 		return up
 	}
-	up := g.h.NewSession(hostapi.SessionOptions{
+	up := g.h.NewSession(g.bridgeOptions(agent, hostapi.SessionOptions{
 		Agent:             agent,
 		OnLog:             func(server string, m mcp.LogMessage) { g.sharedLog(agent, server, m) },
 		OnListChanged:     func(server, kind string) { g.shared(agent, func(s *session) { s.listChanged(server, kind) }) },
 		OnResourceUpdated: func(server, uri string) { g.shared(agent, func(s *session) { s.updated(server, uri) }) },
 		OnChange:          func(server string) { g.shared(agent, func(s *session) { s.serverChanged(server) }) },
-	})
+	}))
 	g.agents[agent] = up
 	return up
 }
