@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -63,7 +64,14 @@ type bridge struct {
 	open   map[string][]*bcall // agent + "\x00" + server -> calls in flight, oldest first
 	parked map[string]int      // parked calls by agent
 	nPark  int
-	spent  map[[16]byte]int64 // ended calls' ids -> when their last state expires
+	spent  map[[16]byte]spent // ended calls, to say why their state is no good
+}
+
+// spent is an ended call: until when its states could come back, and
+// what they are told.
+type spent struct {
+	until int64
+	why   string
 }
 
 func newBridge(g *Gateway, key []byte, replica [8]byte) (*bridge, error) {
@@ -73,7 +81,7 @@ func newBridge(g *Gateway, key []byte, replica [8]byte) (*bridge, error) {
 	}
 	o := g.opts
 	return &bridge{g: g, seal: sl, ttl: o.InputTTL, maxAll: o.MaxParked, maxPer: o.MaxParkedPerAgent,
-		calls: map[[16]byte]*bcall{}, open: map[string][]*bcall{}, parked: map[string]int{}, spent: map[[16]byte]int64{}}, nil
+		calls: map[[16]byte]*bcall{}, open: map[string][]*bcall{}, parked: map[string]int{}, spent: map[[16]byte]spent{}}, nil
 }
 
 // bcall is one bridged call: the upstream call runs in its own
@@ -87,7 +95,7 @@ type bcall struct {
 	bind   binding
 	ctx    context.Context // the upstream call's
 	cancel context.CancelFunc
-	asks   chan *ask
+	kick   chan struct{} // a question is in the inbox
 	done   chan struct{}
 	res    any
 	err    error
@@ -97,6 +105,7 @@ type bcall struct {
 	parked  bool
 	ended   bool
 	timer   *time.Timer
+	inbox   []*ask         // asked by the server, not yet taken (wait takes them)
 	pending []*ask         // asked of the agent, unanswered, in order
 	n       map[string]int // keys handed out per method
 	early   mcp.InputResponses
@@ -127,7 +136,7 @@ func (c *bcall) ID() string { return hex.EncodeToString(c.id[:]) }
 // input_required).
 func (br *bridge) start(ctx context.Context, s *session, server string, b binding, meta *mcp.RequestMeta, in *mcp.InputParams,
 	fn func(ctx, nctx context.Context) (any, error)) (any, error, *mcp.InputRequiredResult) {
-	c := &bcall{br: br, agent: s.agent, server: server, bind: b, asks: make(chan *ask, 8), done: make(chan struct{}),
+	c := &bcall{br: br, agent: s.agent, server: server, bind: b, kick: make(chan struct{}, 1), done: make(chan struct{}),
 		attempt: ctx, meta: meta, n: map[string]int{}}
 	rand.Read(c.id[:])
 	if in != nil && in.RequestState == "" {
@@ -186,11 +195,17 @@ func (c *bcall) wait(ctx context.Context) (any, error, *mcp.InputRequiredResult)
 		case <-c.done:
 			c.br.end(c)
 			return c.res, c.err, nil
-		case a := <-c.asks:
-			if err := c.take(a); err != nil {
-				c.cancel()
-				c.br.end(c)
-				return nil, err, nil
+		case <-c.kick:
+			c.mu.Lock()
+			inbox := c.inbox
+			c.inbox = nil
+			c.mu.Unlock()
+			for _, a := range inbox {
+				if err := c.take(a); err != nil {
+					c.cancel()
+					c.br.end(c)
+					return nil, err, nil
+				}
 			}
 			if c.waiting() == 0 {
 				continue
@@ -343,12 +358,15 @@ func (br *bridge) expire(c *bcall) {
 	c.mu.Unlock()
 	br.g.log.Debug("a call waiting for the client's input expired; cancelled upstream", "agent", c.agent, "server", c.server, "call", c.ID())
 	c.cancel()
-	br.end(c)
+	br.endWhy(c, "has expired (the call waited longer than the gateway's input_ttl for its input and was ended)")
 }
 
 // end forgets a call, remembering its id so a replay of its state is
 // told as one; pending questions get an error.
-func (br *bridge) end(c *bcall) {
+func (br *bridge) end(c *bcall) { br.endWhy(c, "was used already (each is good for one retry)") }
+
+// endWhy is end, saying why for a state of the call that comes back.
+func (br *bridge) endWhy(c *bcall, why string) {
 	c.mu.Lock()
 	if c.ended {
 		c.mu.Unlock()
@@ -356,11 +374,13 @@ func (br *bridge) end(c *bcall) {
 	}
 	c.ended = true
 	br.unpark(c)
-	pending := c.pending
-	c.pending = nil
+	pending := append(c.pending, c.inbox...)
+	c.pending, c.inbox = nil, nil
 	c.mu.Unlock()
 	for _, a := range pending {
-		a.reply <- answer{err: &mcp.RPCError{Code: mcp.CodeInternalError, Message: "the client's call ended before it answered"}}
+		// The call is over: the question is outside any call now.
+		raw, err := br.outside(c.agent, c.server, a.method)
+		a.reply <- answer{raw: raw, err: err}
 	}
 	now := time.Now().Unix()
 	br.mu.Lock()
@@ -379,13 +399,13 @@ func (br *bridge) end(c *bcall) {
 		br.open[k] = list
 	}
 	if len(br.spent) >= maxSpent {
-		for id, exp := range br.spent {
-			if exp < now || len(br.spent) >= maxSpent {
+		for id, sp := range br.spent {
+			if sp.until < now || len(br.spent) >= maxSpent {
 				delete(br.spent, id)
 			}
 		}
 	}
-	br.spent[c.id] = now + int64(br.ttl/time.Second) + 1
+	br.spent[c.id] = spent{until: now + int64(br.ttl/time.Second) + 1, why: why}
 	br.mu.Unlock()
 }
 
@@ -412,11 +432,11 @@ func (br *bridge) resume(ctx context.Context, agent string, b binding, meta *mcp
 	}
 	br.mu.Lock()
 	c := br.calls[st.call]
-	_, spent := br.spent[st.call]
+	sp, ended := br.spent[st.call]
 	br.mu.Unlock()
 	if c == nil {
-		if spent {
-			return nil, badState("was used already (each is good for one retry)"), nil
+		if ended {
+			return nil, badState(sp.why), nil
 		}
 		return nil, badState("names a call this gateway no longer holds (it ended, or the gateway restarted)"), nil
 	}
@@ -464,17 +484,41 @@ func keyList(asks []*ask) string {
 	return strings.Join(keys, ", ")
 }
 
+// close ends every bridged call (the gateway closes).
+func (br *bridge) close() {
+	br.mu.Lock()
+	list := make([]*bcall, 0, len(br.calls))
+	for _, c := range br.calls {
+		list = append(list, c)
+	}
+	br.mu.Unlock()
+	for _, c := range list {
+		c.cancel()
+		br.endWhy(c, "names a call the gateway ended as it shut down")
+	}
+}
+
 // ---- the server's side --------------------------------------------------------
 
-// callFor is the agent's newest bridged call to server still running.
+// callFor is the call a server's request on agent's connection belongs
+// to: the agent's newest bridged call to server that is running. A
+// parked call waits for its retry, its questions asked (those a server
+// asks at once are gathered into one round): a request while none runs
+// is outside any call.
 func (br *bridge) callFor(agent, server string) *bcall {
 	br.mu.Lock()
-	defer br.mu.Unlock()
-	list := br.open[openKey(agent, server)]
-	if len(list) == 0 {
-		return nil
+	list := slices.Clone(br.open[openKey(agent, server)])
+	br.mu.Unlock()
+	for i := len(list) - 1; i >= 0; i-- {
+		c := list[i]
+		c.mu.Lock()
+		parked := c.parked
+		c.mu.Unlock()
+		if !parked {
+			return c
+		}
 	}
-	return list[len(list)-1]
+	return nil
 }
 
 // ask is a legacy server's request to the client on agent's shared
@@ -483,24 +527,20 @@ func (br *bridge) callFor(agent, server string) *bcall {
 func (br *bridge) ask(ctx context.Context, agent, server, method string, params json.RawMessage, meta mcp.Meta) (json.RawMessage, error) {
 	c := br.callFor(agent, server)
 	if c == nil {
-		if method == mcp.MethodRootsList {
-			return br.g.rootsOf(agent), nil
-		}
-		return nil, &mcp.RPCError{Code: mcp.CodeInvalidRequest, Message: fmt.Sprintf(
-			"%s refused: no call of agent %q to server %q is waiting that could answer it (the gateway passes it on only during a call of an MCP 2026-07-28 client that declared it, or on a session whose client declared it)", method, agent, server)}
+		return br.outside(agent, server, method)
 	}
 	a := &ask{method: method, params: params, reply: make(chan answer, 1)}
 	c.mu.Lock()
+	if c.ended {
+		c.mu.Unlock()
+		return br.outside(agent, server, method)
+	}
 	a.key = c.keyFor(method, meta)
+	c.inbox = append(c.inbox, a)
 	c.mu.Unlock()
 	select {
-	case c.asks <- a:
-	case <-c.done:
-		return nil, &mcp.RPCError{Code: mcp.CodeInternalError, Message: "the call this request belongs to has ended"}
-	case <-c.ctx.Done():
-		return nil, c.ctx.Err()
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	case c.kick <- struct{}{}:
+	default: // wait has been told already
 	}
 	select {
 	case r := <-a.reply:
@@ -510,6 +550,16 @@ func (br *bridge) ask(ctx context.Context, agent, server, method string, params 
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// outside answers a server's request no call can take: roots/list with
+// the agent's configured roots, anything else refused, saying why.
+func (br *bridge) outside(agent, server, method string) (json.RawMessage, error) {
+	if method == mcp.MethodRootsList {
+		return br.g.rootsOf(agent), nil
+	}
+	return nil, &mcp.RPCError{Code: mcp.CodeInvalidRequest, Message: fmt.Sprintf(
+		"%s refused: no call of agent %q to server %q is waiting that could answer it (the gateway passes it on only during a call of an MCP 2026-07-28 client that declared it, or on a session whose client declared it)", method, agent, server)}
 }
 
 // keyFor names a question: the server's own name for it
@@ -528,7 +578,7 @@ func (c *bcall) keyFor(method string, meta mcp.Meta) string {
 		key = fmt.Sprintf("%s-%d", strings.ReplaceAll(method, "/", "."), c.n[method])
 		c.n[method]++
 	}
-	for _, a := range c.pending {
+	for _, a := range slices.Concat(c.pending, c.inbox) {
 		if a.key == key {
 			c.n[key]++
 			return fmt.Sprintf("%s-%d", key, c.n[key])

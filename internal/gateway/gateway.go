@@ -462,6 +462,7 @@ func (g *Gateway) Close() error {
 		s.peer.Close()
 	}
 	g.wg.Wait()
+	g.br.close()
 	g.mu.Lock()
 	agents := g.agents
 	g.agents = map[string]Upstream{}
