@@ -15,7 +15,6 @@ import (
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/audit"
 	"github.com/nexus-mcp/nexus/internal/config"
-	"github.com/nexus-mcp/nexus/internal/gateway"
 )
 
 // asker is a legacy-only upstream (MCP 2025-11-25) whose tools ask the
@@ -400,5 +399,3 @@ func TestBridgeOneDecision(t *testing.T) {
 		t.Errorf("%d tools/call records (call id %q) and %d elicitation records; want 1 with an id and 2:\n%s", calls, id, elicits, b)
 	}
 }
-
-var _ = gateway.StateKeyEnv

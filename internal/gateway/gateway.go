@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/hostapi"
 	"github.com/nexus-mcp/nexus/internal/telemetry"
 )
@@ -141,13 +142,13 @@ func New(h Upstream, o Options) *Gateway {
 	if key == nil {
 		key = make([]byte, 32)
 		rand.Read(key)
-		o.Logger.Warn("no requestState key is configured (gateway state_key, or " + StateKeyEnv + "): this process made its own, so another replica cannot take up a call waiting for a client's input here; set one shared by the replicas")
+		o.Logger.Warn("no requestState key is configured (gateway state_key, or " + config.StateKeyEnv + "): this process made its own, so another replica cannot take up a call waiting for a client's input here; set one shared by the replicas")
 	}
 	g := &Gateway{h: h, log: o.Logger, opts: o, ownMax: o.MaxOwnSessions, sessions: map[*session]struct{}{},
 		agents: map[string]Upstream{}, own: map[string]int{}, warmed: map[string]bool{}}
 	br, err := newBridge(g, key, o.ReplicaID)
 	if err != nil {
-		// A bad key is the caller's to catch (ParseStateKey); this one
+		// A bad key is the caller's to catch (config.ParseStateKey); this one
 		// still works, for itself.
 		o.Logger.Error("the requestState key is unusable; using a random one", "error", err)
 		key = make([]byte, 32)

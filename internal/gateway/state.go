@@ -7,9 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -29,25 +27,6 @@ import (
 // statePrefix marks a requestState the bridge sealed: any other is a
 // modern upstream's own, passed through to it.
 const statePrefix = "nxs1."
-
-// StateKeyEnv names the environment variable holding the key
-// (64 hex digits or base64 of 32 bytes) when the config sets none.
-const StateKeyEnv = "NEXUS_STATE_KEY"
-
-// ParseStateKey reads a 32-byte key written as 64 hex digits or as
-// base64 (standard or URL alphabet, padded or not).
-func ParseStateKey(s string) ([]byte, error) {
-	s = strings.TrimSpace(s)
-	if b, err := hex.DecodeString(s); err == nil && len(b) == 32 {
-		return b, nil
-	}
-	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
-		if b, err := enc.DecodeString(s); err == nil && len(b) == 32 {
-			return b, nil
-		}
-	}
-	return nil, errors.New("the requestState key must be 32 bytes, written as 64 hex digits or in base64 (make one with: openssl rand -hex 32)")
-}
 
 // sealer seals and opens requestState.
 type sealer struct {
