@@ -38,13 +38,16 @@ import (
 
 // Defaults of the bridge's bounds.
 const (
-	defaultInputTTL     = 5 * time.Minute
-	defaultMaxParked    = 1024
-	defaultMaxParkedPer = 64
-	gatherQuiet         = 15 * time.Millisecond  // more questions of one round come within this of each other
-	gatherMax           = 150 * time.Millisecond // a round's questions are gathered this long at most
-	maxAsksPerCall      = 64                     // questions one call may have pending
-	maxSpent            = 1 << 16                // ended calls remembered, to tell a replay from a lost call
+	defaultInputTTL        = 5 * time.Minute
+	defaultMaxParked       = 1024
+	defaultMaxParkedPer    = 64
+	gatherQuiet            = 15 * time.Millisecond  // more questions of one round come within this of each other
+	gatherMax              = 150 * time.Millisecond // a round's questions are gathered this long at most
+	maxAsksPerCall         = 64                     // questions one call may have pending
+	maxSpent               = 1 << 16                // ended calls remembered, to tell a replay from a lost call
+	defaultUpstreamIdle    = 10 * time.Minute
+	defaultMaxUpstreams    = 4096
+	defaultMaxUpstreamsPer = 64
 )
 
 // bridge holds the bridged calls in flight.
@@ -65,6 +68,16 @@ type bridge struct {
 	parked map[string]int      // parked calls by agent
 	nPark  int
 	spent  map[[16]byte]spent // ended calls, to say why their state is no good
+	ups    map[string]*upstreamUse
+	upsBy  map[string]int // ups by agent
+}
+
+// upstreamUse is an agent's connection to a server that modern calls use:
+// in use while a call is open, ended once idle for Options.UpstreamIdle.
+type upstreamUse struct {
+	agent, server string
+	open          int
+	idle          *time.Timer
 }
 
 // spent is an ended call: until when its states could come back, and
@@ -81,7 +94,8 @@ func newBridge(g *Gateway, key []byte, replica [8]byte) (*bridge, error) {
 	}
 	o := g.opts
 	return &bridge{g: g, seal: sl, ttl: o.InputTTL, maxAll: o.MaxParked, maxPer: o.MaxParkedPerAgent,
-		calls: map[[16]byte]*bcall{}, open: map[string][]*bcall{}, parked: map[string]int{}, spent: map[[16]byte]spent{}}, nil
+		calls: map[[16]byte]*bcall{}, open: map[string][]*bcall{}, parked: map[string]int{}, spent: map[[16]byte]spent{},
+		ups: map[string]*upstreamUse{}, upsBy: map[string]int{}}, nil
 }
 
 // bcall is one bridged call: the upstream call runs in its own
@@ -147,8 +161,13 @@ func (br *bridge) start(ctx context.Context, s *session, server string, b bindin
 	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	c.ctx = hostapi.WithCallID(c.ctx, c.ID())
 	br.mu.Lock()
-	br.calls[c.id] = c
 	k := openKey(c.agent, server)
+	if err := br.use(k, c.agent, server); err != nil {
+		br.mu.Unlock()
+		c.cancel()
+		return nil, err, nil
+	}
+	br.calls[c.id] = c
 	br.open[k] = append(br.open[k], c)
 	br.mu.Unlock()
 	go func() {
@@ -398,6 +417,7 @@ func (br *bridge) endWhy(c *bcall, why string) {
 	} else {
 		br.open[k] = list
 	}
+	br.unuse(k)
 	if len(br.spent) >= maxSpent {
 		for id, sp := range br.spent {
 			if sp.until < now || len(br.spent) >= maxSpent {
@@ -484,6 +504,75 @@ func keyList(asks []*ask) string {
 	return strings.Join(keys, ", ")
 }
 
+// use counts a call on agent's connection to server, keeping it open:
+// a connection not yet in use past the bounds is refused. Called with
+// br.mu held.
+func (br *bridge) use(k, agent, server string) error {
+	if server == "" {
+		return nil // no such tool: the call says so
+	}
+	u := br.ups[k]
+	if u == nil {
+		o := br.g.opts
+		if len(br.ups) >= o.MaxUpstreams || br.upsBy[agent] >= o.MaxUpstreamsPerAgent {
+			return &mcp.RPCError{Code: mcp.CodeInternalError, Data: json.RawMessage(`{"retryable":true}`), Message: fmt.Sprintf(
+				"server %q: the gateway keeps %d upstream connections for modern requests (%d of agent %q), at its limits of %d and %d per agent; retry once one has been idle for %s, or raise the limits (gateway options MaxUpstreams, MaxUpstreamsPerAgent)",
+				server, len(br.ups), br.upsBy[agent], agent, o.MaxUpstreams, o.MaxUpstreamsPerAgent, o.UpstreamIdle)}
+		}
+		u = &upstreamUse{agent: agent, server: server}
+		br.ups[k] = u
+		br.upsBy[agent]++
+	}
+	u.open++
+	if u.idle != nil {
+		u.idle.Stop()
+		u.idle = nil
+	}
+	return nil
+}
+
+// unuse ends a call's use of its connection; the last one starts its
+// idle time. Called with br.mu held.
+func (br *bridge) unuse(k string) {
+	u := br.ups[k]
+	if u == nil {
+		return
+	}
+	if u.open--; u.open > 0 {
+		return
+	}
+	u.idle = time.AfterFunc(br.g.opts.UpstreamIdle, func() { br.idleEnd(k, u) })
+}
+
+// idleEnd ends a connection no modern call used for the idle time,
+// unless a legacy session of the agent is using it (a call in flight, a
+// subscription) or a subscriptions/listen stream watches it: then it
+// stays, and is looked at again after another idle time.
+func (br *bridge) idleEnd(k string, u *upstreamUse) {
+	br.mu.Lock()
+	if br.ups[k] != u || u.open > 0 {
+		br.mu.Unlock()
+		return
+	}
+	if br.g.usedBySessions(u.agent, u.server) {
+		u.idle = time.AfterFunc(br.g.opts.UpstreamIdle, func() { br.idleEnd(k, u) })
+		br.mu.Unlock()
+		return
+	}
+	delete(br.ups, k)
+	if br.upsBy[u.agent]--; br.upsBy[u.agent] <= 0 {
+		delete(br.upsBy, u.agent)
+	}
+	br.mu.Unlock()
+	br.g.mu.Lock()
+	up := br.g.agents[u.agent]
+	br.g.mu.Unlock()
+	if d, ok := up.(interface{ Disconnect(server string) }); ok {
+		br.g.log.Debug("an idle upstream connection of modern requests ends", "agent", u.agent, "server", u.server)
+		d.Disconnect(u.server)
+	}
+}
+
 // close ends every bridged call (the gateway closes).
 func (br *bridge) close() {
 	br.mu.Lock()
@@ -496,6 +585,13 @@ func (br *bridge) close() {
 		c.cancel()
 		br.endWhy(c, "names a call the gateway ended as it shut down")
 	}
+	br.mu.Lock()
+	for _, u := range br.ups {
+		if u.idle != nil {
+			u.idle.Stop()
+		}
+	}
+	br.mu.Unlock()
 }
 
 // ---- the server's side --------------------------------------------------------

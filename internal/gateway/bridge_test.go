@@ -20,6 +20,7 @@ import (
 // asker is a legacy-only upstream (MCP 2025-11-25) whose tools ask the
 // client mid-call, counting what reaches it.
 type asker struct {
+	dials     atomic.Int64 // connections made to it
 	calls     atomic.Int64 // tool calls started
 	answers   atomic.Int64 // answers the client gave it
 	cancelled chan struct{}
@@ -126,6 +127,7 @@ func bridgeEnv(t *testing.T, a *asker, edit func(*config.Config), opts func(*hos
 			if srv.Command[0] != "asker" {
 				return prev(ctx, srv)
 			}
+			a.dials.Add(1)
 			client, server := mcp.Pipe()
 			go a.server().Serve(context.Background(), server)
 			return client, nil
@@ -326,10 +328,16 @@ func TestBridgeRoots(t *testing.T) {
 	// Declared: asked of the agent.
 	m.caps = mcp.ClientCapabilities{Roots: &mcp.RootsCapability{}}
 	r := m.inputRequired(t, ctx, map[string]any{"name": "roots", "arguments": map[string]any{}})
+	answers := map[string]json.RawMessage{}
 	for k, q := range r.InputRequests {
 		if q.Method != mcp.MethodRootsList {
 			t.Errorf("input %q: %+v", k, q)
 		}
+		answers[k] = json.RawMessage(`{"roots":[{"uri":"file:///client"}]}`)
+	}
+	raw, err = m.call(ctx, mcp.MethodToolsCall, map[string]any{"name": "roots", "arguments": map[string]any{}, "inputResponses": answers, "requestState": r.RequestState})
+	if err != nil || !strings.Contains(string(raw), "file:///client") {
+		t.Errorf("roots the agent answered: %v %s", err, raw)
 	}
 	if _, err := m.call(ctx, mcp.MethodToolsCall, map[string]any{"name": "later", "arguments": map[string]any{}}); err != nil {
 		t.Fatal(err)
@@ -397,5 +405,52 @@ func TestBridgeOneDecision(t *testing.T) {
 	}
 	if calls != 1 || elicits != 2 || id == "" {
 		t.Errorf("%d tools/call records (call id %q) and %d elicitation records; want 1 with an id and 2:\n%s", calls, id, elicits, b)
+	}
+}
+
+// An agent's connection that its modern calls use ends once idle (the
+// next call connects again); connections past the per-agent bound are
+// refused with a retryable error that names the limit.
+func TestBridgeUpstreamIdleAndCap(t *testing.T) {
+	a := newAsker()
+	e := bridgeEnv(t, a, nil, nil)
+	g := host.NewGateway(e.h, host.GatewayOptions{UpstreamIdle: 20 * time.Millisecond, MaxUpstreamsPerAgent: 1})
+	t.Cleanup(func() { g.Close() })
+	m := e.modernOn(t, g, "claude")
+	ctx := ctxT(t)
+	call := func(name string) (json.RawMessage, error) {
+		return m.call(ctx, mcp.MethodToolsCall, map[string]any{"name": name, "arguments": map[string]any{"message": "hi"}})
+	}
+	if _, err := call("later"); err != nil {
+		t.Fatal(err)
+	}
+	first := a.dials.Load()
+	// Past the bound: another server while the asker's is kept.
+	_, err := call("mcp_testserver_echo")
+	var rerr *mcp.RPCError
+	if !errors.As(err, &rerr) || !strings.Contains(rerr.Message, "limits") || !strings.Contains(string(rerr.Data), "retryable") {
+		t.Errorf("past the bound: %v", err)
+	}
+	// Idle: ended, and the next call connects again.
+	for a.dials.Load() == first {
+		if ctx.Err() != nil {
+			t.Fatal("the idle connection was not ended and made again")
+		}
+		time.Sleep(20 * time.Millisecond)
+		if _, err := call("later"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Its place is free: the other server's call goes through now.
+	for {
+		_, err := call("mcp_testserver_echo")
+		errors.As(err, &rerr)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the other server's call stayed refused: %v", rerr)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

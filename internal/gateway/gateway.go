@@ -77,6 +77,15 @@ type Options struct {
 	InputTTL          time.Duration
 	MaxParked         int
 	MaxParkedPerAgent int
+	// UpstreamIdle ends an agent's connection to a server that its modern
+	// requests used, once none has for this long (default 10 minutes; a
+	// later request opens it again). MaxUpstreams and
+	// MaxUpstreamsPerAgent bound how many such connections the gateway
+	// keeps (default 4096 and 64): a modern call that would open one past
+	// a bound is refused, saying which.
+	UpstreamIdle         time.Duration
+	MaxUpstreams         int
+	MaxUpstreamsPerAgent int
 }
 
 // Gateway serves a host to MCP clients. It is safe for concurrent use.
@@ -134,6 +143,15 @@ func New(h Upstream, o Options) *Gateway {
 	}
 	if o.MaxParkedPerAgent <= 0 {
 		o.MaxParkedPerAgent = defaultMaxParkedPer
+	}
+	if o.UpstreamIdle <= 0 {
+		o.UpstreamIdle = defaultUpstreamIdle
+	}
+	if o.MaxUpstreams <= 0 {
+		o.MaxUpstreams = defaultMaxUpstreams
+	}
+	if o.MaxUpstreamsPerAgent <= 0 {
+		o.MaxUpstreamsPerAgent = defaultMaxUpstreamsPer
 	}
 	if o.ReplicaID == ([8]byte{}) {
 		rand.Read(o.ReplicaID[:])
@@ -258,6 +276,32 @@ func (g *Gateway) sessionsOf(agent string) []*session {
 		}
 	}
 	return out
+}
+
+// usedBySessions reports whether a session of agent on its shared
+// connections is using server: a request in flight to it, a
+// subscription there, or a subscriptions/listen stream watching it.
+func (g *Gateway) usedBySessions(agent, server string) bool {
+	for _, s := range g.sessionsOf(agent) {
+		if s.busyWith(server) {
+			return true
+		}
+		s.mu.Lock()
+		used := false
+		for _, srv := range s.subs {
+			used = used || srv == server
+		}
+		for l := range s.listeners {
+			for _, srv := range l.resources {
+				used = used || srv == server
+			}
+		}
+		s.mu.Unlock()
+		if used {
+			return true
+		}
+	}
+	return false
 }
 
 // shared runs fn for every session on agent's shared connections.
