@@ -15,6 +15,7 @@ import (
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/audit"
 	"github.com/nexus-mcp/nexus/internal/config"
+	"github.com/nexus-mcp/nexus/internal/gateway"
 )
 
 // asker is a legacy-only upstream (MCP 2025-11-25) whose tools ask the
@@ -70,6 +71,9 @@ func (a *asker) server() *mcp.Server {
 		}
 		return text("hello " + v), nil
 	})
+	s.AddTool(mcp.Tool{Name: "plain"}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return text("plain"), nil
+	})
 	s.AddTool(mcp.Tool{Name: "twice"}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		a.calls.Add(1)
 		first, err := a.elicit(ctx, req.Session, "first")
@@ -113,7 +117,7 @@ func (a *asker) server() *mcp.Server {
 
 // bridgeEnv is the env with the asker behind it (server "asker", bare
 // names) and a second agent, "other".
-func bridgeEnv(t *testing.T, a *asker, edit func(*config.Config), opts func(*host.Options)) *env {
+func bridgeEnv(t testing.TB, a *asker, edit func(*config.Config), opts func(*host.Options)) *env {
 	t.Helper()
 	return newEnvOpts(t, func(c *config.Config) {
 		c.Servers = append(c.Servers, &config.Server{Name: "asker", Type: config.TypeStdio, Command: []string{"asker"}, Enabled: true, Prefix: ptr("")})
@@ -453,4 +457,61 @@ func TestBridgeUpstreamIdleAndCap(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// BenchmarkBridgeRound is one MRTR round through the bridge (the legacy
+// upstream asks for an elicitation: input_required, then the retry with
+// the answer completes the call) against the agent's own two round trips
+// (two plain calls through the gateway), interleaved in chunks; both in
+// process CPU (client, gateway and upstream in process; the round also
+// waits gatherQuiet for more questions, which costs no CPU). added-us is
+// what the round adds; budget-ratio holds it to the 100 µs.
+func BenchmarkBridgeRound(b *testing.B) {
+	a := newAsker()
+	e := bridgeEnv(b, a, nil, nil)
+	m := e.modern(b, "claude")
+	m.caps = elicitCaps()
+	ctx := context.Background()
+	plain := map[string]any{"name": "plain", "arguments": map[string]any{}}
+	round := func() {
+		raw, err := m.call(ctx, mcp.MethodToolsCall, map[string]any{"name": "ask", "arguments": map[string]any{}})
+		var r mcp.InputRequiredResult
+		if err != nil || json.Unmarshal(raw, &r) != nil || r.RequestState == "" {
+			b.Fatalf("round 1: %v %s", err, raw)
+		}
+		if _, err := m.call(ctx, mcp.MethodToolsCall, map[string]any{"name": "ask", "arguments": map[string]any{},
+			"inputResponses": map[string]json.RawMessage{"name": accept("b")}, "requestState": r.RequestState}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	two := func() {
+		for range 2 {
+			if _, err := m.call(ctx, mcp.MethodToolsCall, plain); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	round()
+	two()
+	const chunk = 20
+	var base, bridged time.Duration
+	b.ResetTimer()
+	for done := 0; done < b.N; done += chunk {
+		n := min(chunk, b.N-done)
+		t0 := gateway.ProcessCPU()
+		for range n {
+			two()
+		}
+		t1 := gateway.ProcessCPU()
+		for range n {
+			round()
+		}
+		bridged += gateway.ProcessCPU() - t1
+		base += t1 - t0
+	}
+	added := float64((bridged - base).Microseconds()) / float64(b.N)
+	b.ReportMetric(float64(base.Microseconds())/float64(b.N), "cpu-us/two-calls")
+	b.ReportMetric(float64(bridged.Microseconds())/float64(b.N), "cpu-us/round")
+	b.ReportMetric(added, "added-us")
+	b.ReportMetric(added/100, "budget-ratio")
 }
