@@ -28,7 +28,11 @@
 // suite's fixtures for both (conformance.go, modern.go): for 2026-07-28
 // the input-required-result-* tools and prompt, whose requestState is
 // sealed with an HMAC key made at start and bound to its request, and
-// server-stateless's diagnostic tools.
+// server-stateless's diagnostic tools. Options.LegacyOnly
+// (--legacy-only) serves 2025-11-25 and earlier alone, as a server built
+// before the stateless revision: those fixtures then ask the client with
+// server-initiated requests (legacy.go), each naming its inputRequests
+// key in _meta[mcp.MetaInputKey], for a bridging gateway in front.
 //
 // New returns the *mcp.Server for in-process use (serve it over mcp.Pipe);
 // ServeStdio runs one session over newline-delimited JSON, as a subprocess
