@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -514,4 +516,61 @@ func BenchmarkBridgeRound(b *testing.B) {
 	b.ReportMetric(float64(bridged.Microseconds())/float64(b.N), "cpu-us/round")
 	b.ReportMetric(added, "added-us")
 	b.ReportMetric(added/100, "budget-ratio")
+}
+
+// BenchmarkBridgeIdleSessions holds 10,000 idle per-agent upstream
+// sessions (each agent's shared connection to an in-process legacy
+// server, as its modern calls use it) and reports the memory each costs
+// (heap and stacks in use, after GC), against the 64 KB
+// (budget-ratio ≤ 1): an upper bound, since it counts the in-process
+// upstream's side too. The baseline is the same number of bare
+// client-server pairs over pipes (x-bare-pair). Run with -benchtime 1x.
+func BenchmarkBridgeIdleSessions(b *testing.B) {
+	const n = 10000
+	a := newAsker()
+	agents := make([]string, n)
+	e := bridgeEnv(b, a, func(c *config.Config) {
+		c.Servers = c.Servers[2:] // the asker alone
+		for i := range agents {
+			agents[i] = fmt.Sprintf("agent-%05d", i)
+			c.Agents = append(c.Agents, &config.Agent{Name: agents[i], Permission: "yolo"})
+		}
+	}, nil)
+	ctx := context.Background()
+	inUse := func() uint64 {
+		runtime.GC()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapInuse + ms.StackInuse
+	}
+	for range b.N {
+		before := inUse()
+		pairs := make([]*mcp.Client, n)
+		for i := range pairs {
+			client, server := mcp.Pipe()
+			go a.server().Serve(ctx, server)
+			c, err := mcp.Connect(ctx, client, mcp.ClientOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			pairs[i] = c
+		}
+		bare := inUse() - before
+		for _, c := range pairs {
+			c.Close()
+		}
+		pairs = nil
+		before = inUse()
+		for _, agent := range agents {
+			if _, err := e.g.AgentUpstream(agent).Client(ctx, agent, "asker"); err != nil {
+				b.Fatal(err)
+			}
+		}
+		held := inUse() - before
+		per := float64(held) / n
+		b.ReportMetric(per, "bytes/session")
+		b.ReportMetric(per/(64<<10), "budget-ratio")
+		b.ReportMetric(float64(held)/float64(max(bare, 1)), "x-bare-pair")
+	}
 }
