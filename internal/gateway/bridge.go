@@ -366,22 +366,23 @@ func (br *bridge) unpark(c *bcall) {
 }
 
 // expire ends a call whose retry did not come in time: the upstream
-// call is cancelled.
+// call is cancelled. It is ended before that, at once with the check
+// that it is parked: a retry then finds it expired, never half-ended.
 func (br *bridge) expire(c *bcall) {
 	c.mu.Lock()
-	if !c.parked {
+	if !c.parked || c.ended {
 		c.mu.Unlock()
 		return
 	}
-	br.unpark(c)
+	pending := br.markEnded(c)
 	c.mu.Unlock()
+	br.finish(c, pending, "has expired (the call waited longer than the gateway's input_ttl for its input and was ended)")
 	br.g.log.Debug("a call waiting for the client's input expired; cancelled upstream", "agent", c.agent, "server", c.server, "call", c.ID())
 	c.cancel()
-	br.endWhy(c, "has expired (the call waited longer than the gateway's input_ttl for its input and was ended)")
 }
 
 // end forgets a call, remembering its id so a replay of its state is
-// told as one; pending questions get an error.
+// told as one; pending questions are answered as outside any call.
 func (br *bridge) end(c *bcall) { br.endWhy(c, "was used already (each is good for one retry)") }
 
 // endWhy is end, saying why for a state of the call that comes back.
@@ -391,13 +392,25 @@ func (br *bridge) endWhy(c *bcall, why string) {
 		c.mu.Unlock()
 		return
 	}
+	pending := br.markEnded(c)
+	c.mu.Unlock()
+	br.finish(c, pending, why)
+}
+
+// markEnded marks c ended and returns its unanswered questions. Called
+// with c.mu held.
+func (br *bridge) markEnded(c *bcall) []*ask {
 	c.ended = true
 	br.unpark(c)
 	pending := append(c.pending, c.inbox...)
 	c.pending, c.inbox = nil, nil
-	c.mu.Unlock()
+	return pending
+}
+
+// finish is the rest of ending a call: its questions are outside any
+// call now, and it leaves the bridge's books.
+func (br *bridge) finish(c *bcall, pending []*ask, why string) {
 	for _, a := range pending {
-		// The call is over: the question is outside any call now.
 		raw, err := br.outside(c.agent, c.server, a.method)
 		a.reply <- answer{raw: raw, err: err}
 	}
@@ -625,6 +638,7 @@ func (br *bridge) ask(ctx context.Context, agent, server, method string, params 
 	if c == nil {
 		return br.outside(agent, server, method)
 	}
+	hostapi.SetCallID(ctx, c.ID()) // the audit record of this request names the call
 	a := &ask{method: method, params: params, reply: make(chan answer, 1)}
 	c.mu.Lock()
 	if c.ended {

@@ -29,10 +29,11 @@ type asker struct {
 	cancelled chan struct{}
 	outside   chan error // what a request outside any call got
 	roots     chan []mcp.Root
+	release   chan struct{} // lets later's questions go, once its call has ended
 }
 
 func newAsker() *asker {
-	return &asker{cancelled: make(chan struct{}, 8), outside: make(chan error, 8), roots: make(chan []mcp.Root, 8)}
+	return &asker{cancelled: make(chan struct{}, 8), outside: make(chan error, 8), roots: make(chan []mcp.Root, 8), release: make(chan struct{}, 8)}
 }
 
 func keyMeta(key string) mcp.Meta {
@@ -105,6 +106,11 @@ func (a *asker) server() *mcp.Server {
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
+			select {
+			case <-a.release:
+			case <-ctx.Done():
+				return
+			}
 			roots, err := req.Session.ListRoots(ctx)
 			if err == nil {
 				a.roots <- roots
@@ -348,6 +354,7 @@ func TestBridgeRoots(t *testing.T) {
 	if _, err := m.call(ctx, mcp.MethodToolsCall, map[string]any{"name": "later", "arguments": map[string]any{}}); err != nil {
 		t.Fatal(err)
 	}
+	a.release <- struct{}{}
 	select {
 	case roots := <-a.roots:
 		if len(roots) != 2 || roots[0].URI != "file:///srv/claude" {
@@ -395,6 +402,7 @@ func TestBridgeOneDecision(t *testing.T) {
 	b, _ := os.ReadFile(path)
 	calls, elicits := 0, 0
 	var id string
+	var ids []string
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		var rec audit.Record
 		json.Unmarshal([]byte(line), &rec)
@@ -407,6 +415,12 @@ func TestBridgeOneDecision(t *testing.T) {
 			}
 		case mcp.MethodElicitationCreate:
 			elicits++
+			ids = append(ids, rec.Call)
+		}
+	}
+	for _, x := range ids {
+		if x != id {
+			t.Errorf("an elicitation's record names call %q, the call's %q", x, id)
 		}
 	}
 	if calls != 1 || elicits != 2 || id == "" {
@@ -427,7 +441,7 @@ func TestBridgeUpstreamIdleAndCap(t *testing.T) {
 	call := func(name string) (json.RawMessage, error) {
 		return m.call(ctx, mcp.MethodToolsCall, map[string]any{"name": name, "arguments": map[string]any{"message": "hi"}})
 	}
-	if _, err := call("later"); err != nil {
+	if _, err := call("plain"); err != nil {
 		t.Fatal(err)
 	}
 	first := a.dials.Load()
@@ -443,7 +457,7 @@ func TestBridgeUpstreamIdleAndCap(t *testing.T) {
 			t.Fatal("the idle connection was not ended and made again")
 		}
 		time.Sleep(20 * time.Millisecond)
-		if _, err := call("later"); err != nil {
+		if _, err := call("plain"); err != nil {
 			t.Fatal(err)
 		}
 	}

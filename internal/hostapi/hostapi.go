@@ -224,3 +224,22 @@ func CallIDFrom(ctx context.Context) string {
 	id, _ := ctx.Value(callIDKey{}).(string)
 	return id
 }
+
+type callSlotKey struct{}
+
+// WithCallSlot gives a request whose audit record is being made a place
+// for the call id a handler learns only as it runs (a server's request
+// during a call: the gateway's bridge knows which call it belongs to);
+// SetCallID fills it.
+func WithCallSlot(ctx context.Context) (context.Context, *string) {
+	slot := new(string)
+	return ctxval.With(ctx, callSlotKey{}, slot), slot
+}
+
+// SetCallID names the call ctx's request belongs to, in the slot
+// WithCallSlot made (nothing without one).
+func SetCallID(ctx context.Context, id string) {
+	if slot, ok := ctx.Value(callSlotKey{}).(*string); ok {
+		*slot = id
+	}
+}
