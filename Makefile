@@ -89,6 +89,7 @@ conformance: testdeps build
 	bash internal/cmd/conformance-client/run.sh "$(CURDIR)/bin/conformance-client"
 	bash examples/conformance-server/run.sh "$(CURDIR)/$(BIN)" testserver
 	bash examples/conformance-server/run.sh "$(CURDIR)/$(BIN)" gateway
+	bash examples/conformance-server/run.sh "$(CURDIR)/$(BIN)" gateway-legacy
 
 # Everything: vet, all tests with the race detector, the benchmark module's
 # tests, the conformance suite, and a type check of every package for

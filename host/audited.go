@@ -133,6 +133,9 @@ func (h *Host) audited(ctx context.Context, rec *audit.Record, do func(ctx conte
 	if id, ok := hostapi.SessionFrom(ctx); ok {
 		rec.Session = id
 	}
+	if rec.Call == "" {
+		rec.Call = hostapi.CallIDFrom(ctx)
+	}
 	tel := h.opts.Telemetry
 	meta := hostapi.TraceContextFrom(ctx)
 	ctx, sp := tel.Start(ctx, rec.Method, meta)

@@ -123,7 +123,9 @@ func (h *Host) clientOptions(srv *config.Server) mcp.ClientOptions {
 		RootsListChanged: h.hooks.roots != nil,
 	}
 	name := srv.Name
-	if h.hooks.roots != nil {
+	if h.hooks.rootsFor != nil {
+		opts.Roots = h.guardRoots(name, h.hooks.rootsFor(name))
+	} else if h.hooks.roots != nil {
 		opts.Roots = h.guardRoots(name, h.hooks.roots)
 	}
 	if h.hooks.sampling != nil {

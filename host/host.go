@@ -155,6 +155,7 @@ type hooks struct {
 	agent         string // whom server-initiated requests go to, for the chain's events
 	session       string // the downstream session, for the audit log
 	roots         mcp.RootsHandler
+	rootsFor      func(server string) mcp.RootsHandler // instead of roots, when set
 	sampling      func(server string) mcp.SamplingHandler
 	elicitation   func(server string) mcp.ElicitationHandler
 	onLog         func(server string, m mcp.LogMessage)
@@ -214,7 +215,7 @@ func newHost(c *core, hk hooks, root bool) *Host {
 // connections open on first use; Close ends them and nothing of h's.
 func (h *Host) NewSession(o SessionOptions) *Host {
 	return newHost(h.core, hooks{
-		agent: o.Agent, session: o.Session, roots: o.Roots, sampling: o.Sampling, elicitation: o.Elicitation,
+		agent: o.Agent, session: o.Session, roots: o.Roots, rootsFor: o.RootsFor, sampling: o.Sampling, elicitation: o.Elicitation,
 		onLog: o.OnLog, onChange: o.OnChange, onListChanged: o.OnListChanged, onUpdated: o.OnResourceUpdated,
 	}, false)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/audit"
+	"github.com/nexus-mcp/nexus/internal/hostapi"
 	"github.com/nexus-mcp/nexus/internal/policy"
 )
 
@@ -20,8 +21,11 @@ func guarded[P, R any](h *Host, server, method string, f func(context.Context, *
 	return func(ctx context.Context, p *P) (res *R, err error) {
 		if h.observing() {
 			rec := audit.Record{Agent: h.hooks.agent, Server: server, Method: method}
+			// The handler may learn which call the request belongs to.
+			ctx, slot := hostapi.WithCallSlot(ctx)
 			err = h.audited(ctx, &rec, func(ctx context.Context) error {
 				res, err = guardedRun(ctx, h, server, method, p, f)
+				rec.Call = *slot
 				return err
 			})
 			return res, err

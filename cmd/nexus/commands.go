@@ -652,7 +652,7 @@ func (a *app) pingCmd() *cobra.Command {
 func (a *app) testserverCmd() *cobra.Command {
 	var toolCount, pageSize int
 	var httpAddr, wsAddr, variant string
-	var conformance, modernOnly bool
+	var conformance, modernOnly, legacyOnly bool
 	cmd := &cobra.Command{
 		Use:   "testserver",
 		Short: "Run the built-in MCP test server on stdin/stdout (or HTTP with --http)",
@@ -666,7 +666,8 @@ http://ADDR/mcp instead, --ws ADDR MCP over WebSocket (bind to 127.0.0.1:
 the server has no authentication). MCP_START_DELAY=200ms makes it wait
 before serving, like a server that is slow to come up. --conformance adds the
 fixtures the official conformance suite's server scenarios call.
---modern-only serves MCP 2026-07-28 alone (or MCP_MODERN_ONLY=1). --variant
+--modern-only serves MCP 2026-07-28 alone (or MCP_MODERN_ONLY=1),
+--legacy-only MCP 2025-11-25 and earlier alone (or MCP_LEGACY_ONLY=1). --variant
 changed|poisoned changes the echo tool's definition (or MCP_TOOL_VARIANT);
 --variant rug-pull adds a rug_pull tool that poisons it mid-session: for
 trying nexus lock.`,
@@ -684,6 +685,7 @@ trying nexus lock.`,
 			}
 			o.Conformance = o.Conformance || conformance
 			o.ModernOnly = o.ModernOnly || modernOnly
+			o.LegacyOnly = o.LegacyOnly || legacyOnly
 			if cmd.Flags().Changed("variant") {
 				o.Variant = variant
 			}
@@ -711,6 +713,7 @@ trying nexus lock.`,
 	cmd.Flags().IntVar(&pageSize, "page-size", 0, "page size for list results (0: one page)")
 	cmd.Flags().StringVar(&variant, "variant", "", `change the echo tool's definition: "changed", "poisoned", or "rug-pull" (adds rug_pull, which poisons it mid-session)`)
 	cmd.Flags().BoolVar(&modernOnly, "modern-only", false, "serve MCP 2026-07-28 alone: initialize is refused naming it (or MCP_MODERN_ONLY=1)")
+	cmd.Flags().BoolVar(&legacyOnly, "legacy-only", false, "serve MCP 2025-11-25 and earlier alone: server/discover is unknown and a request's modern _meta is not looked at (or MCP_LEGACY_ONLY=1)")
 	cmd.Flags().BoolVar(&conformance, "conformance", false, "add the fixtures of the official conformance suite's server scenarios (tools test_*, resources test://..., prompts test_*; or MCP_CONFORMANCE=1)")
 	return cmd
 }

@@ -135,7 +135,11 @@ continued and passed upstream.`,
 			if err := h.OpenAudit(); err != nil {
 				return &exitError{exitUsage, err}
 			}
-			g := host.NewGateway(h, host.GatewayOptions{Logger: log.Named("gateway"), Metrics: tel.Metrics(), Eager: true, ListWait: gw.ListWait, CacheTTL: gw.CacheTTL})
+			stateKey, err := a.stateKey(gw)
+			if err != nil {
+				return err
+			}
+			g := host.NewGateway(h, host.GatewayOptions{Logger: log.Named("gateway"), Metrics: tel.Metrics(), Eager: true, ListWait: gw.ListWait, CacheTTL: gw.CacheTTL, StateKey: stateKey})
 			defer g.Close()
 
 			// SIGINT and SIGTERM stop the gateway cleanly (exit 0): it stops
@@ -296,4 +300,23 @@ func openStore(url string, log hclog.Logger) (store.Store, error) {
 
 func isEOF(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrClosed)
+}
+
+// stateKey is the key sealing the requestState modern agents hold while
+// a legacy server waits for their input: the gateway's state_key, else
+// NEXUS_STATE_KEY, else nil (the gateway makes one and warns). The key
+// is never printed.
+func (a *app) stateKey(gw *config.Gateway) ([]byte, error) {
+	text, from := gw.StateKey, "the gateway's state_key"
+	if text == "" {
+		text, from = os.Getenv(config.StateKeyEnv), config.StateKeyEnv
+	}
+	if text == "" {
+		return nil, nil
+	}
+	key, err := config.ParseStateKey(text)
+	if err != nil {
+		return nil, usageErr("%s: %v; make one with: openssl rand -hex 32", from, err)
+	}
+	return key, nil
 }

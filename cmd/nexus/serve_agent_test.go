@@ -67,3 +67,25 @@ func TestServeConfigErrorToClient(t *testing.T) {
 		t.Errorf("initialize was not answered with the config error:\n%s", out)
 	}
 }
+
+// A NEXUS_STATE_KEY that is not a key stops serve before it serves,
+// saying so without echoing it (exit 2).
+func TestServeBadStateKey(t *testing.T) {
+	bin := testenv.Nexus(t)
+	config := filepath.Join(t.TempDir(), "nexus.hcl")
+	if err := os.WriteFile(config, []byte(strings.ReplaceAll(testserverHCL, "NEXUS", bin)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "serve", "--config", config)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir(), "NEXUS_STATE_KEY=secret-but-short"}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 2 || strings.Contains(stderr.String(), "secret-but-short") {
+		t.Fatalf("%v\nstderr: %s", err, stderr.String())
+	}
+	golden(t, "serve_bad_state_key", stderr.String())
+}

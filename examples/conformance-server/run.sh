@@ -10,6 +10,10 @@
 #               #38, carries a modern agent's input requests to it), over
 #               stdio, with prefix = "" so the suite finds its fixtures by
 #               their own names
+#   gateway-legacy  the same in front of the test server serving MCP
+#               2025-11-25 alone (--legacy-only): the era bridge carries a
+#               modern agent's requests, and the input the server asks
+#               mid-call, to it
 # Each requirement set (`server --requirements REV`: the scenarios a spec
 # revision requires, frozen at its release) runs against the same server.
 # The suite scores some scenarios and runs others unscored (an extension
@@ -21,14 +25,14 @@
 # suite's output and fails. The server listens on 127.0.0.1 (port 0) and
 # is stopped, by PID, at the end.
 #
-# Usage: run.sh NEXUS_BINARY testserver|gateway [RESULTS_DIR]
+# Usage: run.sh NEXUS_BINARY testserver|gateway|gateway-legacy [RESULTS_DIR]
 # REQUIREMENTS (environment) lists the revisions to run, default
 # "2026-07-28 2025-11-25" (both modes).
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-nexus="${1:?usage: run.sh NEXUS_BINARY testserver|gateway [RESULTS_DIR]}"
-mode="${2:?usage: run.sh NEXUS_BINARY testserver|gateway [RESULTS_DIR]}"
+nexus="${1:?usage: run.sh NEXUS_BINARY testserver|gateway|gateway-legacy [RESULTS_DIR]}"
+mode="${2:?usage: run.sh NEXUS_BINARY testserver|gateway|gateway-legacy [RESULTS_DIR]}"
 results="${3:-$root/bin/conformance-server-$mode}"
 requirements="${REQUIREMENTS:-2026-07-28 2025-11-25}"
 
@@ -64,14 +68,16 @@ testserver)
 	pid=$!
 	pattern='MCP endpoint (streamable HTTP): '
 	;;
-gateway)
+gateway | gateway-legacy)
+	era="--modern-only"
+	[ "$mode" = gateway-legacy ] && era="--legacy-only"
 	config="$results/nexus.hcl"
 	cat >"$config" <<HCL
 server "testserver" {
   prefix = ""
   stdio {
     command = "$nexus"
-    args    = ["testserver", "--conformance", "--modern-only"]
+    args    = ["testserver", "--conformance", "$era"]
   }
 }
 agent "conformance" { permission = "yolo" }
@@ -81,7 +87,7 @@ HCL
 	pattern='nexus: serving MCP at '
 	;;
 *)
-	echo "conformance-server: mode must be testserver or gateway, not $mode" >&2
+	echo "conformance-server: mode must be testserver, gateway or gateway-legacy, not $mode" >&2
 	exit 1
 	;;
 esac

@@ -47,6 +47,10 @@ const (
 	MetaLogLevel           = "io.modelcontextprotocol/logLevel"
 	MetaServerInfo         = "io.modelcontextprotocol/serverInfo"
 	MetaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
+	// MetaInputKey (Nexus's) is how a legacy server names, in a
+	// server-initiated request's _meta, the inputRequests key a bridging
+	// gateway hands a modern client the request under.
+	MetaInputKey = "io.nexus-mcp/inputKey"
 )
 
 // Error codes the stateless revision allocates (-32020..-32099 are the

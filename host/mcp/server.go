@@ -94,6 +94,11 @@ type ServerOptions struct {
 	// TaskTTL is the ttlMs of the tasks the server runs (default 1 h):
 	// a task is dropped, and its handler cancelled, once it has passed.
 	TaskTTL time.Duration
+	// LegacyOnly serves 2025-11-25 and earlier alone, as a server built
+	// before the stateless revision does: server/discover and
+	// subscriptions/listen are unknown methods, and a request's modern
+	// _meta is not looked at (its handler asks the client directly).
+	LegacyOnly bool
 }
 
 // Server holds what is served. It is safe for concurrent use.
@@ -431,6 +436,12 @@ func (ss *ServerSession) capabilities() ServerCapabilities {
 // protocol version is served statelessly (server_modern.go), whatever the
 // session did before; any other is a legacy session's, served as ever.
 func (ss *ServerSession) HandleRequest(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	if ss.srv.opts.LegacyOnly {
+		if method == MethodServerDiscover || method == MethodSubscriptionsListen {
+			return nil, MethodNotFound(method)
+		}
+		return ss.handle(ctx, method, params)
+	}
 	if m, modern, err := ParseRequestMeta(params); modern {
 		return ss.serveModern(ctx, method, params, &m, err)
 	}

@@ -25,6 +25,7 @@ type Record struct {
 	Time     time.Time `json:"time"`
 	Agent    string    `json:"agent"`
 	Session  string    `json:"session,omitempty"`
+	Call     string    `json:"call,omitempty"` // the logical call (the gateway's): a modern agent's attempts of one call, and what servers asked during it
 	Server   string    `json:"server,omitempty"`
 	Method   string    `json:"method"`
 	Tool     string    `json:"tool,omitempty"`

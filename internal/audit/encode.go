@@ -29,6 +29,7 @@ func appendRecord(b []byte, r *Record) ([]byte, error) {
 		}
 	}
 	str("session", r.Session)
+	str("call", r.Call)
 	str("server", r.Server)
 	b = append(b, `,"method":`...)
 	b = wire.AppendStringHTML(b, r.Method)
@@ -119,7 +120,7 @@ const (
 // clamp shrinks r to the limits above.
 func clamp(r *Record) {
 	cutAll := false
-	for _, s := range []*string{&r.Agent, &r.Session, &r.Server, &r.Method, &r.Tool, &r.URI, &r.Prompt, &r.Decision,
+	for _, s := range []*string{&r.Agent, &r.Session, &r.Call, &r.Server, &r.Method, &r.Tool, &r.URI, &r.Prompt, &r.Decision,
 		&r.Link, &r.Source, &r.Reason, &r.ArgsSHA256, &r.ArgsHMAC, &r.ArgsPreview} {
 		if len(*s) > maxText {
 			*s, cutAll = cut(*s, maxText), true

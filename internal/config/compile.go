@@ -426,6 +426,9 @@ func (c *compiler) nexusExtras(doc map[string]any) {
 				}
 				e["rules"] = rs
 			}
+			if len(a.Roots) > 0 {
+				e["roots"] = a.Roots
+			}
 			if len(a.Tokens) > 0 {
 				ts := make([]any, len(a.Tokens))
 				for i, t := range a.Tokens {
@@ -452,6 +455,18 @@ func (c *compiler) nexusExtras(doc map[string]any) {
 			c.cur = "gateway"
 			gw["session_store"] = c.str(g.Refs, "/session_store", g.SessionStore)
 			c.cur = ""
+		}
+		if g := cfg.Gateway; g.StateKey != "" {
+			if _, ref := g.Refs["/state_key"]; ref || c.showSecrets {
+				c.cur = "gateway"
+				gw["state_key"] = c.str(g.Refs, "/state_key", g.StateKey)
+				c.cur = ""
+			} else {
+				// A key written into the file is a secret: never copied.
+				gw["state_key"] = "[a key written in " + g.Source.File + ": move it to a sensitive variable]"
+				c.warns = append(c.warns, Warning{Source: g.Source, Subject: "gateway",
+					Message: "a state_key written in the config file is left out; put it in a sensitive variable (state_key = var.NAME) so it compiles to a ${NAME} reference"})
+			}
 		}
 		doc["gateway"] = gw
 	}

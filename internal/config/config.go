@@ -177,7 +177,12 @@ type Agent struct {
 	// gateway keeps only their hashes and compares in constant time.
 	Tokens []string
 	// Rules are the agent's CEL rules, in order: they see only its events.
-	Rules     []*Filter
+	Rules []*Filter
+	// Roots are what the gateway answers a server's roots/list with for
+	// this agent when no client of it is asked (outside a call, or a
+	// request that did not declare roots): absolute paths or URIs; empty:
+	// the config's roots.
+	Roots     []string
 	Source    diag.Source
 	Overrides []diag.Source
 	Refs      map[string]Template // by JSON pointer into the agent ("/tokens/0")
@@ -221,8 +226,14 @@ type Gateway struct {
 	// process) or redis://host:6379 (Redis 7 or Valkey). A password in it
 	// should come from a sensitive variable; see Refs.
 	SessionStore string
-	// Refs are the references SessionStore's text came from, by JSON
-	// pointer ("/session_store"), so compile writes them, not the value.
+	// StateKey seals the requestState a modern agent holds while a legacy
+	// server waits for its input (gateway state_key): 32 bytes as 64 hex
+	// digits or base64 (ParseStateKey), shared by the replicas, from a
+	// sensitive variable; "": NEXUS_STATE_KEY, else one per process.
+	StateKey string
+	// Refs are the references SessionStore's and StateKey's text came
+	// from, by JSON pointer ("/session_store", "/state_key"), so compile
+	// writes them, not the value.
 	Refs      map[string]Template
 	Limits    GatewayLimits
 	OAuth     *GatewayOAuth

@@ -2,6 +2,8 @@ package config
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,7 +24,7 @@ import (
 
 var (
 	gatewaySchema = &hcl.BodySchema{
-		Attributes: []hcl.AttributeSchema{{Name: "listen"}, {Name: "public_url"}, {Name: "allowed_origins"}, {Name: "allowed_hosts"}, {Name: "required_servers"}, {Name: "metrics"}, {Name: "session_store"}, {Name: "list_wait"}, {Name: "cache_ttl"}},
+		Attributes: []hcl.AttributeSchema{{Name: "listen"}, {Name: "public_url"}, {Name: "allowed_origins"}, {Name: "allowed_hosts"}, {Name: "required_servers"}, {Name: "metrics"}, {Name: "session_store"}, {Name: "state_key"}, {Name: "list_wait"}, {Name: "cache_ttl"}},
 		Blocks:     []hcl.BlockHeaderSchema{{Type: "tls"}, {Type: "limits"}, {Type: "oauth"}},
 	}
 	gatewayTLSSchema    = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "cert"}, {Name: "key"}}}
@@ -95,6 +97,26 @@ func (h *hclFile) gateway(b *hcl.Block) {
 		}
 		if len(refs) > 0 {
 			g.Refs = refs
+		}
+	}
+	if a := at["state_key"]; a != nil {
+		refs := map[string]Template{}
+		if g.StateKey, ok = h.str(a, refs, "/state_key"); ok {
+			switch p, isErr := checkStateKey(g.StateKey, len(refs) > 0, h.ld.opts.AllowUnset); {
+			case p == "":
+			case isErr:
+				h.errRange(a.Expr.Range(), "", p, stateKeyFix)
+			default:
+				h.warnRange(a.Expr.Range(), "gateway", "%s", p)
+			}
+		}
+		if len(refs) > 0 {
+			if g.Refs == nil {
+				g.Refs = map[string]Template{}
+			}
+			for k, v := range refs {
+				g.Refs[k] = v
+			}
 		}
 	}
 	if a := at["list_wait"]; a != nil {
@@ -495,6 +517,61 @@ func checkTokens(cfg *Config, bad func(src diag.Source, lines []string, problem 
 
 const sessionStoreFix = `Use "memory" (one process) or redis://host:6379 (rediss:// for TLS); put a password in a sensitive variable: session_store = "redis://:${var.redis_password}@redis:6379"`
 
+const agentRootsFix = `Write absolute paths or URIs, for example roots = ["/srv/repo", "https://git.example.com/repo"].`
+
+// checkAgentRoots says what is wrong with an agent's roots: each is an
+// absolute path or a URI (scheme://...).
+func checkAgentRoots(roots []string) string {
+	for _, r := range roots {
+		if strings.Contains(r, "://") {
+			if u, err := url.Parse(r); err != nil || u.Scheme == "" {
+				return fmt.Sprintf("root %q is not a URI", r)
+			}
+			continue
+		}
+		if !strings.HasPrefix(r, "/") {
+			return fmt.Sprintf("root %q is neither an absolute path nor a URI (servers are given roots as file:// URIs of absolute paths)", r)
+		}
+	}
+	return ""
+}
+
+// StateKeyEnv names the environment variable `nexus serve` reads the
+// requestState key from when the config sets no state_key.
+const StateKeyEnv = "NEXUS_STATE_KEY"
+
+const stateKeyFix = `Make a key with openssl rand -hex 32, keep it in a sensitive variable shared by the replicas, and write state_key = var.state_key in the gateway block.`
+
+// ParseStateKey reads a requestState key: 32 bytes written as 64 hex
+// digits or in base64 (standard or URL alphabet, padded or not).
+func ParseStateKey(s string) ([]byte, error) {
+	s = strings.TrimSpace(s)
+	if b, err := hex.DecodeString(s); err == nil && len(b) == 32 {
+		return b, nil
+	}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if b, err := enc.DecodeString(s); err == nil && len(b) == 32 {
+			return b, nil
+		}
+	}
+	return nil, fmt.Errorf("the requestState key is not 32 bytes written as 64 hex digits or in base64 (%d characters given; the key itself is not shown)", len(s))
+}
+
+// checkStateKey says what is wrong with a state_key: not a key (an
+// error), or written in the file (a warning). The key is never shown.
+func checkStateKey(s string, fromRef, allowUnset bool) (problem string, isErr bool) {
+	if s == "" && fromRef && allowUnset {
+		return "", false
+	}
+	if _, err := ParseStateKey(s); err != nil {
+		return "state_key: " + err.Error(), true
+	}
+	if !fromRef {
+		return "state_key is written in the config file; put it in a sensitive variable (state_key = var.state_key) so the file can be shared and compiled configs never hold it", false
+	}
+	return "", false
+}
+
 // checkSessionStore says what is wrong with a session store URL.
 func checkSessionStore(s string) string {
 	switch {
@@ -544,7 +621,7 @@ func checkHost(s string) string {
 
 // The same in the nexus-json dialect: "gateway" at the top level.
 var (
-	gatewayKeys        = []string{"listen", "public_url", "allowed_origins", "allowed_hosts", "required_servers", "metrics", "session_store", "list_wait", "cache_ttl", "tls", "limits", "oauth"}
+	gatewayKeys        = []string{"listen", "public_url", "allowed_origins", "allowed_hosts", "required_servers", "metrics", "session_store", "state_key", "list_wait", "cache_ttl", "tls", "limits", "oauth"}
 	gatewayTLSKeys     = []string{"cert", "key"}
 	gatewayLimitKeys   = append([]string{"max_body_bytes", "max_sessions", "max_requests", "max_requests_per_session", "max_sse_events", "session_idle_timeout", "shutdown_grace", "body_timeout", "min_body_rate", "drain_timeout"}, quotaKeys...)
 	gatewayOAuthKeys   = []string{"issuer", "jwks_url", "audience", "scopes", "agent_claim", "agents"}
@@ -578,6 +655,18 @@ func (j *jsonFile) gateway(v *jval) {
 					d.errAt(val, p, sessionStoreFix)
 				}
 				g.SessionStore = s
+			}
+		case "state_key":
+			if s, ok := d.str(val, m.key, "/state_key"); ok {
+				_, fromRef := d.refs["/state_key"]
+				switch p, isErr := checkStateKey(s, fromRef, j.ld.opts.AllowUnset); {
+				case p == "":
+				case isErr:
+					d.errAt(val, p, stateKeyFix)
+				default:
+					j.warnAt(val.off, "gateway", "%s", p)
+				}
+				g.StateKey = s
 			}
 		case "metrics":
 			if s, ok := d.str(val, m.key, ""); ok {

@@ -162,6 +162,8 @@ func TestGatewayErrors(t *testing.T) {
 		{"required_disabled", "server \"gh\" {\n  enabled = false\n  stdio { command = \"x\" }\n}\ngateway {\n  required_servers = [\"gh\"]\n}\n"},
 		{"agent_claim", "gateway {\n  oauth {\n    issuer      = \"https://login.example.com\"\n    agent_claim = \"\"\n  }\n}\n"},
 		{"empty_token", "agent \"a\" {\n  permission = \"yolo\"\n  tokens     = [\"\"]\n}\n"},
+		{"state_key", "variable \"k\" {\n  sensitive = true\n  default   = \"not-a-key\"\n}\ngateway {\n  state_key = var.k\n}\n"},
+		{"agent_roots", "agent \"a\" {\n  permission = \"yolo\"\n  roots      = [\"/srv/ok\", \"relative/dir\"]\n}\n"},
 		{"shared_token", "variable \"t\" {\n  sensitive = true\n  default   = \"0123456789abcdef0123\"\n}\nagent \"a\" {\n  permission = \"yolo\"\n  tokens     = [var.t]\n}\nagent \"b\" {\n  permission = \"sandboxed\"\n  tokens     = [var.t]\n}\n"},
 	}
 	for _, tc := range cases {
@@ -320,5 +322,42 @@ gateway {
 			// must not repeat the password.
 			t.Errorf("the problem shows the password: %v", err)
 		}
+	}
+}
+
+// An agent's roots and the gateway's state_key load; the key, from a
+// sensitive variable, parses; one written in the file is a warning and
+// compiles to a placeholder, never the key.
+func TestGatewayStateKeyAndRoots(t *testing.T) {
+	const key = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+	src := "variable \"k\" {\n  sensitive = true\n  default   = \"" + key + "\"\n}\n" +
+		"agent \"a\" {\n  permission = \"yolo\"\n  roots      = [\"/srv/repo\", \"https://git.example.com/r\"]\n}\n" +
+		"gateway {\n  state_key = var.k\n}\n"
+	cfg, err := loadOne(t, "nexus.hcl", src, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := cfg.Agent("a"); a == nil || !reflect.DeepEqual(a.Roots, []string{"/srv/repo", "https://git.example.com/r"}) {
+		t.Errorf("roots: %+v", a)
+	}
+	if b, err := ParseStateKey(cfg.Gateway.StateKey); err != nil || len(b) != 32 {
+		t.Errorf("state_key: %v", err)
+	}
+	if len(cfg.Warnings) != 0 {
+		t.Errorf("warnings: %+v", cfg.Warnings)
+	}
+	cfg, err = loadOne(t, "nexus.hcl", "gateway {\n  state_key = \""+key+"\"\n}\n", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0].Message, "sensitive variable") || strings.Contains(cfg.Warnings[0].Message, key) {
+		t.Errorf("a key written in the file: %+v", cfg.Warnings)
+	}
+	js, err := loadOne(t, "nexus.json", `{"agents": {"a": {"permission": "yolo", "roots": ["/srv/repo"]}}, "gateway": {"state_key": "`+key+`"}}`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := js.Agent("a"); a == nil || len(a.Roots) != 1 || js.Gateway.StateKey != key {
+		t.Errorf("nexus-json: %+v %+v", a, js.Gateway)
 	}
 }

@@ -78,7 +78,7 @@ var (
 	matchSchema  = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "servers"}, {Name: "tools"}, {Name: "methods"}}}
 	limitsSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "memory_mb"}, {Name: "timeout"}, {Name: "pool"}}}
 	agentSchema  = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
-		{Name: "permission", Required: true}, {Name: "servers"}, {Name: "allow"}, {Name: "deny"}, {Name: "mode"}, {Name: "tokens"},
+		{Name: "permission", Required: true}, {Name: "servers"}, {Name: "allow"}, {Name: "deny"}, {Name: "mode"}, {Name: "tokens"}, {Name: "roots"},
 	}, Blocks: []hcl.BlockHeaderSchema{{Type: "rule", LabelNames: []string{"name"}}}}
 	ruleSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 		{Name: "when", Required: true}, {Name: "action", Required: true}, {Name: "reason"}, {Name: "set"}, {Name: "kind"}, {Name: "mode"},
@@ -1441,6 +1441,13 @@ func (h *hclFile) agent(b *hcl.Block) {
 	}
 	if s, ok := h.choice(at["mode"], "mode", modes); ok {
 		a.Mode = s
+	}
+	if x := at["roots"]; x != nil {
+		if a.Roots, ok = h.strs(x, nil, ""); ok {
+			if p := checkAgentRoots(a.Roots); p != "" {
+				h.errRange(x.Expr.Range(), "", p, agentRootsFix)
+			}
+		}
 	}
 	if x := at["tokens"]; x != nil {
 		refs := map[string]Template{}

@@ -42,7 +42,7 @@ var (
 	ruleKeys     = []string{"when", "action", "reason", "set"}
 	matchKeys    = []string{"servers", "tools", "methods"}
 	limitKeys    = []string{"memory_mb", "timeout", "pool"}
-	agentKeys    = []string{"permission", "servers", "allow", "deny", "mode", "tokens", "rules"}
+	agentKeys    = []string{"permission", "servers", "allow", "deny", "mode", "tokens", "roots", "rules"}
 )
 
 // jsonFile decodes one JSON config file.
@@ -1036,6 +1036,13 @@ func (j *jsonFile) agents(v *jval) {
 				}
 			case "servers":
 				a.Servers, _ = d.strs(e.val, "servers", "")
+			case "roots":
+				var ok bool
+				if a.Roots, ok = d.strs(e.val, "roots", ""); ok {
+					if p := checkAgentRoots(a.Roots); p != "" {
+						d.errAt(e.val, p, agentRootsFix)
+					}
+				}
 			case "mode":
 				if s, ok := d.choice(e.val, "mode", "mode", modes); ok {
 					a.Mode = s

@@ -19,8 +19,10 @@
 // is refused, saying so: each starts server processes of its own. A
 // session whose client declares none of them shares its agent's
 // connections (one per agent and server, made on first use, closed with
-// the gateway), never another agent's; a server's requests there are
-// refused (the gateway declares none of those capabilities).
+// the gateway), never another agent's; a server's requests there go to
+// the era bridge (below): a modern request's call answers them, anything
+// else is refused, saying why (roots/list gets the agent's configured
+// roots).
 //
 // Starting: a list request (tools, resources, templates, prompts) waits
 // at most Options.ListWait (gateway `list_wait`, default 1 s) for servers
@@ -132,6 +134,40 @@
 // server-initiated request it replaces (hostapi.WithAnswersInput is the
 // seam with the host's client; a refused one refuses the call), and the
 // agent's retry (inputResponses, requestState) is passed upstream.
+//
+// The era bridge (bridge.go, state.go): a legacy upstream (2025-11-25
+// and earlier) asks the client mid-call. The agent's shared connections
+// declare sampling, elicitation and roots, and a modern call runs as a
+// bridged call: the upstream call outlives the attempt, and what the
+// server asks during it (the questions that come within gatherQuiet of
+// each other are one round) becomes an input_required result whose
+// requestState is sealed (AES-256-GCM, Options.StateKey: gateway
+// state_key or NEXUS_STATE_KEY, shared by the replicas; else one per
+// process, warned) and names the agent, the request (method, name or
+// uri, an argument hash), the replica holding the call, the call and its
+// round (good for one retry) and an expiry (Options.InputTTL, after which
+// the call is cancelled upstream). Its inputRequests keys are the
+// server's own (mcp.MetaInputKey in the request's _meta) or
+// "<method>-<n>". The retry's answers go to the waiting server requests
+// and the call goes on, perhaps to another round; a state that is
+// tampered with, expired, replayed, another agent's or another request's,
+// and answers to questions never asked, are invalid params and reach no
+// server; a state another replica holds gets a retryable error (the seam
+// for forwarding it is bridge.forward). A question the request's
+// capabilities did not declare refuses the call (-32021), except
+// roots/list, which the gateway answers from the agent's configured
+// roots (agent `roots`, else the config's), as it does outside any call;
+// sampling and elicitation outside any call are refused, saying why.
+// Which call a server's request belongs to: the agent's newest running
+// bridged call to that server (over stdio the protocol does not say; only
+// that agent's calls share the connection). The call is one event to the
+// chain and one audit record (audit.Record.Call names it; each question
+// and answer passes the chain as the server's request). Parked calls are
+// bounded (MaxParked, MaxParkedPerAgent); an agent's connection that
+// modern calls use ends once idle (UpstreamIdle) unless a session still
+// uses it, and such connections are bounded (MaxUpstreams,
+// MaxUpstreamsPerAgent), a call past a bound refused with a retryable
+// error.
 //
 // Replicas: with a session store (HTTPOptions.Store, Redis or Valkey), any
 // replica serves any request of any session, with no sticky routing. The

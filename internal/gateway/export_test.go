@@ -25,3 +25,11 @@ func SessionLevel(hh *HTTPHandler, id string) int {
 func (g *Gateway) ServeModern(ctx context.Context, conn mcp.Conn, agent string) error {
 	return g.serveModern(ctx, conn, agent)
 }
+
+// AgentUpstream is agent's shared upstream connections (made on first
+// use), as modern requests use them.
+func (g *Gateway) AgentUpstream(agent string) Upstream {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.agentHost(agent)
+}

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"sort"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/hostapi"
 	"github.com/nexus-mcp/nexus/internal/telemetry"
 )
@@ -58,6 +60,32 @@ type Options struct {
 	// before any does (`nexus serve`): the first list finds them up or
 	// starting. Without it servers connect on first use.
 	Eager bool
+	// StateKey seals the requestState the gateway hands modern agents
+	// when a legacy server asks them something mid-call (32 bytes; gateway
+	// `state_key`, or NEXUS_STATE_KEY): replicas that share it can each
+	// check the others'. Nil: a random key of this process's, with a
+	// warning (another replica cannot open its states).
+	StateKey []byte
+	// ReplicaID names this process among the replicas in the states it
+	// seals (a retry that names another is not served here); default
+	// random.
+	ReplicaID [8]byte
+	// InputTTL is how long a call a server asked input of waits for the
+	// agent's retry before it is cancelled upstream (default 5 minutes);
+	// MaxParked and MaxParkedPerAgent bound how many wait at once
+	// (default 1024 and 64).
+	InputTTL          time.Duration
+	MaxParked         int
+	MaxParkedPerAgent int
+	// UpstreamIdle ends an agent's connection to a server that its modern
+	// requests used, once none has for this long (default 10 minutes; a
+	// later request opens it again). MaxUpstreams and
+	// MaxUpstreamsPerAgent bound how many such connections the gateway
+	// keeps (default 4096 and 64): a modern call that would open one past
+	// a bound is refused, saying which.
+	UpstreamIdle         time.Duration
+	MaxUpstreams         int
+	MaxUpstreamsPerAgent int
 }
 
 // Gateway serves a host to MCP clients. It is safe for concurrent use.
@@ -75,6 +103,7 @@ type Gateway struct {
 	modMax   int // requests one agent's modern session serves at once (serveModern)
 	wg       sync.WaitGroup
 	closed   bool
+	br       *bridge // modern agents' calls to legacy servers (bridge.go)
 }
 
 // New makes a gateway in front of h. Sessions use connections h makes
@@ -106,8 +135,46 @@ func New(h Upstream, o Options) *Gateway {
 	if o.CacheTTL <= 0 {
 		o.CacheTTL = time.Minute
 	}
-	return &Gateway{h: h, log: o.Logger, opts: o, ownMax: o.MaxOwnSessions, sessions: map[*session]struct{}{},
+	if o.InputTTL <= 0 {
+		o.InputTTL = defaultInputTTL
+	}
+	if o.MaxParked <= 0 {
+		o.MaxParked = defaultMaxParked
+	}
+	if o.MaxParkedPerAgent <= 0 {
+		o.MaxParkedPerAgent = defaultMaxParkedPer
+	}
+	if o.UpstreamIdle <= 0 {
+		o.UpstreamIdle = defaultUpstreamIdle
+	}
+	if o.MaxUpstreams <= 0 {
+		o.MaxUpstreams = defaultMaxUpstreams
+	}
+	if o.MaxUpstreamsPerAgent <= 0 {
+		o.MaxUpstreamsPerAgent = defaultMaxUpstreamsPer
+	}
+	if o.ReplicaID == ([8]byte{}) {
+		rand.Read(o.ReplicaID[:])
+	}
+	key := o.StateKey
+	if key == nil {
+		key = make([]byte, 32)
+		rand.Read(key)
+		o.Logger.Warn("no requestState key is configured (gateway state_key, or " + config.StateKeyEnv + "): this process made its own, so another replica cannot take up a call waiting for a client's input here; set one shared by the replicas")
+	}
+	g := &Gateway{h: h, log: o.Logger, opts: o, ownMax: o.MaxOwnSessions, sessions: map[*session]struct{}{},
 		agents: map[string]Upstream{}, own: map[string]int{}, warmed: map[string]bool{}}
+	br, err := newBridge(g, key, o.ReplicaID)
+	if err != nil {
+		// A bad key is the caller's to catch (config.ParseStateKey); this one
+		// still works, for itself.
+		o.Logger.Error("the requestState key is unusable; using a random one", "error", err)
+		key = make([]byte, 32)
+		rand.Read(key)
+		br, _ = newBridge(g, key, o.ReplicaID)
+	}
+	g.br = br
+	return g
 }
 
 // Host is the host the gateway serves.
@@ -121,13 +188,13 @@ func (g *Gateway) agentHost(agent string) Upstream {
 	if up := g.agents[agent]; up != nil {
 		return up
 	}
-	up := g.h.NewSession(hostapi.SessionOptions{
+	up := g.h.NewSession(g.bridgeOptions(agent, hostapi.SessionOptions{
 		Agent:             agent,
 		OnLog:             func(server string, m mcp.LogMessage) { g.sharedLog(agent, server, m) },
 		OnListChanged:     func(server, kind string) { g.shared(agent, func(s *session) { s.listChanged(server, kind) }) },
 		OnResourceUpdated: func(server, uri string) { g.shared(agent, func(s *session) { s.updated(server, uri) }) },
 		OnChange:          func(server string) { g.shared(agent, func(s *session) { s.serverChanged(server) }) },
-	})
+	}))
 	g.agents[agent] = up
 	return up
 }
@@ -209,6 +276,32 @@ func (g *Gateway) sessionsOf(agent string) []*session {
 		}
 	}
 	return out
+}
+
+// usedBySessions reports whether a session of agent on its shared
+// connections is using server: a request in flight to it, a
+// subscription there, or a subscriptions/listen stream watching it.
+func (g *Gateway) usedBySessions(agent, server string) bool {
+	for _, s := range g.sessionsOf(agent) {
+		if s.busyWith(server) {
+			return true
+		}
+		s.mu.Lock()
+		used := false
+		for _, srv := range s.subs {
+			used = used || srv == server
+		}
+		for l := range s.listeners {
+			for _, srv := range l.resources {
+				used = used || srv == server
+			}
+		}
+		s.mu.Unlock()
+		if used {
+			return true
+		}
+	}
+	return false
 }
 
 // shared runs fn for every session on agent's shared connections.
@@ -415,6 +508,7 @@ func (g *Gateway) Close() error {
 		s.peer.Close()
 	}
 	g.wg.Wait()
+	g.br.close()
 	g.mu.Lock()
 	agents := g.agents
 	g.agents = map[string]Upstream{}

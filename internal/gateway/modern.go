@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/hostapi"
@@ -381,8 +382,14 @@ func (s *session) modernCall(ctx context.Context, params json.RawMessage, meta *
 		return s.modernTaskCall(ctx, p, meta)
 	}
 	// The same call as a legacy client's (call): the same event to the
-	// chain, the same audit record.
-	res, err := s.call(ctx, ctx, p, true)
+	// chain, the same audit record, once however many rounds of input
+	// a legacy server asks (bridged).
+	server := s.toolServer(ctx, p.Name)
+	res, err, ask := s.bridged(ctx, server, bindingOf(mcp.MethodToolsCall, p.Name, p.Arguments), meta, mcp.MethodToolsCall, params,
+		func(cctx, nctx context.Context) (any, error) { return s.call(cctx, nctx, p, true) })
+	if ask != nil {
+		return ask, nil
+	}
 	return s.modernAnswer(ctx, p, meta, res, err)
 }
 
@@ -414,7 +421,11 @@ func (s *session) modernRead(ctx context.Context, params json.RawMessage, meta *
 	if err != nil {
 		return nil, notFound(err, uri)
 	}
-	res, err := s.read(traced(ctx, params), server, uri)
+	res, err, ask := s.bridged(ctx, server, bindingOf(mcp.MethodResourcesRead, uri, nil), meta, mcp.MethodResourcesRead, params,
+		func(cctx, _ context.Context) (any, error) { return s.read(traced(cctx, params), server, uri) })
+	if ask != nil {
+		return ask, nil
+	}
 	if r, ok, ierr := inputRequired(res, err); ok || ierr != nil {
 		if ierr != nil {
 			return nil, ierr
@@ -442,8 +453,15 @@ func (s *session) modernPrompt(ctx context.Context, params json.RawMessage, meta
 	if err != nil {
 		return nil, err
 	}
-	defer s.untrack(ref.server, s.track(ctx, ref.server))
-	res, err := s.host().GetPrompt(traced(ctx, params), s.agent, ref.server, ref.name, args)
+	h := s.host()
+	res, err, ask := s.bridged(ctx, ref.server, bindingOf(mcp.MethodPromptsGet, ref.name, mcp.Member(params, "arguments")), meta, mcp.MethodPromptsGet, params,
+		func(cctx, _ context.Context) (any, error) {
+			defer s.untrack(ref.server, s.track(cctx, ref.server))
+			return h.GetPrompt(traced(cctx, params), s.agent, ref.server, ref.name, args)
+		})
+	if ask != nil {
+		return ask, nil
+	}
 	if r, ok, ierr := inputRequired(nil, err); ok || ierr != nil {
 		if ierr != nil {
 			return nil, ierr
@@ -455,6 +473,34 @@ func (s *session) modernPrompt(ctx context.Context, params json.RawMessage, meta
 		return nil, rpcErrorOf(err)
 	}
 	return completed(res, nil, nil)
+}
+
+// toolServer is the server of an exposed tool name: what a server asks
+// during the call is matched to it by its server (bridge.go).
+func (s *session) toolServer(ctx context.Context, name string) string {
+	if server, ok := s.serverOf(name); ok {
+		return server
+	}
+	tools, _ := s.host().Tools(ctx, s.agent)
+	for _, t := range tools {
+		if t.Name == name {
+			return t.Server
+		}
+	}
+	return ""
+}
+
+// bridged runs a modern request's upstream call through the bridge
+// (bridge.go): a retry with a requestState the bridge sealed resumes its
+// call; anything else starts one. ask is the input_required answer when
+// the server asked the client something.
+func (s *session) bridged(ctx context.Context, server string, b binding, meta *mcp.RequestMeta, method string, params json.RawMessage,
+	run func(ctx, nctx context.Context) (any, error)) (res any, err error, ask *mcp.InputRequiredResult) {
+	in := mcp.InputOf(ctx)
+	if in != nil && strings.HasPrefix(in.RequestState, statePrefix) {
+		return s.g.br.resume(ctx, s.agent, b, meta, in, method, params)
+	}
+	return s.g.br.start(ctx, s, server, b, meta, in, run)
 }
 
 // notFound renumbers a resource that is not found: -32002 until

@@ -264,7 +264,7 @@ func TestModernCallSameAsLegacy(t *testing.T) {
 		json.Unmarshal([]byte(line), &r)
 		if r.Method == mcp.MethodToolsCall {
 			// What differs by nature: when, which session, the chain links.
-			r.Time, r.Session, r.Seq, r.Genesis, r.Prev, r.MAC = time.Time{}, "", 0, "", "", ""
+			r.Time, r.Session, r.Seq, r.Genesis, r.Prev, r.MAC, r.Call = time.Time{}, "", 0, "", "", "", ""
 			for i := range r.Steps {
 				r.Steps[i].Micros = 0
 			}

@@ -60,8 +60,11 @@ type SessionOptions struct {
 	// chain's events say.
 	Agent string
 	// Session names the downstream session in the audit log.
-	Session     string
-	Roots       mcp.RootsHandler
+	Session string
+	Roots   mcp.RootsHandler
+	// RootsFor, when set, is used instead of Roots: it knows which
+	// server asks.
+	RootsFor    func(server string) mcp.RootsHandler
 	Sampling    func(server string) mcp.SamplingHandler
 	Elicitation func(server string) mcp.ElicitationHandler
 	// OnLog receives the servers' log messages, OnListChanged their
@@ -225,4 +228,38 @@ func WithAnswersInput(ctx context.Context) context.Context {
 func AnswersInput(ctx context.Context) bool {
 	v, _ := ctx.Value(answersInputKey{}).(bool)
 	return v
+}
+
+type callIDKey struct{}
+
+// WithCallID names the logical call a request belongs to, for the audit
+// log: the attempts of one call (a modern agent's retries with input
+// responses) and the server requests made during it share it.
+func WithCallID(ctx context.Context, id string) context.Context {
+	return ctxval.With(ctx, callIDKey{}, id)
+}
+
+// CallIDFrom is the call id WithCallID set, or "".
+func CallIDFrom(ctx context.Context) string {
+	id, _ := ctx.Value(callIDKey{}).(string)
+	return id
+}
+
+type callSlotKey struct{}
+
+// WithCallSlot gives a request whose audit record is being made a place
+// for the call id a handler learns only as it runs (a server's request
+// during a call: the gateway's bridge knows which call it belongs to);
+// SetCallID fills it.
+func WithCallSlot(ctx context.Context) (context.Context, *string) {
+	slot := new(string)
+	return ctxval.With(ctx, callSlotKey{}, slot), slot
+}
+
+// SetCallID names the call ctx's request belongs to, in the slot
+// WithCallSlot made (nothing without one).
+func SetCallID(ctx context.Context, id string) {
+	if slot, ok := ctx.Value(callSlotKey{}).(*string); ok {
+		*slot = id
+	}
 }

@@ -32,7 +32,7 @@ func fixed(content ...mcp.Content) mcp.ToolHandler {
 	}
 }
 
-func addConformance(s *mcp.Server) {
+func addConformance(s *mcp.Server, legacyOnly bool) {
 	image := mcp.Content{Type: mcp.ContentImage, Data: logoPNGBase64, MimeType: "image/png"}
 	s.AddTool(noArgs("test_simple_text", "Returns a simple text response."),
 		fixed(mcp.TextContent("This is a simple text response for testing.")))
@@ -170,7 +170,7 @@ func addConformance(s *mcp.Server) {
 		func(context.Context, *mcp.ServerSession, map[string]string) (*mcp.GetPromptResult, error) {
 			return &mcp.GetPromptResult{Messages: []mcp.PromptMessage{user(image), user(mcp.TextContent("Please analyze the image above."))}}, nil
 		})
-	addModernConformance(s)
+	addModernConformance(s, legacyOnly)
 	addTasksConformance(s)
 }
 

@@ -31,7 +31,11 @@
 // server-stateless's diagnostic tools, and the tasks-* scenarios' task
 // tools (tasks.go: slow_compute, failing_job, confirm_delete, ...), which
 // run as tasks of the tasks extension for a modern client that declares
-// it.
+// it. Options.LegacyOnly (--legacy-only) serves 2025-11-25 and earlier
+// alone, as a server built before the stateless revision: those fixtures
+// then ask the client with server-initiated requests (legacy.go), each
+// naming its inputRequests key in _meta[mcp.MetaInputKey], for a bridging
+// gateway in front.
 //
 // New returns the *mcp.Server for in-process use (serve it over mcp.Pipe);
 // ServeStdio runs one session over newline-delimited JSON, as a subprocess

@@ -154,7 +154,18 @@ func (s *sealer) stateFor(req *mcp.CallToolRequest, round int, data string) stri
 	return s.seal(sealedState{Method: mcp.MethodToolsCall, Name: req.Name, Args: argsHash(req.Arguments), Round: round, Data: data})
 }
 
-func addModernConformance(srv *mcp.Server) {
+func addModernConformance(srv *mcp.Server, legacyOnly bool) {
+	if legacyOnly {
+		addLegacyAsks(srv)
+	} else {
+		addAsks(srv)
+	}
+	addStateless(srv)
+}
+
+// addAsks adds the input-required-result-* fixtures as a modern server
+// serves them: each round answers with an InputRequiredResult.
+func addAsks(srv *mcp.Server) {
 	sl := newSealer()
 	tool := func(name, desc string, h mcp.ToolHandler) { srv.AddTool(noArgs(name, desc), h) }
 
@@ -277,7 +288,6 @@ func addModernConformance(srv *mcp.Server) {
 			return nil, asks("", mcp.InputRequests{"user_context": elicitReq("What context should the prompt use?", "context", "string")})
 		})
 
-	// server-stateless's diagnostic tools.
 	tool("test_missing_capability", "Needs the client's sampling capability: refused with -32021 when the request did not declare it.",
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			if r := response(req.Input, "sample"); r != nil {
@@ -292,6 +302,12 @@ func addModernConformance(srv *mcp.Server) {
 			}
 			return nil, asks("", mcp.InputRequests{"name": elicitReq("What is your name?", "name", "string")})
 		})
+}
+
+// addStateless adds server-stateless's diagnostic tools (those that ask
+// nothing of the client: addAsks and addLegacyAsks have the others).
+func addStateless(srv *mcp.Server) {
+	tool := func(name, desc string, h mcp.ToolHandler) { srv.AddTool(noArgs(name, desc), h) }
 	tool("test_logging_tool", "Logs three messages: they reach a request only if its _meta asked for a log level.",
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			for _, msg := range []string{"Tool execution started", "Tool processing data", "Tool execution completed"} {

@@ -2,6 +2,7 @@ package testserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -32,6 +33,8 @@ const (
 	EnvVariant = "MCP_TOOL_VARIANT"
 	// EnvModernOnly=1 serves MCP 2026-07-28 alone.
 	EnvModernOnly = "MCP_MODERN_ONLY"
+	// EnvLegacyOnly=1 serves MCP 2025-11-25 and earlier alone.
+	EnvLegacyOnly = "MCP_LEGACY_ONLY"
 )
 
 // MaxStartDelay bounds Options.StartDelay.
@@ -80,6 +83,11 @@ type Options struct {
 	// as servers built only for the stateless revision do. Env
 	// MCP_MODERN_ONLY=1.
 	ModernOnly bool
+	// LegacyOnly serves MCP 2025-11-25 and earlier alone
+	// (mcp.ServerOptions.LegacyOnly), as servers built before the stateless
+	// revision do; the conformance fixtures that need the client's input
+	// ask it with server-initiated requests. Env MCP_LEGACY_ONLY=1.
+	LegacyOnly bool
 }
 
 // OptionsFromEnv reads MCP_TOOL_COUNT, MCP_PAGE_SIZE and MCP_START_DELAY through getenv
@@ -107,6 +115,7 @@ func OptionsFromEnv(getenv func(string) string) (Options, error) {
 	}
 	o.Conformance = strings.TrimSpace(getenv(EnvConformance)) == "1"
 	o.ModernOnly = strings.TrimSpace(getenv(EnvModernOnly)) == "1"
+	o.LegacyOnly = strings.TrimSpace(getenv(EnvLegacyOnly)) == "1"
 	o.Variant = strings.TrimSpace(getenv(EnvVariant))
 	if err := o.checkVariant(); err != nil {
 		return Options{}, fmt.Errorf("environment variable %s: %w", EnvVariant, err)
@@ -115,7 +124,12 @@ func OptionsFromEnv(getenv func(string) string) (Options, error) {
 }
 
 // CheckOptions refuses options the server cannot serve.
-func CheckOptions(o Options) error { return o.checkVariant() }
+func CheckOptions(o Options) error {
+	if o.ModernOnly && o.LegacyOnly {
+		return errors.New("modern-only and legacy-only exclude each other: choose one")
+	}
+	return o.checkVariant()
+}
 
 // checkVariant refuses a variant the server does not have.
 func (o Options) checkVariant() error {
@@ -175,13 +189,14 @@ func New(o Options) *mcp.Server {
 			Completion:   complete,
 			Logging:      true,
 			ModernOnly:   o.ModernOnly,
+			LegacyOnly:   o.LegacyOnly,
 		})
 	addTools(s, o.Variant)
 	addGeneratedTools(s, o.ToolCount)
 	addResources(s)
 	addPrompts(s)
 	if o.Conformance {
-		addConformance(s)
+		addConformance(s, o.LegacyOnly)
 	}
 	o.Logger.Debug("test server ready", "generated_tools", o.ToolCount, "page_size", o.PageSize)
 	return s

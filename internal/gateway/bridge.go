@@ -1,0 +1,773 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/internal/hostapi"
+)
+
+// The era bridge, modern agent to legacy upstream (issue 38). A modern
+// request (MCP 2026-07-28) runs on its agent's shared connection to the
+// server: one per agent and server, made on first use. A legacy server
+// asks the client mid-call (sampling/createMessage, elicitation/create,
+// roots/list); a modern agent cannot be asked mid-call, so the bridge
+// keeps the upstream call running, holds the server's request, and
+// answers the agent input_required with the question and a sealed
+// requestState (state.go) that names the call. The agent's retry
+// carries the answers: they go to the waiting server request, and the
+// call goes on, perhaps to another round. The call is the chain's one
+// event: decided once, audited once (its record carries the call id).
+//
+// Which call a server request belongs to: the agent's newest bridged
+// call to that server still in flight (over stdio the protocol does not
+// say; only one agent's calls share the connection). Outside any call,
+// roots/list is answered with the agent's configured roots and sampling
+// and elicitation are refused, saying why.
+
+// Defaults of the bridge's bounds.
+const (
+	defaultInputTTL        = 5 * time.Minute
+	defaultMaxParked       = 1024
+	defaultMaxParkedPer    = 64
+	gatherQuiet            = 15 * time.Millisecond  // more questions of one round come within this of each other
+	gatherMax              = 150 * time.Millisecond // a round's questions are gathered this long at most
+	maxAsksPerCall         = 64                     // questions one call may have pending
+	maxSpent               = 1 << 16                // ended calls remembered, to tell a replay from a lost call
+	defaultUpstreamIdle    = 10 * time.Minute
+	defaultMaxUpstreams    = 4096
+	defaultMaxUpstreamsPer = 64
+)
+
+// bridge holds the bridged calls in flight.
+type bridge struct {
+	g      *Gateway
+	seal   *sealer
+	ttl    time.Duration
+	maxAll int
+	maxPer int
+	// forward takes a retry whose state names another replica; nil: the
+	// agent gets a retryable error. The seam for forwarding it over the
+	// replicas' bus.
+	forward func(ctx context.Context, st *state, method string, params json.RawMessage) (any, error)
+
+	mu     sync.Mutex
+	calls  map[[16]byte]*bcall
+	open   map[string][]*bcall // agent + "\x00" + server -> calls in flight, oldest first
+	parked map[string]int      // parked calls by agent
+	nPark  int
+	spent  map[[16]byte]spent // ended calls, to say why their state is no good
+	ups    map[string]*upstreamUse
+	upsBy  map[string]int // ups by agent
+}
+
+// upstreamUse is an agent's connection to a server that modern calls use:
+// in use while a call is open, ended once idle for Options.UpstreamIdle.
+type upstreamUse struct {
+	agent, server string
+	open          int
+	idle          *time.Timer
+}
+
+// spent is an ended call: until when its states could come back, and
+// what they are told.
+type spent struct {
+	until int64
+	why   string
+}
+
+func newBridge(g *Gateway, key []byte, replica [8]byte) (*bridge, error) {
+	sl, err := newSealer(key, replica)
+	if err != nil {
+		return nil, err
+	}
+	o := g.opts
+	return &bridge{g: g, seal: sl, ttl: o.InputTTL, maxAll: o.MaxParked, maxPer: o.MaxParkedPerAgent,
+		calls: map[[16]byte]*bcall{}, open: map[string][]*bcall{}, parked: map[string]int{}, spent: map[[16]byte]spent{},
+		ups: map[string]*upstreamUse{}, upsBy: map[string]int{}}, nil
+}
+
+// bcall is one bridged call: the upstream call runs in its own
+// goroutine, outliving the attempt that started it while it waits for
+// the agent's input.
+type bcall struct {
+	br     *bridge
+	id     [16]byte
+	agent  string
+	server string
+	bind   binding
+	ctx    context.Context // the upstream call's
+	cancel context.CancelFunc
+	kick   chan struct{} // a question is in the inbox
+	done   chan struct{}
+	res    any
+	err    error
+
+	mu      sync.Mutex
+	round   uint32
+	parked  bool
+	ended   bool
+	timer   *time.Timer
+	inbox   []*ask         // asked by the server, not yet taken (wait takes them)
+	pending []*ask         // asked of the agent, unanswered, in order
+	n       map[string]int // keys handed out per method
+	early   mcp.InputResponses
+	attempt context.Context // the current attempt's: progress goes on its stream
+	meta    *mcp.RequestMeta
+}
+
+// ask is a server's request waiting for its answer.
+type ask struct {
+	key    string
+	method string
+	params json.RawMessage
+	reply  chan answer // buffered: the answer never blocks
+}
+
+type answer struct {
+	raw json.RawMessage
+	err error
+}
+
+func openKey(agent, server string) string { return agent + "\x00" + server }
+
+// ID is the call's id as the audit log and errors name it.
+func (c *bcall) ID() string { return hex.EncodeToString(c.id[:]) }
+
+// start runs fn as a bridged call and waits for its first outcome: the
+// result, or the questions the server asked meanwhile (parked, answered
+// input_required).
+func (br *bridge) start(ctx context.Context, s *session, server string, b binding, meta *mcp.RequestMeta, in *mcp.InputParams,
+	fn func(ctx, nctx context.Context) (any, error)) (any, error, *mcp.InputRequiredResult) {
+	c := &bcall{br: br, agent: s.agent, server: server, bind: b, kick: make(chan struct{}, 1), done: make(chan struct{}),
+		attempt: ctx, meta: meta, n: map[string]int{}}
+	rand.Read(c.id[:])
+	if in != nil && in.RequestState == "" {
+		c.early = in.InputResponses
+	}
+	// The call outlives the attempt (it may wait for the retry), keeping
+	// its values: the session, the request's _meta, the trace.
+	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	c.ctx = hostapi.WithCallID(c.ctx, c.ID())
+	br.mu.Lock()
+	k := openKey(c.agent, server)
+	if err := br.use(k, c.agent, server); err != nil {
+		br.mu.Unlock()
+		c.cancel()
+		return nil, err, nil
+	}
+	br.calls[c.id] = c
+	br.open[k] = append(br.open[k], c)
+	br.mu.Unlock()
+	go func() {
+		defer close(c.done)
+		c.res, c.err = fn(c.ctx, attemptCtx{c})
+	}()
+	return c.wait(ctx)
+}
+
+// attemptCtx is the context of a call's current attempt, for what goes
+// to the agent on that attempt's stream (progress).
+type attemptCtx struct{ c *bcall }
+
+func (a attemptCtx) cur() context.Context {
+	a.c.mu.Lock()
+	defer a.c.mu.Unlock()
+	return a.c.attempt
+}
+func (a attemptCtx) Deadline() (time.Time, bool) { return a.cur().Deadline() }
+func (a attemptCtx) Done() <-chan struct{}       { return a.cur().Done() }
+func (a attemptCtx) Err() error                  { return a.cur().Err() }
+func (a attemptCtx) Value(k any) any             { return a.cur().Value(k) }
+
+// wait waits for the call's outcome, or for questions: those the agent
+// cannot be asked are settled here (roots from the config, a refusal for
+// an undeclared capability), the rest parked and handed to the agent.
+func (c *bcall) wait(ctx context.Context) (any, error, *mcp.InputRequiredResult) {
+	var gather <-chan time.Time
+	var deadline time.Time
+	if c.waiting() > 0 {
+		// Questions the retry left unanswered: asked again (patterns/mrtr),
+		// with any the server adds meanwhile.
+		deadline = time.Now().Add(gatherMax)
+		gather = time.After(gatherQuiet)
+	}
+	for {
+		select {
+		case <-c.done:
+			c.br.end(c)
+			return c.res, c.err, nil
+		default:
+		}
+		select {
+		case <-c.done:
+			c.br.end(c)
+			return c.res, c.err, nil
+		case <-c.kick:
+			c.mu.Lock()
+			inbox := c.inbox
+			c.inbox = nil
+			c.mu.Unlock()
+			for _, a := range inbox {
+				if err := c.take(a); err != nil {
+					c.cancel()
+					c.br.end(c)
+					return nil, err, nil
+				}
+			}
+			if c.waiting() == 0 {
+				continue
+			}
+			if gather == nil {
+				deadline = time.Now().Add(gatherMax)
+			}
+			gather = time.After(min(gatherQuiet, max(time.Until(deadline), 0)))
+		case <-gather:
+			select {
+			case <-c.done:
+				c.br.end(c)
+				return c.res, c.err, nil
+			default:
+			}
+			r, err := c.br.park(c)
+			if err != nil {
+				c.cancel()
+				c.br.end(c)
+				return nil, err, nil
+			}
+			return nil, nil, r
+		case <-ctx.Done():
+			// The agent went away: nobody will retry.
+			c.cancel()
+			c.br.end(c)
+			return nil, ctx.Err(), nil
+		}
+	}
+}
+
+func (c *bcall) waiting() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.pending)
+}
+
+// take settles a server's question or adds it to those for the agent.
+// An error ends the call: the agent gets it.
+func (c *bcall) take(a *ask) error {
+	c.mu.Lock()
+	meta, early := c.meta, c.early
+	c.mu.Unlock()
+	caps := mcp.ClientCapabilities{}
+	if meta != nil {
+		caps = meta.Capabilities
+	}
+	if a.method == mcp.MethodRootsList && caps.Roots == nil {
+		// The agent's configured roots: the gateway knows them.
+		a.reply <- answer{raw: c.br.g.rootsOf(c.agent)}
+		return nil
+	}
+	if err := declared(caps, mcp.InputRequest{Method: a.method, Params: a.params}); err != nil {
+		a.reply <- answer{err: &mcp.RPCError{Code: mcp.CodeInvalidRequest, Message: "the client's request did not declare " + a.method}}
+		return err
+	}
+	if raw, ok := early[a.key]; ok {
+		if checkAnswer(a.method, raw) == nil {
+			a.reply <- answer{raw: raw}
+			return nil
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.pending) >= maxAsksPerCall {
+		a.reply <- answer{err: &mcp.RPCError{Code: mcp.CodeInternalError, Message: fmt.Sprintf("the client has %d requests of this call to answer already", maxAsksPerCall)}}
+		return &mcp.RPCError{Code: mcp.CodeInternalError, Message: fmt.Sprintf("server %q asked more than %d questions in one call; the call was ended", c.server, maxAsksPerCall)}
+	}
+	c.pending = append(c.pending, a)
+	return nil
+}
+
+// checkAnswer reports whether raw is a result of method.
+func checkAnswer(method string, raw json.RawMessage) error {
+	var err error
+	switch method {
+	case mcp.MethodSamplingCreateMessage:
+		var r mcp.CreateMessageResult
+		if err = json.Unmarshal(raw, &r); err == nil && r.Role == "" {
+			err = errors.New("it has no role")
+		}
+	case mcp.MethodElicitationCreate:
+		var r mcp.ElicitResult
+		if err = json.Unmarshal(raw, &r); err == nil && r.Action == "" {
+			err = errors.New("it has no action")
+		}
+	case mcp.MethodRootsList:
+		var r mcp.ListRootsResult
+		if err = json.Unmarshal(raw, &r); err == nil && r.Roots == nil {
+			err = errors.New("it has no roots")
+		}
+	}
+	return err
+}
+
+// park hands the call's pending questions to the agent, sealing the
+// state its retry must bring back.
+func (br *bridge) park(c *bcall) (*mcp.InputRequiredResult, error) {
+	br.mu.Lock()
+	if br.nPark >= br.maxAll || br.parked[c.agent] >= br.maxPer {
+		all, per := br.nPark, br.parked[c.agent]
+		br.mu.Unlock()
+		return nil, &mcp.RPCError{Code: mcp.CodeInternalError, Data: json.RawMessage(`{"retryable":true}`), Message: fmt.Sprintf(
+			"server %q asks the client for input, and this gateway already holds %d calls waiting for input (%d of agent %q; limits %d and %d per agent): the call was ended; retry later, or answer or drop the calls that wait",
+			c.server, all, per, c.agent, br.maxAll, br.maxPer)}
+	}
+	br.nPark++
+	br.parked[c.agent]++
+	br.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.round++
+	c.parked = true
+	exp := time.Now().Add(br.ttl)
+	c.timer = time.AfterFunc(br.ttl, func() { br.expire(c) })
+	out := &mcp.InputRequiredResult{ResultType: mcp.ResultInputRequired, InputRequests: make(mcp.InputRequests, len(c.pending))}
+	for _, a := range c.pending {
+		out.InputRequests[a.key] = mcp.InputRequest{Method: a.method, Params: a.params}
+	}
+	out.RequestState = br.seal.seal(&state{call: c.id, round: c.round, replica: br.seal.replica, expires: exp.Unix() + 1, agent: c.agent, bind: c.bind})
+	return out, nil
+}
+
+// unpark takes a parked call out of the counts. Called with c.mu held.
+func (br *bridge) unpark(c *bcall) {
+	if !c.parked {
+		return
+	}
+	c.parked = false
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	br.mu.Lock()
+	br.nPark--
+	if br.parked[c.agent]--; br.parked[c.agent] <= 0 {
+		delete(br.parked, c.agent)
+	}
+	br.mu.Unlock()
+}
+
+// expire ends a call whose retry did not come in time: the upstream
+// call is cancelled. It is ended before that, at once with the check
+// that it is parked: a retry then finds it expired, never half-ended.
+func (br *bridge) expire(c *bcall) {
+	c.mu.Lock()
+	if !c.parked || c.ended {
+		c.mu.Unlock()
+		return
+	}
+	pending := br.markEnded(c)
+	c.mu.Unlock()
+	br.finish(c, pending, "has expired (the call waited longer than the gateway's input_ttl for its input and was ended)")
+	br.g.log.Debug("a call waiting for the client's input expired; cancelled upstream", "agent", c.agent, "server", c.server, "call", c.ID())
+	c.cancel()
+}
+
+// end forgets a call, remembering its id so a replay of its state is
+// told as one; pending questions are answered as outside any call.
+func (br *bridge) end(c *bcall) { br.endWhy(c, "was used already (each is good for one retry)") }
+
+// endWhy is end, saying why for a state of the call that comes back.
+func (br *bridge) endWhy(c *bcall, why string) {
+	c.mu.Lock()
+	if c.ended {
+		c.mu.Unlock()
+		return
+	}
+	pending := br.markEnded(c)
+	c.mu.Unlock()
+	br.finish(c, pending, why)
+}
+
+// markEnded marks c ended and returns its unanswered questions. Called
+// with c.mu held.
+func (br *bridge) markEnded(c *bcall) []*ask {
+	c.ended = true
+	br.unpark(c)
+	pending := append(c.pending, c.inbox...)
+	c.pending, c.inbox = nil, nil
+	return pending
+}
+
+// finish is the rest of ending a call: its questions are outside any
+// call now, and it leaves the bridge's books.
+func (br *bridge) finish(c *bcall, pending []*ask, why string) {
+	for _, a := range pending {
+		raw, err := br.outside(c.agent, c.server, a.method)
+		a.reply <- answer{raw: raw, err: err}
+	}
+	now := time.Now().Unix()
+	br.mu.Lock()
+	delete(br.calls, c.id)
+	k := openKey(c.agent, c.server)
+	list := br.open[k]
+	for i, x := range list {
+		if x == c {
+			list = append(list[:i:i], list[i+1:]...)
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(br.open, k)
+	} else {
+		br.open[k] = list
+	}
+	br.unuse(k)
+	if len(br.spent) >= maxSpent {
+		for id, sp := range br.spent {
+			if sp.until < now || len(br.spent) >= maxSpent {
+				delete(br.spent, id)
+			}
+		}
+	}
+	br.spent[c.id] = spent{until: now + int64(br.ttl/time.Second) + 1, why: why}
+	br.mu.Unlock()
+}
+
+// resume serves a retry that brings a requestState the bridge sealed:
+// every check passes before anything reaches the server (bad state, a
+// replay, another agent's or another request's state, answers to
+// questions never asked: the spec's invalid params); then the answers go
+// to the server's waiting requests and the call goes on.
+func (br *bridge) resume(ctx context.Context, agent string, b binding, meta *mcp.RequestMeta, in *mcp.InputParams, method string, params json.RawMessage) (any, error, *mcp.InputRequiredResult) {
+	st, err := br.seal.open(in.RequestState)
+	if err != nil {
+		return nil, err, nil
+	}
+	if err := st.check(agent, b, time.Now()); err != nil {
+		return nil, err, nil
+	}
+	if st.replica != br.seal.replica {
+		if br.forward != nil {
+			res, err := br.forward(ctx, st, method, params)
+			return res, err, nil
+		}
+		return nil, &mcp.RPCError{Code: mcp.CodeInternalError, Data: json.RawMessage(`{"retryable":true}`), Message: fmt.Sprintf(
+			"this call waits for its input on another gateway replica (%x), which this one cannot reach; retry the request (the same requestState may reach that replica), or send it again without inputResponses and requestState to start over", st.replica)}, nil
+	}
+	br.mu.Lock()
+	c := br.calls[st.call]
+	sp, ended := br.spent[st.call]
+	br.mu.Unlock()
+	if c == nil {
+		if ended {
+			return nil, badState(sp.why), nil
+		}
+		return nil, badState("names a call this gateway no longer holds (it ended, or the gateway restarted)"), nil
+	}
+	c.mu.Lock()
+	if !c.parked || c.round != st.round {
+		c.mu.Unlock()
+		return nil, badState("was used already (each is good for one retry)"), nil
+	}
+	asked := make(map[string]*ask, len(c.pending))
+	for _, a := range c.pending {
+		asked[a.key] = a
+	}
+	for k, raw := range in.InputResponses {
+		a := asked[k]
+		if a == nil {
+			c.mu.Unlock()
+			return nil, mcp.InvalidParams("inputResponses[%q] answers an input request this call never asked (it asked %s); send the answers under the keys of the last inputRequests", k, keyList(c.pending)), nil
+		}
+		if err := checkAnswer(a.method, raw); err != nil {
+			c.mu.Unlock()
+			return nil, mcp.InvalidParams("inputResponses[%q] is not a %s result: %v", k, a.method, err), nil
+		}
+	}
+	// Good: the state is spent, the answers go upstream.
+	br.unpark(c)
+	c.attempt, c.meta = ctx, meta
+	rest := c.pending[:0]
+	for _, a := range c.pending {
+		if raw, ok := in.InputResponses[a.key]; ok {
+			a.reply <- answer{raw: raw}
+		} else {
+			rest = append(rest, a)
+		}
+	}
+	c.pending = rest
+	c.mu.Unlock()
+	return c.wait(ctx)
+}
+
+func keyList(asks []*ask) string {
+	keys := make([]string, len(asks))
+	for i, a := range asks {
+		keys[i] = fmt.Sprintf("%q", a.key)
+	}
+	return strings.Join(keys, ", ")
+}
+
+// use counts a call on agent's connection to server, keeping it open:
+// a connection not yet in use past the bounds is refused. Called with
+// br.mu held.
+func (br *bridge) use(k, agent, server string) error {
+	if server == "" {
+		return nil // no such tool: the call says so
+	}
+	u := br.ups[k]
+	if u == nil {
+		o := br.g.opts
+		if len(br.ups) >= o.MaxUpstreams || br.upsBy[agent] >= o.MaxUpstreamsPerAgent {
+			return &mcp.RPCError{Code: mcp.CodeInternalError, Data: json.RawMessage(`{"retryable":true}`), Message: fmt.Sprintf(
+				"server %q: the gateway keeps %d upstream connections for modern requests (%d of agent %q), at its limits of %d and %d per agent; retry once one has been idle for %s, or raise the limits (gateway options MaxUpstreams, MaxUpstreamsPerAgent)",
+				server, len(br.ups), br.upsBy[agent], agent, o.MaxUpstreams, o.MaxUpstreamsPerAgent, o.UpstreamIdle)}
+		}
+		u = &upstreamUse{agent: agent, server: server}
+		br.ups[k] = u
+		br.upsBy[agent]++
+	}
+	u.open++
+	if u.idle != nil {
+		u.idle.Stop()
+		u.idle = nil
+	}
+	return nil
+}
+
+// unuse ends a call's use of its connection; the last one starts its
+// idle time. Called with br.mu held.
+func (br *bridge) unuse(k string) {
+	u := br.ups[k]
+	if u == nil {
+		return
+	}
+	if u.open--; u.open > 0 {
+		return
+	}
+	u.idle = time.AfterFunc(br.g.opts.UpstreamIdle, func() { br.idleEnd(k, u) })
+}
+
+// idleEnd ends a connection no modern call used for the idle time,
+// unless a legacy session of the agent is using it (a call in flight, a
+// subscription) or a subscriptions/listen stream watches it: then it
+// stays, and is looked at again after another idle time.
+func (br *bridge) idleEnd(k string, u *upstreamUse) {
+	br.mu.Lock()
+	if br.ups[k] != u || u.open > 0 {
+		br.mu.Unlock()
+		return
+	}
+	if br.g.usedBySessions(u.agent, u.server) {
+		u.idle = time.AfterFunc(br.g.opts.UpstreamIdle, func() { br.idleEnd(k, u) })
+		br.mu.Unlock()
+		return
+	}
+	delete(br.ups, k)
+	if br.upsBy[u.agent]--; br.upsBy[u.agent] <= 0 {
+		delete(br.upsBy, u.agent)
+	}
+	br.mu.Unlock()
+	br.g.mu.Lock()
+	up := br.g.agents[u.agent]
+	br.g.mu.Unlock()
+	if d, ok := up.(interface{ Disconnect(server string) }); ok {
+		br.g.log.Debug("an idle upstream connection of modern requests ends", "agent", u.agent, "server", u.server)
+		d.Disconnect(u.server)
+	}
+}
+
+// close ends every bridged call (the gateway closes).
+func (br *bridge) close() {
+	br.mu.Lock()
+	list := make([]*bcall, 0, len(br.calls))
+	for _, c := range br.calls {
+		list = append(list, c)
+	}
+	br.mu.Unlock()
+	for _, c := range list {
+		c.cancel()
+		br.endWhy(c, "names a call the gateway ended as it shut down")
+	}
+	br.mu.Lock()
+	for _, u := range br.ups {
+		if u.idle != nil {
+			u.idle.Stop()
+		}
+	}
+	br.mu.Unlock()
+}
+
+// ---- the server's side --------------------------------------------------------
+
+// callFor is the call a server's request on agent's connection belongs
+// to: the agent's newest bridged call to server that is running. A
+// parked call waits for its retry, its questions asked (those a server
+// asks at once are gathered into one round): a request while none runs
+// is outside any call.
+func (br *bridge) callFor(agent, server string) *bcall {
+	br.mu.Lock()
+	list := slices.Clone(br.open[openKey(agent, server)])
+	br.mu.Unlock()
+	for i := len(list) - 1; i >= 0; i-- {
+		c := list[i]
+		c.mu.Lock()
+		parked := c.parked
+		c.mu.Unlock()
+		if !parked {
+			return c
+		}
+	}
+	return nil
+}
+
+// ask is a legacy server's request to the client on agent's shared
+// connection: it goes to the call it belongs to and waits for the
+// agent's answer.
+func (br *bridge) ask(ctx context.Context, agent, server, method string, params json.RawMessage, meta mcp.Meta) (json.RawMessage, error) {
+	c := br.callFor(agent, server)
+	if c == nil {
+		return br.outside(agent, server, method)
+	}
+	hostapi.SetCallID(ctx, c.ID()) // the audit record of this request names the call
+	a := &ask{method: method, params: params, reply: make(chan answer, 1)}
+	c.mu.Lock()
+	if c.ended {
+		c.mu.Unlock()
+		return br.outside(agent, server, method)
+	}
+	a.key = c.keyFor(method, meta)
+	c.inbox = append(c.inbox, a)
+	c.mu.Unlock()
+	select {
+	case c.kick <- struct{}{}:
+	default: // wait has been told already
+	}
+	select {
+	case r := <-a.reply:
+		return r.raw, r.err
+	case <-c.ctx.Done():
+		return nil, c.ctx.Err()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// outside answers a server's request no call can take: roots/list with
+// the agent's configured roots, anything else refused, saying why.
+func (br *bridge) outside(agent, server, method string) (json.RawMessage, error) {
+	if method == mcp.MethodRootsList {
+		return br.g.rootsOf(agent), nil
+	}
+	return nil, &mcp.RPCError{Code: mcp.CodeInvalidRequest, Message: fmt.Sprintf(
+		"%s refused: no call of agent %q to server %q is waiting that could answer it (the gateway passes it on only during a call of an MCP 2026-07-28 client that declared it, or on a session whose client declared it)", method, agent, server)}
+}
+
+// keyFor names a question: the server's own name for it
+// (mcp.MetaInputKey in its _meta: a legacy request has no key), else
+// "<method>-<n>" (sampling.createMessage-0). A key the call handed out already gets a suffix.
+// Called with c.mu held.
+func (c *bcall) keyFor(method string, meta mcp.Meta) string {
+	key := ""
+	if raw, ok := meta[mcp.MetaInputKey]; ok {
+		var s string
+		if json.Unmarshal(raw, &s) == nil && s != "" && len(s) <= 128 {
+			key = s
+		}
+	}
+	if key == "" {
+		key = fmt.Sprintf("%s-%d", strings.ReplaceAll(method, "/", "."), c.n[method])
+		c.n[method]++
+	}
+	for _, a := range slices.Concat(c.pending, c.inbox) {
+		if a.key == key {
+			c.n[key]++
+			return fmt.Sprintf("%s-%d", key, c.n[key])
+		}
+	}
+	return key
+}
+
+// rootsOf is agent's configured roots as a roots/list result: the agent
+// block's roots, else the config's.
+func (g *Gateway) rootsOf(agent string) json.RawMessage {
+	cfg := g.h.Config()
+	var paths []string
+	if a := cfg.Agent(agent); a != nil && len(a.Roots) > 0 {
+		paths = a.Roots
+	} else {
+		paths = cfg.Roots
+	}
+	roots := make([]mcp.Root, 0, len(paths))
+	for _, p := range paths {
+		roots = append(roots, rootOf(p))
+	}
+	raw, _ := json.Marshal(mcp.ListRootsResult{Roots: roots})
+	return raw
+}
+
+// rootOf is a configured root: a URI as it is, a path as a file URI.
+func rootOf(p string) mcp.Root {
+	if strings.Contains(p, "://") {
+		return mcp.Root{URI: p}
+	}
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(p)}
+	return mcp.Root{URI: u.String(), Name: filepath.Base(p)}
+}
+
+// bridgeOptions are the handlers of an agent's shared connections: what
+// a legacy server asks goes to the agent's bridged call (bridge.ask).
+func (g *Gateway) bridgeOptions(agent string, o hostapi.SessionOptions) hostapi.SessionOptions {
+	br := g.br
+	o.RootsFor = func(server string) mcp.RootsHandler {
+		return func(ctx context.Context) ([]mcp.Root, error) {
+			raw, err := br.ask(ctx, agent, server, mcp.MethodRootsList, json.RawMessage(`{}`), nil)
+			if err != nil {
+				return nil, err
+			}
+			var r mcp.ListRootsResult
+			if err := json.Unmarshal(raw, &r); err != nil {
+				return nil, err
+			}
+			return r.Roots, nil
+		}
+	}
+	o.Sampling = func(server string) mcp.SamplingHandler {
+		return func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+			raw, err := askTyped(ctx, br, agent, server, mcp.MethodSamplingCreateMessage, p, p.Meta)
+			if err != nil {
+				return nil, err
+			}
+			var r mcp.CreateMessageResult
+			return &r, json.Unmarshal(raw, &r)
+		}
+	}
+	o.Elicitation = func(server string) mcp.ElicitationHandler {
+		return func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+			raw, err := askTyped(ctx, br, agent, server, mcp.MethodElicitationCreate, p, p.Meta)
+			if err != nil {
+				return nil, err
+			}
+			var r mcp.ElicitResult
+			return &r, json.Unmarshal(raw, &r)
+		}
+	}
+	return o
+}
+
+func askTyped(ctx context.Context, br *bridge, agent, server, method string, p any, meta mcp.Meta) (json.RawMessage, error) {
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return nil, err
+	}
+	return br.ask(ctx, agent, server, method, raw, meta)
+}
