@@ -23,6 +23,11 @@ type listener struct {
 	id        json.RawMessage // the request's id: the subscriptionId
 	lists     map[string]bool // "tools", "resources", "prompts"
 	resources map[string]string
+	// acked is closed once the acknowledgment is sent: the listener is
+	// registered before it (a change right after the client reads the
+	// acknowledgment is not missed), and what it is sent waits for it
+	// (the acknowledgment comes first on the stream).
+	acked chan struct{}
 }
 
 // send sends a notification on the stream, tagged with its
@@ -31,6 +36,13 @@ func (l *listener) send(method string, params map[string]any) {
 	params["_meta"] = map[string]json.RawMessage{mcp.MetaSubscriptionID: l.id}
 	ctx, cancel := context.WithTimeout(l.ctx, 5*time.Second)
 	defer cancel()
+	if method != mcp.NotificationSubscriptionsAcked {
+		select {
+		case <-l.acked:
+		case <-ctx.Done():
+			return
+		}
+	}
 	if err := l.s.peer.Notify(ctx, method, params); err != nil {
 		l.s.g.log.Debug("a subscriptions/listen notification was not sent", "method", method, "error", oneLine(err))
 	}
@@ -67,7 +79,7 @@ func (s *session) listen(ctx context.Context, params json.RawMessage) (any, erro
 	}
 	l := &listener{s: s, ctx: ctx, id: id,
 		lists:     map[string]bool{"tools": f.ToolsListChanged, "resources": f.ResourcesListChanged, "prompts": f.PromptsListChanged},
-		resources: map[string]string{}}
+		resources: map[string]string{}, acked: make(chan struct{})}
 	agreed := mcp.SubscriptionFilter{ToolsListChanged: f.ToolsListChanged, PromptsListChanged: f.PromptsListChanged, ResourcesListChanged: f.ResourcesListChanged}
 	for _, uri := range f.ResourceSubscriptions {
 		if _, dup := l.resources[uri]; dup || uri == "" {
@@ -86,15 +98,14 @@ func (s *session) listen(ctx context.Context, params json.RawMessage) (any, erro
 		l.resources[uri] = server
 		agreed.ResourceSubscriptions = append(agreed.ResourceSubscriptions, uri)
 	}
-	// The acknowledgment comes first on the stream: the listener is
-	// registered only once it is sent.
-	l.send(mcp.NotificationSubscriptionsAcked, map[string]any{"notifications": agreed})
 	s.mu.Lock()
 	if s.listeners == nil {
 		s.listeners = map[*listener]struct{}{}
 	}
 	s.listeners[l] = struct{}{}
 	s.mu.Unlock()
+	l.send(mcp.NotificationSubscriptionsAcked, map[string]any{"notifications": agreed})
+	close(l.acked)
 	defer func() {
 		s.mu.Lock()
 		delete(s.listeners, l)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/hostapi"
@@ -401,7 +402,7 @@ func (s *session) modernAnswer(ctx context.Context, p mcp.CallToolParams, meta *
 		if ierr != nil {
 			return nil, ierr
 		}
-		out, rerr := s.passInput(ctx, server, r, meta)
+		out, rerr := s.passInput(ctx, server, bindingOf(mcp.MethodToolsCall, p.Name, p.Arguments), r, meta)
 		var de *policy.DeniedError
 		if errors.As(rerr, &de) {
 			// As a refused call is: a tool result the model reads.
@@ -430,7 +431,7 @@ func (s *session) modernRead(ctx context.Context, params json.RawMessage, meta *
 		if ierr != nil {
 			return nil, ierr
 		}
-		out, err := s.passInput(ctx, server, r, meta)
+		out, err := s.passInput(ctx, server, bindingOf(mcp.MethodResourcesRead, uri, nil), r, meta)
 		return out, refused(err)
 	}
 	if err != nil {
@@ -466,7 +467,7 @@ func (s *session) modernPrompt(ctx context.Context, params json.RawMessage, meta
 		if ierr != nil {
 			return nil, ierr
 		}
-		out, err := s.passInput(ctx, ref.server, r, meta)
+		out, err := s.passInput(ctx, ref.server, bindingOf(mcp.MethodPromptsGet, ref.name, mcp.Member(params, "arguments")), r, meta)
 		return out, refused(err)
 	}
 	if err != nil {
@@ -497,8 +498,28 @@ func (s *session) toolServer(ctx context.Context, name string) string {
 func (s *session) bridged(ctx context.Context, server string, b binding, meta *mcp.RequestMeta, method string, params json.RawMessage,
 	run func(ctx, nctx context.Context) (any, error)) (res any, err error, ask *mcp.InputRequiredResult) {
 	in := mcp.InputOf(ctx)
-	if in != nil && strings.HasPrefix(in.RequestState, statePrefix) {
-		return s.g.br.resume(ctx, s.agent, b, meta, in, method, params)
+	switch {
+	case in == nil || in.RequestState == "":
+	case !strings.HasPrefix(in.RequestState, statePrefix):
+		return nil, badState("is not one this gateway handed out"), nil
+	default:
+		st, err := s.g.br.seal.open(in.RequestState)
+		if err != nil {
+			return nil, err, nil
+		}
+		if st.inner == "" {
+			return s.g.br.resume(ctx, s.agent, b, meta, in, method, params)
+		}
+		// A modern upstream's own state, sealed by passInput: held to
+		// this agent and this request, then passed on as the upstream
+		// gave it (any replica may: the upstream keeps no session).
+		if err := st.check(s.agent, b, time.Now()); err != nil {
+			return nil, err, nil
+		}
+		up := *in
+		up.RequestState = st.inner
+		in = &up
+		ctx = mcp.WithInput(ctx, in)
 	}
 	return s.g.br.start(ctx, s, server, b, meta, in, run)
 }
@@ -562,9 +583,15 @@ type inputGuard interface {
 // the chain exactly as the server-initiated request it replaces would
 // (sampling, elicitation, roots links; audited). A refused one refuses
 // the request: the agent is not asked.
-func (s *session) passInput(ctx context.Context, server string, r *mcp.InputRequiredResult, meta *mcp.RequestMeta) (any, error) {
+//
+// The upstream's requestState goes to the agent sealed, bound to the
+// agent and b, the request it answers (see statePrefix).
+func (s *session) passInput(ctx context.Context, server string, b binding, r *mcp.InputRequiredResult, meta *mcp.RequestMeta) (any, error) {
 	if err := r.Check(); err != nil {
 		return nil, &mcp.RPCError{Code: mcp.CodeInternalError, Message: fmt.Sprintf("server %q answered with an invalid input_required result: %v", server, err)}
+	}
+	if len(r.RequestState) > maxInner {
+		return nil, &mcp.RPCError{Code: mcp.CodeInternalError, Message: fmt.Sprintf("server %q answered input_required with a requestState of %d bytes, over the gateway's %d-byte limit; refused", server, len(r.RequestState), maxInner)}
 	}
 	g, ok := s.host().(inputGuard)
 	if !ok && len(r.InputRequests) > 0 {
@@ -575,7 +602,11 @@ func (s *session) passInput(ctx context.Context, server string, r *mcp.InputRequ
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	out := mcp.InputRequiredResult{ResultType: mcp.ResultInputRequired, RequestState: r.RequestState, Meta: r.Meta}
+	out := mcp.InputRequiredResult{ResultType: mcp.ResultInputRequired, Meta: r.Meta}
+	if r.RequestState != "" {
+		br := s.g.br
+		out.RequestState = br.seal.seal(&state{replica: br.seal.replica, expires: time.Now().Add(br.ttl).Unix() + 1, agent: s.agent, bind: b, inner: r.RequestState})
+	}
 	if len(keys) > 0 {
 		out.InputRequests = make(mcp.InputRequests, len(keys))
 	}

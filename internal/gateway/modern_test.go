@@ -470,12 +470,37 @@ func TestModernInputRequired(t *testing.T) {
 	}
 	var r mcp.InputRequiredResult
 	json.Unmarshal(raw, &r)
-	if r.ResultType != mcp.ResultInputRequired || r.RequestState != "opaque-1" || len(r.InputRequests) != 2 || r.InputRequests["who"].Method != mcp.MethodElicitationCreate ||
+	// The upstream's requestState reaches the agent sealed to it and to
+	// this request.
+	if r.ResultType != mcp.ResultInputRequired || !strings.HasPrefix(r.RequestState, "nxs1.") || strings.Contains(r.RequestState, "opaque") ||
+		len(r.InputRequests) != 2 || r.InputRequests["who"].Method != mcp.MethodElicitationCreate ||
 		strings.Contains(string(raw), "ttlMs") {
 		t.Errorf("input_required: %s", raw)
 	}
-	retry := map[string]any{"name": "mcp_probe_ask", "arguments": map[string]any{}, "requestState": "opaque-1",
-		"inputResponses": map[string]any{"who": map[string]any{"action": "accept", "content": map[string]string{"name": "ada"}}}}
+	answers := map[string]any{"who": map[string]any{"action": "accept", "content": map[string]string{"name": "ada"}}}
+	// Echoed to another request (other arguments, another tool), by
+	// another agent, or not the gateway's at all: refused, and nothing
+	// reaches the upstream.
+	for what, bad := range map[string]map[string]any{
+		"other arguments": {"name": "mcp_probe_ask", "arguments": map[string]any{"x": 1}, "requestState": r.RequestState, "inputResponses": answers},
+		"another tool":    {"name": "mcp_probe_echo", "arguments": map[string]any{}, "requestState": r.RequestState, "inputResponses": answers},
+		"the raw state":   {"name": "mcp_probe_ask", "arguments": map[string]any{}, "requestState": "opaque-1", "inputResponses": answers},
+	} {
+		if _, err := m.call(ctx, mcp.MethodToolsCall, bad); !errors.As(err, &rerr) || rerr.Code != mcp.CodeInvalidParams || !strings.Contains(rerr.Message, "requestState") {
+			t.Errorf("requestState with %s: %v", what, err)
+		}
+	}
+	mallory := e.modernOn(t, g, "mallory")
+	mallory.caps = m.caps
+	if _, err := mallory.call(ctx, mcp.MethodToolsCall, map[string]any{"name": "mcp_probe_ask", "arguments": map[string]any{}, "requestState": r.RequestState, "inputResponses": answers}); !errors.As(err, &rerr) || rerr.Code != mcp.CodeInvalidParams || !strings.Contains(rerr.Message, "another agent") {
+		t.Errorf("another agent's requestState: %v", err)
+	}
+	select {
+	case in := <-up.retries:
+		t.Fatalf("a refused requestState reached the upstream: %+v", in)
+	default:
+	}
+	retry := map[string]any{"name": "mcp_probe_ask", "arguments": map[string]any{}, "requestState": r.RequestState, "inputResponses": answers}
 	raw, err = m.call(ctx, mcp.MethodToolsCall, retry)
 	if err != nil || string(fields(t, raw)["resultType"]) != `"complete"` || !strings.Contains(string(raw), "thanks") {
 		t.Fatalf("the retry: %v %s", err, raw)

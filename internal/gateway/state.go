@@ -24,8 +24,12 @@ import (
 // once), and an expiry. Nothing in it is secret from the gateway's
 // point of view, but the agent can neither read nor change it.
 
-// statePrefix marks a requestState the bridge sealed: any other is a
-// modern upstream's own, passed through to it.
+// statePrefix marks a requestState the gateway sealed. A modern
+// upstream's own requestState is handed to the agent sealed too (inner),
+// bound like the bridge's to the agent and the request, so a state
+// echoed to another request, or by another agent, is refused before
+// anything reaches an upstream; a requestState without the prefix is
+// never one this gateway handed out.
 const statePrefix = "nxs1."
 
 // sealer seals and opens requestState.
@@ -103,7 +107,15 @@ type state struct {
 	expires int64    // unix seconds
 	agent   string
 	bind    binding
+	// inner is a modern upstream's own requestState, sealed for the
+	// agent to hold (passInput): the retry opens it and passes inner on,
+	// to whichever replica it reaches. Empty for a bridged call's state.
+	inner string
 }
+
+// maxInner bounds an upstream's requestState the gateway seals for an
+// agent: larger ones are refused rather than handed out.
+const maxInner = 64 << 10
 
 // Errors of a requestState that cannot be used, as the agent gets them:
 // invalid params (the spec's error for state that fails verification),
@@ -128,6 +140,7 @@ func (sl *sealer) seal(st *state) string {
 	p = appendString(p, st.agent)
 	p = appendString(p, st.bind.method)
 	p = appendString(p, st.bind.target)
+	p = appendString(p, st.inner)
 	ns := sl.aead.NonceSize()
 	out := make([]byte, ns, ns+len(p)+sl.aead.Overhead())
 	if _, err := rand.Read(out); err != nil {
@@ -146,8 +159,9 @@ func appendString(p []byte, s string) []byte {
 	return append(p, s...)
 }
 
-// maxState bounds a requestState the gateway opens.
-const maxState = 4 << 10
+// maxState bounds a requestState the gateway opens: an upstream's
+// (maxInner), sealed and encoded, and what is around it.
+const maxState = maxInner*4/3 + 1<<10
 
 // open decrypts a requestState; the error says why it is not one this
 // gateway sealed.
@@ -156,7 +170,7 @@ func (sl *sealer) open(s string) (*state, error) {
 		return nil, badState(fmt.Sprintf("is %d bytes, longer than any this gateway hands out", len(s)))
 	}
 	body, ok := strings.CutPrefix(s, statePrefix)
-	raw, err := base64.RawURLEncoding.DecodeString(body)
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(body)
 	ns := sl.aead.NonceSize()
 	if !ok || err != nil || len(raw) < ns+sl.aead.Overhead() {
 		return nil, badState("failed its integrity check (it was changed, or it is not this gateway's)")
@@ -179,7 +193,7 @@ func (sl *sealer) open(s string) (*state, error) {
 	st.expires = int64(binary.BigEndian.Uint64(p[i:]))
 	i += 8
 	i += copy(st.bind.args[:], p[i:i+16])
-	var strs [3]string
+	var strs [4]string
 	for k := range strs {
 		n, w := binary.Uvarint(p[i:])
 		if w <= 0 || uint64(len(p)-i-w) < n {
@@ -189,7 +203,7 @@ func (sl *sealer) open(s string) (*state, error) {
 		strs[k] = string(p[i : i+int(n)])
 		i += int(n)
 	}
-	st.agent, st.bind.method, st.bind.target = strs[0], strs[1], strs[2]
+	st.agent, st.bind.method, st.bind.target, st.inner = strs[0], strs[1], strs[2], strs[3]
 	return st, nil
 }
 

@@ -166,7 +166,7 @@ func (s *session) taskAsk(ctx context.Context, t *task, server string, meta *mcp
 	if !detached {
 		return nil, &mcp.RPCError{Code: mcp.CodeInternalError, Message: "server " + server + "'s task asks for input, and this gateway could not hold the task for the agent (too many tasks in its session)"}
 	}
-	out, err := s.passInput(ctx, server, &mcp.InputRequiredResult{InputRequests: reqs}, meta)
+	out, err := s.passInput(ctx, server, binding{}, &mcp.InputRequiredResult{InputRequests: reqs}, meta) // no state: nothing to bind
 	if err != nil {
 		return nil, err
 	}
