@@ -11,7 +11,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
-	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/hostapi"
 	"github.com/nexus-mcp/nexus/internal/telemetry"
 )
@@ -100,7 +99,8 @@ type Gateway struct {
 	own      map[string]int      // sessions with connections of their own, by agent
 	warmed   map[string]bool     // agents whose shared connections Warm started
 	ownMax   int
-	modMax   int // requests one agent's modern session serves at once (serveModern)
+	modMax   int  // requests one agent's modern session serves at once (serveModern)
+	ownKey   bool // no state key was given: this process made its own (HTTPHandler warns with replicas)
 	wg       sync.WaitGroup
 	closed   bool
 	br       *bridge // modern agents' calls to legacy servers (bridge.go)
@@ -158,11 +158,12 @@ func New(h Upstream, o Options) *Gateway {
 	}
 	key := o.StateKey
 	if key == nil {
+		// Enough for one process; replicas must share one (HTTPHandler
+		// says so when a session store makes this one of several).
 		key = make([]byte, 32)
 		rand.Read(key)
-		o.Logger.Warn("no requestState key is configured (gateway state_key, or " + config.StateKeyEnv + "): this process made its own, so another replica cannot take up a call waiting for a client's input here; set one shared by the replicas")
 	}
-	g := &Gateway{h: h, log: o.Logger, opts: o, ownMax: o.MaxOwnSessions, sessions: map[*session]struct{}{},
+	g := &Gateway{h: h, log: o.Logger, opts: o, ownKey: o.StateKey == nil, ownMax: o.MaxOwnSessions, sessions: map[*session]struct{}{},
 		agents: map[string]Upstream{}, own: map[string]int{}, warmed: map[string]bool{}}
 	br, err := newBridge(g, key, o.ReplicaID)
 	if err != nil {

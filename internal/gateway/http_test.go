@@ -18,9 +18,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/gateway"
@@ -343,4 +345,51 @@ func TestReadyChecksStore(t *testing.T) {
 			t.Errorf("status %d: %s", resp.StatusCode, b)
 		}
 	}
+}
+
+// A gateway with no state key makes its own, which is all one process
+// needs; it warns only when a session store makes it one of several
+// replicas, which must share one.
+func TestHTTPStateKeyWarning(t *testing.T) {
+	e := newEnv(t, nil)
+	for _, c := range []struct {
+		name  string
+		key   []byte
+		store bool
+		warns bool
+	}{
+		{"one process", nil, false, false},
+		{"replicas without a key", nil, true, true},
+		{"replicas with a key", make([]byte, 32), true, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var log strings.Builder
+			g := gateway.New(e.g.Host(), gateway.Options{StateKey: c.key, Logger: hclog.New(&hclog.LoggerOptions{Output: &syncWriter{w: &log}})})
+			defer g.Close()
+			o := gateway.HTTPOptions{Agent: "claude"}
+			if c.store {
+				o.Store = store.NewMemory()
+			}
+			hh, err := g.HTTP(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hh.Close()
+			if got := strings.Contains(log.String(), "no requestState key is configured"); got != c.warns {
+				t.Errorf("warned %v, want %v; log:\n%s", got, c.warns, log.String())
+			}
+		})
+	}
+}
+
+// syncWriter serializes a logger's writes to w.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
