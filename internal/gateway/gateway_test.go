@@ -696,7 +696,14 @@ func TestTasks(t *testing.T) {
 		t.Errorf("cancelling a completed task: %v", err)
 	}
 
-	failed := call("mcp_testserver_add", `{"a":"x"}`) // invalid arguments: a JSON-RPC error
+	// Invalid arguments are a tool execution error (SEP-1303): the task
+	// completes with a result the model reads, and the tool did not run.
+	bad := call("mcp_testserver_add", `{"a":"x"}`)
+	if err := c.Peer().Call(ctx, "tasks/result", map[string]string{"taskId": bad.TaskID}, &result); err != nil || !result.IsError ||
+		len(result.Content) == 0 || !strings.Contains(result.Content[0].Text, "do not match the tool's schema") {
+		t.Errorf("invalid arguments' task result: %v %+v", err, result)
+	}
+	failed := call("mcp_testserver_no_such_tool", `{}`) // a JSON-RPC error
 	if err := c.Peer().Call(ctx, "tasks/result", map[string]string{"taskId": failed.TaskID}, &result); !errors.As(err, &rerr) || rerr.Code != mcp.CodeInvalidParams {
 		t.Errorf("a failed task's result: %v", err)
 	}

@@ -683,6 +683,12 @@ func (s *session) call(ctx, nctx context.Context, p mcp.CallToolParams, passOn b
 			// a protocol error.
 			return &mcp.CallToolResult{Content: []mcp.Content{{Type: mcp.ContentText, Text: "Nexus refused this call: " + de.Error()}}, IsError: true}, nil
 		}
+		if se := (*hostapi.SchemaError)(nil); errors.As(err, &se) && se.What == "arguments" {
+			// An input validation error is a tool execution error, so
+			// the model can correct its arguments (SEP-1303): the tool
+			// did not run.
+			return &mcp.CallToolResult{Content: []mcp.Content{{Type: mcp.ContentText, Text: s.exposed(h, err).Error()}}, IsError: true}, nil
+		}
 		return nil, rpcErrorOf(s.exposed(h, err))
 	}
 	return x.answer(res), nil
