@@ -442,19 +442,13 @@ func (br *bridge) finish(c *bcall, pending []*ask, why string) {
 	br.mu.Unlock()
 }
 
-// resume serves a retry that brings a requestState the bridge sealed:
+// resume serves a retry that brings a requestState the bridge sealed,
+// st as bridged opened and checked it (its agent, its request, expiry):
 // every check passes before anything reaches the server (bad state, a
 // replay, another agent's or another request's state, answers to
 // questions never asked: the spec's invalid params); then the answers go
 // to the server's waiting requests and the call goes on.
-func (br *bridge) resume(ctx context.Context, agent string, b binding, meta *mcp.RequestMeta, in *mcp.InputParams, method string, params json.RawMessage) (any, error, *mcp.InputRequiredResult) {
-	st, err := br.seal.open(in.RequestState)
-	if err != nil {
-		return nil, err, nil
-	}
-	if err := st.check(agent, b, time.Now()); err != nil {
-		return nil, err, nil
-	}
+func (br *bridge) resume(ctx context.Context, st *state, meta *mcp.RequestMeta, in *mcp.InputParams, method string, params json.RawMessage) (any, error, *mcp.InputRequiredResult) {
 	if st.replica != br.seal.replica {
 		if br.forward != nil {
 			res, err := br.forward(ctx, st, method, params)

@@ -503,19 +503,20 @@ func (s *session) bridged(ctx context.Context, server string, b binding, meta *m
 	case !strings.HasPrefix(in.RequestState, statePrefix):
 		return nil, badState("is not one this gateway handed out"), nil
 	default:
+		// Either kind is held to this agent and this request first.
 		st, err := s.g.br.seal.open(in.RequestState)
+		if err == nil {
+			err = st.check(s.agent, b, time.Now())
+		}
 		if err != nil {
 			return nil, err, nil
 		}
 		if st.inner == "" {
-			return s.g.br.resume(ctx, s.agent, b, meta, in, method, params)
+			return s.g.br.resume(ctx, st, meta, in, method, params)
 		}
-		// A modern upstream's own state, sealed by passInput: held to
-		// this agent and this request, then passed on as the upstream
-		// gave it (any replica may: the upstream keeps no session).
-		if err := st.check(s.agent, b, time.Now()); err != nil {
-			return nil, err, nil
-		}
+		// A modern upstream's own state, sealed by passInput: passed on
+		// as the upstream gave it (any replica may: the upstream keeps no
+		// session).
 		up := *in
 		up.RequestState = st.inner
 		in = &up
