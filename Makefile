@@ -110,21 +110,22 @@ test: testdeps crossbuild conformance
 test-steps:
 	$(call step,vet)
 	$(GO) vet ./...
-	$(call step,tests with the race detector)
-	$(GO) test -race -count=1 -timeout 20m ./...
+	# Every benchmark runs once beside the tests, in the same race-built
+	# test binaries (-bench . -benchtime 1x), so one that no longer runs (a
+	# moved testdata path, a peer that changed) fails here rather than when
+	# its figures are next needed. A separate non-race smoke run compiled
+	# and linked every test binary a second time: minutes on a cold machine.
+	$(call step,tests and every benchmark once with the race detector)
+	$(GO) test -race -count=1 -timeout 20m -bench . -benchtime 1x ./...
 	$(call step,bench and deploy modules)
 	# The bench module follows the main module through a replace directive;
 	# -mod=mod lets it pick up the main module's new requirements by itself.
-	cd bench && GOFLAGS=-mod=mod $(GO) vet ./... && GOFLAGS=-mod=mod $(GO) test -race -count=1 -timeout 10m ./...
+	# Both build their shared dependencies at the main module's versions
+	# (internal/arch TestModulesAgree), so the race build above is reused.
+	cd bench && GOFLAGS=-mod=mod $(GO) vet ./... && GOFLAGS=-mod=mod $(GO) test -race -count=1 -timeout 10m -bench . -benchtime 1x ./...
 	# The deploy module (Dockerfile, Kubernetes manifests decoded strictly,
 	# nginx) follows the main module the same way.
 	cd deploy && GOFLAGS=-mod=mod $(GO) vet ./... && GOFLAGS=-mod=mod $(GO) test -race -count=1 -timeout 10m ./...
-	# Every benchmark once, so one that no longer runs (a moved testdata
-	# path, a peer that changed) fails here rather than when its figures
-	# are next needed; only failures are printed.
-	$(call step,bench smoke: every benchmark once (main and bench modules))
-	@$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 10m ./... > bin/bench-smoke.log 2>&1 || { grep -v '^Benchmark\|^goos\|^goarch\|^pkg\|^cpu\|^PASS' bin/bench-smoke.log; exit 1; }
-	@cd bench && GOFLAGS=-mod=mod $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 10m ./... > ../bin/bench-smoke-peers.log 2>&1 || { grep -v '^Benchmark\|^goos\|^goarch\|^pkg\|^cpu\|^PASS' ../bin/bench-smoke-peers.log; exit 1; }
 
 # ---- Release build (.goreleaser.yaml): static binaries of nexus and the
 # plugins for linux/darwin/windows x amd64/arm64, the WASM filters, archives,
