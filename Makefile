@@ -31,40 +31,27 @@ run: build
 # the OPA compiler the Rego filter tests build their policies with
 # (bin/tools/opa, from the Go module proxy; a minute on a cold cache).
 OPA_VERSION := v1.22.2
-testdeps: $(NPM_DIR)/node_modules/.installed bin/tools/opa-$(OPA_VERSION) redis nginx chromium
+testdeps: $(NPM_DIR)/node_modules/.installed bin/tools/opa-$(OPA_VERSION) debs
 
-# The session store's tests run a real redis-server on loopback (Debian's
-# package; the tests start and stop their own, the package's daemon is
-# not used).
-.PHONY: redis
-redis:
-	@command -v redis-server >/dev/null || command -v valkey-server >/dev/null || \
-		{ echo "installing redis-server (apt-get)"; \
-		  (apt-get install -y --no-install-recommends redis-server >/dev/null 2>&1 || \
-		   (apt-get update >/dev/null && apt-get install -y --no-install-recommends redis-server >/dev/null)) || \
-		  { echo "cannot install redis-server: run apt-get install -y redis-server as root"; exit 1; }; }
-
-# The replicas test puts a real nginx in front of the gateway's replicas
-# (Debian's package; the tests run their own, with their own config and
-# port; the package's daemon is not used). /usr/sbin is often not on an
+# Debian packages the tests run (their packaged daemons are never used;
+# each test starts its own on loopback and stops it by PID):
+# - redis-server: the session store's tests;
+# - nginx: the replicas tests put it in front of the gateway's replicas;
+# - chromium: the console's tests drive it headless (chromedp) and run
+#   axe-core (npm) in it.
+# One apt-get for all that are missing (apt cannot run twice at once, and
+# testdeps runs its parts in parallel). /usr/sbin is often not on an
 # ordinary user's PATH.
-.PHONY: nginx
-nginx:
-	@command -v nginx >/dev/null || test -x /usr/sbin/nginx || \
-		{ echo "installing nginx (apt-get)"; \
-		  (apt-get install -y --no-install-recommends nginx >/dev/null 2>&1 || \
-		   (apt-get update >/dev/null && apt-get install -y --no-install-recommends nginx >/dev/null)) || \
-		  { echo "cannot install nginx: run apt-get install -y nginx as root"; exit 1; }; }
-
-# The console's tests drive a real browser (Debian's Chromium, headless,
-# through chromedp) and run axe-core (npm) in it.
-.PHONY: chromium
-chromium:
-	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || \
-		{ echo "installing chromium (apt-get)"; \
-		  (apt-get install -y --no-install-recommends chromium >/dev/null 2>&1 || \
-		   (apt-get update >/dev/null && apt-get install -y --no-install-recommends chromium >/dev/null)) || \
-		  { echo "cannot install chromium: run apt-get install -y chromium as root"; exit 1; }; }
+.PHONY: debs
+debs:
+	@missing=""; \
+	command -v redis-server >/dev/null || command -v valkey-server >/dev/null || missing="$$missing redis-server"; \
+	command -v nginx >/dev/null || test -x /usr/sbin/nginx || missing="$$missing nginx"; \
+	command -v chromium >/dev/null || command -v chromium-browser >/dev/null || missing="$$missing chromium"; \
+	[ -z "$$missing" ] || { echo "installing$$missing (apt-get)"; \
+	  (apt-get install -y --no-install-recommends $$missing >/dev/null 2>&1 || \
+	   (apt-get update >/dev/null && apt-get install -y --no-install-recommends $$missing >/dev/null)) || \
+	  { echo "cannot install$$missing: run apt-get install -y$$missing as root"; exit 1; }; }
 
 bin/tools/opa-$(OPA_VERSION):
 	@mkdir -p bin/tools/opa-build
@@ -83,13 +70,20 @@ $(NPM_DIR)/node_modules/.installed: $(NPM_DIR)/package.json $(NPM_DIR)/package-l
 # conformance-server: every scored server scenario of both revisions). Any
 # failed check or warning in a scored scenario fails this and prints the
 # suite's report.
+# The four runs go at once (each on its own port-0 server and results
+# directory; they mostly wait on the suite's scenarios), each one's report
+# printed whole when it ends.
+CONFORMANCE_SERVER_MODES := testserver gateway gateway-legacy
 conformance: testdeps build
-	$(call step,conformance suite)
+	$(call step,conformance suite: client + $(CONFORMANCE_SERVER_MODES))
+	@$(MAKE) --no-print-directory -j4 --output-sync=target conformance-client $(addprefix conformance-server-,$(CONFORMANCE_SERVER_MODES))
+
+.PHONY: conformance-client $(addprefix conformance-server-,$(CONFORMANCE_SERVER_MODES))
+conformance-client:
 	$(GO) build -o bin/conformance-client ./internal/cmd/conformance-client
 	bash internal/cmd/conformance-client/run.sh "$(CURDIR)/bin/conformance-client"
-	bash examples/conformance-server/run.sh "$(CURDIR)/$(BIN)" testserver
-	bash examples/conformance-server/run.sh "$(CURDIR)/$(BIN)" gateway
-	bash examples/conformance-server/run.sh "$(CURDIR)/$(BIN)" gateway-legacy
+$(addprefix conformance-server-,$(CONFORMANCE_SERVER_MODES)): conformance-server-%:
+	bash examples/conformance-server/run.sh "$(CURDIR)/$(BIN)" $*
 
 # Everything: vet, all tests with the race detector, the benchmark module's
 # tests, the conformance suite, and a type check of every package for
@@ -103,13 +97,19 @@ step = @echo "== $(1) ($$(date -u +%T))"
 # compiles goreleaser, minutes of CPU that the tests' idle moments absorb.
 # A failure of either fails make test; the check's output is in
 # bin/release-check-all.log.
-test: testdeps crossbuild conformance
+#
+# The first steps run at once (make -j, each one's output kept together):
+# npm ci mostly waits on the network and the disk (minutes on a fresh
+# machine) while the OPA compile, the type check, the nexus build and vet
+# keep the CPUs busy.
+test:
+	$(call step,at once: npm packages + Debian packages + OPA + type check + build + vet)
+	@$(MAKE) --no-print-directory -j6 --output-sync=target testdeps crossbuild build vet
+	@$(MAKE) --no-print-directory conformance
 	@tools/beside.sh bin/release-check-all.log '$(MAKE) --no-print-directory release-check' -- $(MAKE) --no-print-directory test-steps
 
 .PHONY: test-steps
 test-steps:
-	$(call step,vet)
-	$(GO) vet ./...
 	# Every benchmark runs once beside the tests, in the same race-built
 	# test binaries (-bench . -benchtime 1x), so one that no longer runs (a
 	# moved testdata path, a peer that changed) fails here rather than when
@@ -169,6 +169,11 @@ release-check: release-tools
 # type-checked from source for those targets (internal/cmd/typecheck). The
 # compiler's front end finds what a cross build would, without generating
 # code: seconds, where two cold cross compiles took most of CI's time.
+.PHONY: vet
+vet:
+	$(call step,vet)
+	$(GO) vet ./...
+
 crossbuild:
 	$(call step,crossbuild: type-check every package for windows/amd64 and darwin/arm64)
 	$(GO) build -o bin/typecheck ./internal/cmd/typecheck
@@ -215,7 +220,7 @@ podman:
 # SOAK_FLAGS=-duration=2m for a shorter run.
 SOAK_FLAGS ?=
 .PHONY: soak
-soak: redis build
+soak: debs build
 	$(GO) run ./internal/cmd/soak -nexus $(BIN) -readme README.md $(SOAK_FLAGS)
 
 # A short run of every fuzz target in the module.

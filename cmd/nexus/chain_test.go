@@ -16,12 +16,10 @@ import (
 // buildFilter compiles a first-party WASM filter the way `make filters` does.
 func buildFilter(t *testing.T, name string) (path, sum string) {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), name+".wasm")
-	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", out, "./filters/"+name)
-	cmd.Dir = testenv.Root(t)
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building filter %s: %v\n%s", name, err, b)
+	out, err := testenv.Build(testenv.Root(t), "./filters/"+name, name+".wasm",
+		[]string{"-buildmode=c-shared"}, []string{"GOOS=wasip1", "GOARCH=wasm"})
+	if err != nil {
+		t.Fatalf("building filter %s: %v", name, err)
 	}
 	data, err := os.ReadFile(out)
 	if err != nil {

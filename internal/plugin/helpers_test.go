@@ -2,9 +2,7 @@ package plugin
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -19,7 +17,8 @@ import (
 
 var (
 	binOnce sync.Once
-	binDir  string
+	bin     string // the test plugin, shared by the checkout's test processes
+	binDir  string // this process's links to it, one per mode
 	binErr  error
 )
 
@@ -30,24 +29,20 @@ func TestMain(m *testing.M) {
 	if binDir != "" {
 		os.RemoveAll(binDir)
 	}
-	testenv.Cleanup()
 	os.Exit(code)
 }
 
 // buildTestPlugin builds internal/testplugin, once.
 func buildTestPlugin() {
 	binOnce.Do(func() {
-		binDir, binErr = os.MkdirTemp("", "nexus-testplugin-")
-		if binErr != nil {
-			return
-		}
 		// As plugintest.Build and make plugins build plugins (see
 		// plugintest.BuildFlags), which this package cannot import.
-		cmd := exec.Command("go", "build", "-trimpath", "-tags", "grpcnotrace", "-ldflags=-s -w", "-o", filepath.Join(binDir, "testplugin"), "./internal/plugin/internal/testplugin")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		cmd.Dir = testenv.RootDir()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("go build testplugin: %v\n%s", err, out)
+		bin, binErr = testenv.Build(testenv.RootDir(), "./internal/plugin/internal/testplugin", "testplugin",
+			[]string{"-trimpath", "-tags", "grpcnotrace", "-ldflags=-s -w"}, []string{"CGO_ENABLED=0"})
+		if binErr == nil {
+			// The links, and what the plugin records beside itself
+			// (counted.launches, spawner.children), are this process's.
+			binDir, binErr = os.MkdirTemp("", "nexus-testplugin-")
 		}
 	})
 }
@@ -62,7 +57,7 @@ func testPlugin(t testing.TB, mode string) string {
 	}
 	p := filepath.Join(binDir, mode)
 	if _, err := os.Lstat(p); err != nil {
-		if err := os.Symlink(filepath.Join(binDir, "testplugin"), p); err != nil && !os.IsExist(err) {
+		if err := os.Symlink(bin, p); err != nil && !os.IsExist(err) {
 			t.Fatal(err)
 		}
 	}

@@ -1,7 +1,6 @@
 package testenv
 
 import (
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -9,7 +8,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -34,42 +32,22 @@ func RootDir() string {
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
 }
 
-var (
-	buildOnce sync.Once
-	buildDir  string
-	buildErr  error
-)
-
-// Nexus builds ./cmd/nexus once per test process and returns the binary's
-// path. Its directory also works as a PATH entry so configs can say
-// "command": "nexus".
+// Nexus builds ./cmd/nexus (see Build: one link shared by every test
+// process of the checkout) and returns the binary's path. Its directory
+// also works as a PATH entry so configs can say "command": "nexus": it
+// holds nothing else but the build's lock file.
 func Nexus(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "nexus-testbin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		buildDir = dir
-		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, exe("nexus")), "./cmd/nexus")
-		cmd.Dir = Root(t)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/nexus: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	p, err := Build(Root(t), "./cmd/nexus", exe("nexus"), nil, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return filepath.Join(buildDir, exe("nexus"))
+	return p
 }
 
-// Cleanup removes what Nexus built; call it from TestMain after m.Run.
-func Cleanup() {
-	if buildDir != "" {
-		os.RemoveAll(buildDir)
-	}
-}
+// Cleanup is kept for TestMains that call it: Build's binaries stay for
+// the next process and the next run, where go finds them up to date.
+func Cleanup() {}
 
 func exe(name string) string {
 	if runtime.GOOS == "windows" {

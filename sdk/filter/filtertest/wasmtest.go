@@ -91,40 +91,24 @@ func BuildNative(t testing.TB, dir string) string {
 }
 
 func build(t testing.TB, dir string, wasip1 bool) string {
+	t.Helper()
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := fmt.Sprintf("%s|%v", abs, wasip1)
-	buildMu.Lock()
-	defer buildMu.Unlock()
-	if p, ok := built[key]; ok {
-		return p
-	}
-	sum := sha256.Sum256([]byte(key))
 	name := filepath.Base(abs) // the module's name is the filter's default name
-	args := []string{"build", "-trimpath"}
-	env := os.Environ()
+	args := []string{"-trimpath"}
+	var env []string
 	if wasip1 {
 		name += ".wasm"
 		args = append(args, "-buildmode=c-shared")
-		env = append(env, "GOOS=wasip1", "GOARCH=wasm")
+		env = []string{"GOOS=wasip1", "GOARCH=wasm"}
 	}
-	out := filepath.Join(Dir(), "bin", hex.EncodeToString(sum[:6]), name)
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-		t.Fatal(err)
+	// One link for every test process of the checkout (testenv.Build).
+	out, err := testenv.Build(abs, ".", name, args, env)
+	if err != nil {
+		t.Fatalf("building %s: %v", dir, err)
 	}
-	tmp := fmt.Sprintf("%s.%d.tmp", out, os.Getpid())
-	cmd := exec.Command("go", append(args, "-o", tmp, ".")...)
-	cmd.Dir, cmd.Env = abs, env
-	if b, err := cmd.CombinedOutput(); err != nil {
-		os.Remove(tmp)
-		t.Fatalf("building %s: %v\n%s", dir, err, b)
-	}
-	if err := os.Rename(tmp, out); err != nil {
-		t.Fatal(err)
-	}
-	built[key] = out
 	return out
 }
 

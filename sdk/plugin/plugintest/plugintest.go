@@ -6,9 +6,7 @@ import (
 	"encoding/hex"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 	hostconfig "github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/diag"
 	"github.com/nexus-mcp/nexus/internal/plugin"
+	"github.com/nexus-mcp/nexus/internal/testenv"
 	"github.com/nexus-mcp/nexus/sdk/event"
 )
 
@@ -36,52 +35,28 @@ var (
 	BuildEnv   = []string{"CGO_ENABLED=0"}
 )
 
-var (
-	mu    sync.Mutex
-	built = map[string]string{}
-	dirs  []string
-)
-
 // Build runs go build on the main package in dir (a path relative to the
-// test's working directory, usually ".") once per test process and
-// returns the binary's path.
+// test's working directory, usually "."), with BuildFlags and BuildEnv,
+// and returns the binary's path. One link serves every test process of
+// the checkout (the binary lives in the repository's bin/testbuild, and
+// later builds find it up to date); a test that changes the binary
+// copies it first.
 func Build(t testing.TB, dir string) string {
 	t.Helper()
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if p, ok := built[abs]; ok {
-		return p
-	}
-	out, err := os.MkdirTemp("", "nexus-plugin-build-")
+	bin, err := testenv.Build(abs, ".", filepath.Base(abs), BuildFlags, BuildEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dirs = append(dirs, out)
-	bin := filepath.Join(out, filepath.Base(abs))
-	cmd := exec.Command("go", append(append([]string{"build"}, BuildFlags...), "-o", bin, ".")...)
-	cmd.Env = append(os.Environ(), BuildEnv...)
-	cmd.Dir = abs
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", dir, err, b)
-	}
-	built[abs] = bin
 	return bin
 }
 
-// Cleanup removes what Build built; call it from TestMain after m.Run.
-func Cleanup() {
-	mu.Lock()
-	defer mu.Unlock()
-	for _, d := range dirs {
-		os.RemoveAll(d)
-	}
-	// A later Build builds again rather than return a removed path.
-	dirs, built = nil, map[string]string{}
-}
+// Cleanup is kept for TestMains that call it: Build's binaries stay for
+// the next process and the next run.
+func Cleanup() {}
 
 // Pinned is a plugin block for the binary at path with its real sha256.
 func Pinned(t testing.TB, name, path string) *hostconfig.Plugin {
