@@ -23,7 +23,7 @@ import (
 )
 
 var bins struct {
-	dir, pipeecho, echoserver, minimal, relay, postecho, nexus string
+	dir, pipeecho, echoserver, minimal, relay, httprelay, postecho, nexus string
 }
 
 func TestMain(m *testing.M) {
@@ -36,9 +36,10 @@ func TestMain(m *testing.M) {
 	bins.echoserver = filepath.Join(dir, "echoserver")
 	bins.minimal = filepath.Join(dir, "minimalecho")
 	bins.relay = filepath.Join(dir, "relay")
+	bins.httprelay = filepath.Join(dir, "httprelay")
 	bins.postecho = filepath.Join(dir, "postecho")
 	bins.nexus = filepath.Join(dir, "nexus")
-	for out, pkg := range map[string]string{bins.pipeecho: "./cmd/pipeecho", bins.echoserver: "./cmd/echoserver", bins.minimal: "./cmd/minimalecho", bins.relay: "./cmd/relay", bins.postecho: "./cmd/postecho",
+	for out, pkg := range map[string]string{bins.pipeecho: "./cmd/pipeecho", bins.echoserver: "./cmd/echoserver", bins.minimal: "./cmd/minimalecho", bins.relay: "./cmd/relay", bins.httprelay: "./cmd/httprelay", bins.postecho: "./cmd/postecho",
 		bins.nexus: "github.com/nexus-mcp/nexus/cmd/nexus"} {
 		if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "go build %s: %v\n%s", pkg, err, b)

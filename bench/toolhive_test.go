@@ -140,13 +140,23 @@ func dialEra(tb testing.TB, url, tool, version string) *nexusClient {
 	return &nexusClient{c: c, tool: tool}
 }
 
-// gatewayPeers are the direct call, `nexus serve` and `thv proxy`, all
-// three to the same upstream, in version's era.
-func gatewayPeers(upstream, nexus, thv, version string) []contender {
+// httpRelay starts the floor of a proxy hop (bench/cmd/httprelay: forward
+// the bytes, nothing else) in front of upstream's MCP endpoint and returns
+// its endpoint.
+func httpRelay(tb testing.TB, upstream string) string {
+	addr := freeAddr(tb)
+	tb.Cleanup(process(tb, "httprelay listening on", "", bins.httprelay, "--listen", addr, "http://"+upstream+"/mcp"))
+	return "http://" + addr + "/mcp"
+}
+
+// gatewayPeers are the direct call, `nexus serve`, `thv proxy` and the
+// relay floor, all four to the same upstream, in version's era.
+func gatewayPeers(upstream, nexus, thv, relay, version string) []contender {
 	return []contender{
 		{"direct", func(tb testing.TB) caller { return dialEra(tb, "http://"+upstream+"/mcp", "echo", version) }},
 		{"nexus", func(tb testing.TB) caller { return dialEra(tb, nexus, "mcp_up_echo", version) }},
 		{"toolhive", func(tb testing.TB) caller { return dialEra(tb, thv, "echo", version) }},
+		{"relay", func(tb testing.TB) caller { return dialEra(tb, relay, "echo", version) }},
 	}
 }
 
@@ -156,16 +166,25 @@ func gatewayPeers(upstream, nexus, thv, version string) []contender {
 // in each era. It reports each p50, what each hop adds over the direct
 // call, and ToolHive's p50 over Nexus's. Target: toolhive/nexus ≥ 1.5 in
 // both eras (issue 41).
+//
+// The floor, in the same run: httprelay, a process that forwards each
+// request's bytes and does nothing else. toolhive/relay is the most that
+// any proxy hop could beat ToolHive by on this machine; where it is under
+// 1.5, the target is out of reach of every gateway that runs as its own
+// process and speaks HTTP to its upstream, Nexus or not.
 func BenchmarkToolHive(b *testing.B) {
 	upstream := toolhiveUpstream(b)
 	nexus := nexusServeHTTP(b, upstream)
 	thv := toolhiveProxy(b, "http://"+upstream)
+	relay := httpRelay(b, upstream)
 	for _, era := range []struct{ name, version string }{{"legacy", mcp.Version20251125}, {"modern", mcp.Version20260728}} {
 		b.Run(era.name, func(b *testing.B) {
-			p50 := interleaved(b, gatewayPeers(upstream, nexus, thv, era.version))
+			p50 := interleaved(b, gatewayPeers(upstream, nexus, thv, relay, era.version))
 			b.ReportMetric(p50[1]-p50[0], "nexus-hop-µs")
 			b.ReportMetric(p50[2]-p50[0], "toolhive-hop-µs")
+			b.ReportMetric(p50[3]-p50[0], "relay-hop-µs")
 			b.ReportMetric(p50[2]/p50[1], "toolhive/nexus")
+			b.ReportMetric(p50[2]/p50[3], "toolhive/relay")
 		})
 	}
 }
@@ -175,7 +194,8 @@ func TestToolHiveAgrees(t *testing.T) {
 	upstream := toolhiveUpstream(t)
 	nexus := nexusServeHTTP(t, upstream)
 	thv := toolhiveProxy(t, "http://"+upstream)
+	relay := httpRelay(t, upstream)
 	for _, v := range []string{mcp.Version20251125, mcp.Version20260728} {
-		peersAgree(t, gatewayPeers(upstream, nexus, thv, v))
+		peersAgree(t, gatewayPeers(upstream, nexus, thv, relay, v))
 	}
 }

@@ -13,20 +13,26 @@ import (
 	"github.com/nexus-mcp/nexus/sdk/filter/filtertest"
 )
 
-// buildFilter compiles a first-party WASM filter the way `make filters` does.
+// buildFilter compiles a first-party WASM filter the way `make filters`
+// does and returns the test's own copy (a test may damage it; the build
+// is shared by the checkout's test processes, see testenv.Build).
 func buildFilter(t *testing.T, name string) (path, sum string) {
 	t.Helper()
-	out, err := testenv.Build(testenv.Root(t), "./filters/"+name, name+".wasm",
+	built, err := testenv.Build(testenv.Root(t), "./filters/"+name, name+".wasm",
 		[]string{"-buildmode=c-shared"}, []string{"GOOS=wasip1", "GOARCH=wasm"})
 	if err != nil {
 		t.Fatalf("building filter %s: %v", name, err)
 	}
-	data, err := os.ReadFile(out)
+	data, err := os.ReadFile(built)
 	if err != nil {
 		t.Fatal(err)
 	}
+	path = filepath.Join(t.TempDir(), name+".wasm")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	h := sha256.Sum256(data)
-	return out, hex.EncodeToString(h[:])
+	return path, hex.EncodeToString(h[:])
 }
 
 // TestCallRunsConfiguredFilters: `nexus call` goes through the filter

@@ -63,7 +63,7 @@ func nexus(t *testing.T, config string, extraEnv []string, args ...string) (stdo
 	return out.String(), errb.String(), code
 }
 
-var binDir = regexp.MustCompile(`/[^\s"]*nexus-testbin-[0-9]+`)
+var binDir = regexp.MustCompile(`/[^\s"]*/bin/testbuild/[0-9a-f]{16}`)
 
 // pingTime is a ping's round trip, different in every run.
 var pingTime = regexp.MustCompile(`ok [0-9.]+ ms`)

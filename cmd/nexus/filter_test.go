@@ -11,7 +11,7 @@ import (
 )
 
 var (
-	wasmBin   = regexp.MustCompile(`/[^\s"]*nexus-filtertest-[0-9]+/bin/`)
+	wasmBin   = regexp.MustCompile(`/[^\s"]*/bin/testbuild/[0-9a-f]{16}/`)
 	filterTmp = regexp.MustCompile(`/[^\s"]*/TestFilter[^\s"/]*/[0-9]+/`)
 	timeTaken = regexp.MustCompile(`(Time: |"duration_ms": )[0-9.]+(µs|ms|s)?`)
 )

@@ -13,7 +13,7 @@ import (
 )
 
 var (
-	pluginDir = regexp.MustCompile(`/[^\s"]*nexus-plugin-build-[0-9]+`)
+	pluginDir = regexp.MustCompile(`/[^\s"]*/bin/testbuild/[0-9a-f]{16}`)
 	sha256Hex = regexp.MustCompile(`[0-9a-f]{64}`)
 )
 

@@ -123,7 +123,9 @@ var rows = []row{
 			{"in blocks of 100: Nexus p50 µs", "BenchmarkModernClientRatio/in-blocks", "nexus-p50-µs", 0}, {"SDK v2 / Nexus", "BenchmarkModernClientRatio/in-blocks", "sdk-v2/nexus", 2}}, "≥ 2x"},
 	{"`nexus serve` with its chain against ToolHive's `thv proxy` (v0.47.0), each in front of the same HTTP upstream, the Nexus client interleaved call by call", "bench", ".", "^BenchmarkToolHive$", "2000x",
 		[]metric{{"2025-11-25: ToolHive / Nexus p50", "BenchmarkToolHive/legacy", "toolhive/nexus", 2}, {"Nexus hop µs", "BenchmarkToolHive/legacy", "nexus-hop-µs", 0}, {"ToolHive hop µs", "BenchmarkToolHive/legacy", "toolhive-hop-µs", 0},
-			{"2026-07-28: ToolHive / Nexus p50", "BenchmarkToolHive/modern", "toolhive/nexus", 2}, {"Nexus hop µs", "BenchmarkToolHive/modern", "nexus-hop-µs", 0}, {"ToolHive hop µs", "BenchmarkToolHive/modern", "toolhive-hop-µs", 0}}, "≥ 1.5x in both eras"},
+			{"floor (a relay that only forwards) hop µs", "BenchmarkToolHive/legacy", "relay-hop-µs", 0}, {"ToolHive / floor p50", "BenchmarkToolHive/legacy", "toolhive/relay", 2},
+			{"2026-07-28: ToolHive / Nexus p50", "BenchmarkToolHive/modern", "toolhive/nexus", 2}, {"Nexus hop µs", "BenchmarkToolHive/modern", "nexus-hop-µs", 0}, {"ToolHive hop µs", "BenchmarkToolHive/modern", "toolhive-hop-µs", 0},
+			{"floor hop µs", "BenchmarkToolHive/modern", "relay-hop-µs", 0}, {"ToolHive / floor p50", "BenchmarkToolHive/modern", "toolhive/relay", 2}}, "≥ 1.5x in both eras"},
 }
 
 // buildTags are the build tags a row's benchmark needs, by its -bench
