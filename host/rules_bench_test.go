@@ -35,7 +35,7 @@ func BenchmarkPolicyLanguages(b *testing.B) {
 	}
 	rt := filtertest.Runtime(b, wasm.Options{})
 	rego, err := rt.Load(context.Background(), wasm.Spec{Name: "allowlist", Path: filtertest.BuildRego(b, regoAllowlist, "policies/allowlist/deny"),
-		Config: json.RawMessage(`{"servers": ["ts"]}`)})
+		Config: json.RawMessage(`{"servers": ["ts"]}`), Timeout: benchWASMTimeout})
 	if err != nil {
 		b.Fatal(err)
 	}
