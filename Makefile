@@ -14,10 +14,20 @@ all: build
 man:
 	$(GO) test ./cmd/nexus -run '^TestManPages$$' -count=1 -args -man=$(CURDIR)/bin/man
 
+# Binaries and vet are built as a release builds them: static
+# (CGO_ENABLED=0; Nexus has no cgo) and with -trimpath. One variant of
+# every compiled package then serves make build, vet, the binaries the
+# tests run (internal/testenv.Build) and the release check's goreleaser
+# build; the race detector's tests (which need cgo) are the only other.
+# On a cold machine each extra variant was minutes of compiling.
+NOCGO := CGO_ENABLED=0
+STATIC_BUILD := $(NOCGO) $(GO) build -trimpath
+STATIC_VET := $(NOCGO) $(GO) vet -trimpath
+
 # -buildvcs=auto stamps the commit (nexus version) even where GOFLAGS
 # turns stamping off; outside a git checkout it is left out quietly.
 build:
-	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/nexus
+	$(STATIC_BUILD) -buildvcs=auto -o $(BIN) ./cmd/nexus
 
 # The main job on the default config (./nexus.hcl, also built in): the
 # built-in test server over stdio. Its command is `nexus`, found in bin/.
@@ -80,7 +90,7 @@ conformance: testdeps build
 
 .PHONY: conformance-client $(addprefix conformance-server-,$(CONFORMANCE_SERVER_MODES))
 conformance-client:
-	$(GO) build -o bin/conformance-client ./internal/cmd/conformance-client
+	$(STATIC_BUILD) -o bin/conformance-client ./internal/cmd/conformance-client
 	bash internal/cmd/conformance-client/run.sh "$(CURDIR)/bin/conformance-client"
 $(addprefix conformance-server-,$(CONFORMANCE_SERVER_MODES)): conformance-server-%:
 	bash examples/conformance-server/run.sh "$(CURDIR)/$(BIN)" $*
@@ -122,10 +132,10 @@ test-steps:
 	# -mod=mod lets it pick up the main module's new requirements by itself.
 	# Both build their shared dependencies at the main module's versions
 	# (internal/arch TestModulesAgree), so the race build above is reused.
-	cd bench && GOFLAGS=-mod=mod $(GO) vet ./... && GOFLAGS=-mod=mod $(GO) test -race -count=1 -timeout 10m -bench . -benchtime 1x ./...
+	cd bench && GOFLAGS=-mod=mod $(STATIC_VET) ./... && GOFLAGS=-mod=mod $(GO) test -race -count=1 -timeout 10m -bench . -benchtime 1x ./...
 	# The deploy module (Dockerfile, Kubernetes manifests decoded strictly,
 	# nginx) follows the main module the same way.
-	cd deploy && GOFLAGS=-mod=mod $(GO) vet ./... && GOFLAGS=-mod=mod $(GO) test -race -count=1 -timeout 10m ./...
+	cd deploy && GOFLAGS=-mod=mod $(STATIC_VET) ./... && GOFLAGS=-mod=mod $(GO) test -race -count=1 -timeout 10m ./...
 
 # ---- Release build (.goreleaser.yaml): static binaries of nexus and the
 # plugins for linux/darwin/windows x amd64/arm64, the WASM filters, archives,
@@ -172,11 +182,11 @@ release-check: release-tools
 .PHONY: vet
 vet:
 	$(call step,vet)
-	$(GO) vet ./...
+	$(STATIC_VET) ./...
 
 crossbuild:
 	$(call step,crossbuild: type-check every package for windows/amd64 and darwin/arm64)
-	$(GO) build -o bin/typecheck ./internal/cmd/typecheck
+	$(STATIC_BUILD) -o bin/typecheck ./internal/cmd/typecheck
 	bin/typecheck -goos windows -goarch amd64 ./...
 	bin/typecheck -goos darwin -goarch arm64 ./...
 

@@ -41,7 +41,11 @@ func TestMain(m *testing.M) {
 	bins.nexus = filepath.Join(dir, "nexus")
 	for out, pkg := range map[string]string{bins.pipeecho: "./cmd/pipeecho", bins.echoserver: "./cmd/echoserver", bins.minimal: "./cmd/minimalecho", bins.relay: "./cmd/relay", bins.httprelay: "./cmd/httprelay", bins.postecho: "./cmd/postecho",
 		bins.nexus: "github.com/nexus-mcp/nexus/cmd/nexus"} {
-		if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
+		// Static and -trimpath, as make build and the release build theirs:
+		// the packages they compiled serve these too.
+		cmd := exec.Command("go", "build", "-trimpath", "-o", out, pkg)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if b, err := cmd.CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "go build %s: %v\n%s", pkg, err, b)
 			os.RemoveAll(dir)
 			os.Exit(2)

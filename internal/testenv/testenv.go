@@ -32,13 +32,15 @@ func RootDir() string {
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
 }
 
-// Nexus builds ./cmd/nexus (see Build: one link shared by every test
-// process of the checkout) and returns the binary's path. Its directory
+// Nexus builds ./cmd/nexus as a release does (static, -trimpath: the
+// packages make build and vet compiled serve it too) and returns the
+// binary's path; see Build: one link serves every test process of the
+// checkout. Its directory
 // also works as a PATH entry so configs can say "command": "nexus": it
 // holds nothing else but the build's lock file.
 func Nexus(t testing.TB) string {
 	t.Helper()
-	p, err := Build(Root(t), "./cmd/nexus", exe("nexus"), nil, nil)
+	p, err := Build(Root(t), "./cmd/nexus", exe("nexus"), []string{"-trimpath"}, []string{"CGO_ENABLED=0"})
 	if err != nil {
 		t.Fatal(err)
 	}
