@@ -73,7 +73,7 @@ func TestLoadFailures(t *testing.T) {
 		}, Options{}, LoadChecksumMismatch, []string{"does not match", "it was not run", "pinned: abab", "actual: "}},
 		{"not a plugin", func(t *testing.T) *config.Plugin {
 			return pinned(t, "p", writeScript(t, "echo 'usage: tool [flags]'; exit 2", 0o755))
-		}, Options{}, LoadNotAPlugin, []string{"is not a Nexus plugin", `"usage: tool [flags]"`}},
+		}, Options{}, LoadNotAPlugin, []string{"is not a Nexus plugin", `"usage: tool [flags]"`, "sdk/plugin/proto/README.md"}},
 		{"another host's plugin", func(t *testing.T) *config.Plugin {
 			return pinned(t, "p", testPlugin(t, "othercookie"))
 		}, Options{}, LoadExited, []string{"exited during start", "This binary is a plugin"}},

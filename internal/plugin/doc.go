@@ -42,5 +42,7 @@
 // host loads them; errors are *diag.Report values with the config's file and
 // line. Inspect asks a binary what it offers, for `nexus plugin inspect`.
 //
-// The wire protocol is internal/pluginwire; plugin authors use sdk/plugin.
+// The wire protocol is internal/pluginwire, generated from the public
+// contract sdk/plugin/proto/plugin.proto; Go plugin authors use
+// sdk/plugin, authors in other languages the contract and its README.
 package plugin
