@@ -146,7 +146,9 @@ agent "bot" {
 	}
 	_, err = h.CallTool(ctx, "bot", "github.echo", map[string]string{"message": "denied by node"}, nil)
 	var de *policy.DeniedError
-	const want = `github.echo denied by policy "allowed-tools": tool "github.echo" is not on the allow list of filter "allowed-tools"`
+	// The call is refused before it is made: a tool the policy keeps out
+	// of the agent's listing cannot be called either.
+	const want = `github.echo denied by policy "allowed-tools": withheld from the agent's tools/list: tool "github.echo" is not on the allow list of filter "allowed-tools"`
 	if !errors.As(err, &de) || de.Error() != want {
 		t.Fatalf("github.echo is not on the allow list: got %v, want %s\nlogs:\n%s", err, want, logs)
 	}
@@ -175,6 +177,14 @@ agent "bot" {
 	}
 	if !strings.Contains(line, "[INFO]") || !strings.Contains(line, "nexus.plugin.node: denied") || !strings.Contains(line, "filter=allowed-tools") {
 		t.Errorf("the plugin's log line was not re-emitted at info with its name: %q\nlogs:\n%s", line, logs)
+	}
+
+	// The host stops the plugin with go-plugin's Shutdown, which plugin.js
+	// answers by exiting; a plugin that did not would be killed after a
+	// grace period, with a warning.
+	h.Close()
+	if all := logs.String(); !strings.Contains(all, "plugin exited") || strings.Contains(all, "failed to exit gracefully") {
+		t.Errorf("the plugin did not exit on Shutdown\nlogs:\n%s", all)
 	}
 }
 
