@@ -21,7 +21,9 @@
 //     the host dies.
 //   - Its hclog output is re-emitted through the host's logger as
 //     "<host>.plugin.<name>"; the last lines it wrote to stderr are kept for
-//     error messages.
+//     error messages. A JSON line whose @message, @level or @timestamp is
+//     not a string, which would panic go-plugin's reader and the host with
+//     it, is passed on with them as strings (stderr.go).
 //   - A crash fails the calls in flight at once (transport requests with a
 //     JSON-RPC error, code CodePluginCrashed, naming the plugin and its last
 //     stderr lines; policy calls with a *CrashError), and the plugin is
