@@ -28,9 +28,6 @@ import (
 // @grpc/proto-loader: tools/npm's, which make testdeps installs.
 func nodeModules(t *testing.T) string {
 	t.Helper()
-	if d := os.Getenv("SCRATCH_NODE_MODULES"); d != "" { // TEMPORARY: remove before the final commit
-		return d
-	}
 	testenv.NPMPackage(t, "@grpc/proto-loader")
 	return filepath.Dir(filepath.Dir(testenv.NPMPackage(t, "@grpc/grpc-js")))
 }
@@ -189,7 +186,7 @@ agent "bot" {
 }
 
 // TestConfigRefused: a filter block the plugin's schema refuses fails at
-// load, with the schema's complaint.
+// load, with the schema's complaint and the block's file and line.
 func TestConfigRefused(t *testing.T) {
 	path, sum := launcher(t, "plugin.js")
 	h, logs := newHost(t, fmt.Sprintf(`
@@ -214,8 +211,10 @@ agent "bot" {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	_, err := h.CallTool(ctx, "bot", "ts.echo", map[string]string{"message": "x"}, nil)
-	if err == nil || !strings.Contains(err.Error(), "/allow") || !strings.Contains(err.Error(), `plugin "node"`) {
-		t.Fatalf("a string where the schema wants an array: got %v, want the schema error at /allow\nlogs:\n%s", err, logs)
+	for _, w := range []string{`does not match the schema of plugin "node"`, "/allow: got string, want array", "nexus.hcl, line 11"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Fatalf("a string where the schema wants an array: got %v, want an error with %q\nlogs:\n%s", err, w, logs)
+		}
 	}
 }
 
