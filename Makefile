@@ -266,17 +266,19 @@ PLUGINS            := transport-websocket transport-ssh policy-ratelimit
 PROTOC_GEN_GO      := google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
 PROTOC_GEN_GO_GRPC := google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2
 
-# Regenerate internal/pluginwire/*.pb.go from plugin.proto. The generated code
-# is committed, so only a change to the .proto needs this. protoc comes from
-# Debian (apt-get install -y protobuf-compiler); its Go generators are pinned
-# and run through the module proxy with go run.
+# Regenerate internal/pluginwire/*.pb.go from the public plugin contract,
+# sdk/plugin/proto/plugin.proto. The generated code is committed, so only a
+# change to the .proto needs this (internal/pluginwire's
+# TestGeneratedMatchesProto fails until it is run). protoc comes from Debian
+# (apt-get install -y protobuf-compiler); its Go generators are pinned and
+# run through the module proxy with go run.
 proto:
 	@command -v protoc >/dev/null || { echo "protoc not found; install it: apt-get install -y protobuf-compiler"; exit 1; }
 	@mkdir -p bin/tools
 	@printf '#!/bin/sh\nexec $(GO) run $(PROTOC_GEN_GO) "$$@"\n' > bin/tools/protoc-gen-go
 	@printf '#!/bin/sh\nexec $(GO) run $(PROTOC_GEN_GO_GRPC) "$$@"\n' > bin/tools/protoc-gen-go-grpc
 	@chmod +x bin/tools/protoc-gen-go bin/tools/protoc-gen-go-grpc
-	cd internal/pluginwire && protoc \
+	cd internal/pluginwire && protoc -I ../../sdk/plugin/proto \
 		--plugin=protoc-gen-go=$(CURDIR)/bin/tools/protoc-gen-go \
 		--plugin=protoc-gen-go-grpc=$(CURDIR)/bin/tools/protoc-gen-go-grpc \
 		--go_out=. --go_opt=paths=source_relative \

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,7 +74,7 @@ func TestLoadFailures(t *testing.T) {
 		}, Options{}, LoadChecksumMismatch, []string{"does not match", "it was not run", "pinned: abab", "actual: "}},
 		{"not a plugin", func(t *testing.T) *config.Plugin {
 			return pinned(t, "p", writeScript(t, "echo 'usage: tool [flags]'; exit 2", 0o755))
-		}, Options{}, LoadNotAPlugin, []string{"is not a Nexus plugin", `"usage: tool [flags]"`}},
+		}, Options{}, LoadNotAPlugin, []string{"is not a Nexus plugin", `"usage: tool [flags]"`, "sdk/plugin/proto/README.md"}},
 		{"another host's plugin", func(t *testing.T) *config.Plugin {
 			return pinned(t, "p", testPlugin(t, "othercookie"))
 		}, Options{}, LoadExited, []string{"exited during start", "This binary is a plugin"}},
@@ -400,5 +401,52 @@ func TestDownWhileBackingOff(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "plugin crashed; restarting") {
 		t.Errorf("crash not logged:\n%s", logs)
+	}
+}
+
+// TestStderrJSONTypes: a plugin's stderr line that is JSON with a number,
+// null or object where go-plugin expects a string (@message, @level,
+// @timestamp) once panicked go-plugin's reader and took the host down. The
+// host now survives it, reports the plugin's failure as usual, and keeps
+// what the lines said.
+func TestStderrJSONTypes(t *testing.T) {
+	m, logs := newManager(t, Options{})
+	p := writeScript(t, `echo '{"@level":"error","@message":1}' >&2
+echo '{"@message":null,"@timestamp":5}' >&2
+echo '{"@level":{"x":1},"@message":"odd level"}' >&2
+exit 3`, 0o755)
+	_, err := m.Open(ctxT(t), pinned(t, "p", p))
+	var le *LoadError
+	if !errors.As(err, &le) || le.Kind != LoadExited {
+		t.Fatalf("got %v, want a *LoadError of kind %v", err, LoadExited)
+	}
+	for _, w := range []string{"[ERROR] 1", "null", `odd level`} {
+		if !strings.Contains(err.Error()+logs.String(), w) {
+			t.Errorf("%q is neither in the error nor in the log:\n%v\nlogs:\n%s", w, err, logs)
+		}
+	}
+}
+
+func TestFixLogLine(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain text\n":                          "plain text\n",
+		`{"@message":"fine","n":1}` + "\n":      `{"@message":"fine","n":1}` + "\n",
+		`{"@message":1,"@level":"warn"}` + "\n": `{"@level":"warn","@message":"1"}` + "\n",
+		`{"@message":[1,2]}` + "\r\n":           `{"@message":"[1,2]"}` + "\r\n",
+		`{"@timestamp":null}`:                   `{"@timestamp":"null"}`,
+		`{"@message":1`:                         `{"@message":1`, // not JSON: go-plugin logs it as text
+	} {
+		if got := string(fixLogLine([]byte(in))); got != want {
+			t.Errorf("fixLogLine(%q) = %q, want %q", in, got, want)
+		}
+	}
+	// Lines go-plugin cannot read whole pass through untouched, in pieces.
+	long := `{"@message":1,"pad":"` + strings.Repeat("x", 3*maxLineBytes) + `"}` + "\n" + `{"@message":2}` + "\n"
+	out, err := io.ReadAll(guardLogLines(strings.NewReader(long)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := long[:len(long)-len(`{"@message":2}`+"\n")] + `{"@message":"2"}` + "\n"; string(out) != want {
+		t.Errorf("a long line was changed, or the line after it was not checked: got %d bytes, want %d", len(out), len(want))
 	}
 }

@@ -21,7 +21,9 @@
 //     the host dies.
 //   - Its hclog output is re-emitted through the host's logger as
 //     "<host>.plugin.<name>"; the last lines it wrote to stderr are kept for
-//     error messages.
+//     error messages. A JSON line whose @message, @level or @timestamp is
+//     not a string, which would panic go-plugin's reader and the host with
+//     it, is passed on with them as strings (stderr.go).
 //   - A crash fails the calls in flight at once (transport requests with a
 //     JSON-RPC error, code CodePluginCrashed, naming the plugin and its last
 //     stderr lines; policy calls with a *CrashError), and the plugin is
@@ -42,5 +44,7 @@
 // host loads them; errors are *diag.Report values with the config's file and
 // line. Inspect asks a binary what it offers, for `nexus plugin inspect`.
 //
-// The wire protocol is internal/pluginwire; plugin authors use sdk/plugin.
+// The wire protocol is internal/pluginwire, generated from the public
+// contract sdk/plugin/proto/plugin.proto; Go plugin authors use
+// sdk/plugin, authors in other languages the contract and its README.
 package plugin

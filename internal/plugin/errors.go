@@ -208,7 +208,8 @@ func loadReport(p *config.Plugin, e *LoadError, sum string) *diag.Report {
 		}
 		r.Causes = []string{"The path names another program, or a plugin built for another host",
 			"The plugin prints to stdout before calling plugin.Serve (stdout carries the handshake)"}
-		r.Fix = []string{"Point path at a binary built with github.com/nexus-mcp/nexus/sdk/plugin"}
+		r.Fix = []string{"Point path at a binary built with github.com/nexus-mcp/nexus/sdk/plugin",
+			"A plugin in another language prints the handshake line first and nothing else on stdout (sdk/plugin/proto/README.md)"}
 	case LoadVersion:
 		r.Problem = "Plugin " + name + " speaks no protocol version this host supports"
 		if e.Err != nil {
@@ -230,8 +231,10 @@ func loadReport(p *config.Plugin, e *LoadError, sum string) *diag.Report {
 		if e.Err != nil {
 			r.Problem += ": " + e.Err.Error()
 		}
-		r.Causes = []string{"The plugin was built with a modified or incompatible SDK"}
-		r.Fix = []string{"Rebuild the plugin against github.com/nexus-mcp/nexus/sdk/plugin of this release"}
+		r.Causes = []string{"The plugin was built with a modified or incompatible SDK",
+			"A plugin in another language does not follow the contract, sdk/plugin/proto/plugin.proto"}
+		r.Fix = []string{"Rebuild the plugin against github.com/nexus-mcp/nexus/sdk/plugin of this release",
+			"Check a plugin in another language against sdk/plugin/proto/README.md"}
 	case LoadReattach:
 		r.Problem = "Plugin " + name + " is listed in NEXUS_REATTACH_PLUGINS but cannot be reached"
 		r.Causes = []string{"The debug plugin process stopped, or the value is stale"}

@@ -137,7 +137,10 @@ func (r *procRunner) Kill(context.Context) error {
 }
 
 func (r *procRunner) Stdout() io.ReadCloser { return r.stdout }
-func (r *procRunner) Stderr() io.ReadCloser { return r.stderr }
+
+// Stderr is what go-plugin reads the plugin's log lines from, guarded
+// (see guardLogLines). go-plugin calls it once, after Start.
+func (r *procRunner) Stderr() io.ReadCloser { return guardLogLines(r.stderr) }
 
 // Name tags the plugin's log lines: go-plugin logs them through
 // Logger.Named(Name()).

@@ -1,8 +1,11 @@
 package plugin
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -141,4 +144,76 @@ func (w *logWriter) Write(p []byte) (int, error) {
 		}
 	})
 	return w.lr.Write(p)
+}
+
+// guardLogLines passes a plugin's stderr on to go-plugin with one change.
+// go-plugin reads the "@message", "@level" and "@timestamp" of a JSON line
+// as strings without checking (a type assertion, in its reader goroutine),
+// so a single line such as {"@message": 1}, from any plugin and even
+// before its handshake, would panic and take the whole host down. Such a
+// value is passed on as the string of its JSON instead. Lines up to twice
+// go-plugin's line buffer are checked, so every line it parses whole has
+// been; longer ones pass through untouched (go-plugin reads them in pieces
+// and parses none). The goroutine ends with the plugin's stderr.
+func guardLogLines(r io.Reader) io.ReadCloser {
+	pr, pw := io.Pipe()
+	go func() {
+		br := bufio.NewReaderSize(r, 2*maxLineBytes)
+		piece := false // the next slice continues a line too long to check
+		for {
+			line, err := br.ReadSlice('\n')
+			if len(line) > 0 {
+				if !piece {
+					line = fixLogLine(line)
+				}
+				if _, werr := pw.Write(line); werr != nil {
+					// No one reads any more: drain, so that the plugin
+					// never blocks on a full pipe.
+					_, _ = io.Copy(io.Discard, r)
+					return
+				}
+			}
+			piece = errors.Is(err, bufio.ErrBufferFull)
+			if err != nil && !piece {
+				pw.Close()
+				return
+			}
+		}
+	}()
+	return pr
+}
+
+// hclogStrings are the keys go-plugin takes for strings in a JSON log line.
+var hclogStrings = []string{"@message", "@level", "@timestamp"}
+
+// fixLogLine returns line, or, when it is a JSON object whose hclogStrings
+// are not all strings, the object with each of those as the string of its
+// JSON.
+func fixLogLine(line []byte) []byte {
+	body := bytes.TrimRight(line, "\r\n")
+	if len(body) == 0 || body[0] != '{' || !bytes.Contains(body, []byte(`"@`)) {
+		return line
+	}
+	var m map[string]any
+	if json.Unmarshal(body, &m) != nil {
+		return line
+	}
+	fixed := false
+	for _, k := range hclogStrings {
+		if v, ok := m[k]; ok {
+			if _, ok := v.(string); !ok {
+				b, _ := json.Marshal(v)
+				m[k] = string(b)
+				fixed = true
+			}
+		}
+	}
+	if !fixed {
+		return line
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return line
+	}
+	return append(b, line[len(body):]...)
 }

@@ -9,7 +9,8 @@
 //	}
 //
 // and never sees gRPC, go-plugin or the handshake: the SDK serves the
-// protocol of internal/pluginwire (gRPC only, protocol version 1), converts
+// public contract, sdk/plugin/proto/plugin.proto (gRPC only, protocol
+// version 1; its README is the guide for plugins in other languages), converts
 // events and decisions to and from the JSON every Nexus filter sees
 // (sdk/event), and turns panics and errors into messages the host shows.
 //
