@@ -201,7 +201,7 @@ bench-report: testdeps bench-toolhive
 	$(GO) run ./internal/cmd/benchreport -readme README.md
 
 # The Go gateway peer of bench BenchmarkToolHive (build tag toolhive, so
-# make test's bench smoke neither needs nor runs it): Stacklok's ToolHive
+# make test's one run of every benchmark neither needs nor runs it): Stacklok's ToolHive
 # thv, pinned and built from the Go module proxy into bin/tools (later
 # versions need Go 1.27; minutes on a cold cache, once), and Debian's
 # podman, whose API socket thv's container-runtime check needs before

@@ -26,7 +26,7 @@ import (
 //
 // Behind the toolhive build tag: thv and podman come from
 // `make bench-toolhive` (bin/tools/thv, Debian's podman), which make
-// test's bench smoke does not install; `make bench-report` runs it.
+// test's one run of every benchmark does not install; `make bench-report` runs it.
 
 // thvBin is bin/tools/thv, or $THV.
 func thvBin(tb testing.TB) string {

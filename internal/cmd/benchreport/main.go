@@ -129,7 +129,7 @@ var rows = []row{
 }
 
 // buildTags are the build tags a row's benchmark needs, by its -bench
-// regexp: the peers that make test's bench smoke does not install
+// regexp: the peers that make test (which runs every other benchmark once) does not install
 // (make bench-report does) are behind a tag.
 var buildTags = map[string]string{"^BenchmarkToolHive$": "toolhive"}
 
