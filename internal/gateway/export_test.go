@@ -38,3 +38,12 @@ func (g *Gateway) AgentUpstream(agent string) Upstream {
 // Relay makes the gateway forward retries to the replicas holding their
 // calls over st, and take theirs, as an HTTP handler with a store does.
 func (g *Gateway) Relay(st store.Store) { g.br.startRelay(st) }
+
+// Deafen stops the gateway's relay, as a replica that died would: nothing
+// listens on its channel any more. Its calls stay (the test ends them).
+func (g *Gateway) Deafen() {
+	g.br.mu.Lock()
+	r := g.br.relay
+	g.br.mu.Unlock()
+	r.close()
+}

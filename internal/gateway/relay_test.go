@@ -55,10 +55,13 @@ func TestBridgeRelay(t *testing.T) {
 		t.Fatalf("the server saw %d calls and %d answers, want 1 and 2", n, ans)
 	}
 
-	// The replica holding the call goes away between the attempts.
+	// Nothing listens for the replica holding the call any more (it died,
+	// as far as the bus can tell) between the attempts: the retry
+	// elsewhere is told to retry, and the call is neither run again nor
+	// spent (its own replica still completes it).
 	ask := map[string]any{"name": "ask", "arguments": map[string]any{}}
 	r = m1.inputRequired(t, ctx, ask)
-	g1.Close()
+	g1.Deafen()
 	ask["inputResponses"], ask["requestState"] = map[string]json.RawMessage{"name": accept("x")}, r.RequestState
 	_, err = m2.call(ctx, mcp.MethodToolsCall, ask)
 	if !errors.As(err, &rerr) || rerr.Code != mcp.CodeInternalError || !strings.Contains(string(rerr.Data), `"retryable":true`) || !strings.Contains(rerr.Message, "gone") {
@@ -66,6 +69,12 @@ func TestBridgeRelay(t *testing.T) {
 	}
 	if n, ans := a.calls.Load(), a.answers.Load(); n != 2 || ans != 2 {
 		t.Errorf("the server saw %d calls and %d answers, want 2 and 2 (the last call once, unanswered)", n, ans)
+	}
+	if raw, err := m1.call(ctx, mcp.MethodToolsCall, ask); err != nil || !strings.Contains(string(raw), "hello accept:x") {
+		t.Errorf("the retry on the replica holding the call: %v %s", err, raw)
+	}
+	if n := a.calls.Load(); n != 2 {
+		t.Errorf("the server saw %d calls, want 2", n)
 	}
 }
 
