@@ -139,7 +139,8 @@ continued and passed upstream.`,
 			if err != nil {
 				return err
 			}
-			g := host.NewGateway(h, host.GatewayOptions{Logger: log.Named("gateway"), Metrics: tel.Metrics(), Eager: true, ListWait: gw.ListWait, CacheTTL: gw.CacheTTL, StateKey: stateKey})
+			g := host.NewGateway(h, host.GatewayOptions{Logger: log.Named("gateway"), Metrics: tel.Metrics(), Eager: true, ListWait: gw.ListWait, CacheTTL: gw.CacheTTL, StateKey: stateKey,
+				InputTTL: gw.InputTTL, MaxUpstreams: gw.Limits.MaxBridgedUpstreams, MaxUpstreamsPerAgent: gw.Limits.MaxBridgedUpstreamsPerAgent})
 			defer g.Close()
 
 			// SIGINT and SIGTERM stop the gateway cleanly (exit 0): it stops

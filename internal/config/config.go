@@ -222,6 +222,10 @@ type Gateway struct {
 	// gateway's lists (always cacheScope "private": they are per agent);
 	// 0: the gateway's default, 1 minute.
 	CacheTTL time.Duration
+	// InputTTL is how long a modern agent's call that a legacy server
+	// asked input of waits for the agent's retry before it is cancelled
+	// upstream (the era bridge); 0: the gateway's default, 5 minutes.
+	InputTTL time.Duration
 	// SessionStore is where replicas share sessions: "memory" (or "", one
 	// process) or redis://host:6379 (Redis 7 or Valkey). A password in it
 	// should come from a sensitive variable; see Refs.
@@ -276,6 +280,10 @@ type GatewayLimits struct {
 	// Sessions of one agent with upstream connections of their own
 	// (clients that declare sampling, elicitation or roots).
 	MaxUpstreamSessionsPerAgent int
+	// Upstream connections that modern agents' calls use (one per agent
+	// and server, ended once idle), all agents and one agent.
+	MaxBridgedUpstreams         int
+	MaxBridgedUpstreamsPerAgent int
 }
 
 // defaultMaxBodyBytes is the gateway's max_body_bytes when none is set
@@ -294,6 +302,7 @@ func (l GatewayLimits) problems() [][3]string {
 		{"max_sessions_per_agent", "max_sessions", l.MaxSessionsPerAgent, l.MaxSessions},
 		{"max_requests_per_agent", "max_requests", l.MaxRequestsPerAgent, l.MaxRequests},
 		{"max_inflight_bytes_per_agent", "max_inflight_bytes", l.MaxInflightBytesPerAgent, l.MaxInflightBytes},
+		{"max_bridged_upstreams_per_agent", "max_bridged_upstreams", l.MaxBridgedUpstreamsPerAgent, l.MaxBridgedUpstreams},
 	} {
 		if c.a > 0 && c.g > 0 && c.a > c.g {
 			out = append(out, [3]string{c.agent,

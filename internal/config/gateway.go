@@ -24,7 +24,7 @@ import (
 
 var (
 	gatewaySchema = &hcl.BodySchema{
-		Attributes: []hcl.AttributeSchema{{Name: "listen"}, {Name: "public_url"}, {Name: "allowed_origins"}, {Name: "allowed_hosts"}, {Name: "required_servers"}, {Name: "metrics"}, {Name: "session_store"}, {Name: "state_key"}, {Name: "list_wait"}, {Name: "cache_ttl"}},
+		Attributes: []hcl.AttributeSchema{{Name: "listen"}, {Name: "public_url"}, {Name: "allowed_origins"}, {Name: "allowed_hosts"}, {Name: "required_servers"}, {Name: "metrics"}, {Name: "session_store"}, {Name: "state_key"}, {Name: "list_wait"}, {Name: "cache_ttl"}, {Name: "input_ttl"}},
 		Blocks:     []hcl.BlockHeaderSchema{{Type: "tls"}, {Type: "limits"}, {Type: "oauth"}},
 	}
 	gatewayTLSSchema    = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "cert"}, {Name: "key"}}}
@@ -34,6 +34,7 @@ var (
 		{Name: "body_timeout"}, {Name: "min_body_rate"}, {Name: "drain_timeout"},
 		{Name: "max_sessions_per_agent"}, {Name: "max_requests_per_agent"}, {Name: "max_inflight_bytes"},
 		{Name: "max_inflight_bytes_per_agent"}, {Name: "max_upstream_sessions_per_agent"},
+		{Name: "max_bridged_upstreams"}, {Name: "max_bridged_upstreams_per_agent"},
 	}}
 	gatewayOAuthSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 		{Name: "issuer", Required: true}, {Name: "jwks_url"}, {Name: "audience"}, {Name: "scopes"}, {Name: "agent_claim"}, {Name: "agents"},
@@ -124,6 +125,9 @@ func (h *hclFile) gateway(b *hcl.Block) {
 	}
 	if a := at["cache_ttl"]; a != nil {
 		g.CacheTTL, _ = h.duration(a)
+	}
+	if a := at["input_ttl"]; a != nil {
+		g.InputTTL, _ = h.duration(a)
 	}
 	if a := at["required_servers"]; a != nil {
 		if g.RequiredServers, ok = h.strs(a, nil, ""); ok {
@@ -225,12 +229,17 @@ func (l *GatewayLimits) intField(key string) *int {
 		return &l.MaxInflightBytesPerAgent
 	case "max_upstream_sessions_per_agent":
 		return &l.MaxUpstreamSessionsPerAgent
+	case "max_bridged_upstreams":
+		return &l.MaxBridgedUpstreams
+	case "max_bridged_upstreams_per_agent":
+		return &l.MaxBridgedUpstreamsPerAgent
 	}
 	return nil
 }
 
 // quotaKeys are the keys intField knows.
-var quotaKeys = []string{"max_sessions_per_agent", "max_requests_per_agent", "max_inflight_bytes", "max_inflight_bytes_per_agent", "max_upstream_sessions_per_agent"}
+var quotaKeys = []string{"max_sessions_per_agent", "max_requests_per_agent", "max_inflight_bytes", "max_inflight_bytes_per_agent", "max_upstream_sessions_per_agent",
+	"max_bridged_upstreams", "max_bridged_upstreams_per_agent"}
 
 // durationOrZero is duration that also takes 0 (a limit's default).
 func (h *hclFile) durationOrZero(a *hcl.Attribute) (time.Duration, bool) {
@@ -621,7 +630,7 @@ func checkHost(s string) string {
 
 // The same in the nexus-json dialect: "gateway" at the top level.
 var (
-	gatewayKeys        = []string{"listen", "public_url", "allowed_origins", "allowed_hosts", "required_servers", "metrics", "session_store", "state_key", "list_wait", "cache_ttl", "tls", "limits", "oauth"}
+	gatewayKeys        = []string{"listen", "public_url", "allowed_origins", "allowed_hosts", "required_servers", "metrics", "session_store", "state_key", "list_wait", "cache_ttl", "input_ttl", "tls", "limits", "oauth"}
 	gatewayTLSKeys     = []string{"cert", "key"}
 	gatewayLimitKeys   = append([]string{"max_body_bytes", "max_sessions", "max_requests", "max_requests_per_session", "max_sse_events", "session_idle_timeout", "shutdown_grace", "body_timeout", "min_body_rate", "drain_timeout"}, quotaKeys...)
 	gatewayOAuthKeys   = []string{"issuer", "jwks_url", "audience", "scopes", "agent_claim", "agents"}
@@ -704,6 +713,8 @@ func (j *jsonFile) gateway(v *jval) {
 			g.ListWait, _ = d.duration(val, m.key)
 		case "cache_ttl":
 			g.CacheTTL, _ = d.duration(val, m.key)
+		case "input_ttl":
+			g.InputTTL, _ = d.duration(val, m.key)
 		case "required_servers":
 			var ok bool
 			if g.RequiredServers, ok = d.strs(val, m.key, ""); ok {
@@ -867,6 +878,9 @@ func gatewayJSON(g *Gateway) map[string]any {
 	}
 	if g.CacheTTL > 0 {
 		e["cache_ttl"] = g.CacheTTL.String()
+	}
+	if g.InputTTL > 0 {
+		e["input_ttl"] = g.InputTTL.String()
 	}
 	if g.TLSCert != "" {
 		e["tls"] = map[string]any{"cert": g.TLSCert, "key": g.TLSKey}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nexus-mcp/nexus/internal/lock"
 )
@@ -126,7 +127,10 @@ func TestReadmeGatewayExample(t *testing.T) {
 	cfg := mustLoad(t, "nexus.hcl", block, env("CLAUDE_TOKEN", "0123456789abcdef0123"))
 	l := cfg.Gateway.Limits
 	if l.MaxSessions != 1000 || l.MaxSessionsPerAgent != 100 || l.MaxRequestsPerAgent != 1024 || l.MaxInflightBytes != 512<<20 ||
-		l.MaxInflightBytesPerAgent != 128<<20 || l.MaxUpstreamSessionsPerAgent != 32 {
+		l.MaxInflightBytesPerAgent != 128<<20 || l.MaxUpstreamSessionsPerAgent != 32 || l.MaxBridgedUpstreams != 4096 || l.MaxBridgedUpstreamsPerAgent != 64 {
 		t.Errorf("limits %+v", l)
+	}
+	if cfg.Gateway.InputTTL != 5*time.Minute {
+		t.Errorf("input_ttl %v", cfg.Gateway.InputTTL)
 	}
 }

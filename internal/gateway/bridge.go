@@ -57,10 +57,11 @@ type bridge struct {
 	ttl    time.Duration
 	maxAll int
 	maxPer int
-	// forward takes a retry whose state names another replica; nil: the
-	// agent gets a retryable error. The seam for forwarding it over the
-	// replicas' bus.
-	forward func(ctx context.Context, st *state, method string, params json.RawMessage) (any, error)
+	// forward takes a retry whose state names another replica to it
+	// (relay.go, over the session store's bus); nil (no store): the agent
+	// gets a retryable error.
+	forward func(ctx context.Context, st *state, in *mcp.InputParams, params json.RawMessage) (any, error, *mcp.InputRequiredResult)
+	relay   *relay
 
 	mu     sync.Mutex
 	calls  map[[16]byte]*bcall
@@ -450,9 +451,11 @@ func (br *bridge) finish(c *bcall, pending []*ask, why string) {
 // to the server's waiting requests and the call goes on.
 func (br *bridge) resume(ctx context.Context, st *state, meta *mcp.RequestMeta, in *mcp.InputParams, method string, params json.RawMessage) (any, error, *mcp.InputRequiredResult) {
 	if st.replica != br.seal.replica {
-		if br.forward != nil {
-			res, err := br.forward(ctx, st, method, params)
-			return res, err, nil
+		br.mu.Lock()
+		fwd := br.forward
+		br.mu.Unlock()
+		if fwd != nil {
+			return fwd(ctx, st, in, params)
 		}
 		return nil, &mcp.RPCError{Code: mcp.CodeInternalError, Data: json.RawMessage(`{"retryable":true}`), Message: fmt.Sprintf(
 			"this call waits for its input on another gateway replica (%x), which this one cannot reach; retry the request (the same requestState may reach that replica), or send it again without inputResponses and requestState to start over", st.replica)}, nil
@@ -580,8 +583,16 @@ func (br *bridge) idleEnd(k string, u *upstreamUse) {
 	}
 }
 
-// close ends every bridged call (the gateway closes).
+// close ends every bridged call (the gateway closes), and the relay
+// first: no retry comes in from the other replicas meanwhile.
 func (br *bridge) close() {
+	br.mu.Lock()
+	r := br.relay
+	br.forward = nil
+	br.mu.Unlock()
+	if r != nil {
+		r.close()
+	}
 	br.mu.Lock()
 	list := make([]*bcall, 0, len(br.calls))
 	for _, c := range br.calls {

@@ -152,8 +152,8 @@
 // and the call goes on, perhaps to another round; a state that is
 // tampered with, expired, replayed, another agent's or another request's,
 // and answers to questions never asked, are invalid params and reach no
-// server; a state another replica holds gets a retryable error (the seam
-// for forwarding it is bridge.forward). A question the request's
+// server; a state another replica holds is forwarded to it (below). A
+// question the request's
 // capabilities did not declare refuses the call (-32021), except
 // roots/list, which the gateway answers from the agent's configured
 // roots (agent `roots`, else the config's), as it does outside any call;
@@ -181,4 +181,13 @@
 // becomes SSE, so a client whose replica died resumes it elsewhere and
 // learns there that its call may not have finished (a retryable error,
 // never a silent loss and never a second run). See httpserver.Shared.
+// A modern call waiting for its input lives on the replica whose
+// upstream connection runs it; its retry, wherever it lands, is
+// forwarded there over the store's bus (relay.go: each replica listens
+// on a channel of its own, the owner opens and checks the state itself
+// and answers on the sender's). If that replica is gone (nothing listens
+// on its channel, it did not take the retry in time, or it fell silent
+// while running it) the agent gets a retryable error (-32603, data
+// {"retryable":true}) and the call never runs twice. Without a store a
+// state another replica holds gets that error at once.
 package gateway

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/internal/gateway/store"
 )
 
 // SessionLevel is the least log severity the replica's instance of a shared
@@ -32,4 +33,17 @@ func (g *Gateway) AgentUpstream(agent string) Upstream {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.agentHost(agent)
+}
+
+// Relay makes the gateway forward retries to the replicas holding their
+// calls over st, and take theirs, as an HTTP handler with a store does.
+func (g *Gateway) Relay(st store.Store) { g.br.startRelay(st) }
+
+// Deafen stops the gateway's relay, as a replica that died would: nothing
+// listens on its channel any more. Its calls stay (the test ends them).
+func (g *Gateway) Deafen() {
+	g.br.mu.Lock()
+	r := g.br.relay
+	g.br.mu.Unlock()
+	r.close()
 }

@@ -127,6 +127,9 @@ func (g *Gateway) HTTP(o HTTPOptions) (*HTTPHandler, error) {
 		hh.shared = store.NewShared(o.Store, "", idle)
 		sh = hh.shared
 		g.log.Info("sessions are shared with the other replicas through the session store", "replica", hh.shared.Replica(), "store", o.StoreName)
+		// A retry of a call waiting for its input on another replica
+		// reaches it over the store's bus (relay.go).
+		g.br.startRelay(o.Store)
 		if g.ownKey {
 			g.log.Warn("no requestState key is configured (gateway state_key, or " + config.StateKeyEnv + "): this replica made its own, so another replica cannot take up a call waiting for a client's input here; set one shared by the replicas")
 		}

@@ -248,14 +248,16 @@ func (m *Memory) After(ctx context.Context, stream, after string, max int) ([]Ev
 }
 
 // Publish implements Store.
-func (m *Memory) Publish(ctx context.Context, channel string, msg []byte) error {
+func (m *Memory) Publish(ctx context.Context, channel string, msg []byte) (int, error) {
 	if len(msg) > MaxMessageBytes {
-		return fmt.Errorf("%w: a message of %d bytes (limit %d)", ErrTooLarge, len(msg), MaxMessageBytes)
+		return 0, fmt.Errorf("%w: a message of %d bytes (limit %d)", ErrTooLarge, len(msg), MaxMessageBytes)
 	}
 	if err := m.lock(); err != nil {
-		return err
+		return 0, err
 	}
 	defer m.mu.Unlock()
+	// Counted as Redis counts: every subscriber, also one too slow to
+	// take it.
 	for s := range m.subs[channel] {
 		select {
 		case s.ch <- append([]byte(nil), msg...):
@@ -263,7 +265,7 @@ func (m *Memory) Publish(ctx context.Context, channel string, msg []byte) error 
 			m.dropped.Add(1)
 		}
 	}
-	return nil
+	return len(m.subs[channel]), nil
 }
 
 // Subscribe implements Store. The channel is closed when the

@@ -320,12 +320,14 @@ func compareIDs(a, b string) int {
 	return 0
 }
 
-// Publish implements Store.
-func (r *Redis) Publish(ctx context.Context, channel string, msg []byte) error {
+// Publish implements Store: PUBLISH counts the subscribers, on every
+// replica, that the message went to.
+func (r *Redis) Publish(ctx context.Context, channel string, msg []byte) (int, error) {
 	if len(msg) > MaxMessageBytes {
-		return fmt.Errorf("%w: a message of %d bytes (limit %d)", ErrTooLarge, len(msg), MaxMessageBytes)
+		return 0, fmt.Errorf("%w: a message of %d bytes (limit %d)", ErrTooLarge, len(msg), MaxMessageBytes)
 	}
-	return r.fail("publish", r.c.Publish(ctx, r.prefix+"chan:"+channel, msg).Err())
+	n, err := r.c.Publish(ctx, r.prefix+"chan:"+channel, msg).Result()
+	return int(n), r.fail("publish", err)
 }
 
 // Subscribe implements Store. The subscription is confirmed before it

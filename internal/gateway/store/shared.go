@@ -96,7 +96,8 @@ func (s *Shared) Send(ctx context.Context, replica string, msg []byte) error {
 	if replica != "" {
 		ch = replicaChannel + replica
 	}
-	return s.Store.Publish(ctx, ch, msg)
+	_, err := s.Store.Publish(ctx, ch, msg)
+	return err
 }
 
 func (s *Shared) Receive(ctx context.Context) (<-chan []byte, error) {

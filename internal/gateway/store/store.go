@@ -88,8 +88,10 @@ type Store interface {
 	// longer kept, so the client must not assume it missed nothing.
 	After(ctx context.Context, stream, after string, max int) ([]Event, error)
 
-	// Publish sends msg to the channel's subscribers on every replica.
-	Publish(ctx context.Context, channel string, msg []byte) error
+	// Publish sends msg to the channel's subscribers on every replica and
+	// returns how many there were: 0 says nobody listens (a replica that
+	// listens on a channel of its own is gone).
+	Publish(ctx context.Context, channel string, msg []byte) (int, error)
 	// Subscribe delivers the channel's messages until cancel is called or
 	// ctx ends; a subscriber that falls SubscriberBuffer behind loses
 	// messages, counted by Dropped.

@@ -179,11 +179,13 @@ func suite(t *testing.T, open func(t *testing.T) store.Store) {
 			t.Fatal(err)
 		}
 		for i := range 3 {
-			if err := s.Publish(ctx, "owner-a", []byte(fmt.Sprint(i))); err != nil {
-				t.Fatal(err)
+			if n, err := s.Publish(ctx, "owner-a", []byte(fmt.Sprint(i))); err != nil || n != 1 {
+				t.Fatalf("publish: %d subscribers, %v; want 1", n, err)
 			}
 		}
-		s.Publish(ctx, "owner-b", []byte("not mine"))
+		if n, err := s.Publish(ctx, "owner-b", []byte("not mine")); err != nil || n != 0 {
+			t.Fatalf("publish to nobody: %d subscribers, %v; want 0", n, err)
+		}
 		for i := range 3 {
 			select {
 			case m := <-msgs:
@@ -217,7 +219,7 @@ func suite(t *testing.T, open func(t *testing.T) store.Store) {
 			t.Errorf("buffered %d", len(slow))
 		}
 		sub, cancelSub, _ := s.Subscribe(ctx, "x")
-		if err := s.Publish(ctx, "x", make([]byte, store.MaxMessageBytes+1)); !errors.Is(err, store.ErrTooLarge) {
+		if _, err := s.Publish(ctx, "x", make([]byte, store.MaxMessageBytes+1)); !errors.Is(err, store.ErrTooLarge) {
 			t.Errorf("oversized message: %v", err)
 		}
 		cctx, stop := context.WithCancel(ctx)
