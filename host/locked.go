@@ -135,7 +135,7 @@ func (h *Host) WatchLock(ctx context.Context, path string, every time.Duration) 
 // It connects the enabled servers (as the command line does, for nexus
 // lock); those that cannot be listed are in the error, the others' drift
 // is still returned. Without a lockfile nothing is withheld.
-func (h *Host) Drift(ctx context.Context) ([]lock.Drift, error) {
+func (h *Host) Drift(ctx context.Context) ([]Drift, error) {
 	return h.drift(ctx, "")
 }
 
@@ -207,7 +207,7 @@ func (h *Host) drift(ctx context.Context, only string) ([]lock.Drift, error) {
 // that changed again since is not accepted. The file is changed under a
 // lock and written whole (lock.Update), in nexus lock's format; other
 // replicas learn it by WatchLock.
-func (h *Host) AcceptTool(ctx context.Context, path, server, tool, sha256 string) (lock.Drift, error) {
+func (h *Host) AcceptTool(ctx context.Context, path, server, tool, sha256 string) (Drift, error) {
 	ds, err := h.drift(ctx, server)
 	var d *lock.Drift
 	for i := range ds {
