@@ -212,7 +212,7 @@ func (h *Host) prepareCall(ctx context.Context, agent, name string, args any) (*
 		tr.Builtin("lock", mcp.MethodToolsCall, err, start)
 		return nil, err
 	}
-	if h.opts.Lock != nil {
+	if h.pins.Load() != nil {
 		tr.Builtin("lock", mcp.MethodToolsCall, nil, start)
 	}
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -15,6 +16,7 @@ import (
 	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/diag"
 	"github.com/nexus-mcp/nexus/internal/hostapi"
+	"github.com/nexus-mcp/nexus/internal/lock"
 	"github.com/nexus-mcp/nexus/internal/plugin"
 	"github.com/nexus-mcp/nexus/internal/policy"
 	"github.com/nexus-mcp/nexus/internal/registry"
@@ -45,7 +47,8 @@ type Options struct {
 	// nil denies where it would ask.
 	Confirm Confirmer
 	// Lock, when set, is the tool lockfile the host enforces: tools not
-	// pinned as they are now are withheld (ReadLock reads it).
+	// pinned as they are now are withheld (ReadLock reads it). SetLock
+	// swaps it while the host runs; WatchLock follows the file.
 	Lock *Lock
 	// Approvals remember a person's "always" answers across processes
 	// (OpenApprovals keeps them in a file); nil: for this process.
@@ -138,6 +141,11 @@ type core struct {
 	names     *registry.Namer
 
 	lockv lockVerdicts
+	// pins is the lockfile enforced now (Options.Lock at first; SetLock
+	// swaps it), pinGen counts the swaps: a verdict reached on an older
+	// lockfile is not used.
+	pins   atomic.Pointer[lock.Lock]
+	pinGen atomic.Uint64
 
 	auditOnce sync.Once
 	auditW    *audit.Writer // the audit block's log, opened on first use
@@ -173,6 +181,7 @@ func New(cfg *Config, opts Options) *Host {
 		opts.Timeout = DefaultTimeout
 	}
 	c := &core{cfg: cfg, opts: opts, log: opts.Logger}
+	c.pins.Store(opts.Lock)
 	c.oauth.opts = opts.Auth
 	c.sch.log = opts.Logger
 	if opts.Roots == nil && len(cfg.Roots) > 0 {

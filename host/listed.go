@@ -29,6 +29,7 @@ type listVerdict struct {
 	gen   uint64        // the catalog generation it was reached at: the listing it saw
 	ver   uint64        // the version of the server's tool list: the definition it saw
 	full  bool          // with the agent's whole listing (Tools), not a call's partial one
+	pins  uint64        // the lockfile it was reached with (core.pinGen): its accepted flags
 	err   error         // the *policy.DeniedError that withholds the tool, or nil
 	flags []policy.Flag // what links flagged on the way
 }
@@ -146,7 +147,8 @@ func (h *Host) listed(ctx context.Context, agent, server string, t *mcp.Tool, l 
 	h.mu.Lock()
 	v, ok := h.listv[key]
 	h.mu.Unlock()
-	if ok && ver != 0 && v.gen == gen && v.ver == ver && (v.full || !full) {
+	pins := h.pinGen.Load()
+	if ok && ver != 0 && v.gen == gen && v.ver == ver && v.pins == pins && (v.full || !full) {
 		if full {
 			h.reportVerdict(agent, server, t.Name, mcp.MethodToolsList, v)
 		}
@@ -161,7 +163,7 @@ func (h *Host) listed(ctx context.Context, agent, server string, t *mcp.Tool, l 
 	if err != nil && !errors.As(err, &de) || ctx.Err() != nil {
 		return err // not a verdict: the chain could not run; ask again next time
 	}
-	v = listVerdict{gen: gen, ver: ver, full: full, err: err, flags: flags}
+	v = listVerdict{gen: gen, ver: ver, full: full, pins: pins, err: err, flags: flags}
 	if full {
 		h.reportVerdict(agent, server, t.Name, mcp.MethodToolsList, v)
 	}
@@ -179,7 +181,7 @@ func (h *Host) listed(ctx context.Context, agent, server string, t *mcp.Tool, l 
 // every one of them (nexus lock --accept-flagged writes them as
 // "link: finding"). nil without a lockfile.
 func (h *Host) acceptedFlags(server string, t *mcp.Tool) func(link string, flags []string) bool {
-	l := h.opts.Lock
+	l := h.pins.Load()
 	if l == nil {
 		return nil
 	}

@@ -1,9 +1,14 @@
 package host
 
 import (
+	"cmp"
+	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/config"
@@ -30,8 +35,9 @@ type lockVerdicts struct {
 }
 
 type lockVerdict struct {
-	ver uint64 // the list version it was reached on
-	why string // withholding reason ("" = pinned)
+	ver  uint64 // the list version it was reached on
+	pins uint64 // the lockfile it was reached with (core.pinGen)
+	why  string // withholding reason ("" = pinned)
 }
 
 const maxLockVerdicts = 4096
@@ -39,7 +45,11 @@ const maxLockVerdicts = 4096
 // withheld says why the lockfile withholds server's tool t, from version
 // ver of the server's tool list (0: not cached), or "".
 func (h *Host) withheld(server string, t *mcp.Tool, ver uint64) string {
-	l := h.opts.Lock
+	// The generation first, then the lockfile: SetLock stores them the
+	// other way round, so a verdict is never kept under a newer
+	// generation than the lockfile it was reached with.
+	pins := h.pinGen.Load()
+	l := h.pins.Load()
 	if l == nil {
 		return ""
 	}
@@ -47,19 +57,12 @@ func (h *Host) withheld(server string, t *mcp.Tool, ver uint64) string {
 	h.lockv.mu.Lock()
 	v, ok := h.lockv.seen[key]
 	h.lockv.mu.Unlock()
-	if ok && ver != 0 && v.ver == ver {
+	if ok && ver != 0 && v.ver == ver && v.pins == pins {
 		return v.why
 	}
 	why, isNew := lockReason(l, server, t)
 	if why != "" {
-		action := config.LockBlock
-		if p := h.cfg.Lock; p != nil {
-			action = p.OnChange
-			if isNew {
-				action = p.OnNew
-			}
-		}
-		if action == config.LockWarn {
+		if h.lockWarns(isNew) {
 			h.log.Warn("tool not pinned as it is, allowed (lock { on_change/on_new = \"warn\" })", "server", server, "tool", t.Name, "why", why)
 			why = ""
 		} else {
@@ -73,9 +76,170 @@ func (h *Host) withheld(server string, t *mcp.Tool, ver uint64) string {
 	if h.lockv.seen == nil || len(h.lockv.seen) >= maxLockVerdicts {
 		h.lockv.seen = map[string]lockVerdict{}
 	}
-	h.lockv.seen[key] = lockVerdict{ver, why}
+	h.lockv.seen[key] = lockVerdict{ver, pins, why}
 	h.lockv.mu.Unlock()
 	return why
+}
+
+// lockWarns says whether the lock block lets a tool the lockfile does
+// not cover through with a warning: a new one (isNew) or a changed one.
+func (h *Host) lockWarns(isNew bool) bool {
+	action := config.LockBlock
+	if p := h.cfg.Lock; p != nil {
+		action = p.OnChange
+		if isNew {
+			action = p.OnNew
+		}
+	}
+	return action == config.LockWarn
+}
+
+// SetLock makes l the lockfile h and its sessions enforce from now on,
+// without a restart: the next listing and the next call are checked
+// against it (verdicts reached on the one before are dropped). nil stops
+// enforcing.
+func (h *Host) SetLock(l *Lock) {
+	h.pins.Store(l)
+	h.pinGen.Add(1)
+	h.lockv.mu.Lock()
+	h.lockv.seen = nil
+	h.lockv.mu.Unlock()
+}
+
+// Lockfile is the lockfile h enforces now, or nil.
+func (h *Host) Lockfile() *Lock { return h.pins.Load() }
+
+// WatchLock follows the lockfile at path until ctx ends, looking every
+// interval: when another process (a replica's console, nexus lock)
+// changes it, h enforces the new one at once (SetLock). A file that
+// becomes unusable or is removed changes nothing: the lockfile in force
+// stays, and the log says why, since running unpinned because of a
+// broken file would be silent.
+func (h *Host) WatchLock(ctx context.Context, path string, every time.Duration) {
+	lock.Watch(ctx, path, every, h.pins.Load(), func(l *lock.Lock, err error) {
+		switch {
+		case err != nil:
+			h.log.Error("the lockfile changed but cannot be used; the one loaded before stays in force", "path", path, "error", err)
+		case l == nil:
+			h.log.Warn("the lockfile was removed; the one loaded before stays in force until nexus serve restarts", "path", path)
+		default:
+			h.SetLock(l)
+			h.log.Info("the lockfile changed; enforcing it now", "path", path, "servers", len(l.Servers))
+		}
+	})
+}
+
+// Drift lists the tools the lockfile withholds as their servers define
+// them now, each with its pin and the findings of the chain's tools/list
+// policies against it: what a person reviews before accepting a change.
+// It connects the enabled servers (as the command line does, for nexus
+// lock); those that cannot be listed are in the error, the others' drift
+// is still returned. Without a lockfile nothing is withheld.
+func (h *Host) Drift(ctx context.Context) ([]Drift, error) {
+	return h.drift(ctx, "")
+}
+
+// drift is Drift for one server, or every one when only is "".
+func (h *Host) drift(ctx context.Context, only string) ([]lock.Drift, error) {
+	l := h.pins.Load()
+	if l == nil {
+		return nil, nil
+	}
+	defs := map[string][]mcp.Tool{}
+	var errs []error
+	for _, s := range h.cfg.Servers {
+		if !s.Enabled || only != "" && s.Name != only {
+			continue
+		}
+		c, err := h.reg.Client(ctx, s.Name, CLIAgent)
+		if err == nil && c.Capabilities().Tools != nil {
+			defs[s.Name], err = c.Tools(ctx)
+		}
+		if err != nil {
+			errs = append(errs, h.Explain(s.Name, err))
+		}
+	}
+	var out []lock.Drift
+	for server, tools := range defs {
+		for i := range tools {
+			t := &tools[i]
+			why, isNew := lockReason(l, server, t)
+			if why == "" || h.lockWarns(isNew) {
+				continue
+			}
+			live, err := lock.ToolItem(*t)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s.%s: its definition cannot be pinned: %w", server, t.Name, err))
+				continue
+			}
+			d := lock.Drift{Server: server, Live: live, Why: why}
+			if s := l.Server(server); s != nil {
+				if p := s.Tool(t.Name); p != nil {
+					pinned := *p
+					d.Pinned, d.Fields = &pinned, lock.Fields(pinned, live)
+				}
+			}
+			out = append(out, d)
+		}
+	}
+	if len(out) > 0 {
+		flagged, err := h.Review(ctx, CLIAgent, defs)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		for i := range out {
+			for _, f := range flagged[out[i].Server][out[i].Live.Name] {
+				out[i].Flags = append(out[i].Flags, f.String())
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b lock.Drift) int {
+		return cmp.Or(strings.Compare(a.Server, b.Server), strings.Compare(a.Live.Name, b.Live.Name))
+	})
+	return out, errors.Join(errs...)
+}
+
+// AcceptTool pins server's tool in the lockfile at path as the server
+// defines it now, with the findings of the chain's tools/list policies
+// written beside it (as nexus lock --accept-flagged does, so the policy
+// that flagged it lets this very definition through), and enforces the
+// new lockfile at once. sha256 is the definition the person reviewed: one
+// that changed again since is not accepted. The file is changed under a
+// lock and written whole (lock.Update), in nexus lock's format; other
+// replicas learn it by WatchLock.
+func (h *Host) AcceptTool(ctx context.Context, path, server, tool, sha256 string) (Drift, error) {
+	ds, err := h.drift(ctx, server)
+	var d *lock.Drift
+	for i := range ds {
+		if ds[i].Live.Name == tool {
+			d = &ds[i]
+		}
+	}
+	switch {
+	case d == nil && err != nil:
+		return lock.Drift{}, err
+	case d == nil:
+		return lock.Drift{}, fmt.Errorf("%s.%s is not withheld by the lockfile now (accepted already, or its server changed it back); reload the page", server, event.Quotable(tool))
+	case d.Live.SHA256 != sha256:
+		return lock.Drift{}, fmt.Errorf("%s.%s changed again since you reviewed it (its sha256 is now %s); reload the page and review the definition it has now", server, event.Quotable(tool), d.Live.SHA256[:12])
+	}
+	it := d.Live
+	it.Flags = d.Flags
+	l, err := lock.Update(ctx, path, func(l *lock.Lock) error {
+		s := l.Server(server)
+		if s == nil {
+			s = &lock.Server{Name: server}
+			l.Put(s)
+		}
+		s.SetTool(it)
+		return nil
+	})
+	if err != nil {
+		return lock.Drift{}, err
+	}
+	h.SetLock(l)
+	h.log.Info("tool accepted into the lockfile", "server", server, "tool", tool, "sha256", it.SHA256, "flags", len(it.Flags))
+	return *d, nil
 }
 
 // lockReason says why the lockfile does not cover server's tool as it

@@ -14,6 +14,10 @@ import (
 // that is not pinned as it is now.
 type Lock = lock.Lock
 
+// Drift is a tool the lockfile withholds as its server defines it now:
+// its pin, the changed fields and the chain's findings (Host.Drift).
+type Drift = lock.Drift
+
 // LockPath is where cfg's lockfile lives: nexus.lock.hcl beside its first
 // config file (the working directory for the built-in default).
 func LockPath(cfg *Config) string {

@@ -12,6 +12,7 @@ import (
 	webconsole "github.com/nexus-mcp/nexus/internal/console"
 	"github.com/nexus-mcp/nexus/internal/gateway"
 	"github.com/nexus-mcp/nexus/internal/gateway/store"
+	"github.com/nexus-mcp/nexus/internal/lock"
 )
 
 // consoleOptions is the console block with --console over its listen; nil
@@ -37,7 +38,16 @@ func (a *app) startConsole(ctx context.Context, o *webconsole.Options, feed *aud
 	if o == nil {
 		return func() {}, nil
 	}
-	k, err := webconsole.New(webconsole.Config{Options: *o, Servers: consoleServers{h, g}, Sessions: g, Feed: feed, Record: h.RecordAction,
+	var sso webconsole.SSO
+	if o.OIDCClientID != "" && a.cfg.Gateway != nil && a.cfg.Gateway.OAuth != nil {
+		l, err := gateway.NewLogin(a.cfg.Gateway, a.cfg.Gateway.PublicURL)
+		if err != nil {
+			return nil, &exitError{exitUsage, fmt.Errorf("the console's single sign-on: %w", err)}
+		}
+		sso = l
+	}
+	k, err := webconsole.New(webconsole.Config{SSO: sso, Options: *o, Servers: consoleServers{h, g}, Sessions: g, Feed: feed, Record: h.RecordAction,
+		Lockfile: consoleLock{h, host.LockPath(a.cfg)}, Continuations: g,
 		Logger: log.Named("console"), Store: store.Name(sessionStore)})
 	if err != nil {
 		return nil, &exitError{exitUsage, err}
@@ -71,3 +81,17 @@ type consoleServers struct {
 }
 
 func (c consoleServers) Servers() []host.Status { return c.g.Servers() }
+
+// consoleLock is the host's lockfile as the console reads and changes it.
+type consoleLock struct {
+	h    *host.Host
+	path string
+}
+
+func (c consoleLock) Enforcing() bool { return c.h.Lockfile() != nil }
+func (c consoleLock) Drift(ctx context.Context) ([]lock.Drift, error) {
+	return c.h.Drift(ctx)
+}
+func (c consoleLock) Accept(ctx context.Context, server, tool, sha256 string) (lock.Drift, error) {
+	return c.h.AcceptTool(ctx, c.path, server, tool, sha256)
+}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 
@@ -129,7 +128,7 @@ is withheld again).`,
 				}
 				return nil
 			}
-			if err := os.WriteFile(path, next.Write(), 0o644); err != nil {
+			if err := next.WriteFile(path); err != nil {
 				return err
 			}
 			fmt.Fprintf(a.stdout, "Wrote %s: %s, %d change(s).\n", path, count(len(next.Servers), "server"), len(changes)-len(refused))

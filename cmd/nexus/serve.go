@@ -166,6 +166,12 @@ continued and passed upstream.`,
 				}
 				fmt.Fprintf(a.stderr, "nexus: serving metrics at http://%s/metrics\n", addr)
 			}
+			// Every replica follows the lockfile: what one's console
+			// accepts (or nexus lock writes) is enforced by all, without a
+			// restart.
+			watched := make(chan struct{})
+			go func() { defer close(watched); h.WatchLock(ctx, host.LockPath(cfg), lockWatch) }()
+			defer func() { stop(); <-watched }()
 			stopConsole, err := a.startConsole(ctx, co, feed, h, g, sessionStore, log)
 			if err != nil {
 				return err
@@ -321,3 +327,8 @@ func (a *app) stateKey(gw *config.Gateway) ([]byte, error) {
 	}
 	return key, nil
 }
+
+// lockWatch is how often nexus serve looks at its lockfile for a change
+// another replica (or nexus lock) made: a stat, so cheap; soon enough
+// that an accepted tool works everywhere within a couple of seconds.
+const lockWatch = time.Second

@@ -170,7 +170,7 @@ func (k *Console) sameOrigin(r *http.Request) bool {
 }
 
 func (k *Console) loginPage(w http.ResponseWriter, r *http.Request) {
-	k.render(w, r, http.StatusOK, "login", nil, pageData{Title: "Log in"})
+	k.render(w, r, http.StatusOK, "login", nil, k.loginData(""))
 }
 
 func (k *Console) login(w http.ResponseWriter, r *http.Request) {
@@ -188,7 +188,7 @@ func (k *Console) login(w http.ResponseWriter, r *http.Request) {
 	if as == 0 {
 		k.logins.failed()
 		k.log.Warn("console: a login with an unknown token was refused", "remote", r.RemoteAddr)
-		k.render(w, r, http.StatusUnauthorized, "login", nil, pageData{Title: "Log in", Error: "That token is not one of the console's. Check it, or ask whoever runs the gateway for one."})
+		k.render(w, r, http.StatusUnauthorized, "login", nil, k.loginData("That token is not one of the console's. Check it, or ask whoever runs the gateway for one."))
 		return
 	}
 	id, ok := k.logins.add(who, as)

@@ -44,11 +44,25 @@ type Sessions interface {
 	End(id string) bool
 }
 
+// Continuations is what the console reads of the gateway's calls that
+// wait for their agents' input (MRTR), and ends (*gateway.Gateway).
+type Continuations interface {
+	Continuations() []gateway.Continuation
+	EndContinuation(id string) bool
+}
+
 // Config is what a Console serves.
 type Config struct {
 	Options
 	Servers  Servers
 	Sessions Sessions // nil: no gateway sessions to show
+	Lockfile Lockfile // nil: no lockfile to show
+	// Continuations are the calls waiting for their agents' input (the
+	// bridge's); nil: none to show.
+	Continuations Continuations
+	// SSO is the gateway's OAuth issuer, for the OpenID Connect login
+	// (Options.OIDCClientID); nil: tokens only.
+	SSO SSO
 	// Feed is where decisions come from, as the audit log gets them.
 	Feed *audit.Feed
 	// Record writes what a person did in the console to the audit log; an
@@ -71,18 +85,28 @@ type Console struct {
 	pages map[string]*template.Template
 	mux   *http.ServeMux
 
-	logins logins
-	recent *recent
-	sub    *audit.Sub
-	done   chan struct{}
-	once   sync.Once
+	logins   logins
+	recent   *recent
+	rejected rejections
+	pending  pendingLogins
+	sub      *audit.Sub
+	done     chan struct{}
+	once     sync.Once
 }
 
 // New makes a console and starts keeping the feed's decisions; Close
 // stops it.
 func New(c Config) (*Console, error) {
-	if len(c.Tokens) == 0 && len(c.ReadOnly) == 0 {
-		return nil, errors.New("the console has no tokens, so nobody could log in: add console { tokens = [var.console_admin] } (a sensitive variable holding a long random value) to the config")
+	if len(c.Tokens) == 0 && len(c.ReadOnly) == 0 && c.OIDCClientID == "" {
+		return nil, errors.New("the console has no tokens, so nobody could log in: add console { tokens = [var.console_admin] } (a sensitive variable holding a long random value) to the config, or its oidc_client_id to log in at the gateway's OAuth issuer")
+	}
+	if c.OIDCClientID != "" {
+		switch {
+		case c.RoleClaim == "" || len(c.AdminRoles)+len(c.ReadOnlyRoles) == 0:
+			return nil, errors.New("the console's oidc_client_id needs role_claim (the ID token's claim that holds a person's console role) and admin_roles or readonly_roles (its values that make an admin or a read-only login): nobody gets a role by default")
+		case c.SSO == nil:
+			return nil, errors.New("the console's oidc_client_id needs the gateway's OAuth issuer: add gateway { oauth { issuer = \"https://...\" } }")
+		}
 	}
 	if c.Logger == nil {
 		c.Logger = hclog.NewNullLogger()
@@ -148,6 +172,8 @@ func (k *Console) routes() {
 	m.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	m.HandleFunc("GET /login", k.loginPage)
 	m.HandleFunc("POST /login", k.login)
+	m.HandleFunc("GET /login/oidc", k.oidcStart)
+	m.HandleFunc("GET /login/callback", k.oidcCallback)
 	m.HandleFunc("POST /logout", k.change(roleRead, k.logout))
 	m.HandleFunc("GET /{$}", k.page(k.overview))
 	m.HandleFunc("GET /decisions", k.page(k.decisions))
@@ -155,6 +181,10 @@ func (k *Console) routes() {
 	m.HandleFunc("GET /decisions/{id}", k.page(k.explain))
 	m.HandleFunc("GET /sessions", k.page(k.sessions))
 	m.HandleFunc("POST /sessions/end", k.change(roleAdmin, k.endSession))
+	m.HandleFunc("POST /sessions/continuation/end", k.change(roleAdmin, k.endContinuation))
+	m.HandleFunc("GET /lockfile", k.page(k.lockfile))
+	m.HandleFunc("POST /lockfile/accept", k.change(roleAdmin, k.acceptDrift))
+	m.HandleFunc("POST /lockfile/reject", k.change(roleAdmin, k.rejectDrift))
 	k.mux = m
 }
 

@@ -11,11 +11,21 @@
 //     decision feed (audit.Feed): the very records the audit log gets, so
 //     arguments are shown only as the log holds them; each opens its
 //     explain trace, the chain's steps as `nexus explain` lists them;
-//   - the sessions, and ending a legacy one (audited, with who and why).
+//   - the sessions, and ending a legacy one (audited, with who and why);
+//     beside them the calls that wait for their agents' input (MRTR, the
+//     gateway's bridge), and ending one (audited the same way);
+//   - the lockfile's drift (lockfile.go): each definition it withholds as
+//     a diff against its pin, with its tool-poisoning findings, which an
+//     admin accepts or rejects (audited first, with who and why) through
+//     the Lockfile interface; the host writes the file as nexus lock does
+//     and enforces it at once, and the other replicas follow the file.
 //
 // Access: a token from the console block (config.RegisterBlock; see
 // Options), compared in constant time; admin and read-only tokens are
-// separate roles. The login is a random id in a cookie that is HttpOnly,
+// separate roles. Or single sign-on (oidc.go): OpenID Connect at the
+// gateway's OAuth issuer (the SSO interface, *gateway.Login, which checks
+// ID tokens as the gateway checks agents' access tokens), a role claim
+// mapping to admin or read-only, and no role for anyone else. The login is a random id in a cookie that is HttpOnly,
 // SameSite=Strict and Secure (relaxed only on a plain-HTTP loopback
 // console, where a browser would not send it back otherwise); every
 // change is a POST with the login's CSRF token and the console's own

@@ -78,8 +78,21 @@ console {
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return start(t, bin, path, s)
+}
+
+// env is the environment every nexus of the tests runs with: the tokens
+// in it, HOME the config's directory.
+func env(dir string) []string {
+	return []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "CONSOLE_ADMIN=" + adminToken, "CONSOLE_VIEWER=" + viewerToken, "CLAUDE_TOKEN=" + agentToken}
+}
+
+// start runs `nexus serve` with the config at path, on ports the system
+// picks, until the test ends.
+func start(t *testing.T, bin, path string, s *served) *served {
+	t.Helper()
 	cmd := exec.Command(bin, "serve", "--config", path, "--listen", "127.0.0.1:0", "--console", "127.0.0.1:0")
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "CONSOLE_ADMIN=" + adminToken, "CONSOLE_VIEWER=" + viewerToken, "CLAUDE_TOKEN=" + agentToken}
+	cmd.Env = env(filepath.Dir(path))
 	errp, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/internal/audit"
 	"github.com/nexus-mcp/nexus/internal/diag"
+	"github.com/nexus-mcp/nexus/internal/gateway"
 )
 
 // pageData is what every page's template gets: the login (nil on the
@@ -41,7 +42,7 @@ var funcs = template.FuncMap{
 // parsePages parses each page with the layout.
 func parsePages() (map[string]*template.Template, error) {
 	out := map[string]*template.Template{}
-	for _, name := range []string{"login", "overview", "decisions", "explain", "sessions", "refused"} {
+	for _, name := range []string{"login", "overview", "decisions", "explain", "sessions", "lockfile", "refused"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("console: page %s: %w", name, err)
@@ -376,6 +377,9 @@ type sessionsView struct {
 	Page, Next int
 	Prev       int
 	Gateway    bool
+	Bridge     bool // the gateway's continuations are shown
+	Waiting    []gateway.Continuation
+	More       int // continuations not shown
 }
 
 type sessionRow struct {
@@ -404,7 +408,53 @@ func (k *Console) sessions(r *http.Request) (string, pageData, int) {
 	if page > 1 {
 		v.Prev = page - 1
 	}
+	if k.c.Continuations != nil {
+		v.Bridge = true
+		v.Waiting = k.c.Continuations.Continuations()
+		if n := len(v.Waiting); n > maxSessionRows {
+			v.Waiting, v.More = v.Waiting[:maxSessionRows], n-maxSessionRows
+		}
+	}
 	return "sessions", pageData{Title: "Sessions", View: v}, http.StatusOK
+}
+
+// endContinuation ends a call that waits for its agent's input: its
+// upstream call is cancelled, and the agent's retry is told it was ended.
+func (k *Console) endContinuation(w http.ResponseWriter, r *http.Request, _ string, s *login) {
+	id := r.PostFormValue("id")
+	why := strings.TrimSpace(r.PostFormValue("reason"))
+	if k.c.Continuations == nil || id == "" {
+		k.refuse(w, r, http.StatusNotFound, "There is no such call waiting for input.")
+		return
+	}
+	if why == "" {
+		k.refuse(w, r, http.StatusBadRequest, "Say why the call is ended: the audit log records the reason with who ended it.")
+		return
+	}
+	var found *gateway.Continuation
+	for _, x := range k.c.Continuations.Continuations() {
+		if x.ID == id {
+			found = &x
+			break
+		}
+	}
+	if found == nil {
+		k.refuse(w, r, http.StatusNotFound, "No call waits for input with that id (its agent may have answered, or it expired).")
+		return
+	}
+	// Recorded first: an action the audit log cannot record is not taken.
+	rec := audit.Record{Agent: found.Agent, Server: found.Server, Call: id, Method: "console/continuation/end", Decision: "allow", Link: "console",
+		Reason: "ended by " + s.who + ": " + why[:min(len(why), 1024)]}
+	if err := k.c.Record(rec); err != nil {
+		k.refuse(w, r, http.StatusServiceUnavailable, "The call was not ended: "+err.Error())
+		return
+	}
+	if !k.c.Continuations.EndContinuation(id) {
+		k.refuse(w, r, http.StatusConflict, "The call stopped waiting before it could be ended (its agent answered, or it expired).")
+		return
+	}
+	k.log.Info("console: a call waiting for input ended", "who", s.who, "call", id, "agent", found.Agent, "server", found.Server)
+	http.Redirect(w, r, "/sessions", http.StatusSeeOther)
 }
 
 func (k *Console) endSession(w http.ResponseWriter, r *http.Request, _ string, s *login) {

@@ -102,3 +102,79 @@ func (g *Gateway) Servers() []registry.Status {
 	}
 	return out
 }
+
+// Continuation is a modern agent's call that waits for the agent's input
+// (MRTR): the bridge parked it (bridge.go), its upstream call running, until
+// the agent's retry brings the answers or input_ttl ends it.
+type Continuation struct {
+	ID     string // the call's id, as the audit log names it
+	Agent  string
+	Server string
+	Round  uint32   // which input_required round of the call it waits in
+	Asks   []string // the methods of the server's questions it waits on
+}
+
+// Continuations is the calls waiting for their agents' input on this
+// replica, ordered by agent and id. It reads the bridge's books and
+// changes nothing.
+func (g *Gateway) Continuations() []Continuation {
+	br := g.br
+	br.mu.Lock()
+	list := make([]*bcall, 0, len(br.calls))
+	for _, c := range br.calls {
+		list = append(list, c)
+	}
+	br.mu.Unlock()
+	// Each call's lock after the bridge's, never within it: the bridge
+	// takes them the other way round (unpark).
+	var out []Continuation
+	for _, c := range list {
+		c.mu.Lock()
+		if c.parked && !c.ended {
+			x := Continuation{ID: c.ID(), Agent: c.agent, Server: c.server, Round: c.round}
+			for _, a := range c.pending {
+				x.Asks = append(x.Asks, a.method)
+			}
+			out = append(out, x)
+		}
+		c.mu.Unlock()
+	}
+	sort.Slice(out, func(a, b int) bool {
+		if out[a].Agent != out[b].Agent {
+			return out[a].Agent < out[b].Agent
+		}
+		return out[a].ID < out[b].ID
+	})
+	return out
+}
+
+// EndContinuation ends the waiting call with the id, as input_ttl would:
+// it leaves the books at once (a retry carrying its state is told it was
+// ended), its server's questions are answered as outside any call, and
+// its upstream call is cancelled. It reports whether such a call waited.
+func (g *Gateway) EndContinuation(id string) bool {
+	br := g.br
+	br.mu.Lock()
+	var found *bcall
+	for _, c := range br.calls {
+		if c.ID() == id {
+			found = c
+			break
+		}
+	}
+	br.mu.Unlock()
+	if found == nil {
+		return false
+	}
+	c := found
+	c.mu.Lock()
+	if !c.parked || c.ended {
+		c.mu.Unlock()
+		return false
+	}
+	pending := br.markEnded(c)
+	c.mu.Unlock()
+	br.finish(c, pending, "names a call a person ended in the gateway's console")
+	c.cancel()
+	return true
+}

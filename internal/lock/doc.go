@@ -8,4 +8,9 @@
 // annotations), with its description beside it so a diff reads as one.
 // Servers and items are written in name order. nexus lock writes the file,
 // nexus lock --check compares the servers with it (Diff).
+//
+// The file is shared by every replica beside it: written whole and
+// renamed into place (WriteFile), changed under a file lock (Update: the
+// console's accept), and followed by each nexus serve (Watch), which
+// enforces a change without a restart.
 package lock
