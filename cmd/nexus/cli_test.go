@@ -63,7 +63,9 @@ func nexus(t *testing.T, config string, extraEnv []string, args ...string) (stdo
 	return out.String(), errb.String(), code
 }
 
-var binDir = regexp.MustCompile(`/[^\s"]*nexus-testbin-[0-9]+`)
+// binDir is the directory of the nexus under test: a temporary one, or
+// the checkout's shared build (internal/testenv.Build).
+var binDir = regexp.MustCompile(`/[^\s"]*(nexus-testbin-[0-9]+|/bin/testbuild/[0-9a-f]+)`)
 
 // pingTime is a ping's round trip, different in every run.
 var pingTime = regexp.MustCompile(`ok [0-9.]+ ms`)
