@@ -31,7 +31,12 @@ deny contains sprintf("server %s is not in the allowlist", [input.server.name]) 
 // regoContenders are the same policy evaluated on the same event by
 // Nexus (compiled by OPA to WebAssembly, run in the filter sandbox) and by
 // OPA's own Go library (the rego package, in process, the query
-// prepared once), each deciding from the event's JSON.
+// prepared once). Each is handed the event decoded once, before the clock
+// starts, as its caller would hold it (Nexus an event.Event, OPA the
+// map[string]any its API takes), and does its own work from there:
+// Nexus encodes it for the guest, which parses it; OPA converts it to its
+// terms. Decoding the JSON inside one contender's call only (OPA's, once)
+// added 15-20% to the ratio the README quotes.
 func regoContenders(tb testing.TB) (nexus, opa func() error) {
 	rt := filtertest.Runtime(tb, wasm.Options{})
 	f, err := rt.Load(context.Background(), wasm.Spec{Name: "allowlist", Path: filtertest.BuildRego(tb, regoAllowlist, "policies/allowlist/deny"), Config: json.RawMessage(regoData)})
@@ -56,12 +61,11 @@ func regoContenders(tb testing.TB) (nexus, opa func() error) {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	var input any
+	if err := json.Unmarshal([]byte(regoEvent), &input); err != nil {
+		tb.Fatal(err)
+	}
 	opa = func() error {
-		// The event arrives as JSON, as it does to the filter.
-		var input any
-		if err := json.Unmarshal([]byte(regoEvent), &input); err != nil {
-			return err
-		}
 		rs, err := pq.Eval(context.Background(), rego.EvalInput(input))
 		if err == nil && (len(rs) != 1 || len(rs[0].Expressions[0].Value.([]any)) != 0) {
 			tb.Fatalf("opa: %+v", rs)

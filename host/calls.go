@@ -9,7 +9,6 @@ import (
 	"sort"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/audit"
@@ -387,11 +386,8 @@ func sanitizeResult(res *mcp.CallToolResult) bool {
 }
 
 // sanitized is s through the built-in sanitizer, and whether that changed
-// it (a clean text comes back as it was: the same memory).
-func sanitized(s string) (string, bool) {
-	out := sanitize.ForDisplayLimit(s, 0)
-	return out, len(out) != len(s) || unsafe.StringData(out) != unsafe.StringData(s)
-}
+// it.
+func sanitized(s string) (string, bool) { return sanitize.Clean(s, 0) }
 
 // capResult holds the text of a result to the 10 MiB output cap, and
 // reports whether it cut any.

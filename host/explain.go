@@ -168,7 +168,7 @@ func explainHTTP(c diag.Context, err error) *diag.Report {
 		} else {
 			r.Causes = []string{"The server is not running or not reachable from here", "The URL's host or port is wrong", "TLS failed (an untrusted or mismatched certificate)"}
 			r.Fix = []string{"Check that the server runs and that \"url\"" + inFile + " is right",
-				"Test the endpoint by hand: curl -i " + c.URL}
+				diag.TryByHand(c.URL)}
 		}
 		return r
 	}

@@ -755,7 +755,9 @@ func rawArgs(args any) (json.RawMessage, error) {
 	case hostapi.CheckedArgs:
 		return json.RawMessage(a), nil
 	}
-	b, err := json.Marshal(args)
+	// The protocol's client encodes arguments with the same encoder, so
+	// the same value reaches a server as the same bytes either way.
+	b, err := wire.AppendAny(nil, args)
 	if err != nil {
 		return nil, fmt.Errorf("encoding arguments: %w", err)
 	}

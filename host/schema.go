@@ -202,92 +202,132 @@ func decodeJSON(data []byte, blind bool) (any, error) {
 		return jsonschema.UnmarshalJSON(bytes.NewReader(data))
 	}
 	d := jsonDecoder{data: data, blind: blind}
-	return d.value(), nil
+	return d.value(0), nil
 }
 
-// decodeChecked is decodeJSON for data known to be valid JSON. Should it
-// not be after all, the decoder's out-of-range read is caught and the
-// document goes the checking way, which reports the error.
-func decodeChecked(data []byte, blind bool) (v any, err error) {
-	defer func() {
-		if recover() != nil {
-			v, err = decodeJSON(data, blind)
-		}
-	}()
+// decodeChecked is decodeJSON for data known to be valid JSON, without
+// scanning it first. Should it not be after all, the decoder notices (a
+// byte where the grammar wants another, the end where it wants more) and
+// the document goes the checking way, which reports the error.
+func decodeChecked(data []byte, blind bool) (any, error) {
 	d := jsonDecoder{data: data, blind: blind}
-	v = d.value()
-	if d.space(); d.i != len(data) {
+	v := d.value(0)
+	if d.space(); d.bad || d.i != len(data) {
 		return decodeJSON(data, blind)
 	}
 	return v, nil
 }
 
-// jsonDecoder walks a document wire.ValidJSON has accepted, so it need not
-// check its syntax again.
+// jsonDecoder walks a document that should be valid JSON. It checks what
+// it needs to take the document apart (each structural byte, each literal,
+// each string's end) and nothing more: a document it cannot take apart
+// sets bad, and what it returned is then garbage.
 type jsonDecoder struct {
 	data  []byte
 	i     int
 	blind bool // string values decode as ""
+	bad   bool // not JSON: the caller asks the library why
 }
 
 func (d *jsonDecoder) space() { d.i = wire.SkipWS(d.data, d.i) }
 
-// next skips space and returns (and consumes) the next byte.
-func (d *jsonDecoder) next() byte {
-	d.space()
-	d.i++
-	return d.data[d.i-1]
+// peek skips space and returns the next byte, not consuming it; 0 (which
+// no JSON value starts with) at the end.
+func (d *jsonDecoder) peek() byte {
+	if d.space(); d.i < len(d.data) {
+		return d.data[d.i]
+	}
+	d.bad = true
+	return 0
 }
 
-func (d *jsonDecoder) value() any {
-	d.space()
-	switch d.data[d.i] {
+// next is peek that consumes the byte.
+func (d *jsonDecoder) next() byte {
+	c := d.peek()
+	if !d.bad {
+		d.i++
+	}
+	return c
+}
+
+// value decodes the value at d.i; depth bounds nesting as wire.ValidJSON
+// does, so a document that was never checked cannot exhaust the stack.
+func (d *jsonDecoder) value(depth int) any {
+	if depth > wire.MaxDepth {
+		d.bad = true
+		return nil
+	}
+	switch d.peek() {
 	case '{':
 		d.i++
 		m := map[string]any{}
-		if d.space(); d.data[d.i] == '}' {
+		if d.peek() == '}' {
 			d.i++
 			return m
 		}
-		for {
-			d.space()
-			k := d.str(false)
-			d.next() // ':'
-			m[k] = d.value()
-			if d.next() == '}' {
-				return m
+		for !d.bad {
+			if d.peek() != '"' {
+				break
 			}
+			k := d.str(false)
+			if d.next() != ':' {
+				break
+			}
+			m[k] = d.value(depth + 1)
+			switch d.next() {
+			case '}':
+				return m
+			case ',':
+				continue
+			}
+			break
 		}
 	case '[':
 		d.i++
 		a := []any{}
-		if d.space(); d.data[d.i] == ']' {
+		if d.peek() == ']' {
 			d.i++
 			return a
 		}
-		for {
-			a = append(a, d.value())
-			if d.next() == ']' {
+		for !d.bad {
+			a = append(a, d.value(depth+1))
+			switch d.next() {
+			case ']':
 				return a
+			case ',':
+				continue
 			}
+			break
 		}
 	case '"':
 		return d.str(d.blind)
 	case 't':
-		d.i += 4
-		return true
+		return d.literal("true", true)
 	case 'f':
-		d.i += 5
-		return false
+		return d.literal("false", false)
 	case 'n':
-		d.i += 4
+		return d.literal("null", nil)
+	default:
+		start := d.i
+		for d.i < len(d.data) && strings.IndexByte("+-.0123456789eE", d.data[d.i]) >= 0 {
+			d.i++
+		}
+		if d.i > start {
+			return json.Number(view(d.data[start:d.i]))
+		}
+	}
+	d.bad = true
+	return nil
+}
+
+// literal consumes word, which v stands for.
+func (d *jsonDecoder) literal(word string, v any) any {
+	if !bytes.HasPrefix(d.data[d.i:], []byte(word)) {
+		d.bad = true
 		return nil
 	}
-	start := d.i
-	for d.i < len(d.data) && strings.IndexByte("+-.0123456789eE", d.data[d.i]) >= 0 {
-		d.i++
-	}
-	return json.Number(view(d.data[start:d.i]))
+	d.i += len(word)
+	return v
 }
 
 // str decodes the string at d.i ("" when blank); one with escapes or
@@ -296,7 +336,8 @@ func (d *jsonDecoder) str(blank bool) string {
 	start := d.i
 	end, escaped, err := wire.StringEnd(d.data, d.i)
 	if err != nil {
-		panic("jsonDecoder: " + err.Error()) // see decodeChecked
+		d.bad = true
+		return ""
 	}
 	d.i = end
 	if blank {
@@ -306,7 +347,10 @@ func (d *jsonDecoder) str(blank bool) string {
 	if !escaped && utf8.Valid(tok) {
 		return view(tok[1 : len(tok)-1])
 	}
-	s, _ := wire.Unquote(tok) // a valid string token: it cannot fail
+	s, err := wire.Unquote(tok)
+	if err != nil {
+		d.bad = true
+	}
 	return s
 }
 

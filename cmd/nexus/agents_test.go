@@ -148,9 +148,10 @@ func TestMCPRemote(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(hcl), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	bin := testenv.Nexus(t) // built before the clock starts
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, testenv.Nexus(t), "--config", cfg, "call", "--yes", "remote.mcp_testserver_echo", "message=through mcp-remote")
+	cmd := exec.CommandContext(ctx, bin, "--config", cfg, "call", "--yes", "remote.mcp_testserver_echo", "message=through mcp-remote")
 	cmd.Env = agentEnv(t, home)
 	cmd.WaitDelay = 5 * time.Second
 	out, err := cmd.CombinedOutput()

@@ -133,9 +133,10 @@ func TestAuthCommands(t *testing.T) {
 }
 
 func TestTestserverHTTP(t *testing.T) {
+	bin := testenv.Nexus(t) // built before the clock starts
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, testenv.Nexus(t), "testserver", "--http", "127.0.0.1:0")
+	cmd := exec.CommandContext(ctx, bin, "testserver", "--http", "127.0.0.1:0")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

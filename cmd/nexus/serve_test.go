@@ -390,17 +390,23 @@ func (s *stdioServe) send(line string) { fmt.Fprintln(s.in, line) }
 
 func (s *stdioServe) answer(id string) string {
 	s.t.Helper()
+	return s.await("an answer to request "+id, `"id":`+id+`,`)
+}
+
+// await returns the first line out that holds sub, skipping the others.
+func (s *stdioServe) await(what, sub string) string {
+	s.t.Helper()
 	for {
 		select {
 		case l, ok := <-s.line:
 			if !ok {
-				s.t.Fatal("nexus serve ended")
+				s.t.Fatalf("nexus serve ended before %s", what)
 			}
-			if strings.Contains(l, `"id":`+id+`,`) {
+			if strings.Contains(l, sub) {
 				return l
 			}
 		case <-time.After(60 * time.Second):
-			s.t.Fatalf("no answer to request %s", id)
+			s.t.Fatalf("no %s in 60 s", what)
 		}
 	}
 }
@@ -442,17 +448,14 @@ func TestServeUpstreamCrash(t *testing.T) {
 	in, answer := s.in, s.answer
 	s.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"mcp_flaky_echo","arguments":{"message":"up"}}}`)
 	answer("2")
-	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"mcp_flaky_slow_operation","arguments":{"duration":60}}}`)
-	deadline := time.Now().Add(30 * time.Second)
-	var pids []string
-	for len(pids) == 0 && time.Now().Before(deadline) {
-		pids = marked(t, mark)
-		time.Sleep(20 * time.Millisecond)
-	}
+	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"mcp_flaky_slow_operation","arguments":{"duration":60,"steps":60},"_meta":{"progressToken":"crash-3"}}}`)
+	// The call's first progress says the upstream is running it: the
+	// kill lands mid-call, however slowly the call got there.
+	s.await("progress of request 3", `"progressToken":"crash-3"`)
+	pids := marked(t, mark)
 	if len(pids) == 0 {
 		t.Fatal("the upstream is not running")
 	}
-	time.Sleep(100 * time.Millisecond) // let the call reach it
 	for _, p := range pids {
 		exec.Command("kill", "-9", p).Run()
 	}

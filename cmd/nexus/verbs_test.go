@@ -108,14 +108,17 @@ func TestProgressPlain(t *testing.T) {
 }
 
 // Ctrl-C during a call cancels it and exits 130 at once, with the server
-// process stopped, rather than waiting for the 30 s operation.
+// process stopped, rather than waiting for the 300 s operation. No clock
+// measures "at once": the operation is far longer than the wait below, so
+// a Nexus that waited for it fails the wait, and the wait is far longer
+// than a loaded machine needs to stop.
 func TestInterruptExits130(t *testing.T) {
 	bin := testenv.Nexus(t)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "mcp.json"), []byte(testConfig), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "--config", "mcp.json", "call", "testserver.slow_operation", "duration=30", "steps=30", "--yes")
+	cmd := exec.Command(bin, "--config", "mcp.json", "call", "testserver.slow_operation", "duration=300", "steps=300", "--yes")
 	cmd.Dir = dir
 	cmd.Env = []string{"PATH=" + filepath.Dir(bin) + ":/usr/bin:/bin", "HOME=" + dir}
 	stderr, err := cmd.StderrPipe()
@@ -134,7 +137,7 @@ func TestInterruptExits130(t *testing.T) {
 		defer close(scanned)
 		seen := false
 		for lines.Scan() {
-			if !seen && strings.Contains(lines.Text(), "step 1 of 30") {
+			if !seen && strings.Contains(lines.Text(), "step 1 of 300") {
 				seen = true
 				started <- true
 			}
@@ -152,7 +155,6 @@ func TestInterruptExits130(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("no progress within 15 s")
 	}
-	sent := time.Now()
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
@@ -162,19 +164,15 @@ func TestInterruptExits130(t *testing.T) {
 	go func() { <-scanned; done <- cmd.Wait() }()
 	select {
 	case err := <-done:
-		took := time.Since(sent)
 		ee, ok := err.(*exec.ExitError)
 		if !ok || ee.ExitCode() != exitInterrupted {
 			t.Fatalf("exit: %v, want code 130\n%s", err, rest.String())
 		}
-		if took > 5*time.Second {
-			t.Errorf("took %s to exit after SIGINT", took)
-		}
 		if !strings.Contains(rest.String(), "interrupted") {
 			t.Errorf("stderr does not say interrupted:\n%s", rest.String())
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("still running 10 s after SIGINT")
+	case <-time.After(2 * time.Minute):
+		t.Fatal("still running 2 minutes after SIGINT: the call was not cancelled")
 	}
 }
 

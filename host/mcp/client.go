@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/nexus-mcp/nexus/internal/wire"
 )
 
 // Handlers for requests a server sends to the client. A client declares a
@@ -263,6 +265,10 @@ type CallOptions struct {
 	Wire *json.RawMessage
 }
 
+// argBufs hold encoded arguments while a request is built: its frame is a
+// copy, so the buffer is free again once the call returns.
+var argBufs = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
+
 // CallTool calls a tool. args is anything that marshals to a JSON object
 // (json.RawMessage is passed through). A tool that ran and failed returns a
 // result with IsError set, not an error.
@@ -279,7 +285,7 @@ func (c *Client) CallTool(ctx context.Context, name string, args any, o *CallOpt
 				argBufs.Put(buf)
 			}
 		}()
-		b, err := appendArgs((*buf)[:0], args)
+		b, err := wire.AppendAny((*buf)[:0], args)
 		*buf = b
 		if err != nil {
 			return nil, fmt.Errorf("tools/call %s: encoding arguments: %w", name, err)

@@ -105,40 +105,29 @@ func TestDirectReadConcurrent(t *testing.T) {
 func TestDirectReadCancelAndTimeout(t *testing.T) {
 	c := connectDirect(t, testServer(0), ClientOptions{Timeout: 100 * time.Millisecond})
 	// The cancel comes while the call waits (not before it, and not racing
-	// its timeout: that one is long), and, unless the machine is too busy,
-	// while the caller reads its own reply. The reading role is free for
-	// idleDelay (1 ms) after a reply, then a background reader takes it and
-	// keeps it while nothing comes: so each try calls right after a reply,
-	// and a few tries are made.
-	for try := 1; ; try++ {
-		ctx, cancel := context.WithCancel(context.Background())
-		errc := make(chan error, 1)
-		go func() {
-			if _, err := c.CallTool(ctx, "echo", map[string]string{"message": "x"}, nil); err != nil {
-				errc <- err
-				return
-			}
-			_, err := c.CallTool(ctx, "slow", nil, &CallOptions{Timeout: time.Minute})
-			errc <- err
-		}()
-		direct := waitCallWaits(t, errc)
+	// its timeout: that one is long), reading its own reply: the role is
+	// held free for it (holdRoleFree), so this holds on a busy machine too.
+	holdRoleFree(t, c)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.CallTool(ctx, "slow", nil, &CallOptions{Timeout: time.Minute})
+		errc <- err
+	}()
+	if !waitCallWaits(t, errc) {
 		cancel()
-		select {
-		case err := <-errc:
-			if !errors.Is(err, context.Canceled) {
-				t.Fatalf("cancelled call (reading its own reply: %v): %v", direct, err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("cancel did not end a call (reading its own reply: %v)", direct)
-		}
-		if direct {
-			break
-		}
-		if try == 20 {
-			t.Log("in 20 tries no call read its own reply (a busy machine); cancel was checked on the background reader's path only")
-			break
-		}
+		t.Fatal("the call did not read its own reply although the reading role was free")
 	}
+	cancel()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled call reading its own reply: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("cancel did not end a call reading its own reply")
+	}
+	c.peer.idleWait.Store(int64(idleDelay))
 	var te *TimeoutError
 	if _, err := c.CallTool(context.Background(), "slow", nil, nil); !errors.As(err, &te) {
 		t.Fatalf("want a TimeoutError, got %v", err)
@@ -261,35 +250,18 @@ func TestDirectReadPeerGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	// The server goes while a call waits reading its own reply. Right after
-	// a reply the reading role is free and the next call takes it (see
-	// TestDirectReadCancelAndTimeout); a try that a busy machine sent to
-	// the background reader is cancelled and made again.
-	var errc chan error
-	for try := 1; ; try++ {
-		cctx, ccancel := context.WithCancel(context.Background())
-		defer ccancel()
-		errc = make(chan error, 1)
-		go func() {
-			if _, err := c.CallTool(cctx, "echo", map[string]string{"message": "x"}, nil); err != nil {
-				errc <- err
-				return
-			}
-			_, err := c.CallTool(cctx, "slow", nil, nil)
-			errc <- err
-		}()
-		if waitCallWaits(t, errc) {
-			break
-		}
-		if try == 20 {
-			// Then the server goes with the background reader reading.
-			t.Log("in 20 tries no call read its own reply (a busy machine)")
-			break
-		}
-		ccancel()
-		if err := <-errc; !errors.Is(err, context.Canceled) {
-			t.Fatalf("cancelled call: %v", err)
-		}
+	// The server goes while a call waits reading its own reply (the role
+	// held free for it, see holdRoleFree).
+	holdRoleFree(t, c)
+	cctx, ccancel := context.WithCancel(context.Background())
+	defer ccancel()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.CallTool(cctx, "slow", nil, nil)
+		errc <- err
+	}()
+	if !waitCallWaits(t, errc) {
+		t.Fatal("the call did not read its own reply although the reading role was free")
 	}
 	cancel()
 	b.Close()
@@ -495,6 +467,38 @@ func TestDeliverChecked(t *testing.T) {
 // waiting for its reply, and reports whether it reads that reply itself
 // (rather than waiting for a background reader to deliver it). It fails
 // the test if the call ends first, or does not wait within 10 s.
+// holdRoleFree makes c's next call read its own reply, deterministically:
+// the reading role, once free, stays free (no background reader takes it
+// after idleDelay), and a call frees it (whoever read its reply gives the
+// role up, no reply being awaited). An idle timer armed before the delay
+// was lengthened may still hand the role to a background reader; then
+// another call frees it again, under the long timer.
+func holdRoleFree(t *testing.T, c *Client) {
+	t.Helper()
+	c.peer.idleWait.Store(int64(time.Hour))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := c.CallTool(context.Background(), "echo", map[string]string{"message": "x"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			c.peer.mu.Lock()
+			free, long := !c.peer.reading, c.peer.idleAt.After(time.Now().Add(time.Minute))
+			c.peer.mu.Unlock()
+			if free && long {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("after 10 s, the reading role is not free under the long idle timer (free: %v)", free)
+			}
+			if !free {
+				break // a background reader holds it: the next call frees it
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
 func waitCallWaits(t *testing.T, errc chan error) (direct bool) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {

@@ -92,6 +92,10 @@ type Peer struct {
 	reaper *time.Timer   // times out calls at their deadline (see reap)
 	reapAt time.Time     // when reaper fires; zero when it is not armed (under mu)
 	idleAt time.Time     // when idle fires; zero once it has (under mu)
+	// idleWait is idleDelay in nanoseconds. Tests lengthen it to keep a
+	// freed role free until their next call takes it, which otherwise
+	// races the timer.
+	idleWait atomic.Int64
 	// directFrames counts frames read by callers themselves; tests check
 	// that the fast path is taken.
 	directFrames atomic.Int64
@@ -211,6 +215,7 @@ func NewPeer(conn Conn, opts PeerOptions) *Peer {
 	p.owner, _ = conn.(FrameOwner)
 	p.rel, _ = conn.(RelatedFramer)
 	p.wcond = sync.NewCond(&p.wmu)
+	p.idleWait.Store(int64(idleDelay))
 	p.idle = time.AfterFunc(time.Hour, p.takeIdle)
 	p.reaper = time.AfterFunc(time.Hour, p.reap)
 	p.reaper.Stop()

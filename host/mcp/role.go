@@ -34,7 +34,7 @@ func (p *Peer) readOwn(ctx context.Context, c *call, deadline *time.Time, hard t
 	var e envelope
 	for {
 		if len(c.ch) > 0 {
-			p.release(idleDelay)
+			p.release(p.idleFor())
 			return
 		}
 		if c.reset != nil {
@@ -46,7 +46,7 @@ func (p *Peer) readOwn(ctx context.Context, c *call, deadline *time.Time, hard t
 		}
 		dl := earliest(earliest(*deadline, hard), ctxDeadline)
 		if ctx.Err() != nil || !time.Now().Before(dl) {
-			p.release(idleDelay) // the caller's select sees why
+			p.release(p.idleFor()) // the caller's select sees why
 			return
 		}
 		frame, err := p.direct.ReadMessageBefore(dl)
@@ -169,6 +169,10 @@ func (p *Peer) interrupt(c *call) {
 	p.mu.Unlock()
 }
 
+// idleFor is how long a freed role waits for a caller before a
+// background reader takes it: idleDelay but in tests.
+func (p *Peer) idleFor() time.Duration { return time.Duration(p.idleWait.Load()) }
+
 // takeIdle runs when the idle timer fires: a free role gets a reader, so
 // that nothing the other side sends waits longer than the delay.
 func (p *Peer) takeIdle() {
@@ -277,7 +281,7 @@ func (p *Peer) readLoop() {
 				p.flushCorked()
 				held, heldN = false, 0
 			}
-			if p.releaseIfIdle(idleDelay) {
+			if p.releaseIfIdle(p.idleFor()) {
 				return
 			}
 		}

@@ -55,8 +55,7 @@ func HTTPStatus(c Context, method, rawURL string, status int, body, retryAfter s
 	host := hostOf(rawURL)
 	curl := ""
 	if rawURL != "" {
-		curl = "Test the endpoint by hand:\ncurl -i -X POST " + shQuote(rawURL) +
-			" -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -d '" + initializeRequest + "'"
+		curl = TryByHand(rawURL)
 	}
 	switch {
 	case status == http.StatusUnauthorized:

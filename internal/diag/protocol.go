@@ -17,6 +17,15 @@ import (
 // whether it answers at all.
 const initializeRequest = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test","version":"0"}}}`
 
+// TryByHand is the fix that has a person send rawURL the initialize
+// request with curl. It is the one place a report quotes a URL for a
+// shell: a URL's & and ? mean something there, and a line a shell splits
+// at & tests another URL than the one that failed.
+func TryByHand(rawURL string) string {
+	return "Test the endpoint by hand:\ncurl -i -X POST " + shQuote(rawURL) +
+		" -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -d '" + initializeRequest + "'"
+}
+
 // HandshakeTimeout reports a server that did not finish the MCP initialize
 // exchange in time. stderr is what the server wrote meanwhile (may be nil).
 func HandshakeTimeout(c Context, timeout time.Duration, stderr []string, cause error) *Report {
@@ -44,11 +53,7 @@ func HandshakeTimeout(c Context, timeout time.Duration, stderr []string, cause e
 			"The URL does not point to an MCP endpoint (check the path, often /mcp)",
 			"A proxy or firewall holds the connection open without answering",
 		}
-		r.Fix = []string{
-			"Test the endpoint by hand:\ncurl -i -X POST " + shQuote(c.URL) +
-				" -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -d '" + initializeRequest + "'",
-			raise,
-		}
+		r.Fix = []string{TryByHand(c.URL), raise}
 		return r
 	}
 

@@ -100,16 +100,20 @@ func TestOAuthIssuerDown(t *testing.T) {
 
 // oauthGateway is the gateway as an OAuth resource server for issuer (keys
 // at issuer/jwks, alice@example.com acting as claude) on loopback, its MCP
-// endpoint at url/mcp.
-func oauthGateway(t *testing.T, issuer string) *httpEnv {
+// endpoint at url/mcp; edit, if given, changes the oauth block.
+func oauthGateway(t *testing.T, issuer string, edit ...func(*config.GatewayOAuth)) *httpEnv {
 	t.Helper()
 	e := newEnv(t, nil)
 	var handler http.Handler = http.NotFoundHandler()
 	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 	t.Cleanup(gw.Close)
 	o := gateway.HTTPOptions{}
-	err := gateway.OAuth(&config.Gateway{OAuth: &config.GatewayOAuth{Issuer: issuer, JWKSURL: issuer + "/jwks", AgentClaim: "sub",
-		Agents: map[string]string{"alice@example.com": "claude"}}}, gw.URL+"/mcp", &o)
+	oc := &config.GatewayOAuth{Issuer: issuer, JWKSURL: issuer + "/jwks", AgentClaim: "sub",
+		Agents: map[string]string{"alice@example.com": "claude"}}
+	for _, f := range edit {
+		f(oc)
+	}
+	err := gateway.OAuth(&config.Gateway{OAuth: oc}, gw.URL+"/mcp", &o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -124,7 +124,9 @@ func (s *session) HandleRequest(ctx context.Context, method string, params json.
 	s.mu.Unlock()
 	if unrestored {
 		// The restore failed (a store blip): try again before giving up.
-		if err := s.restore(); err != nil {
+		if err := s.restore(); errors.Is(err, errDamaged) {
+			return nil, &mcp.RPCError{Code: mcp.CodeInternalError, Message: "this replica cannot take up the session: " + oneLine(err) + "; initialize a new session"}
+		} else if err != nil {
 			return nil, &mcp.RPCError{Code: mcp.CodeInternalError, Message: "the session store does not answer, so this replica cannot take up the session (" + oneLine(err) + "); retry"}
 		}
 	}

@@ -3,6 +3,8 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -31,6 +33,11 @@ func (st *stored) save(fn func(*store.Session)) error {
 	}
 	return err
 }
+
+// errDamaged is a session record the store returned but that cannot be
+// taken up: asking again gets the same bytes, so the client must start a
+// new session rather than retry.
+var errDamaged = errors.New("the session's record in the store is damaged")
 
 // subscription is a subscribed URI in the record: "<server> <uri>".
 func subscription(server, uri string) string { return server + " " + uri }
@@ -99,6 +106,14 @@ func (s *session) restore() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	rec, err := s.stored.st.Get(ctx, s.stored.id)
+	var p mcp.InitializeParams
+	if err == nil && len(rec.Init) > 0 {
+		if jerr := json.Unmarshal(rec.Init, &p); jerr != nil {
+			err = fmt.Errorf("%w: session %s: its initialize params do not decode (%v); was the store shared with another program?", errDamaged, s.stored.id, jerr)
+		}
+	}
+	// A damaged record is unrestored too: served as uninitialized, the
+	// session would tell its client to send initialize, which it did.
 	s.mu.Lock()
 	s.unrestored = err != nil
 	s.mu.Unlock()
@@ -107,10 +122,6 @@ func (s *session) restore() error {
 	}
 	if len(rec.Init) == 0 {
 		return nil
-	}
-	var p mcp.InitializeParams
-	if err := json.Unmarshal(rec.Init, &p); err != nil {
-		return err
 	}
 	s.mu.Lock()
 	s.init, s.ready, s.version = &p, true, rec.Protocol

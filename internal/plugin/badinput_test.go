@@ -111,8 +111,11 @@ func TestLoadFailures(t *testing.T) {
 			if !strings.Contains(err.Error(), "Plugin Launch Failed") {
 				t.Errorf("not a report:\n%v", err)
 			}
-			if d := time.Since(start); d > 8*time.Second {
-				t.Errorf("took %v", d)
+			// The load ends by its own limits (StartTimeout, 2 s, for the
+			// one that hangs), not by ctxT's 30 s: the bound sits between
+			// the two, generous for a loaded machine.
+			if d := time.Since(start); d > 20*time.Second {
+				t.Errorf("took %v: the load waited for the caller's context, not its own limits", d)
 			}
 			if _, err := os.Stat(marker); err == nil {
 				t.Fatal("a binary that failed its checksum ran")
@@ -387,17 +390,14 @@ func TestDownWhileBackingOff(t *testing.T) {
 		t.Fatal("no crash")
 	}
 	// A call now fails at once, saying so, rather than waiting as for a
-	// restart due within maxRestartWait (an in-process answer: no bound
-	// short of that is needed).
-	start := time.Now()
+	// restart due within maxRestartWait. The DownError is the proof, not a
+	// clock: a call that waited would have met the restart (and the
+	// plugin's answer) or ctx's end (ctx.Err), never this error.
 	_, err = l.Handle(ctx, toolEvent("ls"))
 	var down *DownError
 	if !errors.As(err, &down) || !strings.Contains(err.Error(), `plugin "guard" is down after 1 failure(s); next restart in`) ||
 		!strings.Contains(err.Error(), "panic: boom in Decide") {
 		t.Fatalf("got %v, want a DownError with the crash", err)
-	}
-	if d := time.Since(start); d >= maxRestartWait {
-		t.Errorf("waited %v", d)
 	}
 	if !strings.Contains(logs.String(), "plugin crashed; restarting") {
 		t.Errorf("crash not logged:\n%s", logs)

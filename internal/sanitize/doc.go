@@ -14,4 +14,6 @@
 // It is the first, built-in sanitizer of every response chain and the last
 // step before anything is printed; because sanitized text is returned
 // unchanged (without allocating), running it at more than one layer is free.
+// Clean is the same pass that also says whether it changed the text, for
+// callers that record a sanitizer's work.
 package sanitize

@@ -64,14 +64,23 @@ func ForDisplay(s string) string {
 // so a second pass at the same cap finds nothing to do: text that crosses
 // several sanitizing layers never collects a note per layer.
 func ForDisplayLimit(s string, max int) string {
+	out, _ := Clean(s, max)
+	return out
+}
+
+// Clean is ForDisplayLimit that also reports whether the text changed:
+// whether it held anything to remove or replace, or went over the cap.
+// A caller that records a sanitizer's work asks it here, where the answer
+// is known, rather than comparing the text it gets back.
+func Clean(s string, max int) (string, bool) {
 	i := cleanPrefix(s)
 	if i == len(s) {
 		if max <= 0 || len(s) <= max {
-			return s
+			return s, false
 		}
 		n := truncationNote(len(s)-max, max)
 		keep := runeStartAtOrBefore(s, max-len(n))
-		return s[:keep] + n
+		return s[:keep] + n, true
 	}
 
 	c := cleaner{limit: max, noTerm: len(s) + 1}
@@ -88,7 +97,7 @@ func ForDisplayLimit(s string, max int) string {
 		keep := runeStartAtOrBefore(c.out, max-len(n))
 		c.out = append(c.out[:keep], n...)
 	}
-	return unsafeString(c.out)
+	return unsafeString(c.out), true
 }
 
 // cleanPrefix returns the length of the longest prefix of s that needs no

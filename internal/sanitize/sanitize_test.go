@@ -109,6 +109,9 @@ func TestForDisplay(t *testing.T) {
 			if again := ForDisplay(got); again != got {
 				t.Errorf("not idempotent: ForDisplay(%q) = %q", got, again)
 			}
+			if _, changed := Clean(tc.in, MaxOutput); changed != (got != tc.in) {
+				t.Errorf("Clean(%q) reports changed=%v, but the text went to %q", tc.in, changed, got)
+			}
 		})
 	}
 }
@@ -150,6 +153,9 @@ func TestForDisplayLimit(t *testing.T) {
 			got := ForDisplayLimit(tc.in, tc.max)
 			if got != tc.want {
 				t.Errorf("ForDisplayLimit(%q, %d)\n got %q\nwant %q", tc.in, tc.max, got, tc.want)
+			}
+			if _, changed := Clean(tc.in, tc.max); changed != (got != tc.in) {
+				t.Errorf("Clean(%q, %d) reports changed=%v, but the text went to %q", tc.in, tc.max, changed, got)
 			}
 			if tc.max >= len(n100) {
 				if len(got) > tc.max {

@@ -3,7 +3,9 @@
 // documents in them (ValidJSON, SkipValue, StringEnd, the member and
 // element walkers), held to encoding/json's verdict by FuzzScanner, and
 // AppendString, which writes a string as encoding/json does (less its HTML
-// escaping), eight plain bytes at a time; DecodeString (behind Unquote),
+// escaping), eight plain bytes at a time; AppendAny, the one encoder of
+// values callers hand in as JSON (tool arguments), under that same rule;
+// DecodeString (behind Unquote),
 // which decodes a string as encoding/json does without reflection, held
 // to it by FuzzDecodeString; and Scan over a ByteSet, the 64-bytes-a-jump
 // search written for WASM guests. The host, the protocol and the Go guest

@@ -76,14 +76,18 @@ func TestCloseKillsStubbornServer(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// At least both graces: SIGKILL comes only after the server had its
+	// chances. The signal and the log line below show the escalation; the
+	// upper bound only catches a Close that waits on the stubborn process
+	// instead of killing it, and leaves a loaded machine a minute.
 	d := time.Since(start)
-	if d < 2*testGrace || d > 2*testGrace+3*time.Second {
-		t.Errorf("Close took %v; want about 2*CloseGrace (%v)", d, 2*testGrace)
+	if d < 2*testGrace || d > 2*testGrace+time.Minute {
+		t.Errorf("Close took %v; want 2*CloseGrace (%v) and then the kill, not a wait", d, 2*testGrace)
 	}
 	if code, ok := c.ExitCode(); !ok || code != -1 || c.exitSig != "SIGKILL" {
 		t.Errorf("exit = %d, %v, signal %q; want killed by SIGKILL", code, ok, c.exitSig)
 	}
-	waitGone(t, c.PID(), time.Second)
+	waitGone(t, c.PID(), 30*time.Second)
 	if !strings.Contains(logs.String(), "killing") {
 		t.Errorf("escalation not logged:\n%s", logs)
 	}

@@ -1,39 +1,41 @@
-package mcp
+package wire
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"slices"
 	"strconv"
-	"sync"
-
-	"github.com/nexus-mcp/nexus/internal/wire"
 )
 
-// appendArgs appends tool arguments, encoded, to b. The shapes callers
-// build by hand or get from encoding/json (maps of strings, numbers,
-// booleans, nested maps and slices) are written directly, several times
-// faster than json.Marshal's reflection; anything else goes through
-// json.Marshal. The output is what json.Marshal writes (keys sorted),
-// except that <, > and & are not escaped, which JSON does not need.
-func appendArgs(b []byte, v any) ([]byte, error) {
+// AppendAny appends v, encoded, to b: the one encoder of values a caller
+// hands Nexus as JSON (tool arguments, through the host or the protocol's
+// client alike). The shapes callers build by hand or get from
+// encoding/json (maps of strings, numbers, booleans, nested maps and
+// slices) are written directly, several times faster than reflection;
+// anything else goes through encoding/json. Either way the output is what
+// json.Marshal writes (keys sorted) under one rule: <, > and & are not
+// escaped, which JSON does not need, so the same value encodes to the
+// same bytes whichever way it goes.
+func AppendAny(b []byte, v any) ([]byte, error) {
 	if out, ok := appendAny(b, v, 0); ok {
 		return out, nil
 	}
-	j, err := json.Marshal(v)
-	return append(b, j...), err
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return b, err
+	}
+	return append(b, bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})...), nil
 }
 
-// argBufs hold encoded arguments while a request is built: its frame is a
-// copy, so the buffer is free again once the call returns.
-var argBufs = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
-
 // maxAnyDepth bounds the nesting appendAny follows before it leaves the
-// value to json.Marshal (which reports cycles).
+// value to encoding/json (which reports cycles).
 const maxAnyDepth = 32
 
 // appendAny appends v as JSON; false means a type or value it leaves to
-// json.Marshal (b is then garbage).
+// encoding/json (b is then garbage).
 func appendAny(b []byte, v any, depth int) ([]byte, bool) {
 	if depth > maxAnyDepth {
 		return b, false
@@ -42,7 +44,7 @@ func appendAny(b []byte, v any, depth int) ([]byte, bool) {
 	case nil:
 		return append(b, "null"...), true
 	case string:
-		return wire.AppendString(b, x), true
+		return AppendString(b, x), true
 	case bool:
 		return strconv.AppendBool(b, x), true
 	case float64:
@@ -69,7 +71,7 @@ func appendAny(b []byte, v any, depth int) ([]byte, bool) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = wire.AppendString(b, k)
+			b = AppendString(b, k)
 			b = append(b, ':')
 			var ok bool
 			if b, ok = appendAny(b, x[k], depth+1); !ok {
@@ -87,9 +89,9 @@ func appendAny(b []byte, v any, depth int) ([]byte, bool) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = wire.AppendString(b, k)
+			b = AppendString(b, k)
 			b = append(b, ':')
-			b = wire.AppendString(b, x[k])
+			b = AppendString(b, x[k])
 		}
 		return append(b, '}'), true
 	case []any:
@@ -116,7 +118,7 @@ func appendAny(b []byte, v any, depth int) ([]byte, bool) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = wire.AppendString(b, e)
+			b = AppendString(b, e)
 		}
 		return append(b, ']'), true
 	}
@@ -124,7 +126,7 @@ func appendAny(b []byte, v any, depth int) ([]byte, bool) {
 }
 
 // appendFloat writes f as encoding/json does; NaN and infinities are left
-// to json.Marshal, which refuses them.
+// to encoding/json, which refuses them.
 func appendFloat(b []byte, f float64, bits int) ([]byte, bool) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return b, false

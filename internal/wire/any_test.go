@@ -1,6 +1,7 @@
-package mcp
+package wire
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"reflect"
@@ -8,11 +9,21 @@ import (
 	"testing"
 )
 
-// appendArgs writes what json.Marshal writes for the shapes it handles,
-// and hands everything else to json.Marshal.
-func TestMarshalArgsMatchesEncodingJSON(t *testing.T) {
+// marshalPlain is json.Marshal without HTML escaping: AppendAny's rule.
+func marshalPlain(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(v)
+	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), err
+}
+
+// AppendAny writes what encoding/json writes, under one HTML rule, for
+// the shapes it handles itself and for those it hands to encoding/json.
+func TestAppendAnyMatchesEncodingJSON(t *testing.T) {
 	type custom struct {
-		A int `json:"a"`
+		A int    `json:"a"`
+		S string `json:"s,omitempty"`
 	}
 	deep := any("leaf")
 	for range maxAnyDepth + 5 {
@@ -33,8 +44,8 @@ func TestMarshalArgsMatchesEncodingJSON(t *testing.T) {
 		"just a string", 42.0, true,
 		map[string]any{"nilmap": map[string]any(nil), "nilslice": []any(nil)},
 	} {
-		want, werr := json.Marshal(v)
-		got, gerr := appendArgs(nil, v)
+		want, werr := marshalPlain(v)
+		got, gerr := AppendAny(nil, v)
 		if (werr == nil) != (gerr == nil) {
 			t.Fatalf("%#v: error %v, encoding/json %v", v, gerr, werr)
 		}
@@ -51,24 +62,53 @@ func TestMarshalArgsMatchesEncodingJSON(t *testing.T) {
 		}
 	}
 	for _, bad := range []any{map[string]any{"x": math.NaN()}, map[string]any{"x": math.Inf(1)}, map[string]any{"ch": make(chan int)}} {
-		if _, err := appendArgs(nil, bad); err == nil {
+		if _, err := AppendAny(nil, bad); err == nil {
 			t.Errorf("%#v: no error", bad)
 		}
 	}
 }
 
-func BenchmarkMarshalArgs(b *testing.B) {
-	v := map[string]any{"message": "hello", "count": 3.0, "tags": []any{"a", "b"}}
-	b.Run("nexus", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			appendArgs(nil, v)
+// TestAppendAnyOneHTMLRule: <, > and & come out as they are whether
+// AppendAny writes the value itself or hands it to encoding/json (a value
+// holding a struct). The two ways once differed: the same arguments went
+// to a server as "<" or as "\u003c" depending on their Go type.
+func TestAppendAnyOneHTMLRule(t *testing.T) {
+	type arg struct {
+		Q string `json:"q"`
+	}
+	for _, v := range []any{
+		map[string]any{"q": "<a&b>"},
+		map[string]any{"q": "<a&b>", "s": arg{Q: "<a&b>"}},
+		arg{Q: "<a&b>"},
+	} {
+		got, err := AppendAny(nil, v)
+		if err != nil {
+			t.Fatal(err)
 		}
-	})
+		if bytes.Contains(got, []byte(`\u00`)) || !bytes.Contains(got, []byte(`"<a&b>"`)) {
+			t.Errorf("%#v encoded as %s: want <, > and & unescaped", v, got)
+		}
+	}
+}
+
+func BenchmarkAppendAny(b *testing.B) {
+	v := map[string]any{"message": "hello", "count": 3.0, "tags": []any{"a", "b"}}
+	var base, mine float64
 	b.Run("encoding-json", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			json.Marshal(v)
+		}
+		base = float64(b.Elapsed()) / float64(b.N)
+	})
+	b.Run("nexus", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			AppendAny(nil, v)
+		}
+		mine = float64(b.Elapsed()) / float64(b.N)
+		if base > 0 {
+			b.ReportMetric(base/mine, "x-faster")
 		}
 	})
 }
