@@ -38,18 +38,7 @@ func buildFilter(t *testing.T, name string) (path, sum string) {
 // TestCallRunsConfiguredFilters: `nexus call` goes through the filter
 // blocks of the config; a denial exits 4 naming the filter and its reason.
 func TestCallRunsConfiguredFilters(t *testing.T) {
-	built, sum := buildFilter(t, "deny-destructive")
-	// A copy of its own: the test tampers with the module below, and the
-	// built one is shared by every test (testenv.Build), so tampering with
-	// it broke TestExplain, TestFilter and the others that load it.
-	data, err := os.ReadFile(built)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wasmPath := filepath.Join(t.TempDir(), "deny-destructive.wasm")
-	if err := os.WriteFile(wasmPath, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	wasmPath, sum := buildFilter(t, "deny-destructive") // its own copy: tampered with below
 	cfg := `
 server "testserver" {
   stdio {

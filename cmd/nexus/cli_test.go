@@ -72,9 +72,6 @@ var pingTime = regexp.MustCompile(`ok [0-9.]+ ms`)
 func golden(t *testing.T, name, got string) {
 	t.Helper()
 	got = binDir.ReplaceAllString(got, "$$BIN")
-	// The directory of the nexus under test, the checkout's shared build
-	// (internal/testenv.Build), as a PATH a report shows.
-	got = strings.ReplaceAll(got, filepath.Dir(testenv.Nexus(t)), "$BIN")
 	path := filepath.Join("testdata", name+".golden")
 	if *update {
 		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
