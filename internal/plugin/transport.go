@@ -135,7 +135,7 @@ func (p *Plugin) dial(ctx context.Context, server string, cfg json.RawMessage) (
 		}
 		return nil, &OpenError{Plugin: p.cfg.Name, Server: server, Msg: grpcMessage(err)}
 	}
-	return &conn{plugin: p.cfg.Name, inst: inst, stream: stream, cancel: cancel, inflight: map[string]struct{}{}}, nil
+	return &conn{plugin: p.cfg.Name, inst: inst, stream: stream, cancel: cancel, inflight: map[string]struct{}{}, failed: make(chan struct{})}, nil
 }
 
 // conn is an mcp.Conn over a plugin's frame stream.
@@ -152,6 +152,7 @@ type conn struct {
 	inflight map[string]struct{} // ids of host requests without an answer yet
 	pending  [][]byte            // answers made up for them after a crash
 	failErr  error
+	failed   chan struct{} // closed when failErr is set
 }
 
 var _ mcp.Conn = (*conn)(nil)
@@ -227,6 +228,7 @@ func (c *conn) setFail(err error) ([]byte, error) {
 	c.mu.Lock()
 	if c.failErr == nil {
 		c.failErr = err
+		close(c.failed)
 	}
 	err = c.failErr
 	c.mu.Unlock()
@@ -274,6 +276,10 @@ func (c *conn) fail(err error) ([]byte, error) {
 	return c.setFail(&StreamError{Plugin: c.plugin, Msg: grpcMessage(err), Stderr: c.inst.stderr.snapshot()})
 }
 
+// sendFailWait bounds how long a failed write waits for the session's
+// reader to learn why the stream ended.
+const sendFailWait = 2 * time.Second
+
 func (c *conn) WriteMessage(ctx context.Context, msg []byte) error {
 	if c.closed.Load() {
 		return mcp.ErrClosed
@@ -293,7 +299,21 @@ func (c *conn) WriteMessage(ctx context.Context, msg []byte) error {
 		if c.closed.Load() {
 			return mcp.ErrClosed
 		}
-		// The stream is over; Recv returns why.
+		// The stream is over, and only Recv learns why (gRPC's Send says
+		// just EOF): the session's reader records it at once, so the
+		// write waits a moment for that reason (a transport plugin's
+		// "remote command exited with status 127") rather than answer
+		// "EOF".
+		select {
+		case <-c.failed:
+			c.mu.Lock()
+			ferr := c.failErr
+			c.mu.Unlock()
+			if ferr != io.EOF && ferr != mcp.ErrClosed {
+				return ferr
+			}
+		case <-time.After(sendFailWait):
+		}
 		if c.inst.exitedWithin(time.Second) {
 			return c.inst.goneError("transport stream")
 		}
