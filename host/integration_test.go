@@ -30,9 +30,7 @@ func TestMain(m *testing.M) {
 		fakeServer(mode)
 		return
 	}
-	code := m.Run()
-	testenv.Cleanup()
-	os.Exit(code)
+	os.Exit(m.Run())
 }
 
 func fakeServer(mode string) {

@@ -30,7 +30,6 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 func TestMain(m *testing.M) {
 	flag.Parse()
 	code := m.Run()
-	testenv.Cleanup()
 	plugintest.Cleanup()
 	os.Exit(code)
 }

@@ -13,12 +13,6 @@ import (
 	"github.com/nexus-mcp/nexus/internal/testenv"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testenv.Cleanup()
-	os.Exit(code)
-}
-
 // TestEmbedProgram builds the example and runs it against the built-in
 // test server, found on PATH as the default config expects.
 func TestEmbedProgram(t *testing.T) {

@@ -150,12 +150,6 @@ func axe(t *testing.T, ctx context.Context, page string) {
 	}
 }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testenv.Cleanup()
-	os.Exit(code)
-}
-
 // until waits until js is true in the page.
 func until(js string) chromedp.Action[chromedp.Void] {
 	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {

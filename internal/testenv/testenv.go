@@ -47,10 +47,6 @@ func Nexus(t testing.TB) string {
 	return p
 }
 
-// Cleanup is kept for TestMains that call it: Build's binaries stay for
-// the next process and the next run, where go finds them up to date.
-func Cleanup() {}
-
 func exe(name string) string {
 	if runtime.GOOS == "windows" {
 		return name + ".exe"

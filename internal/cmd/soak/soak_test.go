@@ -5,7 +5,6 @@ package main
 import (
 	"context"
 	"io"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -41,10 +40,4 @@ func TestShortSoak(t *testing.T) {
 	if table := rep.markdown(); !strings.Contains(table, "| bob |") {
 		t.Errorf("report table:\n%s", table)
 	}
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testenv.Cleanup()
-	os.Exit(code)
 }
