@@ -411,6 +411,14 @@ func (hh *HTTPHandler) Serve(ctx context.Context, ln net.Listener, o ListenOptio
 		ErrorLog:          hh.g.log.StandardLogger(nil),
 	}
 	tlsOn := o.TLSCert != "" || o.TLSKey != ""
+	if tlsOn && (o.TLSCert == "" || o.TLSKey == "") {
+		ln.Close()
+		given, missing := "certificate "+o.TLSCert, "key"
+		if o.TLSCert == "" {
+			given, missing = "key "+o.TLSKey, "certificate"
+		}
+		return fmt.Errorf("TLS has a %s but no %s: HTTPS needs both; set the gateway's tls { cert, key } (or --tls-cert and --tls-key), or neither to serve plain HTTP", given, missing)
+	}
 	if tlsOn {
 		cert, err := tls.LoadX509KeyPair(o.TLSCert, o.TLSKey)
 		if err != nil {

@@ -92,14 +92,16 @@ func TestServeTLSKeyErrors(t *testing.T) {
 	if err := os.WriteFile(garbage, []byte("-----BEGIN EC PRIVATE KEY-----\nbm90IGEga2V5\n-----END EC PRIVATE KEY-----\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	loading := func(cert, key string) string { return "loading the TLS certificate " + cert + " and key " + key }
 	for _, c := range []struct {
-		name, cert, key string
+		name, cert, key, want string
 	}{
-		{"key file missing", cert, dir + "/missing.pem"},
-		{"key of another certificate", cert, otherKey},
-		{"key not a key", cert, garbage},
-		{"certificate without a key", cert, ""},
-		{"key without a certificate", "", key},
+		{"key file missing", cert, dir + "/missing.pem", loading(cert, dir+"/missing.pem")},
+		{"key of another certificate", cert, otherKey, loading(cert, otherKey)},
+		{"key not a key", cert, garbage, loading(cert, garbage)},
+		// Named, not an empty path in the message.
+		{"certificate without a key", cert, "", "TLS has a certificate " + cert + " but no key: HTTPS needs both"},
+		{"key without a certificate", "", key, "TLS has a key " + key + " but no certificate: HTTPS needs both"},
 	} {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -108,7 +110,7 @@ func TestServeTLSKeyErrors(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		err = hh.Serve(ctx, ln, gateway.ListenOptions{TLSCert: c.cert, TLSKey: c.key, Ready: func(a net.Addr) { t.Errorf("%s: serving on %s", c.name, a) }})
 		cancel()
-		if err == nil || !strings.Contains(err.Error(), "loading the TLS certificate "+c.cert+" and key "+c.key) {
+		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v", c.name, err)
 		}
 		// Bounded: a listener left open would otherwise block Accept.
@@ -449,6 +451,7 @@ func TestChainOnReadAndPromptThroughGateway(t *testing.T) {
 // that names it, by the replica that did not open the session, which goes
 // on serving others; the store's Get and Update report it and leave it as
 // it is. One whose initialize params are damaged is refused naming them.
+// Either way the client is told to start anew, not to retry.
 func TestCorruptSessionRecord(t *testing.T) {
 	url := testenv.RedisServer(t)
 	st, err := store.NewRedis(store.RedisOptions{URL: url, Prefix: "corrupt:"})
@@ -499,9 +502,13 @@ func TestCorruptSessionRecord(t *testing.T) {
 	if err := rdb.Set(ctx, key, "not a session record", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
+	// 404 and no Retry-After: the client starts a new session (retrying
+	// would read the same bytes; it once got 503 "retry").
 	resp, body := rs[1].post(list, hdr(sid))
-	if resp.StatusCode == http.StatusOK || !strings.Contains(body, "the stored record is not a session") || !strings.Contains(body, sid) {
-		t.Errorf("a record that is not a session: %d %s", resp.StatusCode, body)
+	if resp.StatusCode != http.StatusNotFound || resp.Header.Get("Retry-After") != "" ||
+		!strings.Contains(body, "the stored record is not a session") || !strings.Contains(body, sid) ||
+		!strings.Contains(body, "initialize a new session") || strings.Contains(body, "retry") {
+		t.Errorf("a record that is not a session: %d %v %s", resp.StatusCode, resp.Header, body)
 	}
 	if _, err := st.Get(ctx, sid); err == nil || !strings.Contains(err.Error(), "not a session") {
 		t.Errorf("Get of the damaged record: %v", err)

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"sync"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"google.golang.org/grpc"
 
 	pb "github.com/nexus-mcp/nexus/internal/pluginwire"
+	"github.com/nexus-mcp/nexus/sdk/event"
 )
 
 // HostProtocolVersions are the plugin protocol versions this host speaks.
@@ -229,6 +231,11 @@ func infoFrom(s launchSpec, negotiated int, r *pb.InfoResponse) (Info, error) {
 		if k != pb.KindTransport && k != pb.KindPolicy && k != pb.KindSanitizer {
 			return info, fmt.Errorf("it offers an unknown kind %q", k)
 		}
+	}
+	// A policy or sanitizer reads events: one built for a newer event ABI
+	// may misread this host's (0: the plugin does not say).
+	if info.EventABI < 0 || info.EventABI > event.ABI && (slices.Contains(info.Kinds, pb.KindPolicy) || slices.Contains(info.Kinds, pb.KindSanitizer)) {
+		return info, fmt.Errorf("it expects event ABI %d, and this host speaks event ABI %d: upgrade Nexus, or build the plugin with an SDK of this host's version", info.EventABI, event.ABI)
 	}
 	for kind, raw := range r.ConfigSchemas {
 		sc, err := compileSchema(s.name, kind, raw)

@@ -3,6 +3,7 @@ package plugin
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/diag"
 	"github.com/nexus-mcp/nexus/internal/policy"
+	pb "github.com/nexus-mcp/nexus/internal/pluginwire"
 	"github.com/nexus-mcp/nexus/sdk/event"
 )
 
@@ -215,4 +217,31 @@ func FuzzRenderLogLine(f *testing.F) {
 			t.Fatalf("%d lines", n)
 		}
 	})
+}
+
+// A policy or sanitizer plugin built for a newer event ABI than the
+// host's is refused at load, saying which; a transport, which reads no
+// events, and a plugin that does not say (0) are not.
+func TestEventABI(t *testing.T) {
+	newer := int32(event.ABI + 1)
+	for _, c := range []struct {
+		kinds []string
+		abi   int32
+		ok    bool
+	}{
+		{[]string{pb.KindPolicy}, newer, false},
+		{[]string{pb.KindTransport, pb.KindSanitizer}, newer, false},
+		{[]string{pb.KindTransport}, newer, true},
+		{[]string{pb.KindPolicy}, event.ABI, true},
+		{[]string{pb.KindPolicy}, 0, true},
+		{[]string{pb.KindTransport}, -1, false},
+	} {
+		_, err := infoFrom(launchSpec{name: "p"}, 1, &pb.InfoResponse{Kinds: c.kinds, EventAbi: c.abi})
+		if c.ok != (err == nil) {
+			t.Errorf("kinds %v, event ABI %d: %v", c.kinds, c.abi, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), fmt.Sprintf("expects event ABI %d, and this host speaks event ABI %d", c.abi, event.ABI)) {
+			t.Errorf("kinds %v, event ABI %d: the error does not say which: %v", c.kinds, c.abi, err)
+		}
+	}
 }

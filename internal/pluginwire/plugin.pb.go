@@ -99,9 +99,11 @@ type InfoResponse struct {
 	// each; $ref may point only inside the schema. A kind without an entry
 	// takes any config.
 	ConfigSchemas map[string][]byte `protobuf:"bytes,3,rep,name=config_schemas,json=configSchemas,proto3" json:"config_schemas,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	// The event ABI the plugin expects (sdk/event.ABI: 1 today). The host
-	// shows it in `nexus plugin inspect`; each event also carries its ABI
-	// in its "abi" field, which a plugin should check.
+	// The event ABI the plugin expects (sdk/event.ABI: 1 today; 0 says
+	// nothing). The host refuses a policy or sanitizer plugin that expects
+	// a newer ABI than its own, and shows it in `nexus plugin inspect`; each
+	// event also carries its ABI in its "abi" field, which a plugin should
+	// check.
 	EventAbi int32 `protobuf:"varint,4,opt,name=event_abi,json=eventAbi,proto3" json:"event_abi,omitempty"`
 	// The plugin's own name and version, for people: `nexus plugin inspect`
 	// and logs show them. Either may be empty.

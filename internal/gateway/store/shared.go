@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/nexus-mcp/nexus/internal/transport/httpserver"
@@ -45,6 +46,9 @@ func (s *Shared) Lookup(ctx context.Context, id string) (httpserver.SharedSessio
 	rec, err := s.Store.Get(ctx, id)
 	if errors.Is(err, ErrNotFound) {
 		return httpserver.SharedSession{}, false, nil
+	}
+	if errors.Is(err, ErrDamaged) {
+		return httpserver.SharedSession{}, false, fmt.Errorf("%w: %w", httpserver.ErrDamagedSession, err)
 	}
 	if err != nil {
 		return httpserver.SharedSession{}, false, err

@@ -47,6 +47,9 @@ var (
 	ErrConflict = errors.New("the session kept changing under the update")
 	ErrTooLarge = errors.New("value over the store's size limit")
 	ErrClosed   = errors.New("session store closed")
+	// ErrDamaged is a record that does not decode: asking again gets the
+	// same bytes, so a caller starts anew rather than retrying.
+	ErrDamaged = errors.New("the stored record is damaged")
 )
 
 // Limits of what a Store keeps.
@@ -162,10 +165,22 @@ func encode(s *Session) ([]byte, error) {
 	return b, nil
 }
 
+// damagedError is a session record that does not decode; it is ErrDamaged.
+type damagedError struct {
+	id  string
+	err error
+}
+
+func (e *damagedError) Error() string {
+	return fmt.Sprintf("session %s: the stored record is not a session (%v); was the store shared with another program?", e.id, e.err)
+}
+
+func (e *damagedError) Is(target error) bool { return target == ErrDamaged }
+
 func decode(id string, b []byte) (*Session, error) {
 	var s Session
 	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, fmt.Errorf("session %s: the stored record is not a session (%v); was the store shared with another program?", id, err)
+		return nil, &damagedError{id, err}
 	}
 	return &s, nil
 }

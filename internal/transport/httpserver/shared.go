@@ -17,6 +17,10 @@ import (
 	"github.com/nexus-mcp/nexus/host/mcp"
 )
 
+// ErrDamagedSession is what Shared.Lookup's error is when a session's
+// record is there but cannot be read.
+var ErrDamagedSession = errors.New("this session's record in the session store is damaged")
+
 // Shared is what the replicas of one service share (Options.Shared), so
 // that any replica serves any request of any session, with no sticky
 // routing. A replica that gets a request for a session it does not hold
@@ -41,7 +45,8 @@ type Shared interface {
 	// '-', '.', ':' or '/'.
 	Replica() string
 	// Create records a new session; Lookup finds one (ok false: there is
-	// none); Touch keeps it from expiring (ok false: it ended); Delete ends it.
+	// none; an error that is ErrDamagedSession: its record cannot be
+	// read, and never will be); Touch keeps it from expiring (ok false: it ended); Delete ends it.
 	Create(ctx context.Context, rec SharedSession) error
 	Lookup(ctx context.Context, id string) (rec SharedSession, ok bool, err error)
 	Touch(ctx context.Context, id string) (ok bool, err error)
@@ -380,6 +385,11 @@ func (h *Handler) lookup(w http.ResponseWriter, r *http.Request, sid, principal 
 	rec, ok, err := h.shared.Lookup(ctx, sid)
 	cancel()
 	switch {
+	case errors.Is(err, ErrDamagedSession):
+		// 404 makes a client start anew (the spec's answer to a session
+		// the server no longer has); retrying would read the same bytes.
+		h.log.Warn("a session's record in the store is damaged", "session", sid, "error", err)
+		rpcError(w, http.StatusNotFound, mcp.CodeInvalidRequest, err.Error()+"; initialize a new session")
 	case err != nil:
 		w.Header().Set("Retry-After", "2")
 		rpcError(w, http.StatusServiceUnavailable, mcp.CodeInternalError, "the session store does not answer, so this replica cannot serve a session another one opened: "+err.Error()+"; retry, and check the store")
