@@ -47,6 +47,10 @@ for f in "$node" "$suite" "$nexus"; do
 	fi
 done
 
+# Absolute: the gateway modes write it into a config in $results, where a
+# relative path would be read relative to that file.
+nexus="$(cd "$(dirname "$nexus")" && pwd)/$(basename "$nexus")"
+
 rm -rf "$results"
 mkdir -p "$results"
 log="$results/server.log"
