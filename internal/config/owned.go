@@ -12,13 +12,15 @@ import (
 // package, in an init; the loader decodes the block through the table, a
 // later layer's block replaces an earlier one's whole, and Owned hands the
 // decoded options back to the component. The arrow points from the
-// component to config, never back: config imports no component. The
-// blocks are nexus.hcl only; the JSON formats do not carry them.
+// component to config, never back: config imports no component. The JSON
+// formats carry the block too, as a top-level member of the same name.
 
 // ownedBlock is a registered block: its schema and how to decode it.
 type ownedBlock struct {
-	schema *hcl.BodySchema
-	decode func(h *hclFile, c *hcl.BodyContent, name string) any
+	schema     *hcl.BodySchema
+	keys       []string // its JSON members
+	decode     func(h *hclFile, c *hcl.BodyContent, name string) any
+	decodeJSON func(d *dec, v *jval) any
 }
 
 var owned = map[string]*ownedBlock{}
@@ -55,8 +57,19 @@ func RegisterBlock[T any](name string, table option.Table[T]) {
 			}
 			return o
 		},
+		keys: table.JSONKeys(),
+		decodeJSON: func(d *dec, v *jval) any {
+			o := new(T)
+			for _, m := range v.obj {
+				if opt := table.JSON(m.key); opt != nil {
+					opt.Decode(o, jsonValue{d: d, v: m.val, name: m.key})
+				}
+			}
+			return o
+		},
 	}
 	topSchema.Blocks = append(topSchema.Blocks, hcl.BlockHeaderSchema{Type: name})
+	topKeys = append(topKeys, name)
 }
 
 // owned decodes a registered block into the file's config.
@@ -72,6 +85,22 @@ func (h *hclFile) owned(b *hcl.Block, ob *ownedBlock) {
 			h.out.owned = map[string]ownedValue{}
 		}
 		h.out.owned[b.Type] = ownedValue{v, h.blockSource(b)}
+	}
+}
+
+// owned decodes a registered block's member of a JSON file.
+func (j *jsonFile) owned(name string, v *jval, ob *ownedBlock) {
+	d := &dec{j: j, what: name}
+	if !d.keys(v, name, ob.keys) {
+		return
+	}
+	before := len(j.errs)
+	o := ob.decodeJSON(d, v)
+	if len(j.errs) == before {
+		if j.out.owned == nil {
+			j.out.owned = map[string]ownedValue{}
+		}
+		j.out.owned[name] = ownedValue{o, j.at(v.off)}
 	}
 }
 
