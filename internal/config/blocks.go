@@ -24,6 +24,8 @@ import (
 // tableBlock is a top-level block decoded through its owner's table.
 type tableBlock[T any] struct {
 	option.Block[T]
+	// source is where the block's origin is kept in T, or nil for a
+	// block registered by a component (owned.go), kept beside it.
 	source func(*T) *diag.Source
 	// refs is where the templates of the block's values are kept, by JSON
 	// pointer ("/api_key"), or nil for a block whose options take none.
@@ -41,7 +43,9 @@ func (tb tableBlock[T]) hcl(h *hclFile, b *hcl.Block) *T {
 		return nil
 	}
 	o := tb.New()
-	*tb.source(o) = h.blockSource(b)
+	if tb.source != nil {
+		*tb.source(o) = h.blockSource(b)
+	}
 	refs := map[string]Template{}
 	before := len(h.errs)
 	for _, opt := range tb.Options {
@@ -70,7 +74,9 @@ func (tb tableBlock[T]) json(j *jsonFile, v *jval) *T {
 		return nil
 	}
 	o := tb.New()
-	*tb.source(o) = j.at(v.off)
+	if tb.source != nil {
+		*tb.source(o) = j.at(v.off)
+	}
 	before := len(j.errs)
 	for _, m := range v.obj {
 		if opt := tb.Options.JSON(m.key); opt != nil {
@@ -93,7 +99,10 @@ func (tb tableBlock[T]) json(j *jsonFile, v *jval) *T {
 
 // out is the block in the nexus-json form: its options that are set.
 func (tb tableBlock[T]) out(c *compiler, o *T) map[string]any {
-	w := jsonWriter{c: c, src: *tb.source(o), block: tb.Name}
+	w := jsonWriter{c: c, block: tb.Name}
+	if tb.source != nil {
+		w.src = *tb.source(o)
+	}
 	if tb.refs != nil {
 		w.refs = *tb.refs(o)
 	}

@@ -15,12 +15,11 @@ import (
 // component to config, never back: config imports no component. The JSON
 // formats carry the block too, as a top-level member of the same name.
 
-// ownedBlock is a registered block: its schema and how to decode it.
+// ownedBlock is a registered block: how each format decodes it, to nil
+// when it has an error (reported).
 type ownedBlock struct {
-	schema     *hcl.BodySchema
-	keys       []string // its JSON members
-	decode     func(h *hclFile, c *hcl.BodyContent, name string) any
-	decodeJSON func(d *dec, v *jval) any
+	hcl  func(h *hclFile, b *hcl.Block) any
+	json func(j *jsonFile, v *jval) any
 }
 
 var owned = map[string]*ownedBlock{}
@@ -31,8 +30,9 @@ type ownedValue struct {
 	src diag.Source
 }
 
-// RegisterBlock makes name a top-level nexus.hcl block, decoded into a new
-// T through table. Call it from an init: the loader's schema is not
+// RegisterBlock makes name a top-level block of nexus.hcl and the JSON
+// formats, decoded into a new T through table (as the loader's own blocks
+// are, blocks.go). Call it from an init: the loader's schema is not
 // guarded against concurrent change.
 func RegisterBlock[T any](name string, table option.Table[T]) {
 	if _, dup := owned[name]; dup {
@@ -43,30 +43,16 @@ func RegisterBlock[T any](name string, table option.Table[T]) {
 			panic("config: block " + name + " is the loader's own")
 		}
 	}
+	tb := tableBlock[T]{Block: option.Block[T]{Name: name, Options: table, New: func() *T { return new(T) }}}
+	some := func(o *T) any {
+		if o == nil {
+			return nil // not a typed nil in an any
+		}
+		return o
+	}
 	owned[name] = &ownedBlock{
-		schema: blockSchema(table.HCLKeys()),
-		decode: func(h *hclFile, c *hcl.BodyContent, name string) any {
-			o := new(T)
-			for _, opt := range table {
-				if a := c.Attributes[opt.HCL]; a != nil {
-					// refs receives the templates of values from the
-					// environment or sensitive variables: the values
-					// themselves are decoded, the templates not kept.
-					opt.Decode(o, hclValue{h: h, a: a, refs: map[string]Template{}, in: name})
-				}
-			}
-			return o
-		},
-		keys: table.JSONKeys(),
-		decodeJSON: func(d *dec, v *jval) any {
-			o := new(T)
-			for _, m := range v.obj {
-				if opt := table.JSON(m.key); opt != nil {
-					opt.Decode(o, jsonValue{d: d, v: m.val, name: m.key})
-				}
-			}
-			return o
-		},
+		hcl:  func(h *hclFile, b *hcl.Block) any { return some(tb.hcl(h, b)) },
+		json: func(j *jsonFile, v *jval) any { return some(tb.json(j, v)) },
 	}
 	topSchema.Blocks = append(topSchema.Blocks, hcl.BlockHeaderSchema{Type: name})
 	topKeys = append(topKeys, name)
@@ -74,34 +60,23 @@ func RegisterBlock[T any](name string, table option.Table[T]) {
 
 // owned decodes a registered block into the file's config.
 func (h *hclFile) owned(b *hcl.Block, ob *ownedBlock) {
-	c, ok := h.content(b, ob.schema)
-	if !ok {
-		return
-	}
-	before := len(h.errs)
-	v := ob.decode(h, c, b.Type)
-	if len(h.errs) == before {
-		if h.out.owned == nil {
-			h.out.owned = map[string]ownedValue{}
-		}
-		h.out.owned[b.Type] = ownedValue{v, h.blockSource(b)}
+	if v := ob.hcl(h, b); v != nil {
+		h.out.putOwned(b.Type, v, h.blockSource(b))
 	}
 }
 
 // owned decodes a registered block's member of a JSON file.
 func (j *jsonFile) owned(name string, v *jval, ob *ownedBlock) {
-	d := &dec{j: j, what: name}
-	if !d.keys(v, name, ob.keys) {
-		return
+	if o := ob.json(j, v); o != nil {
+		j.out.putOwned(name, o, j.at(v.off))
 	}
-	before := len(j.errs)
-	o := ob.decodeJSON(d, v)
-	if len(j.errs) == before {
-		if j.out.owned == nil {
-			j.out.owned = map[string]ownedValue{}
-		}
-		j.out.owned[name] = ownedValue{o, j.at(v.off)}
+}
+
+func (f *fileConfig) putOwned(name string, v any, src diag.Source) {
+	if f.owned == nil {
+		f.owned = map[string]ownedValue{}
 	}
+	f.owned[name] = ownedValue{v, src}
 }
 
 // Owned is the options a registered block (RegisterBlock) decoded to, and
