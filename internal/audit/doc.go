@@ -46,4 +46,8 @@
 // console's live stream) while any subscribes: each subscriber has a
 // bounded buffer, and one that falls behind loses records, counted,
 // rather than slowing a call.
+//
+// The audit block (Block) is this package's: its options are ConfigBlock's
+// table, through which the config loader decodes the block from nexus.hcl
+// and JSON and writes it back, keys written into the file masked.
 package audit

@@ -13,8 +13,6 @@ import (
 	"io"
 	"os"
 	"strings"
-
-	"github.com/nexus-mcp/nexus/internal/config"
 )
 
 // The environment variables a key may come from when the audit block does
@@ -51,7 +49,7 @@ type KeySource struct {
 // ConfigKeys loads the keys an audit block names (its settings, the
 // signing key file, else EnvKey and EnvSigningKey): the host opens the log
 // with them, and nexus audit verify checks it with the same.
-func ConfigKeys(a *config.Audit) (Keys, error) {
+func ConfigKeys(a *Block) (Keys, error) {
 	return KeySource{Key: a.Key, SigningKey: a.SigningKey, SigningKeyFile: a.SigningKeyFile, PublicKey: a.PublicKey}.Load()
 }
 

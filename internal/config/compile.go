@@ -471,56 +471,16 @@ func (c *compiler) nexusExtras(doc map[string]any) {
 		doc["gateway"] = gw
 	}
 	if cfg.Sampling != nil {
-		doc["sampling"] = c.samplingJSON(cfg.Sampling)
+		doc["sampling"] = samplingBlock.out(c, cfg.Sampling)
 	}
 	if cfg.Lock != nil {
-		doc["lock"] = map[string]any{"on_change": cfg.Lock.OnChange, "on_new": cfg.Lock.OnNew}
+		doc["lock"] = lockBlock.out(c, cfg.Lock)
 	}
-	if t := cfg.Telemetry; t != nil {
-		e := map[string]any{}
-		for k, v := range map[string]string{"endpoint": t.Endpoint, "protocol": t.Protocol, "service_name": t.ServiceName} {
-			if v != "" {
-				e[k] = v
-			}
-		}
-		if t.LinkSpans {
-			e["link_spans"] = true
-		}
-		doc["telemetry"] = e
+	if cfg.Telemetry != nil {
+		doc["telemetry"] = telemetryBlock.out(c, cfg.Telemetry)
 	}
-	if a := cfg.Audit; a != nil {
-		e := map[string]any{"path": a.Path}
-		for k, v := range map[string]int{"max_bytes": a.MaxBytes, "keep": a.Keep, "buffer": a.Buffer} {
-			if v != 0 {
-				e[k] = v
-			}
-		}
-		if a.FailClosed {
-			e["fail_closed"] = true
-		}
-		if a.IncludeArguments {
-			e["include_arguments"] = true
-		}
-		if a.CheckpointEvery != 0 {
-			e["checkpoint_every"] = a.CheckpointEvery
-		}
-		for k, v := range map[string]string{"signing_key_file": a.SigningKeyFile, "checkpoint_path": a.CheckpointPath, "public_key": a.PublicKey} {
-			if v != "" {
-				e[k] = c.str(a.Refs, "/"+k, v)
-			}
-		}
-		for k, v := range map[string]string{"key": a.Key, "signing_key": a.SigningKey} {
-			if _, ref := a.Refs["/"+k]; ref || c.showSecrets {
-				e[k] = c.str(a.Refs, "/"+k, v)
-			} else if v != "" {
-				// A key written into the file is a secret; compile-down
-				// never copies one.
-				e[k] = "[a key written in " + a.Source.File + ": move it to a sensitive variable]"
-				c.warns = append(c.warns, Warning{Source: a.Source, Subject: "the audit block",
-					Message: "the audit " + k + " written in the config file is left out; put it in a sensitive variable (" + k + " = var.audit_" + k + ") so it compiles to a ${NAME} reference"})
-			}
-		}
-		doc["audit"] = e
+	if cfg.Audit != nil {
+		doc["audit"] = auditBlock.out(c, cfg.Audit)
 	}
 }
 

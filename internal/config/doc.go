@@ -27,7 +27,12 @@
 // HTTP transports each keep an option.Table of their settings beside their
 // code, and the HCL schema, the JSON server keys, the decoding in both
 // formats, nexus.hcl and JSON output, and the warnings of compile come from
-// those tables. Server holds each transport's Options as decoded; what
+// those tables. Top-level blocks are moving to their owners the same way
+// (issue 39, blocks.go): the lock, telemetry, sampling and audit blocks are
+// each an option.Block in their package (internal/lock, internal/telemetry,
+// internal/sampling, internal/audit), decoded from nexus.hcl and JSON and
+// written to nexus JSON through its table; the loader knows only where the
+// block's origin and templates are kept. Server holds each transport's Options as decoded; what
 // selects a transport (the command, the url) and is spelled differently by
 // every client's format is read here.
 //

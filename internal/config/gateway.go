@@ -18,6 +18,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/nexus-mcp/nexus/internal/diag"
+	"github.com/nexus-mcp/nexus/internal/option"
 )
 
 // The gateway block (nexus serve), the server prefix and agent tokens.
@@ -295,13 +296,13 @@ func (h *hclFile) gatewayOAuth(b *hcl.Block) (*GatewayOAuth, map[string]*site) {
 	o := &GatewayOAuth{AgentClaim: "sub"}
 	at := c.Attributes
 	if o.Issuer, ok = h.str(at["issuer"], nil, ""); ok {
-		if p := checkHTTPURL("issuer", o.Issuer, true); p != "" {
+		if p := option.CheckURL("issuer", o.Issuer, true); p != "" {
 			h.errRange(at["issuer"].Expr.Range(), "", p, `Use the authorization server's issuer URL, for example "https://login.example.com".`)
 		}
 	}
 	if a := at["jwks_url"]; a != nil {
 		if o.JWKSURL, ok = h.str(a, nil, ""); ok {
-			if p := checkHTTPURL("jwks_url", o.JWKSURL, true); p != "" {
+			if p := option.CheckURL("jwks_url", o.JWKSURL, true); p != "" {
 				h.errRange(a.Expr.Range(), "", p)
 			}
 		}
@@ -360,7 +361,7 @@ func checkListen(s string) string {
 // it is the OAuth resource identifier, which has no fragment (RFC 8707),
 // and clients are given it, so it carries no credentials.
 func checkPublicURL(s string) string {
-	if p := checkHTTPURL("public_url", s, false); p != "" {
+	if p := option.CheckURL("public_url", s, false); p != "" {
 		return p
 	}
 	u, _ := url.Parse(s)
@@ -371,27 +372,6 @@ func checkPublicURL(s string) string {
 		return fmt.Sprintf("public_url %q has a fragment (#...); a resource URL has none (RFC 8707)", s)
 	}
 	return ""
-}
-
-// checkHTTPURL says what is wrong with an absolute http(s) URL, or "".
-// secure refuses plain http except to loopback hosts.
-func checkHTTPURL(field, s string, secure bool) string {
-	u, err := url.Parse(s)
-	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return fmt.Sprintf("%s %q is not an absolute http or https URL", field, s)
-	}
-	if secure && u.Scheme == "http" && !loopbackHost(u.Hostname()) {
-		return fmt.Sprintf("%s %q must use https (plain http is allowed for loopback hosts only)", field, s)
-	}
-	return ""
-}
-
-func loopbackHost(h string) bool {
-	if strings.EqualFold(h, "localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(h)
-	return err == nil && ip.Unmap().IsLoopback()
 }
 
 // checkOrigin says what is wrong with a browser origin, or "".
@@ -803,7 +783,7 @@ func (j *jsonFile) gateway(v *jval) {
 				switch e.key {
 				case "issuer", "jwks_url":
 					if s, ok := d.str(e.val, e.key, ""); ok {
-						if p := checkHTTPURL(e.key, s, true); p != "" {
+						if p := option.CheckURL(e.key, s, true); p != "" {
 							d.errAt(e.val, p)
 						}
 						if e.key == "issuer" {
@@ -969,14 +949,14 @@ func ViaGateway(cfg *Config, format, agent, rawURL string, configFiles []string)
 			warns = append(warns, Warning{Message: "no --config was given, so the client's nexus serve finds its configuration from the directory the client starts it in, which may not be this one; pass --config FILE to name it"})
 		}
 	} else {
-		if p := checkHTTPURL("--url", rawURL, false); p != "" {
+		if p := option.CheckURL("--url", rawURL, false); p != "" {
 			return nil, nil, fmt.Errorf("%s; give the gateway's MCP endpoint, for example https://nexus.example.com/mcp", p)
 		}
 		u, _ := url.Parse(rawURL)
 		if u.User != nil || u.RawQuery != "" && diag.MaskURLs(rawURL) != rawURL {
 			return nil, nil, fmt.Errorf("--url %q holds a credential; the client sends its token in the Authorization header, so give the URL without it", diag.MaskURLs(rawURL))
 		}
-		if u.Scheme == "http" && !loopbackHost(u.Hostname()) {
+		if u.Scheme == "http" && !option.Loopback(u.Hostname()) {
 			warns = append(warns, Warning{Message: fmt.Sprintf("--url %s is plain http to a host that is not loopback: the client's token would cross the network unencrypted; serve the gateway over https", rawURL)})
 		}
 		auth := "Bearer ${NEXUS_TOKEN}"

@@ -211,13 +211,13 @@ func (ld *loader) parseHCLFile(f *file, filename string, isJSON bool) *fileConfi
 		case "gateway":
 			h.gateway(b)
 		case "sampling":
-			h.sampling(b)
+			h.out.sampling = samplingBlock.hcl(h, b)
 		case "lock":
-			h.lock(b)
+			h.out.lock = lockBlock.hcl(h, b)
 		case "audit":
-			h.audit(b)
+			h.out.audit = auditBlock.hcl(h, b)
 		case "telemetry":
-			h.telemetry(b)
+			h.out.telemetry = telemetryBlock.hcl(h, b)
 		default:
 			if ob := owned[b.Type]; ob != nil {
 				h.owned(b, ob)
@@ -802,7 +802,7 @@ func (h *hclFile) parseSentinels(s string) (Template, string) {
 		if j < 0 {
 			break
 		}
-		t = t.add(Part{Text: s[:i]})
+		t = t.Add(Part{Text: s[:i]})
 		val.WriteString(s[:i])
 		sent := s[i : i+j+len(sentClose)]
 		inner := s[i+len(sentOpen) : i+j]
@@ -810,11 +810,11 @@ func (h *hclFile) parseSentinels(s string) (Template, string) {
 		if name, def, ok := strings.Cut(inner, sentDef); ok {
 			ref = &Ref{Env: name, Default: def, HasDefault: true}
 		}
-		t = t.add(Part{Ref: ref})
+		t = t.Add(Part{Ref: ref})
 		val.WriteString(h.known[sent])
 		s = s[i+j+len(sentClose):]
 	}
-	t = t.add(Part{Text: s})
+	t = t.Add(Part{Text: s})
 	val.WriteString(s)
 	return t, val.String()
 }
@@ -1205,7 +1205,7 @@ func (h *hclFile) stdio(b *hcl.Block, s *Server, refs map[string]Template) {
 func hclDecode[T any](h *hclFile, c *hcl.BodyContent, s *Server, refs map[string]Template, in string, table option.Table[T], o *T) {
 	for _, opt := range table {
 		if a := c.Attributes[opt.HCL]; a != nil {
-			opt.Decode(o, hclValue{h, a, refs, s.Name, in})
+			opt.Decode(o, hclValue{h: h, a: a, refs: refs, who: s.Name, in: in})
 		}
 	}
 }

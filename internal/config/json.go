@@ -77,6 +77,7 @@ func (ld *loader) parseJSONFile(f *file) *fileConfig {
 	}
 
 	var serverKey *jmember
+	blocks := false // a block a component registered (owned.go)
 	for i := range root.obj {
 		m := &root.obj[i]
 		switch m.key {
@@ -105,14 +106,19 @@ func (ld *loader) parseJSONFile(f *file) *fileConfig {
 			j.gatewayAt = m
 			j.gateway(m.val)
 		case "sampling":
-			j.sampling(m.val)
+			j.out.sampling = samplingBlock.json(j, m.val)
 		case "lock":
-			j.lock(m.val)
+			j.out.lock = lockBlock.json(j, m.val)
 		case "audit":
-			j.audit(m.val)
+			j.out.audit = auditBlock.json(j, m.val)
 		case "telemetry":
-			j.telemetry(m.val)
+			j.out.telemetry = telemetryBlock.json(j, m.val)
 		default:
+			if ob := owned[m.key]; ob != nil {
+				j.owned(m.key, m.val, ob)
+				blocks = true
+				continue
+			}
 			// Claude Desktop keeps its other settings in the same file, so
 			// only a near miss of a key Nexus reads is worth a word.
 			if k := suggestKey(m.key, topKeys); k != "" {
@@ -120,7 +126,7 @@ func (ld *loader) parseJSONFile(f *file) *fileConfig {
 			}
 		}
 	}
-	if serverKey == nil && root.get("plugins") == nil && root.get("filters") == nil && root.get("agents") == nil && root.get("nexus") == nil && root.get("gateway") == nil && root.get("sampling") == nil && root.get("lock") == nil && root.get("audit") == nil && root.get("telemetry") == nil {
+	if serverKey == nil && root.get("plugins") == nil && root.get("filters") == nil && root.get("agents") == nil && root.get("nexus") == nil && root.get("gateway") == nil && root.get("sampling") == nil && root.get("lock") == nil && root.get("audit") == nil && root.get("telemetry") == nil && !blocks {
 		f.errAt(root.off, 1, "", `no "mcpServers" or "servers" key at the top level`,
 			`Use the Claude Desktop format: {"mcpServers": {"name": {"command": "...", "args": [...]}}}`)
 	}
@@ -577,9 +583,9 @@ func (j *jsonFile) server(name string, off int, v *jval, array bool) *Server {
 			s.Plugin = j.pluginTransport(d, val)
 		default:
 			if o := stdioOptions.JSON(f); o != nil {
-				o.Decode(&s.Stdio, jsonValue{d, val, f})
+				o.Decode(&s.Stdio, jsonValue{d: d, v: val, name: f})
 			} else if o := httpOptions.JSON(f); o != nil {
-				o.Decode(&s.HTTP, jsonValue{d, val, f})
+				o.Decode(&s.HTTP, jsonValue{d: d, v: val, name: f})
 			}
 		}
 	}
@@ -697,7 +703,7 @@ func (j *jsonFile) oauth(d *dec, v *jval) *OAuth {
 	o := &OAuth{}
 	for _, m := range v.obj {
 		if opt := oauthOptions.JSON(m.key); opt != nil {
-			opt.Decode(o, jsonValue{d, m.val, "oauth." + m.key})
+			opt.Decode(o, jsonValue{d: d, v: m.val, name: "oauth." + m.key})
 		}
 	}
 	return o

@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/nexus-mcp/nexus/internal/auth"
+	"github.com/nexus-mcp/nexus/internal/diag"
 	"github.com/nexus-mcp/nexus/internal/option"
 	httptransport "github.com/nexus-mcp/nexus/internal/transport/http"
 	"github.com/nexus-mcp/nexus/internal/transport/stdio"
@@ -32,6 +33,7 @@ type hclValue struct {
 	refs map[string]Template
 	who  string // the server
 	in   string // the block the attribute is in, for messages: "oauth"
+	ex   string // the block's example (option.Block's HCLExample), or ""
 }
 
 // refsFor keeps templates only where the option asks for them (ptr != "").
@@ -58,6 +60,7 @@ func (v hclValue) Choice(allowed []string) (string, bool) {
 func (v hclValue) Fail(problem, fix string) {
 	v.h.errRange(v.a.Expr.Range(), v.who, problem, fixes(fix)...)
 }
+func (v hclValue) FailExample(problem string) { v.Fail(problem, v.ex) }
 func (v hclValue) EnvFile(p string) (map[string]string, bool) {
 	// The path as written decides what confinement allows.
 	raw, _ := v.h.str(v.a, nil, "")
@@ -78,6 +81,7 @@ type jsonValue struct {
 	d    *dec
 	v    *jval
 	name string
+	ex   string // the block's example (option.Block's JSONExample), or ""
 }
 
 func (v jsonValue) String(ptr string) (string, bool)    { return v.d.str(v.v, v.name, ptr) }
@@ -95,7 +99,8 @@ func (v jsonValue) Path(ptr string) (string, bool) {
 	}
 	return v.d.j.path(v.d, v.v, v.name, p)
 }
-func (v jsonValue) Fail(problem, fix string) { v.d.errAt(v.v, problem, fixes(fix)...) }
+func (v jsonValue) Fail(problem, fix string)   { v.d.errAt(v.v, problem, fixes(fix)...) }
+func (v jsonValue) FailExample(problem string) { v.Fail(problem, v.ex) }
 func (v jsonValue) Choice(allowed []string) (string, bool) {
 	s, ok := v.d.str(v.v, v.name, "")
 	return choice(s, ok, v.name, allowed, v.Fail)
@@ -144,6 +149,7 @@ type hclWriter struct{ s *Server }
 func (w hclWriter) String(ptr, v string) any                { return hclExpr(w.s.valueHCL(ptr, v)) }
 func (w hclWriter) Map(ptr string, m map[string]string) any { return hclExpr(w.s.mapHCL(ptr, m)) }
 func (w hclWriter) Path(_, v string) any                    { return v }
+func (w hclWriter) Secret(ptr, _, v string) any             { return w.String(ptr, v) }
 
 // hclOptions writes the options of table set on o as lines of a block.
 func hclOptions[T any](b *strings.Builder, s *Server, table option.Table[T], o *T) {
@@ -167,17 +173,29 @@ func hclOptions[T any](b *strings.Builder, s *Server, table option.Table[T], o *
 	}
 }
 
-// jsonWriter writes a server's values in the compile format, templates in
-// its syntax.
+// jsonWriter writes a server's or block's values in the compile format,
+// templates in its syntax.
 type jsonWriter struct {
-	c *compiler
-	s *Server
+	c     *compiler
+	refs  map[string]Template // the server's or block's
+	src   diag.Source         // where the values are written
+	block string              // the block's name, for Secret (which no server option uses)
 }
 
-func (w jsonWriter) String(ptr, v string) any { return w.c.str(w.s.Refs, ptr, v) }
-func (w jsonWriter) Path(ptr, v string) any   { return w.c.str(w.s.Refs, ptr, v) }
+func (w jsonWriter) String(ptr, v string) any { return w.c.str(w.refs, ptr, v) }
+func (w jsonWriter) Path(ptr, v string) any   { return w.c.str(w.refs, ptr, v) }
 func (w jsonWriter) Map(ptr string, m map[string]string) any {
-	return w.c.strMap(w.s.Refs, ptr, m)
+	return w.c.strMap(w.refs, ptr, m)
+}
+func (w jsonWriter) Secret(ptr, what, v string) any {
+	if _, ref := w.refs[ptr]; ref || w.c.showSecrets {
+		return w.c.str(w.refs, ptr, v)
+	}
+	field := strings.TrimPrefix(ptr, "/")
+	w.c.warns = append(w.c.warns, Warning{Source: w.src, Subject: "the " + w.block + " block",
+		Message: "the " + w.block + " " + field + " written in the config file is left out; put it in a sensitive variable (" +
+			field + " = var." + w.block + "_" + field + ") so it compiles to a ${NAME} reference"})
+	return "[a " + what + " written in " + w.src.File + ": move it to a sensitive variable]"
 }
 
 // jsonOptions puts the options of table set on o into the server entry e:
@@ -196,7 +214,7 @@ func jsonOptions[T any](c *compiler, e map[string]any, s *Server, table option.T
 				continue
 			}
 		}
-		if v := opt.Out(o, jsonWriter{c, s}); v != nil {
+		if v := opt.Out(o, jsonWriter{c: c, refs: s.Refs, src: s.Source}); v != nil {
 			e[opt.JSON] = v
 		}
 	}

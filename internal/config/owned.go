@@ -12,13 +12,14 @@ import (
 // package, in an init; the loader decodes the block through the table, a
 // later layer's block replaces an earlier one's whole, and Owned hands the
 // decoded options back to the component. The arrow points from the
-// component to config, never back: config imports no component. The
-// blocks are nexus.hcl only; the JSON formats do not carry them.
+// component to config, never back: config imports no component. The JSON
+// formats carry the block too, as a top-level member of the same name.
 
-// ownedBlock is a registered block: its schema and how to decode it.
+// ownedBlock is a registered block: how each format decodes it, to nil
+// when it has an error (reported).
 type ownedBlock struct {
-	schema *hcl.BodySchema
-	decode func(h *hclFile, c *hcl.BodyContent, name string) any
+	hcl  func(h *hclFile, b *hcl.Block) any
+	json func(j *jsonFile, v *jval) any
 }
 
 var owned = map[string]*ownedBlock{}
@@ -29,8 +30,9 @@ type ownedValue struct {
 	src diag.Source
 }
 
-// RegisterBlock makes name a top-level nexus.hcl block, decoded into a new
-// T through table. Call it from an init: the loader's schema is not
+// RegisterBlock makes name a top-level block of nexus.hcl and the JSON
+// formats, decoded into a new T through table (as the loader's own blocks
+// are, blocks.go). Call it from an init: the loader's schema is not
 // guarded against concurrent change.
 func RegisterBlock[T any](name string, table option.Table[T]) {
 	if _, dup := owned[name]; dup {
@@ -41,38 +43,40 @@ func RegisterBlock[T any](name string, table option.Table[T]) {
 			panic("config: block " + name + " is the loader's own")
 		}
 	}
+	tb := tableBlock[T]{Block: option.Block[T]{Name: name, Options: table, New: func() *T { return new(T) }}}
+	some := func(o *T) any {
+		if o == nil {
+			return nil // not a typed nil in an any
+		}
+		return o
+	}
 	owned[name] = &ownedBlock{
-		schema: blockSchema(table.HCLKeys()),
-		decode: func(h *hclFile, c *hcl.BodyContent, name string) any {
-			o := new(T)
-			for _, opt := range table {
-				if a := c.Attributes[opt.HCL]; a != nil {
-					// refs receives the templates of values from the
-					// environment or sensitive variables: the values
-					// themselves are decoded, the templates not kept.
-					opt.Decode(o, hclValue{h: h, a: a, refs: map[string]Template{}, in: name})
-				}
-			}
-			return o
-		},
+		hcl:  func(h *hclFile, b *hcl.Block) any { return some(tb.hcl(h, b)) },
+		json: func(j *jsonFile, v *jval) any { return some(tb.json(j, v)) },
 	}
 	topSchema.Blocks = append(topSchema.Blocks, hcl.BlockHeaderSchema{Type: name})
+	topKeys = append(topKeys, name)
 }
 
 // owned decodes a registered block into the file's config.
 func (h *hclFile) owned(b *hcl.Block, ob *ownedBlock) {
-	c, ok := h.content(b, ob.schema)
-	if !ok {
-		return
+	if v := ob.hcl(h, b); v != nil {
+		h.out.putOwned(b.Type, v, h.blockSource(b))
 	}
-	before := len(h.errs)
-	v := ob.decode(h, c, b.Type)
-	if len(h.errs) == before {
-		if h.out.owned == nil {
-			h.out.owned = map[string]ownedValue{}
-		}
-		h.out.owned[b.Type] = ownedValue{v, h.blockSource(b)}
+}
+
+// owned decodes a registered block's member of a JSON file.
+func (j *jsonFile) owned(name string, v *jval, ob *ownedBlock) {
+	if o := ob.json(j, v); o != nil {
+		j.out.putOwned(name, o, j.at(v.off))
 	}
+}
+
+func (f *fileConfig) putOwned(name string, v any, src diag.Source) {
+	if f.owned == nil {
+		f.owned = map[string]ownedValue{}
+	}
+	f.owned[name] = ownedValue{v, src}
 }
 
 // Owned is the options a registered block (RegisterBlock) decoded to, and

@@ -13,4 +13,8 @@
 // renamed into place (WriteFile), changed under a file lock (Update: the
 // console's accept), and followed by each nexus serve (Watch), which
 // enforces a change without a restart.
+//
+// What to do with a tool the file does not pin as it is (Policy) is the
+// config's lock block, whose options this package keeps (ConfigBlock): the
+// config loader decodes the block through the table.
 package lock

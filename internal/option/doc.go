@@ -9,6 +9,12 @@
 // to" warnings from the table, and the host hands the decoded Options to the
 // transport unchanged.
 //
+// A component that owns a top-level block of the config (internal/lock's
+// lock block, internal/telemetry's telemetry block) keeps its table the
+// same way: the loader decodes the block from nexus.hcl and from the JSON
+// formats' member of the same name through it, and writes it back through
+// Out. CheckURL and Loopback are the checks such tables share.
+//
 // Decoding goes through Value, which each config format implements over
 // its own helpers: an option reads its value once, and the messages and
 // positions of a wrong value are still the format's (file:line and caret in

@@ -11,6 +11,9 @@ type Option[T any] struct {
 	// Decode reads v into o. A value of the wrong type is already reported
 	// by v; Decode adds checks of its own with v.Fail.
 	Decode func(o *T, v Value)
+	// Required is an option of a Block that the block must set: nexus.hcl's
+	// schema requires it, and JSON reports the block without it.
+	Required bool
 	// Out is the option's value for nexus.hcl and nexus JSON, or nil to leave
 	// it out (unset, or the default): a string, []string, int, bool, or what
 	// w returned for a value that may hold a template.
@@ -50,6 +53,10 @@ type Value interface {
 	EnvFile(path string) (env map[string]string, ok bool)
 	// Fail reports a problem with the value and its fix at its position.
 	Fail(problem, fix string)
+	// FailExample is Fail with the block's example, in the format's own
+	// syntax, as the fix (Block's HCLExample or JSONExample; none for a
+	// server's options).
+	FailExample(problem string)
 }
 
 // Writer writes values that may have come from a template, or hold a
@@ -61,6 +68,11 @@ type Writer interface {
 	// Path is a file or directory: JSON keeps its template, nexus.hcl
 	// (which reads paths as plain text) its value.
 	Path(ptr, v string) any
+	// Secret is a credential that belongs in a sensitive variable (what
+	// it is: "key"): its template is written, but one written into the
+	// file as it is is not copied out of it, only named, with a warning
+	// to move it (unless secrets are being shown).
+	Secret(ptr, what, v string) any
 }
 
 // Table is a component's options, in the order they are written.
@@ -124,4 +136,20 @@ func Map[T any](name, ptr string, field func(*T) *map[string]string, example str
 			}
 			return w.Map(ptr, *field(o))
 		}}
+}
+
+// Block is a top-level block of the config that a component owns (the
+// lock block, the telemetry block): one per file at most, a block in
+// nexus.hcl and a member of the top-level object in JSON, named Name in
+// both, its options T's Table. The config loader decodes and writes it
+// through Options alone.
+type Block[T any] struct {
+	Name    string
+	Options Table[T]
+	// New is the block with nothing set: its defaults.
+	New func() *T
+	// HCLExample and JSONExample are the block as a person would write
+	// it in each format: the fix of a value that is not an object, of a
+	// missing Required option, and of each FailExample.
+	HCLExample, JSONExample string
 }

@@ -11,4 +11,8 @@
 // confirms each request first is the caller's business (the CLI asks at the
 // terminal unless the block says confirm = false); the host puts request
 // and reply through the filter chain as for any server-initiated request.
+//
+// The sampling block (Block) is this package's: its options are
+// ConfigBlock's table, through which the config loader decodes the block
+// from nexus.hcl and JSON and writes it back.
 package sampling

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
-	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/sampling"
 )
 
@@ -22,7 +21,7 @@ func ExampleModel_Create() {
 	}))
 	defer endpoint.Close()
 
-	m := sampling.New(&config.Sampling{URL: endpoint.URL + "/v1", Model: "llama3.1", Servers: []string{"geo"},
+	m := sampling.New(&sampling.Block{URL: endpoint.URL + "/v1", Model: "llama3.1", Servers: []string{"geo"},
 		MaxTokens: 256, PerMinute: 10, Timeout: 30 * time.Second}, nil)
 	question, _ := json.Marshal(map[string]string{"type": "text", "text": "Capital of France?"})
 	res, err := m.Create(context.Background(), "geo", &mcp.CreateMessageParams{

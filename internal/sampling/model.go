@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
-	"github.com/nexus-mcp/nexus/internal/config"
 )
 
 // MaxResponse bounds the endpoint's answer.
@@ -23,7 +22,7 @@ const MaxResponse = 1 << 20
 // Model answers sampling requests through the configured endpoint. It is
 // safe for concurrent use.
 type Model struct {
-	cfg    config.Sampling
+	cfg    Block
 	url    string
 	client *http.Client
 
@@ -35,7 +34,7 @@ type Model struct {
 // New makes the model of a sampling block. client nil uses a plain one;
 // the endpoint is the person's own choice (often a local server), so no
 // address is refused.
-func New(cfg *config.Sampling, client *http.Client) *Model {
+func New(cfg *Block, client *http.Client) *Model {
 	if client == nil {
 		client = &http.Client{}
 	}

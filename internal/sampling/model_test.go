@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
-	"github.com/nexus-mcp/nexus/internal/config"
 )
 
 // endpoint is a fake chat-completions endpoint on loopback that answers
@@ -46,8 +45,8 @@ func text(role, s string) mcp.SamplingMessage {
 	return mcp.SamplingMessage{Role: role, Content: c}
 }
 
-func block(url string) *config.Sampling {
-	return &config.Sampling{URL: url + "/v1", Model: "m", APIKey: "k", Servers: []string{"ts", "gh*"}, MaxTokens: 100, PerMinute: 2, Timeout: 5 * time.Second, Confirm: true}
+func block(url string) *Block {
+	return &Block{URL: url + "/v1", Model: "m", APIKey: "k", Servers: []string{"ts", "gh*"}, MaxTokens: 100, PerMinute: 2, Timeout: 5 * time.Second, Confirm: true}
 }
 
 // A request goes to the endpoint as a chat completion (system prompt first,

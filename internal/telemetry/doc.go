@@ -23,4 +23,7 @@
 // requests by method, server, tool and decision; each link's time; links
 // that failed; upstream sessions up and restarted; downstream sessions;
 // audit records dropped. Handler serves them (nexus serve --metrics).
+//
+// The config's telemetry block (Block) is this package's: its options are
+// ConfigBlock, through which the config loader decodes the block.
 package telemetry
