@@ -138,7 +138,9 @@ func modelJSON(t *testing.T, cfg *Config) string {
 	}
 	var warns []string
 	for _, w := range v.Warnings {
-		warns = append(warns, w.String())
+		if !built(w.Message) {
+			warns = append(warns, w.String())
+		}
 	}
 	sort.Strings(warns) // maps decide the order some are found in
 	show := map[string]any{"files": v.Files, "roots": v.Roots, "servers": entries(v.Servers),
@@ -155,7 +157,14 @@ func modelJSON(t *testing.T, cfg *Config) string {
 	// The structs without their zero values: a field added for a new
 	// option, unset in every config, changes no golden (adding an option
 	// touches its owner's package alone), while a value that changes does.
-	raw, err := json.Marshal(cfg)
+	c := *cfg
+	c.Warnings = nil
+	for _, w := range cfg.Warnings {
+		if !built(w.Message) {
+			c.Warnings = append(c.Warnings, w)
+		}
+	}
+	raw, err := json.Marshal(&c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,6 +178,11 @@ func modelJSON(t *testing.T, cfg *Config) string {
 	}
 	return b.String()
 }
+
+// built reports a warning that a plugin or filter the config names is not
+// built yet: whether it is depends on whether `make build` ran before the
+// test, not on the config, so the golden leaves it out.
+func built(msg string) bool { return strings.Contains(msg, "does not exist (yet)") }
 
 // pruned is v, decoded JSON, without null, "", 0, false and empty objects
 // and arrays as members of objects (an array keeps its elements, so
