@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/internal/audit"
 	"github.com/nexus-mcp/nexus/internal/gateway"
+	"github.com/nexus-mcp/nexus/internal/gateway/store"
 	"github.com/nexus-mcp/nexus/internal/registry"
 )
 
@@ -69,9 +71,16 @@ type Config struct {
 	// error refuses the action (a fail-closed log that cannot record it).
 	Record func(audit.Record) error
 	Logger hclog.Logger
-	// Replica names this process among the gateway's replicas; Store is
-	// the session store they share ("memory": none).
+	// Replica names this process among the gateway's replicas (default:
+	// its host name and pid); Store names the session store they share
+	// ("memory": none), as pages show it.
 	Replica, Store string
+	// Shared is that store, when replicas share one: the console reports
+	// this replica's status there every ReportEvery (default 2 s), and
+	// the overview shows every live replica's (replicas.go). nil: this
+	// replica alone.
+	Shared      store.Store
+	ReportEvery time.Duration
 	// Keep is how many recent decisions are kept for their explain trace
 	// (default 2000); Buffer how many a live page may fall behind before
 	// it loses some (default 256).
@@ -91,6 +100,8 @@ type Console struct {
 	pending  pendingLogins
 	sub      *audit.Sub
 	done     chan struct{}
+	stop     chan struct{} // closed by Close: the reports stop
+	reported chan struct{} // closed when they have
 	once     sync.Once
 }
 
@@ -123,14 +134,27 @@ func New(c Config) (*Console, error) {
 	if c.Record == nil {
 		c.Record = func(audit.Record) error { return nil }
 	}
+	if c.ReportEvery <= 0 {
+		c.ReportEvery = 2 * time.Second
+	}
+	if c.Replica == "" {
+		h, _ := os.Hostname()
+		c.Replica = fmt.Sprintf("%s (pid %d)", h, os.Getpid())
+	}
 	pages, err := parsePages()
 	if err != nil {
 		return nil, err
 	}
-	k := &Console{c: c, log: c.Logger, pages: pages, recent: newRecent(c.Keep), done: make(chan struct{})}
+	k := &Console{c: c, log: c.Logger, pages: pages, recent: newRecent(c.Keep), done: make(chan struct{}),
+		stop: make(chan struct{}), reported: make(chan struct{})}
 	k.logins.init()
 	k.sub = c.Feed.Subscribe(4096)
 	go k.keep()
+	if c.Shared != nil {
+		go k.reportLoop()
+	} else {
+		close(k.reported)
+	}
 	k.routes()
 	return k, nil
 }
@@ -157,11 +181,14 @@ func (k *Console) keep() {
 	}
 }
 
-// Close stops keeping decisions.
+// Close stops keeping decisions, and removes this replica's status from
+// the session store.
 func (k *Console) Close() error {
 	k.once.Do(func() {
+		close(k.stop)
 		k.sub.Close()
 		<-k.done
+		<-k.reported
 	})
 	return nil
 }

@@ -29,6 +29,7 @@ const (
 
 // served is a real `nexus serve` with its console.
 type served struct {
+	pid          int
 	mcp, console string // base URLs
 	audit        string // the audit log's path
 	stderr       *testenv.Buffer
@@ -87,11 +88,11 @@ func env(dir string) []string {
 	return []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "CONSOLE_ADMIN=" + adminToken, "CONSOLE_VIEWER=" + viewerToken, "CLAUDE_TOKEN=" + agentToken}
 }
 
-// start runs `nexus serve` with the config at path, on ports the system
-// picks, until the test ends.
-func start(t *testing.T, bin, path string, s *served) *served {
+// start runs `nexus serve` with the config at path (and more args), on
+// ports the system picks, until the test ends.
+func start(t *testing.T, bin, path string, s *served, args ...string) *served {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--config", path, "--listen", "127.0.0.1:0", "--console", "127.0.0.1:0")
+	cmd := exec.Command(bin, append([]string{"serve", "--config", path, "--listen", "127.0.0.1:0", "--console", "127.0.0.1:0"}, args...)...)
 	cmd.Env = env(filepath.Dir(path))
 	errp, err := cmd.StderrPipe()
 	if err != nil {
@@ -100,6 +101,7 @@ func start(t *testing.T, bin, path string, s *served) *served {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	s.pid = cmd.Process.Pid
 	lines := make(chan string, 16)
 	go func() {
 		defer close(lines)
@@ -250,7 +252,7 @@ func TestConsole(t *testing.T) {
 		if !strings.Contains(row, "connected") || !strings.Contains(row, "2025-11-25") || !strings.Contains(row, "stdio") {
 			t.Errorf("the server's row: %q", row)
 		}
-		agents := eval[string](t, admin, `document.querySelector("section[aria-labelledby=agents] tbody").innerText`)
+		agents := eval[string](t, admin, `document.querySelector("section.replica table.agents tbody").innerText`)
 		if !strings.Contains(agents, "claude\t1\t1") {
 			t.Errorf("the agents: %q, want claude with 1 session and 1 call in the last minute", agents)
 		}
