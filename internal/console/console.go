@@ -100,8 +100,9 @@ type Console struct {
 	pending  pendingLogins
 	sub      *audit.Sub
 	done     chan struct{}
-	stop     chan struct{} // closed by Close: the reports stop
-	reported chan struct{} // closed when they have
+	decoded  decodedStatuses // the other replicas' (replicas.go)
+	stop     chan struct{}   // closed by Close: the reports stop
+	reported chan struct{}   // closed when they have
 	once     sync.Once
 }
 

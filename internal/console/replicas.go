@@ -1,10 +1,12 @@
 package console
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -142,6 +144,7 @@ func cut(s string, n int) string {
 // could not be read (the others are not shown then).
 func (k *Console) replicas(self replicaStatus) ([]replicaStatus, error) {
 	self.Self = true
+	self.shown()
 	out := []replicaStatus{self}
 	if k.c.Shared == nil {
 		return out, nil
@@ -160,15 +163,41 @@ func (k *Console) replicas(self replicaStatus) ([]replicaStatus, error) {
 	}
 	sort.Strings(names)
 	now := time.Now()
+	// A status unchanged since the last page is not decoded again (at
+	// most store.MaxReports are kept: the ones this page read).
+	k.decoded.mu.Lock()
+	defer k.decoded.mu.Unlock()
+	next := make(map[string]decoded, len(names))
 	for _, n := range names {
-		out = append(out, decodeStatus(n, reports[n], now))
+		d, ok := k.decoded.m[n]
+		if !ok || !bytes.Equal(d.raw, reports[n]) {
+			d = decoded{raw: reports[n], st: decodeStatus(n, reports[n])}
+		}
+		next[n] = d
+		st := d.st
+		if !st.At.IsZero() {
+			st.Age = max(now.Sub(st.At), 0).Round(time.Second).String() + " ago" // clocks differ
+		}
+		out = append(out, st)
 	}
+	k.decoded.m = next
 	return out, nil
+}
+
+// decoded is another replica's status as last read, and as shown.
+type decoded struct {
+	raw []byte
+	st  replicaStatus
+}
+
+type decodedStatuses struct {
+	mu sync.Mutex
+	m  map[string]decoded
 }
 
 // decodeStatus is another replica's status as the overview shows it, or
 // a damaged row saying why it cannot be.
-func decodeStatus(name string, b []byte, now time.Time) replicaStatus {
+func decodeStatus(name string, b []byte) replicaStatus {
 	shown := cut(name, maxNameText)
 	damaged := func(why string) replicaStatus {
 		return replicaStatus{Replica: shown, Damaged: why}
@@ -204,10 +233,28 @@ func decodeStatus(name string, b []byte, now time.Time) replicaStatus {
 	for i := range st.Agents {
 		st.Agents[i].Agent = cut(st.Agents[i].Agent, maxNameText)
 	}
-	if !st.At.IsZero() {
-		st.Age = max(now.Sub(st.At), 0).Round(time.Second).String() + " ago" // clocks differ
-	}
+	st.shown()
 	return st
+}
+
+// shown makes the rows' text inert once, in Go: the overview's
+// template shows it as it is (per field, through the template, it was
+// most of the page's time with thousands of rows).
+func (st *replicaStatus) shown() {
+	for i := range st.Servers {
+		r := &st.Servers[i]
+		r.Name, r.Era, r.Version, r.Transport, r.Error = inert(r.Name), inert(r.Era), inert(r.Version), inert(r.Transport), inert(r.Error)
+		if len(r.Fix) > 0 {
+			fix := make([]string, len(r.Fix))
+			for j, f := range r.Fix {
+				fix[j] = inert(f)
+			}
+			r.Fix = fix
+		}
+	}
+	for i := range st.Agents {
+		st.Agents[i].Agent = inert(st.Agents[i].Agent)
+	}
 }
 
 // knownStatus is a server's statuses, as the overview names them: the
