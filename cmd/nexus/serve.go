@@ -126,8 +126,12 @@ continued and passed upstream.`,
 				return err
 			}
 			co := consoleOptions(cfg, consoleAddr)
+			// A replica sharing a session store reports its status there
+			// for the other replicas' consoles, with or without a console
+			// of its own.
+			sharing := listen != "" && sessionStore != "" && sessionStore != "memory"
 			var feed *audit.Feed // the console's decisions, as the audit log gets them
-			if co != nil {
+			if co != nil || sharing {
 				feed = audit.NewFeed()
 			}
 			h := host.New(cfg, host.Options{Logger: log, Timeout: a.timeout, Confirm: confirm, Lock: pinned, Telemetry: tel, Feed: feed})
@@ -175,7 +179,7 @@ continued and passed upstream.`,
 			// The store replicas share, opened before the console, which
 			// reports this replica's status there.
 			var shared store.Store
-			if listen != "" && sessionStore != "" && sessionStore != "memory" {
+			if sharing {
 				st, err := openStore(sessionStore, log)
 				if err != nil {
 					return &exitError{exitUsage, err}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"io"
 	"io/fs"
 	"net"
 	"net/http"
@@ -120,6 +121,32 @@ func New(c Config) (*Console, error) {
 			return nil, errors.New("the console's oidc_client_id needs the gateway's OAuth issuer: add gateway { oauth { issuer = \"https://...\" } }")
 		}
 	}
+	c.defaults()
+	pages, err := parsePages()
+	if err != nil {
+		return nil, err
+	}
+	k := c.start()
+	k.pages = pages
+	k.logins.init()
+	k.routes()
+	return k, nil
+}
+
+// Report reports this replica's status to the session store the
+// replicas share (c.Shared), as a console does, for a replica that
+// serves no console: the other replicas' consoles show it. It needs
+// c.Servers, c.Sessions and c.Feed (whose decisions make the calls per
+// minute); Close stops it and removes the status from the store.
+func Report(c Config) (io.Closer, error) {
+	if c.Shared == nil || c.Servers == nil {
+		return nil, errors.New("console.Report needs the session store the replicas share and the servers to report")
+	}
+	c.defaults()
+	return c.start(), nil
+}
+
+func (c *Config) defaults() {
 	if c.Logger == nil {
 		c.Logger = hclog.NewNullLogger()
 	}
@@ -142,13 +169,13 @@ func New(c Config) (*Console, error) {
 		h, _ := os.Hostname()
 		c.Replica = fmt.Sprintf("%s (pid %d)", h, os.Getpid())
 	}
-	pages, err := parsePages()
-	if err != nil {
-		return nil, err
-	}
-	k := &Console{c: c, log: c.Logger, pages: pages, recent: newRecent(c.Keep), done: make(chan struct{}),
+}
+
+// start keeps the feed's decisions and, with a store, reports the
+// replica's status; Close stops both.
+func (c Config) start() *Console {
+	k := &Console{c: c, log: c.Logger, recent: newRecent(c.Keep), done: make(chan struct{}),
 		stop: make(chan struct{}), reported: make(chan struct{})}
-	k.logins.init()
 	k.sub = c.Feed.Subscribe(4096)
 	go k.keep()
 	if c.Shared != nil {
@@ -156,8 +183,7 @@ func New(c Config) (*Console, error) {
 	} else {
 		close(k.reported)
 	}
-	k.routes()
-	return k, nil
+	return k
 }
 
 // keep records the feed's decisions for explain traces and rates, on a

@@ -7,9 +7,10 @@
 //   - the overview: one section per replica, each server (status, era,
 //     transport, tools, its last error with the fix the CLI would print)
 //     and each agent (sessions, tool calls in the last minute). With a
-//     session store the replicas share, each console reports its
-//     replica's status there with a TTL, refreshed, and shows every live
-//     replica's; one that stops drops off (replicas.go);
+//     session store the replicas share, each console (or Report, on a
+//     replica without one) reports its replica's status there with a
+//     TTL, refreshed, and each console shows every live replica's; one
+//     that stops drops off (replicas.go);
 //   - the live decisions, over server-sent events, from the engine's
 //     decision feed (audit.Feed): the very records the audit log gets, so
 //     arguments are shown only as the log holds them; each opens its

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -25,11 +26,12 @@ func cookieFor(t *testing.T, base, token string) string {
 	return cookie
 }
 
-// TestOverviewReplicas runs two real `nexus serve` sharing a real Redis
-// as their session store: each console's overview shows both replicas,
-// the other with the session a client holds there; a replica killed
-// (no clean stop, so nothing removes its status) drops off the other's
-// overview when its status expires.
+// TestOverviewReplicas runs three real `nexus serve` sharing a real Redis
+// as their session store, two with a console and one without: each
+// console's overview shows the three replicas, the others with the
+// session a client holds there; a replica killed (no clean stop, so
+// nothing removes its status) drops off the others' overview when its
+// status expires.
 func TestOverviewReplicas(t *testing.T) {
 	bin := testenv.Nexus(t)
 	redisURL := testenv.RedisServer(t)
@@ -63,23 +65,35 @@ console {
 	}
 	a := start(t, bin, path, &served{stderr: &testenv.Buffer{}}, "--session-store", redisURL)
 	b := start(t, bin, path, &served{stderr: &testenv.Buffer{}}, "--session-store", redisURL)
+	c := start(t, bin, path, &served{stderr: &testenv.Buffer{}, headless: true}, "--session-store", redisURL)
 	client(t, b.mcp) // one session, held by b
+	client(t, c.mcp) // and one by c
+	client(t, c.mcp) // and another
 
 	cookieA, cookieB := cookieFor(t, a.console, adminToken), cookieFor(t, b.console, adminToken)
 	host, _ := os.Hostname()
-	nameA, nameB := fmt.Sprintf("%s (pid %d)", host, a.pid), fmt.Sprintf("%s (pid %d)", host, b.pid)
-	where := strings.TrimPrefix(redisURL, "redis://")
-	rows, page := waitRows(t, a.console, cookieA, "replica a's overview", nameA+" (this one) redis://"+where+" 0 1 now", nameB+" redis://"+where+" 1 1 ")
+	name := func(s *served) string { return fmt.Sprintf("%s (pid %d)", host, s.pid) }
+	// Rows are sorted by name after this replica's; the pids order them.
+	others := func(self *served, rows ...[2]string) []string {
+		out := []string{name(self) + " (this one) " + redisURL + " " + rows[0][1] + " 1 now"}
+		rest := rows[1:]
+		slices.SortFunc(rest, func(x, y [2]string) int { return strings.Compare(x[0], y[0]) })
+		for _, r := range rest {
+			out = append(out, r[0]+" "+redisURL+" "+r[1]+" 1 ")
+		}
+		return out
+	}
+	rows, page := waitRows(t, a.console, cookieA, "replica a's overview", others(a, [2]string{name(a), "0"}, [2]string{name(b), "1"}, [2]string{name(c), "2"})...)
 	t.Logf("replica a's rows: %q", rows)
 	if !strings.Contains(page, "testserver") {
 		t.Error("replica a's overview lacks the server")
 	}
-	waitRows(t, b.console, cookieB, "replica b's overview", nameB+" (this one) redis://"+where+" 1 1 now", nameA+" redis://"+where+" 0 1 ")
+	waitRows(t, b.console, cookieB, "replica b's overview", others(b, [2]string{name(b), "1"}, [2]string{name(a), "0"}, [2]string{name(c), "2"})...)
 
 	// Killed, b removes nothing: its status expires (10 s after its
 	// last report).
 	if err := syscall.Kill(b.pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitRows(t, a.console, cookieA, "replica b killed", nameA+" (this one)")
+	waitRows(t, a.console, cookieA, "replica b killed", others(a, [2]string{name(a), "0"}, [2]string{name(c), "2"})...)
 }

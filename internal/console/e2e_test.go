@@ -29,6 +29,7 @@ const (
 
 // served is a real `nexus serve` with its console.
 type served struct {
+	headless     bool // no --console
 	pid          int
 	mcp, console string // base URLs
 	audit        string // the audit log's path
@@ -92,7 +93,11 @@ func env(dir string) []string {
 // ports the system picks, until the test ends.
 func start(t *testing.T, bin, path string, s *served, args ...string) *served {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"serve", "--config", path, "--listen", "127.0.0.1:0", "--console", "127.0.0.1:0"}, args...)...)
+	base := []string{"serve", "--config", path, "--listen", "127.0.0.1:0", "--console", "127.0.0.1:0"}
+	if s.headless {
+		base = base[:len(base)-2]
+	}
+	cmd := exec.Command(bin, append(base, args...)...)
 	cmd.Env = env(filepath.Dir(path))
 	errp, err := cmd.StderrPipe()
 	if err != nil {
@@ -129,7 +134,7 @@ func start(t *testing.T, bin, path string, s *served, args ...string) *served {
 		}
 	})
 	deadline := time.After(60 * time.Second)
-	for s.mcp == "" || s.console == "" {
+	for s.mcp == "" || s.console == "" && !s.headless {
 		select {
 		case l, ok := <-lines:
 			if !ok {
