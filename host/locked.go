@@ -32,6 +32,8 @@ import (
 type lockVerdicts struct {
 	mu   sync.Mutex
 	seen map[string]lockVerdict // server "\x00" tool
+	// swapped are OnLockSwap's callbacks.
+	swapped []func(old, new *Lock)
 }
 
 type lockVerdict struct {
@@ -99,11 +101,53 @@ func (h *Host) lockWarns(isNew bool) bool {
 // against it (verdicts reached on the one before are dropped). nil stops
 // enforcing.
 func (h *Host) SetLock(l *Lock) {
-	h.pins.Store(l)
+	old := h.pins.Swap(l)
 	h.pinGen.Add(1)
 	h.lockv.mu.Lock()
 	h.lockv.seen = nil
+	fns := slices.Clone(h.lockv.swapped)
 	h.lockv.mu.Unlock()
+	for _, fn := range fns {
+		fn(old, l)
+	}
+}
+
+// OnLockSwap calls fn after each SetLock of h or of any host sharing its
+// configuration (NewSession's), with the lockfile before and after: the
+// gateway announces tools/list_changed to the agents whose tools the
+// swap changed (LockSwapChanges). fn runs on SetLock's caller, so it
+// must not wait on anything.
+func (h *Host) OnLockSwap(fn func(old, new *Lock)) {
+	h.lockv.mu.Lock()
+	h.lockv.swapped = append(h.lockv.swapped, fn)
+	h.lockv.mu.Unlock()
+}
+
+// LockSwapChanges says whether swapping lockfile old for new changes
+// which tools agent sees on h's live connections: a tool one withholds
+// and the other lets through, as its server last listed it (no server
+// is asked, nothing is logged). A server that comes into the lockfile,
+// or leaves it, changes its tools too.
+func (h *Host) LockSwapChanges(agent string, old, new *Lock) bool {
+	verdict := func(l *Lock, server string, t *mcp.Tool) bool {
+		if l == nil {
+			return true
+		}
+		why, isNew := lockReason(l, server, t)
+		return why == "" || h.lockWarns(isNew)
+	}
+	for server, c := range h.reg.Live(agent) {
+		tools, ok := c.CachedTools()
+		if !ok {
+			continue
+		}
+		for i := range tools {
+			if verdict(old, server, &tools[i]) != verdict(new, server, &tools[i]) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Lockfile is the lockfile h enforces now, or nil.

@@ -33,10 +33,20 @@ func consoleOptions(cfg *config.Config, addr string) *webconsole.Options {
 
 // startConsole serves the console until ctx ends or stop is called; stop
 // waits for it to finish (serve may return, on a listener's error, before
-// its ctx ends).
-func (a *app) startConsole(ctx context.Context, o *webconsole.Options, feed *audit.Feed, h *host.Host, g *gateway.Gateway, sessionStore string, log hclog.Logger) (stop func(), err error) {
+// its ctx ends). Without a console, a replica that shares a session store
+// still reports its status there, for the other replicas' consoles.
+func (a *app) startConsole(ctx context.Context, o *webconsole.Options, feed *audit.Feed, h *host.Host, g *gateway.Gateway, sessionStore string, shared store.Store, log hclog.Logger) (stop func(), err error) {
 	if o == nil {
-		return func() {}, nil
+		if shared == nil {
+			return func() {}, nil
+		}
+		// No console here, but the others' show this replica.
+		r, err := webconsole.Report(webconsole.Config{Servers: consoleServers{h, g}, Sessions: g, Feed: feed,
+			Logger: log.Named("console"), Store: store.Name(sessionStore), Shared: shared})
+		if err != nil {
+			return nil, err
+		}
+		return func() { r.Close() }, nil
 	}
 	var sso webconsole.SSO
 	if o.OIDCClientID != "" && a.cfg.Gateway != nil && a.cfg.Gateway.OAuth != nil {
@@ -48,7 +58,7 @@ func (a *app) startConsole(ctx context.Context, o *webconsole.Options, feed *aud
 	}
 	k, err := webconsole.New(webconsole.Config{SSO: sso, Options: *o, Servers: consoleServers{h, g}, Sessions: g, Feed: feed, Record: h.RecordAction,
 		Lockfile: consoleLock{h, host.LockPath(a.cfg)}, Continuations: g,
-		Logger: log.Named("console"), Store: store.Name(sessionStore)})
+		Logger: log.Named("console"), Store: store.Name(sessionStore), Shared: shared})
 	if err != nil {
 		return nil, &exitError{exitUsage, err}
 	}

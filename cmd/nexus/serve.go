@@ -126,8 +126,12 @@ continued and passed upstream.`,
 				return err
 			}
 			co := consoleOptions(cfg, consoleAddr)
+			// A replica sharing a session store reports its status there
+			// for the other replicas' consoles, with or without a console
+			// of its own.
+			sharing := listen != "" && sessionStore != "" && sessionStore != "memory"
 			var feed *audit.Feed // the console's decisions, as the audit log gets them
-			if co != nil {
+			if co != nil || sharing {
 				feed = audit.NewFeed()
 			}
 			h := host.New(cfg, host.Options{Logger: log, Timeout: a.timeout, Confirm: confirm, Lock: pinned, Telemetry: tel, Feed: feed})
@@ -172,7 +176,18 @@ continued and passed upstream.`,
 			watched := make(chan struct{})
 			go func() { defer close(watched); h.WatchLock(ctx, host.LockPath(cfg), lockWatch) }()
 			defer func() { stop(); <-watched }()
-			stopConsole, err := a.startConsole(ctx, co, feed, h, g, sessionStore, log)
+			// The store replicas share, opened before the console, which
+			// reports this replica's status there.
+			var shared store.Store
+			if sharing {
+				st, err := openStore(sessionStore, log)
+				if err != nil {
+					return &exitError{exitUsage, err}
+				}
+				defer st.Close()
+				shared = st
+			}
+			stopConsole, err := a.startConsole(ctx, co, feed, h, g, sessionStore, shared, log)
 			if err != nil {
 				return err
 			}
@@ -206,13 +221,8 @@ continued and passed upstream.`,
 			if err := gateway.OAuth(gw, gw.PublicURL, &o); err != nil {
 				return &exitError{exitUsage, err}
 			}
-			if sessionStore != "" && sessionStore != "memory" {
-				st, err := openStore(sessionStore, log)
-				if err != nil {
-					return &exitError{exitUsage, err}
-				}
-				defer st.Close()
-				o.Store, o.StoreName = st, store.Name(sessionStore)
+			if shared != nil {
+				o.Store, o.StoreName = shared, store.Name(sessionStore)
 			}
 			hh, err := g.HTTP(o)
 			if err != nil {

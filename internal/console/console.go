@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"io"
 	"io/fs"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/internal/audit"
 	"github.com/nexus-mcp/nexus/internal/gateway"
+	"github.com/nexus-mcp/nexus/internal/gateway/store"
 	"github.com/nexus-mcp/nexus/internal/registry"
 )
 
@@ -69,9 +72,16 @@ type Config struct {
 	// error refuses the action (a fail-closed log that cannot record it).
 	Record func(audit.Record) error
 	Logger hclog.Logger
-	// Replica names this process among the gateway's replicas; Store is
-	// the session store they share ("memory": none).
+	// Replica names this process among the gateway's replicas (default:
+	// its host name and pid); Store names the session store they share
+	// ("memory": none), as pages show it.
 	Replica, Store string
+	// Shared is that store, when replicas share one: the console reports
+	// this replica's status there every ReportEvery (default 2 s), and
+	// the overview shows every live replica's (replicas.go). nil: this
+	// replica alone.
+	Shared      store.Store
+	ReportEvery time.Duration
 	// Keep is how many recent decisions are kept for their explain trace
 	// (default 2000); Buffer how many a live page may fall behind before
 	// it loses some (default 256).
@@ -91,6 +101,9 @@ type Console struct {
 	pending  pendingLogins
 	sub      *audit.Sub
 	done     chan struct{}
+	decoded  decodedStatuses // the other replicas' (replicas.go)
+	stop     chan struct{}   // closed by Close: the reports stop
+	reported chan struct{}   // closed when they have
 	once     sync.Once
 }
 
@@ -108,6 +121,32 @@ func New(c Config) (*Console, error) {
 			return nil, errors.New("the console's oidc_client_id needs the gateway's OAuth issuer: add gateway { oauth { issuer = \"https://...\" } }")
 		}
 	}
+	c.defaults()
+	pages, err := parsePages()
+	if err != nil {
+		return nil, err
+	}
+	k := c.start()
+	k.pages = pages
+	k.logins.init()
+	k.routes()
+	return k, nil
+}
+
+// Report reports this replica's status to the session store the
+// replicas share (c.Shared), as a console does, for a replica that
+// serves no console: the other replicas' consoles show it. It needs
+// c.Servers, c.Sessions and c.Feed (whose decisions make the calls per
+// minute); Close stops it and removes the status from the store.
+func Report(c Config) (io.Closer, error) {
+	if c.Shared == nil || c.Servers == nil {
+		return nil, errors.New("console.Report needs the session store the replicas share and the servers to report")
+	}
+	c.defaults()
+	return c.start(), nil
+}
+
+func (c *Config) defaults() {
 	if c.Logger == nil {
 		c.Logger = hclog.NewNullLogger()
 	}
@@ -123,16 +162,28 @@ func New(c Config) (*Console, error) {
 	if c.Record == nil {
 		c.Record = func(audit.Record) error { return nil }
 	}
-	pages, err := parsePages()
-	if err != nil {
-		return nil, err
+	if c.ReportEvery <= 0 {
+		c.ReportEvery = 2 * time.Second
 	}
-	k := &Console{c: c, log: c.Logger, pages: pages, recent: newRecent(c.Keep), done: make(chan struct{})}
-	k.logins.init()
+	if c.Replica == "" {
+		h, _ := os.Hostname()
+		c.Replica = fmt.Sprintf("%s (pid %d)", h, os.Getpid())
+	}
+}
+
+// start keeps the feed's decisions and, with a store, reports the
+// replica's status; Close stops both.
+func (c Config) start() *Console {
+	k := &Console{c: c, log: c.Logger, recent: newRecent(c.Keep), done: make(chan struct{}),
+		stop: make(chan struct{}), reported: make(chan struct{})}
 	k.sub = c.Feed.Subscribe(4096)
 	go k.keep()
-	k.routes()
-	return k, nil
+	if c.Shared != nil {
+		go k.reportLoop()
+	} else {
+		close(k.reported)
+	}
+	return k
 }
 
 // keep records the feed's decisions for explain traces and rates, on a
@@ -157,11 +208,14 @@ func (k *Console) keep() {
 	}
 }
 
-// Close stops keeping decisions.
+// Close stops keeping decisions, and removes this replica's status from
+// the session store.
 func (k *Console) Close() error {
 	k.once.Do(func() {
+		close(k.stop)
 		k.sub.Close()
 		<-k.done
+		<-k.reported
 	})
 	return nil
 }

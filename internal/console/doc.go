@@ -4,9 +4,13 @@
 // one small script: it works without internet access) on a listener of
 // its own, never on the MCP endpoint:
 //
-//   - the overview: this replica, each server (status, era, transport,
-//     tools, its last error with the fix the CLI would print) and each
-//     agent (sessions, tool calls in the last minute);
+//   - the overview: one section per replica, each server (status, era,
+//     transport, tools, its last error with the fix the CLI would print)
+//     and each agent (sessions, tool calls in the last minute). With a
+//     session store the replicas share, each console (or Report, on a
+//     replica without one) reports its replica's status there with a
+//     TTL, refreshed, and each console shows every live replica's; one
+//     that stops drops off (replicas.go);
 //   - the live decisions, over server-sent events, from the engine's
 //     decision feed (audit.Feed): the very records the audit log gets, so
 //     arguments are shown only as the log holds them; each opens its

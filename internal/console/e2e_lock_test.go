@@ -246,6 +246,11 @@ func TestLockfileDrift(t *testing.T) {
 		if out, err := check.CombinedOutput(); err != nil {
 			t.Errorf("nexus lock --check after the accept: %v\n%s", err, out)
 		}
+		// The accept left no file lock beside the lockfile: it is in the
+		// user's repository.
+		if _, err := os.Stat(filepath.Join(dir, ".nexus.lock.hcl.lock")); !os.IsNotExist(err) {
+			t.Errorf("the accept left .nexus.lock.hcl.lock beside the lockfile (%v)", err)
+		}
 		// The audit log says who accepted what, and why.
 		log, err := os.ReadFile(auditA)
 		if err != nil {

@@ -29,6 +29,8 @@ const (
 
 // served is a real `nexus serve` with its console.
 type served struct {
+	headless     bool // no --console
+	pid          int
 	mcp, console string // base URLs
 	audit        string // the audit log's path
 	stderr       *testenv.Buffer
@@ -87,11 +89,15 @@ func env(dir string) []string {
 	return []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "CONSOLE_ADMIN=" + adminToken, "CONSOLE_VIEWER=" + viewerToken, "CLAUDE_TOKEN=" + agentToken}
 }
 
-// start runs `nexus serve` with the config at path, on ports the system
-// picks, until the test ends.
-func start(t *testing.T, bin, path string, s *served) *served {
+// start runs `nexus serve` with the config at path (and more args), on
+// ports the system picks, until the test ends.
+func start(t *testing.T, bin, path string, s *served, args ...string) *served {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--config", path, "--listen", "127.0.0.1:0", "--console", "127.0.0.1:0")
+	base := []string{"serve", "--config", path, "--listen", "127.0.0.1:0", "--console", "127.0.0.1:0"}
+	if s.headless {
+		base = base[:len(base)-2]
+	}
+	cmd := exec.Command(bin, append(base, args...)...)
 	cmd.Env = env(filepath.Dir(path))
 	errp, err := cmd.StderrPipe()
 	if err != nil {
@@ -100,6 +106,7 @@ func start(t *testing.T, bin, path string, s *served) *served {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	s.pid = cmd.Process.Pid
 	lines := make(chan string, 16)
 	go func() {
 		defer close(lines)
@@ -127,7 +134,7 @@ func start(t *testing.T, bin, path string, s *served) *served {
 		}
 	})
 	deadline := time.After(60 * time.Second)
-	for s.mcp == "" || s.console == "" {
+	for s.mcp == "" || s.console == "" && !s.headless {
 		select {
 		case l, ok := <-lines:
 			if !ok {
@@ -250,7 +257,7 @@ func TestConsole(t *testing.T) {
 		if !strings.Contains(row, "connected") || !strings.Contains(row, "2025-11-25") || !strings.Contains(row, "stdio") {
 			t.Errorf("the server's row: %q", row)
 		}
-		agents := eval[string](t, admin, `document.querySelector("section[aria-labelledby=agents] tbody").innerText`)
+		agents := eval[string](t, admin, `document.querySelector("section.replica table.agents tbody").innerText`)
 		if !strings.Contains(agents, "claude\t1\t1") {
 			t.Errorf("the agents: %q, want claude with 1 session and 1 call in the last minute", agents)
 		}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -89,27 +88,28 @@ func (k *Console) page(h func(r *http.Request) (string, pageData, int)) http.Han
 // ---- overview -------------------------------------------------------------
 
 type serverRow struct {
-	Name, Status, Era, Version, Transport string
-	Tools                                 int
-	Error                                 string
-	Fix                                   []string
+	Name      string   `json:"name"`
+	Status    string   `json:"status"`
+	Era       string   `json:"era,omitempty"`
+	Version   string   `json:"version,omitempty"`
+	Transport string   `json:"transport"`
+	Tools     int      `json:"tools"`
+	Error     string   `json:"error,omitempty"`
+	Fix       []string `json:"fix,omitempty"`
 }
 
 type agentRow struct {
-	Agent          string
-	Sessions       int
-	CallsPerMinute int
+	Agent          string `json:"agent"`
+	Sessions       int    `json:"sessions"`
+	CallsPerMinute int    `json:"calls_per_minute"`
 }
 
-type replicaRow struct {
-	Name, Store string
-	Sessions    int
-}
-
+// overviewView is one section per replica: this one first, then the
+// others that reported to the session store (replicas.go).
 type overviewView struct {
-	Replicas []replicaRow
-	Servers  []serverRow
-	Agents   []agentRow
+	Replicas []replicaStatus
+	// StoreError says why the other replicas are not shown.
+	StoreError string
 }
 
 // eras names the revisions by era, as the registry tells them apart.
@@ -120,7 +120,17 @@ func (k *Console) overview(*http.Request) (string, pageData, int) {
 }
 
 func (k *Console) overviewView() overviewView {
-	var v overviewView
+	list, err := k.replicas(k.local())
+	v := overviewView{Replicas: list}
+	if err != nil {
+		v.StoreError = "The other replicas are not shown: " + err.Error()
+	}
+	return v
+}
+
+// local is this replica's status, now.
+func (k *Console) local() replicaStatus {
+	v := replicaStatus{Replica: k.replica(), Store: k.c.Store, At: time.Now().UTC()}
 	for _, s := range k.c.Servers.Servers() {
 		row := serverRow{Name: s.Config.Name, Transport: s.Config.Type, Tools: s.Tools, Version: s.Version, Era: eras[s.Era]}
 		if row.Transport == "" {
@@ -145,7 +155,6 @@ func (k *Console) overviewView() overviewView {
 	}
 	rates := k.recent.perMinute()
 	byAgent := map[string]*agentRow{}
-	total := 0
 	if k.c.Sessions != nil {
 		for _, s := range k.c.Sessions.List() {
 			a := byAgent[s.Agent]
@@ -155,7 +164,7 @@ func (k *Console) overviewView() overviewView {
 			}
 			if !s.Modern {
 				a.Sessions++
-				total++
+				v.Sessions++
 			}
 		}
 	}
@@ -169,17 +178,10 @@ func (k *Console) overviewView() overviewView {
 		v.Agents = append(v.Agents, *a)
 	}
 	sort.Slice(v.Agents, func(i, j int) bool { return v.Agents[i].Agent < v.Agents[j].Agent })
-	v.Replicas = []replicaRow{{Name: k.replica(), Store: k.c.Store, Sessions: total}}
 	return v
 }
 
-func (k *Console) replica() string {
-	if k.c.Replica != "" {
-		return k.c.Replica
-	}
-	h, _ := os.Hostname()
-	return fmt.Sprintf("%s (pid %d)", h, os.Getpid())
-}
+func (k *Console) replica() string { return k.c.Replica }
 
 // report is an error's problem and fix, as the CLI reports them.
 func (k *Console) report(server string, err error) (string, []string) {

@@ -19,3 +19,6 @@ func tryLock(f *os.File) error {
 	}
 	return err
 }
+
+// removeHeld: a file may be removed while open (Hold).
+const removeHeld = true

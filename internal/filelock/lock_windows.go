@@ -21,3 +21,7 @@ func tryLock(f *os.File) error {
 	}
 	return err
 }
+
+// removeHeld: a file open without FILE_SHARE_DELETE (as Go opens them)
+// cannot be removed, so Hold leaves it.
+const removeHeld = false

@@ -55,7 +55,12 @@
 // whose it is, and copying it to each would put one call's data on every
 // other call's answer). list_changed goes to the agent's sessions that
 // may see the server, resources/updated to those subscribed to the URI.
-// Nothing a connection carries crosses to another agent.
+// Nothing a connection carries crosses to another agent. A lockfile
+// swapped while the gateway serves (the host's SetLock: the console's
+// accept, or the file changed by another replica or nexus lock) is a
+// change to the tools list of each agent whose tools it releases or
+// withholds (lockswap.go): their sessions get tools/list_changed, and
+// their subscriptions/listen streams that opted in to tools.
 //
 // Over HTTP each agent has its own share of the listener's limits
 // (max_sessions_per_agent, max_requests_per_agent,

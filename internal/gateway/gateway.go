@@ -175,6 +175,7 @@ func New(h Upstream, o Options) *Gateway {
 		br, _ = newBridge(g, key, o.ReplicaID)
 	}
 	g.br = br
+	g.watchLock()
 	return g
 }
 

@@ -53,15 +53,18 @@ func (l *Lock) WriteFile(path string) error {
 
 // Update changes the lockfile at path with change and writes it back,
 // holding a lock on a file beside it (.nexus.lock.hcl.lock) meanwhile, so
-// that changes made at once by several processes are applied one after
-// the other, none lost. No lockfile yet is an empty one. It returns the
-// lockfile as written.
+// that changes made at once by several processes (replicas sharing the
+// directory, on one machine or one volume) are applied one after the
+// other, none lost. The lock file is there only while a change is made
+// (filelock.Hold removes it, safely for those waiting): nothing is left
+// in the user's repository. No lockfile yet is an empty one. It returns
+// the lockfile as written.
 func Update(ctx context.Context, path string, change func(*Lock) error) (*Lock, error) {
-	held, err := filelock.Acquire(ctx, filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".lock"))
+	release, err := filelock.Hold(ctx, filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".lock"))
 	if err != nil {
 		return nil, fmt.Errorf("the lockfile %s is being changed by another process: %w; try again", path, err)
 	}
-	defer held.Close()
+	defer release()
 	l, err := Read(path)
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,7 @@ type Memory struct {
 	streams  map[string]*memStream
 	counters map[string]memCounter
 	alive    map[string]time.Time // replica -> until
+	reports  map[string]memSession
 	subs     map[string]map[*memSub]struct{}
 	closed   bool
 	ops      int
@@ -46,7 +48,7 @@ type memSub struct{ ch chan []byte }
 // NewMemory returns an empty in-memory store.
 func NewMemory() *Memory {
 	return &Memory{now: time.Now, sessions: map[string]memSession{}, streams: map[string]*memStream{},
-		counters: map[string]memCounter{}, alive: map[string]time.Time{}, subs: map[string]map[*memSub]struct{}{}}
+		counters: map[string]memCounter{}, alive: map[string]time.Time{}, reports: map[string]memSession{}, subs: map[string]map[*memSub]struct{}{}}
 }
 
 // sweep drops what has expired, every 256 operations: the store never
@@ -342,6 +344,46 @@ func (m *Memory) Alive(ctx context.Context, replica string) (bool, error) {
 		ok = false
 	}
 	return ok, nil
+}
+
+// Report implements Store.
+func (m *Memory) Report(ctx context.Context, replica string, status []byte, ttl time.Duration) error {
+	if len(status) > MaxReportBytes {
+		return fmt.Errorf("%w: replica %s's status is %d bytes (limit %d)", ErrTooLarge, replica, len(status), MaxReportBytes)
+	}
+	if err := m.lock(); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	if ttl <= 0 {
+		delete(m.reports, replica)
+		return nil
+	}
+	m.reports[replica] = memSession{append([]byte(nil), status...), m.now().Add(ttl)}
+	return nil
+}
+
+// Reports implements Store.
+func (m *Memory) Reports(ctx context.Context) (map[string][]byte, error) {
+	if err := m.lock(); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	now := m.now()
+	names := make([]string, 0, len(m.reports))
+	for k, r := range m.reports {
+		if now.After(r.expires) {
+			delete(m.reports, k)
+			continue
+		}
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	out := make(map[string][]byte, min(len(names), MaxReports))
+	for _, k := range names[:min(len(names), MaxReports)] {
+		out[k] = append([]byte(nil), m.reports[k].data...)
+	}
+	return out, nil
 }
 
 // Ping implements Store.

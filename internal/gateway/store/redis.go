@@ -406,6 +406,75 @@ func (r *Redis) Alive(ctx context.Context, replica string) (bool, error) {
 	return n == 1, nil
 }
 
+// A replica's status is a value with its TTL; an index of the replicas
+// (a sorted set, scored by when each status expires by its writer's
+// clock) finds them without a scan of the keys. The value's TTL decides
+// what is live: the index only says where to look.
+func (r *Redis) reportKey(replica string) string { return r.prefix + "report:" + replica }
+func (r *Redis) reportsKey() string              { return r.prefix + "reports" }
+
+// reportSlack is how long past its expiry, by the reader's clock, an
+// index entry is still looked at: replicas' clocks differ.
+const reportSlack = time.Minute
+
+// Report implements Store.
+func (r *Redis) Report(ctx context.Context, replica string, status []byte, ttl time.Duration) error {
+	if ttl <= 0 {
+		_, err := r.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Del(ctx, r.reportKey(replica))
+			p.ZRem(ctx, r.reportsKey(), replica)
+			return nil
+		})
+		return r.fail("remove the replica's status", err)
+	}
+	if len(status) > MaxReportBytes {
+		return fmt.Errorf("%w: replica %s's status is %d bytes (limit %d)", ErrTooLarge, replica, len(status), MaxReportBytes)
+	}
+	now := time.Now()
+	idx := r.reportsKey()
+	_, err := r.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, r.reportKey(replica), status, ttl)
+		p.ZAdd(ctx, idx, redis.Z{Score: float64(now.Add(ttl).UnixMilli()), Member: replica})
+		p.ZRemRangeByScore(ctx, idx, "-inf", "("+strconv.FormatInt(now.Add(-reportSlack).UnixMilli(), 10))
+		// The index lives as long as the longest-lived status in it
+		// (plus the slack): NX gives it a TTL, GT only lengthens it.
+		keep := (ttl + reportSlack).Milliseconds()
+		p.Do(ctx, "PEXPIRE", idx, keep, "NX")
+		p.Do(ctx, "PEXPIRE", idx, keep, "GT")
+		return nil
+	})
+	return r.fail("report the replica's status", err)
+}
+
+// Reports implements Store: the latest to expire first (those that have,
+// but are still in the index, last), each value read with GETRANGE, so
+// a value someone made huge is read only to one byte past the limit.
+func (r *Redis) Reports(ctx context.Context) (map[string][]byte, error) {
+	// With REV, ZRANGE takes the highest score first.
+	names, err := r.c.ZRangeArgs(ctx, redis.ZRangeArgs{Key: r.reportsKey(), ByScore: true, Rev: true,
+		Start: "+inf", Stop: strconv.FormatInt(time.Now().Add(-reportSlack).UnixMilli(), 10), Count: MaxReports}).Result()
+	if err != nil {
+		return nil, r.fail("read the replicas' statuses", err)
+	}
+	cmds := make([]*redis.StringCmd, len(names))
+	_, err = r.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, n := range names {
+			cmds[i] = p.GetRange(ctx, r.reportKey(n), 0, MaxReportBytes)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, r.fail("read the replicas' statuses", err)
+	}
+	out := make(map[string][]byte, len(names))
+	for i, n := range names {
+		if b, _ := cmds[i].Bytes(); len(b) > 0 { // "": expired (a status is never empty)
+			out[n] = b
+		}
+	}
+	return out, nil
+}
+
 // Ping implements Store.
 func (r *Redis) Ping(ctx context.Context) error {
 	return r.fail("ping", r.c.Ping(ctx).Err())

@@ -63,6 +63,10 @@ const (
 	// SubscriberBuffer is how many messages a slow subscriber may fall
 	// behind before messages are dropped (and counted).
 	SubscriberBuffer = 256
+	// MaxReportBytes bounds one replica's status; MaxReports how many
+	// replicas' statuses are read.
+	MaxReportBytes = 1 << 20
+	MaxReports     = 64
 )
 
 // Store is what gateway replicas share. Every method honours ctx, and
@@ -112,6 +116,17 @@ type Store interface {
 	// lost the store).
 	Beat(ctx context.Context, replica string, ttl time.Duration) error
 	Alive(ctx context.Context, replica string) (bool, error)
+
+	// Report keeps a replica's status (what the console shows of it:
+	// its servers, agents and sessions) for ttl, replacing the one
+	// before; ttl <= 0 removes it at once. Reports is the status of every
+	// replica that reported within its ttl, by replica: at most
+	// MaxReports of them, each cut to MaxReportBytes+1 bytes (a reader
+	// tells an oversized one by its length). The store is shared, so a
+	// value may be anything anyone who can write to it wrote: readers
+	// check what they get.
+	Report(ctx context.Context, replica string, status []byte, ttl time.Duration) error
+	Reports(ctx context.Context) (map[string][]byte, error)
 
 	// Ping says whether the store answers (readiness).
 	Ping(ctx context.Context) error

@@ -304,6 +304,58 @@ func suite(t *testing.T, open func(t *testing.T) store.Store) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	})
+	run("reports", func(t *testing.T, s store.Store) {
+		if got, err := s.Reports(ctx); err != nil || len(got) != 0 {
+			t.Fatalf("no reports yet: %v %v", got, err)
+		}
+		if err := s.Report(ctx, "a", []byte(`{"a":1}`), time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Report(ctx, "b", []byte(`{"b":1}`), 50*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Report(ctx, "a", []byte(`{"a":2}`), time.Minute); err != nil { // replaces
+			t.Fatal(err)
+		}
+		got, err := s.Reports(ctx)
+		if err != nil || string(got["a"]) != `{"a":2}` || len(got) > 2 {
+			t.Fatalf("reports: %q %v", got, err)
+		}
+		// A replica that stops reporting drops off after its ttl.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			got, err := s.Reports(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := got["b"]; !ok && string(got["a"]) == `{"a":2}` {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("a status outlived its ttl by 10 s: %q", got)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		// One that stops cleanly is gone at once.
+		if err := s.Report(ctx, "a", nil, 0); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.Reports(ctx); err != nil || len(got) != 0 {
+			t.Fatalf("after removal: %q %v", got, err)
+		}
+		if err := s.Report(ctx, "big", make([]byte, store.MaxReportBytes+1), time.Minute); !errors.Is(err, store.ErrTooLarge) {
+			t.Fatalf("oversized status: %v", err)
+		}
+		// At most MaxReports are read.
+		for i := range store.MaxReports + 3 {
+			if err := s.Report(ctx, fmt.Sprintf("r%03d", i), []byte("x"), time.Minute); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, err := s.Reports(ctx); err != nil || len(got) != store.MaxReports {
+			t.Fatalf("reports of %d replicas: %d %v", store.MaxReports+3, len(got), err)
+		}
+	})
 	run("close", func(t *testing.T, s store.Store) {
 		if err := s.Ping(ctx); err != nil {
 			t.Fatal(err)
