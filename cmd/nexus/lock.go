@@ -56,12 +56,13 @@ is withheld again).`,
 				path = host.LockPath(a.cfg)
 			}
 			pinned, err := lock.Read(path)
+			unreadable := false
 			switch {
 			case err != nil && check:
 				return &exitError{exitUsage, err}
 			case err != nil:
 				fmt.Fprintf(a.stderr, "Warning: the lockfile cannot be read, so it is written anew from the servers (review the whole diff):\n%v\n", err)
-				pinned = nil
+				pinned, unreadable = nil, true
 			}
 			if pinned == nil {
 				pinned = &lock.Lock{}
@@ -128,7 +129,25 @@ is withheld again).`,
 				}
 				return nil
 			}
-			if err := next.WriteFile(path); err != nil {
+			// Under the lockfile's file lock, as the console's accept and
+			// reject write it: a change another process made meanwhile to a
+			// server this run did not pin is kept, not overwritten.
+			write := func(cur *lock.Lock) error {
+				if server == "" {
+					cur.Servers = next.Servers
+					return nil
+				}
+				if s := next.Server(server); s != nil {
+					cur.Put(s)
+				}
+				return nil
+			}
+			if unreadable {
+				err = next.WriteFile(path) // written anew, as warned
+			} else {
+				_, err = lock.Update(cmd.Context(), path, write)
+			}
+			if err != nil {
 				return err
 			}
 			fmt.Fprintf(a.stdout, "Wrote %s: %s, %d change(s).\n", path, count(len(next.Servers), "server"), len(changes)-len(refused))

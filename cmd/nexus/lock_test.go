@@ -1,13 +1,18 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/internal/filelock"
 	"github.com/nexus-mcp/nexus/internal/lock"
 	"github.com/nexus-mcp/nexus/internal/policy"
 )
@@ -134,4 +139,87 @@ filter "tool-poisoning" {
 	if _, _, code := nexusIn(t, dir, "", nil, "lock", "--check"); code != 0 {
 		t.Errorf("check of the accepted definition: exit %d", code)
 	}
+}
+
+// nexus lock writes under the lockfile's file lock, as the console's
+// accept and reject do: what another process pinned while it talked to
+// the servers (here a server the config does not have, which --server
+// leaves alone) is kept, not overwritten by the lockfile it read first.
+func TestLockUnderFileLock(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("finds the waiting process through /proc")
+	}
+	dir := t.TempDir()
+	hcl := "server \"testserver\" {\n  stdio {\n    command = \"nexus\"\n    args    = [\"testserver\"]\n  }\n}\n"
+	if err := os.WriteFile(filepath.Join(dir, "nexus.hcl"), []byte(hcl), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := nexusIn(t, dir, "", nil, "lock"); code != 0 {
+		t.Fatalf("lock: exit %d\n%s", code, stderr)
+	}
+	lockfile := filepath.Join(dir, "nexus.lock.hcl")
+	held := filepath.Join(dir, ".nexus.lock.hcl.lock")
+	// The bound starts after the setup above; generous for a loaded box.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	release, err := filelock.Hold(ctx, held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan string, 1)
+	go func() {
+		_, stderr, code := nexusIn(t, dir, "", nil, "lock", "--server", "testserver")
+		done <- fmt.Sprintf("exit %d %s", code, stderr)
+	}()
+	// Once nexus lock has the lock file open it has read the lockfile and
+	// waits for the lock: another process pins meanwhile.
+	for !openedByOther(held) {
+		select {
+		case out := <-done:
+			release()
+			t.Fatalf("nexus lock finished without waiting for the file lock: %s", out)
+		case <-ctx.Done():
+			release()
+			t.Fatal("nexus lock never opened the lockfile's file lock")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	b, err := os.ReadFile(lockfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(lockfile, append(b, []byte("\nserver \"other\" {\n}\n")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	release()
+	select {
+	case out := <-done:
+		if !strings.HasPrefix(out, "exit 0 ") {
+			t.Fatalf("lock --server: %s", out)
+		}
+	case <-ctx.Done():
+		t.Fatal("nexus lock did not finish once the file lock was free")
+	}
+	if b, _ := os.ReadFile(lockfile); !strings.Contains(string(b), `server "other"`) || !strings.Contains(string(b), `server "testserver"`) {
+		t.Errorf("the pin made while nexus lock waited is lost:\n%s", b)
+	}
+	if _, err := os.Stat(held); !os.IsNotExist(err) {
+		t.Errorf("the file lock is left beside the lockfile: %v", err)
+	}
+}
+
+// openedByOther reports whether a process other than this one has path
+// open.
+func openedByOther(path string) bool {
+	fds, _ := filepath.Glob("/proc/[0-9]*/fd/*")
+	self := fmt.Sprintf("/proc/%d/", os.Getpid())
+	for _, fd := range fds {
+		if strings.HasPrefix(fd, self) {
+			continue
+		}
+		if l, err := os.Readlink(fd); err == nil && l == path {
+			return true
+		}
+	}
+	return false
 }
