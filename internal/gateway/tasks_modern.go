@@ -2,11 +2,16 @@ package gateway
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/internal/hostapi"
 	"github.com/nexus-mcp/nexus/internal/policy"
 )
 
@@ -44,21 +49,28 @@ func (in *taskInput) drop() { in.pending, in.waiting = nil, nil }
 // modernTaskCall is a modern tools/call whose agent declared the tasks
 // extension: answered as a task once the upstream makes one, or as an
 // ordinary call when it answers first.
-func (s *session) modernTaskCall(ctx context.Context, p mcp.CallToolParams, meta *mcp.RequestMeta) (any, error) {
-	server, _ := s.serverOf(p.Name)
+//
+// server is the tool's (toolServer); at is the call's attempt (retry
+// opened it): an answer
+// input_required is sealed with it, so the retry is the same call.
+func (s *session) modernTaskCall(ctx context.Context, server string, p mcp.CallToolParams, meta *mcp.RequestMeta, at *attempt) (any, error) {
 	t, err := s.newTask(true)
 	if err != nil {
 		return nil, err
 	}
+	if at.id == ([16]byte{}) {
+		rand.Read(at.id[:])
+	}
 	// The call's context keeps the request's values, not its end: once
 	// a task, it ends with the task (tasks/cancel, the ttl, the session).
-	base, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	base, cancel := context.WithCancel(hostapi.WithAttempt(hostapi.WithCallID(context.WithoutCancel(ctx), at.callID()), &at.Attempt))
 	t.cancel = cancel
 	endsWithSession := context.AfterFunc(s.ctx, cancel)
 	started := make(chan struct{})
 	var seed *mcp.DetailedTask // the CreateTaskResult: the state it started in
+	var f *followed            // set once t follows the server's task; read by the call's goroutine after started
 	hooks := &mcp.TaskHooks{
-		Started: func(*mcp.DetailedTask) {
+		Started: func(up *mcp.DetailedTask) {
 			t.mu.Lock()
 			again := t.detached
 			t.mu.Unlock()
@@ -68,6 +80,10 @@ func (s *session) modernTaskCall(ctx context.Context, p mcp.CallToolParams, meta
 			seed = t.modernState(false)
 			seed.ResultType = mcp.ResultTask
 			if s.storeTask(t) == nil {
+				// A 2025-11-25 server asks during its task by requests
+				// to the client: the bridge brings them to t.
+				f = &followed{t: t, upstream: up.TaskID, call: at.callID(), meta: meta, n: map[string]int{}}
+				s.g.br.follow(s.agent, server, f)
 				close(started)
 			}
 		},
@@ -92,6 +108,9 @@ func (s *session) modernTaskCall(ctx context.Context, p mcp.CallToolParams, meta
 	go func() {
 		defer endsWithSession()
 		res, err := s.call(mcp.WithTaskHooks(base, hooks), base, p, true)
+		if f != nil { // Started ran on this goroutine, within the call
+			s.g.br.unfollow(s.agent, server, f)
+		}
 		t.mu.Lock()
 		detached := t.detached
 		t.returned = !detached
@@ -116,7 +135,7 @@ func (s *session) modernTaskCall(ctx context.Context, p mcp.CallToolParams, meta
 		return seed, nil
 	case o := <-done:
 		cancel()
-		return s.modernAnswer(ctx, p, meta, o.res, o.err)
+		return s.modernAnswer(ctx, p, meta, at, o.res, o.err)
 	}
 }
 
@@ -166,12 +185,32 @@ func (s *session) taskAsk(ctx context.Context, t *task, server string, meta *mcp
 	if !detached {
 		return nil, &mcp.RPCError{Code: mcp.CodeInternalError, Message: "server " + server + "'s task asks for input, and this gateway could not hold the task for the agent (too many tasks in its session)"}
 	}
-	out, err := s.passInput(ctx, server, binding{}, &mcp.InputRequiredResult{InputRequests: reqs}, meta) // no state: nothing to bind
+	out, err := s.passInput(ctx, server, binding{}, &mcp.InputRequiredResult{InputRequests: reqs}, meta, nil) // no state: nothing to bind
 	if err != nil {
 		return nil, err
 	}
 	guarded := out.(*mcp.InputRequiredResult).InputRequests
-	chans := make(map[string]chan json.RawMessage, len(guarded))
+	resp, err := t.await(ctx, guarded)
+	if err != nil {
+		return nil, err
+	}
+	// Each answer passes the chain's response half with its question,
+	// as a server request's answer does; a refused one refuses the call.
+	g, _ := s.host().(inputGuard) // passInput refused any question without it
+	for k, raw := range resp {
+		out, err := guardAnswer(ctx, g, server, k, guarded[k], raw)
+		if err != nil {
+			return nil, err
+		}
+		resp[k] = out
+	}
+	return resp, nil
+}
+
+// await puts qs in t's input_required and waits until tasks/update has
+// answered each.
+func (t *task) await(ctx context.Context, qs mcp.InputRequests) (mcp.InputResponses, error) {
+	chans := make(map[string]chan json.RawMessage, len(qs))
 	t.mu.Lock()
 	if t.status == taskCompleted || t.status == taskFailed || t.status == taskCancelled {
 		t.mu.Unlock()
@@ -180,7 +219,7 @@ func (s *session) taskAsk(ctx context.Context, t *task, server string, meta *mcp
 	if t.input.pending == nil {
 		t.input.pending, t.input.waiting = mcp.InputRequests{}, map[string]chan json.RawMessage{}
 	}
-	for k, q := range guarded {
+	for k, q := range qs {
 		ch := make(chan json.RawMessage, 1)
 		chans[k] = ch
 		t.input.pending[k] = q
@@ -198,6 +237,59 @@ func (s *session) taskAsk(ctx context.Context, t *task, server string, meta *mcp
 		}
 	}
 	return resp, nil
+}
+
+// followed is a modern agent's task that follows a 2025-11-25 server's
+// task: what that server asks during its task (its requests to the
+// client while tasks/result waits) comes to the agent's shared
+// connection, and the bridge (bridge.ask) hands it here.
+type followed struct {
+	t        *task
+	upstream string // the server's task id
+	call     string // the logical call's id, for the audit log
+	meta     *mcp.RequestMeta
+
+	mu sync.Mutex
+	n  map[string]int // keys handed out per method
+}
+
+// ask puts a server's request of the task in the agent's task: its
+// input_required, until tasks/update answers it. The request passed the
+// chain as a server's request does (the host guards the connection's
+// handlers), and its answer will on its way back: nothing more here.
+func (f *followed) ask(ctx context.Context, method string, params json.RawMessage, meta mcp.Meta) (json.RawMessage, error) {
+	hostapi.SetCallID(ctx, f.call)
+	q := mcp.InputRequest{Method: method, Params: params}
+	if err := declared(f.meta.Capabilities, q); err != nil {
+		return nil, &mcp.RPCError{Code: mcp.CodeInvalidRequest, Message: "the client's request did not declare " + method}
+	}
+	key := ""
+	if raw, ok := meta[mcp.MetaInputKey]; ok {
+		var k string
+		if json.Unmarshal(raw, &k) == nil && k != "" && len(k) <= 128 {
+			key = k
+		}
+	}
+	f.mu.Lock()
+	if key == "" || f.n[key] > 0 {
+		base := key
+		if base == "" {
+			base = strings.ReplaceAll(method, "/", ".")
+		}
+		key = fmt.Sprintf("%s-%d", base, f.n[base])
+		f.n[base]++
+	}
+	f.n[key]++
+	f.mu.Unlock()
+	resp, err := f.t.await(ctx, mcp.InputRequests{key: q})
+	if err != nil {
+		return nil, err
+	}
+	raw := resp[key]
+	if err := checkAnswer(method, raw); err != nil {
+		return nil, &mcp.RPCError{Code: mcp.CodeInvalidParams, Message: fmt.Sprintf("the client's answer to %s (input %q) is not a %s result: %v", method, key, method, err)}
+	}
+	return raw, nil
 }
 
 // modernState is t as the extension's Task; detail inlines its status's
