@@ -510,7 +510,16 @@ func (s *session) toolServer(ctx context.Context, name string) string {
 	if server, ok := s.serverOf(name); ok {
 		return server
 	}
-	tools, _ := s.host().Tools(ctx, s.agent)
+	up := s.host()
+	if f, ok := up.(toolFinder); ok {
+		// The one tool, from the cached catalog (a bare name, say):
+		// listing every tool built the agent's catalog on each call.
+		if t, err := f.Tool(ctx, s.agent, name); err == nil {
+			return t.Server
+		}
+		return "" // an unknown tool: the call reports it
+	}
+	tools, _ := up.Tools(ctx, s.agent)
 	for _, t := range tools {
 		if t.Name == name {
 			return t.Server
