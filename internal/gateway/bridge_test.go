@@ -85,6 +85,22 @@ func (a *asker) serverWith(o mcp.ServerOptions) *mcp.Server {
 		}
 		return text("hello " + v), nil
 	})
+	// A prompt and a resource that ask first (on a modern request: an
+	// input_required round each).
+	s.AddPrompt(mcp.Prompt{Name: "greet", Arguments: []mcp.PromptArgument{{Name: "who"}}}, func(ctx context.Context, ss *mcp.ServerSession, args map[string]string) (*mcp.GetPromptResult, error) {
+		v, err := a.elicit(ctx, ss, "name")
+		if err != nil {
+			return nil, err
+		}
+		return &mcp.GetPromptResult{Messages: []mcp.PromptMessage{{Role: "user", Content: mcp.TextContent("greet " + args["who"] + " from " + v)}}}, nil
+	})
+	s.AddResource(mcp.Resource{URI: "ask://name", Name: "name"}, func(ctx context.Context, ss *mcp.ServerSession, uri string) (*mcp.ReadResourceResult, error) {
+		v, err := a.elicit(ctx, ss, "name")
+		if err != nil {
+			return nil, err
+		}
+		return &mcp.ReadResourceResult{Contents: []mcp.ResourceContents{{URI: uri, Text: "read by " + v}}}, nil
+	})
 	// report asks, then tells its progress and logs: on the retry's
 	// stream, with the retry's token.
 	s.AddTool(mcp.Tool{Name: "report"}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

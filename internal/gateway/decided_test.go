@@ -31,12 +31,20 @@ type decidedEnv struct {
 	decided atomic.Int64 // tools/call events the policies saw
 
 	mu      sync.Mutex
-	answers []string // elicitation answers the sanitizers saw: params + " => " + result
+	answers []string       // elicitation answers the sanitizers saw: params + " => " + result
+	seen    map[string]int // events the policies saw, by method
+}
+
+// count is how many events of method the policies saw.
+func (d *decidedEnv) count(method string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.seen[method]
 }
 
 func newDecidedEnv(t *testing.T) *decidedEnv {
 	t.Helper()
-	d := &decidedEnv{a: newAsker(), path: filepath.Join(t.TempDir(), "audit.jsonl")}
+	d := &decidedEnv{a: newAsker(), path: filepath.Join(t.TempDir(), "audit.jsonl"), seen: map[string]int{}}
 	aw, err := audit.Open(audit.Options{Path: d.path})
 	if err != nil {
 		t.Fatal(err)
@@ -48,10 +56,16 @@ func newDecidedEnv(t *testing.T) *decidedEnv {
 		// A policy that counts the decisions on calls, and changes the
 		// arguments: the retries must send what it left.
 		{Kind: policy.KindPolicy, Link: policy.Func{N: "count", F: func(ctx context.Context, e *event.Event) (event.Decision, error) {
-			if e.Method != mcp.MethodToolsCall {
+			d.mu.Lock()
+			d.seen[e.Method]++
+			d.mu.Unlock()
+			switch e.Method {
+			case mcp.MethodToolsCall:
+				d.decided.Add(1)
+			case mcp.MethodPromptsGet, mcp.MethodResourcesRead:
+			default:
 				return allow, nil
 			}
-			d.decided.Add(1)
 			if strings.Contains(string(e.Params), `"raw"`) {
 				return event.Decision{Action: event.Modify, Params: json.RawMessage(strings.ReplaceAll(string(e.Params), `"raw"`, `"policy"`))}, nil
 			}
@@ -265,5 +279,53 @@ func TestModernRetryNeverSkipsDecision(t *testing.T) {
 	}
 	if n := d.decided.Load(); n != 2 {
 		t.Errorf("a retry without its state was decided %d times in all, want 2", n)
+	}
+}
+
+// A prompt and a read that ask are one decision each over their two
+// attempts too: the retry gets the prompt's arguments as the policy
+// left them, and each is one audit record.
+func TestModernOneDecisionReadAndPrompt(t *testing.T) {
+	d := newDecidedEnv(t)
+	m := d.modern(t, "claude")
+	m.caps = elicitCaps()
+	ctx := ctxT(t)
+	for _, c := range []struct {
+		method string
+		p      map[string]any
+		want   string
+	}{
+		{mcp.MethodPromptsGet, map[string]any{"name": "greet", "arguments": map[string]string{"who": "raw"}}, "greet policy from accept:a"},
+		{mcp.MethodResourcesRead, map[string]any{"uri": "ask://name"}, "read by accept:a"},
+	} {
+		raw, err := m.call(ctx, c.method, c.p)
+		var r mcp.InputRequiredResult
+		json.Unmarshal(raw, &r)
+		if err != nil || r.ResultType != mcp.ResultInputRequired || r.RequestState == "" || len(r.InputRequests) != 1 {
+			t.Fatalf("%s: want input_required, got %v %s", c.method, err, raw)
+		}
+		for k := range r.InputRequests {
+			c.p["inputResponses"] = map[string]json.RawMessage{k: accept("a")}
+		}
+		c.p["requestState"] = r.RequestState
+		raw, err = m.call(ctx, c.method, c.p)
+		if err != nil || !strings.Contains(string(raw), c.want) {
+			t.Errorf("%s's retry: %v %s", c.method, err, raw)
+		}
+		if n := d.count(c.method); n != 1 {
+			t.Errorf("the policy decided %s %d times over its two attempts, want once", c.method, n)
+		}
+	}
+	n := map[string]int{}
+	for _, rec := range d.records(t, ctx) {
+		if rec.Method == mcp.MethodPromptsGet || rec.Method == mcp.MethodResourcesRead {
+			n[rec.Method]++
+			if !hasFlag(rec, "input_required") || rec.Call == "" {
+				t.Errorf("the record: %+v", rec)
+			}
+		}
+	}
+	if n[mcp.MethodPromptsGet] != 1 || n[mcp.MethodResourcesRead] != 1 {
+		t.Errorf("records: %v, want one of each", n)
 	}
 }
