@@ -130,6 +130,10 @@ type bcall struct {
 	attempt context.Context // the current attempt's: progress and logs go on its stream
 	meta    *mcp.RequestMeta
 	tok     json.RawMessage // the current attempt's progress token (nil: it asked for none)
+	// started closes when the call becomes a task (startAs; nil: it
+	// cannot); detached is set then: the call is no attempt's any more.
+	started  <-chan struct{}
+	detached bool
 }
 
 // ask is a server's request waiting for its answer.
@@ -158,8 +162,21 @@ func (c *bcall) ID() string { return hex.EncodeToString(c.id[:]) }
 // decided (hostapi.Attempt).
 func (br *bridge) start(ctx context.Context, s *session, server string, b binding, meta *mcp.RequestMeta, in *mcp.InputParams, at *attempt,
 	params json.RawMessage, fn func(ctx, nctx context.Context) (any, error)) (any, error, *mcp.InputRequiredResult) {
+	return br.startAs(ctx, s, server, b, meta, in, at, params, nil, fn)
+}
+
+// errStarted is what waiting for a call answers once it became a task
+// (startAs's started): the call goes on, out of the bridge's rounds.
+var errStarted = errors.New("the call became a task")
+
+// startAs is start for a call that may become a task (tasks_modern.go):
+// once started is closed, the wait answers errStarted, and the call
+// goes on detached (its server's requests go to the task, not to the
+// agent's retries) until fn returns.
+func (br *bridge) startAs(ctx context.Context, s *session, server string, b binding, meta *mcp.RequestMeta, in *mcp.InputParams, at *attempt,
+	params json.RawMessage, started <-chan struct{}, fn func(ctx, nctx context.Context) (any, error)) (any, error, *mcp.InputRequiredResult) {
 	c := &bcall{br: br, agent: s.agent, server: server, bind: b, kick: make(chan struct{}, 1), done: make(chan struct{}),
-		attempt: ctx, meta: meta, tok: progressToken(params), n: map[string]int{}}
+		attempt: ctx, meta: meta, tok: progressToken(params), n: map[string]int{}, started: started}
 	rand.Read(c.id[:])
 	if at.id == ([16]byte{}) {
 		at.id = c.id
@@ -217,7 +234,7 @@ func progressToken(params json.RawMessage) json.RawMessage {
 // request to send it on (nor does an attempt that asked for none).
 func (c *bcall) progress(pr mcp.Progress) {
 	c.mu.Lock()
-	tok, parked := c.tok, c.parked
+	tok, parked := c.tok, c.parked || c.detached
 	c.mu.Unlock()
 	if tok == nil || parked {
 		return
@@ -231,7 +248,7 @@ func (c *bcall) progress(pr mcp.Progress) {
 // asked for logs (its _meta logLevel), at that level, on its stream.
 func (c *bcall) log(server string, m mcp.LogMessage) {
 	c.mu.Lock()
-	meta, parked := c.meta, c.parked
+	meta, parked := c.meta, c.parked || c.detached
 	c.mu.Unlock()
 	if parked || meta == nil || meta.LogLevel == "" || m.Level.Severity() < meta.LogLevel.Severity() {
 		return
@@ -336,6 +353,18 @@ func (c *bcall) wait(ctx context.Context) (any, error, *mcp.InputRequiredResult)
 				return nil, err, nil
 			}
 			return nil, nil, r
+		case <-c.started:
+			// A task now: it goes on without the request, and what its
+			// server asks goes to the task. The bridge forgets it once
+			// it ends.
+			c.mu.Lock()
+			c.detached = true
+			c.mu.Unlock()
+			go func() {
+				<-c.done
+				c.br.end(c)
+			}()
+			return nil, errStarted, nil
 		case <-ctx.Done():
 			// The agent went away: nobody will retry.
 			c.cancel()
@@ -742,20 +771,26 @@ func (br *bridge) callFor(agent, server string) *bcall {
 	for i := len(list) - 1; i >= 0; i-- {
 		c := list[i]
 		c.mu.Lock()
-		parked := c.parked
+		waits := c.parked || c.detached
 		c.mu.Unlock()
-		if !parked {
+		if !waits {
 			return c
 		}
 	}
 	return nil
 }
 
-// running is agent's bridged calls to server, parked or not.
+// running is agent's bridged calls to server, parked or not, but not
+// those that became tasks (what they send has no request to go to).
 func (br *bridge) running(agent, server string) []*bcall {
 	br.mu.Lock()
-	defer br.mu.Unlock()
-	return slices.Clone(br.open[openKey(agent, server)])
+	list := slices.Clone(br.open[openKey(agent, server)])
+	br.mu.Unlock()
+	return slices.DeleteFunc(list, func(c *bcall) bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.detached
+	})
 }
 
 // follow registers a modern agent's task that follows server's

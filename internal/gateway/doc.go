@@ -102,7 +102,9 @@
 // the client while tasks/result waits: the bridge brings those to the
 // task, the one their related-task _meta names, else the agent's newest
 // of that server), the answers pass the chain's response half, and
-// tasks/get inlines the result the chain saw (tasks_modern.go). A legacy agent's task-augmented call
+// tasks/get inlines the result the chain saw (tasks_modern.go). Until
+// it is a task, such a call is a bridged call like any modern call: a
+// legacy server's questions are input_required rounds. A legacy agent's task-augmented call
 // (tasks.go) to a modern upstream is followed the same way by the host,
 // the task's questions reaching the agent as server-initiated requests.
 //

@@ -396,7 +396,7 @@ func (s *session) modernCall(ctx context.Context, params json.RawMessage, meta *
 			}
 			return s.modernAnswer(ctx, p, meta, at, res, err)
 		}
-		return s.modernTaskCall(ctx, server, p, meta, at)
+		return s.modernTaskCall(ctx, server, p, meta, at, params)
 	}
 	// The same call as a legacy client's (call): the same event to the
 	// chain, the same audit record, once however many rounds of input

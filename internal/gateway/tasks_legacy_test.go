@@ -119,3 +119,28 @@ func TestModernAgentLegacyTaskAsks(t *testing.T) {
 		t.Errorf("the task's result: %s", d.Result)
 	}
 }
+
+// A modern agent that declares the tasks extension, calling a legacy
+// server's tool that asks mid-call and is no task: the question is an
+// input_required round, as for any modern call (it was refused as
+// outside any call), and the retry completes the call, run once.
+func TestModernTaskAgentBridgedRound(t *testing.T) {
+	a := newAsker()
+	e := bridgeEnv(t, a, nil, nil)
+	m := e.modern(t, "claude")
+	m.caps = mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}}, Extensions: tasksExt}
+	ctx := ctxT(t)
+	p := map[string]any{"name": "ask", "arguments": map[string]any{}}
+	r := m.inputRequired(t, ctx, p)
+	if q, ok := r.InputRequests["name"]; !ok || q.Method != mcp.MethodElicitationCreate {
+		t.Fatalf("the round: %+v", r)
+	}
+	p["inputResponses"], p["requestState"] = map[string]json.RawMessage{"name": accept("z")}, r.RequestState
+	raw, err := m.call(ctx, mcp.MethodToolsCall, p)
+	if err != nil || !strings.Contains(string(raw), "hello accept:z") || !strings.Contains(string(raw), `"complete"`) {
+		t.Fatalf("the retry: %v %s", err, raw)
+	}
+	if n := a.calls.Load(); n != 1 {
+		t.Errorf("the tool ran %d times, want once", n)
+	}
+}

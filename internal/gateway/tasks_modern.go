@@ -2,12 +2,12 @@ package gateway
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
@@ -48,24 +48,27 @@ func (in *taskInput) drop() { in.pending, in.waiting = nil, nil }
 
 // modernTaskCall is a modern tools/call whose agent declared the tasks
 // extension: answered as a task once the upstream makes one, or as an
-// ordinary call when it answers first.
+// ordinary call when it answers first. It runs as a bridged call
+// (bridge.go), so what a legacy server asks before it is a task (or
+// when it never becomes one) is an input_required round, as for any
+// modern call; once a task, the call leaves the bridge's rounds and its
+// questions go to the task.
 //
 // server is the tool's (toolServer); at is the call's attempt (retry
-// opened it): an answer
-// input_required is sealed with it, so the retry is the same call.
-func (s *session) modernTaskCall(ctx context.Context, server string, p mcp.CallToolParams, meta *mcp.RequestMeta, at *attempt) (any, error) {
+// opened it): an answer input_required is sealed with it, so the retry
+// is the same call.
+func (s *session) modernTaskCall(ctx context.Context, server string, p mcp.CallToolParams, meta *mcp.RequestMeta, at *attempt, params json.RawMessage) (any, error) {
 	t, err := s.newTask(true)
 	if err != nil {
 		return nil, err
 	}
-	if at.id == ([16]byte{}) {
-		rand.Read(at.id[:])
+	// tasks/cancel cancels the call, once there is one.
+	var callCancel atomic.Pointer[context.CancelFunc]
+	t.cancel = func() {
+		if c := callCancel.Load(); c != nil {
+			(*c)()
+		}
 	}
-	// The call's context keeps the request's values, not its end: once
-	// a task, it ends with the task (tasks/cancel, the ttl, the session).
-	base, cancel := context.WithCancel(hostapi.WithAttempt(hostapi.WithCallID(context.WithoutCancel(ctx), at.callID()), &at.Attempt))
-	t.cancel = cancel
-	endsWithSession := context.AfterFunc(s.ctx, cancel)
 	started := make(chan struct{})
 	var seed *mcp.DetailedTask // the CreateTaskResult: the state it started in
 	var f *followed            // set once t follows the server's task; read by the call's goroutine after started
@@ -91,23 +94,15 @@ func (s *session) modernTaskCall(ctx context.Context, server string, p mcp.CallT
 			return s.taskAsk(actx, t, server, meta, reqs)
 		},
 	}
-	stop := context.AfterFunc(ctx, func() {
-		t.mu.Lock()
-		detached := t.detached
-		t.mu.Unlock()
-		if !detached {
-			cancel()
-		}
-	})
-	defer stop()
-	type outcome struct {
-		res any
-		err error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		defer endsWithSession()
-		res, err := s.call(mcp.WithTaskHooks(base, hooks), base, p, true)
+	run := func(cctx, nctx context.Context) (any, error) {
+		// The bridge's call context keeps the request's values, not its
+		// end; once a task, the call ends with the task (tasks/cancel,
+		// the ttl, the session).
+		base, cancel := context.WithCancel(cctx)
+		defer cancel()
+		callCancel.Store(&cancel)
+		defer context.AfterFunc(s.ctx, cancel)()
+		res, err := s.call(mcp.WithTaskHooks(base, hooks), nctx, p, true)
 		if f != nil { // Started ran on this goroutine, within the call
 			s.g.br.unfollow(s.agent, server, f)
 		}
@@ -116,8 +111,7 @@ func (s *session) modernTaskCall(ctx context.Context, server string, p mcp.CallT
 		t.returned = !detached
 		t.mu.Unlock()
 		if !detached {
-			done <- outcome{res, err}
-			return
+			return res, err
 		}
 		var de *policy.DeniedError
 		switch {
@@ -128,15 +122,18 @@ func (s *session) modernTaskCall(ctx context.Context, server string, p mcp.CallT
 		default:
 			t.finish(taskCompleted, "", res, nil)
 		}
-		cancel()
-	}()
-	select {
-	case <-started:
-		return seed, nil
-	case o := <-done:
-		cancel()
-		return s.modernAnswer(ctx, p, meta, at, o.res, o.err)
+		return res, err
 	}
+	res, err, ask := s.g.br.startAs(ctx, s, server, bindingOf(mcp.MethodToolsCall, p.Name, p.Arguments), meta, mcp.InputOf(ctx), at, params, started, run)
+	if ask != nil {
+		return ask, nil
+	}
+	select {
+	case <-started: // a task, even if it ended as the wait did
+		return seed, nil
+	default:
+	}
+	return s.modernAnswer(ctx, p, meta, at, res, err)
 }
 
 // newTask makes a task, not yet in the session's store.
