@@ -144,6 +144,13 @@ func (h *Host) audited(ctx context.Context, rec *audit.Record, do func(ctx conte
 	feed := h.opts.Feed
 	watched := feed.Active()
 	decide(rec, steps, err, w != nil || watched)
+	if quietRetry(ctx, rec) {
+		// Not a decision: the first attempt's record stands for the call.
+		if sp.IsRecording() {
+			telemetry.End(sp, spanOf(ctx, rec, err), err)
+		}
+		return err
+	}
 	if tel != nil {
 		var buf [8]telemetry.Step // a request's usual few, on the stack
 		ts := buf[:0]
@@ -177,6 +184,28 @@ func (h *Host) audited(ctx context.Context, rec *audit.Record, do func(ctx conte
 	return err
 }
 
+// quietRetry says whether rec, a retry of a modern agent's call decided
+// on its first attempt (hostapi.Attempt), goes unrecorded: such a retry
+// is not a decision of its own (its first attempt's record, whose call
+// id the retry shares, stands for the call), unless what still runs on
+// it (the lockfile, the schemas, the sanitizers, the server) refused,
+// changed or failed it; then it is recorded, flagged "retry".
+func quietRetry(ctx context.Context, rec *audit.Record) bool {
+	if !hostapi.Retried(ctx) {
+		return false
+	}
+	switch rec.Method {
+	case mcp.MethodToolsCall, mcp.MethodResourcesRead, mcp.MethodPromptsGet:
+	default:
+		return false
+	}
+	if rec.Decision == event.Allow {
+		return true
+	}
+	rec.Flags = append(rec.Flags, "retry")
+	return false
+}
+
 // spanOf is what a request's span says: the record, and what the
 // semantic conventions for MCP ask of the request served (its version,
 // transport and JSON-RPC id, when ctx is a served request's) and of a
@@ -196,6 +225,14 @@ func spanOf(ctx context.Context, rec *audit.Record, err error) telemetry.Request
 	return r
 }
 
+// inputRequired says whether err is a modern upstream's interim answer
+// (Multi Round-Trip Requests): the request was let through, and the
+// agent is asked for input before it goes on, in its retry.
+func inputRequired(err error) bool {
+	var ir *mcp.InputRequiredError
+	return errors.As(err, &ir)
+}
+
 // errorType is error.type for a request that failed: low-cardinality, as
 // the conventions ask (a JSON-RPC code, "tool_error" for a tool's result
 // with isError), "" for a success.
@@ -204,7 +241,7 @@ func errorType(rec *audit.Record, err error) string {
 	var de *policy.DeniedError
 	var ae *AuditError
 	switch {
-	case err == nil:
+	case err == nil || inputRequired(err):
 		if rec.IsError != nil && *rec.IsError {
 			return "tool_error"
 		}
@@ -282,6 +319,12 @@ func decide(rec *audit.Record, steps []policy.Step, err error, withSteps bool) {
 		}
 	}
 	if err == nil {
+		return
+	}
+	if inputRequired(err) {
+		// Allowed, and waiting for the agent's input: its retry is the
+		// same call (hostapi.Attempt), not decided again.
+		rec.Flags = append(rec.Flags, "input_required")
 		return
 	}
 	var de *policy.DeniedError

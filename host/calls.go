@@ -175,9 +175,13 @@ func (h *Host) prepareCall(ctx context.Context, agent, name string, args any) (*
 		return nil, err
 	}
 	tr := policy.TraceFrom(ctx)
+	att := hostapi.AttemptFrom(ctx)
+	retry := att != nil && att.Retry
 	start := tr.Now()
-	err = h.perms.Check(ctx, policy.ConfirmRequest{Agent: agent, Server: server, Tool: toolName, Method: mcp.MethodToolsCall, Arguments: raw})
-	if err != nil {
+	if retry {
+		// Decided on the call's first attempt (the person may have
+		// confirmed it then): not asked again.
+	} else if err = h.perms.Check(ctx, policy.ConfirmRequest{Agent: agent, Server: server, Tool: toolName, Method: mcp.MethodToolsCall, Arguments: raw}); err != nil {
 		// ask is on the heap (errors.As takes its address), so only a
 		// refused call pays for it.
 		var ask *policy.WouldAskError
@@ -216,7 +220,20 @@ func (h *Host) prepareCall(ctx context.Context, agent, name string, args any) (*
 	}
 
 	var ev *event.Event
-	if h.chain.Len() > 0 {
+	switch {
+	case retry:
+		// The arguments the policies left on the first attempt go out
+		// again; the sanitizers see the event as they would have then.
+		if att.Params != nil {
+			if raw, err = changedArgs(att.Params, server, toolName); err != nil {
+				return nil, err
+			}
+		}
+		if h.chain.Len() > 0 {
+			ev = h.event(agent, server, mcp.MethodToolsCall, tool)
+			ev.Params = att.Params // nil: finishCall encodes them if a sanitizer reads them
+		}
+	case h.chain.Len() > 0:
 		if err := h.callListed(ctx, agent, server, tool, ver); err != nil {
 			return nil, err
 		}
@@ -234,17 +251,12 @@ func (h *Host) prepareCall(ctx context.Context, agent, name string, args any) (*
 			// Read back only what a policy changed: the params it left
 			// alone are the arguments already in hand.
 			if !bytes.Equal(out, params) {
-				p, err := mcp.DecodeValidCallToolParams(out) // the chain checked out is JSON
-				if err != nil {
-					return nil, &policy.DeniedError{Link: "chain", Method: mcp.MethodToolsCall, Server: server, Tool: toolName, Err: err}
+				if raw, err = changedArgs(out, server, toolName); err != nil {
+					return nil, err
 				}
-				if p.Name != toolName {
-					return nil, &policy.DeniedError{Link: "chain", Method: mcp.MethodToolsCall, Server: server, Tool: toolName,
-						Reason: "a filter changed the tool name to " + p.Name + "; filters may change arguments, not the tool"}
+				if att != nil {
+					att.Params = bytes.Clone(out) // for the retries (hostapi.Attempt)
 				}
-				// A copy: the arguments share out, and a link (one in Go,
-				// embedded) may reuse the buffer it returned.
-				raw = bytes.Clone(p.Arguments)
 			}
 		}
 	}
@@ -260,6 +272,22 @@ func (h *Host) prepareCall(ctx context.Context, agent, name string, args any) (*
 	}
 	tr.Builtin("schema", mcp.MethodToolsCall, nil, start)
 	return &call{server: server, toolName: toolName, tool: tool, client: c, args: raw, ev: ev}, nil
+}
+
+// changedArgs are the arguments of a tools/call's params that a policy
+// changed (out, which the chain checked is JSON).
+func changedArgs(out json.RawMessage, server, toolName string) (json.RawMessage, error) {
+	p, err := mcp.DecodeValidCallToolParams(out)
+	if err != nil {
+		return nil, &policy.DeniedError{Link: "chain", Method: mcp.MethodToolsCall, Server: server, Tool: toolName, Err: err}
+	}
+	if p.Name != toolName {
+		return nil, &policy.DeniedError{Link: "chain", Method: mcp.MethodToolsCall, Server: server, Tool: toolName,
+			Reason: "a filter changed the tool name to " + p.Name + "; filters may change arguments, not the tool"}
+	}
+	// A copy: the arguments share out, and a link (one in Go, embedded)
+	// may reuse the buffer it returned.
+	return bytes.Clone(p.Arguments), nil
 }
 
 // callParams are a tools/call's params as the chain's events carry them.
@@ -625,9 +653,25 @@ func (h *Host) Ping(ctx context.Context, agent, server string) (time.Duration, e
 
 // before runs the request phase of the filters for a non-tool method; it
 // returns the event (nil without filters) for after.
+//
+// A retry of a call decided on its first attempt (hostapi.Attempt) is
+// not decided again: its event carries the params the policies left
+// then (the caller reads them back as it reads a policy's change).
 func (h *Host) before(ctx context.Context, agent, server, method string, params json.RawMessage) (*event.Event, error) {
 	if err := h.loadChain(ctx); err != nil {
 		return nil, err
+	}
+	att := hostapi.AttemptFrom(ctx)
+	if att != nil && att.Retry {
+		if att.Params == nil && h.chain.Len() == 0 {
+			return nil, nil
+		}
+		e := h.event(agent, server, method, nil)
+		e.Params = params
+		if att.Params != nil {
+			e.Params = att.Params
+		}
+		return e, nil
 	}
 	if h.chain.Len() == 0 {
 		return nil, nil
@@ -637,6 +681,9 @@ func (h *Host) before(ctx context.Context, agent, server, method string, params 
 	out, err := h.chain.Request(ctx, e)
 	if err != nil {
 		return nil, err
+	}
+	if att != nil && !bytes.Equal(out, params) {
+		att.Params = bytes.Clone(out) // for the retries
 	}
 	e.Params = out
 	return e, nil

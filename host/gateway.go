@@ -86,3 +86,42 @@ func (u upstream) GuardInput(ctx context.Context, server, method string, params 
 	}
 	return params, nil
 }
+
+// GuardAnswer runs a modern agent's answer to one of a server's input
+// requests (its retry's inputResponses[key], result) through the
+// chain's response half, as the answer to the same request sent by the
+// server goes (guarded): the sanitizers see it beside the request it
+// answers (params, as GuardInput let it through) and may change or
+// refuse it, and the audit log records it, flagged "answer", under the
+// call ctx names (hostapi.WithCallID). It returns the answer to pass
+// on, or the refusal.
+func (u upstream) GuardAnswer(ctx context.Context, server, method string, params, result json.RawMessage) (json.RawMessage, error) {
+	h := u.Host
+	run := func(ctx context.Context) error {
+		if err := h.loadChain(ctx); err != nil {
+			return err
+		}
+		if h.chain.Len() == 0 {
+			return nil
+		}
+		ev := h.event(h.hooks.agent, server, method, nil)
+		ev.Params, ev.Result = params, result
+		out, err := h.chain.Response(ctx, ev)
+		if err != nil {
+			return err
+		}
+		result = out
+		return nil
+	}
+	var err error
+	if h.observing() {
+		rec := audit.Record{Agent: h.hooks.agent, Server: server, Method: method, Flags: []string{"answer"}}
+		err = h.audited(ctx, &rec, run)
+	} else {
+		err = run(ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return result, nil
+}

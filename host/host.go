@@ -319,8 +319,11 @@ func (h *Host) session(ctx context.Context, agent, server, method string) (*mcp.
 		// agent may see, before any link asks to confirm its first use.
 		return nil, &UnknownServerError{Name: server, Known: h.visibleNames(agent)}
 	}
-	if err := h.perms.Check(ctx, policy.ConfirmRequest{Agent: agent, Server: server, Method: method}); err != nil {
-		return nil, err
+	// A retry of a call decided on its first attempt is not asked again.
+	if !hostapi.Retried(ctx) {
+		if err := h.perms.Check(ctx, policy.ConfirmRequest{Agent: agent, Server: server, Method: method}); err != nil {
+			return nil, err
+		}
 	}
 	c, err := h.reg.Client(ctx, server, agent)
 	if err != nil {

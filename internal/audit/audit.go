@@ -49,7 +49,13 @@ type Record struct {
 	ArgsPreview string          `json:"args_preview,omitempty"`
 	IsError     *bool           `json:"is_error,omitempty"`
 	Bytes       int             `json:"bytes,omitempty"`
-	Flags       []string        `json:"flags,omitempty"`
+	// Flags qualify the record: the deciding link's own, args_truncated,
+	// and of a modern agent's call, input_required (allowed; the agent is
+	// asked for input and retries), answer (the agent's answer to a
+	// server's input request) and retry (a retry of a call decided on
+	// its first attempt, recorded because what ran on it refused,
+	// changed or failed it).
+	Flags []string `json:"flags,omitempty"`
 
 	// Set by the Writer. A record links to the line before it by Prev
 	// (sha256, an unkeyed log) or MAC (HMAC-SHA256 with the log's key);

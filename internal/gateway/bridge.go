@@ -48,6 +48,7 @@ const (
 	defaultUpstreamIdle    = 10 * time.Minute
 	defaultMaxUpstreams    = 4096
 	defaultMaxUpstreamsPer = 64
+	closeDrain             = 2 * time.Second // at Close, calls whose servers' requests were refused get this long to end
 )
 
 // bridge holds the bridged calls in flight.
@@ -70,7 +71,8 @@ type bridge struct {
 	nPark  int
 	spent  map[[16]byte]spent // ended calls, to say why their state is no good
 	ups    map[string]*upstreamUse
-	upsBy  map[string]int // ups by agent
+	upsBy  map[string]int         // ups by agent
+	tasks  map[string][]*followed // agent + "\x00" + server -> tasks followed, oldest first
 }
 
 // upstreamUse is an agent's connection to a server that modern calls use:
@@ -96,7 +98,7 @@ func newBridge(g *Gateway, key []byte, replica [8]byte) (*bridge, error) {
 	o := g.opts
 	return &bridge{g: g, seal: sl, ttl: o.InputTTL, maxAll: o.MaxParked, maxPer: o.MaxParkedPerAgent,
 		calls: map[[16]byte]*bcall{}, open: map[string][]*bcall{}, parked: map[string]int{}, spent: map[[16]byte]spent{},
-		ups: map[string]*upstreamUse{}, upsBy: map[string]int{}}, nil
+		ups: map[string]*upstreamUse{}, upsBy: map[string]int{}, tasks: map[string][]*followed{}}, nil
 }
 
 // bcall is one bridged call: the upstream call runs in its own
@@ -105,6 +107,7 @@ func newBridge(g *Gateway, key []byte, replica [8]byte) (*bridge, error) {
 type bcall struct {
 	br     *bridge
 	id     [16]byte
+	call   string // the logical call's id, as the audit log names it (attempt)
 	agent  string
 	server string
 	bind   binding
@@ -124,8 +127,13 @@ type bcall struct {
 	pending []*ask         // asked of the agent, unanswered, in order
 	n       map[string]int // keys handed out per method
 	early   mcp.InputResponses
-	attempt context.Context // the current attempt's: progress goes on its stream
+	attempt context.Context // the current attempt's: progress and logs go on its stream
 	meta    *mcp.RequestMeta
+	tok     json.RawMessage // the current attempt's progress token (nil: it asked for none)
+	// started closes when the call becomes a task (startAs; nil: it
+	// cannot); detached is set then: the call is no attempt's any more.
+	started  <-chan struct{}
+	detached bool
 }
 
 // ask is a server's request waiting for its answer.
@@ -148,19 +156,39 @@ func (c *bcall) ID() string { return hex.EncodeToString(c.id[:]) }
 
 // start runs fn as a bridged call and waits for its first outcome: the
 // result, or the questions the server asked meanwhile (parked, answered
-// input_required).
-func (br *bridge) start(ctx context.Context, s *session, server string, b binding, meta *mcp.RequestMeta, in *mcp.InputParams,
-	fn func(ctx, nctx context.Context) (any, error)) (any, error, *mcp.InputRequiredResult) {
+// input_required). at is the logical call this attempt is one of: a
+// first attempt's gets the call's id; a retry's (a modern upstream's
+// call) keeps its own, and the host reads on fn's context that it was
+// decided (hostapi.Attempt).
+func (br *bridge) start(ctx context.Context, s *session, server string, b binding, meta *mcp.RequestMeta, in *mcp.InputParams, at *attempt,
+	params json.RawMessage, fn func(ctx, nctx context.Context) (any, error)) (any, error, *mcp.InputRequiredResult) {
+	return br.startAs(ctx, s, server, b, meta, in, at, params, nil, fn)
+}
+
+// errStarted is what waiting for a call answers once it became a task
+// (startAs's started): the call goes on, out of the bridge's rounds.
+var errStarted = errors.New("the call became a task")
+
+// startAs is start for a call that may become a task (tasks_modern.go):
+// once started is closed, the wait answers errStarted, and the call
+// goes on detached (its server's requests go to the task, not to the
+// agent's retries) until fn returns.
+func (br *bridge) startAs(ctx context.Context, s *session, server string, b binding, meta *mcp.RequestMeta, in *mcp.InputParams, at *attempt,
+	params json.RawMessage, started <-chan struct{}, fn func(ctx, nctx context.Context) (any, error)) (any, error, *mcp.InputRequiredResult) {
 	c := &bcall{br: br, agent: s.agent, server: server, bind: b, kick: make(chan struct{}, 1), done: make(chan struct{}),
-		attempt: ctx, meta: meta, n: map[string]int{}}
+		attempt: ctx, meta: meta, tok: progressToken(params), n: map[string]int{}, started: started}
 	rand.Read(c.id[:])
+	if at.id == ([16]byte{}) {
+		at.id = c.id
+	}
+	c.call = at.callID()
 	if in != nil && in.RequestState == "" {
 		c.early = in.InputResponses
 	}
 	// The call outlives the attempt (it may wait for the retry), keeping
 	// its values: the session, the request's _meta, the trace.
 	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	c.ctx = hostapi.WithCallID(c.ctx, c.ID())
+	c.ctx = context.WithValue(hostapi.WithAttempt(hostapi.WithCallID(c.ctx, c.call), &at.Attempt), bcallKey{}, c)
 	br.mu.Lock()
 	k := openKey(c.agent, server)
 	if err := br.use(k, c.agent, server); err != nil {
@@ -176,6 +204,83 @@ func (br *bridge) start(ctx context.Context, s *session, server string, b bindin
 		c.res, c.err = fn(c.ctx, attemptCtx{c})
 	}()
 	return c.wait(ctx)
+}
+
+// bcallKey is the context key of the bridged call an upstream call
+// runs for (bcallOf).
+type bcallKey struct{}
+
+// bcallOf is the bridged call whose upstream call ctx is (a log
+// message's mcp.LogMessage.Call), or nil.
+func bcallOf(ctx context.Context) *bcall {
+	if ctx == nil {
+		return nil
+	}
+	c, _ := ctx.Value(bcallKey{}).(*bcall)
+	return c
+}
+
+// progressToken is the progress token a request's params ask with.
+func progressToken(params json.RawMessage) json.RawMessage {
+	if params == nil {
+		return nil
+	}
+	return mcp.Member(scan(params).meta, "progressToken")
+}
+
+// progress sends a server's progress of the call to the agent, on the
+// current attempt's stream with that attempt's token: a retry's
+// progress is the retry's, and a call parked between attempts has no
+// request to send it on (nor does an attempt that asked for none).
+func (c *bcall) progress(pr mcp.Progress) {
+	c.mu.Lock()
+	tok, parked := c.tok, c.parked || c.detached
+	c.mu.Unlock()
+	if tok == nil || parked {
+		return
+	}
+	pr.ProgressToken = tok
+	c.notify(mcp.NotificationProgress, pr)
+}
+
+// log sends a server's log message of the call to the agent, as
+// forwardLog does for a modern request: only if the current attempt
+// asked for logs (its _meta logLevel), at that level, on its stream.
+func (c *bcall) log(server string, m mcp.LogMessage) {
+	c.mu.Lock()
+	meta, parked := c.meta, c.parked || c.detached
+	c.mu.Unlock()
+	if parked || meta == nil || meta.LogLevel == "" || m.Level.Severity() < meta.LogLevel.Severity() {
+		return
+	}
+	if m.Logger == "" {
+		m.Logger = server
+	} else {
+		m.Logger = server + "/" + m.Logger
+	}
+	m.Call, m.Related = nil, false
+	c.notify(mcp.NotificationMessage, m)
+}
+
+// notify sends a notification to the agent on the current attempt's
+// stream: through the session that serves it, or, for an attempt
+// another replica forwarded here, back to that replica over the bus
+// (relay.go), which sends it on the agent's request.
+func (c *bcall) notify(method string, params any) {
+	c.mu.Lock()
+	cur := c.attempt
+	c.mu.Unlock()
+	if r := relayedOf(cur); r != nil {
+		r.note(method, params)
+		return
+	}
+	s, ok := mcp.HandlerOf(cur).(*session)
+	if !ok {
+		return
+	}
+	if err := s.peer.Notify(cur, method, params); err != nil {
+		c.br.g.log.Debug("a bridged call's notification was not sent", "method", method, "error", err)
+	}
 }
 
 // attemptCtx is the context of a call's current attempt, for what goes
@@ -248,6 +353,18 @@ func (c *bcall) wait(ctx context.Context) (any, error, *mcp.InputRequiredResult)
 				return nil, err, nil
 			}
 			return nil, nil, r
+		case <-c.started:
+			// A task now: it goes on without the request, and what its
+			// server asks goes to the task. The bridge forgets it once
+			// it ends.
+			c.mu.Lock()
+			c.detached = true
+			c.mu.Unlock()
+			go func() {
+				<-c.done
+				c.br.end(c)
+			}()
+			return nil, errStarted, nil
 		case <-ctx.Done():
 			// The agent went away: nobody will retry.
 			c.cancel()
@@ -492,7 +609,7 @@ func (br *bridge) resume(ctx context.Context, st *state, meta *mcp.RequestMeta, 
 	}
 	// Good: the state is spent, the answers go upstream.
 	br.unpark(c)
-	c.attempt, c.meta = ctx, meta
+	c.attempt, c.meta, c.tok = ctx, meta, progressToken(params)
 	rest := c.pending[:0]
 	for _, a := range c.pending {
 		if raw, ok := in.InputResponses[a.key]; ok {
@@ -599,9 +716,37 @@ func (br *bridge) close() {
 		list = append(list, c)
 	}
 	br.mu.Unlock()
+	// What the servers wait for is refused first, and the calls that
+	// waited get closeDrain to end with it, before they are cancelled
+	// and their connections closed: cancelled first, a server's request
+	// could get the cancellation instead, and a refusal written after
+	// the close never reaches the server, which then waits out its own
+	// timeout for an answer.
+	var asked []*bcall
+	for _, c := range list {
+		c.mu.Lock()
+		waits := len(c.pending)+len(c.inbox) > 0
+		c.mu.Unlock()
+		br.endWhy(c, "names a call the gateway ended as it shut down")
+		if waits {
+			asked = append(asked, c)
+		}
+	}
+	if len(asked) > 0 {
+		t := time.NewTimer(closeDrain)
+	drain:
+		for _, c := range asked {
+			select {
+			case <-c.done:
+			case <-t.C:
+				br.g.log.Debug("calls refused at shutdown did not end in time; cancelled", "after", closeDrain)
+				break drain
+			}
+		}
+		t.Stop()
+	}
 	for _, c := range list {
 		c.cancel()
-		br.endWhy(c, "names a call the gateway ended as it shut down")
 	}
 	br.mu.Lock()
 	for _, u := range br.ups {
@@ -626,24 +771,86 @@ func (br *bridge) callFor(agent, server string) *bcall {
 	for i := len(list) - 1; i >= 0; i-- {
 		c := list[i]
 		c.mu.Lock()
-		parked := c.parked
+		waits := c.parked || c.detached
 		c.mu.Unlock()
-		if !parked {
+		if !waits {
 			return c
 		}
 	}
 	return nil
 }
 
+// running is agent's bridged calls to server, parked or not, but not
+// those that became tasks (what they send has no request to go to).
+func (br *bridge) running(agent, server string) []*bcall {
+	br.mu.Lock()
+	list := slices.Clone(br.open[openKey(agent, server)])
+	br.mu.Unlock()
+	return slices.DeleteFunc(list, func(c *bcall) bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.detached
+	})
+}
+
+// follow registers a modern agent's task that follows server's
+// 2025-11-25 task (tasks_modern.go), for what that server asks during
+// it; unfollow forgets it.
+func (br *bridge) follow(agent, server string, f *followed) {
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	k := openKey(agent, server)
+	br.tasks[k] = append(br.tasks[k], f)
+}
+
+func (br *bridge) unfollow(agent, server string, f *followed) {
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	k := openKey(agent, server)
+	list := slices.DeleteFunc(br.tasks[k], func(x *followed) bool { return x == f })
+	if len(list) == 0 {
+		delete(br.tasks, k)
+	} else {
+		br.tasks[k] = list
+	}
+}
+
+// taskFor is the followed task a server's request belongs to: the one
+// its _meta names (io.modelcontextprotocol/related-task), else the
+// agent's newest task of that server.
+func (br *bridge) taskFor(agent, server string, meta mcp.Meta) *followed {
+	var rel struct {
+		TaskID string `json:"taskId"`
+	}
+	if raw, ok := meta[relatedTaskKey]; ok {
+		json.Unmarshal(raw, &rel)
+	}
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	list := br.tasks[openKey(agent, server)]
+	for i := len(list) - 1; i >= 0; i-- {
+		if rel.TaskID == "" || list[i].upstream == rel.TaskID {
+			return list[i]
+		}
+	}
+	return nil
+}
+
 // ask is a legacy server's request to the client on agent's shared
-// connection: it goes to the call it belongs to and waits for the
-// agent's answer.
+// connection: it goes to the call it belongs to (or the task) and waits
+// for the agent's answer.
 func (br *bridge) ask(ctx context.Context, agent, server, method string, params json.RawMessage, meta mcp.Meta) (json.RawMessage, error) {
 	c := br.callFor(agent, server)
 	if c == nil {
+		if f := br.taskFor(agent, server, meta); f != nil {
+			if method == mcp.MethodRootsList && f.meta.Capabilities.Roots == nil {
+				return br.g.rootsOf(agent), nil // the gateway knows them
+			}
+			return f.ask(ctx, method, params, meta)
+		}
 		return br.outside(agent, server, method)
 	}
-	hostapi.SetCallID(ctx, c.ID()) // the audit record of this request names the call
+	hostapi.SetCallID(ctx, c.call) // the audit record of this request names the call
 	a := &ask{method: method, params: params, reply: make(chan answer, 1)}
 	c.mu.Lock()
 	if c.ended {

@@ -103,8 +103,13 @@
 // (io.modelcontextprotocol/tasks) gets a task of its own session when the
 // upstream answers its call with one, modern or 2025-11-25; the host
 // follows the upstream's task, what it asks passes the chain and waits
-// for the agent's tasks/update, and tasks/get inlines the result the
-// chain saw (tasks_modern.go). A legacy agent's task-augmented call
+// for the agent's tasks/update (a 2025-11-25 server asks by requests to
+// the client while tasks/result waits: the bridge brings those to the
+// task, the one their related-task _meta names, else the agent's newest
+// of that server), the answers pass the chain's response half, and
+// tasks/get inlines the result the chain saw (tasks_modern.go). Until
+// it is a task, such a call is a bridged call like any modern call: a
+// legacy server's questions are input_required rounds. A legacy agent's task-augmented call
 // (tasks.go) to a modern upstream is followed the same way by the host,
 // the task's questions reaching the agent as server-initiated requests.
 //
@@ -138,7 +143,19 @@
 // once the chain has judged each input request as it judges the
 // server-initiated request it replaces (hostapi.WithAnswersInput is the
 // seam with the host's client; a refused one refuses the call), and the
-// agent's retry (inputResponses, requestState) is passed upstream.
+// agent's retry (inputResponses, requestState) is passed upstream. The
+// attempts are one call, decided once (hostapi.Attempt): the sealed
+// requestState carries the call's id, the params as the first
+// attempt's policies left them, and the questions as the agent got
+// them. A retry skips the permission, the policies' request phase and
+// the call's audit record (the first attempt's, allowed and flagged
+// input_required, stands for the call; a retry is recorded only when
+// what still runs on it, the lockfile, the schemas and the sanitizers,
+// refuses or changes it) and sends those params; each answer first
+// passes the chain's response half beside the question it answers, as
+// a server request's answer does (audited under the call, flagged
+// "answer"; a refused one refuses the call, and an answer to a question
+// never asked is invalid params): nothing reaches the upstream before.
 //
 // The era bridge (bridge.go, state.go): a legacy upstream (2025-11-25
 // and earlier) asks the client mid-call. The agent's shared connections
@@ -165,7 +182,13 @@
 // sampling and elicitation outside any call are refused, saying why.
 // Which call a server's request belongs to: the agent's newest running
 // bridged call to that server (over stdio the protocol does not say; only
-// that agent's calls share the connection). The call is one event to the
+// that agent's calls share the connection). What the server sends during
+// a call follows its current attempt: progress with that attempt's
+// token, logs if that attempt asked (its _meta logLevel), on that
+// attempt's stream, or back over the bus to the replica that forwarded
+// it (relay.go); nothing while the call waits between attempts. At
+// Close, the servers' waiting requests are refused first, and their
+// calls get a moment (closeDrain) to end before the connections close. The call is one event to the
 // chain and one audit record (audit.Record.Call names it; each question
 // and answer passes the chain as the server's request). Parked calls are
 // bounded (MaxParked, MaxParkedPerAgent); an agent's connection that

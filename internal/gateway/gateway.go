@@ -324,8 +324,16 @@ func (g *Gateway) shared(agent string, fn func(*session)) {
 // with several, nobody does, since sending it to each would put one
 // call's log (its arguments, often) on every other call's answer: gap 1
 // of issue 37 made a 9.5 MB echo's answer 85.5 MB that way.
+//
+// A bridged call (a modern request's, bridge.go) is one of those who
+// wait: its messages go to its current attempt (bcall.log), whichever
+// request, session or replica that is.
 func (g *Gateway) sharedLog(agent, server string, m mcp.LogMessage) {
 	if m.Related {
+		if c := bcallOf(m.Call); c != nil && c.br == g.br && c.agent == agent {
+			c.log(server, m)
+			return
+		}
 		if s := callSession(m.Call); s != nil && s.g == g && s.agent == agent && !s.isOwn() {
 			s.forwardLog(server, m)
 		} else {
@@ -340,15 +348,18 @@ func (g *Gateway) sharedLog(agent, server string, m mcp.LogMessage) {
 			busy = append(busy, s)
 		}
 	}
+	calls := g.br.running(agent, server)
 	switch {
+	case len(busy)+len(calls) > 1:
+		g.log.Debug("a log message of a shared connection was dropped: several calls wait on the server, and it does not say whose it is", "agent", agent, "server", server)
+	case len(calls) == 1:
+		calls[0].log(server, m)
 	case len(busy) == 1:
 		busy[0].forwardLog(server, m)
-	case len(busy) == 0:
+	default: // nobody waits
 		for _, s := range list {
 			s.forwardLog(server, m)
 		}
-	default:
-		g.log.Debug("a log message of a shared connection was dropped: several sessions wait on the server, and it does not say whose it is", "agent", agent, "server", server)
 	}
 }
 

@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -379,36 +380,55 @@ func (s *session) modernCall(ctx context.Context, params json.RawMessage, meta *
 	if err := s.checkParamHeaders(ctx, p); err != nil {
 		return nil, err
 	}
+	server := s.toolServer(ctx, p.Name)
+	b := bindingOf(mcp.MethodToolsCall, p.Name, p.Arguments)
+	at := new(attempt)
 	if mcp.DeclaresTasks(meta.Capabilities) {
-		return s.modernTaskCall(ctx, p, meta)
+		// A retry is opened as bridged opens it: one call, decided once.
+		ctx, st, err := s.retry(ctx, server, b, at)
+		if err != nil {
+			return s.modernAnswer(ctx, p, meta, at, nil, err)
+		}
+		if st != nil { // a bridged call's, its first attempt made without the extension
+			res, err, ask := s.g.br.resume(ctx, st, meta, mcp.InputOf(ctx), mcp.MethodToolsCall, params)
+			if ask != nil {
+				return ask, nil
+			}
+			return s.modernAnswer(ctx, p, meta, at, res, err)
+		}
+		return s.modernTaskCall(ctx, server, p, meta, at, params)
 	}
 	// The same call as a legacy client's (call): the same event to the
 	// chain, the same audit record, once however many rounds of input
 	// a legacy server asks (bridged).
-	server := s.toolServer(ctx, p.Name)
-	res, err, ask := s.bridged(ctx, server, bindingOf(mcp.MethodToolsCall, p.Name, p.Arguments), meta, mcp.MethodToolsCall, params,
+	res, err, ask := s.bridged(ctx, server, b, meta, mcp.MethodToolsCall, params, at,
 		func(cctx, nctx context.Context) (any, error) { return s.call(cctx, nctx, p, true) })
 	if ask != nil {
 		return ask, nil
 	}
-	return s.modernAnswer(ctx, p, meta, res, err)
+	return s.modernAnswer(ctx, p, meta, at, res, err)
 }
 
 // modernAnswer is what a modern call's outcome answers the agent: an
 // upstream's input_required passed on (through the chain), or the result.
-func (s *session) modernAnswer(ctx context.Context, p mcp.CallToolParams, meta *mcp.RequestMeta, res any, err error) (any, error) {
+// at is the call's attempt (nil: a call whose retries do not come back
+// through bridged).
+func (s *session) modernAnswer(ctx context.Context, p mcp.CallToolParams, meta *mcp.RequestMeta, at *attempt, res any, err error) (any, error) {
 	server, _ := s.serverOf(p.Name)
 	if r, ok, ierr := inputRequired(res, err); ok || ierr != nil {
 		if ierr != nil {
 			return nil, ierr
 		}
-		out, rerr := s.passInput(ctx, server, bindingOf(mcp.MethodToolsCall, p.Name, p.Arguments), r, meta)
-		var de *policy.DeniedError
-		if errors.As(rerr, &de) {
-			// As a refused call is: a tool result the model reads.
-			return completed(&mcp.CallToolResult{Content: []mcp.Content{{Type: mcp.ContentText, Text: "Nexus refused this call: " + rerr.Error()}}, IsError: true}, nil, nil)
+		res, err = s.passInput(ctx, server, bindingOf(mcp.MethodToolsCall, p.Name, p.Arguments), r, meta, at)
+		if err == nil {
+			return res, nil
 		}
-		return out, rerr
+	}
+	var de *policy.DeniedError
+	if errors.As(err, &de) {
+		// As a refused call is: a tool result the model reads (a refused
+		// input request, or a refused answer to one).
+		return completed(&mcp.CallToolResult{Content: []mcp.Content{{Type: mcp.ContentText, Text: "Nexus refused this call: " + err.Error()}}, IsError: true}, nil, nil)
 	}
 	return completed(res, nil, err)
 }
@@ -422,7 +442,8 @@ func (s *session) modernRead(ctx context.Context, params json.RawMessage, meta *
 	if err != nil {
 		return nil, notFound(err, uri)
 	}
-	res, err, ask := s.bridged(ctx, server, bindingOf(mcp.MethodResourcesRead, uri, nil), meta, mcp.MethodResourcesRead, params,
+	at := new(attempt)
+	res, err, ask := s.bridged(ctx, server, bindingOf(mcp.MethodResourcesRead, uri, nil), meta, mcp.MethodResourcesRead, params, at,
 		func(cctx, _ context.Context) (any, error) { return s.read(traced(cctx, params), server, uri) })
 	if ask != nil {
 		return ask, nil
@@ -431,8 +452,11 @@ func (s *session) modernRead(ctx context.Context, params json.RawMessage, meta *
 		if ierr != nil {
 			return nil, ierr
 		}
-		out, err := s.passInput(ctx, server, bindingOf(mcp.MethodResourcesRead, uri, nil), r, meta)
+		out, err := s.passInput(ctx, server, bindingOf(mcp.MethodResourcesRead, uri, nil), r, meta, at)
 		return out, refused(err)
+	}
+	if isRefusal(err) {
+		return nil, refused(err)
 	}
 	if err != nil {
 		return nil, notFound(rpcErrorOf(err), uri)
@@ -455,7 +479,8 @@ func (s *session) modernPrompt(ctx context.Context, params json.RawMessage, meta
 		return nil, err
 	}
 	h := s.host()
-	res, err, ask := s.bridged(ctx, ref.server, bindingOf(mcp.MethodPromptsGet, ref.name, mcp.Member(params, "arguments")), meta, mcp.MethodPromptsGet, params,
+	at := new(attempt)
+	res, err, ask := s.bridged(ctx, ref.server, bindingOf(mcp.MethodPromptsGet, ref.name, mcp.Member(params, "arguments")), meta, mcp.MethodPromptsGet, params, at,
 		func(cctx, _ context.Context) (any, error) {
 			defer s.untrack(ref.server, s.track(cctx, ref.server))
 			return h.GetPrompt(traced(cctx, params), s.agent, ref.server, ref.name, args)
@@ -467,8 +492,11 @@ func (s *session) modernPrompt(ctx context.Context, params json.RawMessage, meta
 		if ierr != nil {
 			return nil, ierr
 		}
-		out, err := s.passInput(ctx, ref.server, bindingOf(mcp.MethodPromptsGet, ref.name, mcp.Member(params, "arguments")), r, meta)
+		out, err := s.passInput(ctx, ref.server, bindingOf(mcp.MethodPromptsGet, ref.name, mcp.Member(params, "arguments")), r, meta, at)
 		return out, refused(err)
+	}
+	if isRefusal(err) {
+		return nil, refused(err)
 	}
 	if err != nil {
 		return nil, rpcErrorOf(err)
@@ -482,7 +510,16 @@ func (s *session) toolServer(ctx context.Context, name string) string {
 	if server, ok := s.serverOf(name); ok {
 		return server
 	}
-	tools, _ := s.host().Tools(ctx, s.agent)
+	up := s.host()
+	if f, ok := up.(toolFinder); ok {
+		// The one tool, from the cached catalog (a bare name, say):
+		// listing every tool built the agent's catalog on each call.
+		if t, err := f.Tool(ctx, s.agent, name); err == nil {
+			return t.Server
+		}
+		return "" // an unknown tool: the call reports it
+	}
+	tools, _ := up.Tools(ctx, s.agent)
 	for _, t := range tools {
 		if t.Name == name {
 			return t.Server
@@ -491,38 +528,140 @@ func (s *session) toolServer(ctx context.Context, name string) string {
 	return ""
 }
 
+// attempt is a modern request's logical call as its attempts carry it
+// (in the sealed requestState): its id, which names it in the audit
+// log, and what the host needs to decide it once (hostapi.Attempt).
+type attempt struct {
+	id [16]byte
+	hostapi.Attempt
+}
+
+func (a *attempt) callID() string { return hex.EncodeToString(a.id[:]) }
+
 // bridged runs a modern request's upstream call through the bridge
 // (bridge.go): a retry with a requestState the bridge sealed resumes its
 // call; anything else starts one. ask is the input_required answer when
-// the server asked the client something.
-func (s *session) bridged(ctx context.Context, server string, b binding, meta *mcp.RequestMeta, method string, params json.RawMessage,
+// the server asked the client something. at is the call's attempt: a
+// first one gets a new id; a retry of a modern upstream's call gets its
+// first attempt's id and params, and its answers pass the chain first.
+func (s *session) bridged(ctx context.Context, server string, b binding, meta *mcp.RequestMeta, method string, params json.RawMessage, at *attempt,
 	run func(ctx, nctx context.Context) (any, error)) (res any, err error, ask *mcp.InputRequiredResult) {
+	ctx, st, err := s.retry(ctx, server, b, at)
+	if err != nil {
+		return nil, err, nil
+	}
+	if st != nil {
+		return s.g.br.resume(ctx, st, meta, mcp.InputOf(ctx), method, params)
+	}
+	return s.g.br.start(ctx, s, server, b, meta, mcp.InputOf(ctx), at, params, run)
+}
+
+// retry opens the requestState a retry brings, held to this agent and
+// request b first; none (a first attempt) changes nothing. A bridged
+// call's state is returned, for the bridge to resume its call. A modern
+// upstream's is applied: its answers pass the chain (guardAnswers), ctx
+// carries the input the upstream gets (its own requestState, as it gave
+// it: any replica may, the upstream keeps no session), and at the
+// call's id and params, decided on the first attempt.
+func (s *session) retry(ctx context.Context, server string, b binding, at *attempt) (context.Context, *state, error) {
 	in := mcp.InputOf(ctx)
 	switch {
 	case in == nil || in.RequestState == "":
+		return ctx, nil, nil
 	case !strings.HasPrefix(in.RequestState, statePrefix):
-		return nil, badState("is not one this gateway handed out"), nil
-	default:
-		// Either kind is held to this agent and this request first.
-		st, err := s.g.br.seal.open(in.RequestState)
-		if err == nil {
-			err = st.check(s.agent, b, time.Now())
-		}
-		if err != nil {
-			return nil, err, nil
-		}
-		if st.inner == "" {
-			return s.g.br.resume(ctx, st, meta, in, method, params)
-		}
-		// A modern upstream's own state, sealed by passInput: passed on
-		// as the upstream gave it (any replica may: the upstream keeps no
-		// session).
-		up := *in
-		up.RequestState = st.inner
-		in = &up
-		ctx = mcp.WithInput(ctx, in)
+		return ctx, nil, badState("is not one this gateway handed out")
 	}
-	return s.g.br.start(ctx, s, server, b, meta, in, run)
+	st, err := s.g.br.seal.open(in.RequestState)
+	if err == nil {
+		err = st.check(s.agent, b, time.Now())
+	}
+	if err != nil {
+		return ctx, nil, err
+	}
+	if !st.upstream {
+		return ctx, st, nil
+	}
+	answers, err := s.guardAnswers(ctx, server, st, in.InputResponses)
+	if err != nil {
+		return ctx, nil, err
+	}
+	up := *in
+	up.RequestState, up.InputResponses = st.inner, answers
+	at.id, at.Retry = st.call, true
+	if st.params != "" {
+		at.Params = json.RawMessage(st.params)
+	}
+	return mcp.WithInput(ctx, &up), nil, nil
+}
+
+// guardAnswers runs a retry's answers to a modern upstream's questions
+// (those st carries) through the chain's response half, as the answers
+// to the server-initiated requests they replace would go: an answer to
+// a question never asked, or not of its method's shape, is invalid
+// params; one the chain refuses refuses the call. Either way nothing
+// reaches the upstream.
+func (s *session) guardAnswers(ctx context.Context, server string, st *state, answers mcp.InputResponses) (mcp.InputResponses, error) {
+	if len(answers) == 0 {
+		return answers, nil
+	}
+	byKey := make(map[string]*asked, len(st.asks))
+	keys := make([]string, 0, len(st.asks))
+	for i := range st.asks {
+		a := &st.asks[i]
+		byKey[a.key] = a
+		keys = append(keys, fmt.Sprintf("%q", a.key))
+	}
+	for k, raw := range answers {
+		a := byKey[k]
+		if a == nil {
+			return nil, mcp.InvalidParams("inputResponses[%q] answers an input request this call never asked (it asked %s); send the answers under the keys of the last inputRequests", k, strings.Join(keys, ", "))
+		}
+		if err := checkAnswer(a.method, raw); err != nil {
+			return nil, mcp.InvalidParams("inputResponses[%q] is not a %s result: %v", k, a.method, err)
+		}
+	}
+	g, ok := s.host().(inputGuard)
+	if !ok {
+		return nil, &mcp.RPCError{Code: mcp.CodeInternalError, Message: fmt.Sprintf("the answers to server %q's input requests cannot pass this gateway's policies (its host cannot run them); refused", server)}
+	}
+	ctx = hostapi.WithCallID(ctx, hex.EncodeToString(st.call[:]))
+	out := make(mcp.InputResponses, len(answers))
+	for _, a := range st.asks { // in the order asked (by key)
+		raw, ok := answers[a.key]
+		if !ok {
+			continue
+		}
+		res, err := guardAnswer(ctx, g, server, a.key, mcp.InputRequest{Method: a.method, Params: a.params}, raw)
+		if err != nil {
+			return nil, err
+		}
+		out[a.key] = res
+	}
+	return out, nil
+}
+
+// guardAnswer runs the agent's answer (raw) to the input request q (by
+// key) through the chain's response half; a refusal says which.
+func guardAnswer(ctx context.Context, g inputGuard, server, key string, q mcp.InputRequest, raw json.RawMessage) (json.RawMessage, error) {
+	params := q.Params
+	if len(params) == 0 {
+		params = json.RawMessage(`{}`) // roots/list's: none
+	}
+	out, err := g.GuardAnswer(ctx, server, q.Method, params, raw)
+	if err != nil {
+		var de *policy.DeniedError
+		if errors.As(err, &de) {
+			return nil, fmt.Errorf("the answer to server %q's %s (input %q) was refused by the policy: %w", server, q.Method, key, err)
+		}
+		return nil, &mcp.RPCError{Code: mcp.CodeInternalError, Message: fmt.Sprintf("the answer to server %q's %s (input %q) and the policy chain failed: %s", server, q.Method, key, oneLine(err))}
+	}
+	return out, nil
+}
+
+// isRefusal says whether err is the chain's refusal.
+func isRefusal(err error) bool {
+	var de *policy.DeniedError
+	return errors.As(err, &de)
 }
 
 // notFound renumbers a resource that is not found: -32002 until
@@ -577,6 +716,7 @@ func inputRequired(res any, err error) (r *mcp.InputRequiredResult, ok bool, ier
 // (host.GatewayUpstream's GuardInput).
 type inputGuard interface {
 	GuardInput(ctx context.Context, server, method string, params json.RawMessage) (json.RawMessage, error)
+	GuardAnswer(ctx context.Context, server, method string, params, result json.RawMessage) (json.RawMessage, error)
 }
 
 // passInput hands an upstream's InputRequiredResult to the modern agent:
@@ -586,8 +726,12 @@ type inputGuard interface {
 // the request: the agent is not asked.
 //
 // The upstream's requestState goes to the agent sealed, bound to the
-// agent and b, the request it answers (see statePrefix).
-func (s *session) passInput(ctx context.Context, server string, b binding, r *mcp.InputRequiredResult, meta *mcp.RequestMeta) (any, error) {
+// agent and b, the request it answers (see statePrefix), with what the
+// retry needs to be the same call (at: its id, the params a policy
+// changed) and the questions as the agent got them, whose answers pass
+// the chain on the retry (guardAnswers). at nil: the questions' answers
+// come back another way (a task's tasks/update).
+func (s *session) passInput(ctx context.Context, server string, b binding, r *mcp.InputRequiredResult, meta *mcp.RequestMeta, at *attempt) (any, error) {
 	if err := r.Check(); err != nil {
 		return nil, &mcp.RPCError{Code: mcp.CodeInternalError, Message: fmt.Sprintf("server %q answered with an invalid input_required result: %v", server, err)}
 	}
@@ -604,9 +748,9 @@ func (s *session) passInput(ctx context.Context, server string, b binding, r *mc
 	}
 	slices.Sort(keys)
 	out := mcp.InputRequiredResult{ResultType: mcp.ResultInputRequired, Meta: r.Meta}
-	if r.RequestState != "" {
-		br := s.g.br
-		out.RequestState = br.seal.seal(&state{replica: br.seal.replica, expires: time.Now().Add(br.ttl).Unix() + 1, agent: s.agent, bind: b, inner: r.RequestState})
+	if at != nil {
+		// The questions are audited under the call, as its attempts are.
+		ctx = hostapi.WithCallID(ctx, at.callID())
 	}
 	if len(keys) > 0 {
 		out.InputRequests = make(mcp.InputRequests, len(keys))
@@ -630,6 +774,23 @@ func (s *session) passInput(ctx context.Context, server string, b binding, r *mc
 		}
 		q.Params = p
 		out.InputRequests[k] = q
+	}
+	// With at, a state goes to the agent even when the upstream gave
+	// none: it carries what the retry needs to be the same call.
+	if r.RequestState != "" || at != nil {
+		br := s.g.br
+		st := &state{upstream: true, replica: br.seal.replica, expires: time.Now().Add(br.ttl).Unix() + 1, agent: s.agent, bind: b, inner: r.RequestState}
+		if at != nil {
+			st.call, st.params = at.id, string(at.Params)
+			for _, k := range keys {
+				st.asks = append(st.asks, asked{key: k, method: out.InputRequests[k].Method, params: out.InputRequests[k].Params})
+			}
+			if n := st.carried(); n > maxCarried {
+				return nil, &mcp.RPCError{Code: mcp.CodeInternalError, Message: fmt.Sprintf(
+					"server %q asks for input whose requests come to %d bytes, over the %d bytes the gateway carries in requestState to check the answers against them; refused (ask the server's maintainers for smaller input requests)", server, n, maxCarried)}
+			}
+		}
+		out.RequestState = br.seal.seal(st)
 	}
 	return &out, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -96,8 +97,9 @@ func (m *modernAgent) params(version string, level mcp.LoggingLevel, fields map[
 	for k, v := range fields {
 		out[k] = v
 	}
+	extra, _ := fields["_meta"].(mcp.Meta) // a request's own: a progress token, say
 	out["_meta"] = mcp.RequestMeta{ProtocolVersion: version, ClientInfo: &mcp.Implementation{Name: "modern-test", Version: "1"},
-		Capabilities: m.caps, LogLevel: level}.Put(nil)
+		Capabilities: m.caps, LogLevel: level}.Put(maps.Clone(extra))
 	return out
 }
 
@@ -411,6 +413,12 @@ func (u *inputUpstream) GuardInput(ctx context.Context, server, method string, p
 	}).GuardInput(ctx, server, method, params)
 }
 
+func (u *inputUpstream) GuardAnswer(ctx context.Context, server, method string, params, result json.RawMessage) (json.RawMessage, error) {
+	return u.Upstream.(interface {
+		GuardAnswer(context.Context, string, string, json.RawMessage, json.RawMessage) (json.RawMessage, error)
+	}).GuardAnswer(ctx, server, method, params, result)
+}
+
 func (u *inputUpstream) CallTool(ctx context.Context, agent, name string, args any, o *hostapi.CallOptions) (*mcp.CallToolResult, error) {
 	if name != "mcp_probe_ask" {
 		return u.Upstream.CallTool(ctx, agent, name, args, o)
@@ -533,10 +541,11 @@ func TestModernInputRequired(t *testing.T) {
 		var r audit.Record
 		json.Unmarshal([]byte(line), &r)
 		if r.Method == mcp.MethodElicitationCreate || r.Method == mcp.MethodSamplingCreateMessage {
-			judged = append(judged, r.Agent+" "+r.Server+" "+r.Method+" "+r.Decision)
+			judged = append(judged, strings.Join(append([]string{r.Agent, r.Server, r.Method, r.Decision}, r.Flags...), " "))
 		}
 	}
-	want := []string{"claude probe sampling/createMessage allow", "claude probe elicitation/create allow", "claude probe elicitation/create deny"} // by key: model, who; then pw
+	// By key: model, who; the retry's answer to who; then pw.
+	want := []string{"claude probe sampling/createMessage allow", "claude probe elicitation/create allow", "claude probe elicitation/create allow answer", "claude probe elicitation/create deny"}
 	if !slices.Equal(judged, want) {
 		t.Errorf("audited input requests %q, want %q", judged, want)
 	}

@@ -35,6 +35,12 @@ import (
 // that falls silent after taking a retry took the call with it: the
 // agent is told so, retryable. Messages on the bus are untrusted: they
 // are bounded, and the owner opens and checks the state itself.
+//
+// What the call sends the agent while the owner runs a forwarded retry
+// (the server's progress and log messages) goes back to the forwarding
+// replica as notes, in order and before the answer, and from there on
+// the agent's request (relayed); a note that does not fit the queue is
+// dropped, as a slow stream's would be.
 
 const (
 	relayChannel  = "bridge:"
@@ -45,11 +51,12 @@ const (
 	relayMaxWaits = 1024             // retries this replica waits for at once
 	relayMaxRuns  = 256              // retries this replica runs for others at once
 	relayMaxReply = 64               // a reply channel's length
+	relayNotes    = 64               // notes a forwarded retry queues for its sender
 )
 
 // relayMsg is a message on the bus.
 type relayMsg struct {
-	Kind string `json:"k"` // retry, took (acknowledged, or still running), done, gone (the agent went away)
+	Kind string `json:"k"` // retry, took (acknowledged, or still running), note, done, gone (the agent went away)
 	ID   string `json:"id"`
 	// A retry: where to answer, until when it may be taken, and the
 	// request as the forwarding replica got and checked it.
@@ -66,7 +73,18 @@ type relayMsg struct {
 	Result json.RawMessage          `json:"result,omitempty"`
 	Error  *mcp.RPCError            `json:"error,omitempty"`
 	Ask    *mcp.InputRequiredResult `json:"ask,omitempty"`
+	// A note: a notification of the call for the agent.
+	Note *relayNote `json:"note,omitempty"`
 }
+
+// relayNote is a notification a forwarded retry's call sends the agent.
+type relayNote struct {
+	Method string          `json:"m"`
+	Params json.RawMessage `json:"p"`
+}
+
+// noted are the notifications a note may carry.
+var noted = map[string]bool{mcp.NotificationProgress: true, mcp.NotificationMessage: true}
 
 // relay is a replica's end of the bus.
 type relay struct {
@@ -85,7 +103,62 @@ type relay struct {
 // relayWait is a forwarded retry waiting for its answer.
 type relayWait struct {
 	heard chan struct{} // took: the owner is there
+	notes chan relayMsg
 	done  chan relayMsg
+}
+
+// relayed is an attempt another replica forwarded here: what its call
+// sends the agent (bcall.notify) is queued for that replica.
+type relayed struct {
+	r     *relay
+	reply string
+	id    string
+	q     chan relayMsg
+}
+
+type relayedKey struct{}
+
+// relayedOf is the forwarded attempt whose context ctx is, or nil.
+func relayedOf(ctx context.Context) *relayed {
+	if ctx == nil {
+		return nil
+	}
+	x, _ := ctx.Value(relayedKey{}).(*relayed)
+	return x
+}
+
+// note queues a notification for the replica that forwarded the
+// attempt; one that does not fit is dropped.
+func (x *relayed) note(method string, params any) {
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return
+	}
+	select {
+	case x.q <- relayMsg{Kind: "note", ID: x.id, Note: &relayNote{Method: method, Params: raw}}:
+	default:
+		x.r.br.g.log.Debug("a notification of a forwarded retry's call was dropped: the replica that forwarded it has too many queued", "method", method)
+	}
+}
+
+// sendNotes sends x's queued notes until stop, then those left: all
+// before the retry's answer.
+func (x *relayed) sendNotes(stop <-chan struct{}) {
+	for {
+		select {
+		case n := <-x.q:
+			x.r.send(x.reply, n)
+		case <-stop:
+			for {
+				select {
+				case n := <-x.q:
+					x.r.send(x.reply, n)
+				default:
+					return
+				}
+			}
+		}
+	}
 }
 
 func replicaChannel(id [8]byte) string { return relayChannel + hex.EncodeToString(id[:]) }
@@ -166,12 +239,20 @@ func (r *relay) onMessage(raw []byte) {
 	switch m.Kind {
 	case "retry":
 		r.take(m)
-	case "took", "done":
+	case "took", "note", "done":
 		r.mu.Lock()
 		w := r.waits[m.ID]
 		r.mu.Unlock()
 		switch {
 		case w == nil: // given up on, or not ours
+		case m.Kind == "note":
+			if m.Note == nil || !noted[m.Note.Method] {
+				return
+			}
+			select {
+			case w.notes <- m:
+			default: // the agent's stream is behind: dropped
+			}
 		case m.Kind == "done":
 			select {
 			case w.done <- m:
@@ -245,7 +326,15 @@ func (r *relay) take(m relayMsg) {
 				}
 			}
 		}()
-		out := r.br.resumeRelayed(ctx, m)
+		x := &relayed{r: r, reply: m.Reply, id: m.ID, q: make(chan relayMsg, relayNotes)}
+		stopNotes, notesSent := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(notesSent)
+			x.sendNotes(stopNotes)
+		}()
+		out := r.br.resumeRelayed(context.WithValue(ctx, relayedKey{}, x), m)
+		close(stopNotes)
+		<-notesSent
 		cancel()
 		<-beats
 		out.Kind, out.ID = "done", m.ID
@@ -266,7 +355,7 @@ func (br *bridge) resumeRelayed(ctx context.Context, m relayMsg) relayMsg {
 	if err == nil {
 		err = st.check(m.Agent, b, time.Now())
 	}
-	if err == nil && (st.inner != "" || st.replica != br.seal.replica) {
+	if err == nil && (st.upstream || st.replica != br.seal.replica) {
 		err = badState("was forwarded to a replica that does not hold its call")
 	}
 	if err != nil {
@@ -282,7 +371,10 @@ func (br *bridge) resumeRelayed(ctx context.Context, m relayMsg) relayMsg {
 			return relayMsg{Error: mcp.InvalidParams("inputResponses must be an object of results by key: %v", err)}
 		}
 	}
-	res, err, ask := br.resume(ctx, st, &meta, in, m.Method, nil)
+	// The retry's own _meta: its progress token, for what the call sends
+	// meanwhile (bcall.notify brings it back here).
+	params := slices.Concat([]byte(`{"_meta":`), m.Meta, []byte(`}`))
+	res, err, ask := br.resume(ctx, st, &meta, in, m.Method, params)
 	switch {
 	case ask != nil:
 		return relayMsg{Ask: ask}
@@ -294,6 +386,14 @@ func (br *bridge) resumeRelayed(ctx context.Context, m relayMsg) relayMsg {
 		return relayMsg{Error: &mcp.RPCError{Code: mcp.CodeInternalError, Message: "the call's result does not encode as JSON: " + err.Error()}}
 	}
 	return relayMsg{Result: raw}
+}
+
+// deliver sends a note of a forwarded retry's call to the agent, on
+// the retry's request (ctx).
+func deliver(ctx context.Context, n *relayNote) {
+	if s, ok := mcp.HandlerOf(ctx).(*session); ok {
+		_ = s.peer.Notify(ctx, n.Method, n.Params)
+	}
 }
 
 // asRPC is err as the JSON-RPC error the agent gets.
@@ -349,7 +449,7 @@ func (r *relay) forward(ctx context.Context, st *state, in *mcp.InputParams, par
 		return nil, retryable(fmt.Sprintf("this call waits for its input on gateway replica %x, and the retry is %d bytes, over the %d bytes the replicas pass each other; retry it (it may reach that replica), or answer with less",
 			st.replica, len(raw), store.MaxMessageBytes)), nil
 	}
-	w := &relayWait{heard: make(chan struct{}, 1), done: make(chan relayMsg, 1)}
+	w := &relayWait{heard: make(chan struct{}, 1), notes: make(chan relayMsg, relayNotes), done: make(chan relayMsg, 1)}
 	r.mu.Lock()
 	if len(r.waits) >= relayMaxWaits {
 		r.mu.Unlock()
@@ -376,7 +476,14 @@ func (r *relay) forward(ctx context.Context, st *state, in *mcp.InputParams, par
 	took := false
 	for {
 		select {
+		case n := <-w.notes:
+			took = true
+			quiet.Reset(relayQuiet)
+			deliver(ctx, n.Note)
 		case a := <-w.done:
+			for len(w.notes) > 0 { // sent before the answer: delivered first
+				deliver(ctx, (<-w.notes).Note)
+			}
 			switch {
 			case a.Ask != nil:
 				return nil, nil, a.Ask

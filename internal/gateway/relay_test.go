@@ -141,3 +141,38 @@ func TestBridgeRelayUntrusted(t *testing.T) {
 		t.Errorf("the real retry: %v %s", err, raw)
 	}
 }
+
+// A later round's progress and log message, of a retry forwarded to the
+// replica holding the call, come back over the bus to the replica the
+// retry reached, and go to the agent on that request, with its token;
+// the first attempt's replica sends none.
+func TestBridgeRelayNotes(t *testing.T) {
+	a := newAsker()
+	e := bridgeEnv(t, a, nil, nil)
+	st := store.NewMemory()
+	key := make([]byte, 32)
+	g1 := host.NewGateway(e.h, host.GatewayOptions{StateKey: key, ReplicaID: [8]byte{1}})
+	g2 := host.NewGateway(e.h, host.GatewayOptions{StateKey: key, ReplicaID: [8]byte{2}})
+	g1.Relay(st)
+	g2.Relay(st)
+	t.Cleanup(func() { g1.Close(); g2.Close(); st.Close() })
+	m1, m2 := e.modernOn(t, g1, "claude"), e.modernOn(t, g2, "claude")
+	m1.caps, m2.caps = elicitCaps(), elicitCaps()
+	ctx := ctxT(t)
+	r := m1.inputRequired(t, ctx, map[string]any{"name": "report", "arguments": map[string]any{}, "_meta": mcp.Meta{"progressToken": json.RawMessage(`"first"`)}})
+	raw, err := m2.callAt(ctx, mcp.Version20260728, "info", mcp.MethodToolsCall, reportRetry(r.RequestState, "y", "forwarded"))
+	if err != nil || !strings.Contains(string(raw), "reported accept:y") {
+		t.Fatalf("the forwarded retry: %v %s", err, raw)
+	}
+	progressAndLog(t, m2, "forwarded", "y")
+	// The first replica's agent connection heard nothing of it: a call
+	// on it is answered after anything sent before.
+	if _, err := m1.call(ctx, mcp.MethodToolsCall, map[string]any{"name": "plain", "arguments": map[string]any{}}); err != nil {
+		t.Fatal(err)
+	}
+	for len(m1.notes) > 0 {
+		if n := <-m1.notes; n.method == mcp.NotificationProgress || n.method == mcp.NotificationMessage {
+			t.Errorf("the first attempt's replica sent %s %s", n.method, n.params)
+		}
+	}
+}

@@ -371,9 +371,13 @@ func (s *session) newest(server string) (id json.RawMessage, level int, modern b
 
 // track records a client request in flight to server; untrack, with
 // what track returned, forgets it.
+//
+// A bridged call (bridge.go) is not tracked: it outlives the request
+// that started it, and what the server sends during it follows its
+// current attempt (bcall.log, bcall.progress).
 func (s *session) track(ctx context.Context, server string) json.RawMessage {
 	id := mcp.RelatedRequest(ctx)
-	if id == nil {
+	if id == nil || bcallOf(ctx) != nil {
 		return nil
 	}
 	meta, modern := mcp.RequestMetaOf(ctx)
@@ -650,7 +654,11 @@ func (s *session) call(ctx, nctx context.Context, p mcp.CallToolParams, passOn b
 	h := s.host()
 	x := &wired{}
 	o := &x.o
-	if tok := p.Meta["progressToken"]; len(tok) > 0 {
+	if a, ok := nctx.(attemptCtx); ok {
+		// A bridged call's progress follows its attempts: the current
+		// one's token, on its stream (bcall.progress).
+		o.OnProgress = a.c.progress
+	} else if tok := p.Meta["progressToken"]; len(tok) > 0 {
 		o.OnProgress = func(pr mcp.Progress) {
 			pr.ProgressToken = tok
 			if err := s.peer.Notify(nctx, mcp.NotificationProgress, pr); err != nil {

@@ -107,15 +107,37 @@ type state struct {
 	expires int64    // unix seconds
 	agent   string
 	bind    binding
-	// inner is a modern upstream's own requestState, sealed for the
-	// agent to hold (passInput): the retry opens it and passes inner on,
-	// to whichever replica it reaches. Empty for a bridged call's state.
-	inner string
+	// upstream marks a modern upstream's call's state (passInput), not
+	// a bridged call's. inner is that upstream's own requestState (empty
+	// if it gave none), sealed for the agent to hold: the retry opens it
+	// and passes inner on, to whichever replica it reaches.
+	upstream bool
+	inner    string
+	// What a modern upstream's call carries to its retry, so the chain
+	// decides it once (hostapi.Attempt; call is its id): the request's
+	// params as the first attempt's policies left them ("" unchanged),
+	// and the questions handed to the agent, whose answers pass the
+	// chain's response half with the request they answer.
+	params string
+	asks   []asked
+}
+
+// asked is one question a modern upstream's state carries: its key, and
+// the request as the chain let it through to the agent.
+type asked struct {
+	key, method string
+	params      json.RawMessage
 }
 
 // maxInner bounds an upstream's requestState the gateway seals for an
 // agent: larger ones are refused rather than handed out.
 const maxInner = 64 << 10
+
+// maxCarried bounds what else a modern upstream's state carries (the
+// questions, the params a policy changed): a call whose questions are
+// larger is refused, saying so, since their answers could not pass the
+// chain with them.
+const maxCarried = 1 << 20
 
 // Errors of a requestState that cannot be used, as the agent gets them:
 // invalid params (the spec's error for state that fails verification),
@@ -124,14 +146,28 @@ func badState(why string) error {
 	return mcp.InvalidParams("requestState %s; send the request again without inputResponses and requestState to start over", why)
 }
 
-const stateVersion = 1
+// stateVersion 2 carries flags, params and asks; 1 (before them) is
+// not read.
+const stateVersion = 2
+
+// flagUpstream: the state is a modern upstream's call's (state.upstream).
+const flagUpstream = 1
 
 // seal encodes st: version, call, round, replica, expiry, the binding's
-// hash, agent, method and target, then encrypts it with a random nonce.
+// hash, agent, method, target, inner, params and asks, then encrypts it
+// with a random nonce.
 func (sl *sealer) seal(st *state) string {
 	var buf [256]byte
 	p := buf[:0]
+	if n := len(st.inner) + len(st.params) + st.carried(); n > len(buf)-80 {
+		p = make([]byte, 0, n+80+len(st.agent)+len(st.bind.target))
+	}
 	p = append(p, stateVersion)
+	var flags byte
+	if st.upstream {
+		flags |= flagUpstream
+	}
+	p = append(p, flags)
 	p = append(p, st.call[:]...)
 	p = binary.BigEndian.AppendUint32(p, st.round)
 	p = append(p, st.replica[:]...)
@@ -141,6 +177,13 @@ func (sl *sealer) seal(st *state) string {
 	p = appendString(p, st.bind.method)
 	p = appendString(p, st.bind.target)
 	p = appendString(p, st.inner)
+	p = appendString(p, st.params)
+	p = binary.AppendUvarint(p, uint64(len(st.asks)))
+	for _, a := range st.asks {
+		p = appendString(p, a.key)
+		p = appendString(p, a.method)
+		p = appendString(p, string(a.params))
+	}
 	ns := sl.aead.NonceSize()
 	out := make([]byte, ns, ns+len(p)+sl.aead.Overhead())
 	if _, err := rand.Read(out); err != nil {
@@ -159,9 +202,20 @@ func appendString(p []byte, s string) []byte {
 	return append(p, s...)
 }
 
+// carried is the size of what st carries beside the upstream's state:
+// the params a policy changed and the questions, with their keys.
+func (st *state) carried() int {
+	n := len(st.params)
+	for _, a := range st.asks {
+		n += len(a.key) + len(a.method) + len(a.params)
+	}
+	return n
+}
+
 // maxState bounds a requestState the gateway opens: an upstream's
-// (maxInner), sealed and encoded, and what is around it.
-const maxState = maxInner*4/3 + 1<<10
+// (maxInner) and what it carries (maxCarried), sealed and encoded, and
+// what is around them.
+const maxState = (maxInner+maxCarried)*4/3 + 4<<10
 
 // open decrypts a requestState; the error says why it is not one this
 // gateway sealed.
@@ -181,11 +235,12 @@ func (sl *sealer) open(s string) (*state, error) {
 		return nil, badState("failed its integrity check (it was changed, or was sealed with another key: do the gateway replicas share state_key?)")
 	}
 	st := &state{}
-	const fixed = 1 + 16 + 4 + 8 + 8 + 16
+	const fixed = 1 + 1 + 16 + 4 + 8 + 8 + 16
 	if len(p) < fixed || p[0] != stateVersion {
 		return nil, badState("is of a version this gateway does not read")
 	}
-	i := 1
+	st.upstream = p[1]&flagUpstream != 0
+	i := 2
 	i += copy(st.call[:], p[i:])
 	st.round = binary.BigEndian.Uint32(p[i:])
 	i += 4
@@ -193,17 +248,34 @@ func (sl *sealer) open(s string) (*state, error) {
 	st.expires = int64(binary.BigEndian.Uint64(p[i:]))
 	i += 8
 	i += copy(st.bind.args[:], p[i:i+16])
-	var strs [4]string
-	for k := range strs {
+	bad := false
+	str := func() string {
 		n, w := binary.Uvarint(p[i:])
-		if w <= 0 || uint64(len(p)-i-w) < n {
-			return nil, badState("is malformed")
+		if bad || w <= 0 || uint64(len(p)-i-w) < n {
+			bad = true
+			return ""
 		}
 		i += w
-		strs[k] = string(p[i : i+int(n)])
+		s := string(p[i : i+int(n)])
 		i += int(n)
+		return s
 	}
-	st.agent, st.bind.method, st.bind.target, st.inner = strs[0], strs[1], strs[2], strs[3]
+	st.agent, st.bind.method, st.bind.target, st.inner, st.params = str(), str(), str(), str(), str()
+	n, w := binary.Uvarint(p[i:])
+	// Each question takes three bytes at least.
+	if bad || w <= 0 || n > uint64(len(p)-i-w)/3 {
+		return nil, badState("is malformed")
+	}
+	i += w
+	if n > 0 {
+		st.asks = make([]asked, n)
+		for k := range st.asks {
+			st.asks[k] = asked{key: str(), method: str(), params: json.RawMessage(str())}
+		}
+	}
+	if bad || i != len(p) {
+		return nil, badState("is malformed")
+	}
 	return st, nil
 }
 

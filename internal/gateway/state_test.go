@@ -3,6 +3,7 @@ package gateway
 import (
 	"crypto/sha256"
 	"encoding/json"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -28,11 +29,17 @@ func TestStateSealOpen(t *testing.T) {
 	st := &state{call: [16]byte{1, 2}, round: 3, replica: sl.replica, expires: time.Now().Add(time.Minute).Unix(), agent: "claude", bind: b}
 	s := sl.seal(st)
 	got, err := sl.open(s)
-	if err != nil || *got != *st {
+	if err != nil || !reflect.DeepEqual(got, st) {
 		t.Fatalf("opened %+v, %v; sealed %+v", got, err, st)
 	}
 	if err := got.check("claude", b, time.Now()); err != nil {
 		t.Error(err)
+	}
+	// A modern upstream's, with what its retry needs to be the same call.
+	up := &state{upstream: true, call: [16]byte{9}, replica: sl.replica, expires: st.expires, agent: "claude", bind: b, inner: "theirs",
+		params: `{"name":"ask","arguments":{"a":2}}`, asks: []asked{{key: "who", method: "elicitation/create", params: json.RawMessage(`{"message":"who?"}`)}, {key: "r", method: "roots/list", params: json.RawMessage{}}}}
+	if got, err := sl.open(sl.seal(up)); err != nil || !reflect.DeepEqual(got, up) {
+		t.Fatalf("opened %+v, %v; sealed %+v", got, err, up)
 	}
 	for i := len(statePrefix); i < len(s); i++ {
 		c := []byte(s)

@@ -4,9 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/internal/hostapi"
 	"github.com/nexus-mcp/nexus/internal/policy"
 )
 
@@ -43,22 +48,32 @@ func (in *taskInput) drop() { in.pending, in.waiting = nil, nil }
 
 // modernTaskCall is a modern tools/call whose agent declared the tasks
 // extension: answered as a task once the upstream makes one, or as an
-// ordinary call when it answers first.
-func (s *session) modernTaskCall(ctx context.Context, p mcp.CallToolParams, meta *mcp.RequestMeta) (any, error) {
-	server, _ := s.serverOf(p.Name)
+// ordinary call when it answers first. It runs as a bridged call
+// (bridge.go), so what a legacy server asks before it is a task (or
+// when it never becomes one) is an input_required round, as for any
+// modern call; once a task, the call leaves the bridge's rounds and its
+// questions go to the task.
+//
+// server is the tool's (toolServer); at is the call's attempt (retry
+// opened it): an answer input_required is sealed with it, so the retry
+// is the same call.
+func (s *session) modernTaskCall(ctx context.Context, server string, p mcp.CallToolParams, meta *mcp.RequestMeta, at *attempt, params json.RawMessage) (any, error) {
 	t, err := s.newTask(true)
 	if err != nil {
 		return nil, err
 	}
-	// The call's context keeps the request's values, not its end: once
-	// a task, it ends with the task (tasks/cancel, the ttl, the session).
-	base, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	t.cancel = cancel
-	endsWithSession := context.AfterFunc(s.ctx, cancel)
+	// tasks/cancel cancels the call, once there is one.
+	var callCancel atomic.Pointer[context.CancelFunc]
+	t.cancel = func() {
+		if c := callCancel.Load(); c != nil {
+			(*c)()
+		}
+	}
 	started := make(chan struct{})
 	var seed *mcp.DetailedTask // the CreateTaskResult: the state it started in
+	var f *followed            // set once t follows the server's task; read by the call's goroutine after started
 	hooks := &mcp.TaskHooks{
-		Started: func(*mcp.DetailedTask) {
+		Started: func(up *mcp.DetailedTask) {
 			t.mu.Lock()
 			again := t.detached
 			t.mu.Unlock()
@@ -68,6 +83,10 @@ func (s *session) modernTaskCall(ctx context.Context, p mcp.CallToolParams, meta
 			seed = t.modernState(false)
 			seed.ResultType = mcp.ResultTask
 			if s.storeTask(t) == nil {
+				// A 2025-11-25 server asks during its task by requests
+				// to the client: the bridge brings them to t.
+				f = &followed{t: t, upstream: up.TaskID, call: at.callID(), meta: meta, n: map[string]int{}}
+				s.g.br.follow(s.agent, server, f)
 				close(started)
 			}
 		},
@@ -75,30 +94,24 @@ func (s *session) modernTaskCall(ctx context.Context, p mcp.CallToolParams, meta
 			return s.taskAsk(actx, t, server, meta, reqs)
 		},
 	}
-	stop := context.AfterFunc(ctx, func() {
-		t.mu.Lock()
-		detached := t.detached
-		t.mu.Unlock()
-		if !detached {
-			cancel()
+	run := func(cctx, nctx context.Context) (any, error) {
+		// The bridge's call context keeps the request's values, not its
+		// end; once a task, the call ends with the task (tasks/cancel,
+		// the ttl, the session).
+		base, cancel := context.WithCancel(cctx)
+		defer cancel()
+		callCancel.Store(&cancel)
+		defer context.AfterFunc(s.ctx, cancel)()
+		res, err := s.call(mcp.WithTaskHooks(base, hooks), nctx, p, true)
+		if f != nil { // Started ran on this goroutine, within the call
+			s.g.br.unfollow(s.agent, server, f)
 		}
-	})
-	defer stop()
-	type outcome struct {
-		res any
-		err error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		defer endsWithSession()
-		res, err := s.call(mcp.WithTaskHooks(base, hooks), base, p, true)
 		t.mu.Lock()
 		detached := t.detached
 		t.returned = !detached
 		t.mu.Unlock()
 		if !detached {
-			done <- outcome{res, err}
-			return
+			return res, err
 		}
 		var de *policy.DeniedError
 		switch {
@@ -109,15 +122,18 @@ func (s *session) modernTaskCall(ctx context.Context, p mcp.CallToolParams, meta
 		default:
 			t.finish(taskCompleted, "", res, nil)
 		}
-		cancel()
-	}()
-	select {
-	case <-started:
-		return seed, nil
-	case o := <-done:
-		cancel()
-		return s.modernAnswer(ctx, p, meta, o.res, o.err)
+		return res, err
 	}
+	res, err, ask := s.g.br.startAs(ctx, s, server, bindingOf(mcp.MethodToolsCall, p.Name, p.Arguments), meta, mcp.InputOf(ctx), at, params, started, run)
+	if ask != nil {
+		return ask, nil
+	}
+	select {
+	case <-started: // a task, even if it ended as the wait did
+		return seed, nil
+	default:
+	}
+	return s.modernAnswer(ctx, p, meta, at, res, err)
 }
 
 // newTask makes a task, not yet in the session's store.
@@ -166,12 +182,32 @@ func (s *session) taskAsk(ctx context.Context, t *task, server string, meta *mcp
 	if !detached {
 		return nil, &mcp.RPCError{Code: mcp.CodeInternalError, Message: "server " + server + "'s task asks for input, and this gateway could not hold the task for the agent (too many tasks in its session)"}
 	}
-	out, err := s.passInput(ctx, server, binding{}, &mcp.InputRequiredResult{InputRequests: reqs}, meta) // no state: nothing to bind
+	out, err := s.passInput(ctx, server, binding{}, &mcp.InputRequiredResult{InputRequests: reqs}, meta, nil) // no state: nothing to bind
 	if err != nil {
 		return nil, err
 	}
 	guarded := out.(*mcp.InputRequiredResult).InputRequests
-	chans := make(map[string]chan json.RawMessage, len(guarded))
+	resp, err := t.await(ctx, guarded)
+	if err != nil {
+		return nil, err
+	}
+	// Each answer passes the chain's response half with its question,
+	// as a server request's answer does; a refused one refuses the call.
+	g, _ := s.host().(inputGuard) // passInput refused any question without it
+	for k, raw := range resp {
+		out, err := guardAnswer(ctx, g, server, k, guarded[k], raw)
+		if err != nil {
+			return nil, err
+		}
+		resp[k] = out
+	}
+	return resp, nil
+}
+
+// await puts qs in t's input_required and waits until tasks/update has
+// answered each.
+func (t *task) await(ctx context.Context, qs mcp.InputRequests) (mcp.InputResponses, error) {
+	chans := make(map[string]chan json.RawMessage, len(qs))
 	t.mu.Lock()
 	if t.status == taskCompleted || t.status == taskFailed || t.status == taskCancelled {
 		t.mu.Unlock()
@@ -180,7 +216,7 @@ func (s *session) taskAsk(ctx context.Context, t *task, server string, meta *mcp
 	if t.input.pending == nil {
 		t.input.pending, t.input.waiting = mcp.InputRequests{}, map[string]chan json.RawMessage{}
 	}
-	for k, q := range guarded {
+	for k, q := range qs {
 		ch := make(chan json.RawMessage, 1)
 		chans[k] = ch
 		t.input.pending[k] = q
@@ -198,6 +234,59 @@ func (s *session) taskAsk(ctx context.Context, t *task, server string, meta *mcp
 		}
 	}
 	return resp, nil
+}
+
+// followed is a modern agent's task that follows a 2025-11-25 server's
+// task: what that server asks during its task (its requests to the
+// client while tasks/result waits) comes to the agent's shared
+// connection, and the bridge (bridge.ask) hands it here.
+type followed struct {
+	t        *task
+	upstream string // the server's task id
+	call     string // the logical call's id, for the audit log
+	meta     *mcp.RequestMeta
+
+	mu sync.Mutex
+	n  map[string]int // keys handed out per method
+}
+
+// ask puts a server's request of the task in the agent's task: its
+// input_required, until tasks/update answers it. The request passed the
+// chain as a server's request does (the host guards the connection's
+// handlers), and its answer will on its way back: nothing more here.
+func (f *followed) ask(ctx context.Context, method string, params json.RawMessage, meta mcp.Meta) (json.RawMessage, error) {
+	hostapi.SetCallID(ctx, f.call)
+	q := mcp.InputRequest{Method: method, Params: params}
+	if err := declared(f.meta.Capabilities, q); err != nil {
+		return nil, &mcp.RPCError{Code: mcp.CodeInvalidRequest, Message: "the client's request did not declare " + method}
+	}
+	key := ""
+	if raw, ok := meta[mcp.MetaInputKey]; ok {
+		var k string
+		if json.Unmarshal(raw, &k) == nil && k != "" && len(k) <= 128 {
+			key = k
+		}
+	}
+	f.mu.Lock()
+	if key == "" || f.n[key] > 0 {
+		base := key
+		if base == "" {
+			base = strings.ReplaceAll(method, "/", ".")
+		}
+		key = fmt.Sprintf("%s-%d", base, f.n[base])
+		f.n[base]++
+	}
+	f.n[key]++
+	f.mu.Unlock()
+	resp, err := f.t.await(ctx, mcp.InputRequests{key: q})
+	if err != nil {
+		return nil, err
+	}
+	raw := resp[key]
+	if err := checkAnswer(method, raw); err != nil {
+		return nil, &mcp.RPCError{Code: mcp.CodeInvalidParams, Message: fmt.Sprintf("the client's answer to %s (input %q) is not a %s result: %v", method, key, method, err)}
+	}
+	return raw, nil
 }
 
 // modernState is t as the extension's Task; detail inlines its status's

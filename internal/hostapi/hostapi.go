@@ -263,3 +263,44 @@ func SetCallID(ctx context.Context, id string) {
 		*slot = id
 	}
 }
+
+type attemptKey struct{}
+
+// Attempt is one attempt of a modern agent's logical call: a tools/call,
+// resources/read or prompts/get that an upstream answered input_required
+// and the agent retries with its input responses (MCP 2026-07-28, Multi
+// Round-Trip Requests). The chain decides a call once, on its first
+// attempt; the gateway carries what the host needs for the retries in
+// the sealed requestState.
+//
+// On a first attempt (Retry false) the host runs the whole chain and,
+// when the policies changed the request's params, sets Params to them.
+// A retry (Retry true) brings those Params back: the host then skips
+// what decided the call (the permission, the listing verdict, the
+// policies' request phase, and the audit record, unless what still
+// runs refuses or changes the request), keeps the checks of what goes
+// out and comes back (the lockfile, the schemas, the sanitizers), and
+// sends Params, when set, instead of the agent's own.
+type Attempt struct {
+	Retry  bool
+	Params json.RawMessage
+}
+
+// WithAttempt marks ctx's request as an attempt of a logical call (see
+// Attempt); the call's id is WithCallID's.
+func WithAttempt(ctx context.Context, a *Attempt) context.Context {
+	return ctxval.With(ctx, attemptKey{}, a)
+}
+
+// AttemptFrom is the attempt WithAttempt set, or nil.
+func AttemptFrom(ctx context.Context) *Attempt {
+	a, _ := ctx.Value(attemptKey{}).(*Attempt)
+	return a
+}
+
+// Retried reports whether ctx's request is a retry of a call decided on
+// its first attempt.
+func Retried(ctx context.Context) bool {
+	a := AttemptFrom(ctx)
+	return a != nil && a.Retry
+}
