@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
-	"github.com/nexus-mcp/nexus/internal/policy"
 )
 
 // The tasks extension (io.modelcontextprotocol/tasks) for modern agents.
@@ -100,12 +99,12 @@ func (s *session) modernTaskCall(ctx context.Context, p mcp.CallToolParams, meta
 			done <- outcome{res, err}
 			return
 		}
-		var de *policy.DeniedError
+		refusal, refused := s.g.refusal(s.agent, err)
 		switch {
-		case errors.As(err, &de):
-			t.finish(taskCompleted, "", &mcp.CallToolResult{Content: []mcp.Content{{Type: mcp.ContentText, Text: "Nexus refused this call: " + err.Error()}}, IsError: true}, nil)
+		case refused:
+			t.finish(taskCompleted, "", &mcp.CallToolResult{Content: []mcp.Content{{Type: mcp.ContentText, Text: "Nexus refused this call: " + refusal}}, IsError: true}, nil)
 		case err != nil:
-			t.finish(taskFailed, oneLine(err), nil, rpcErrorOf(err))
+			t.finish(taskFailed, oneLine(err), nil, s.g.rpcErrorOf(s.agent, err))
 		default:
 			t.finish(taskCompleted, "", res, nil)
 		}
