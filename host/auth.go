@@ -12,6 +12,7 @@ import (
 	"github.com/nexus-mcp/nexus/internal/auth"
 	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/diag"
+	"github.com/nexus-mcp/nexus/internal/explain"
 )
 
 // AuthOptions configure the OAuth clients of HTTP servers. The zero value
@@ -57,7 +58,7 @@ func (h *Host) AuthLogin(ctx context.Context, server string) error {
 		return err
 	}
 	if err := c.Login(ctx); err != nil {
-		return explain(srv, err, nil)
+		return explain.Server(srv, err, nil)
 	}
 	return nil
 }
@@ -70,7 +71,7 @@ func (h *Host) AuthLogout(ctx context.Context, server string) error {
 		return err
 	}
 	if err := c.Logout(ctx); err != nil {
-		return explain(srv, err, nil)
+		return explain.Server(srv, err, nil)
 	}
 	return nil
 }

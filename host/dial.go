@@ -11,6 +11,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/config"
+	"github.com/nexus-mcp/nexus/internal/explain"
 	httptransport "github.com/nexus-mcp/nexus/internal/transport/http"
 	"github.com/nexus-mcp/nexus/internal/transport/stdio"
 )
@@ -19,7 +20,7 @@ import (
 func (h *Host) dial(ctx context.Context, srv *config.Server) (*mcp.Client, error) {
 	conn, err := h.transport(ctx, srv)
 	if err != nil {
-		return nil, explain(srv, err, nil)
+		return nil, explain.Server(srv, err, nil)
 	}
 	c, err := mcp.Connect(ctx, conn, h.clientOptions(srv))
 	if err != nil {
@@ -28,7 +29,11 @@ func (h *Host) dial(ctx context.Context, srv *config.Server) (*mcp.Client, error
 		if errors.Is(err, context.DeadlineExceeded) {
 			err = &mcp.TimeoutError{Method: mcp.MethodInitialize, After: h.timeout(srv)}
 		}
-		return nil, explain(srv, err, sc)
+		var tail []string
+		if sc != nil {
+			tail = sc.Stderr()
+		}
+		return nil, explain.Server(srv, err, tail)
 	}
 	h.mu.Lock()
 	level := h.logLevel
@@ -83,7 +88,7 @@ func (h *Host) transport(ctx context.Context, srv *config.Server) (mcp.Conn, err
 		}
 		return t.Dial(ctx)
 	}
-	return nil, explainUnsupportedTransport(srv)
+	return nil, explain.UnsupportedTransport(srv)
 }
 
 // dialHTTP prepares a streamable HTTP (or legacy SSE) transport, with the

@@ -2,22 +2,53 @@ package host_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/mcp"
-	"github.com/nexus-mcp/nexus/internal/testserver"
 )
 
-// inProcess connects every server to the built-in test server in this
-// process, so the examples need no binary. A real embedder leaves Dial
-// nil: each server runs as its config says (a stdio command, an HTTP URL).
+// inProcess connects every server to a small MCP server in this process,
+// built with host/mcp, so the examples need no binary and no package from
+// outside the public API: they build as they are in another module. A
+// real embedder leaves Dial nil: each server runs as its config says (a
+// stdio command, an HTTP URL).
 func inProcess(ctx context.Context, srv *host.Server) (*mcp.Client, error) {
 	client, server := mcp.Pipe()
-	go testserver.New(testserver.Options{}).Serve(context.Background(), server)
+	go exampleServer().Serve(context.Background(), server)
 	return mcp.Connect(ctx, client, mcp.ClientOptions{})
+}
+
+// exampleServer has two tools, echo and add, as `nexus testserver` does.
+func exampleServer() *mcp.Server {
+	s := mcp.NewServer(mcp.Implementation{Name: "example", Version: "1.0.0"}, mcp.ServerOptions{})
+	s.AddTool(mcp.Tool{
+		Name:        "echo",
+		Description: "Echo back a message.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"message":{"type":"string"}},"required":["message"]}`),
+	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var a struct{ Message string }
+		if err := json.Unmarshal(req.Arguments, &a); err != nil {
+			return nil, err
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent(a.Message)}}, nil
+	})
+	s.AddTool(mcp.Tool{
+		Name:        "add",
+		Description: "Add two numbers.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}`),
+	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var a struct{ A, B float64 }
+		if err := json.Unmarshal(req.Arguments, &a); err != nil {
+			return nil, err
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent(strconv.FormatFloat(a.A+a.B, 'g', -1, 64))}}, nil
+	})
+	return s
 }
 
 // The life of an embedded host: load a config (any mcpServers JSON, or

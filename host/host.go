@@ -14,7 +14,7 @@ import (
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/audit"
 	"github.com/nexus-mcp/nexus/internal/config"
-	"github.com/nexus-mcp/nexus/internal/diag"
+	"github.com/nexus-mcp/nexus/internal/explain"
 	"github.com/nexus-mcp/nexus/internal/hostapi"
 	"github.com/nexus-mcp/nexus/internal/lock"
 	"github.com/nexus-mcp/nexus/internal/plugin"
@@ -359,16 +359,6 @@ func (h *Host) visibleNames(agent string) []string {
 	return out
 }
 
-// ServerError is a server an operation could not reach; the operation
-// still returns what the other servers gave.
-type ServerError struct {
-	Server string
-	Err    error
-}
-
-func (e *ServerError) Error() string { return e.Err.Error() }
-func (e *ServerError) Unwrap() error { return e.Err }
-
 // each runs fn for every enabled server agent may see, concurrently,
 // connecting as needed. Errors come back per server, joined.
 func (h *Host) each(ctx context.Context, agent string, fn func(ctx context.Context, server string, c *mcp.Client) error) error {
@@ -680,25 +670,9 @@ func (h *Host) Explain(server string, err error) error {
 	if srv == nil {
 		return err
 	}
-	var de *registry.DisabledError
-	if errors.As(err, &de) {
-		return explainDisabled(srv)
-	}
-	var be *registry.BackoffError
-	if errors.As(err, &be) {
-		// Say what went wrong last time, and that it is not retried yet.
-		var rep *diag.Report
-		if inner := h.Explain(server, be.Err); errors.As(inner, &rep) {
-			cp := *rep
-			cp.Problem = fmt.Sprintf("%s; the next reconnection attempt is in %s", rep.Problem, be.Retry.Round(time.Millisecond))
-			cp.Cause = err
-			return &cp
-		}
-		return err
-	}
 	// A handshake's timeout, the one error a stdio server's stderr tail
 	// explains, was explained when the dial failed (dial).
-	return explain(srv, err, nil)
+	return explain.Server(srv, err, nil)
 }
 
 // RootsChanged tells every connected server that the roots changed, so

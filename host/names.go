@@ -78,6 +78,10 @@ type UnknownServerError = hostapi.UnknownServerError
 // UnknownToolError names a tool no server offers, with the nearest names.
 type UnknownToolError = hostapi.UnknownToolError
 
+// ServerError is a server an operation could not reach; the operation
+// still returns what the other servers gave.
+type ServerError = hostapi.ServerError
+
 // SchemaError says which of a call's arguments, or of a result's
 // structured output, broke the tool's schema, and how.
 type SchemaError = hostapi.SchemaError

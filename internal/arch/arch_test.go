@@ -129,7 +129,7 @@ func TestDependencyRules(t *testing.T) {
 				bad = from + " reads streams for the protocol and the transports alike, and imports no other Nexus package"
 			case strings.HasPrefix(from, "internal/transport/") && impl(to) &&
 				to != "host/mcp" && to != "internal/diag" && to != "internal/proc" && to != "internal/option" && to != "internal/bounded" && !streamHelpers[to] && !strings.HasPrefix(to, from):
-				bad = "transports import only host/mcp, internal/diag, internal/proc, internal/option (to own their config), internal/bounded, internal/pollpipe and internal/longframe"
+				bad = "transports import only host/mcp, internal/diag, internal/proc, internal/option (to own their config), internal/bounded and the stream readers (internal/pollpipe, internal/longframe, internal/wire)"
 			case from == "internal/proc":
 				bad = "internal/proc starts processes for transports and plugins alike, and imports no other Nexus package"
 			case strings.HasPrefix(from, "sdk/") && impl(to) && !authorTests[from] && !sharedWire[from+" "+to]:

@@ -1,8 +1,11 @@
 // Package arch holds the tests that pin the shape of the house
-// (ARCHITECTURE.md): the dependency rules between packages, the public
-// surface (what another module may import: host, host/mcp and sdk/*; the
-// implementation lives under internal/), that the facade names every type
-// it speaks, and that each package's comment is in its doc.go. An arrow
-// that must never exist fails the tests instead of waiting for a review to
-// notice it.
+// (ARCHITECTURE.md): the floors every package stands on, which imports go
+// only down (and that the document's map is the tree's), the dependency
+// rules between packages (each stated in the document in the words the
+// test fails with), the public surface (what another module may import:
+// host, host/mcp and sdk/*; the implementation lives under internal/),
+// that public Examples import nothing internal, that the facade names
+// every type it speaks, and that each package's comment is in its doc.go.
+// An arrow that must never exist fails the tests instead of waiting for a
+// review to notice it.
 package arch

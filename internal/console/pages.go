@@ -187,11 +187,7 @@ func (k *Console) replica() string { return k.c.Replica }
 func (k *Console) report(server string, err error) (string, []string) {
 	var rep *diag.Report
 	if errors.As(k.c.Servers.Explain(server, err), &rep) {
-		problem := rep.Problem
-		if rep.Title != "" {
-			problem = rep.Title + ": " + problem
-		}
-		return problem, rep.Fix
+		return rep.Headline(), rep.Fix
 	}
 	return err.Error(), nil
 }

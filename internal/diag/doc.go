@@ -19,9 +19,16 @@
 //
 // Packages that detect a failure (transports, config, the session) build
 // Reports with the constructors here and return them as errors, wrapped as
-// they like; the CLI prints whatever reaches it with Render. Keeping the
-// wording in one package keeps the messages consistent and lets golden files
-// (testdata/*.golden, rewritten by go test -update) pin every word.
+// they like; internal/explain, above them, turns every other typed error
+// (the host's, the registry's, the chain's refusals) into a Report with
+// the same constructors. Keeping the wording in one place keeps the
+// messages consistent and lets golden files (testdata/*.golden, rewritten
+// by go test -update) pin every word.
+//
+// One Report has a renderer for each reader (render.go): Error (and
+// Render) for a person at the terminal, JSON for --output json, Brief for
+// the gateway's client (a JSON-RPC error, a refused call's tool result),
+// Headline for the console's lists.
 //
 // Much of a report is text a server controls — its stderr, the bytes of a
 // bad message, names from config files — so every piece is passed through

@@ -72,6 +72,12 @@
 // request that does not fit waits briefly, then gets 503 (429 for the
 // agent's share) with Retry-After. See httpserver.Options.
 //
+// A refusal reaches the client as the report the command line prints
+// for the same error (internal/explain builds it), in brief
+// (diag.Report's Brief): a refused call as a tool result the model reads,
+// a refused list, read or prompt as a JSON-RPC error. A server's failure
+// that the host explained goes the same way, as an internal error.
+//
 // Server-initiated requests go to the client through the chain (host
 // guards them); on HTTP they travel on the stream of the client's request
 // that is in flight to that server (the newest, if several are).

@@ -424,11 +424,10 @@ func (s *session) modernAnswer(ctx context.Context, p mcp.CallToolParams, meta *
 			return res, nil
 		}
 	}
-	var de *policy.DeniedError
-	if errors.As(err, &de) {
+	if text, ok := s.g.refusal(s.agent, err); ok {
 		// As a refused call is: a tool result the model reads (a refused
 		// input request, or a refused answer to one).
-		return completed(&mcp.CallToolResult{Content: []mcp.Content{{Type: mcp.ContentText, Text: "Nexus refused this call: " + err.Error()}}, IsError: true}, nil, nil)
+		return completed(&mcp.CallToolResult{Content: []mcp.Content{{Type: mcp.ContentText, Text: "Nexus refused this call: " + text}}, IsError: true}, nil, nil)
 	}
 	return completed(res, nil, err)
 }
@@ -453,13 +452,13 @@ func (s *session) modernRead(ctx context.Context, params json.RawMessage, meta *
 			return nil, ierr
 		}
 		out, err := s.passInput(ctx, server, bindingOf(mcp.MethodResourcesRead, uri, nil), r, meta, at)
-		return out, refused(err)
+		return out, s.refused(err)
 	}
 	if isRefusal(err) {
-		return nil, refused(err)
+		return nil, s.refused(err)
 	}
 	if err != nil {
-		return nil, notFound(rpcErrorOf(err), uri)
+		return nil, notFound(s.g.rpcErrorOf(s.agent, err), uri)
 	}
 	var hint *mcp.CacheHint
 	if raw, ok := res.(*json.RawMessage); ok {
@@ -493,13 +492,13 @@ func (s *session) modernPrompt(ctx context.Context, params json.RawMessage, meta
 			return nil, ierr
 		}
 		out, err := s.passInput(ctx, ref.server, bindingOf(mcp.MethodPromptsGet, ref.name, mcp.Member(params, "arguments")), r, meta, at)
-		return out, refused(err)
+		return out, s.refused(err)
 	}
 	if isRefusal(err) {
-		return nil, refused(err)
+		return nil, s.refused(err)
 	}
 	if err != nil {
-		return nil, rpcErrorOf(err)
+		return nil, s.g.rpcErrorOf(s.agent, err)
 	}
 	return completed(res, nil, nil)
 }
@@ -797,13 +796,9 @@ func (s *session) passInput(ctx context.Context, server string, b binding, r *mc
 
 // refused is a refused input request as the JSON-RPC error a read or a
 // prompt gets.
-func refused(err error) error {
-	if err == nil {
-		return nil
-	}
-	var de *policy.DeniedError
-	if errors.As(err, &de) {
-		return &mcp.RPCError{Code: mcp.CodeInvalidRequest, Message: "Nexus refused the request: " + err.Error()}
+func (s *session) refused(err error) error {
+	if r := s.g.refusalOf(s.agent, err); r != nil {
+		return r
 	}
 	return err
 }

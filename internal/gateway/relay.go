@@ -359,7 +359,7 @@ func (br *bridge) resumeRelayed(ctx context.Context, m relayMsg) relayMsg {
 		err = badState("was forwarded to a replica that does not hold its call")
 	}
 	if err != nil {
-		return relayMsg{Error: asRPC(err)}
+		return relayMsg{Error: br.g.asRPC(m.Agent, err)}
 	}
 	meta, modern, err := mcp.ParseRequestMeta(slices.Concat([]byte(`{"_meta":`), m.Meta, []byte(`}`)))
 	if err != nil || !modern {
@@ -379,7 +379,7 @@ func (br *bridge) resumeRelayed(ctx context.Context, m relayMsg) relayMsg {
 	case ask != nil:
 		return relayMsg{Ask: ask}
 	case err != nil:
-		return relayMsg{Error: asRPC(err)}
+		return relayMsg{Error: br.g.asRPC(m.Agent, err)}
 	}
 	raw, err := json.Marshal(res)
 	if err != nil {
@@ -396,9 +396,9 @@ func deliver(ctx context.Context, n *relayNote) {
 	}
 }
 
-// asRPC is err as the JSON-RPC error the agent gets.
-func asRPC(err error) *mcp.RPCError {
-	if rerr, ok := rpcErrorOf(err).(*mcp.RPCError); ok {
+// asRPC is err as the JSON-RPC error agent gets.
+func (g *Gateway) asRPC(agent string, err error) *mcp.RPCError {
+	if rerr, ok := g.rpcErrorOf(agent, err).(*mcp.RPCError); ok {
 		return rerr
 	}
 	return &mcp.RPCError{Code: mcp.CodeInternalError, Message: oneLine(err)}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/diag"
+	"github.com/nexus-mcp/nexus/internal/explain"
 	"github.com/nexus-mcp/nexus/internal/gateway/store"
 	"github.com/nexus-mcp/nexus/internal/hostapi"
 	"github.com/nexus-mcp/nexus/internal/policy"
@@ -430,7 +431,7 @@ func (s *session) startListing() func() {
 // and left out, and each item is converted to its wire form.
 func listed[T, U any](s *session, method string, list []T, err error, params json.RawMessage, conv func(T) U) ([]U, string, *mcp.CacheHint, error) {
 	if err != nil && list == nil {
-		if rerr := refusalOf(err); rerr != nil {
+		if rerr := s.g.refusalOf(s.agent, err); rerr != nil {
 			return nil, "", nil, rerr
 		}
 	}
@@ -507,7 +508,7 @@ func (s *session) prompts(ctx context.Context) (_ []mcp.Prompt, partial bool, _ 
 	h := s.host()
 	list, err := h.Prompts(ctx, s.agent)
 	if err != nil && list == nil {
-		if rerr := refusalOf(err); rerr != nil {
+		if rerr := s.g.refusalOf(s.agent, err); rerr != nil {
 			return nil, false, rerr
 		}
 	}
@@ -688,10 +689,10 @@ func (s *session) call(ctx, nctx context.Context, p mcp.CallToolParams, passOn b
 			// client it does not exist.
 			return nil, mcp.InvalidParams("unknown tool %q: the agent %q may not use it (its allow and deny rules)", p.Name, s.agent)
 		}
-		if errors.As(err, &de) {
+		if text, ok := s.g.refusal(s.agent, err); ok {
 			// The model reads it and can change course: a tool result, not
 			// a protocol error.
-			return &mcp.CallToolResult{Content: []mcp.Content{{Type: mcp.ContentText, Text: "Nexus refused this call: " + de.Error()}}, IsError: true}, nil
+			return &mcp.CallToolResult{Content: []mcp.Content{{Type: mcp.ContentText, Text: "Nexus refused this call: " + text}}, IsError: true}, nil
 		}
 		if se := (*hostapi.SchemaError)(nil); errors.As(err, &se) && se.What == "arguments" {
 			// An input validation error is a tool execution error, so
@@ -699,7 +700,7 @@ func (s *session) call(ctx, nctx context.Context, p mcp.CallToolParams, passOn b
 			// did not run.
 			return &mcp.CallToolResult{Content: []mcp.Content{{Type: mcp.ContentText, Text: s.exposed(h, err).Error()}}, IsError: true}, nil
 		}
-		return nil, rpcErrorOf(s.exposed(h, err))
+		return nil, s.g.rpcErrorOf(s.agent, s.exposed(h, err))
 	}
 	return x.answer(res), nil
 }
@@ -776,7 +777,7 @@ func (s *session) readResource(ctx context.Context, params json.RawMessage) (any
 	}
 	res, err := s.read(traced(ctx, params), server, uri)
 	if err != nil {
-		return nil, rpcErrorOf(err)
+		return nil, s.g.rpcErrorOf(s.agent, err)
 	}
 	return res, nil
 }
@@ -823,7 +824,7 @@ func (s *session) subscribe(ctx context.Context, method string, params json.RawM
 		}
 	}
 	if err != nil {
-		return nil, rpcErrorOf(err)
+		return nil, s.g.rpcErrorOf(s.agent, err)
 	}
 	return struct{}{}, nil
 }
@@ -888,7 +889,7 @@ func (s *session) getPrompt(ctx context.Context, params json.RawMessage) (any, e
 	defer s.untrack(ref.server, s.track(ctx, ref.server))
 	res, err := s.host().GetPrompt(traced(ctx, params), s.agent, ref.server, ref.name, args)
 	if err != nil {
-		return nil, rpcErrorOf(err)
+		return nil, s.g.rpcErrorOf(s.agent, err)
 	}
 	return res, nil
 }
@@ -958,7 +959,7 @@ func (s *session) complete(ctx context.Context, params json.RawMessage) (any, er
 	}
 	res, err := s.host().Complete(ctx, s.agent, server, &p)
 	if err != nil {
-		return nil, rpcErrorOf(err)
+		return nil, s.g.rpcErrorOf(s.agent, err)
 	}
 	return res, nil
 }
@@ -1164,21 +1165,39 @@ func uriParam(method string, params json.RawMessage) (string, error) {
 	return p.URI, nil
 }
 
+// refusal is a refused request as agent's client reads it: the report
+// the command line prints for the same error (explain.Refusal), in
+// brief, after what the gateway was doing when the chain refused (a
+// server's input request, say). ok is false for an error that is no
+// refusal.
+func (g *Gateway) refusal(agent string, err error) (_ string, ok bool) {
+	var de *policy.DeniedError
+	if !errors.As(err, &de) {
+		return "", false
+	}
+	text := explain.Refusal(g.h.Config(), agent, "", de).Brief()
+	if msg, own := err.Error(), de.Error(); msg != own && strings.HasSuffix(msg, own) {
+		text = strings.TrimSuffix(msg, own) + text
+	}
+	return text, true
+}
+
 // refusalOf turns a refusal of the whole request (an agent without
 // access) into its JSON-RPC error, or nil.
-func refusalOf(err error) *mcp.RPCError {
-	var de *policy.DeniedError
-	if errors.As(err, &de) {
-		return &mcp.RPCError{Code: mcp.CodeInvalidRequest, Message: "Nexus refused the request: " + de.Error()}
+func (g *Gateway) refusalOf(agent string, err error) *mcp.RPCError {
+	if text, ok := g.refusal(agent, err); ok {
+		return &mcp.RPCError{Code: mcp.CodeInvalidRequest, Message: "Nexus refused the request: " + text}
 	}
 	return nil
 }
 
-// rpcErrorOf turns a host error into the JSON-RPC error the client gets:
-// a server's own error passes through; unknown names and bad arguments are
-// invalid params; anything else is an internal error that names the
-// server, what happened and, for a crashed server, its stderr tail.
-func rpcErrorOf(err error) error {
+// rpcErrorOf turns a host error into the JSON-RPC error agent's client
+// gets: a server's own error passes through; unknown names and bad
+// arguments are invalid params; a refusal and a report are told in brief
+// (diag.Report's Brief: the server, what happened, the evidence, such as
+// a crashed server's stderr tail, and the fix); anything else is an
+// internal error in one line.
+func (g *Gateway) rpcErrorOf(agent string, err error) error {
 	var ie *mcp.InputRequiredError
 	if errors.Is(err, context.Canceled) || errors.As(err, &ie) {
 		// An interim answer is the modern request's to pass on (modern.go).
@@ -1197,37 +1216,14 @@ func rpcErrorOf(err error) error {
 	case errors.As(err, &schema) && schema.What == "arguments":
 		return mcp.InvalidParams("%s", err.Error())
 	case errors.As(err, &rep):
-		return &mcp.RPCError{Code: mcp.CodeInternalError, Message: reportText(rep)}
+		return &mcp.RPCError{Code: mcp.CodeInternalError, Message: rep.Brief()}
 	case errors.As(err, &rerr):
 		return rerr
 	}
-	if r := refusalOf(err); r != nil {
+	if r := g.refusalOf(agent, err); r != nil {
 		return r
 	}
 	return &mcp.RPCError{Code: mcp.CodeInternalError, Message: oneLine(err)}
-}
-
-// reportText is a diag report in a few lines: the server, the problem, the
-// stderr tail, the first fix.
-func reportText(r *diag.Report) string {
-	var b strings.Builder
-	if r.Server != "" {
-		fmt.Fprintf(&b, "server %q: ", r.Server)
-	}
-	b.WriteString(r.Problem)
-	for _, d := range r.Details {
-		if len(d.Lines) == 0 {
-			continue
-		}
-		fmt.Fprintf(&b, "\n%s:", d.Heading)
-		for _, l := range d.Lines {
-			b.WriteString("\n  " + l)
-		}
-	}
-	if len(r.Fix) > 0 {
-		b.WriteString("\nFix: " + r.Fix[0])
-	}
-	return b.String()
 }
 
 func oneLine(err error) string {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/hostapi"
-	"github.com/nexus-mcp/nexus/internal/policy"
 )
 
 // The tasks extension (io.modelcontextprotocol/tasks) for modern agents.
@@ -113,12 +112,12 @@ func (s *session) modernTaskCall(ctx context.Context, server string, p mcp.CallT
 		if !detached {
 			return res, err
 		}
-		var de *policy.DeniedError
+		refusal, refused := s.g.refusal(s.agent, err)
 		switch {
-		case errors.As(err, &de):
-			t.finish(taskCompleted, "", &mcp.CallToolResult{Content: []mcp.Content{{Type: mcp.ContentText, Text: "Nexus refused this call: " + err.Error()}}, IsError: true}, nil)
+		case refused:
+			t.finish(taskCompleted, "", &mcp.CallToolResult{Content: []mcp.Content{{Type: mcp.ContentText, Text: "Nexus refused this call: " + refusal}}, IsError: true}, nil)
 		case err != nil:
-			t.finish(taskFailed, oneLine(err), nil, rpcErrorOf(err))
+			t.finish(taskFailed, oneLine(err), nil, s.g.rpcErrorOf(s.agent, err))
 		default:
 			t.finish(taskCompleted, "", res, nil)
 		}

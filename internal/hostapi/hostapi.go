@@ -125,6 +125,16 @@ func (e *SchemaError) Error() string {
 	return fmt.Sprintf("%s.%s: %s do not match the tool's schema: %s", e.Server, e.Tool, e.What, strings.Join(e.Problems, "; "))
 }
 
+// ServerError is a server an operation could not reach; the operation
+// still returns what the other servers gave.
+type ServerError struct {
+	Server string
+	Err    error
+}
+
+func (e *ServerError) Error() string { return e.Err.Error() }
+func (e *ServerError) Unwrap() error { return e.Err }
+
 type metaKey struct{}
 
 // WithTraceContext hands a request's W3C trace context (its _meta's

@@ -1,12 +1,14 @@
-package host
+package explain
 
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/diag"
+	"github.com/nexus-mcp/nexus/internal/registry"
 	httptransport "github.com/nexus-mcp/nexus/internal/transport/http"
 	"github.com/nexus-mcp/nexus/internal/transport/stdio"
 )
@@ -15,11 +17,31 @@ func diagContext(srv *config.Server) diag.Context {
 	return diag.Context{Server: srv.Name, Source: srv.Source, Command: srv.Command, URL: srv.URL}
 }
 
-// explain maps transport and protocol errors to reports with the server's
-// context. sc, when known, supplies the stderr tail.
-func explain(srv *config.Server, err error, sc *stdio.Conn) error {
+// Server explains an error from server srv's session (its transport, the
+// protocol, the registry that connects it) as a *diag.Report with the
+// server's context: where it is configured, its command or URL, likely
+// causes, a fix. stderr, when known, is the server's stderr tail, for a
+// handshake that timed out. A report passes through; an error it does not
+// know is wrapped with the server's name.
+func Server(srv *config.Server, err error, stderr []string) error {
 	if err == nil {
 		return nil
+	}
+	var de *registry.DisabledError
+	if errors.As(err, &de) {
+		return Disabled(srv)
+	}
+	var be *registry.BackoffError
+	if errors.As(err, &be) {
+		// Say what went wrong last time, and that it is not retried yet.
+		var rep *diag.Report
+		if inner := Server(srv, be.Err, nil); errors.As(inner, &rep) {
+			cp := *rep
+			cp.Problem = fmt.Sprintf("%s; the next reconnection attempt is in %s", rep.Problem, be.Retry.Round(time.Millisecond))
+			cp.Cause = err
+			return &cp
+		}
+		return err
 	}
 	c := diagContext(srv)
 	var ae *httptransport.AuthError
@@ -61,11 +83,7 @@ func explain(srv *config.Server, err error, sc *stdio.Conn) error {
 	case errors.As(err, &ie):
 		return diag.InvalidJSONFromServer(c, ie.Frame, ie.Offset, err)
 	case errors.As(err, &te) && te.Method == mcp.MethodInitialize:
-		var tail []string
-		if sc != nil {
-			tail = sc.Stderr()
-		}
-		return diag.HandshakeTimeout(c, te.After, tail, err)
+		return diag.HandshakeTimeout(c, te.After, stderr, err)
 	case errors.As(err, &uve):
 		return &diag.Report{Title: "MCP Connection Failed", Server: c.Server, Source: c.Source, Command: c.Command,
 			Problem: uve.Error(), Cause: err}
@@ -175,13 +193,16 @@ func explainHTTP(c diag.Context, err error) *diag.Report {
 	return nil
 }
 
-func explainDisabled(srv *config.Server) error {
+// Disabled is the report on a server that is configured but disabled.
+func Disabled(srv *config.Server) error {
 	return &diag.Report{Title: "MCP Server Disabled", Server: srv.Name, Source: srv.Source,
 		Problem: "this server is disabled in its config",
 		Fix:     []string{`Set "enabled": true (or remove "disabled": true) in the file above to use it.`}}
 }
 
-func explainUnsupportedTransport(srv *config.Server) error {
+// UnsupportedTransport is the report on a server whose transport this
+// build does not have.
+func UnsupportedTransport(srv *config.Server) error {
 	return &diag.Report{Title: "MCP Connection Failed", Server: srv.Name, Source: srv.Source, URL: srv.URL,
 		Problem: fmt.Sprintf("the %q transport is not available in this build", srv.Type),
 		Fix:     []string{"Use \"type\": \"stdio\", \"http\", \"sse\" or a transport plugin."}}

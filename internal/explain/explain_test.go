@@ -1,0 +1,65 @@
+package explain_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nexus-mcp/nexus/internal/config"
+	"github.com/nexus-mcp/nexus/internal/diag"
+	"github.com/nexus-mcp/nexus/internal/explain"
+	"github.com/nexus-mcp/nexus/internal/policy"
+	"github.com/nexus-mcp/nexus/internal/registry"
+	"github.com/nexus-mcp/nexus/internal/transport/stdio"
+)
+
+// A refusal names the link by what it is and where it is defined: an
+// agent's own rule comes first in the chain, so it is the one meant when
+// a filter of the same name exists too.
+func TestRefusalFindsTheLink(t *testing.T) {
+	cfg := &config.Config{
+		Servers: []*config.Server{{Name: "fs", Source: diag.Source{File: "mcp.json", Line: 2}}},
+		Agents: []*config.Agent{{Name: "bot", Source: diag.Source{File: "agents.hcl", Line: 1},
+			Rules: []*config.Filter{{Name: "guard", Kind: "policy", Rule: &config.Rule{}, Source: diag.Source{File: "agents.hcl", Line: 4}}}}},
+		Filters: []*config.Filter{{Name: "guard", Kind: "policy", WASM: "/x/guard.wasm", Source: diag.Source{File: "filters.hcl", Line: 9}}},
+	}
+	d := &policy.DeniedError{Link: "guard", Kind: policy.KindPolicy, Reason: "not today", Method: "tools/call", Server: "fs", Tool: "write"}
+	r := explain.Refusal(cfg, "bot", "", d)
+	text := r.Error()
+	for _, want := range []string{`tools/call of fs.write was denied by rule "guard"`, "not today", "agents.hcl, line 4", `agent "bot", defined in agents.hcl, line 1`, "Source: mcp.json, line 2"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the report lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "filters.hcl") {
+		t.Errorf("the report names the filter the agent's rule shadows:\n%s", text)
+	}
+	var back *policy.DeniedError
+	if !errors.As(r, &back) || back != d {
+		t.Error("the report does not lead back to the refusal")
+	}
+	// The same report, in brief, for the gateway's client.
+	if b := r.Brief(); !strings.Contains(b, r.Problem) || !strings.Contains(b, "not today") || !strings.Contains(b, "Fix: "+r.Fix[0]) {
+		t.Errorf("the brief:\n%s", b)
+	}
+}
+
+// A server in backoff is explained by its last failure, with when the
+// next attempt is; a disabled one says how to enable it.
+func TestServerBackoffAndDisabled(t *testing.T) {
+	srv := &config.Server{Name: "fs", Type: config.TypeStdio, Command: []string{"nope"}, Source: diag.Source{File: "mcp.json", Line: 3}}
+	start := &stdio.StartError{Command: srv.Command, Kind: stdio.NotFound, Err: errors.New(`exec: "nope": executable file not found in $PATH`)}
+	err := explain.Server(srv, &registry.BackoffError{Server: "fs", Retry: 1500 * time.Millisecond, Err: start}, nil)
+	var r *diag.Report
+	if !errors.As(err, &r) || !strings.Contains(r.Problem, "the next reconnection attempt is in 1.5s") || r.Server != "fs" {
+		t.Fatalf("backoff: %v", err)
+	}
+	if !errors.As(explain.Server(srv, &registry.DisabledError{Server: srv}, nil), &r) || r.Title != "MCP Server Disabled" {
+		t.Fatalf("disabled: %+v", r)
+	}
+	plain := errors.New("something else")
+	if err := explain.Server(srv, plain, nil); !errors.Is(err, plain) || !strings.Contains(err.Error(), `server "fs"`) {
+		t.Errorf("an unknown error: %v", err)
+	}
+}
