@@ -103,7 +103,6 @@ func TestModelGolden(t *testing.T) {
 			}
 			out = strings.ReplaceAll(out, root, "$ROOT")
 			out = strings.ReplaceAll(out, in.dir, "$DIR")
-			out = strings.ReplaceAll(out, filepath.Dir(root), "$ROOT/..")
 			golden(t, "model/"+in.golden, out)
 		})
 	}
