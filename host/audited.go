@@ -144,14 +144,8 @@ func (h *Host) audited(ctx context.Context, rec *audit.Record, do func(ctx conte
 	feed := h.opts.Feed
 	watched := feed.Active()
 	decide(rec, steps, err, w != nil || watched)
-	if quietRetry(ctx, rec) {
-		// Not a decision: the first attempt's record stands for the call.
-		if sp.IsRecording() {
-			telemetry.End(sp, spanOf(ctx, rec, err), err)
-		}
-		return err
-	}
-	if tel != nil {
+	counted := !decidedBefore(ctx, rec)
+	if tel != nil && counted {
 		var buf [8]telemetry.Step // a request's usual few, on the stack
 		ts := buf[:0]
 		for _, s := range steps {
@@ -184,13 +178,14 @@ func (h *Host) audited(ctx context.Context, rec *audit.Record, do func(ctx conte
 	return err
 }
 
-// quietRetry says whether rec, a retry of a modern agent's call decided
-// on its first attempt (hostapi.Attempt), goes unrecorded: such a retry
-// is not a decision of its own (its first attempt's record, whose call
-// id the retry shares, stands for the call), unless what still runs on
-// it (the lockfile, the schemas, the sanitizers, the server) refused,
-// changed or failed it; then it is recorded, flagged "retry".
-func quietRetry(ctx context.Context, rec *audit.Record) bool {
+// decidedBefore says whether rec is a retry of a modern agent's call
+// decided on its first attempt (hostapi.Attempt) that what still runs on
+// it (the lockfile, the schemas, the sanitizers, the server) let pass:
+// not a decision of its own, so no metrics count it. Every retry is
+// still recorded, flagged "retry" under its first attempt's call id: a
+// requestState may be replayed until it expires, and each replay runs
+// the upstream again, so none may go unaudited.
+func decidedBefore(ctx context.Context, rec *audit.Record) bool {
 	if !hostapi.Retried(ctx) {
 		return false
 	}
@@ -199,11 +194,8 @@ func quietRetry(ctx context.Context, rec *audit.Record) bool {
 	default:
 		return false
 	}
-	if rec.Decision == event.Allow {
-		return true
-	}
 	rec.Flags = append(rec.Flags, "retry")
-	return false
+	return rec.Decision == event.Allow
 }
 
 // spanOf is what a request's span says: the record, and what the

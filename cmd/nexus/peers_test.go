@@ -226,12 +226,13 @@ func checkCall(t *testing.T, saw map[string]any, version, auditPath string) {
 	slices.Sort(got)
 	if version == "2026-07-28" {
 		// One decision per logical call (issue 38): the modern agent's
-		// call of ask is one tools/call record over its two attempts;
-		// each question and its answer pass the chain, each a record
-		// (the answer's flagged "answer"), compacted here.
+		// call of ask is one decision's record; its retry is recorded
+		// flagged "retry" under the same call id, not decided anew; each
+		// question and its answer pass the chain, each a record (the
+		// answer's flagged "answer"), compacted here.
 		n := 0
 		for _, r := range recs {
-			if r.Method == "tools/call" && r.Tool == "ask" {
+			if r.Method == "tools/call" && r.Tool == "ask" && !slices.Contains(r.Flags, "retry") {
 				n++
 			}
 		}

@@ -52,9 +52,10 @@ type Record struct {
 	// Flags qualify the record: the deciding link's own, args_truncated,
 	// and of a modern agent's call, input_required (allowed; the agent is
 	// asked for input and retries), answer (the agent's answer to a
-	// server's input request) and retry (a retry of a call decided on
-	// its first attempt, recorded because what ran on it refused,
-	// changed or failed it).
+	// server's input request) and retry (an attempt of a call decided on
+	// its first attempt, under the same Call: not a new decision, and
+	// recorded whatever its outcome, since a replayed requestState runs
+	// the server again).
 	Flags []string `json:"flags,omitempty"`
 
 	// Set by the Writer. A record links to the line before it by Prev

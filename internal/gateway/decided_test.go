@@ -179,11 +179,20 @@ func TestModernOneDecision(t *testing.T) {
 		t.Errorf("the sanitizers saw the answers as:\n%s", answers)
 	}
 
-	var calls, asks, answered int
+	var calls, retries, asks, answered int
 	id := ""
 	for _, rec := range d.records(t, ctx) {
 		switch rec.Method {
 		case mcp.MethodToolsCall:
+			if hasFlag(rec, "retry") {
+				// Each attempt that reaches the upstream is audited,
+				// under the call's id, with no link deciding it anew.
+				retries++
+				if rec.Call != id || rec.Decision != event.Allow || rec.Link != "" {
+					t.Errorf("a retry's record: %+v", rec)
+				}
+				continue
+			}
 			calls++
 			id = rec.Call
 			// The policy changed the arguments: modify, as any call it
@@ -199,8 +208,8 @@ func TestModernOneDecision(t *testing.T) {
 			}
 		}
 	}
-	if calls != 1 || asks != 2 || answered != 2 || id == "" {
-		t.Errorf("%d tools/call records (call %q), %d questions and %d answers; want 1 with an id, 2 and 2", calls, id, asks, answered)
+	if calls != 1 || retries != 2 || asks != 2 || answered != 2 || id == "" {
+		t.Errorf("%d tools/call records (call %q), %d of retries, %d questions and %d answers; want 1 with an id, 2, 2 and 2", calls, id, retries, asks, answered)
 	}
 	for _, rec := range d.records(t, ctx) {
 		if rec.Method == mcp.MethodElicitationCreate && rec.Call != id {
@@ -276,7 +285,7 @@ func TestModernRetryNeverSkipsDecision(t *testing.T) {
 	// Without its state the answers make another call, decided anew, and
 	// are dropped: they answer nothing the gateway asked, and would reach
 	// the upstream unjudged by the chain. The upstream asks again.
-	raw, err := m.call(ctx, mcp.MethodToolsCall, map[string]any{"name": "ask", "arguments": args, "inputResponses": answer})
+	raw, err := m.call(ctx, mcp.MethodToolsCall, map[string]any{"name": "report", "arguments": args, "inputResponses": answer})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,16 +336,69 @@ func TestModernOneDecisionReadAndPrompt(t *testing.T) {
 			t.Errorf("the policy decided %s %d times over its two attempts, want once", c.method, n)
 		}
 	}
-	n := map[string]int{}
+	// One decision's record each, and one record of the retry (flagged,
+	// under the same call id: every attempt that reaches the upstream is
+	// audited).
+	n, retries, ids := map[string]int{}, map[string]int{}, map[string]string{}
 	for _, rec := range d.records(t, ctx) {
-		if rec.Method == mcp.MethodPromptsGet || rec.Method == mcp.MethodResourcesRead {
-			n[rec.Method]++
-			if !hasFlag(rec, "input_required") || rec.Call == "" {
-				t.Errorf("the record: %+v", rec)
+		if rec.Method != mcp.MethodPromptsGet && rec.Method != mcp.MethodResourcesRead {
+			continue
+		}
+		if hasFlag(rec, "retry") {
+			retries[rec.Method]++
+			if rec.Call != ids[rec.Method] || rec.Decision != event.Allow || rec.Link != "" {
+				t.Errorf("the retry's record: %+v", rec)
 			}
+			continue
+		}
+		n[rec.Method]++
+		ids[rec.Method] = rec.Call
+		if !hasFlag(rec, "input_required") || rec.Call == "" {
+			t.Errorf("the record: %+v", rec)
 		}
 	}
-	if n[mcp.MethodPromptsGet] != 1 || n[mcp.MethodResourcesRead] != 1 {
-		t.Errorf("records: %v, want one of each", n)
+	if n[mcp.MethodPromptsGet] != 1 || n[mcp.MethodResourcesRead] != 1 || retries[mcp.MethodPromptsGet] != 1 || retries[mcp.MethodResourcesRead] != 1 {
+		t.Errorf("records: %v, retries %v, want one of each", n, retries)
+	}
+}
+
+// A modern upstream's requestState can be replayed until it expires (any
+// replica takes it, so none can tell it was used): each replay runs the
+// upstream again without a new decision, and each is audited, flagged
+// "retry" under the call's id, so none goes unrecorded.
+func TestModernReplayAudited(t *testing.T) {
+	d := newDecidedEnv(t)
+	m := d.modern(t, "claude")
+	m.caps = elicitCaps()
+	ctx := ctxT(t)
+	// report, not ask: ask waits for its cancellation when it cannot
+	// finish.
+	r := m.inputRequired(t, ctx, map[string]any{"name": "report", "arguments": map[string]any{}})
+	retry := map[string]any{"name": "report", "arguments": map[string]any{}, "requestState": r.RequestState,
+		"inputResponses": map[string]json.RawMessage{"elicitation.create-0": accept("a")}}
+	for i := range 2 {
+		if raw, err := m.call(ctx, mcp.MethodToolsCall, retry); err != nil || !strings.Contains(string(raw), "reported accept:a") {
+			t.Fatalf("attempt %d: %v %s", i+2, err, raw)
+		}
+	}
+	if n, c := d.decided.Load(), d.a.calls.Load(); n != 1 || c != 3 {
+		t.Errorf("%d decisions and %d upstream runs, want 1 and 3", n, c)
+	}
+	id, retries := "", 0
+	for _, rec := range d.records(t, ctx) {
+		if rec.Method != mcp.MethodToolsCall {
+			continue
+		}
+		switch {
+		case !hasFlag(rec, "retry") && id == "":
+			id = rec.Call
+		case hasFlag(rec, "retry") && rec.Call == id && id != "":
+			retries++
+		default:
+			t.Errorf("a record of another call: %+v", rec)
+		}
+	}
+	if retries != 2 {
+		t.Errorf("%d retry records under call %q, want 2 (the retry and its replay)", retries, id)
 	}
 }

@@ -153,11 +153,12 @@
 // attempts are one call, decided once (hostapi.Attempt): the sealed
 // requestState carries the call's id, the params as the first
 // attempt's policies left them, and the questions as the agent got
-// them. A retry skips the permission, the policies' request phase and
-// the call's audit record (the first attempt's, allowed and flagged
-// input_required, stands for the call; a retry is recorded only when
-// what still runs on it, the lockfile, the schemas and the sanitizers,
-// refuses or changes it) and sends those params; each answer first
+// them. A retry skips the permission and the policies' request phase
+// (the first attempt's record, allowed and flagged input_required, is
+// the call's decision; each retry is recorded flagged "retry" under the
+// same call id, with its outcome: a requestState may be replayed until
+// it expires, and a replay runs the upstream again) and sends those
+// params; each answer first
 // passes the chain's response half beside the question it answers, as
 // a server request's answer does (audited under the call, flagged
 // "answer"; a refused one refuses the call, and an answer to a question
