@@ -57,34 +57,7 @@ var _ gateway.Upstream = upstream{}
 // only the request's half of the chain runs here. It returns the params
 // to pass on, or the refusal.
 func (u upstream) GuardInput(ctx context.Context, server, method string, params json.RawMessage) (json.RawMessage, error) {
-	h := u.Host
-	run := func(ctx context.Context) error {
-		if err := h.loadChain(ctx); err != nil {
-			return err
-		}
-		if h.chain.Len() == 0 {
-			return nil
-		}
-		ev := h.event(h.hooks.agent, server, method, nil)
-		ev.Params = params
-		out, err := h.chain.Request(ctx, ev)
-		if err != nil {
-			return err
-		}
-		params = out
-		return nil
-	}
-	var err error
-	if h.observing() {
-		rec := audit.Record{Agent: h.hooks.agent, Server: server, Method: method}
-		err = h.audited(ctx, &rec, run)
-	} else {
-		err = run(ctx)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return params, nil
+	return u.guard(ctx, server, method, params, nil, nil)
 }
 
 // GuardAnswer runs a modern agent's answer to one of a server's input
@@ -96,7 +69,18 @@ func (u upstream) GuardInput(ctx context.Context, server, method string, params 
 // call ctx names (hostapi.WithCallID). It returns the answer to pass
 // on, or the refusal.
 func (u upstream) GuardAnswer(ctx context.Context, server, method string, params, result json.RawMessage) (json.RawMessage, error) {
+	return u.guard(ctx, server, method, params, result, []string{"answer"})
+}
+
+// guard runs a question (result nil: the chain's request half) or its
+// answer (the response half) through the chain, audited when the host
+// observes, and returns what the chain let through.
+func (u upstream) guard(ctx context.Context, server, method string, params, result json.RawMessage, flags []string) (json.RawMessage, error) {
 	h := u.Host
+	out := params
+	if result != nil {
+		out = result
+	}
 	run := func(ctx context.Context) error {
 		if err := h.loadChain(ctx); err != nil {
 			return err
@@ -105,17 +89,19 @@ func (u upstream) GuardAnswer(ctx context.Context, server, method string, params
 			return nil
 		}
 		ev := h.event(h.hooks.agent, server, method, nil)
-		ev.Params, ev.Result = params, result
-		out, err := h.chain.Response(ctx, ev)
-		if err != nil {
-			return err
+		ev.Params = params
+		var err error
+		if result == nil {
+			out, err = h.chain.Request(ctx, ev)
+		} else {
+			ev.Result = result
+			out, err = h.chain.Response(ctx, ev)
 		}
-		result = out
-		return nil
+		return err
 	}
 	var err error
 	if h.observing() {
-		rec := audit.Record{Agent: h.hooks.agent, Server: server, Method: method, Flags: []string{"answer"}}
+		rec := audit.Record{Agent: h.hooks.agent, Server: server, Method: method, Flags: flags}
 		err = h.audited(ctx, &rec, run)
 	} else {
 		err = run(ctx)
@@ -123,5 +109,5 @@ func (u upstream) GuardAnswer(ctx context.Context, server, method string, params
 	if err != nil {
 		return nil, err
 	}
-	return result, nil
+	return out, nil
 }
