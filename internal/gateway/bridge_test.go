@@ -338,12 +338,7 @@ func TestBridgeExpiry(t *testing.T) {
 func TestBridgeOtherReplica(t *testing.T) {
 	a := newAsker()
 	e := bridgeEnv(t, a, nil, nil)
-	key := make([]byte, 32)
-	g1 := host.NewGateway(e.h, host.GatewayOptions{StateKey: key, ReplicaID: [8]byte{1}})
-	g2 := host.NewGateway(e.h, host.GatewayOptions{StateKey: key, ReplicaID: [8]byte{2}})
-	t.Cleanup(func() { g1.Close(); g2.Close() })
-	m1, m2 := e.modernOn(t, g1, "claude"), e.modernOn(t, g2, "claude")
-	m1.caps, m2.caps = elicitCaps(), elicitCaps()
+	_, m1, _, m2 := replicaPair(t, e, nil)
 	ctx := ctxT(t)
 	r := m1.inputRequired(t, ctx, map[string]any{"name": "ask", "arguments": map[string]any{}})
 	retry := map[string]any{"name": "ask", "arguments": map[string]any{}, "inputResponses": map[string]json.RawMessage{"name": accept("x")}, "requestState": r.RequestState}

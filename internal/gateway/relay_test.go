@@ -21,14 +21,8 @@ func TestBridgeRelay(t *testing.T) {
 	a := newAsker()
 	e := bridgeEnv(t, a, nil, nil)
 	st := store.NewMemory()
-	key := make([]byte, 32)
-	g1 := host.NewGateway(e.h, host.GatewayOptions{StateKey: key, ReplicaID: [8]byte{1}})
-	g2 := host.NewGateway(e.h, host.GatewayOptions{StateKey: key, ReplicaID: [8]byte{2}})
-	g1.Relay(st)
-	g2.Relay(st)
-	t.Cleanup(func() { g1.Close(); g2.Close(); st.Close() })
-	m1, m2 := e.modernOn(t, g1, "claude"), e.modernOn(t, g2, "claude")
-	m1.caps, m2.caps = elicitCaps(), elicitCaps()
+	t.Cleanup(func() { st.Close() })
+	g1, m1, _, m2 := replicaPair(t, e, st)
 	ctx := ctxT(t)
 
 	p := map[string]any{"name": "twice", "arguments": map[string]any{}}
@@ -150,14 +144,8 @@ func TestBridgeRelayNotes(t *testing.T) {
 	a := newAsker()
 	e := bridgeEnv(t, a, nil, nil)
 	st := store.NewMemory()
-	key := make([]byte, 32)
-	g1 := host.NewGateway(e.h, host.GatewayOptions{StateKey: key, ReplicaID: [8]byte{1}})
-	g2 := host.NewGateway(e.h, host.GatewayOptions{StateKey: key, ReplicaID: [8]byte{2}})
-	g1.Relay(st)
-	g2.Relay(st)
-	t.Cleanup(func() { g1.Close(); g2.Close(); st.Close() })
-	m1, m2 := e.modernOn(t, g1, "claude"), e.modernOn(t, g2, "claude")
-	m1.caps, m2.caps = elicitCaps(), elicitCaps()
+	t.Cleanup(func() { st.Close() })
+	_, m1, _, m2 := replicaPair(t, e, st)
 	ctx := ctxT(t)
 	r := m1.inputRequired(t, ctx, map[string]any{"name": "report", "arguments": map[string]any{}, "_meta": mcp.Meta{"progressToken": json.RawMessage(`"first"`)}})
 	raw, err := m2.callAt(ctx, mcp.Version20260728, "info", mcp.MethodToolsCall, reportRetry(r.RequestState, "y", "forwarded"))
@@ -175,4 +163,22 @@ func TestBridgeRelayNotes(t *testing.T) {
 			t.Errorf("the first attempt's replica sent %s %s", n.method, n.params)
 		}
 	}
+}
+
+// replicaPair is two gateway replicas over e's host sharing a state key,
+// each with a modern agent "claude" that declares elicitation; with st,
+// they relay retries to each other over its bus (nil: they do not).
+func replicaPair(t *testing.T, e *env, st store.Store) (g1 *host.Gateway, m1 *modernAgent, g2 *host.Gateway, m2 *modernAgent) {
+	t.Helper()
+	key := make([]byte, 32)
+	g1 = host.NewGateway(e.h, host.GatewayOptions{StateKey: key, ReplicaID: [8]byte{1}})
+	g2 = host.NewGateway(e.h, host.GatewayOptions{StateKey: key, ReplicaID: [8]byte{2}})
+	if st != nil {
+		g1.Relay(st)
+		g2.Relay(st)
+	}
+	t.Cleanup(func() { g1.Close(); g2.Close() })
+	m1, m2 = e.modernOn(t, g1, "claude"), e.modernOn(t, g2, "claude")
+	m1.caps, m2.caps = elicitCaps(), elicitCaps()
+	return g1, m1, g2, m2
 }
