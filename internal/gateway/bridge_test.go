@@ -18,6 +18,8 @@ import (
 	"github.com/nexus-mcp/nexus/internal/audit"
 	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/gateway"
+	"github.com/nexus-mcp/nexus/internal/testenv"
+	"github.com/nexus-mcp/nexus/internal/transport/stdio"
 )
 
 // asker is a legacy-only upstream (MCP 2025-11-25) whose tools ask the
@@ -693,4 +695,76 @@ func TestBridgeCloseRefusesPending(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the server's waiting request got no answer")
 	}
+}
+
+// BenchmarkBridgeRoundProcess is BenchmarkBridgeRound with the legacy
+// upstream in a process of its own (`nexus testserver --legacy-only`, its
+// elicit and echo tools), so that this process's CPU is the gateway's and
+// the agent's alone: added-us is what the bridge adds to a round over the
+// agent's own two plain calls, the upstream's extra request and answer
+// not counted (the agent's share is about the same in both).
+func BenchmarkBridgeRoundProcess(b *testing.B) {
+	bin := testenv.Nexus(b)
+	e := newEnvOpts(b, func(c *config.Config) {
+		c.Servers = append(c.Servers, &config.Server{Name: "legacy", Type: config.TypeStdio, Command: []string{bin, "testserver", "--legacy-only"}, Enabled: true, Prefix: ptr("")})
+	}, func(o *host.Options) {
+		prev := o.Transport
+		o.Transport = func(ctx context.Context, srv *config.Server) (mcp.Conn, error) {
+			if srv.Name != "legacy" {
+				return prev(ctx, srv)
+			}
+			return stdio.Start(ctx, stdio.Config{Server: srv.Name, Command: srv.Command})
+		}
+	})
+	m := e.modern(b, "claude")
+	m.caps = elicitCaps()
+	ctx := context.Background()
+	plain := map[string]any{"name": "echo", "arguments": map[string]any{"message": "hi"}}
+	ask := map[string]any{"name": "elicit", "arguments": map[string]any{}}
+	round := func() {
+		raw, err := m.call(ctx, mcp.MethodToolsCall, ask)
+		var r mcp.InputRequiredResult
+		if err != nil || json.Unmarshal(raw, &r) != nil || r.RequestState == "" || len(r.InputRequests) != 1 {
+			b.Fatalf("round 1: %v %s", err, raw)
+		}
+		answers := map[string]json.RawMessage{}
+		for k := range r.InputRequests {
+			answers[k] = json.RawMessage(`{"action":"accept","content":{"name":"Ada"}}`)
+		}
+		raw, err = m.call(ctx, mcp.MethodToolsCall, map[string]any{"name": "elicit", "arguments": map[string]any{},
+			"inputResponses": answers, "requestState": r.RequestState})
+		if err != nil || !strings.Contains(string(raw), "Ada") {
+			b.Fatalf("round 2: %v %s", err, raw)
+		}
+	}
+	two := func() {
+		for range 2 {
+			if _, err := m.call(ctx, mcp.MethodToolsCall, plain); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	round()
+	two()
+	const chunk = 20
+	var base, bridged time.Duration
+	b.ResetTimer()
+	for done := 0; done < b.N; done += chunk {
+		n := min(chunk, b.N-done)
+		t0 := gateway.ProcessCPU()
+		for range n {
+			two()
+		}
+		t1 := gateway.ProcessCPU()
+		for range n {
+			round()
+		}
+		bridged += gateway.ProcessCPU() - t1
+		base += t1 - t0
+	}
+	added := float64((bridged - base).Microseconds()) / float64(b.N)
+	b.ReportMetric(float64(base.Microseconds())/float64(b.N), "cpu-us/two-calls")
+	b.ReportMetric(float64(bridged.Microseconds())/float64(b.N), "cpu-us/round")
+	b.ReportMetric(added, "added-us")
+	b.ReportMetric(added/100, "budget-ratio")
 }
