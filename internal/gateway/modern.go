@@ -565,17 +565,11 @@ func (s *session) bridged(ctx context.Context, server string, b binding, meta *m
 func (s *session) retry(ctx context.Context, server string, b binding, at *attempt) (context.Context, *state, error) {
 	in := mcp.InputOf(ctx)
 	switch {
-	case in == nil:
+	case in == nil || in.RequestState == "":
+		// Answers without a state (a client may send them on a first
+		// request: the conformance suite's ignore-extra-params does) go
+		// on as sent: there is no question to judge them beside.
 		return ctx, nil, nil
-	case in.RequestState == "":
-		// Every input_required this gateway passes on carries a state it
-		// sealed, so answers without one answer nothing it asked: dropped
-		// (a server ignores what it does not need, patterns/mrtr), never
-		// passed upstream unjudged by the chain.
-		if len(in.InputResponses) > 0 {
-			s.g.log.Debug("inputResponses without a requestState dropped: this gateway asked nothing of them", "agent", s.agent, "server", server)
-		}
-		return mcp.WithInput(ctx, nil), nil, nil
 	case !strings.HasPrefix(in.RequestState, statePrefix):
 		return ctx, nil, badState("is not one this gateway handed out")
 	}
