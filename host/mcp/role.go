@@ -238,8 +238,10 @@ func (p *Peer) readLoop() {
 				p.drain()
 				// A request answered during the drain by a goroutine
 				// that had been the reader corks its response for a
-				// reader to send; none will come.
-				p.flushCorked()
+				// reader to send; none will come. And a write another
+				// goroutine has under way must end before the session
+				// does (nexus serve exits then, cutting it off).
+				p.writeAll()
 			}
 			p.fail(err)
 			return

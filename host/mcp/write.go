@@ -377,6 +377,25 @@ func (p *Peer) flushCorked() {
 	}
 }
 
+// writeAll waits for the write another goroutine has under way and writes
+// what is still held back, so that every response is out when it
+// returns: at the end of input, the session ends next. The wait is
+// bounded as each write is (writeCtx).
+func (p *Peer) writeAll() {
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	for p.writing {
+		p.wcond.Wait()
+	}
+	p.corked = false
+	if len(p.pend) == 0 || p.fw == nil {
+		return
+	}
+	ctx, cancel := p.writeCtx()
+	defer cancel()
+	p.writePending(ctx, p.batch)
+}
+
 // writePending makes this goroutine the writer until pend is empty; wmu
 // is held (and released while writing). mine is the caller's batch.
 func (p *Peer) writePending(ctx context.Context, mine uint64) {
