@@ -107,58 +107,64 @@ func TestDependencyRules(t *testing.T) {
 	if len(ps) < 10 {
 		t.Fatalf("go list found only %d packages", len(ps))
 	}
+	localImports(ps, func(from, to string) {
+		var bad string
+		switch {
+		case blockOwners[from] && to == "internal/config":
+			bad = from + " owns its config block's option table, which internal/config imports to decode it; it never imports config back"
+		case from == "host/mcp" && impl(to) && !streamHelpers[to]:
+			bad = "host/mcp is the pure protocol and imports no other host package (but the stream readers under it)"
+		case from == "internal/option" || from == "internal/bounded" || from == "internal/filelock":
+			bad = from + " is a leaf every part may use and imports no other Nexus package"
+		case streamHelpers[from]:
+			bad = from + " reads streams for the protocol and the transports alike, and imports no other Nexus package"
+		case strings.HasPrefix(from, "internal/transport/") && impl(to) &&
+			to != "host/mcp" && to != "internal/diag" && to != "internal/proc" && to != "internal/option" && to != "internal/bounded" && !streamHelpers[to] && !strings.HasPrefix(to, from):
+			bad = "transports import only host/mcp, internal/diag, internal/proc, internal/option (to own their config), internal/bounded and the stream readers (internal/pollpipe, internal/longframe, internal/wire)"
+		case from == "internal/proc":
+			bad = "internal/proc starts processes for transports and plugins alike, and imports no other Nexus package"
+		case strings.HasPrefix(from, "sdk/") && impl(to) && !authorTests[from] && !sharedWire[from+" "+to]:
+			bad = "sdk packages never import the host (but the wire or ABI a plugin or filter speaks to it, and the helpers that run an author's code through it in tests)"
+		case from == "internal/wasm" && to == "sdk/filter":
+			bad = "the host's side of WASM filters speaks internal/filterabi and internal/wire, never the guest author's SDK"
+		case from == "internal/filterabi" && to != "sdk/event":
+			bad = "internal/filterabi is the WASM filter ABI, shared by the host and the guest SDK, and imports only sdk/event"
+		case from == "internal/pluginwire" && impl(to):
+			bad = "internal/pluginwire is the wire between host and plugin, shared by both sides, and imports no other Nexus package"
+		case from == "internal/plugin" && to == "sdk/plugin":
+			bad = "the host's side of plugins speaks internal/pluginwire, never the plugin author's SDK"
+		case strings.HasPrefix(from, "internal/") && !strings.HasPrefix(from, "internal/cmd/") && to == "host":
+			bad = "the implementation never imports the facade, which imports it (internal/hostapi holds what both speak)"
+		case strings.HasPrefix(from, "internal/console") && !strings.HasPrefix(to, "internal/console") && !consoleMay(to):
+			bad = "the console shows the engine and the gateway, through their own packages (registry, audit, lock, gateway), and the ground floor's helpers; never host, a transport, plugins or WASM"
+		case !strings.HasPrefix(from, "internal/console") && !strings.HasPrefix(from, "cmd/") && strings.HasPrefix(to, "internal/console"):
+			bad = "only the command imports the console: it registers its own config block (config.RegisterBlock) and is handed the host and gateway through its interfaces"
+		case strings.HasPrefix(from, "examples/") && !publicPkg(to):
+			bad = "examples import only the public surface (host, host/mcp, sdk/*): an example is code to copy into another module"
+		case strings.HasPrefix(from, "filters/") && to != "sdk/filter" && to != "sdk/event" && to != "sdk/filter/redact":
+			// redact is the one implementation of the secret detectors,
+			// shared by the redact-secrets filter and the host's audit log.
+			bad = "filters import only sdk/filter, sdk/filter/redact and sdk/event"
+		case strings.HasPrefix(from, "plugins/") && !strings.HasPrefix(to, "sdk/"):
+			bad = "plugins import only sdk packages"
+		}
+		if bad != "" {
+			t.Errorf("%s imports %s: %s", from, to, bad)
+		}
+	})
+}
+
+// localImports calls f for each import of one of the module's packages
+// by another, both relative to the repository's root.
+func localImports(ps []pkg, f func(from, to string)) {
 	for _, p := range ps {
 		from, ok := local(p.ImportPath)
 		if !ok {
 			continue
 		}
 		for _, imp := range p.Imports {
-			to, ok := local(imp)
-			if !ok {
-				continue
-			}
-			var bad string
-			switch {
-			case blockOwners[from] && to == "internal/config":
-				bad = from + " owns its config block's option table, which internal/config imports to decode it; it never imports config back"
-			case from == "host/mcp" && impl(to) && !streamHelpers[to]:
-				bad = "host/mcp is the pure protocol and imports no other host package (but the stream readers under it)"
-			case from == "internal/option" || from == "internal/bounded" || from == "internal/filelock":
-				bad = from + " is a leaf every part may use and imports no other Nexus package"
-			case streamHelpers[from]:
-				bad = from + " reads streams for the protocol and the transports alike, and imports no other Nexus package"
-			case strings.HasPrefix(from, "internal/transport/") && impl(to) &&
-				to != "host/mcp" && to != "internal/diag" && to != "internal/proc" && to != "internal/option" && to != "internal/bounded" && !streamHelpers[to] && !strings.HasPrefix(to, from):
-				bad = "transports import only host/mcp, internal/diag, internal/proc, internal/option (to own their config), internal/bounded and the stream readers (internal/pollpipe, internal/longframe, internal/wire)"
-			case from == "internal/proc":
-				bad = "internal/proc starts processes for transports and plugins alike, and imports no other Nexus package"
-			case strings.HasPrefix(from, "sdk/") && impl(to) && !authorTests[from] && !sharedWire[from+" "+to]:
-				bad = "sdk packages never import the host (but the wire or ABI a plugin or filter speaks to it, and the helpers that run an author's code through it in tests)"
-			case from == "internal/wasm" && to == "sdk/filter":
-				bad = "the host's side of WASM filters speaks internal/filterabi and internal/wire, never the guest author's SDK"
-			case from == "internal/filterabi" && to != "sdk/event":
-				bad = "internal/filterabi is the WASM filter ABI, shared by the host and the guest SDK, and imports only sdk/event"
-			case from == "internal/pluginwire" && impl(to):
-				bad = "internal/pluginwire is the wire between host and plugin, shared by both sides, and imports no other Nexus package"
-			case from == "internal/plugin" && to == "sdk/plugin":
-				bad = "the host's side of plugins speaks internal/pluginwire, never the plugin author's SDK"
-			case strings.HasPrefix(from, "internal/") && !strings.HasPrefix(from, "internal/cmd/") && to == "host":
-				bad = "the implementation never imports the facade, which imports it (internal/hostapi holds what both speak)"
-			case strings.HasPrefix(from, "internal/console") && !strings.HasPrefix(to, "internal/console") && !consoleMay(to):
-				bad = "the console shows the engine and the gateway, through their own packages (registry, audit, lock, gateway), and the ground floor's helpers; never host, a transport, plugins or WASM"
-			case !strings.HasPrefix(from, "internal/console") && !strings.HasPrefix(from, "cmd/") && strings.HasPrefix(to, "internal/console"):
-				bad = "only the command imports the console: it registers its own config block (config.RegisterBlock) and is handed the host and gateway through its interfaces"
-			case strings.HasPrefix(from, "examples/") && !publicPkg(to):
-				bad = "examples import only the public surface (host, host/mcp, sdk/*): an example is code to copy into another module"
-			case strings.HasPrefix(from, "filters/") && to != "sdk/filter" && to != "sdk/event" && to != "sdk/filter/redact":
-				// redact is the one implementation of the secret detectors,
-				// shared by the redact-secrets filter and the host's audit log.
-				bad = "filters import only sdk/filter, sdk/filter/redact and sdk/event"
-			case strings.HasPrefix(from, "plugins/") && !strings.HasPrefix(to, "sdk/"):
-				bad = "plugins import only sdk packages"
-			}
-			if bad != "" {
-				t.Errorf("%s imports %s: %s", from, to, bad)
+			if to, ok := local(imp); ok {
+				f(from, to)
 			}
 		}
 	}

@@ -115,21 +115,11 @@ func TestFloors(t *testing.T) {
 			t.Errorf("floor %q of ARCHITECTURE.md's map names no package of the tree", fs[i].name)
 		}
 	}
-	for _, p := range ps {
-		from, ok := local(p.ImportPath)
-		if !ok {
-			continue
+	localImports(ps, func(from, to string) {
+		if lf, lt := level[from], level[to]; lt > lf {
+			t.Errorf("%s (floor %q) imports %s (floor %q, above it): imports only go down the floors of ARCHITECTURE.md", from, fs[lf].name, to, fs[lt].name)
 		}
-		for _, imp := range p.Imports {
-			to, ok := local(imp)
-			if !ok {
-				continue
-			}
-			if lf, lt := level[from], level[to]; lt > lf {
-				t.Errorf("%s (floor %q) imports %s (floor %q, above it): imports only go down the floors of ARCHITECTURE.md", from, fs[lf].name, to, fs[lt].name)
-			}
-		}
-	}
+	})
 }
 
 // TestRulesDocumented: each arrow TestDependencyRules forbids is stated in
