@@ -485,6 +485,29 @@ func TestBadInput(t *testing.T) {
 
 // Any tool runs as a task: created at once, polled, its result waited
 // for, listed, cancelled (which cancels the call upstream).
+// pinWithoutAdd pins the test server's definitions as they are, but for
+// its add tool, which the pin leaves out; with pins them all.
+func pinWithoutAdd(t *testing.T, ctx context.Context, e *env) (without, with *lock.Server) {
+	t.Helper()
+	d, err := e.h.Definitions(ctx, "claude", "testserver")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keep []mcp.Tool
+	for _, tl := range d.Tools {
+		if tl.Name != "add" {
+			keep = append(keep, tl)
+		}
+	}
+	if without, err = lock.Pin("testserver", d.Info, keep, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if with, err = lock.Pin("testserver", d.Info, d.Tools, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	return without, with
+}
+
 // Through the gateway a lockfile holds as in the CLI: a client does not
 // see a tool that is not pinned as it is, and calling it by name is
 // refused, with the fix, as a tool result the model can read.
@@ -492,20 +515,7 @@ func TestLockfileThroughGateway(t *testing.T) {
 	l := &lock.Lock{} // filled below, before the first check reads it
 	e := newEnvLocked(t, nil, l)
 	ctx := ctxT(t)
-	d, err := e.h.Definitions(ctx, "claude", "testserver")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var keep []mcp.Tool
-	for _, tl := range d.Tools {
-		if tl.Name != "add" { // add is new to this lockfile
-			keep = append(keep, tl)
-		}
-	}
-	pinned, err := lock.Pin("testserver", d.Info, keep, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pinned, _ := pinWithoutAdd(t, ctx, e) // add is new to this lockfile
 	l.Put(pinned)
 	l.Put(&lock.Server{Name: "probe"})
 	c := e.connect("claude", mcp.ClientOptions{})

@@ -21,24 +21,7 @@ func TestLockSwapListChanged(t *testing.T) {
 	l := &lock.Lock{}
 	e := newEnvLocked(t, nil, l)
 	ctx := ctxT(t)
-	d, err := e.h.Definitions(ctx, "claude", "testserver")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var keep []mcp.Tool
-	for _, tl := range d.Tools {
-		if tl.Name != "add" { // withheld: new to the lockfile
-			keep = append(keep, tl)
-		}
-	}
-	without, err := lock.Pin("testserver", d.Info, keep, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	with, err := lock.Pin("testserver", d.Info, d.Tools, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	without, with := pinWithoutAdd(t, ctx, e) // add: withheld, new to the lockfile
 	l.Put(without)
 	l.Put(&lock.Server{Name: "probe"})
 	released := &lock.Lock{}
