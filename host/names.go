@@ -6,7 +6,7 @@ import (
 	"github.com/nexus-mcp/nexus/internal/audit"
 	"github.com/nexus-mcp/nexus/internal/auth"
 
-	"github.com/nexus-mcp/nexus/internal/hostapi"
+	"github.com/nexus-mcp/nexus/internal/engine"
 	"github.com/nexus-mcp/nexus/internal/policy"
 	"github.com/nexus-mcp/nexus/internal/registry"
 )
@@ -52,51 +52,51 @@ type DeniedError = policy.DeniedError
 
 // Tool is a tool an agent may use: its exposed name (what an LLM calls it),
 // its server and its definition as the server gave it.
-type Tool = hostapi.Tool
+type Tool = engine.Tool
 
 // Resource is a resource with the server that offers it.
-type Resource = hostapi.Resource
+type Resource = engine.Resource
 
 // Template is a resource template with its server.
-type Template = hostapi.Template
+type Template = engine.Template
 
 // Prompt is a prompt with its server.
-type Prompt = hostapi.Prompt
+type Prompt = engine.Prompt
 
 // CallOptions tune one call: where its progress goes, its timeout.
-type CallOptions = hostapi.CallOptions
+type CallOptions = engine.CallOptions
 
 // SessionOptions say where a session's server-initiated requests and
 // notifications go (NewSession, SetNotify): whom it acts for, the roots,
 // sampling and elicitation handlers, and the log, list-change, resource
 // update and state-change callbacks.
-type SessionOptions = hostapi.SessionOptions
+type SessionOptions = engine.SessionOptions
 
 // UnknownServerError names a server that is not configured.
-type UnknownServerError = hostapi.UnknownServerError
+type UnknownServerError = registry.UnknownServerError
 
 // UnknownToolError names a tool no server offers, with the nearest names.
-type UnknownToolError = hostapi.UnknownToolError
+type UnknownToolError = registry.UnknownToolError
 
 // ServerError is a server an operation could not reach; the operation
 // still returns what the other servers gave.
-type ServerError = hostapi.ServerError
+type ServerError = registry.ServerError
 
 // SchemaError says which of a call's arguments, or of a result's
 // structured output, broke the tool's schema, and how.
-type SchemaError = hostapi.SchemaError
+type SchemaError = registry.SchemaError
 
 // WithSession names, for the audit log, the downstream session a request
 // comes from (the gateway's).
 func WithSession(ctx context.Context, id string) context.Context {
-	return hostapi.WithSession(ctx, id)
+	return engine.WithSession(ctx, id)
 }
 
 // WithTraceContext hands a request's W3C trace context (its _meta's
 // "traceparent", "tracestate" and "baggage") to the host, whose span then
 // continues it; values over the W3C limits or malformed are ignored.
 func WithTraceContext(ctx context.Context, meta map[string]string) context.Context {
-	return hostapi.WithTraceContext(ctx, meta)
+	return engine.WithTraceContext(ctx, meta)
 }
 
 // Link is one step of the chain an embedder adds (Options.Links): it sees

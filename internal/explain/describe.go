@@ -11,8 +11,8 @@ import (
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/diag"
-	"github.com/nexus-mcp/nexus/internal/hostapi"
 	"github.com/nexus-mcp/nexus/internal/policy"
+	"github.com/nexus-mcp/nexus/internal/registry"
 	"github.com/nexus-mcp/nexus/internal/suggest"
 )
 
@@ -20,7 +20,7 @@ import (
 // program that shows it lets a person act.
 type Options struct {
 	// Agent made the request; Server is what it was about, when the error
-	// does not say (a *hostapi.ServerError does).
+	// does not say (a *registry.ServerError does).
 	Agent, Server string
 	// Timeout is the request timeout the caller used, for a request that
 	// ran out of it.
@@ -62,10 +62,10 @@ func Describe(cfg *config.Config, err error, o Options) error {
 	}
 	var (
 		denied *policy.DeniedError
-		ut     *hostapi.UnknownToolError
-		us     *hostapi.UnknownServerError
-		schema *hostapi.SchemaError
-		se     *hostapi.ServerError
+		ut     *registry.UnknownToolError
+		us     *registry.UnknownServerError
+		schema *registry.SchemaError
+		se     *registry.ServerError
 		rpc    *mcp.RPCError
 		te     *mcp.TimeoutError
 		ns     *mcp.NotSupportedError

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
-	"github.com/nexus-mcp/nexus/internal/hostapi"
+	"github.com/nexus-mcp/nexus/internal/engine"
 )
 
 // The era bridge, modern agent to legacy upstream (issue 38). A modern
@@ -159,7 +159,7 @@ func (c *bcall) ID() string { return hex.EncodeToString(c.id[:]) }
 // input_required). at is the logical call this attempt is one of: a
 // first attempt's gets the call's id; a retry's (a modern upstream's
 // call) keeps its own, and the host reads on fn's context that it was
-// decided (hostapi.Attempt).
+// decided (engine.Attempt).
 func (br *bridge) start(ctx context.Context, s *session, server string, b binding, meta *mcp.RequestMeta, in *mcp.InputParams, at *attempt,
 	params json.RawMessage, fn func(ctx, nctx context.Context) (any, error)) (any, error, *mcp.InputRequiredResult) {
 	return br.startAs(ctx, s, server, b, meta, in, at, params, nil, fn)
@@ -188,7 +188,7 @@ func (br *bridge) startAs(ctx context.Context, s *session, server string, b bind
 	// The call outlives the attempt (it may wait for the retry), keeping
 	// its values: the session, the request's _meta, the trace.
 	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	c.ctx = context.WithValue(hostapi.WithAttempt(hostapi.WithCallID(c.ctx, c.call), &at.Attempt), bcallKey{}, c)
+	c.ctx = context.WithValue(engine.WithAttempt(engine.WithCallID(c.ctx, c.call), &at.Attempt), bcallKey{}, c)
 	br.mu.Lock()
 	k := openKey(c.agent, server)
 	if err := br.use(k, c.agent, server); err != nil {
@@ -694,9 +694,9 @@ func (br *bridge) idleEnd(k string, u *upstreamUse) {
 	br.g.mu.Lock()
 	up := br.g.agents[u.agent]
 	br.g.mu.Unlock()
-	if d, ok := up.(interface{ Disconnect(server string) }); ok {
+	if up != nil {
 		br.g.log.Debug("an idle upstream connection of modern requests ends", "agent", u.agent, "server", u.server)
-		d.Disconnect(u.server)
+		up.Disconnect(u.server)
 	}
 }
 
@@ -850,7 +850,7 @@ func (br *bridge) ask(ctx context.Context, agent, server, method string, params 
 		}
 		return br.outside(agent, server, method)
 	}
-	hostapi.SetCallID(ctx, c.call) // the audit record of this request names the call
+	engine.SetCallID(ctx, c.call) // the audit record of this request names the call
 	a := &ask{method: method, params: params, reply: make(chan answer, 1)}
 	c.mu.Lock()
 	if c.ended {
@@ -938,7 +938,7 @@ func rootOf(p string) mcp.Root {
 
 // bridgeOptions are the handlers of an agent's shared connections: what
 // a legacy server asks goes to the agent's bridged call (bridge.ask).
-func (g *Gateway) bridgeOptions(agent string, o hostapi.SessionOptions) hostapi.SessionOptions {
+func (g *Gateway) bridgeOptions(agent string, o engine.SessionOptions) engine.SessionOptions {
 	br := g.br
 	o.RootsFor = func(server string) mcp.RootsHandler {
 		return func(ctx context.Context) ([]mcp.Root, error) {

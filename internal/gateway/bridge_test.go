@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/audit"
 	"github.com/nexus-mcp/nexus/internal/config"
+	"github.com/nexus-mcp/nexus/internal/engine"
 	"github.com/nexus-mcp/nexus/internal/gateway"
 	"github.com/nexus-mcp/nexus/internal/testenv"
 	"github.com/nexus-mcp/nexus/internal/transport/stdio"
@@ -171,7 +171,7 @@ func (a *asker) serverWith(o mcp.ServerOptions) *mcp.Server {
 
 // bridgeEnv is the env with the asker behind it (server "asker", bare
 // names) and a second agent, "other".
-func bridgeEnv(t testing.TB, a *asker, edit func(*config.Config), opts func(*host.Options)) *env {
+func bridgeEnv(t testing.TB, a *asker, edit func(*config.Config), opts func(*engine.Options)) *env {
 	t.Helper()
 	return newEnvOpts(t, func(c *config.Config) {
 		c.Servers = append(c.Servers, &config.Server{Name: "asker", Type: config.TypeStdio, Command: []string{"asker"}, Enabled: true, Prefix: ptr("")})
@@ -179,7 +179,7 @@ func bridgeEnv(t testing.TB, a *asker, edit func(*config.Config), opts func(*hos
 		if edit != nil {
 			edit(c)
 		}
-	}, func(o *host.Options) {
+	}, func(o *engine.Options) {
 		prev := o.Transport
 		o.Transport = func(ctx context.Context, srv *config.Server) (mcp.Conn, error) {
 			if srv.Command[0] != "asker" {
@@ -313,7 +313,7 @@ func TestBridgeBadState(t *testing.T) {
 func TestBridgeExpiry(t *testing.T) {
 	a := newAsker()
 	e := bridgeEnv(t, a, nil, nil)
-	g := host.NewGateway(e.h, host.GatewayOptions{InputTTL: 50 * time.Millisecond})
+	g := gateway.New(e.h, gateway.Options{InputTTL: 50 * time.Millisecond})
 	t.Cleanup(func() { g.Close() })
 	m := e.modernOn(t, g, "claude")
 	m.caps = elicitCaps()
@@ -425,7 +425,7 @@ func TestBridgeOneDecision(t *testing.T) {
 	}
 	defer aw.Close()
 	a := newAsker()
-	e := bridgeEnv(t, a, nil, func(o *host.Options) { o.Audit = aw })
+	e := bridgeEnv(t, a, nil, func(o *engine.Options) { o.Audit = aw })
 	m := e.modern(t, "claude")
 	m.caps = elicitCaps()
 	ctx := ctxT(t)
@@ -475,7 +475,7 @@ func TestBridgeOneDecision(t *testing.T) {
 func TestBridgeUpstreamIdleAndCap(t *testing.T) {
 	a := newAsker()
 	e := bridgeEnv(t, a, nil, nil)
-	g := host.NewGateway(e.h, host.GatewayOptions{UpstreamIdle: 20 * time.Millisecond, MaxUpstreamsPerAgent: 1})
+	g := gateway.New(e.h, gateway.Options{UpstreamIdle: 20 * time.Millisecond, MaxUpstreamsPerAgent: 1})
 	t.Cleanup(func() { g.Close() })
 	m := e.modernOn(t, g, "claude")
 	ctx := ctxT(t)
@@ -688,7 +688,7 @@ func TestBridgeLaterRoundNotes(t *testing.T) {
 func TestBridgeCloseRefusesPending(t *testing.T) {
 	a := newAsker()
 	e := bridgeEnv(t, a, nil, nil)
-	g := host.NewGateway(e.h, host.GatewayOptions{})
+	g := gateway.New(e.h, gateway.Options{})
 	m := e.modernOn(t, g, "claude")
 	m.caps = elicitCaps()
 	ctx := ctxT(t)
@@ -715,7 +715,7 @@ func BenchmarkBridgeRoundProcess(b *testing.B) {
 	bin := testenv.Nexus(b)
 	e := newEnvOpts(b, func(c *config.Config) {
 		c.Servers = append(c.Servers, &config.Server{Name: "legacy", Type: config.TypeStdio, Command: []string{bin, "testserver", "--legacy-only"}, Enabled: true, Prefix: ptr("")})
-	}, func(o *host.Options) {
+	}, func(o *engine.Options) {
 		prev := o.Transport
 		o.Transport = func(ctx context.Context, srv *config.Server) (mcp.Conn, error) {
 			if srv.Name != "legacy" {

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"github.com/nexus-mcp/nexus/internal/engine"
 	"sort"
 	"time"
 
@@ -79,7 +80,7 @@ func (g *Gateway) End(id string) bool {
 func (g *Gateway) Servers() []registry.Status {
 	out := g.h.Servers()
 	g.mu.Lock()
-	ups := make([]Upstream, 0, len(g.agents))
+	ups := make([]*engine.Host, 0, len(g.agents))
 	for _, up := range g.agents {
 		ups = append(ups, up)
 	}

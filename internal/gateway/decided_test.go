@@ -11,10 +11,10 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/audit"
 	"github.com/nexus-mcp/nexus/internal/config"
+	"github.com/nexus-mcp/nexus/internal/engine"
 	"github.com/nexus-mcp/nexus/internal/policy"
 	"github.com/nexus-mcp/nexus/sdk/event"
 )
@@ -88,7 +88,7 @@ func newDecidedEnv(t *testing.T) *decidedEnv {
 	}
 	d.env = newEnvOpts(t, func(c *config.Config) {
 		c.Servers = append(c.Servers, &config.Server{Name: "mod", Type: config.TypeStdio, Command: []string{"mod"}, Enabled: true, Prefix: ptr("")})
-	}, func(o *host.Options) {
+	}, func(o *engine.Options) {
 		o.Audit, o.Links = aw, links
 		prev := o.Transport
 		o.Transport = func(ctx context.Context, srv *config.Server) (mcp.Conn, error) {

@@ -1,7 +1,9 @@
 // Package gateway serves the host as an MCP server (`nexus serve`): every
 // downstream session, over stdio or streamable HTTP, acts as one agent,
 // sees that agent's catalog across all configured servers, and every
-// request it makes goes through the same chain as a CLI call.
+// request it makes goes through the same chain as a CLI call. The host is
+// internal/engine's Host, served directly (host.NewGateway hands over the
+// facade's).
 //
 // The catalog is the union of the agent's visible tools, resources,
 // resource templates and prompts. Tools and prompts are exposed under their
@@ -12,7 +14,7 @@
 //
 // The rule for upstream connections: a downstream session whose client
 // declares sampling, elicitation or roots gets upstream connections of its
-// own (host.NewSession, opened on first use, closed with the session), so
+// own (the engine's NewSession, opened on first use, closed with the session), so
 // a server's requests and notifications reach that client and no other;
 // an agent may hold MaxOwnSessions such sessions (the HTTP limit
 // max_upstream_sessions_per_agent, default 32), and an initialize past it
@@ -140,17 +142,17 @@
 //
 // Tracing: every request the gateway serves, lists included, tells the
 // host the session's negotiated version and its transport
-// (hostapi.Served: "tcp" over HTTP, "pipe" on stdio), and the _meta trace
+// (engine.Served: "tcp" over HTTP, "pipe" on stdio), and the _meta trace
 // context of calls, reads, prompts and lists is continued (a list under
 // a span of the host's, TraceList) and passed upstream.
 //
 // A modern client is never sent a request. A modern upstream's
 // InputRequiredResult (Multi Round-Trip Requests) passes to the agent
 // once the chain has judged each input request as it judges the
-// server-initiated request it replaces (hostapi.WithAnswersInput is the
+// server-initiated request it replaces (engine.WithAnswersInput is the
 // seam with the host's client; a refused one refuses the call), and the
 // agent's retry (inputResponses, requestState) is passed upstream. The
-// attempts are one call, decided once (hostapi.Attempt): the sealed
+// attempts are one call, decided once (engine.Attempt): the sealed
 // requestState carries the call's id, the params as the first
 // attempt's policies left them, and the questions as the agent got
 // them. A retry skips the permission and the policies' request phase

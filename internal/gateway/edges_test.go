@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/internal/config"
+	"github.com/nexus-mcp/nexus/internal/engine"
 	"github.com/nexus-mcp/nexus/internal/gateway"
 	"github.com/nexus-mcp/nexus/internal/gateway/store"
 )
@@ -25,7 +25,7 @@ import (
 func TestHTTPDisconnectCancelsUpstream(t *testing.T) {
 	// Calls time out after 10 minutes, not 30 s: only the disconnection
 	// can end this one before wait gives up.
-	env := newEnvOpts(t, nil, func(o *host.Options) { o.Timeout = 10 * time.Minute })
+	env := newEnvOpts(t, nil, func(o *engine.Options) { o.Timeout = 10 * time.Minute })
 	hh, err := env.g.HTTP(gateway.HTTPOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/internal/engine"
 	"github.com/nexus-mcp/nexus/internal/gateway/store"
 )
 
@@ -29,7 +30,7 @@ func (g *Gateway) ServeModern(ctx context.Context, conn mcp.Conn, agent string) 
 
 // AgentUpstream is agent's shared upstream connections (made on first
 // use), as modern requests use them.
-func (g *Gateway) AgentUpstream(agent string) Upstream {
+func (g *Gateway) AgentUpstream(agent string) *engine.Host {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.agentHost(agent)

@@ -11,7 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
-	"github.com/nexus-mcp/nexus/internal/hostapi"
+	"github.com/nexus-mcp/nexus/internal/engine"
 	"github.com/nexus-mcp/nexus/internal/telemetry"
 )
 
@@ -89,15 +89,15 @@ type Options struct {
 
 // Gateway serves a host to MCP clients. It is safe for concurrent use.
 type Gateway struct {
-	h    Upstream
+	h    *engine.Host
 	log  hclog.Logger
 	opts Options
 
 	mu       sync.Mutex
 	sessions map[*session]struct{}
-	agents   map[string]Upstream // each agent's shared upstream connections (see the package doc)
-	own      map[string]int      // sessions with connections of their own, by agent
-	warmed   map[string]bool     // agents whose shared connections Warm started
+	agents   map[string]*engine.Host // each agent's shared upstream connections (see the package doc)
+	own      map[string]int          // sessions with connections of their own, by agent
+	warmed   map[string]bool         // agents whose shared connections Warm started
 	ownMax   int
 	modMax   int  // requests one agent's modern session serves at once (serveModern)
 	ownKey   bool // no state key was given: this process made its own (HTTPHandler warns with replicas)
@@ -110,7 +110,7 @@ type Gateway struct {
 // with NewSession: one set per agent that they share, and a set of its
 // own for a session whose client answers server requests; h's own
 // connections serve /readyz only.
-func New(h Upstream, o Options) *Gateway {
+func New(h *engine.Host, o Options) *Gateway {
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
@@ -164,7 +164,7 @@ func New(h Upstream, o Options) *Gateway {
 		rand.Read(key)
 	}
 	g := &Gateway{h: h, log: o.Logger, opts: o, ownKey: o.StateKey == nil, ownMax: o.MaxOwnSessions, sessions: map[*session]struct{}{},
-		agents: map[string]Upstream{}, own: map[string]int{}, warmed: map[string]bool{}}
+		agents: map[string]*engine.Host{}, own: map[string]int{}, warmed: map[string]bool{}}
 	br, err := newBridge(g, key, o.ReplicaID)
 	if err != nil {
 		// A bad key is the caller's to catch (config.ParseStateKey); this one
@@ -180,17 +180,17 @@ func New(h Upstream, o Options) *Gateway {
 }
 
 // Host is the host the gateway serves.
-func (g *Gateway) Host() Upstream { return g.h }
+func (g *Gateway) Host() *engine.Host { return g.h }
 
 // agentHost is agent's shared upstream connections, made on first use:
 // what they carry that no request claims (a log line, list_changed,
 // resources/updated) can reach that agent's sessions only.
 // Called with g.mu held.
-func (g *Gateway) agentHost(agent string) Upstream {
+func (g *Gateway) agentHost(agent string) *engine.Host {
 	if up := g.agents[agent]; up != nil {
 		return up
 	}
-	up := g.h.NewSession(g.bridgeOptions(agent, hostapi.SessionOptions{
+	up := g.h.NewSession(g.bridgeOptions(agent, engine.SessionOptions{
 		Agent:             agent,
 		OnLog:             func(server string, m mcp.LogMessage) { g.sharedLog(agent, server, m) },
 		OnListChanged:     func(server, kind string) { g.shared(agent, func(s *session) { s.listChanged(server, kind) }) },
@@ -229,13 +229,13 @@ type serverDown struct {
 // the gateway's own connections and on each agent's shared ones.
 func (g *Gateway) notStarted() []serverDown {
 	g.mu.Lock()
-	ups := make(map[string]Upstream, len(g.agents))
+	ups := make(map[string]*engine.Host, len(g.agents))
 	for a, up := range g.agents {
 		ups[a] = up
 	}
 	g.mu.Unlock()
 	var out []serverDown
-	add := func(agent string, up Upstream) {
+	add := func(agent string, up *engine.Host) {
 		for _, st := range up.Servers() {
 			if !st.Connected && st.Err != nil {
 				out = append(out, serverDown{Server: st.Config.Name, Agent: agent, Error: oneLine(st.Err)})
@@ -254,12 +254,8 @@ func (g *Gateway) notStarted() []serverDown {
 	return out
 }
 
-// warm starts up's eager servers, if it can (the host's Warm).
-func warm(up Upstream) {
-	if w, ok := up.(interface{ Warm() }); ok {
-		w.Warm()
-	}
-}
+// warm starts up's eager servers (the host's Warm).
+func warm(up *engine.Host) { up.Warm() }
 
 // sessionsOf is agent's sessions on its shared connections.
 func (g *Gateway) sessionsOf(agent string) []*session {
@@ -524,7 +520,7 @@ func (g *Gateway) Close() error {
 	g.br.close()
 	g.mu.Lock()
 	agents := g.agents
-	g.agents = map[string]Upstream{}
+	g.agents = map[string]*engine.Host{}
 	g.mu.Unlock()
 	for _, up := range agents {
 		up.Close()

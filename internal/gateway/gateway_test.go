@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/audit"
 	"github.com/nexus-mcp/nexus/internal/config"
+	"github.com/nexus-mcp/nexus/internal/engine"
 	"github.com/nexus-mcp/nexus/internal/gateway"
 	"github.com/nexus-mcp/nexus/internal/lock"
 	"github.com/nexus-mcp/nexus/internal/rawfake"
@@ -57,7 +57,7 @@ func (p *probe) server() *mcp.Server {
 type env struct {
 	t     testing.TB
 	cfg   *config.Config
-	h     *host.Host
+	h     *engine.Host
 	g     *gateway.Gateway
 	probe *probe
 	ctx   context.Context
@@ -73,11 +73,11 @@ func newEnv(t testing.TB, edit func(*config.Config)) *env {
 // newEnvLocked is newEnv with a lockfile the host enforces.
 func newEnvLocked(t testing.TB, edit func(*config.Config), pinned *lock.Lock) *env {
 	t.Helper()
-	return newEnvOpts(t, edit, func(o *host.Options) { o.Lock = pinned })
+	return newEnvOpts(t, edit, func(o *engine.Options) { o.Lock = pinned })
 }
 
 // newEnvOpts is newEnv with the host's options changed by opts.
-func newEnvOpts(t testing.TB, edit func(*config.Config), opts func(*host.Options)) *env {
+func newEnvOpts(t testing.TB, edit func(*config.Config), opts func(*engine.Options)) *env {
 	t.Helper()
 	before := runtime.NumGoroutine()
 	cfg := &config.Config{
@@ -97,7 +97,7 @@ func newEnvOpts(t testing.TB, edit func(*config.Config), opts func(*host.Options
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &env{t: t, cfg: cfg, probe: newProbe(), ctx: ctx}
 	var wg sync.WaitGroup
-	ho := host.Options{
+	ho := engine.Options{
 		Confirm: gateway.Confirm{},
 		Transport: func(_ context.Context, srv *config.Server) (mcp.Conn, error) {
 			var s *mcp.Server
@@ -138,8 +138,8 @@ func newEnvOpts(t testing.TB, edit func(*config.Config), opts func(*host.Options
 	if opts != nil {
 		opts(&ho)
 	}
-	e.h = host.New(cfg, ho)
-	e.g = host.NewGateway(e.h, host.GatewayOptions{PageSize: 3})
+	e.h = engine.New(cfg, ho)
+	e.g = gateway.New(e.h, gateway.Options{PageSize: 3})
 	t.Cleanup(func() {
 		e.g.Close()
 		e.h.Close()
@@ -609,7 +609,7 @@ func TestAuditThroughGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer aw.Close()
-	e := newEnvOpts(t, nil, func(o *host.Options) { o.Audit = aw })
+	e := newEnvOpts(t, nil, func(o *engine.Options) { o.Audit = aw })
 	ctx := ctxT(t)
 	for range 2 {
 		c := e.connect("claude", mcp.ClientOptions{})
@@ -793,7 +793,7 @@ func TestTraceContinued(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnvOpts(t, nil, func(o *host.Options) { o.Telemetry = tel })
+	e := newEnvOpts(t, nil, func(o *engine.Options) { o.Telemetry = tel })
 	c := e.connect("claude", mcp.ClientOptions{})
 	ctx := ctxT(t)
 	for _, tc := range []struct{ traceparent, trace string }{

@@ -1,18 +1,9 @@
 package gateway
 
-import "github.com/nexus-mcp/nexus/internal/lock"
-
-// lockSwapper is an Upstream whose lockfile can be swapped while it
-// serves (the host's SetLock: a console's accept, or the file changed by
-// another replica or nexus lock).
-type lockSwapper interface {
-	// OnLockSwap calls fn after each swap, with the lockfile before and
-	// after.
-	OnLockSwap(fn func(old, new *lock.Lock))
-	// LockSwapChanges says whether the swap changes which tools agent
-	// sees on the Upstream's live connections.
-	LockSwapChanges(agent string, old, new *lock.Lock) bool
-}
+import (
+	"github.com/nexus-mcp/nexus/internal/engine"
+	"github.com/nexus-mcp/nexus/internal/lock"
+)
 
 // watchLock makes a lockfile swap that changes which tools an agent
 // sees (an accepted definition released, a pin dropped) announced to
@@ -20,9 +11,7 @@ type lockSwapper interface {
 // notifications/tools/list_changed to an initialized (legacy) session,
 // and on each subscriptions/listen stream that opted in to tools.
 func (g *Gateway) watchLock() {
-	if ls, ok := g.h.(lockSwapper); ok {
-		ls.OnLockSwap(g.lockSwapped)
-	}
+	g.h.OnLockSwap(g.lockSwapped)
 }
 
 // lockSwapped asks each session's upstream, once per upstream and agent,
@@ -37,20 +26,16 @@ func (g *Gateway) lockSwapped(old, new *lock.Lock) {
 	}
 	g.mu.Unlock()
 	type key struct {
-		up    Upstream
+		up    *engine.Host
 		agent string
 	}
 	changed := map[key]bool{}
 	for _, s := range list {
 		up := s.host()
-		ls, ok := up.(lockSwapper)
-		if !ok {
-			continue
-		}
 		k := key{up, s.agent}
 		c, seen := changed[k]
 		if !seen {
-			c = ls.LockSwapChanges(s.agent, old, new)
+			c = up.LockSwapChanges(s.agent, old, new)
 			changed[k] = c
 		}
 		if c {

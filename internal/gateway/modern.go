@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
-	"github.com/nexus-mcp/nexus/internal/hostapi"
+	"github.com/nexus-mcp/nexus/internal/engine"
 	"github.com/nexus-mcp/nexus/internal/policy"
 	"github.com/nexus-mcp/nexus/internal/wire"
 )
@@ -173,7 +173,7 @@ func inputOf(method string, f fields) (*mcp.InputParams, error) {
 
 // modernCtx is a modern request's context: the request's own, with the
 // values the host reads (mcp.RequestMetaOf, mcp.InputOf,
-// hostapi.AnswersInput) looked up first in vals. It keeps the request
+// engine.AnswersInput) looked up first in vals. It keeps the request
 // context's AfterFunc, as ctxval does: context.WithValue would hide it
 // and cost every context derived from the request a goroutine.
 type modernCtx struct {
@@ -182,7 +182,7 @@ type modernCtx struct {
 }
 
 func withModern(ctx context.Context, meta *mcp.RequestMeta, in *mcp.InputParams) context.Context {
-	vals := hostapi.WithAnswersInput(mcp.WithRequestMeta(context.Background(), meta))
+	vals := engine.WithAnswersInput(mcp.WithRequestMeta(context.Background(), meta))
 	if in != nil {
 		vals = mcp.WithInput(vals, in)
 	}
@@ -341,17 +341,15 @@ func (s *session) checkParamHeaders(ctx context.Context, p mcp.CallToolParams) e
 		return nil
 	}
 	up := s.host()
-	if f, ok := up.(toolFinder); ok {
-		t, err := f.Tool(ctx, s.agent, p.Name)
-		if err != nil {
-			return nil // an unknown tool: the call reports it
-		}
-		if mcp.CheckParamHeaders(ctx, conn, t.InputSchema, p.Arguments) == nil {
-			return nil
-		}
-		// A mismatch is said only of a tool the agent is listed (a
-		// filter may hide one Tool still finds): the slow path below.
+	t, err := up.Tool(ctx, s.agent, p.Name)
+	if err != nil {
+		return nil // an unknown tool: the call reports it
 	}
+	if mcp.CheckParamHeaders(ctx, conn, t.InputSchema, p.Arguments) == nil {
+		return nil
+	}
+	// A mismatch is said only of a tool the agent is listed (a filter
+	// may hide one Tool still finds): the slow path below.
 	tools, _ := up.Tools(ctx, s.agent)
 	for _, t := range tools {
 		if t.Name == p.Name {
@@ -359,12 +357,6 @@ func (s *session) checkParamHeaders(ctx context.Context, p mcp.CallToolParams) e
 		}
 	}
 	return nil // an unknown tool: the call reports it
-}
-
-// toolFinder is an upstream that finds one tool as a call would (host's
-// Tool), from its cached catalog and list.
-type toolFinder interface {
-	Tool(ctx context.Context, agent, name string) (hostapi.Tool, error)
 }
 
 func (s *session) modernCall(ctx context.Context, params json.RawMessage, meta *mcp.RequestMeta) (any, error) {
@@ -509,30 +501,20 @@ func (s *session) toolServer(ctx context.Context, name string) string {
 	if server, ok := s.serverOf(name); ok {
 		return server
 	}
-	up := s.host()
-	if f, ok := up.(toolFinder); ok {
-		// The one tool, from the cached catalog (a bare name, say):
-		// listing every tool built the agent's catalog on each call.
-		if t, err := f.Tool(ctx, s.agent, name); err == nil {
-			return t.Server
-		}
-		return "" // an unknown tool: the call reports it
+	// The one tool, from the cached catalog (a bare name, say): listing
+	// every tool built the agent's catalog on each call.
+	if t, err := s.host().Tool(ctx, s.agent, name); err == nil {
+		return t.Server
 	}
-	tools, _ := up.Tools(ctx, s.agent)
-	for _, t := range tools {
-		if t.Name == name {
-			return t.Server
-		}
-	}
-	return ""
+	return "" // an unknown tool: the call reports it
 }
 
 // attempt is a modern request's logical call as its attempts carry it
 // (in the sealed requestState): its id, which names it in the audit
-// log, and what the host needs to decide it once (hostapi.Attempt).
+// log, and what the host needs to decide it once (engine.Attempt).
 type attempt struct {
 	id [16]byte
-	hostapi.Attempt
+	engine.Attempt
 }
 
 func (a *attempt) callID() string { return hex.EncodeToString(a.id[:]) }
@@ -622,11 +604,8 @@ func (s *session) guardAnswers(ctx context.Context, server string, st *state, an
 			return nil, mcp.InvalidParams("inputResponses[%q] is not a %s result: %v", k, a.method, err)
 		}
 	}
-	g, ok := s.host().(inputGuard)
-	if !ok {
-		return nil, &mcp.RPCError{Code: mcp.CodeInternalError, Message: fmt.Sprintf("the answers to server %q's input requests cannot pass this gateway's policies (its host cannot run them); refused", server)}
-	}
-	ctx = hostapi.WithCallID(ctx, hex.EncodeToString(st.call[:]))
+	g := s.host()
+	ctx = engine.WithCallID(ctx, hex.EncodeToString(st.call[:]))
 	out := make(mcp.InputResponses, len(answers))
 	for _, a := range st.asks { // in the order asked (by key)
 		raw, ok := answers[a.key]
@@ -644,7 +623,7 @@ func (s *session) guardAnswers(ctx context.Context, server string, st *state, an
 
 // guardAnswer runs the agent's answer (raw) to the input request q (by
 // key) through the chain's response half; a refusal says which.
-func guardAnswer(ctx context.Context, g inputGuard, server, key string, q mcp.InputRequest, raw json.RawMessage) (json.RawMessage, error) {
+func guardAnswer(ctx context.Context, g *engine.Host, server, key string, q mcp.InputRequest, raw json.RawMessage) (json.RawMessage, error) {
 	params := q.Params
 	if len(params) == 0 {
 		params = json.RawMessage(`{}`) // roots/list's: none
@@ -692,7 +671,7 @@ func notFound(err error, uri string) error {
 
 // inputRequired finds an upstream's interim answer in what the host
 // returned: *mcp.InputRequiredError (the seam, see
-// hostapi.WithAnswersInput), or a result whose bytes (CallOptions.Wire)
+// engine.WithAnswersInput), or a result whose bytes (CallOptions.Wire)
 // say input_required. ierr is an interim answer that cannot be passed on.
 func inputRequired(res any, err error) (r *mcp.InputRequiredResult, ok bool, ierr error) {
 	var ie *mcp.InputRequiredError
@@ -714,13 +693,6 @@ func inputRequired(res any, err error) (r *mcp.InputRequiredResult, ok bool, ier
 	return r, true, nil
 }
 
-// inputGuard is an upstream that has the chain judge input requests
-// (host.GatewayUpstream's GuardInput).
-type inputGuard interface {
-	GuardInput(ctx context.Context, server, method string, params json.RawMessage) (json.RawMessage, error)
-	GuardAnswer(ctx context.Context, server, method string, params, result json.RawMessage) (json.RawMessage, error)
-}
-
 // passInput hands an upstream's InputRequiredResult to the modern agent:
 // each input request asks for something the agent declared, and passes
 // the chain exactly as the server-initiated request it replaces would
@@ -740,10 +712,7 @@ func (s *session) passInput(ctx context.Context, server string, b binding, r *mc
 	if len(r.RequestState) > maxInner {
 		return nil, &mcp.RPCError{Code: mcp.CodeInternalError, Message: fmt.Sprintf("server %q answered input_required with a requestState of %d bytes, over the gateway's %d-byte limit; refused", server, len(r.RequestState), maxInner)}
 	}
-	g, ok := s.host().(inputGuard)
-	if !ok && len(r.InputRequests) > 0 {
-		return nil, &mcp.RPCError{Code: mcp.CodeInternalError, Message: fmt.Sprintf("server %q asks for input, and this gateway's host cannot run input requests through its policies; refused", server)}
-	}
+	g := s.host()
 	keys := make([]string, 0, len(r.InputRequests))
 	for k := range r.InputRequests {
 		keys = append(keys, k)
@@ -752,7 +721,7 @@ func (s *session) passInput(ctx context.Context, server string, b binding, r *mc
 	out := mcp.InputRequiredResult{ResultType: mcp.ResultInputRequired, Meta: r.Meta}
 	if at != nil {
 		// The questions are audited under the call, as its attempts are.
-		ctx = hostapi.WithCallID(ctx, at.callID())
+		ctx = engine.WithCallID(ctx, at.callID())
 	}
 	if len(keys) > 0 {
 		out.InputRequests = make(mcp.InputRequests, len(keys))

@@ -16,13 +16,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/audit"
 	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/diag"
+	"github.com/nexus-mcp/nexus/internal/engine"
 	"github.com/nexus-mcp/nexus/internal/gateway"
-	"github.com/nexus-mcp/nexus/internal/hostapi"
 	"github.com/nexus-mcp/nexus/internal/testserver"
 )
 
@@ -231,7 +230,7 @@ func TestModernCallSameAsLegacy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer aw.Close()
-	e := newEnvOpts(t, nil, func(o *host.Options) { o.Audit = aw })
+	e := newEnvOpts(t, nil, func(o *engine.Options) { o.Audit = aw })
 	ctx := ctxT(t)
 	c := e.connect("claude", mcp.ClientOptions{})
 	m := e.modern(t, "claude")
@@ -392,45 +391,57 @@ func TestModernListen(t *testing.T) {
 	}
 }
 
-// inputUpstream is the host as the gateway sees it, whose client speaks
-// the seam hostapi.WithAnswersInput documents, as a modern upstream
-// would through it: mcp_probe_ask answers a first attempt with an
-// InputRequiredResult (*mcp.InputRequiredError) and a retry with what
-// the agent sent, which it records.
-type inputUpstream struct {
-	gateway.Upstream
-	retries chan *mcp.InputParams
+// modernAsker is a modern upstream (MCP 2026-07-28 only) in place of the probe,
+// as the gateway meets one through its host: its ask tool answers a first
+// attempt with an InputRequiredResult asking ask, and a retry with
+// "thanks", recording what the agent sent back.
+type modernAsker struct {
+	mu      sync.Mutex
 	ask     mcp.InputRequests
+	retries chan *mcp.InputParams
 }
 
-func (u *inputUpstream) NewSession(o hostapi.SessionOptions) gateway.Upstream {
-	return &inputUpstream{u.Upstream.NewSession(o), u.retries, u.ask}
+func (a *modernAsker) setAsk(ask mcp.InputRequests) {
+	a.mu.Lock()
+	a.ask = ask
+	a.mu.Unlock()
 }
 
-func (u *inputUpstream) GuardInput(ctx context.Context, server, method string, params json.RawMessage) (json.RawMessage, error) {
-	return u.Upstream.(interface {
-		GuardInput(context.Context, string, string, json.RawMessage) (json.RawMessage, error)
-	}).GuardInput(ctx, server, method, params)
+func (a *modernAsker) server() *mcp.Server {
+	s := mcp.NewServer(mcp.Implementation{Name: "probe", Version: "1"}, mcp.ServerOptions{ModernOnly: true})
+	s.AddTool(mcp.Tool{Name: "echo"}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("probe:" + string(req.Arguments))}}, nil
+	})
+	s.AddTool(mcp.Tool{Name: "ask"}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if in := mcp.InputOf(ctx); in != nil {
+			a.retries <- in
+			return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("thanks")}}, nil
+		}
+		a.mu.Lock()
+		ask := a.ask
+		a.mu.Unlock()
+		return nil, &mcp.InputRequiredError{Result: &mcp.InputRequiredResult{InputRequests: ask, RequestState: "opaque-1"}}
+	})
+	return s
 }
 
-func (u *inputUpstream) GuardAnswer(ctx context.Context, server, method string, params, result json.RawMessage) (json.RawMessage, error) {
-	return u.Upstream.(interface {
-		GuardAnswer(context.Context, string, string, json.RawMessage, json.RawMessage) (json.RawMessage, error)
-	}).GuardAnswer(ctx, server, method, params, result)
-}
-
-func (u *inputUpstream) CallTool(ctx context.Context, agent, name string, args any, o *hostapi.CallOptions) (*mcp.CallToolResult, error) {
-	if name != "mcp_probe_ask" {
-		return u.Upstream.CallTool(ctx, agent, name, args, o)
+// serveAsProbe makes o's host reach up when it dials the probe, each
+// connection served until stop (before the env's leak check).
+func serveAsProbe(up *modernAsker, o *engine.Options) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	next := o.Transport
+	o.Transport = func(dctx context.Context, srv *config.Server) (mcp.Conn, error) {
+		if srv.Name != "probe" {
+			return next(dctx, srv)
+		}
+		client, server := mcp.Pipe()
+		s := up.server()
+		wg.Add(1)
+		go func() { defer wg.Done(); s.Serve(ctx, server) }()
+		return client, nil
 	}
-	if !hostapi.AnswersInput(ctx) {
-		return nil, errors.New("the gateway did not mark a modern call as answering input")
-	}
-	if in := mcp.InputOf(ctx); in != nil {
-		u.retries <- in
-		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("thanks")}}, nil
-	}
-	return nil, &mcp.InputRequiredError{Result: &mcp.InputRequiredResult{ResultType: mcp.ResultInputRequired, InputRequests: u.ask, RequestState: "opaque-1"}}
+	return func() { cancel(); wg.Wait() }
 }
 
 // A modern upstream's InputRequiredResult reaches a modern agent once the
@@ -454,13 +465,19 @@ func TestModernInputRequired(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer aw.Close()
-	e := newEnvOpts(t, func(c *config.Config) { c.Filters = append(c.Filters, rule.Filters...) }, func(o *host.Options) { o.Audit = aw })
+	up := &modernAsker{retries: make(chan *mcp.InputParams, 1)}
+	var stop func()
+	e := newEnvOpts(t, func(c *config.Config) { c.Filters = append(c.Filters, rule.Filters...) }, func(o *engine.Options) {
+		o.Audit = aw
+		stop = serveAsProbe(up, o)
+	})
+	t.Cleanup(stop)
 	ask := mcp.InputRequests{
 		"who":   {Method: mcp.MethodElicitationCreate, Params: json.RawMessage(`{"mode":"form","message":"who are you?","requestedSchema":{"type":"object","properties":{"name":{"type":"string"}}}}`)},
 		"model": {Method: mcp.MethodSamplingCreateMessage, Params: json.RawMessage(`{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":10}`)},
 	}
-	up := &inputUpstream{Upstream: e.g.Host(), retries: make(chan *mcp.InputParams, 1), ask: ask}
-	g := gateway.New(up, gateway.Options{})
+	up.setAsk(ask)
+	g := gateway.New(e.h, gateway.Options{})
 	t.Cleanup(func() { g.Close() })
 	ctx := ctxT(t)
 	call := map[string]any{"name": "mcp_probe_ask", "arguments": map[string]any{}}
@@ -519,8 +536,8 @@ func TestModernInputRequired(t *testing.T) {
 	}
 
 	// The policy refuses one of the inputs: the call is refused.
-	up.ask = mcp.InputRequests{"pw": {Method: mcp.MethodElicitationCreate, Params: json.RawMessage(`{"mode":"form","message":"your password?","requestedSchema":{"type":"object","properties":{}}}`)}}
-	g2 := gateway.New(up, gateway.Options{})
+	up.setAsk(mcp.InputRequests{"pw": {Method: mcp.MethodElicitationCreate, Params: json.RawMessage(`{"mode":"form","message":"your password?","requestedSchema":{"type":"object","properties":{}}}`)}})
+	g2 := gateway.New(e.h, gateway.Options{})
 	t.Cleanup(func() { g2.Close() })
 	m2 := e.modernOn(t, g2, "claude")
 	m2.caps = m.caps
@@ -577,7 +594,7 @@ func TestModernListenResources(t *testing.T) {
 		c.Agents = append(c.Agents,
 			&config.Agent{Name: "alice", Permission: "yolo", Servers: []string{"watch"}},
 			&config.Agent{Name: "bob", Permission: "yolo", Servers: []string{"watch"}})
-	}, func(o *host.Options) {
+	}, func(o *engine.Options) {
 		prev := o.Transport
 		o.Transport = func(ctx context.Context, srv *config.Server) (mcp.Conn, error) {
 			if srv.Command[0] != "watch" {
@@ -723,7 +740,7 @@ func TestModernParamHeadersThroughGateway(t *testing.T) {
 	var upWG sync.WaitGroup
 	e := newEnvOpts(t, func(c *config.Config) {
 		c.Servers = append(c.Servers, &config.Server{Name: "hdr", Type: config.TypeStdio, Command: []string{"hdr"}, Enabled: true})
-	}, func(o *host.Options) {
+	}, func(o *engine.Options) {
 		prev := o.Transport
 		o.Transport = func(ctx context.Context, srv *config.Server) (mcp.Conn, error) {
 			if srv.Command[0] != "hdr" {

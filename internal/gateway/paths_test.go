@@ -22,9 +22,9 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/config"
+	"github.com/nexus-mcp/nexus/internal/engine"
 	"github.com/nexus-mcp/nexus/internal/gateway"
 	"github.com/nexus-mcp/nexus/internal/gateway/store"
 	"github.com/nexus-mcp/nexus/internal/policy"
@@ -128,7 +128,7 @@ func TestServeTLSKeyErrors(t *testing.T) {
 func TestReadyRequiredServers(t *testing.T) {
 	e := newEnvOpts(t, func(c *config.Config) {
 		c.Servers = append(c.Servers, &config.Server{Name: "broken", Type: config.TypeStdio, Command: []string{"no-such-command"}, Enabled: true})
-	}, func(ho *host.Options) {
+	}, func(ho *engine.Options) {
 		inner := ho.Transport
 		ho.Transport = func(ctx context.Context, srv *config.Server) (mcp.Conn, error) {
 			if srv.Name == "broken" {
@@ -299,7 +299,7 @@ func watchEnv(t *testing.T) *env {
 	e := newEnvOpts(t, func(c *config.Config) {
 		c.Servers = append(c.Servers, &config.Server{Name: "watch", Type: config.TypeStdio, Command: []string{"watch"}, Enabled: true})
 		c.Agents = append(c.Agents, &config.Agent{Name: "alice", Permission: "yolo", Servers: []string{"watch"}})
-	}, func(o *host.Options) {
+	}, func(o *engine.Options) {
 		prev := o.Transport
 		o.Transport = func(ctx context.Context, srv *config.Server) (mcp.Conn, error) {
 			if srv.Command[0] != "watch" {
@@ -423,7 +423,7 @@ func TestChainOnReadAndPromptThroughGateway(t *testing.T) {
 			return event.Decision{Action: event.Modify, Result: json.RawMessage(r)}, nil
 		}}},
 	}
-	e := newEnvOpts(t, nil, func(o *host.Options) { o.Links = links })
+	e := newEnvOpts(t, nil, func(o *engine.Options) { o.Links = links })
 	c := e.connect("claude", mcp.ClientOptions{})
 	ctx := ctxT(t)
 

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/config"
+	"github.com/nexus-mcp/nexus/internal/engine"
 	"github.com/nexus-mcp/nexus/internal/gateway"
 )
 
@@ -20,7 +20,7 @@ import (
 // start waits until the test opens the gate, and a server "broken" whose
 // command fails; dialed hears of each server's start. Its gateway
 // is made with o.
-func gatedEnv(t *testing.T, o host.GatewayOptions, start string) (e *env, open func(), dialed chan string) {
+func gatedEnv(t *testing.T, o gateway.Options, start string) (e *env, open func(), dialed chan string) {
 	t.Helper()
 	gate := make(chan struct{})
 	var once sync.Once
@@ -31,7 +31,7 @@ func gatedEnv(t *testing.T, o host.GatewayOptions, start string) (e *env, open f
 			c.Servers = append(c.Servers, &config.Server{Name: n, Type: config.TypeStdio, Command: []string{"testserver"}, Enabled: true, Start: start})
 		}
 		c.Servers = append(c.Servers, &config.Server{Name: "broken", Type: config.TypeStdio, Command: []string{"no-such-command"}, Enabled: true})
-	}, func(ho *host.Options) {
+	}, func(ho *engine.Options) {
 		inner := ho.Transport
 		ho.Transport = func(ctx context.Context, srv *config.Server) (mcp.Conn, error) {
 			if !strings.HasPrefix(srv.Name, "slow") {
@@ -56,7 +56,7 @@ func gatedEnv(t *testing.T, o host.GatewayOptions, start string) (e *env, open f
 	})
 	t.Cleanup(open) // before the env's cleanup, which waits for the starts to end
 	e.g.Close()
-	e.g = host.NewGateway(e.h, o)
+	e.g = gateway.New(e.h, o)
 	return e, open, dialed
 }
 
@@ -81,7 +81,7 @@ func hasAll(tools []mcp.Tool, prefixes ...string) bool {
 // is short so the first answer comes soon, but nothing here bounds it:
 // the slow servers cannot be up before the gate opens.
 func TestListAnswersWithWhatIsReady(t *testing.T) {
-	e, open, _ := gatedEnv(t, host.GatewayOptions{ListWait: 20 * time.Millisecond}, "")
+	e, open, _ := gatedEnv(t, gateway.Options{ListWait: 20 * time.Millisecond}, "")
 	ctx := ctxT(t)
 	changed := make(chan string, 16)
 	c := e.connect("claude", mcp.ClientOptions{OnListChanged: func(kind string) { changed <- kind }})
@@ -116,7 +116,7 @@ func TestListAnswersWithWhatIsReady(t *testing.T) {
 // its servers before any list asks; the old code started them on first
 // use only.
 func TestEagerStartsOnInitialize(t *testing.T) {
-	e, _, dialed := gatedEnv(t, host.GatewayOptions{Eager: true}, "")
+	e, _, dialed := gatedEnv(t, gateway.Options{Eager: true}, "")
 	ctx := ctxT(t)
 	e.connect("claude", mcp.ClientOptions{})
 	seen := map[string]bool{}
@@ -134,7 +134,7 @@ func TestEagerStartsOnInitialize(t *testing.T) {
 // for the starts initialize began, so once the eager ones were seen and
 // it is closed, any start of a lazy one would have been seen too.
 func TestLazyWaitsForUse(t *testing.T) {
-	e, open, dialed := gatedEnv(t, host.GatewayOptions{Eager: true}, config.StartLazy)
+	e, open, dialed := gatedEnv(t, gateway.Options{Eager: true}, config.StartLazy)
 	open()
 	ctx := ctxT(t)
 	e.connect("claude", mcp.ClientOptions{})
@@ -158,7 +158,7 @@ func TestLazyWaitsForUse(t *testing.T) {
 // A server whose command fails shows in /readyz (not required, so still
 // ready), and the list answers without it: never a hang.
 func TestReadyNamesServersThatFailed(t *testing.T) {
-	e, open, _ := gatedEnv(t, host.GatewayOptions{ListWait: 30 * time.Second}, "")
+	e, open, _ := gatedEnv(t, gateway.Options{ListWait: 30 * time.Second}, "")
 	open()
 	hh, err := e.g.HTTP(gateway.HTTPOptions{Agent: "claude"})
 	if err != nil {
@@ -187,7 +187,7 @@ func TestReadyNamesServersThatFailed(t *testing.T) {
 // starting: the old code resolved its exposed name by listing every
 // server, waiting for the gated ones (and so ran into the deadline).
 func TestCallDoesNotWaitForStartingServers(t *testing.T) {
-	e, _, _ := gatedEnv(t, host.GatewayOptions{ListWait: 20 * time.Millisecond}, "")
+	e, _, _ := gatedEnv(t, gateway.Options{ListWait: 20 * time.Millisecond}, "")
 	ctx := ctxT(t)
 	changed := make(chan string, 16)
 	c := e.connect("claude", mcp.ClientOptions{OnListChanged: func(kind string) { changed <- kind }})

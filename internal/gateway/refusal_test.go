@@ -6,15 +6,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/diag"
+	"github.com/nexus-mcp/nexus/internal/explain"
 )
 
 // The command line and the gateway tell of a refusal alike: one report,
 // built by internal/explain from the chain's *policy.DeniedError, which
-// the command line prints in full (host.Describe, as its explainErr
+// the command line prints in full (explain.Describe, as its explainErr
 // calls it, then the report's Error) and the gateway's client reads in
 // brief, as the refused call's tool result.
 func TestRefusalSameInCLIAndGateway(t *testing.T) {
@@ -33,7 +33,7 @@ func TestRefusalSameInCLIAndGateway(t *testing.T) {
 	// The command line's way: the host's call, described.
 	_, err = e.h.CallTool(ctx, "claude", "testserver.add", map[string]any{"a": 1, "b": 2}, nil)
 	var rep *diag.Report
-	if !errors.As(host.Describe(e.cfg, err, host.DescribeOptions{Agent: "claude"}), &rep) {
+	if !errors.As(explain.Describe(e.cfg, err, explain.Options{Agent: "claude"}), &rep) {
 		t.Fatalf("the host's refusal is not described as a report: %v", err)
 	}
 	cli := rep.Error()

@@ -10,9 +10,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/config"
+	"github.com/nexus-mcp/nexus/internal/engine"
 	"github.com/nexus-mcp/nexus/internal/gateway"
 	"github.com/nexus-mcp/nexus/internal/testserver"
 	httptransport "github.com/nexus-mcp/nexus/internal/transport/http"
@@ -28,7 +28,7 @@ func newHTTPUpstreamEnv(t *testing.T) *httpEnv {
 		c.Agents = append(c.Agents,
 			&config.Agent{Name: "alice", Permission: "yolo", Servers: []string{"web"}, Tokens: []string{"alice-token"}},
 			&config.Agent{Name: "bob", Permission: "yolo", Servers: []string{"web"}, Tokens: []string{"bob-token"}})
-	}, func(o *host.Options) {
+	}, func(o *engine.Options) {
 		prev := o.Transport
 		o.Transport = func(ctx context.Context, srv *config.Server) (mcp.Conn, error) {
 			if srv.Command[0] != "web" {

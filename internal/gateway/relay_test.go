@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/internal/gateway"
 	"github.com/nexus-mcp/nexus/internal/gateway/store"
 )
 
@@ -80,7 +80,7 @@ func TestBridgeRelayUntrusted(t *testing.T) {
 	a := newAsker()
 	e := bridgeEnv(t, a, nil, nil)
 	st := store.NewMemory()
-	g := host.NewGateway(e.h, host.GatewayOptions{StateKey: make([]byte, 32), ReplicaID: [8]byte{1}})
+	g := gateway.New(e.h, gateway.Options{StateKey: make([]byte, 32), ReplicaID: [8]byte{1}})
 	g.Relay(st)
 	t.Cleanup(func() { g.Close(); st.Close() })
 	m := e.modernOn(t, g, "claude")
@@ -168,11 +168,11 @@ func TestBridgeRelayNotes(t *testing.T) {
 // replicaPair is two gateway replicas over e's host sharing a state key,
 // each with a modern agent "claude" that declares elicitation; with st,
 // they relay retries to each other over its bus (nil: they do not).
-func replicaPair(t *testing.T, e *env, st store.Store) (g1 *host.Gateway, m1 *modernAgent, g2 *host.Gateway, m2 *modernAgent) {
+func replicaPair(t *testing.T, e *env, st store.Store) (g1 *gateway.Gateway, m1 *modernAgent, g2 *gateway.Gateway, m2 *modernAgent) {
 	t.Helper()
 	key := make([]byte, 32)
-	g1 = host.NewGateway(e.h, host.GatewayOptions{StateKey: key, ReplicaID: [8]byte{1}})
-	g2 = host.NewGateway(e.h, host.GatewayOptions{StateKey: key, ReplicaID: [8]byte{2}})
+	g1 = gateway.New(e.h, gateway.Options{StateKey: key, ReplicaID: [8]byte{1}})
+	g2 = gateway.New(e.h, gateway.Options{StateKey: key, ReplicaID: [8]byte{2}})
 	if st != nil {
 		g1.Relay(st)
 		g2.Relay(st)

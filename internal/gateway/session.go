@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/nexus-mcp/nexus/internal/registry"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,9 +17,9 @@ import (
 
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/diag"
+	"github.com/nexus-mcp/nexus/internal/engine"
 	"github.com/nexus-mcp/nexus/internal/explain"
 	"github.com/nexus-mcp/nexus/internal/gateway/store"
-	"github.com/nexus-mcp/nexus/internal/hostapi"
 	"github.com/nexus-mcp/nexus/internal/policy"
 	"github.com/nexus-mcp/nexus/internal/wire"
 )
@@ -39,7 +40,7 @@ type session struct {
 	version    string // negotiated
 	ready      bool
 	unrestored bool              // restoring from the store failed: try again on the next request
-	up         Upstream          // the agent's shared connections, or the session's own (see the package doc)
+	up         *engine.Host      // the agent's shared connections, or the session's own (see the package doc)
 	own        bool              // up is the session's own
 	level      int               // least severity of log messages sent; -1: the client set none
 	subs       map[string]string // subscribed URIs, by the server that has them
@@ -58,7 +59,7 @@ type session struct {
 	listeners  map[*listener]struct{} // open subscriptions/listen streams
 	lastMeta   *cachedMeta            // the _meta last decoded (requestMeta)
 
-	served atomic.Pointer[hostapi.Served] // what spans say of the client's side (version, transport)
+	served atomic.Pointer[engine.Served] // what spans say of the client's side (version, transport)
 }
 
 type promptRef struct{ server, name string }
@@ -77,7 +78,7 @@ func (s *session) isOwn() bool {
 	return s.own
 }
 
-func (s *session) host() Upstream {
+func (s *session) host() *engine.Host {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.up
@@ -113,7 +114,7 @@ var versions = []string{mcp.Version20251125, mcp.Version20250618, mcp.Version202
 
 // HandleRequest implements mcp.Handler.
 func (s *session) HandleRequest(ctx context.Context, method string, params json.RawMessage) (any, error) {
-	ctx = hostapi.WithServed(hostapi.WithSession(ctx, s.id), s.served.Load())
+	ctx = engine.WithServed(engine.WithSession(ctx, s.id), s.served.Load())
 	if s.modernOnly {
 		return s.modernRequest(ctx, method, params)
 	}
@@ -171,22 +172,11 @@ func (s *session) HandleRequest(ctx context.Context, method string, params json.
 	return nil, mcp.MethodNotFound(method)
 }
 
-// listTracer is an upstream that traces the lists the gateway serves
-// (host's TraceList): a span per list request, continuing the trace its
-// _meta carries, on to the servers a list is fetched from.
-type listTracer interface {
-	TraceList(ctx context.Context, method string) (context.Context, func(error))
-}
-
 // tracedList serves a list request with list under the host's span for
 // it, when the host has one.
 func (s *session) tracedList(ctx context.Context, method string, params json.RawMessage,
 	list func(context.Context, json.RawMessage) (any, *mcp.CacheHint, error)) (any, *mcp.CacheHint, error) {
-	t, ok := s.host().(listTracer)
-	if !ok {
-		return list(ctx, params)
-	}
-	ctx, end := t.TraceList(traced(ctx, params), method)
+	ctx, end := s.host().TraceList(traced(ctx, params), method)
 	res, hint, err := list(ctx, params)
 	end(err)
 	return res, hint, err
@@ -200,7 +190,7 @@ func (s *session) setServed(version string) {
 	if _, ok := s.peer.Conn().(mcp.ParamHeaderConn); ok {
 		t = "tcp"
 	}
-	s.served.Store(&hostapi.Served{Version: version, Transport: t})
+	s.served.Store(&engine.Served{Version: version, Transport: t})
 }
 
 // AskLogLevel implements mcp.LogAsker: a legacy client's requests ask a
@@ -299,8 +289,8 @@ func (s *session) initialize(params json.RawMessage) (any, error) {
 // sessionOptions are the handlers of the session's own upstream
 // connections: what servers ask goes to this client, on the stream of its
 // request in flight to that server.
-func (s *session) sessionOptions(c mcp.ClientCapabilities) hostapi.SessionOptions {
-	o := hostapi.SessionOptions{
+func (s *session) sessionOptions(c mcp.ClientCapabilities) engine.SessionOptions {
+	o := engine.SessionOptions{
 		Agent:             s.agent,
 		Session:           s.id,
 		OnLog:             s.forwardLog,
@@ -449,9 +439,9 @@ func legacy(res any, _ *mcp.CacheHint, err error) (any, error) { return res, err
 
 func (s *session) listTools(ctx context.Context, params json.RawMessage) (any, *mcp.CacheHint, error) {
 	defer s.startListing()()
-	ctx = hostapi.WithListWait(ctx, s.g.opts.ListWait)
+	ctx = engine.WithListWait(ctx, s.g.opts.ListWait)
 	list, err := s.host().Tools(ctx, s.agent)
-	page, next, hint, err := listed(s, mcp.MethodToolsList, list, err, params, func(t hostapi.Tool) mcp.Tool {
+	page, next, hint, err := listed(s, mcp.MethodToolsList, list, err, params, func(t engine.Tool) mcp.Tool {
 		out := t.Tool
 		out.Name = t.Name
 		// The gateway runs any tool as a task (tasks.go), and one its
@@ -467,9 +457,9 @@ func (s *session) listTools(ctx context.Context, params json.RawMessage) (any, *
 
 func (s *session) listResources(ctx context.Context, params json.RawMessage) (any, *mcp.CacheHint, error) {
 	defer s.startListing()()
-	ctx = hostapi.WithListWait(ctx, s.g.opts.ListWait)
+	ctx = engine.WithListWait(ctx, s.g.opts.ListWait)
 	list, err := s.host().Resources(ctx, s.agent)
-	page, next, hint, err := listed(s, mcp.MethodResourcesList, list, err, params, func(r hostapi.Resource) mcp.Resource { return r.Resource })
+	page, next, hint, err := listed(s, mcp.MethodResourcesList, list, err, params, func(r engine.Resource) mcp.Resource { return r.Resource })
 	if err != nil {
 		return nil, nil, err
 	}
@@ -478,9 +468,9 @@ func (s *session) listResources(ctx context.Context, params json.RawMessage) (an
 
 func (s *session) listTemplates(ctx context.Context, params json.RawMessage) (any, *mcp.CacheHint, error) {
 	defer s.startListing()()
-	ctx = hostapi.WithListWait(ctx, s.g.opts.ListWait)
+	ctx = engine.WithListWait(ctx, s.g.opts.ListWait)
 	list, err := s.host().Templates(ctx, s.agent)
-	page, next, hint, err := listed(s, mcp.MethodResourcesTemplatesList, list, err, params, func(t hostapi.Template) mcp.ResourceTemplate { return t.ResourceTemplate })
+	page, next, hint, err := listed(s, mcp.MethodResourcesTemplatesList, list, err, params, func(t engine.Template) mcp.ResourceTemplate { return t.ResourceTemplate })
 	if err != nil {
 		return nil, nil, err
 	}
@@ -489,7 +479,7 @@ func (s *session) listTemplates(ctx context.Context, params json.RawMessage) (an
 
 func (s *session) listPrompts(ctx context.Context, params json.RawMessage) (any, *mcp.CacheHint, error) {
 	defer s.startListing()()
-	ctx = hostapi.WithListWait(ctx, s.g.opts.ListWait)
+	ctx = engine.WithListWait(ctx, s.g.opts.ListWait)
 	out, partial, err := s.prompts(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -582,7 +572,7 @@ func (s *session) takeMissing(server string) bool {
 func starting(err error) (late []string, failed bool) {
 	var walk func(error)
 	walk = func(err error) {
-		var se *hostapi.StartingError
+		var se *engine.StartingError
 		switch e := err.(type) {
 		case interface{ Unwrap() []error }:
 			for _, x := range e.Unwrap() {
@@ -649,7 +639,7 @@ func (s *session) callTool(ctx context.Context, params json.RawMessage) (any, er
 
 // call makes one tools/call through the host; progress goes out under
 // nctx. With passOn, a result nothing changed on the way is answered
-// with the bytes the server sent (hostapi.CallOptions.Wire), not
+// with the bytes the server sent (engine.CallOptions.Wire), not
 // encoded again.
 func (s *session) call(ctx, nctx context.Context, p mcp.CallToolParams, passOn bool) (any, error) {
 	h := s.host()
@@ -678,10 +668,10 @@ func (s *session) call(ctx, nctx context.Context, p mcp.CallToolParams, passOn b
 		defer s.untrack(server, s.track(ctx, server))
 	}
 	if tc := traceContext(p.Meta); tc != nil {
-		ctx = hostapi.WithTraceContext(ctx, tc)
+		ctx = engine.WithTraceContext(ctx, tc)
 	}
 	// The request's frame was validated as it was read.
-	res, err := h.CallTool(ctx, s.agent, p.Name, hostapi.CheckedArgs(args), o)
+	res, err := h.CallTool(ctx, s.agent, p.Name, engine.CheckedArgs(args), o)
 	if err != nil {
 		var de *policy.DeniedError
 		if errors.As(err, &de) && de.Link == "rules" && de.Tool != "" {
@@ -694,7 +684,7 @@ func (s *session) call(ctx, nctx context.Context, p mcp.CallToolParams, passOn b
 			// a protocol error.
 			return &mcp.CallToolResult{Content: []mcp.Content{{Type: mcp.ContentText, Text: "Nexus refused this call: " + text}}, IsError: true}, nil
 		}
-		if se := (*hostapi.SchemaError)(nil); errors.As(err, &se) && se.What == "arguments" {
+		if se := (*registry.SchemaError)(nil); errors.As(err, &se) && se.What == "arguments" {
 			// An input validation error is a tool execution error, so
 			// the model can correct its arguments (SEP-1303): the tool
 			// did not run.
@@ -707,8 +697,8 @@ func (s *session) call(ctx, nctx context.Context, p mcp.CallToolParams, passOn b
 
 // exposed says an unknown tool's suggestions by the names this client
 // sees (mcp_testserver_echo), not the command line's (testserver.echo).
-func (s *session) exposed(h Upstream, err error) error {
-	var ut *hostapi.UnknownToolError
+func (s *session) exposed(h *engine.Host, err error) error {
+	var ut *registry.UnknownToolError
 	if !errors.As(err, &ut) || len(ut.Suggestions) == 0 {
 		return err
 	}
@@ -724,14 +714,14 @@ func (s *session) exposed(h Upstream, err error) error {
 }
 
 // wired is a call's options and the result's bytes they may ask for
-// (hostapi.CallOptions.Wire), in one allocation.
+// (engine.CallOptions.Wire), in one allocation.
 type wired struct {
-	o    hostapi.CallOptions
+	o    engine.CallOptions
 	wire json.RawMessage
 }
 
 // ask makes the options ask for the result's bytes, and returns them.
-func (w *wired) ask() *hostapi.CallOptions {
+func (w *wired) ask() *engine.CallOptions {
 	w.o.Wire = &w.wire
 	return &w.o
 }
@@ -1205,9 +1195,9 @@ func (g *Gateway) rpcErrorOf(agent string, err error) error {
 	}
 	var (
 		rerr   *mcp.RPCError
-		ut     *hostapi.UnknownToolError
-		us     *hostapi.UnknownServerError
-		schema *hostapi.SchemaError
+		ut     *registry.UnknownToolError
+		us     *registry.UnknownServerError
+		schema *registry.SchemaError
 		rep    *diag.Report
 	)
 	switch {
@@ -1246,7 +1236,7 @@ func traced(ctx context.Context, params json.RawMessage) context.Context {
 		return ctx
 	}
 	if tc := traceContext(meta); tc != nil {
-		return hostapi.WithTraceContext(ctx, tc)
+		return engine.WithTraceContext(ctx, tc)
 	}
 	return ctx
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/nexus-mcp/nexus/internal/engine"
 	"strings"
 	"time"
 
@@ -82,7 +83,7 @@ func (s *session) apply(rec *store.Session) (added map[string]string) {
 
 // takeUp subscribes this replica's upstream connections to what the
 // session subscribed to on another, in the background.
-func (s *session) takeUp(up Upstream, subs map[string]string) {
+func (s *session) takeUp(up *engine.Host, subs map[string]string) {
 	if len(subs) == 0 {
 		return
 	}

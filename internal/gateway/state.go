@@ -114,7 +114,7 @@ type state struct {
 	upstream bool
 	inner    string
 	// What a modern upstream's call carries to its retry, so the chain
-	// decides it once (hostapi.Attempt; call is its id): the request's
+	// decides it once (engine.Attempt; call is its id): the request's
 	// params as the first attempt's policies left them ("" unchanged),
 	// and the questions handed to the agent, whose answers pass the
 	// chain's response half with the request they answer.

@@ -7,9 +7,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/config"
+	"github.com/nexus-mcp/nexus/internal/engine"
 )
 
 // legacyTasks is an MCP 2025-11-25 server whose tool "confirm" runs only
@@ -83,7 +83,7 @@ func TestModernAgentLegacyTaskAsks(t *testing.T) {
 	l := &legacyTasks{}
 	e := newEnvOpts(t, func(c *config.Config) {
 		c.Servers = append(c.Servers, &config.Server{Name: "ltasks", Type: config.TypeStdio, Command: []string{"ltasks"}, Enabled: true, Prefix: ptr("")})
-	}, func(o *host.Options) {
+	}, func(o *engine.Options) {
 		prev := o.Transport
 		o.Transport = func(ctx context.Context, srv *config.Server) (mcp.Conn, error) {
 			if srv.Command[0] != "ltasks" {

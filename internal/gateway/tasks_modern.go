@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
-	"github.com/nexus-mcp/nexus/internal/hostapi"
+	"github.com/nexus-mcp/nexus/internal/engine"
 )
 
 // The tasks extension (io.modelcontextprotocol/tasks) for modern agents.
@@ -192,7 +192,7 @@ func (s *session) taskAsk(ctx context.Context, t *task, server string, meta *mcp
 	}
 	// Each answer passes the chain's response half with its question,
 	// as a server request's answer does; a refused one refuses the call.
-	g, _ := s.host().(inputGuard) // passInput refused any question without it
+	g := s.host()
 	for k, raw := range resp {
 		out, err := guardAnswer(ctx, g, server, k, guarded[k], raw)
 		if err != nil {
@@ -254,7 +254,7 @@ type followed struct {
 // chain as a server's request does (the host guards the connection's
 // handlers), and its answer will on its way back: nothing more here.
 func (f *followed) ask(ctx context.Context, method string, params json.RawMessage, meta mcp.Meta) (json.RawMessage, error) {
-	hostapi.SetCallID(ctx, f.call)
+	engine.SetCallID(ctx, f.call)
 	q := mcp.InputRequest{Method: method, Params: params}
 	if err := declared(f.meta.Capabilities, q); err != nil {
 		return nil, &mcp.RPCError{Code: mcp.CodeInvalidRequest, Message: "the client's request did not declare " + method}

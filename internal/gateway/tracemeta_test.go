@@ -13,9 +13,9 @@ import (
 
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/config"
+	"github.com/nexus-mcp/nexus/internal/engine"
 	"github.com/nexus-mcp/nexus/internal/gateway"
 	"github.com/nexus-mcp/nexus/internal/telemetry"
 )
@@ -47,7 +47,7 @@ func TestTraceMetaThrough(t *testing.T) {
 	var mu sync.Mutex
 	var last map[string]string
 	sentBy := map[string]map[string]string{} // method -> the trace keys it last carried upstream
-	e := newEnvOpts(t, nil, func(o *host.Options) {
+	e := newEnvOpts(t, nil, func(o *engine.Options) {
 		o.Telemetry = tel
 		inner := o.Transport
 		o.Transport = func(ctx context.Context, srv *config.Server) (mcp.Conn, error) {
@@ -207,7 +207,7 @@ func TestTraceHTTPTransport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnvOpts(t, nil, func(o *host.Options) { o.Telemetry = tel })
+	e := newEnvOpts(t, nil, func(o *engine.Options) { o.Telemetry = tel })
 	hh, err := e.g.HTTP(gateway.HTTPOptions{Agent: "claude"})
 	if err != nil {
 		t.Fatal(err)

@@ -11,4 +11,9 @@
 // every reconnection.
 //
 // The registry does not know transports: the host gives it a Dialer.
+//
+// The errors a catalog and its calls return that callers tell apart
+// (UnknownServerError, UnknownToolError, SchemaError, ServerError) are
+// here too, below both the engine that returns them and internal/explain,
+// which turns them into reports.
 package registry
