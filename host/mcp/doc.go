@@ -17,12 +17,18 @@
 // streamable HTTP, plugins) provide Conns; the host puts policies around the
 // Client.
 //
-// It stays public, beside the host rather than under internal/, because
-// the host's API speaks it: CallTool returns its results, Client hands out
-// its sessions, and an embedder's own transport (host.Options.Transport)
-// or a plugin transport is a Conn. It is also a complete protocol library
-// on its own; what is public here is held to the compatibility an
-// importer expects.
+// It is public on purpose, the protocol API beside the host facade rather
+// than under internal/ (issue 39 weighed moving it): the host's API speaks
+// it (CallTool returns its results, Client hands out its sessions, an
+// embedder's own transport, host.Options.Transport, and
+// host.Gateway.Serve take a Conn), and it is a complete protocol library
+// on its own. Its contract is small and is the one to follow: a Conn is
+// three methods, one JSON-RPC message per frame (ExampleConn); a Server
+// is NewServer and a handler per tool, resource or prompt (Example,
+// ExampleServer_AddResource); a Client is Connect over a Conn, whatever
+// the revision (ExampleClientOptions_elicitation). What is public here is
+// held to the compatibility an importer expects; the Examples build in
+// another module as they are.
 //
 // We write our own peer rather than build on an SDK because a security host
 // must see and bound every frame, and because the per-call cost matters:
