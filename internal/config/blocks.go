@@ -1,8 +1,6 @@
 package config
 
 import (
-	"fmt"
-
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/nexus-mcp/nexus/internal/audit"
@@ -34,11 +32,8 @@ type tableBlock[T any] struct {
 
 // hcl decodes b, or returns nil when it has an error (reported).
 func (tb tableBlock[T]) hcl(h *hclFile, b *hcl.Block) *T {
-	schema := &hcl.BodySchema{}
-	for _, o := range tb.Options {
-		schema.Attributes = append(schema.Attributes, hcl.AttributeSchema{Name: o.HCL, Required: o.Required})
-	}
-	c, ok := h.content(b, schema)
+	refs := map[string]Template{}
+	body, ok := h.hclBlock(b, tb.Options.Shape(), refs, tb.HCLExample)
 	if !ok {
 		return nil
 	}
@@ -46,14 +41,7 @@ func (tb tableBlock[T]) hcl(h *hclFile, b *hcl.Block) *T {
 	if tb.source != nil {
 		*tb.source(o) = h.blockSource(b)
 	}
-	refs := map[string]Template{}
-	before := len(h.errs)
-	for _, opt := range tb.Options {
-		if a := c.Attributes[opt.HCL]; a != nil {
-			opt.Decode(o, hclValue{h: h, a: a, refs: refs, in: tb.Name, ex: tb.HCLExample})
-		}
-	}
-	if len(h.errs) != before {
+	if !option.Decode(tb.Options, o, body) {
 		return nil
 	}
 	if tb.refs != nil && len(refs) > 0 {
@@ -66,29 +54,16 @@ func (tb tableBlock[T]) hcl(h *hclFile, b *hcl.Block) *T {
 // has an error (reported). Unknown members warn, as everywhere in JSON.
 func (tb tableBlock[T]) json(j *jsonFile, v *jval) *T {
 	d := &dec{j: j, what: tb.Name}
-	if v.kind != '{' {
-		d.typeErr(v, tb.Name, "an object", tb.JSONExample)
-		return nil
-	}
-	if !d.keys(v, tb.Name, tb.Options.JSONKeys()) {
+	before := len(j.errs)
+	body, ok := d.body(v, tb.Name, "", tb.Options.Shape(), tb.JSONExample)
+	if !ok {
 		return nil
 	}
 	o := tb.New()
 	if tb.source != nil {
 		*tb.source(o) = j.at(v.off)
 	}
-	before := len(j.errs)
-	for _, m := range v.obj {
-		if opt := tb.Options.JSON(m.key); opt != nil {
-			opt.Decode(o, jsonValue{d: d, v: m.val, name: m.key, ex: tb.JSONExample})
-		}
-	}
-	for _, opt := range tb.Options {
-		if opt.Required && v.get(opt.JSON) == nil {
-			d.errAt(v, fmt.Sprintf("%s needs %q", tb.Name, opt.JSON), tb.JSONExample)
-		}
-	}
-	if len(j.errs) != before {
+	if !option.Decode(tb.Options, o, body) || len(j.errs) != before {
 		return nil
 	}
 	if tb.refs != nil && len(d.refs) > 0 {
@@ -106,13 +81,7 @@ func (tb tableBlock[T]) out(c *compiler, o *T) map[string]any {
 	if tb.refs != nil {
 		w.refs = *tb.refs(o)
 	}
-	e := map[string]any{}
-	for _, opt := range tb.Options {
-		if v := opt.Out(o, w); v != nil {
-			e[opt.JSON] = v
-		}
-	}
-	return e
+	return option.Out(tb.Options, o, w)
 }
 
 // LockPolicy is the lock block (internal/lock owns it and its options).

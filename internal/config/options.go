@@ -34,6 +34,10 @@ type hclValue struct {
 	who  string // the server
 	in   string // the block the attribute is in, for messages: "oauth"
 	ex   string // the block's example (option.Block's HCLExample), or ""
+
+	// A nested row's value is its blocks (body.go), not an attribute.
+	blocks []*hcl.Block
+	shape  *option.Shape
 }
 
 // refsFor keeps templates only where the option asks for them (ptr != "").
@@ -82,6 +86,8 @@ type jsonValue struct {
 	v    *jval
 	name string
 	ex   string // the block's example (option.Block's JSONExample), or ""
+	// shape is a nested row's (body.go).
+	shape *option.Shape
 }
 
 func (v jsonValue) String(ptr string) (string, bool)    { return v.d.str(v.v, v.name, ptr) }

@@ -14,6 +14,13 @@ type Option[T any] struct {
 	// Required is an option of a Block that the block must set: nexus.hcl's
 	// schema requires it, and JSON reports the block without it.
 	Required bool
+	// Label is the row that names its block (block.go): the block's label
+	// in nexus.hcl, in JSON the key or member that names it. Its Value
+	// reads as a string.
+	Label bool
+	// Nested is the shape of a row that is a block of its own (made by
+	// Nest or NestList); its Value reads through Blocks.
+	Nested *Shape
 	// Out is the option's value for nexus.hcl and nexus JSON, or nil to leave
 	// it out (unset, or the default): a string, []string, int, bool, or what
 	// w returned for a value that may hold a template.
@@ -53,6 +60,10 @@ type Value interface {
 	EnvFile(path string) (env map[string]string, ok bool)
 	// Fail reports a problem with the value and its fix at its position.
 	Fail(problem, fix string)
+	// Blocks are the blocks of a nested row (Option.Nested), each checked
+	// against its shape; more than one of a row that is not Many is
+	// reported, and ok is false.
+	Blocks() ([]Body, bool)
 	// FailExample is Fail with the block's example, in the format's own
 	// syntax, as the fix (Block's HCLExample or JSONExample; none for a
 	// server's options).
