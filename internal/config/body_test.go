@@ -51,7 +51,7 @@ var nestedTable = option.Table[nestedBlock]{
 		{HCL: "tools", JSON: "tools", Example: `["read_*"]`,
 			Decode: func(m *nestedMatch, v option.Value) { m.Tools, _ = v.Strings("") },
 			Out:    func(m *nestedMatch, _ option.Writer) any { return m.Tools }},
-	}, func(b *nestedBlock) *nestedMatch {
+	}, func(b *nestedBlock, _ option.Body) *nestedMatch {
 		b.Match = append(b.Match, nestedMatch{})
 		return &b.Match[len(b.Match)-1]
 	}, func(b *nestedBlock) []*nestedMatch {
@@ -65,14 +65,14 @@ var nestedTable = option.Table[nestedBlock]{
 		{HCL: "name", JSON: "name", Label: true, Example: `"build"`,
 			Decode: func(s *nestedStep, v option.Value) {
 				if s.Name, _ = v.String(""); strings.Contains(s.Name, ".") {
-					v.Fail("step name "+s.Name+" has a dot", nameRule)
+					v.Fail("step name "+s.Name+" has a dot", option.NameRule)
 				}
 			},
 			Out: func(s *nestedStep, _ option.Writer) any { return s.Name }},
 		{HCL: "run", JSON: "run", Required: true, Example: `"make"`,
 			Decode: func(s *nestedStep, v option.Value) { s.Run, _ = v.String("") },
 			Out:    func(s *nestedStep, _ option.Writer) any { return s.Run }},
-	}, func(b *nestedBlock) *nestedStep {
+	}, func(b *nestedBlock, _ option.Body) *nestedStep {
 		s := &nestedStep{}
 		b.Steps = append(b.Steps, s)
 		return s
@@ -153,7 +153,7 @@ func TestNestedRowErrors(t *testing.T) {
 		{"nexus.hcl", "example_nested {\n  limits {\n    memory = 0\n  }\n}\n",
 			[]string{"line 3,", `"memory" must be a whole number of at least 1, found 0`}},
 		{"nexus.hcl", "example_nested {\n  step \"a.b\" {\n    run = \"x\"\n  }\n}\n",
-			[]string{"line 2, column 8", "step name a.b has a dot", nameRule}},
+			[]string{"line 2, column 8", "step name a.b has a dot", option.NameRule}},
 		{"nexus.hcl", "example_nested {\n  step \"a\" {\n  }\n}\n",
 			[]string{"line 2,", `"run" is required`}},
 		{"nexus.hcl", "example_nested {\n  step {\n    run = \"x\"\n  }\n}\n",

@@ -1,5 +1,7 @@
 package option
 
+import "github.com/nexus-mcp/nexus/internal/diag"
+
 // Blocks inside blocks, and labels. A row is an attribute by default; a
 // row made by Nest or NestList is a block of its own inside its block (a
 // filter's match and limits), decoded through its own table, and a row
@@ -18,6 +20,7 @@ type Row struct {
 	Required  bool
 	Label     bool
 	Nested    *Shape
+	Example   string // Option.Example, for tests that walk a shape
 }
 
 // Shape is a table's rows without their type.
@@ -50,7 +53,7 @@ func (s *Shape) JSONKeys() []string {
 
 // Row is o as a format sees it.
 func (o *Option[T]) Row() Row {
-	return Row{HCL: o.HCL, JSON: o.JSON, Required: o.Required, Label: o.Label, Nested: o.Nested}
+	return Row{HCL: o.HCL, JSON: o.JSON, Required: o.Required, Label: o.Label, Nested: o.Nested, Example: o.Example}
 }
 
 // Shape is t's rows without their type.
@@ -67,6 +70,22 @@ func (t Table[T]) Shape() *Shape {
 type Body interface {
 	// Get is the value of row r in the block, or nil when it is not set.
 	Get(r Row) Value
+	// Source is where the block is written.
+	Source() diag.Source
+	// Fail reports a problem with the whole block, at its start; with
+	// FailExample the fix is the block's example in the format's syntax.
+	Fail(problem, fix string)
+	FailExample(problem string)
+	// FailAt reports a problem at src, a place inside the block (an
+	// expression's column).
+	FailAt(src diag.Source, problem, fix string)
+	// Warn notes something that may not be meant, at the block.
+	Warn(message string)
+	// Exists says whether the file or directory at path exists.
+	Exists(path string) bool
+	// Lenient is set when values from the environment may be unset (for
+	// show and compile, which need no secrets).
+	Lenient() bool
 	// Errors counts the errors the file has so far, so that a decoder can
 	// tell whether a row failed.
 	Errors() int
@@ -76,21 +95,27 @@ type Body interface {
 // nothing more when one of them is wrong (a block that cannot be named
 // cannot be reported on by name). It reports whether no row failed.
 func Decode[T any](t Table[T], o *T, b Body) bool {
+	return DecodeLabels(t, o, b) && DecodeRows(t, o, b)
+}
+
+// DecodeLabels reads the label rows of t that b sets into o, and reports
+// whether none failed.
+func DecodeLabels[T any](t Table[T], o *T, b Body) bool { return decode(t, o, b, true) }
+
+// DecodeRows reads the other rows, and reports whether none failed.
+func DecodeRows[T any](t Table[T], o *T, b Body) bool { return decode(t, o, b, false) }
+
+func decode[T any](t Table[T], o *T, b Body, labels bool) bool {
 	before := b.Errors()
-	for _, label := range []bool{true, false} {
-		for i := range t {
-			if t[i].Label != label {
-				continue
-			}
-			if v := b.Get(t[i].Row()); v != nil {
-				t[i].Decode(o, v)
-			}
+	for i := range t {
+		if t[i].Label != labels {
+			continue
 		}
-		if b.Errors() != before {
-			return false
+		if v := b.Get(t[i].Row()); v != nil {
+			t[i].Decode(o, v)
 		}
 	}
-	return true
+	return b.Errors() == before
 }
 
 // Out is o's set rows in the nexus JSON form, by their JSON names.
@@ -124,16 +149,16 @@ func Nest[T, U any](name string, table Table[U], field func(*T) *U, example stri
 
 // NestList is a row that is a block written any number of times inside
 // the block (a filter's match { ... }), each decoded through table into
-// the element add appends to the list; list is the elements, in order,
-// for writing them back.
-func NestList[T, U any](name string, table Table[U], add func(*T) *U, list func(*T) []*U, example string) Option[T] {
+// the element add appends to the list (b is the element's block: its
+// source); list is the elements, in order, for writing them back.
+func NestList[T, U any](name string, table Table[U], add func(*T, Body) *U, list func(*T) []*U, example string) Option[T] {
 	shape := table.Shape()
 	shape.Many = true
 	return Option[T]{HCL: name, JSON: name, Nested: shape, Example: example,
 		Decode: func(o *T, v Value) {
 			bs, _ := v.Blocks()
 			for _, b := range bs {
-				Decode(table, add(o), b)
+				Decode(table, add(o, b), b)
 			}
 		},
 		Out: func(o *T, w Writer) any {
@@ -147,4 +172,21 @@ func NestList[T, U any](name string, table Table[U], add func(*T) *U, list func(
 			}
 			return out
 		}}
+}
+
+// Field is t's rows as rows of T, whose field holds the U they decode
+// (a rule's rows as rows of the filter that holds it).
+func Field[T, U any](t Table[U], field func(*T) *U) Table[T] {
+	out := make(Table[T], len(t))
+	for i, o := range t {
+		out[i] = Option[T]{HCL: o.HCL, JSON: o.JSON, Required: o.Required, Label: o.Label, Nested: o.Nested, Example: o.Example,
+			Decode: func(x *T, v Value) { o.Decode(field(x), v) }}
+		if o.Out != nil {
+			out[i].Out = func(x *T, w Writer) any { return o.Out(field(x), w) }
+		}
+		if o.Lost != nil {
+			out[i].Lost = func(x *T, format string) string { return o.Lost(field(x), format) }
+		}
+	}
+	return out
 }
