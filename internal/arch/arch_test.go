@@ -100,7 +100,7 @@ func consoleMay(to string) bool {
 
 // blockOwners keep the option table of a config block (issue 39): config
 // imports them to decode and write the block, so they never import config.
-var blockOwners = map[string]bool{"internal/lock": true, "internal/telemetry": true, "internal/sampling": true, "internal/audit": true}
+var blockOwners = map[string]bool{"internal/lock": true, "internal/telemetry": true, "internal/sampling": true, "internal/audit": true, "internal/policy": true, "internal/plugin/block": true}
 
 func TestDependencyRules(t *testing.T) {
 	ps := packages(t)
@@ -114,7 +114,9 @@ func TestDependencyRules(t *testing.T) {
 			bad = from + " owns its config block's option table, which internal/config imports to decode it; it never imports config back"
 		case from == "host/mcp" && impl(to) && !streamHelpers[to]:
 			bad = "host/mcp is the pure protocol and imports no other host package (but the stream readers under it)"
-		case from == "internal/option" || from == "internal/bounded" || from == "internal/filelock":
+		case from == "internal/option" && to != "internal/diag":
+			bad = "internal/option is the config vocabulary every owner may use and imports no other Nexus package but internal/diag (where a value is written)"
+		case from == "internal/bounded" || from == "internal/filelock":
 			bad = from + " is a leaf every part may use and imports no other Nexus package"
 		case streamHelpers[from]:
 			bad = from + " reads streams for the protocol and the transports alike, and imports no other Nexus package"

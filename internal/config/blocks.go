@@ -9,6 +9,8 @@ import (
 	"github.com/nexus-mcp/nexus/internal/diag"
 	"github.com/nexus-mcp/nexus/internal/lock"
 	"github.com/nexus-mcp/nexus/internal/option"
+	"github.com/nexus-mcp/nexus/internal/plugin/block"
+	"github.com/nexus-mcp/nexus/internal/policy"
 	"github.com/nexus-mcp/nexus/internal/sampling"
 	"github.com/nexus-mcp/nexus/internal/telemetry"
 )
@@ -34,11 +36,9 @@ type tableBlock[T any] struct {
 
 // hcl decodes b, or returns nil when it has an error (reported).
 func (tb tableBlock[T]) hcl(h *hclFile, b *hcl.Block) *T {
-	schema := &hcl.BodySchema{}
-	for _, o := range tb.Options {
-		schema.Attributes = append(schema.Attributes, hcl.AttributeSchema{Name: o.HCL, Required: o.Required})
-	}
-	c, ok := h.content(b, schema)
+	before := len(h.errs)
+	refs := map[string]Template{}
+	body, ok := h.hclBlock(b, tb.Options.Shape(), refs, tb.HCLExample)
 	if !ok {
 		return nil
 	}
@@ -46,18 +46,24 @@ func (tb tableBlock[T]) hcl(h *hclFile, b *hcl.Block) *T {
 	if tb.source != nil {
 		*tb.source(o) = h.blockSource(b)
 	}
-	refs := map[string]Template{}
-	before := len(h.errs)
-	for _, opt := range tb.Options {
-		if a := c.Attributes[opt.HCL]; a != nil {
-			opt.Decode(o, hclValue{h: h, a: a, refs: refs, in: tb.Name, ex: tb.HCLExample})
-		}
-	}
-	if len(h.errs) != before {
+	return tb.decode(o, body, func() map[string]Template { return refs }, func() bool { return len(h.errs) == before })
+}
+
+// decode reads o's rows from body, keeps the templates found (refs) and
+// runs the block's Check; refs gives them once read, clean says whether the file has no new error.
+func (tb tableBlock[T]) decode(o *T, body option.Body, refs func() map[string]Template, clean func() bool) *T {
+	if !option.DecodeLabels(tb.Options, o, body) {
 		return nil
 	}
-	if tb.refs != nil && len(refs) > 0 {
-		*tb.refs(o) = refs
+	ok := option.DecodeRows(tb.Options, o, body)
+	if r := refs(); tb.refs != nil && len(r) > 0 {
+		*tb.refs(o) = r
+	}
+	if tb.Check != nil {
+		tb.Check(o, body, ok)
+	}
+	if !clean() {
+		return nil
 	}
 	return o
 }
@@ -65,36 +71,99 @@ func (tb tableBlock[T]) hcl(h *hclFile, b *hcl.Block) *T {
 // json decodes the block's member of a JSON file, or returns nil when it
 // has an error (reported). Unknown members warn, as everywhere in JSON.
 func (tb tableBlock[T]) json(j *jsonFile, v *jval) *T {
-	d := &dec{j: j, what: tb.Name}
-	if v.kind != '{' {
-		d.typeErr(v, tb.Name, "an object", tb.JSONExample)
+	return tb.jsonEntry(&dec{j: j, what: tb.Name}, v, tb.Name, nil)
+}
+
+// jsonEntry decodes one block from v, an object; field names it in
+// messages, and label is its key in an object of blocks by name.
+func (tb tableBlock[T]) jsonEntry(d *dec, v *jval, field string, label *jval) *T {
+	j := d.j
+	before := len(j.errs)
+	body, ok := d.body(v, field, "", tb.Options.Shape(), tb.JSONExample, label != nil)
+	if !ok {
 		return nil
 	}
-	if !d.keys(v, tb.Name, tb.Options.JSONKeys()) {
-		return nil
-	}
+	body.label = label
 	o := tb.New()
 	if tb.source != nil {
-		*tb.source(o) = j.at(v.off)
+		at := v.off
+		if label != nil {
+			at = label.off
+		}
+		*tb.source(o) = j.at(at)
 	}
-	before := len(j.errs)
-	for _, m := range v.obj {
-		if opt := tb.Options.JSON(m.key); opt != nil {
-			opt.Decode(o, jsonValue{d: d, v: m.val, name: m.key, ex: tb.JSONExample})
+	return tb.decode(o, body, func() map[string]Template { return d.refs }, func() bool { return len(j.errs) == before })
+}
+
+// labelRow is the row that names the block, or nil for a block that is
+// written once.
+func (tb tableBlock[T]) labelRow() *option.Option[T] {
+	for i := range tb.Options {
+		if tb.Options[i].Label {
+			return &tb.Options[i]
 		}
 	}
-	for _, opt := range tb.Options {
-		if opt.Required && v.get(opt.JSON) == nil {
-			d.errAt(v, fmt.Sprintf("%s needs %q", tb.Name, opt.JSON), tb.JSONExample)
+	return nil
+}
+
+// jsonName is the block's member of a JSON file's top-level object.
+func (tb tableBlock[T]) jsonName() string {
+	if tb.JSONName != "" {
+		return tb.JSONName
+	}
+	return tb.Name
+}
+
+// jsonAll decodes the member holding a named block's entries: an array in
+// the order written (JSONList), else an object by name. An entry with an
+// error is left out (and reported).
+func (tb tableBlock[T]) jsonAll(j *jsonFile, v *jval) []*T {
+	name, key := tb.jsonName(), tb.labelRow().JSON
+	var out []*T
+	seen := map[string]bool{}
+	add := func(label string, at, entry *jval, byName bool) {
+		if seen[label] {
+			j.errAt(at.off, len(label)+2, "", fmt.Sprintf("%s %q is defined twice in this file", tb.Name, label))
+			return
+		}
+		seen[label] = true
+		what := subject(tb.Name, label)
+		if entry.kind != '{' {
+			j.errAt(entry.off, 1, "", fmt.Sprintf("%s must be an object, found %s", what, entry.kindName()), "Expected, for example: "+tb.JSONExample)
+			return
+		}
+		d := &dec{j: j, who: label, what: tb.Name}
+		var l *jval
+		if byName {
+			l = at
+		}
+		if o := tb.jsonEntry(d, entry, what, l); o != nil {
+			out = append(out, o)
 		}
 	}
-	if len(j.errs) != before {
+	if tb.JSONList {
+		if v.kind != '[' {
+			(&dec{j: j}).typeErr(v, name, "an array of "+name+", in the order they run", "["+tb.JSONExample+"]")
+			return nil
+		}
+		for i, e := range v.arr {
+			n := e.get(key)
+			if e.kind != '{' || n == nil || n.kind != '"' {
+				j.errAt(e.off, 1, "", fmt.Sprintf("%s %d has no %q", tb.Name, i, key), "Expected, for example: "+tb.JSONExample)
+				continue
+			}
+			add(n.str, n, e, false)
+		}
+		return out
+	}
+	if v.kind != '{' {
+		(&dec{j: j}).typeErr(v, name, "an object of "+name+" by name", fmt.Sprintf(`{"example": %s}`, tb.JSONExample))
 		return nil
 	}
-	if tb.refs != nil && len(d.refs) > 0 {
-		*tb.refs(o) = d.refs
+	for _, m := range v.obj {
+		add(m.key, &jval{kind: '"', off: m.off, str: m.key}, m.val, true)
 	}
-	return o
+	return out
 }
 
 // out is the block in the nexus-json form: its options that are set.
@@ -106,13 +175,33 @@ func (tb tableBlock[T]) out(c *compiler, o *T) map[string]any {
 	if tb.refs != nil {
 		w.refs = *tb.refs(o)
 	}
-	e := map[string]any{}
-	for _, opt := range tb.Options {
-		if v := opt.Out(o, w); v != nil {
-			e[opt.JSON] = v
-		}
+	if l := tb.labelRow(); l != nil {
+		w.subj = subject(tb.Name, l.Out(o, w).(string))
+		c.cur = w.subj
+		defer func() { c.cur = "" }()
 	}
-	return e
+	return option.Out(tb.Options, o, w)
+}
+
+// outAll is a named block's entries in the nexus-json form: an array, or
+// an object by name.
+func (tb tableBlock[T]) outAll(c *compiler, items []*T) any {
+	if tb.JSONList {
+		out := make([]any, len(items))
+		for i, o := range items {
+			out[i] = tb.out(c, o)
+		}
+		return out
+	}
+	key := tb.labelRow().JSON
+	out := map[string]any{}
+	for _, o := range items {
+		e := tb.out(c, o)
+		name, _ := e[key].(string)
+		delete(e, key)
+		out[name] = e
+	}
+	return out
 }
 
 // LockPolicy is the lock block (internal/lock owns it and its options).
@@ -148,6 +237,20 @@ var samplingBlock = tableBlock[Sampling]{Block: sampling.ConfigBlock, source: fu
 
 // Audit is the audit block (internal/audit owns it and its options).
 type Audit = audit.Block
+
+// The filter, rule and agent blocks (internal/policy owns them and their
+// options). A rule block is a filter whose link is a CEL rule: JSON has
+// no member of its own for it.
+var (
+	filterBlock = tableBlock[Filter]{Block: policy.FilterBlock, source: func(f *Filter) *diag.Source { return &f.Source },
+		refs: func(f *Filter) *map[string]Template { return &f.Refs }}
+	ruleBlock = tableBlock[Filter]{Block: policy.RuleBlock, source: func(f *Filter) *diag.Source { return &f.Source },
+		refs: func(f *Filter) *map[string]Template { return &f.Refs }}
+	agentBlock = tableBlock[Agent]{Block: policy.AgentConfigBlock, source: func(a *Agent) *diag.Source { return &a.Source },
+		refs: func(a *Agent) *map[string]Template { return &a.Refs }}
+)
+
+var pluginBlock = tableBlock[Plugin]{Block: block.Config, source: func(p *Plugin) *diag.Source { return &p.Source }}
 
 var auditBlock = tableBlock[Audit]{Block: audit.ConfigBlock, source: func(a *Audit) *diag.Source { return &a.Source },
 	refs: func(a *Audit) *map[string]Template { return &a.Refs }}

@@ -323,131 +323,13 @@ func (c *compiler) nexusExtras(doc map[string]any) {
 		doc["nexus"] = map[string]any{"roots": cfg.Roots}
 	}
 	if len(cfg.Plugins) > 0 {
-		ps := map[string]any{}
-		for _, p := range cfg.Plugins {
-			e := map[string]any{"path": p.Path}
-			if p.SHA256 != "" {
-				e["sha256"] = p.SHA256
-			}
-			ps[p.Name] = e
-		}
-		doc["plugins"] = ps
+		doc["plugins"] = pluginBlock.outAll(c, cfg.Plugins)
 	}
 	if len(cfg.Filters) > 0 {
-		var fs []any
-		for _, f := range cfg.Filters {
-			e := map[string]any{"name": f.Name, "kind": f.Kind}
-			if f.WASM != "" {
-				e["wasm"] = f.WASM
-			}
-			if f.Rule != nil {
-				e["rule"] = ruleJSON(f.Rule)
-			}
-			if f.Plugin != "" {
-				e["plugin"] = f.Plugin
-			}
-			if f.SHA256 != "" {
-				e["sha256"] = f.SHA256
-			}
-			switch f.ABI {
-			case "":
-			case ABINexus:
-				e["abi"] = 1
-			default:
-				e["abi"] = f.ABI
-			}
-			if f.Entrypoint != "" {
-				e["entrypoint"] = f.Entrypoint
-			}
-			if f.DataFile != "" {
-				e["data_file"] = f.DataFile
-			}
-			if f.OnError != "deny" && f.OnError != "" {
-				e["on_error"] = f.OnError
-			}
-			if f.Mode != "" {
-				e["mode"] = f.Mode
-			}
-			if f.Config != nil {
-				c.cur = subject("filter", f.Name)
-				e["config"] = c.anyValue(f.Refs, "/config", f.Config)
-				c.cur = ""
-			}
-			if len(f.Match) > 0 {
-				var ms []any
-				for _, m := range f.Match {
-					me := map[string]any{}
-					putList(me, "servers", m.Servers)
-					putList(me, "tools", m.Tools)
-					putList(me, "methods", m.Methods)
-					ms = append(ms, me)
-				}
-				e["match"] = ms
-			}
-			if l := f.Limits; l != (Limits{}) {
-				le := map[string]any{}
-				if l.MemoryMB > 0 {
-					le["memory_mb"] = l.MemoryMB
-				}
-				if l.Timeout > 0 {
-					le["timeout"] = l.Timeout.String()
-				}
-				if l.Pool > 0 {
-					le["pool"] = l.Pool
-				}
-				e["limits"] = le
-			}
-			fs = append(fs, e)
-		}
-		doc["filters"] = fs
+		doc["filters"] = filterBlock.outAll(c, cfg.Filters)
 	}
 	if len(cfg.Agents) > 0 {
-		as := map[string]any{}
-		for _, a := range cfg.Agents {
-			e := map[string]any{"permission": a.Permission}
-			putList(e, "servers", a.Servers)
-			putList(e, "allow", a.Allow)
-			putList(e, "deny", a.Deny)
-			if a.Mode != "" {
-				e["mode"] = a.Mode
-			}
-			if len(a.Rules) > 0 {
-				rs := make([]any, len(a.Rules))
-				for i, r := range a.Rules {
-					re := ruleJSON(r.Rule)
-					re["name"] = r.Name
-					if r.Kind != "policy" {
-						re["kind"] = r.Kind
-					}
-					if r.Mode != "" {
-						re["mode"] = r.Mode
-					}
-					rs[i] = re
-				}
-				e["rules"] = rs
-			}
-			if len(a.Roots) > 0 {
-				e["roots"] = a.Roots
-			}
-			if len(a.Tokens) > 0 {
-				ts := make([]any, len(a.Tokens))
-				for i, t := range a.Tokens {
-					ptr := pointer("/tokens", i)
-					if _, ref := a.Refs[ptr]; ref || c.showSecrets {
-						ts[i] = c.str(a.Refs, ptr, t)
-					} else {
-						// A literal token is a secret written into the file;
-						// compile-down never copies one.
-						ts[i] = "[a token written in " + a.Source.File + ": move it to a sensitive variable]"
-						c.warns = append(c.warns, Warning{Source: a.Source, Subject: subject("agent", a.Name),
-							Message: "a token written in the config file is left out; put it in a sensitive variable (tokens = [var.NAME]) so it compiles to a ${NAME} reference"})
-					}
-				}
-				e["tokens"] = ts
-			}
-			as[a.Name] = e
-		}
-		doc["agents"] = as
+		doc["agents"] = agentBlock.outAll(c, cfg.Agents)
 	}
 	if cfg.Gateway != nil {
 		gw := gatewayJSON(cfg.Gateway)
@@ -556,20 +438,4 @@ func (c *compiler) refWarnings() {
 		msg += " (Claude Code expands ${NAME}; Claude Desktop does not expand variables at all)"
 	}
 	c.warns = append(c.warns, Warning{Message: msg})
-}
-
-// ruleJSON is a rule's body in the nexus-json dialect.
-func ruleJSON(r *Rule) map[string]any {
-	e := map[string]any{"when": r.When.Text, "action": r.Action}
-	if r.Reason != "" {
-		e["reason"] = r.Reason
-	}
-	if len(r.Set) > 0 {
-		set := map[string]any{}
-		for _, a := range r.Set {
-			set[a.Path] = a.Value.Text
-		}
-		e["set"] = set
-	}
-	return e
 }

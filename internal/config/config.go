@@ -2,12 +2,12 @@ package config
 
 import (
 	"fmt"
-	"regexp"
 	"time"
 
 	"github.com/nexus-mcp/nexus/internal/auth"
 	"github.com/nexus-mcp/nexus/internal/diag"
-	"github.com/nexus-mcp/nexus/internal/rules"
+	"github.com/nexus-mcp/nexus/internal/plugin/block"
+	"github.com/nexus-mcp/nexus/internal/policy"
 	httptransport "github.com/nexus-mcp/nexus/internal/transport/http"
 	"github.com/nexus-mcp/nexus/internal/transport/stdio"
 )
@@ -84,109 +84,27 @@ type PluginTransport struct {
 	Config map[string]any
 }
 
-// Plugin is a go-plugin binary a transport or filter can name.
-type Plugin struct {
-	Name      string
-	Path      string // absolute
-	SHA256    string // lower-case hex; "" = not pinned
-	Source    diag.Source
-	Overrides []diag.Source
-}
+// Plugin is a go-plugin binary a transport or filter can name: the plugin
+// block, internal/plugin/block's (it owns its options).
+type Plugin = block.Plugin
 
-// Filter is a policy or sanitizer run as a WASM module or a plugin.
-// Filters run in config order: lower layers first, each file top to bottom.
-type Filter struct {
-	Name   string
-	Kind   string // "policy" (request phase) or "sanitizer" (response phase)
-	WASM   string // absolute path of the module, or ""
-	Plugin string // name of a plugin block, or ""
-	SHA256 string
-	ABI    string // ABINexus, ABIOPA, or "" to tell by the module's exports
-	// Entrypoint is the rule of a Rego policy whose value decides
-	// ("nexus/decision"); "" = the policy's only one.
-	Entrypoint string
-	// DataFile is a JSON file merged into a Rego policy's data document
-	// (absolute path, or ""); the config goes over it.
-	DataFile  string
-	OnError   string // "deny" (fail closed, the default) or "allow" (a failing filter lets the call or result through)
-	Mode      string // ModeEnforce (the default) or ModeShadow: decisions recorded as would-deny / would-modify, not enforced
-	Config    map[string]any
-	Match     []Match // empty: every call; else any one must match
-	Limits    Limits
-	Source    diag.Source
-	Overrides []diag.Source
-	Refs      map[string]Template // by JSON pointer into the filter ("/config/token")
-	// Rule is set for a CEL rule (a rule block): no module, no plugin;
-	// the rule decides.
-	Rule *Rule
-}
-
-// Rule is a CEL rule (internal/rules): a rule block at the top level, which
-// sees every agent's events, or in an agent block, which sees that
-// agent's. It is compiled when the config loads, so an expression that
-// does not parse or type-check is a config error at its line and column.
-type Rule struct {
-	When     rules.Expr
-	Action   string // "deny", "allow" or "modify"
-	Reason   string
-	Set      []rules.Assign // modify: dotted paths into params (policy) or result (sanitizer), and their expressions
-	Compiled *rules.Rule
-}
-
-// ABIs of a WASM filter: the Nexus filter ABI (sdk/filter/ABI.md) and a
-// Rego policy compiled by opa build -t wasm.
-const (
-	ABINexus = "1"
-	ABIOPA   = "opa"
+// The filter, rule and agent blocks are internal/policy's (it owns their
+// options, policy/block.go).
+type (
+	Filter = policy.Filter
+	Rule   = policy.Rule
+	Match  = policy.Match
+	Limits = policy.Limits
+	Agent  = policy.AgentBlock
 )
 
-// Modes of a filter (and of an agent's deny rules).
+// ABIs of a WASM filter and modes of a filter or agent.
 const (
-	ModeEnforce = "enforce"
-	ModeShadow  = "shadow"
+	ABINexus    = policy.ABINexus
+	ABIOPA      = policy.ABIOPA
+	ModeEnforce = policy.ModeEnforce
+	ModeShadow  = policy.ModeShadow
 )
-
-// Match selects the calls a filter sees; each list holds glob patterns and
-// an empty list matches anything.
-type Match struct {
-	Servers []string
-	Tools   []string
-	Methods []string
-}
-
-// Limits bound a WASM filter; zero values mean the runtime's defaults.
-type Limits struct {
-	MemoryMB int
-	Timeout  time.Duration
-	Pool     int
-}
-
-// Agent is a caller of the host with a permission level and the servers
-// and tools it may use.
-type Agent struct {
-	Name       string
-	Permission string   // "yolo", "trusted" or "sandboxed"
-	Servers    []string // servers it may use; empty = all
-	Allow      []string // "server.tool" glob patterns
-	Deny       []string
-	// Mode is ModeShadow to record what the servers, allow and deny rules
-	// refuse (would-deny) without enforcing it; "" or ModeEnforce enforce.
-	Mode string
-	// Tokens are the bearer tokens that act as this agent on the gateway's
-	// HTTP listener (usually references to sensitive variables). The
-	// gateway keeps only their hashes and compares in constant time.
-	Tokens []string
-	// Rules are the agent's CEL rules, in order: they see only its events.
-	Rules []*Filter
-	// Roots are what the gateway answers a server's roots/list with for
-	// this agent when no client of it is asked (outside a call, or a
-	// request that did not declare roots): absolute paths or URIs; empty:
-	// the config's roots.
-	Roots     []string
-	Source    diag.Source
-	Overrides []diag.Source
-	Refs      map[string]Template // by JSON pointer into the agent ("/tokens/0")
-}
 
 // Gateway configures `nexus serve`: the MCP server Nexus offers to agents
 // (Claude Code, Cursor, VS Code, any MCP client). Flags override it.
@@ -409,12 +327,6 @@ func (c *Config) Agent(name string) *Agent {
 	}
 	return nil
 }
-
-// nameRE is what a server, plugin, filter or agent may be called: a tool
-// is addressed as server.tool, so no dots, and nothing a shell would split.
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-
-const nameRule = "Use 1 to 64 letters, digits, '_' or '-' (a tool is called as server.tool, so no dots)."
 
 // Values of Server.Confirm.
 const (

@@ -31,7 +31,11 @@
 // (issue 39, blocks.go): the lock, telemetry, sampling and audit blocks are
 // each an option.Block in their package (internal/lock, internal/telemetry,
 // internal/sampling, internal/audit), decoded from nexus.hcl and JSON and
-// written to nexus JSON through its table; the loader knows only where the
+// written to nexus JSON through its table; so are internal/policy's
+// filter, rule and agent blocks, which are named and written any number
+// of times (a label row; in JSON an array or an object by name) and hold
+// blocks of their own (nested rows). Each format reads any table's block
+// through one option.Body (body.go); the loader knows only where the
 // block's origin and templates are kept. Server holds each transport's Options as decoded; what
 // selects a transport (the command, the url) and is spelled differently by
 // every client's format is read here.

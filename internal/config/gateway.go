@@ -441,46 +441,6 @@ func checkGateway(cfg *Config, bad func(src diag.Source, lines []string, problem
 	}
 }
 
-// minTokenLen is the length under which a bearer token earns a warning:
-// a short one can be guessed by a client that tries many.
-const minTokenLen = 16
-
-// checkToken says what is wrong with agent a's token i: an error (an
-// empty token would let an empty bearer in) or a warning (written into
-// the file, or short). allowUnset: an empty token from a reference is a
-// variable not set in this environment, which show and compile allow.
-func checkToken(a *Agent, i int, allowUnset bool) (problem string, isErr bool) {
-	t := a.Tokens[i]
-	ref, fromRef := a.Refs[pointer("/tokens", i)]
-	switch {
-	case t == "" && fromRef && allowUnset:
-		return "", false
-	case t == "" && fromRef:
-		return fmt.Sprintf("agent %q's token %d is empty (%s is empty in this environment)", a.Name, i+1, ref), true
-	case t == "":
-		return fmt.Sprintf("agent %q's token %d is empty", a.Name, i+1), true
-	case !fromRef:
-		return fmt.Sprintf("token %d is written in the config file; put it in a sensitive variable (tokens = [var.%s_token]) so the file can be shared and compiled configs never hold it", i+1, envSafeLower(a.Name)), false
-	case len(t) < minTokenLen:
-		return fmt.Sprintf("token %d (%s) is %d characters long, short enough to guess; use at least %d random characters (openssl rand -hex 32)", i+1, ref, len(t), minTokenLen), false
-	}
-	return "", false
-}
-
-func tokenFix(agent string) string {
-	return fmt.Sprintf("Give the agent a long random token from a sensitive variable:\nvariable %q {\n  sensitive = true\n}\nand tokens = [var.%s] in agent %q.", envSafeLower(agent)+"_token", envSafeLower(agent)+"_token", agent)
-}
-
-// envSafeLower makes an agent name usable in a variable name.
-func envSafeLower(name string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '-' {
-			return '_'
-		}
-		return r
-	}, name)
-}
-
 // checkTokens refuses a token that acts as two agents: whichever the
 // gateway matched first would win.
 func checkTokens(cfg *Config, bad func(src diag.Source, lines []string, problem string, fix ...string)) {
@@ -505,25 +465,6 @@ func checkTokens(cfg *Config, bad func(src diag.Source, lines []string, problem 
 }
 
 const sessionStoreFix = `Use "memory" (one process) or redis://host:6379 (rediss:// for TLS); put a password in a sensitive variable: session_store = "redis://:${var.redis_password}@redis:6379"`
-
-const agentRootsFix = `Write absolute paths or URIs, for example roots = ["/srv/repo", "https://git.example.com/repo"].`
-
-// checkAgentRoots says what is wrong with an agent's roots: each is an
-// absolute path or a URI (scheme://...).
-func checkAgentRoots(roots []string) string {
-	for _, r := range roots {
-		if strings.Contains(r, "://") {
-			if u, err := url.Parse(r); err != nil || u.Scheme == "" {
-				return fmt.Sprintf("root %q is not a URI", r)
-			}
-			continue
-		}
-		if !strings.HasPrefix(r, "/") {
-			return fmt.Sprintf("root %q is neither an absolute path nor a URI (servers are given roots as file:// URIs of absolute paths)", r)
-		}
-	}
-	return ""
-}
 
 // StateKeyEnv names the environment variable `nexus serve` reads the
 // requestState key from when the config sets no state_key.

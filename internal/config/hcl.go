@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/big"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -23,7 +22,6 @@ import (
 	"github.com/nexus-mcp/nexus/internal/bounded"
 	"github.com/nexus-mcp/nexus/internal/diag"
 	"github.com/nexus-mcp/nexus/internal/option"
-	"github.com/nexus-mcp/nexus/internal/rules"
 )
 
 // The HCL front end compiles nexus.hcl (and its JSON syntax, nexus.hcl.json)
@@ -43,10 +41,10 @@ var (
 		{Type: "variable", LabelNames: []string{"name"}},
 		{Type: "locals"},
 		{Type: "server", LabelNames: []string{"name"}},
-		{Type: "plugin", LabelNames: []string{"name"}},
-		{Type: "filter", LabelNames: []string{"name"}},
-		{Type: "agent", LabelNames: []string{"name"}},
-		{Type: "rule", LabelNames: []string{"name"}},
+		{Type: "plugin", LabelNames: pluginBlock.Options.Shape().Labels()},
+		{Type: "filter", LabelNames: filterBlock.Options.Shape().Labels()},
+		{Type: "agent", LabelNames: agentBlock.Options.Shape().Labels()},
+		{Type: "rule", LabelNames: ruleBlock.Options.Shape().Labels()},
 		{Type: "gateway"},
 		{Type: "sampling"},
 		{Type: "lock"},
@@ -69,20 +67,6 @@ var (
 	httpSchema            = blockSchema(httpOptions.HCLKeys(), hcl.AttributeSchema{Name: "url", Required: true}, hcl.AttributeSchema{Name: "legacy_sse"})
 	pluginTransportSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "name", Required: true}, {Name: "config"}}}
 	oauthSchema           = blockSchema(oauthOptions.HCLKeys())
-	pluginSchema          = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "path", Required: true}, {Name: "sha256"}}}
-	filterSchema          = &hcl.BodySchema{
-		Attributes: []hcl.AttributeSchema{{Name: "kind", Required: true}, {Name: "wasm"}, {Name: "plugin"}, {Name: "sha256"},
-			{Name: "abi"}, {Name: "on_error"}, {Name: "mode"}, {Name: "config"}, {Name: "entrypoint"}, {Name: "data_file"}},
-		Blocks: []hcl.BlockHeaderSchema{{Type: "match"}, {Type: "limits"}},
-	}
-	matchSchema  = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "servers"}, {Name: "tools"}, {Name: "methods"}}}
-	limitsSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "memory_mb"}, {Name: "timeout"}, {Name: "pool"}}}
-	agentSchema  = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
-		{Name: "permission", Required: true}, {Name: "servers"}, {Name: "allow"}, {Name: "deny"}, {Name: "mode"}, {Name: "tokens"}, {Name: "roots"},
-	}, Blocks: []hcl.BlockHeaderSchema{{Type: "rule", LabelNames: []string{"name"}}}}
-	ruleSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
-		{Name: "when", Required: true}, {Name: "action", Required: true}, {Name: "reason"}, {Name: "set"}, {Name: "kind"}, {Name: "mode"},
-	}}
 )
 
 // secretMark marks values that came from a sensitive variable or env().
@@ -199,15 +183,21 @@ func (ld *loader) parseHCLFile(f *file, filename string, isJSON bool) *fileConfi
 				h.out.servers = append(h.out.servers, s)
 			}
 		case "plugin":
-			h.plugin(b)
+			if p := pluginBlock.hcl(h, b); p != nil {
+				h.out.plugins = append(h.out.plugins, p)
+			}
 		case "filter":
-			h.filter(b)
+			if f := filterBlock.hcl(h, b); f != nil {
+				h.out.filters = append(h.out.filters, f)
+			}
 		case "rule":
-			if f := h.rule(b, ""); f != nil {
+			if f := ruleBlock.hcl(h, b); f != nil {
 				h.out.filters = append(h.out.filters, f)
 			}
 		case "agent":
-			h.agent(b)
+			if a := agentBlock.hcl(h, b); a != nil {
+				h.out.agents = append(h.out.agents, a)
+			}
 		case "gateway":
 			h.gateway(b)
 		case "sampling":
@@ -1033,8 +1023,8 @@ func (h *hclFile) decodeServer(b *hcl.Block) *Server {
 	h.server = name
 	defer func() { h.server = "" }()
 	errsBefore := len(h.errs)
-	if p := checkName("server", name); p != "" {
-		h.errRange(b.LabelRanges[0], name, p, nameRule)
+	if p := option.CheckName("server", name); p != "" {
+		h.errRange(b.LabelRanges[0], name, p, option.NameRule)
 		return nil
 	}
 	c, ok := h.content(b, serverSchema)
@@ -1240,328 +1230,12 @@ func (h *hclFile) http(b *hcl.Block, s *Server, refs map[string]Template) {
 	}
 }
 
-func (h *hclFile) plugin(b *hcl.Block) {
-	name := b.Labels[0]
-	if p := checkName("plugin", name); p != "" {
-		h.errRange(b.LabelRanges[0], "", p, nameRule)
-		return
-	}
-	c, ok := h.content(b, pluginSchema)
-	if !ok {
-		return
-	}
-	p := &Plugin{Name: name, Source: h.blockSource(b)}
-	if a := c.Attributes["path"]; a != nil {
-		if raw, ok := h.str(a, nil, ""); ok && raw != "" {
-			var err error
-			if p.Path, err = h.ld.confined(raw, h.dir, h.src.Layer); err != nil {
-				h.errRange(a.Expr.Range(), "", "plugin path "+err.Error())
-			}
-		}
-	}
-	if a := c.Attributes["sha256"]; a != nil {
-		if s, ok := h.str(a, nil, ""); ok {
-			if bad := checkSHA256(s); bad != "" {
-				h.errRange(a.Expr.Range(), "", bad)
-			}
-			p.SHA256 = s
-		}
-	}
-	if p.Path != "" && !h.ld.exists(p.Path) {
-		h.warnRange(b.DefRange, subject("plugin", name), "%s does not exist (yet)", p.Path)
-	}
-	h.out.plugins = append(h.out.plugins, p)
-}
-
 func (h *hclFile) blockSource(b *hcl.Block) diag.Source {
 	src := h.src
 	p := h.pos(b.DefRange.Start)
 	src.Line, src.Column = p.Line, p.Column
 	return src
 }
-
-func (h *hclFile) filter(b *hcl.Block) {
-	name := b.Labels[0]
-	if p := checkName("filter", name); p != "" {
-		h.errRange(b.LabelRanges[0], "", p, nameRule)
-		return
-	}
-	c, ok := h.content(b, filterSchema)
-	if !ok {
-		return
-	}
-	f := &Filter{Name: name, OnError: "deny", Source: h.blockSource(b)}
-	refs := map[string]Template{}
-	at := c.Attributes
-	if s, ok := h.choice(at["kind"], "kind", kinds); ok {
-		f.Kind = s
-	}
-	wasmOK := true
-	if a := at["wasm"]; a != nil {
-		f.WASM, wasmOK = h.path(a)
-	}
-	if a := at["plugin"]; a != nil {
-		f.Plugin, _ = h.str(a, nil, "")
-	}
-	if wasmOK && (f.WASM == "") == (f.Plugin == "") {
-		h.errRange(b.DefRange, "", fmt.Sprintf("filter %q needs exactly one of wasm (a module path) or plugin (a plugin name)", name),
-			"filter \""+name+"\" {\n  kind = \"policy\"\n  wasm = \"./filters/"+name+".wasm\"\n}")
-	}
-	if a := at["sha256"]; a != nil {
-		if s, ok := h.str(a, nil, ""); ok {
-			if bad := checkSHA256(s); bad != "" {
-				h.errRange(a.Expr.Range(), "", bad)
-			}
-			f.SHA256 = s
-		}
-	}
-	if a := at["abi"]; a != nil {
-		if v, ok := h.plain(a, cty.DynamicPseudoType); ok {
-			switch {
-			case v.IsNull() || !v.IsKnown():
-			case v.Type() == cty.Number:
-				f.ABI = v.AsBigFloat().Text('f', -1)
-			case v.Type() == cty.String:
-				f.ABI = v.AsString()
-			default:
-				f.ABI = friendly(v.Type())
-			}
-			if bad := checkABI(f.ABI); bad != "" {
-				h.errRange(a.Expr.Range(), "", bad)
-			}
-		}
-	}
-	if a := at["entrypoint"]; a != nil {
-		f.Entrypoint, _ = h.str(a, nil, "")
-	}
-	if a := at["data_file"]; a != nil {
-		f.DataFile, _ = h.path(a)
-	}
-	if (f.Entrypoint != "" || f.DataFile != "") && f.WASM == "" {
-		h.errRange(b.DefRange, "", fmt.Sprintf("filter %q: entrypoint and data_file are for Rego policies, which are WASM modules (wasm = \"policy.tar.gz\"), not plugins", name))
-	}
-	if a := at["on_error"]; a != nil {
-		if s, ok := h.str(a, nil, ""); ok {
-			if bad := checkOnError(s); bad != "" {
-				h.errRange(a.Expr.Range(), "", bad)
-			}
-			f.OnError = s
-		}
-	}
-	if s, ok := h.choice(at["mode"], "mode", modes); ok {
-		f.Mode = s
-	}
-	if a := at["config"]; a != nil {
-		f.Config, _ = h.anyValue(a, refs, "/config")
-	}
-	limits := 0
-	for _, blk := range c.Blocks {
-		switch blk.Type {
-		case "match":
-			mc, ok := h.content(blk, matchSchema)
-			if !ok {
-				continue
-			}
-			var m Match
-			for n, a := range mc.Attributes {
-				list, ok := h.strs(a, nil, "")
-				if !ok {
-					continue
-				}
-				if bad := checkPatterns(n, list); bad != "" {
-					h.errRange(a.Expr.Range(), "", bad)
-				}
-				switch n {
-				case "servers":
-					m.Servers = list
-				case "tools":
-					m.Tools = list
-				case "methods":
-					m.Methods = list
-				}
-			}
-			f.Match = append(f.Match, m)
-		case "limits":
-			if limits++; limits > 1 {
-				h.errRange(blk.DefRange, "", "a filter has at most one limits block")
-				continue
-			}
-			lc, ok := h.content(blk, limitsSchema)
-			if !ok {
-				continue
-			}
-			if a := lc.Attributes["memory_mb"]; a != nil {
-				f.Limits.MemoryMB, _ = h.integer(a, 1)
-			}
-			if a := lc.Attributes["timeout"]; a != nil {
-				f.Limits.Timeout, _ = h.duration(a)
-			}
-			if a := lc.Attributes["pool"]; a != nil {
-				f.Limits.Pool, _ = h.integer(a, 1)
-			}
-		}
-	}
-	if len(refs) > 0 {
-		f.Refs = refs
-	}
-	if f.WASM != "" && !h.ld.exists(f.WASM) {
-		h.warnRange(b.DefRange, subject("filter", name), "%s does not exist (yet); the filter cannot run until it is built", f.WASM)
-	}
-	h.out.filters = append(h.out.filters, f)
-}
-
-func (h *hclFile) agent(b *hcl.Block) {
-	name := b.Labels[0]
-	if p := checkName("agent", name); p != "" {
-		h.errRange(b.LabelRanges[0], "", p, nameRule)
-		return
-	}
-	c, ok := h.content(b, agentSchema)
-	if !ok {
-		return
-	}
-	a := &Agent{Name: name, Source: h.blockSource(b)}
-	at := c.Attributes
-	seenRules := map[string]int{}
-	for _, blk := range c.Blocks {
-		if first, dup := seenRules[blk.Labels[0]]; dup {
-			h.errRange(blk.DefRange, "", fmt.Sprintf("agent %q has two rules called %q (first on line %d)", name, blk.Labels[0], first), "Rename or remove one of them.")
-			continue
-		}
-		seenRules[blk.Labels[0]] = blk.DefRange.Start.Line
-		if f := h.rule(blk, name); f != nil {
-			a.Rules = append(a.Rules, f)
-		}
-	}
-	if s, ok := h.choice(at["permission"], "permission", permissions); ok {
-		a.Permission = s
-	}
-	if x := at["servers"]; x != nil {
-		a.Servers, _ = h.strs(x, nil, "")
-	}
-	if s, ok := h.choice(at["mode"], "mode", modes); ok {
-		a.Mode = s
-	}
-	if x := at["roots"]; x != nil {
-		if a.Roots, ok = h.strs(x, nil, ""); ok {
-			if p := checkAgentRoots(a.Roots); p != "" {
-				h.errRange(x.Expr.Range(), "", p, agentRootsFix)
-			}
-		}
-	}
-	if x := at["tokens"]; x != nil {
-		refs := map[string]Template{}
-		var ok bool
-		if a.Tokens, ok = h.strs(x, refs, "/tokens"); len(refs) > 0 {
-			a.Refs = refs
-		}
-		if ok {
-			sites := h.elementSites(x, len(a.Tokens))
-			for i := range a.Tokens {
-				switch bad, isErr := checkToken(a, i, h.ld.opts.AllowUnset); {
-				case bad == "":
-				case isErr:
-					r := h.errRange(x.Expr.Range(), "", bad, tokenFix(name))
-					r.Source, r.Details = sites[i].src, []diag.Section{{Lines: sites[i].lines}}
-				default:
-					h.warns = append(h.warns, Warning{Source: sites[i].src, Subject: subject("agent", name), Message: bad})
-				}
-			}
-		}
-	}
-	for _, n := range []string{"allow", "deny"} {
-		x := at[n]
-		if x == nil {
-			continue
-		}
-		list, ok := h.strs(x, nil, "")
-		if !ok {
-			continue
-		}
-		if bad := checkPatterns(n, list); bad != "" {
-			h.errRange(x.Expr.Range(), "", bad)
-		}
-		if n == "allow" {
-			a.Allow = list
-		} else {
-			a.Deny = list
-		}
-	}
-	h.out.agents = append(h.out.agents, a)
-}
-
-// rule decodes a rule block (in agent's block when agent is set) and
-// compiles its expressions, reporting each problem where it is written.
-func (h *hclFile) rule(b *hcl.Block, agent string) *Filter {
-	name := b.Labels[0]
-	if p := checkName("rule", name); p != "" {
-		h.errRange(b.LabelRanges[0], "", p, nameRule)
-		return nil
-	}
-	c, ok := h.content(b, ruleSchema)
-	if !ok {
-		return nil
-	}
-	f := &Filter{Name: name, Kind: "policy", OnError: "deny", Source: h.blockSource(b), Rule: &Rule{}}
-	at := c.Attributes
-	bad := false
-	// A kind or action outside the known ones is reported here; the rule
-	// is then not compiled, which would report it again.
-	if s, ok := h.choice(at["kind"], "kind", kinds); ok {
-		f.Kind = s
-		bad = bad || !slices.Contains(kinds, s)
-	}
-	if s, ok := h.choice(at["mode"], "mode", modes); ok {
-		f.Mode = s
-	}
-	if s, ok := h.choice(at["action"], "action", ruleActions); ok {
-		f.Rule.Action = s
-		bad = bad || !slices.Contains(ruleActions, s)
-	}
-	if a := at["reason"]; a != nil {
-		f.Rule.Reason, _ = h.str(a, nil, "")
-	}
-	if a := at["when"]; a != nil {
-		if s, ok := h.str(a, nil, ""); ok {
-			f.Rule.When = rules.Expr{Text: s, Source: h.exprStart(a.Expr.Range())}
-		} else {
-			bad = true
-		}
-	}
-	if a := at["set"]; a != nil {
-		f.Rule.Set = h.ruleSet(a)
-		if f.Rule.Set == nil {
-			bad = true
-		}
-	}
-	if bad {
-		return f
-	}
-	h.compileRule(f, agent)
-	return f
-}
-
-// choice reads a string attribute that must be one of allowed (named name
-// in the message): a value outside them is reported and still returned.
-// ok is false when the attribute is missing or not a string.
-func (h *hclFile) choice(a *hcl.Attribute, name string, allowed []string) (string, bool) {
-	if a == nil {
-		return "", false
-	}
-	s, ok := h.str(a, nil, "")
-	if !ok {
-		return "", false
-	}
-	if bad := oneOf(name, s, allowed); bad != "" {
-		h.errRange(a.Expr.Range(), "", bad)
-	}
-	return s, true
-}
-
-// ruleFix points at the reference of rule expressions.
-const ruleFix = "A rule's expressions are CEL (https://cel.dev) over the variables phase, method, agent (id, permission), server (name, info), tool (name, annotations), args, params, result, uri and prompt."
-
-var ruleActions = []string{rules.Deny, rules.Allow, rules.Modify}
 
 // exprStart is where the text of a string expression starts: after the
 // opening quote, or on the line after a heredoc's marker.
@@ -1578,37 +1252,6 @@ func (h *hclFile) exprStart(rng hcl.Range) diag.Source {
 		}
 	}
 	return src
-}
-
-// ruleSet decodes set = { "arguments.limit" = "100", ... }: each value a
-// CEL expression, located where it is written.
-func (h *hclFile) ruleSet(a *hcl.Attribute) []rules.Assign {
-	m, ok := h.strMap(a, nil, "")
-	if !ok {
-		return nil
-	}
-	sites := map[string]diag.Source{}
-	if obj, isObj := a.Expr.(*hclsyntax.ObjectConsExpr); isObj {
-		for _, it := range obj.Items {
-			if k, diags := it.KeyExpr.Value(nil); !diags.HasErrors() && k.Type() == cty.String {
-				sites[k.AsString()] = h.exprStart(it.ValueExpr.Range())
-			}
-		}
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := []rules.Assign{}
-	for _, k := range keys {
-		src, ok := sites[k]
-		if !ok {
-			src = h.exprStart(a.Expr.Range())
-		}
-		out = append(out, rules.Assign{Path: k, Value: rules.Expr{Text: m[k], Source: src}})
-	}
-	return out
 }
 
 // readLimited reads a file for file(), with the config size limit.

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -32,8 +33,13 @@ type hclValue struct {
 	a    *hcl.Attribute
 	refs map[string]Template
 	who  string // the server
+	subj string // what warnings are about: `agent "ci"`
 	in   string // the block the attribute is in, for messages: "oauth"
 	ex   string // the block's example (option.Block's HCLExample), or ""
+
+	// A nested row's value is its blocks (body.go), not an attribute.
+	blocks []*hcl.Block
+	shape  *option.Shape
 }
 
 // refsFor keeps templates only where the option asks for them (ptr != "").
@@ -82,6 +88,8 @@ type jsonValue struct {
 	v    *jval
 	name string
 	ex   string // the block's example (option.Block's JSONExample), or ""
+	// shape is a nested row's (body.go).
+	shape *option.Shape
 }
 
 func (v jsonValue) String(ptr string) (string, bool)    { return v.d.str(v.v, v.name, ptr) }
@@ -150,6 +158,10 @@ func (w hclWriter) String(ptr, v string) any                { return hclExpr(w.s
 func (w hclWriter) Map(ptr string, m map[string]string) any { return hclExpr(w.s.mapHCL(ptr, m)) }
 func (w hclWriter) Path(_, v string) any                    { return v }
 func (w hclWriter) Secret(ptr, _, v string) any             { return w.String(ptr, v) }
+func (w hclWriter) Object(_ string, m map[string]any) any {
+	b, _ := json.Marshal(m) // a JSON object is an HCL object expression
+	return hclExpr(strings.ReplaceAll(string(b), "${", "$${"))
+}
 
 // hclOptions writes the options of table set on o as lines of a block.
 func hclOptions[T any](b *strings.Builder, s *Server, table option.Table[T], o *T) {
@@ -180,6 +192,7 @@ type jsonWriter struct {
 	refs  map[string]Template // the server's or block's
 	src   diag.Source         // where the values are written
 	block string              // the block's name, for Secret (which no server option uses)
+	subj  string              // what Secret's warning is about, when not the block: `agent "ci"`
 }
 
 func (w jsonWriter) String(ptr, v string) any { return w.c.str(w.refs, ptr, v) }
@@ -187,14 +200,21 @@ func (w jsonWriter) Path(ptr, v string) any   { return w.c.str(w.refs, ptr, v) }
 func (w jsonWriter) Map(ptr string, m map[string]string) any {
 	return w.c.strMap(w.refs, ptr, m)
 }
+func (w jsonWriter) Object(ptr string, m map[string]any) any { return w.c.anyValue(w.refs, ptr, m) }
 func (w jsonWriter) Secret(ptr, what, v string) any {
 	if _, ref := w.refs[ptr]; ref || w.c.showSecrets {
 		return w.c.str(w.refs, ptr, v)
 	}
 	field := strings.TrimPrefix(ptr, "/")
-	w.c.warns = append(w.c.warns, Warning{Source: w.src, Subject: "the " + w.block + " block",
-		Message: "the " + w.block + " " + field + " written in the config file is left out; put it in a sensitive variable (" +
-			field + " = var." + w.block + "_" + field + ") so it compiles to a ${NAME} reference"})
+	subj, msg := "the "+w.block+" block", "the "+w.block+" "+field+" written in the config file is left out; put it in a sensitive variable ("+
+		field+" = var."+w.block+"_"+field+") so it compiles to a ${NAME} reference"
+	if list, _, isItem := strings.Cut(field, "/"); isItem { // an element of a list: tokens/0
+		msg = "a " + what + " written in the config file is left out; put it in a sensitive variable (" + list + " = [var.NAME]) so it compiles to a ${NAME} reference"
+	}
+	if w.subj != "" {
+		subj = w.subj
+	}
+	w.c.warns = append(w.c.warns, Warning{Source: w.src, Subject: subj, Message: msg})
 	return "[a " + what + " written in " + w.src.File + ": move it to a sensitive variable]"
 }
 

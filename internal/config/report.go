@@ -10,7 +10,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/nexus-mcp/nexus/internal/diag"
-	"github.com/nexus-mcp/nexus/internal/rules"
 	"github.com/nexus-mcp/nexus/internal/suggest"
 )
 
@@ -115,27 +114,13 @@ func (f *file) errAt(off, width int, server, problem string, fix ...string) *dia
 	return r
 }
 
-// compileRule compiles the rule of f (in agent's block when agent is set)
-// and records each problem of its expressions where it is written.
-func (f *file) compileRule(flt *Filter, agent string) {
-	r := flt.Rule
-	compiled, err := rules.Compile(rules.Spec{Name: flt.Name, Agent: agent, Kind: flt.Kind, When: r.When, Action: r.Action,
-		Reason: r.Reason, Set: r.Set, Source: flt.Source})
-	var ce *rules.CompileError
-	switch {
-	case errors.As(err, &ce):
-		for _, p := range ce.Problems {
-			rep := &diag.Report{Title: errTitle, Source: p.Source, Problem: fmt.Sprintf("rule %q: %s: %s", flt.Name, p.Expr, p.Message), Fix: []string{ruleFix}}
-			rep.Details = []diag.Section{{Lines: snippet(f.data, p.Source.Line, p.Source.Column, 1, "")}}
-			f.errs = append(f.errs, rep)
-		}
-	case err != nil:
-		rep := &diag.Report{Title: errTitle, Source: flt.Source, Problem: err.Error(), Fix: []string{ruleFix}}
-		rep.Details = []diag.Section{{Lines: snippet(f.data, flt.Source.Line, flt.Source.Column, 1, "")}}
-		f.errs = append(f.errs, rep)
-	default:
-		r.Compiled = compiled
-	}
+// failAt records an error at src, a place in the file found by a
+// component's own reading of a value (an expression's column).
+func (f *file) failAt(src diag.Source, server, problem string, fix ...string) *diag.Report {
+	r := &diag.Report{Title: errTitle, Server: server, Source: src, Problem: problem, Fix: fix}
+	r.Details = []diag.Section{{Lines: snippet(f.data, src.Line, src.Column, 1, "")}}
+	f.errs = append(f.errs, r)
+	return r
 }
 
 // site is where the bytes at off are, with their snippet.

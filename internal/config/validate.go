@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"path"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -19,31 +17,6 @@ import (
 // The settings both front ends share are checked here, so that JSON and
 // HCL accept exactly the same values and say the same thing about the rest.
 // Each check returns "" or a sentence for the Problem line.
-
-var (
-	kinds       = []string{"policy", "sanitizer"}
-	onErrors    = []string{"deny", "allow"}
-	modes       = []string{ModeEnforce, ModeShadow}
-	permissions = []string{"yolo", "trusted", "sandboxed"}
-	sha256RE    = regexp.MustCompile(`^[0-9a-f]{64}$`)
-)
-
-// checkOnError says what is wrong with a filter's on_error, or "". One
-// word lets a failing filter's call go on for both kinds; "pass", which
-// sanitizers once took, gets the fix.
-func checkABI(v string) string {
-	if v == ABINexus || v == ABIOPA {
-		return ""
-	}
-	return fmt.Sprintf("abi %q is not one this Nexus speaks: 1 (the Nexus filter ABI, sdk/filter/ABI.md) or \"opa\" (a Rego policy built by opa build -t wasm); leave it out and the module's exports tell", v)
-}
-
-func checkOnError(v string) string {
-	if v == "pass" {
-		return `on_error "pass" is not a value any more: use on_error = "allow", which lets a failing policy's request, or a failing sanitizer's result, go on`
-	}
-	return oneOf("on_error", v, onErrors)
-}
 
 func oneOf(field, v string, allowed []string) string {
 	for _, a := range allowed {
@@ -65,20 +38,6 @@ func quoteList(xs []string) string {
 	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
 }
 
-func checkName(what, name string) string {
-	if nameRE.MatchString(name) {
-		return ""
-	}
-	return fmt.Sprintf("%s name %q is not allowed", what, name)
-}
-
-func checkSHA256(v string) string {
-	if sha256RE.MatchString(v) {
-		return ""
-	}
-	return fmt.Sprintf("sha256 must be 64 lower-case hex digits (the output of sha256sum), not %q", v)
-}
-
 func checkURL(v string) string {
 	u, err := url.Parse(v)
 	if err != nil {
@@ -86,15 +45,6 @@ func checkURL(v string) string {
 	}
 	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
 		return fmt.Sprintf("url %q must be an http:// or https:// URL with a host", v)
-	}
-	return ""
-}
-
-func checkPatterns(field string, pats []string) string {
-	for _, p := range pats {
-		if _, err := path.Match(p, ""); err != nil || p == "" {
-			return fmt.Sprintf("%s: %q is not a valid glob pattern (use *, ? and [a-z])", field, p)
-		}
 	}
 	return ""
 }

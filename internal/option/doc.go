@@ -15,6 +15,11 @@
 // formats' member of the same name through it, and writes it back through
 // Out. CheckURL and Loopback are the checks such tables share.
 //
+// A row may be a block of its own inside its block (Nest, NestList: a
+// filter's match and limits) or the label that names its block; a format
+// reads either through Body, so a nested row is checked, reported and
+// written back as a top-level one is (block.go).
+//
 // Decoding goes through Value, which each config format implements over
 // its own helpers: an option reads its value once, and the messages and
 // positions of a wrong value are still the format's (file:line and caret in

@@ -1,6 +1,10 @@
 package option
 
-import "time"
+import (
+	"time"
+
+	"github.com/nexus-mcp/nexus/internal/diag"
+)
 
 // Option is one setting of a component, for its options struct T.
 type Option[T any] struct {
@@ -14,6 +18,13 @@ type Option[T any] struct {
 	// Required is an option of a Block that the block must set: nexus.hcl's
 	// schema requires it, and JSON reports the block without it.
 	Required bool
+	// Label is the row that names its block (block.go): the block's label
+	// in nexus.hcl, in JSON the key or member that names it. Its Value
+	// reads as a string.
+	Label bool
+	// Nested is the shape of a row that is a block of its own (made by
+	// Nest or NestList); its Value reads through Blocks.
+	Nested *Shape
 	// Out is the option's value for nexus.hcl and nexus JSON, or nil to leave
 	// it out (unset, or the default): a string, []string, int, bool, or what
 	// w returned for a value that may hold a template.
@@ -53,6 +64,28 @@ type Value interface {
 	EnvFile(path string) (env map[string]string, ok bool)
 	// Fail reports a problem with the value and its fix at its position.
 	Fail(problem, fix string)
+	// Scalar is a string or a number, as its text (a filter's abi: 1 or
+	// "opa").
+	Scalar() (string, bool)
+	// Object is free-form settings (a filter's config): an object of any
+	// JSON values, its strings' templates kept under ptr.
+	Object(ptr string) (map[string]any, bool)
+	// Members is an object of strings, each with where its text starts,
+	// in key order (a rule's set: each value an expression of its own).
+	Members() ([]Member, bool)
+	// Source is where the value's text starts: after a string's opening
+	// quote, on the line after a heredoc's marker. An owner that reads the
+	// text as a language of its own (a CEL rule) reports inside it from
+	// there.
+	Source() diag.Source
+	// FailItem and WarnItem report a problem with element i of a list
+	// at the element.
+	FailItem(i int, problem, fix string)
+	WarnItem(i int, message string)
+	// Blocks are the blocks of a nested row (Option.Nested), each checked
+	// against its shape; more than one of a row that is not Many is
+	// reported, and ok is false.
+	Blocks() ([]Body, bool)
 	// FailExample is Fail with the block's example, in the format's own
 	// syntax, as the fix (Block's HCLExample or JSONExample; none for a
 	// server's options).
@@ -73,6 +106,14 @@ type Writer interface {
 	// file as it is is not copied out of it, only named, with a warning
 	// to move it (unless secrets are being shown).
 	Secret(ptr, what, v string) any
+	// Object is free-form settings, its strings' templates kept under ptr.
+	Object(ptr string, m map[string]any) any
+}
+
+// Member is a string of an object, and where its text starts.
+type Member struct {
+	Key, Value string
+	Source     diag.Source
 }
 
 // Table is a component's options, in the order they are written.
@@ -152,4 +193,14 @@ type Block[T any] struct {
 	// it in each format: the fix of a value that is not an object, of a
 	// missing Required option, and of each FailExample.
 	HCLExample, JSONExample string
+	// A block with a Label row is written any number of times, each
+	// named (filter "pii"): in JSON they are the member JSONName of the
+	// top-level object (Name when ""), an array in the order written when
+	// JSONList, else an object by name.
+	JSONName string
+	JSONList bool
+	// Check runs after the rows are read (its templates kept), for what
+	// no row can say alone: options that exclude each other, the block's
+	// whole compiled. ok says every row read without error.
+	Check func(o *T, b Body, ok bool)
 }

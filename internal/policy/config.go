@@ -1,16 +1,12 @@
 package policy
 
-import (
-	"fmt"
-
-	"github.com/nexus-mcp/nexus/internal/config"
-)
+import "fmt"
 
 // EntryFor places a loaded filter in the chain as its config block says:
 // kind, match blocks and on_error. on_error "allow" lets a policy's
 // request through, and a sanitizer's result pass, when the filter fails;
 // anything else fails closed.
-func EntryFor(link Link, f *config.Filter) Entry {
+func EntryFor(link Link, f *Filter) Entry {
 	en := Entry{Link: link, Kind: KindPolicy, OnError: OnErrorDeny}
 	if f.Kind == "sanitizer" {
 		en.Kind, en.OnError = KindSanitizer, OnErrorError
@@ -22,10 +18,8 @@ func EntryFor(link Link, f *config.Filter) Entry {
 			en.OnError = OnErrorPass
 		}
 	}
-	for _, m := range f.Match {
-		en.Match = append(en.Match, Match{Servers: m.Servers, Tools: m.Tools, Methods: m.Methods})
-	}
-	en.Shadow = f.Mode == config.ModeShadow
+	en.Match = append(en.Match, f.Match...)
+	en.Shadow = f.Mode == ModeShadow
 	if f.Source.File != "" && f.Source.Line > 0 {
 		en.Source = fmt.Sprintf("%s:%d", f.Source.File, f.Source.Line)
 	}

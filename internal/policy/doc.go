@@ -6,4 +6,11 @@
 //
 // Links fail closed: a policy that errors denies, a sanitizer that errors
 // withholds the result, unless the filter's on_error says otherwise.
+//
+// The package also owns the config's filter, rule and agent blocks
+// (block.go): their types and option tables, with the checks across
+// options (a filter runs one module, plugin or rule) and the compiling of
+// CEL rules at their line and column. internal/config reads and writes the
+// blocks through the tables and never the other way round: policy does
+// not import config.
 package policy
