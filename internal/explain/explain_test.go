@@ -2,6 +2,7 @@ package explain_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/diag"
 	"github.com/nexus-mcp/nexus/internal/explain"
+	"github.com/nexus-mcp/nexus/internal/plugin"
 	"github.com/nexus-mcp/nexus/internal/policy"
 	"github.com/nexus-mcp/nexus/internal/registry"
 	"github.com/nexus-mcp/nexus/internal/transport/stdio"
@@ -61,5 +63,38 @@ func TestServerBackoffAndDisabled(t *testing.T) {
 	plain := errors.New("something else")
 	if err := explain.Server(srv, plain, nil); !errors.Is(err, plain) || !strings.Contains(err.Error(), `server "fs"`) {
 		t.Errorf("an unknown error: %v", err)
+	}
+}
+
+// A plugin's errors carry facts; Error builds their reports, finds them
+// under what wraps them, and leaves a refusal (whose cause may be a
+// plugin's crash) to Refusal.
+func TestPluginReports(t *testing.T) {
+	src := diag.Source{File: "nexus.hcl", Line: 7}
+	load := &plugin.LoadError{Plugin: "guard", Path: "/p/guard", Kind: plugin.LoadChecksumMismatch, Source: src, Pinned: "aa", Sum: "bb"}
+	var r *diag.Report
+	if !errors.As(explain.Error(fmt.Errorf("filter x: %w", load)), &r) || r.Title != "Plugin Launch Failed" || r.Source != src ||
+		!strings.Contains(r.Error(), "pinned: aa") || !strings.Contains(r.Error(), `sha256 = "bb"`) {
+		t.Fatalf("load: %v", r)
+	}
+	var back *plugin.LoadError
+	if !errors.As(r, &back) || back != load {
+		t.Error("the report does not lead back to the error")
+	}
+	crash := &plugin.CrashError{Plugin: "guard", During: "policy Decide", Exit: "exit status 2", Stderr: []string{"panic: boom"}}
+	if !errors.As(explain.Error(crash), &r) || r.Title != "Plugin Crashed" || !strings.Contains(r.Error(), "panic: boom") {
+		t.Fatalf("crash: %v", r)
+	}
+	unknown := &plugin.UnknownError{Plugin: "pipe", Server: "remote", Source: src}
+	if !errors.As(explain.Error(errors.Join(errors.New("first"), unknown)), &r) || r.Server != "remote" || !strings.Contains(r.Problem, `Server "remote" names plugin "pipe"`) {
+		t.Fatalf("unknown: %v", r)
+	}
+	denied := &policy.DeniedError{Link: "guard", Kind: policy.KindPolicy, Reason: "plugin down", Err: crash}
+	if err := explain.Error(denied); err != denied {
+		t.Errorf("a refusal became %v", err)
+	}
+	plain := errors.New("plain")
+	if err := explain.Error(plain); err != plain {
+		t.Errorf("an unknown error became %v", err)
 	}
 }
