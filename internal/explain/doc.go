@@ -5,7 +5,8 @@
 // invalid frame), the registry's (a disabled server, one in backoff), the
 // host's (an unknown tool or server, arguments that break a schema), a
 // plugin's (one that could not start or crashed, a config its schema
-// refuses) and the policy chain's refusals. Those parts return facts;
+// refuses), a WASM filter's (a module that cannot load) and the policy
+// chain's refusals. Those parts return facts;
 // the words are here (Error, Server, Describe, Refusal).
 //
 // Each comes out as one structure, a *diag.Report: what happened, where

@@ -1,22 +1,22 @@
 package explain
 
 import (
-	"errors"
-
 	"github.com/nexus-mcp/nexus/internal/auth"
 	"github.com/nexus-mcp/nexus/internal/diag"
 	"github.com/nexus-mcp/nexus/internal/plugin"
 	"github.com/nexus-mcp/nexus/internal/policy"
+	"github.com/nexus-mcp/nexus/internal/wasm"
 )
 
 // Error is err as a person reads it: the report on the first typed error
 // in err's tree (in the order errors.As searches it) of a part that
 // returns facts rather than reports (an OAuth failure, a plugin that
-// could not start or crashed, a plugin config its schema refuses), or err unchanged when a
+// could not start or crashed, a plugin config its schema refuses, a WASM
+// module that could not be loaded as a filter), or err unchanged when a
 // *diag.Report or a decision of the policy chain comes first, or there is
-// none. The report's Cause is the
-// typed error, so errors.As still finds it; what wrapped it adds nothing
-// a report does not say (Render prints a wrapped report alone).
+// none. The report's Cause is the typed error, so errors.As still finds
+// it; what wrapped it adds nothing a report does not say (Render prints a
+// wrapped report alone).
 func Error(err error) error {
 	var out error
 	walk(err, func(e error) bool {
@@ -37,6 +37,8 @@ func Error(err error) error {
 			out = pluginConfig(e)
 		case *plugin.UnknownError:
 			out = pluginUnknown(e)
+		case *wasm.LoadError:
+			out = wasmLoad(e)
 		default:
 			return false
 		}
@@ -70,11 +72,4 @@ func walk(err error, f func(error) bool) bool {
 		}
 	}
 	return false
-}
-
-// Report is the report Error makes of err, if it makes one.
-func Report(err error) (*diag.Report, bool) {
-	var r *diag.Report
-	ok := errors.As(Error(err), &r)
-	return r, ok
 }

@@ -7,12 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nexus-mcp/nexus/internal/auth"
 	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/diag"
 	"github.com/nexus-mcp/nexus/internal/explain"
 	"github.com/nexus-mcp/nexus/internal/plugin"
 	"github.com/nexus-mcp/nexus/internal/policy"
 	"github.com/nexus-mcp/nexus/internal/registry"
+	httptransport "github.com/nexus-mcp/nexus/internal/transport/http"
 	"github.com/nexus-mcp/nexus/internal/transport/stdio"
 )
 
@@ -96,5 +98,30 @@ func TestPluginReports(t *testing.T) {
 	plain := errors.New("plain")
 	if err := explain.Error(plain); err != plain {
 		t.Errorf("an unknown error became %v", err)
+	}
+}
+
+// An OAuth failure carries where its server is configured; met while
+// connecting (the HTTP transport's *AuthError around it) it is the same
+// report, with the server's name and URL, leading back to both errors.
+func TestOAuthReport(t *testing.T) {
+	src := diag.Source{File: "mcp.json", Line: 4}
+	oe := &auth.Error{Kind: auth.ErrTokenEndpoint, Op: "token request", URL: "https://as.example.com/token", Status: 401,
+		OAuthError: "invalid_client", Diag: diag.Context{Source: src}}
+	var alone *diag.Report
+	if !errors.As(explain.Error(oe), &alone) || alone.Title != "OAuth Authorization Failed" || alone.Source != src ||
+		!strings.Contains(alone.Error(), "Check client_id and client_secret in mcp.json") {
+		t.Fatalf("alone: %v", alone)
+	}
+	srv := &config.Server{Name: "gh", Type: config.TypeHTTP, URL: "https://mcp.example.com/mcp", Source: src}
+	ae := &httptransport.AuthError{Server: "gh", Method: "POST", URL: srv.URL, Status: 401, Err: oe}
+	var r *diag.Report
+	if !errors.As(explain.Server(srv, ae, nil), &r) || r.Server != "gh" || r.URL != srv.URL || r.Problem != alone.Problem {
+		t.Fatalf("through the transport: %+v", r)
+	}
+	var back *auth.Error
+	var backAE *httptransport.AuthError
+	if !errors.As(r, &back) || back != oe || !errors.As(r, &backAE) {
+		t.Error("the report does not lead back to the errors")
 	}
 }
