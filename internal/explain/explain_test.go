@@ -1,12 +1,15 @@
 package explain_test
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nexus-mcp/nexus/internal/audit"
 	"github.com/nexus-mcp/nexus/internal/auth"
 	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/diag"
@@ -123,5 +126,25 @@ func TestOAuthReport(t *testing.T) {
 	var backAE *httptransport.AuthError
 	if !errors.As(r, &back) || back != oe || !errors.As(r, &backAE) {
 		t.Error("the report does not lead back to the errors")
+	}
+}
+
+// A refused call's audit record gets the refusal's report; an allowed one
+// and an error without a report (a cancelled call) get none.
+func TestRecord(t *testing.T) {
+	cfg := &config.Config{Servers: []*config.Server{{Name: "fs", Source: diag.Source{File: "mcp.json", Line: 2}}}}
+	d := &policy.DeniedError{Link: "guard", Kind: policy.KindPolicy, Reason: "not today", Method: "tools/call", Server: "fs", Tool: "write"}
+	rec := audit.Record{Agent: "bot", Server: "fs", Decision: "deny"}
+	explain.Record(cfg, &rec, d)
+	var j diag.JSON
+	if err := json.Unmarshal(rec.Report, &j); err != nil || j.Headline() != explain.Refusal(cfg, "bot", "", d).Headline() {
+		t.Fatalf("a refusal's record: %s %v", rec.Report, err)
+	}
+	allowed := audit.Record{Decision: "allow", Flags: []string{"input_required"}}
+	explain.Record(cfg, &allowed, errors.New("input required"))
+	cancelled := audit.Record{Decision: "error"}
+	explain.Record(cfg, &cancelled, context.Canceled)
+	if allowed.Report != nil || cancelled.Report != nil {
+		t.Errorf("reports on records without one: %s, %s", allowed.Report, cancelled.Report)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/console"
 	"github.com/nexus-mcp/nexus/internal/diag"
+	"github.com/nexus-mcp/nexus/internal/explain"
 	"github.com/nexus-mcp/nexus/internal/registry"
 )
 
@@ -75,8 +76,8 @@ func TestRefusalSameInCLIAndGateway(t *testing.T) {
 // masked as the command line masks it), the chain of the log still
 // verifies, and the console's decision page shows its headline and fixes.
 // The host hands its record on as it writes it (the decision feed); the
-// report is attached here as the host's audited call will attach it
-// (audit.Record.SetReport with the report host.Describe makes).
+// report is attached here, to that record, by the call the host's audited
+// call is to make once it has decided the record (explain.Record).
 func TestRefusalSameInAuditAndConsole(t *testing.T) {
 	rule, err := config.ParseHCL([]byte(`rule "no-add" {
   when   = "tool.name == 'add'"
@@ -93,10 +94,10 @@ func TestRefusalSameInAuditAndConsole(t *testing.T) {
 	e := newEnvOpts(t, func(c *config.Config) { c.Filters = append(c.Filters, rule.Filters...) }, func(o *host.Options) { o.Feed = feed })
 	ctx := ctxT(t)
 
-	_, err = e.h.CallTool(ctx, "claude", "testserver.add", map[string]any{"a": 1, "b": 2}, nil)
+	_, refused := e.h.CallTool(ctx, "claude", "testserver.add", map[string]any{"a": 1, "b": 2}, nil)
 	var rep *diag.Report
-	if !errors.As(host.Describe(e.cfg, err, host.DescribeOptions{Agent: "claude"}), &rep) {
-		t.Fatalf("the host's refusal is not described as a report: %v", err)
+	if !errors.As(host.Describe(e.cfg, refused, host.DescribeOptions{Agent: "claude"}), &rep) {
+		t.Fatalf("the host's refusal is not described as a report: %v", refused)
 	}
 	var d audit.Decision
 	select {
@@ -115,7 +116,7 @@ func TestRefusalSameInAuditAndConsole(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := d.Record
-	rec.SetReport(rep)
+	explain.Record(e.cfg, &rec, refused)
 	if err := w.Write(rec); err != nil {
 		t.Fatal(err)
 	}
