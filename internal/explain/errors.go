@@ -18,7 +18,15 @@ import (
 // it; what wrapped it adds nothing a report does not say (Render prints a
 // wrapped report alone).
 func Error(err error) error {
-	var out error
+	if r := typed(err); r != nil {
+		return r
+	}
+	return err
+}
+
+// typed is the report Error makes of err, or nil when it makes none.
+func typed(err error) *diag.Report {
+	var out *diag.Report
 	walk(err, func(e error) bool {
 		switch e := e.(type) {
 		case *diag.Report:
@@ -44,9 +52,6 @@ func Error(err error) error {
 		}
 		return true
 	})
-	if out == nil {
-		return err
-	}
 	return out
 }
 

@@ -102,6 +102,12 @@ func TestPluginReports(t *testing.T) {
 	if err := explain.Error(plain); err != plain {
 		t.Errorf("an unknown error became %v", err)
 	}
+	// An error of a type == cannot compare (config.Errors is a slice)
+	// passes through as it is.
+	errs := config.Errors{{Title: "Config Error", Problem: "bad"}}
+	if err := explain.Server(&config.Server{Name: "fs"}, errs, nil); !strings.Contains(err.Error(), "bad") {
+		t.Errorf("a slice of reports: %v", err)
+	}
 }
 
 // An OAuth failure carries where its server is configured; met while

@@ -50,8 +50,8 @@ func Server(srv *config.Server, err error, stderr []string) error {
 		// Before Error below: the auth error holds internal/auth's facts.
 		return explainHTTP(c, err)
 	}
-	if out := Error(err); out != err {
-		return out // a plugin's (a transport plugin's crash, its config)
+	if r := typed(err); r != nil {
+		return r // a plugin's (a transport plugin's crash, its config)
 	}
 	var rep *diag.Report
 	if errors.As(err, &rep) {
