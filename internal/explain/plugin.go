@@ -49,15 +49,11 @@ func pluginConfig(e *plugin.ConfigError) *diag.Report {
 // pluginUnknown is the report on a server or filter that names a plugin
 // no plugin block defines.
 func pluginUnknown(e *plugin.UnknownError) *diag.Report {
-	r := &diag.Report{Title: "Unknown Plugin", Source: e.Source,
+	r := &diag.Report{Title: "Unknown Plugin", Source: e.Source, Problem: e.Error(), Cause: e,
 		Fix: []string{"Add plugin \"" + e.Plugin + "\" { path = \"...\" sha256 = \"...\" } or fix the name"}}
-	if e.Filter != "" {
-		r.Problem = "Filter " + strconv.Quote(e.Filter)
-	} else {
+	if e.Filter == "" {
 		r.Server = e.Server
-		r.Problem = "Server " + strconv.Quote(e.Server)
 	}
-	r.Problem += " names plugin " + strconv.Quote(e.Plugin) + ", but no plugin block has that name"
 	return r
 }
 

@@ -126,10 +126,11 @@ type UnknownError struct {
 	Source diag.Source
 }
 
+// Error is the sentence the report's problem is.
 func (e *UnknownError) Error() string {
-	who := "server " + strconv.Quote(e.Server)
+	who := "Server " + strconv.Quote(e.Server)
 	if e.Filter != "" {
-		who = "filter " + strconv.Quote(e.Filter)
+		who = "Filter " + strconv.Quote(e.Filter)
 	}
 	return who + " names plugin " + strconv.Quote(e.Plugin) + ", but no plugin block has that name"
 }
