@@ -254,7 +254,7 @@ func (m *Manager) Filter(ctx context.Context, cfg *config.Config, f *config.Filt
 type Checked struct {
 	Plugin  string
 	Configs int     // configs (filters' and servers') that match its schemas
-	Errs    []error // each failing config (a *diag.Report naming its source), or why the plugin could not start
+	Errs    []error // each failing config (a *ConfigError naming its source), or why the plugin could not start (a *LoadError)
 }
 
 // Check starts every plugin that cfg's filters and servers use, as any
