@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/diag"
 	"github.com/nexus-mcp/nexus/internal/plugin"
@@ -376,6 +377,7 @@ func (a *app) checkPlugins(ctx context.Context, cfg *config.Config) ([]string, c
 			ok = append(ok, fmt.Sprintf("plugin %q: %s %s its schema", c.Plugin, count(c.Configs, "config"), verb))
 		}
 		for _, err := range c.Errs {
+			err = host.Describe(cfg, err, host.DescribeOptions{}) // the plugin's typed error as its report
 			var rep *diag.Report
 			var bad *plugin.ConfigError
 			switch {

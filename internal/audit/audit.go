@@ -57,6 +57,11 @@ type Record struct {
 	// recorded whatever its outcome, since a replayed requestState runs
 	// the server again).
 	Flags []string `json:"flags,omitempty"`
+	// Report is why a refused or failed call did not go through: the
+	// report the command line prints and the gateway's client reads in
+	// brief (diag.JSON, masked as the command line masks it), at most
+	// MaxReport bytes; see SetReport.
+	Report json.RawMessage `json:"report,omitempty"`
 
 	// Set by the Writer. A record links to the line before it by Prev
 	// (sha256, an unkeyed log) or MAC (HMAC-SHA256 with the log's key);

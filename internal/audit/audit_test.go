@@ -445,6 +445,7 @@ func TestAppendRecord(t *testing.T) {
 			Steps: []Step{{Link: "l", Source: "nexus.hcl:3", Action: "deny", Micros: 0.25}, {Link: "m", Action: "allow", Micros: 12}},
 			Args:  json.RawMessage(`{"a":[1,2]}`), IsError: &yes, Bytes: 42, Flags: []string{"tags: <IMPORTANT>"}, Seq: 9, Genesis: "g", Prev: "p"},
 		{Method: "tools/list", Decision: "allow", Seq: 1, Prev: "x"},
+		{Method: "tools/call", Decision: "deny", Report: json.RawMessage(`{"kind":"Policy Denied","message":"a \u003cb\u003e","fix":["x"]}`), Seq: 2, Prev: "y"},
 	} {
 		want, err := json.Marshal(r)
 		if err != nil {

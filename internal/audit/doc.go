@@ -42,6 +42,11 @@
 // record was queued loses that record, and with FailClosed every call
 // after it is refused.
 //
+// A refused or failed call's record carries its report (Record.Report,
+// set by SetReport): the structure the command line prints and the
+// gateway's client reads in brief, as diag.JSON, masked as the command
+// line masks it, and cut to MaxReport (flagged "report_truncated").
+//
 // A Feed hands the same records to watchers in the process (the web
 // console's live stream) while any subscribes: each subscriber has a
 // bounded buffer, and one that falls behind loses records, counted,

@@ -93,6 +93,10 @@ func appendRecord(b []byte, r *Record) ([]byte, error) {
 		}
 		b = append(b, ']')
 	}
+	if len(r.Report) > 0 {
+		b = append(b, `,"report":`...)
+		b = append(b, r.Report...)
+	}
 	b = append(b, `,"seq":`...)
 	b = strconv.AppendUint(b, r.Seq, 10)
 	str("genesis", r.Genesis)
@@ -161,6 +165,11 @@ func clamp(r *Record) {
 	}
 	if r.ArgsPreview != "" && !slices.Contains(r.Flags, "args_truncated") {
 		r.Flags = append(r.Flags[:len(r.Flags):len(r.Flags)], "args_truncated")
+	}
+	if len(r.Report) > MaxReport || len(r.Report) > 0 && !json.Valid(r.Report) {
+		// Set by hand rather than by SetReport: what is left is its kind.
+		r.Report = tooBig
+		r.Flags = append(r.Flags[:len(r.Flags):len(r.Flags)], "report_truncated")
 	}
 	if cutAll {
 		r.Flags = append(r.Flags[:len(r.Flags):len(r.Flags)], "record_truncated")

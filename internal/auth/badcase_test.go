@@ -23,8 +23,8 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden from the curr
 func checkGolden(t *testing.T, name string, err error, repl ...string) {
 	t.Helper()
 	var r *diag.Report
-	if !errors.As(err, &r) {
-		t.Fatalf("error is not a *diag.Report: %T %v", err, err)
+	if !errors.As(Explain(err), &r) {
+		t.Fatalf("error has no report: %T %v", err, err)
 	}
 	got := r.Error() + "\n"
 	got = strings.NewReplacer(repl...).Replace(got)

@@ -168,8 +168,8 @@ type Config struct {
 	MaxAttempts int
 
 	Logger hclog.Logger
-	// Diag is the error context (config file and layer) of the server, for
-	// the reports this package returns.
+	// Diag is the error context (config file and layer) of the server:
+	// every *Error carries it, for the report internal/explain makes.
 	Diag diag.Context
 
 	// now is the clock (tests).

@@ -57,6 +57,7 @@
 // requests and their client authentication); github.com/golang-jwt/jwt/v5
 // signs private_key_jwt assertions.
 //
-// Errors are *diag.Report values (what failed, where, likely causes, a fix)
-// whose cause is an *Error; errors.Is matches them against the Err* kinds.
+// Errors are *Error values, with the facts internal/explain builds their
+// report from (what failed, where, likely causes, a fix); errors.Is matches
+// them against the Err* kinds.
 package auth

@@ -147,7 +147,7 @@ func TestDPoPModes(t *testing.T) {
 		as, rs := dpopPair(t)
 		c := newTestClient(t, rs, func(cfg *Config) { cfg.DPoP = DPoPOff })
 		_, err := call(t, ctxT(t), c, rs.url())
-		if !errors.Is(err, ErrDPoP) || !strings.Contains(err.Error(), `dpop = \"auto\"`) && !strings.Contains(err.Error(), `dpop = "auto"`) {
+		if !errors.Is(err, ErrDPoP) || !strings.Contains(Explain(err).Error(), `dpop = \"auto\"`) && !strings.Contains(Explain(err).Error(), `dpop = "auto"`) {
 			t.Fatalf("error %v, want ErrDPoP with the fix", err)
 		}
 		if _, toks, _, _ := as.snapshot(); len(toks) != 0 {
@@ -158,7 +158,7 @@ func TestDPoPModes(t *testing.T) {
 		as, rs := dpopPair(t)
 		as.dpopAlgs = []string{"RS256"}
 		c := newTestClient(t, rs, nil)
-		if _, err := call(t, ctxT(t), c, rs.url()); !errors.Is(err, ErrDPoP) || !strings.Contains(err.Error(), "RS256") {
+		if _, err := call(t, ctxT(t), c, rs.url()); !errors.Is(err, ErrDPoP) || !strings.Contains(Explain(err).Error(), "RS256") {
 			t.Fatalf("error %v, want ErrDPoP naming the algorithms", err)
 		}
 	})

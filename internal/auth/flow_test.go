@@ -448,7 +448,7 @@ func TestStepUpLimit(t *testing.T) {
 	if len(authz) > 3 || len(authz) == 0 {
 		t.Errorf("%d authorization attempts, want 1 to 3", len(authz))
 	}
-	if !strings.Contains(err.Error(), "403 insufficient_scope") {
+	if !strings.Contains(Explain(err).Error(), "403 insufficient_scope") {
 		t.Errorf("message does not say what happened:\n%v", err)
 	}
 }

@@ -276,7 +276,7 @@ func (c *Client) obtainNonInteractive(ctx context.Context, d *discovered, ci *cl
 		if len(scopes) > 0 {
 			params.Set("scope", strings.Join(scopes, " "))
 		}
-		tok, err = c.tokenRequest(ctx, opWorkloadGrant, d.as.TokenEndpoint, ci, d.as, params, key)
+		tok, err = c.tokenRequest(ctx, OpWorkloadGrant, d.as.TokenEndpoint, ci, d.as, params, key)
 	default:
 		return nil, errors.New("not a non-interactive grant")
 	}
@@ -301,8 +301,8 @@ func (c *Client) workloadClient(as *ServerMetadata) (*clientInfo, error) {
 	return &clientInfo{AuthMethod: authNone, Source: "config", Issuer: as.Issuer}, nil
 }
 
-// opWorkloadGrant names the workload identity grant in errors.
-const opWorkloadGrant = "workload identity (JWT bearer) grant"
+// OpWorkloadGrant names the workload identity grant in errors.
+const OpWorkloadGrant = "workload identity (JWT bearer) grant"
 
 // maxAssertion bounds a workload JWT read from a file.
 const maxAssertion = 64 << 10

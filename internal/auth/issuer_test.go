@@ -76,7 +76,7 @@ func TestPreRegisteredBoundToIssuer(t *testing.T) {
 			cfg.Issuer = "https://as.example.com"
 		})
 		_, err := call(t, ctxT(t), c, rs.url())
-		if !errors.Is(err, ErrIssuerChanged) || !strings.Contains(err.Error(), "https://as.example.com") {
+		if !errors.Is(err, ErrIssuerChanged) || !strings.Contains(Explain(err).Error(), "https://as.example.com") {
 			t.Fatalf("error %v, want ErrIssuerChanged naming the configured issuer", err)
 		}
 		if _, toks, _, _ := as.snapshot(); len(toks) != 0 {

@@ -8,9 +8,9 @@ import (
 	"strings"
 )
 
-// errUserInfo is a server URL with credentials in it, which OAuth cannot
+// ErrUserInfo is a server URL with credentials in it, which OAuth cannot
 // use: the token is what authenticates, and the URL is its resource.
-var errUserInfo = errors.New("URL must not carry user information")
+var ErrUserInfo = errors.New("URL must not carry user information")
 
 // canonicalResource is the RFC 8707 / MCP canonical form of a server URL:
 // lower-case scheme and host, no default port, no fragment, and no trailing
@@ -24,7 +24,7 @@ func canonicalResource(raw string) (string, error) {
 		return "", errors.New("not an absolute URL (it needs a scheme and a host)")
 	}
 	if u.User != nil {
-		return "", errUserInfo
+		return "", ErrUserInfo
 	}
 	u.Scheme = strings.ToLower(u.Scheme)
 	if u.Scheme != "https" && u.Scheme != "http" {

@@ -14,7 +14,9 @@
 //   - the live decisions, over server-sent events, from the engine's
 //     decision feed (audit.Feed): the very records the audit log gets, so
 //     arguments are shown only as the log holds them; each opens its
-//     explain trace, the chain's steps as `nexus explain` lists them;
+//     explain trace, the chain's steps as `nexus explain` lists them, and
+//     for a refused or failed call the report its record keeps (headline
+//     and fixes: the command line's report, diag.JSON);
 //   - the sessions, and ending a legacy one (audited, with who and why);
 //     beside them the calls that wait for their agents' input (MRTR, the
 //     gateway's bridge), and ending one (audited the same way);

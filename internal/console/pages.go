@@ -338,6 +338,10 @@ type explainView struct {
 	Name  string
 	Args  string
 	Found bool
+	// Report is why a refused or failed call did not go through: the
+	// report its audit record keeps (audit.Record.SetReport), the one the
+	// command line prints and the agent's client reads in brief.
+	Report *diag.JSON
 }
 
 func (k *Console) explain(r *http.Request) (string, pageData, int) {
@@ -350,6 +354,12 @@ func (k *Console) explain(r *http.Request) (string, pageData, int) {
 		return "explain", pageData{Title: "Decision", Error: fmt.Sprintf("Decision %d is no longer kept: the console keeps the last %d; the audit log has every one.", id, k.c.Keep)}, http.StatusNotFound
 	}
 	v := explainView{D: d, Name: k.name(&d), Found: true}
+	if len(d.Report) > 0 {
+		var j diag.JSON
+		if json.Unmarshal(d.Report, &j) == nil {
+			v.Report = &j
+		}
+	}
 	switch {
 	case len(d.Args) > 0:
 		var out bytes.Buffer

@@ -89,3 +89,46 @@ func (r *Report) JSON() JSON {
 	}
 	return e
 }
+
+// Headline is the kind and the message on one line, as Report.Headline.
+func (j JSON) Headline() string {
+	if j.Kind == "" {
+		return j.Message
+	}
+	return j.Kind + ": " + j.Message
+}
+
+// Masked is j with the masking the command line applies to what it
+// prints (Report.Error): the credentials of URLs in every text and of the
+// command's arguments masked, and nothing a terminal would act on. What
+// keeps a report (the audit log) keeps this.
+func (j JSON) Masked() JSON {
+	m := j
+	for _, s := range []*string{&m.Kind, &m.Server, &m.Source, &m.URL, &m.Message, &m.Cause} {
+		*s = clean(*s)
+	}
+	if j.Command != nil {
+		m.Command = MaskCommand(j.Command)
+		for i, a := range m.Command {
+			m.Command[i] = sanitize.ForDisplay(a)
+		}
+	}
+	list := func(l []string) []string {
+		if l == nil {
+			return nil
+		}
+		out := make([]string, len(l))
+		for i, s := range l {
+			out[i] = clean(s)
+		}
+		return out
+	}
+	m.Causes, m.Fix = list(j.Causes), list(j.Fix)
+	if j.Details != nil {
+		m.Details = make(map[string][]string, len(j.Details))
+		for h, l := range j.Details {
+			m.Details[clean(h)] = list(l)
+		}
+	}
+	return m
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/nexus-mcp/nexus/internal/audit"
 	"github.com/nexus-mcp/nexus/internal/ctxval"
 	"github.com/nexus-mcp/nexus/internal/diag"
+	"github.com/nexus-mcp/nexus/internal/explain"
 	"github.com/nexus-mcp/nexus/internal/policy"
 	"github.com/nexus-mcp/nexus/internal/telemetry"
 	"github.com/nexus-mcp/nexus/sdk/event"
@@ -144,6 +145,11 @@ func (h *Host) audited(ctx context.Context, rec *audit.Record, do func(ctx conte
 	feed := h.opts.Feed
 	watched := feed.Active()
 	decide(rec, steps, err, w != nil || watched)
+	if w != nil || watched {
+		// A refused or failed call's record carries the report the
+		// command line and the gateway's client read, masked and bounded.
+		explain.Record(h.cfg, rec, err)
+	}
 	counted := !decidedBefore(ctx, rec)
 	if tel != nil && counted {
 		var buf [8]telemetry.Step // a request's usual few, on the stack

@@ -48,12 +48,13 @@ type Hints struct {
 // *diag.Report with the context the call itself could not give: the
 // server it is about and the config file and layer that server (and the
 // agent, and the filter that refused) came from, what else was
-// configured, the nearest names. Reports pass through unchanged, and so
+// configured, the nearest names. The typed errors Error knows become its
+// reports, with or without a config. Reports pass through unchanged, and so
 // do errors about no server (a usage error). A program prints what it
 // returns, with the renderer that fits its reader (diag.Report's Error,
 // Brief or JSON).
 func Describe(cfg *config.Config, err error, o Options) error {
-	if err == nil || cfg == nil {
+	if err = Error(err); err == nil || cfg == nil {
 		return err
 	}
 	var rep *diag.Report

@@ -1,10 +1,13 @@
 // Package explain builds the report a person reads from the typed errors
 // of every part of Nexus: a transport's (a command not found, a crashed
-// server, an HTTP status, an OAuth failure, whose report internal/auth
-// builds and this package completes), the protocol's (a timeout, an
+// server, an HTTP status), OAuth's (internal/auth's *Error: a discovery
+// that failed, a refused token request), the protocol's (a timeout, an
 // invalid frame), the registry's (a disabled server, one in backoff), the
-// host's (an unknown tool or server, arguments that break a schema) and
-// the policy chain's refusals.
+// host's (an unknown tool or server, arguments that break a schema), a
+// plugin's (one that could not start or crashed, a config its schema
+// refuses), a WASM filter's (a module that cannot load) and the policy
+// chain's refusals. Those parts return facts;
+// the words are here (Error, Server, Describe, Refusal).
 //
 // Each comes out as one structure, a *diag.Report: what happened, where
 // (the server, the config file and layer it came from, its command or

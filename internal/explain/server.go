@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/internal/auth"
 	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/diag"
 	"github.com/nexus-mcp/nexus/internal/registry"
@@ -46,8 +47,11 @@ func Server(srv *config.Server, err error, stderr []string) error {
 	c := diagContext(srv)
 	var ae *httptransport.AuthError
 	if errors.As(err, &ae) {
-		// Before the check below: the auth error holds internal/auth's report.
+		// Before Error below: the auth error holds internal/auth's facts.
 		return explainHTTP(c, err)
+	}
+	if r := typed(err); r != nil {
+		return r // a plugin's (a transport plugin's crash, its config)
 	}
 	var rep *diag.Report
 	if errors.As(err, &rep) {
@@ -117,19 +121,19 @@ func explainHTTP(c diag.Context, err error) *diag.Report {
 	}
 	switch {
 	case errors.As(err, &ae):
-		var rep *diag.Report
-		if errors.As(ae.Err, &rep) {
-			// internal/auth explains its own failures; keep its report, whose
-			// cause chain still leads to the transport's error.
-			cp := *rep
-			if cp.Server == "" {
-				cp.Server = c.Server
+		var oe *auth.Error
+		if errors.As(ae.Err, &oe) {
+			// internal/auth's facts, with the server's context where they
+			// lack it; the cause chain still leads to the transport's error.
+			r := oauth(oe)
+			if r.Server == "" {
+				r.Server = c.Server
 			}
-			if cp.URL == "" {
-				cp.URL = c.URL
+			if r.URL == "" {
+				r.URL = c.URL
 			}
-			cp.Cause = err
-			return &cp
+			r.Cause = err
+			return r
 		}
 		r := report("MCP Authorization Failed", ae.Error())
 		r.Fix = []string{"Log in again: nexus auth login " + c.Server, "See the server's authorization settings: nexus auth status " + c.Server}

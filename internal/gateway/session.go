@@ -1205,7 +1205,7 @@ func (g *Gateway) rpcErrorOf(agent string, err error) error {
 		return mcp.InvalidParams("%s", err.Error())
 	case errors.As(err, &schema) && schema.What == "arguments":
 		return mcp.InvalidParams("%s", err.Error())
-	case errors.As(err, &rep):
+	case errors.As(explain.Error(err), &rep):
 		return &mcp.RPCError{Code: mcp.CodeInternalError, Message: rep.Brief()}
 	case errors.As(err, &rerr):
 		return rerr

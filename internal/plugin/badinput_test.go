@@ -96,6 +96,7 @@ func TestLoadFailures(t *testing.T) {
 			m, _ := newManager(t, tc.opts)
 			start := time.Now()
 			_, err := m.Open(ctxT(t), tc.block(t))
+			err = Explain(err)
 			var le *LoadError
 			if !errors.As(err, &le) {
 				t.Fatalf("got %v, want a *LoadError", err)
@@ -172,8 +173,8 @@ func TestCrashDuringCall(t *testing.T) {
 			t.Errorf("crash error lacks %q: %v", w, crash)
 		}
 	}
-	if !strings.Contains(crash.Report().Error(), "Plugin Crashed") {
-		t.Error(crash.Report())
+	if r := Explain(crash); !strings.Contains(r.Error(), "Plugin Crashed") || !strings.Contains(r.Error(), "panic: boom in Decide") {
+		t.Error(r)
 	}
 	// Restarted with backoff; the link configures the new process itself.
 	d, err := l.Handle(ctx, toolEvent("rm"))

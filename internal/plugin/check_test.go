@@ -92,7 +92,7 @@ func TestManagerCheck(t *testing.T) {
 		t.Fatalf("guard: %d good configs and errors %v; want 3 good (no-delete, redact, piped) and 2 bad (typo, wrong)", g.Configs, g.Errs)
 	}
 	for i, want := range []string{"line 18", "line 34"} {
-		if !strings.Contains(g.Errs[i].Error(), want) {
+		if !strings.Contains(Explain(g.Errs[i]).Error(), want) {
 			t.Errorf("error %d does not point at its config (%s): %v", i, want, g.Errs[i])
 		}
 	}

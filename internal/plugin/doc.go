@@ -41,8 +41,11 @@
 //
 // Config blocks are validated against the JSON Schema a plugin declares for
 // each kind (santhosh-tekuri/jsonschema, no external references) when the
-// host loads them; errors are *diag.Report values with the config's file and
-// line. Inspect asks a binary what it offers, for `nexus plugin inspect`.
+// host loads them; errors are *ConfigError values with the config's file and
+// line. This package's errors carry facts (the plugin block, the stderr
+// tail, the checksums); internal/explain builds the reports a person
+// reads from them. Inspect asks a binary what it offers, for `nexus plugin
+// inspect`.
 //
 // The wire protocol is internal/pluginwire, generated from the public
 // contract sdk/plugin/proto/plugin.proto; Go plugin authors use

@@ -44,7 +44,7 @@ func (l *Link) Kind() string { return l.kind }
 
 // Filter returns the policy.Link of f, a policy or sanitizer filter that
 // names this plugin. The config is validated against the plugin's schema
-// (a *diag.Report with the filter's source if it fails) and the plugin
+// (a *ConfigError with the filter's source if it fails) and the plugin
 // configures its instance now, so config errors surface at load.
 func (p *Plugin) Filter(ctx context.Context, f *config.Filter) (*Link, error) {
 	kind, raw, err := p.checkFilter(f)
@@ -73,8 +73,8 @@ func (p *Plugin) checkFilter(f *config.Filter) (string, json.RawMessage, error) 
 		return "", nil, err
 	}
 	if len(problems) > 0 {
-		return "", nil, (&ConfigError{Plugin: p.cfg.Name, Kind: kind, User: "filter " + strconv.Quote(f.Name),
-			Source: f.Source, Pointer: "/config", Problems: problems}).Report()
+		return "", nil, &ConfigError{Plugin: p.cfg.Name, Kind: kind, User: "filter " + strconv.Quote(f.Name),
+			Source: f.Source, Pointer: "/config", Problems: problems}
 	}
 	return kind, raw, nil
 }

@@ -13,7 +13,6 @@ import (
 	goplugin "github.com/hashicorp/go-plugin"
 
 	"github.com/nexus-mcp/nexus/internal/config"
-	"github.com/nexus-mcp/nexus/internal/diag"
 	pb "github.com/nexus-mcp/nexus/internal/pluginwire"
 )
 
@@ -110,8 +109,8 @@ func (m *Manager) reattachFor(name string) (*pb.Reattach, error) {
 
 // Open launches the plugin of a plugin block (or returns the one already
 // running) and learns what it offers. Before anything runs, the binary must
-// exist, be executable and match its pinned sha256; errors are *diag.Report
-// values naming the plugin block, with a *LoadError inside.
+// exist, be executable and match its pinned sha256; errors are *LoadError
+// values naming the plugin block (internal/explain reports on them).
 func (m *Manager) Open(ctx context.Context, pc *config.Plugin) (*Plugin, error) {
 	m.mu.Lock()
 	if m.closed {
@@ -161,23 +160,23 @@ func (m *Manager) open(ctx context.Context, pc *config.Plugin) (*Plugin, error) 
 	}
 	ra, err := m.reattachFor(pc.Name)
 	if err != nil {
-		return nil, loadReport(pc, &LoadError{Plugin: pc.Name, Path: pc.Path, Kind: LoadReattach, Err: err}, "")
+		return nil, launchFailed(pc, &LoadError{Plugin: pc.Name, Path: pc.Path, Kind: LoadReattach, Err: err}, "")
 	}
 	if ra != nil {
 		m.log.Warn("attaching to a running plugin from "+pb.ReattachEnv+"; its checksum is not verified", "plugin", pc.Name, "pid", ra.Pid)
 		spec.reattach = ra
 	} else {
 		if kind, err := checkExecutable(pc.Path); err != nil {
-			return nil, loadReport(pc, &LoadError{Plugin: pc.Name, Path: pc.Path, Kind: kind, Err: err}, "")
+			return nil, launchFailed(pc, &LoadError{Plugin: pc.Name, Path: pc.Path, Kind: kind, Err: err}, "")
 		}
 		switch {
 		case pc.SHA256 == "":
 			sum, err := fileSHA256(pc.Path)
 			if err != nil {
-				return nil, loadReport(pc, &LoadError{Plugin: pc.Name, Path: pc.Path, Kind: LoadNotExecutable, Err: err}, "")
+				return nil, launchFailed(pc, &LoadError{Plugin: pc.Name, Path: pc.Path, Kind: LoadNotExecutable, Err: err}, "")
 			}
 			if !m.opts.InsecureSkipChecksum {
-				return nil, loadReport(pc, &LoadError{Plugin: pc.Name, Path: pc.Path, Kind: LoadChecksumMissing}, sum)
+				return nil, launchFailed(pc, &LoadError{Plugin: pc.Name, Path: pc.Path, Kind: LoadChecksumMissing}, sum)
 			}
 			m.log.Warn("INSECURE: running plugin "+strconv.Quote(pc.Name)+" without checksum verification; anyone who can replace "+pc.Path+" can run code as you. Pin it with sha256 = \""+sum+"\"", "plugin", pc.Name)
 		default:
@@ -187,7 +186,7 @@ func (m *Manager) open(ctx context.Context, pc *config.Plugin) (*Plugin, error) 
 			// every start (tens of milliseconds for a 20 MB binary).
 			want, err := checksum(pc.SHA256)
 			if err != nil {
-				return nil, loadReport(pc, &LoadError{Plugin: pc.Name, Path: pc.Path, Kind: LoadChecksumMismatch, Err: err}, "")
+				return nil, launchFailed(pc, &LoadError{Plugin: pc.Name, Path: pc.Path, Kind: LoadChecksumMismatch, Err: err}, "")
 			}
 			spec.sha256 = want
 		}
@@ -201,7 +200,7 @@ func (m *Manager) open(ctx context.Context, pc *config.Plugin) (*Plugin, error) 
 			if le.Kind == LoadChecksumMismatch {
 				sum, _ = fileSHA256(pc.Path) // for the message: what to pin if the change is trusted
 			}
-			return nil, loadReport(pc, le, sum)
+			return nil, launchFailed(pc, le, sum)
 		}
 		return nil, err
 	}
@@ -228,9 +227,7 @@ func (m *Manager) Transport(ctx context.Context, cfg *config.Config, s *config.S
 	}
 	pc := cfg.Plugin(s.Plugin.Name)
 	if pc == nil {
-		return nil, &diag.Report{Title: "Unknown Plugin", Server: s.Name, Source: s.Source,
-			Problem: "Server " + strconv.Quote(s.Name) + " names plugin " + strconv.Quote(s.Plugin.Name) + ", but no plugin block has that name",
-			Fix:     []string{"Add plugin \"" + s.Plugin.Name + "\" { path = \"...\" sha256 = \"...\" } or fix the name"}}
+		return nil, &UnknownError{Plugin: s.Plugin.Name, Server: s.Name, Source: s.Source}
 	}
 	p, err := m.Open(ctx, pc)
 	if err != nil {
@@ -244,9 +241,7 @@ func (m *Manager) Transport(ctx context.Context, cfg *config.Config, s *config.S
 func (m *Manager) Filter(ctx context.Context, cfg *config.Config, f *config.Filter) (*Link, error) {
 	pc := cfg.Plugin(f.Plugin)
 	if pc == nil {
-		return nil, &diag.Report{Title: "Unknown Plugin", Source: f.Source,
-			Problem: "Filter " + strconv.Quote(f.Name) + " names plugin " + strconv.Quote(f.Plugin) + ", but no plugin block has that name",
-			Fix:     []string{"Add plugin \"" + f.Plugin + "\" { path = \"...\" sha256 = \"...\" } or fix the name"}}
+		return nil, &UnknownError{Plugin: f.Plugin, Filter: f.Name, Source: f.Source}
 	}
 	p, err := m.Open(ctx, pc)
 	if err != nil {
@@ -259,7 +254,7 @@ func (m *Manager) Filter(ctx context.Context, cfg *config.Config, f *config.Filt
 type Checked struct {
 	Plugin  string
 	Configs int     // configs (filters' and servers') that match its schemas
-	Errs    []error // each failing config (a *diag.Report naming its source), or why the plugin could not start
+	Errs    []error // each failing config (a *ConfigError naming its source), or why the plugin could not start (a *LoadError)
 }
 
 // Check starts every plugin that cfg's filters and servers use, as any

@@ -145,6 +145,7 @@ func TestConfigFailsSchema(t *testing.T) {
 		Plugin: &config.PluginTransport{Name: "pipe", Config: map[string]any{"command": "not-a-list", "colour": "blue"}},
 		Source: diag.Source{File: "/work/nexus.hcl", Layer: "project", Line: 12}}
 	_, err := m.Transport(ctx, cfg, srv)
+	err = Explain(err)
 	var ce *ConfigError
 	if !errors.As(err, &ce) {
 		t.Fatalf("got %v, want a ConfigError", err)
@@ -157,6 +158,7 @@ func TestConfigFailsSchema(t *testing.T) {
 	}
 	_, err = m.Filter(ctx, cfg, &config.Filter{Name: "f", Kind: "policy", Plugin: "pipe", Config: map[string]any{"deny_tools": "x"},
 		Source: diag.Source{File: "/work/nexus.hcl", Line: 30}})
+	err = Explain(err)
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "line 30") || !strings.Contains(err.Error(), "/deny_tools") {
 		t.Fatalf("filter config: %v", err)
 	}

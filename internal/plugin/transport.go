@@ -41,7 +41,7 @@ func (t *Transport) Dial(ctx context.Context) (mcp.Conn, error) {
 
 // Transport validates the plugin config of s (a server with Type plugin)
 // against the plugin's schema and returns a Transport for it. A config that
-// fails the schema is a *diag.Report with the server's source.
+// fails the schema is a *ConfigError with the server's source.
 func (p *Plugin) Transport(s *config.Server) (*Transport, error) {
 	if s.Plugin == nil {
 		return nil, fmt.Errorf("server %q has no plugin block", s.Name)
@@ -58,8 +58,8 @@ func (p *Plugin) Transport(s *config.Server) (*Transport, error) {
 		return nil, err
 	}
 	if len(problems) > 0 {
-		return nil, (&ConfigError{Plugin: p.cfg.Name, Kind: pb.KindTransport, User: "server " + strconv.Quote(s.Name),
-			Source: s.Source, Pointer: "/plugin/config", Problems: problems}).Report()
+		return nil, &ConfigError{Plugin: p.cfg.Name, Kind: pb.KindTransport, User: "server " + strconv.Quote(s.Name),
+			Source: s.Source, Pointer: "/plugin/config", Problems: problems}
 	}
 	return &Transport{p: p, server: s.Name, config: raw}, nil
 }

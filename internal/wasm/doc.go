@@ -35,7 +35,8 @@
 // an impure one is refused at load, naming it.
 //
 // Every error names the filter, the event and the cause: load errors are
-// *diag.Report values whose Cause is a *LoadError, call errors are
-// *CallError values; both wrap the Err* sentinels for errors.Is. Entry turns
+// *LoadError values (a Kind and the facts internal/explain reports them
+// from), call errors are *CallError values; both wrap the Err* sentinels
+// for errors.Is. Entry turns
 // a filter block of the config into its link of the chain.
 package wasm

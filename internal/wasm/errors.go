@@ -4,11 +4,12 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/nexus-mcp/nexus/internal/diag"
 	"github.com/nexus-mcp/nexus/sdk/event"
 )
 
-// Errors of Load and Inspect; a load error is a *diag.Report whose Cause
-// is a *LoadError wrapping one of these.
+// Errors of Load and Inspect; a load error is a *LoadError wrapping one
+// of these.
 var (
 	ErrNotFound       = errors.New("module file not found")
 	ErrNotWASM        = errors.New("not a WebAssembly module")
@@ -34,14 +35,64 @@ var (
 	ErrFailed         = errors.New("filter failed")
 )
 
-// LoadError is why a module could not be loaded as a filter.
+// LoadError is why a module could not be loaded as a filter, with the
+// facts internal/explain's report on it says what to do from.
 type LoadError struct {
 	Filter string
 	Path   string
 	Err    error // wraps one of the Err* load errors
-	// Problems lists each missing or wrong export or import.
+	// Problems lists each missing or wrong export or import (or what a
+	// Rego policy lacks: builtins, entrypoints).
 	Problems []string
+
+	Kind   LoadKind
+	Source diag.Source // the filter block
+	// Detail is what the file is instead (LoadNotWASM), or the failure in
+	// words: the compiler's, the filter's own when it refused its config.
+	Detail string
+	// Pinned and Sum are the sha256 pinned and the file's (LoadSHA256).
+	Pinned, Sum string
+	// Size and Limit are the file's size and the limit for a module
+	// (LoadTooLarge), or the memory the module needs at start and its
+	// limit (LoadMemory), in bytes.
+	Size, Limit uint64
+	// Names are the builtins a Rego policy may not call or this host
+	// lacks (LoadOPAImpure, LoadOPAMissing).
+	Names []string
+	// Entrypoint is the Rego entrypoint the filter block names, as the
+	// policy's build would (LoadOPANoEntrypoint).
+	Entrypoint string
 }
+
+// LoadKind says why a module could not be loaded, so that a report (and
+// a test) can tell the cases apart without reading messages.
+type LoadKind int
+
+const (
+	LoadOther           LoadKind = iota
+	LoadMissing                  // no file at Path
+	LoadDirectory                // Path is a directory
+	LoadNotFile                  // a device or another file that is not regular (Detail)
+	LoadRead                     // the file could not be read (Detail)
+	LoadTooLarge                 // the file is over MaxModuleSize
+	LoadSHA256                   // the file's sha256 is not the pinned one; nothing was compiled
+	LoadNotWASM                  // not a WebAssembly core module (Detail says what it is)
+	LoadBundle                   // gzip, so read as an OPA bundle, and not one (Detail)
+	LoadBundleNotWASM            // the module in the bundle is not WebAssembly (Detail)
+	LoadNotOPA                   // abi = "opa" names a module opa build did not make (Detail)
+	LoadTables                   // a table over MaxTableElems (Detail)
+	LoadCompile                  // the module does not compile (Detail)
+	LoadOPAABI                   // OPA's ABI is not as Nexus calls it (Problems)
+	LoadABI                      // not the Nexus filter ABI v1 (Problems)
+	LoadMemory                   // the module needs more memory at start than its limit
+	LoadOPAData                  // the Rego policy's data document (Detail)
+	LoadOPAImpure                // the policy calls builtins that reach outside the sandbox
+	LoadOPAMissing               // the policy calls builtins this host lacks
+	LoadOPAEntrypoints           // several entrypoints, and the filter block names none
+	LoadOPANoEntrypoint          // the entrypoint named is not the policy's
+	LoadConfigure                // the filter refused its config (Detail)
+	LoadStart                    // the module failed to start (Detail)
+)
 
 func (e *LoadError) Error() string {
 	return fmt.Sprintf("wasm filter %q (%s): %v", e.Filter, e.Path, e.Err)

@@ -350,7 +350,7 @@ func (inst *instance) configure(ctx context.Context, config []byte) error {
 // when it does not fit in the last.
 func (inst *instance) write(ctx context.Context, input []byte) error {
 	if len(input) > maxInput {
-		return fmt.Errorf("%w: the event is %s, over the %s limit", ErrInput, mib(uint64(len(input))), mib(maxInput))
+		return fmt.Errorf("%w: the event is %s, over the %s limit", ErrInput, MiB(uint64(len(input))), MiB(maxInput))
 	}
 	n := uint32(len(input))
 	if inst.inPtr == 0 || n > inst.inCap {
@@ -363,7 +363,7 @@ func (inst *instance) write(ctx context.Context, input []byte) error {
 			return fmt.Errorf("%w: nx_input_buf(%d) returned 0: the guest could not make a buffer", ErrInput, n)
 		}
 		if uint64(ptr)+uint64(n) > uint64(inst.mem.Size()) {
-			return fmt.Errorf("%w: nx_input_buf(%d) returned %#x, and that buffer ends outside the guest's memory (%s)", ErrInput, n, ptr, mib(uint64(inst.mem.Size())))
+			return fmt.Errorf("%w: nx_input_buf(%d) returned %#x, and that buffer ends outside the guest's memory (%s)", ErrInput, n, ptr, MiB(uint64(inst.mem.Size())))
 		}
 		inst.inPtr, inst.inCap = ptr, n
 	}
@@ -519,11 +519,11 @@ func (inst *instance) run(ctx context.Context, input []byte) ([]byte, error) {
 	}
 	ptr, n := uint32(inst.stack[0]>>32), uint32(inst.stack[0])
 	if n > MaxOutput {
-		return nil, fmt.Errorf("%w: the decision is %s, over the %s limit", ErrOutputTooLarge, mib(uint64(n)), mib(MaxOutput))
+		return nil, fmt.Errorf("%w: the decision is %s, over the %s limit", ErrOutputTooLarge, MiB(uint64(n)), MiB(MaxOutput))
 	}
 	out, ok := inst.mem.Read(ptr, n)
 	if !ok {
-		return nil, fmt.Errorf("%w: nx_on_event returned %d bytes at %#x, past the end of its memory (%s)", ErrOutputBounds, n, ptr, mib(uint64(inst.mem.Size())))
+		return nil, fmt.Errorf("%w: nx_on_event returned %d bytes at %#x, past the end of its memory (%s)", ErrOutputBounds, n, ptr, MiB(uint64(inst.mem.Size())))
 	}
 	return out, nil
 }
@@ -539,7 +539,7 @@ func (f *Filter) cause(parent context.Context, inst *instance, err error, limit 
 	tail := inst.logs.stderrTail()
 	if inst.alloc.refused > 0 {
 		return fmt.Errorf("%w: the filter asked for %s of memory, over its limit of %s (limits.memory_mb), and then %v; the instance was discarded%s",
-			ErrMemoryLimit, mib(inst.alloc.refused), mib(inst.alloc.limit), firstLine(err), tail)
+			ErrMemoryLimit, MiB(inst.alloc.refused), MiB(inst.alloc.limit), firstLine(err), tail)
 	}
 	if inst.opa != nil && inst.opa.abort != "" {
 		return fmt.Errorf("%w: the policy aborted: %s; the instance was discarded", ErrTrap, inst.opa.abort)

@@ -218,23 +218,10 @@ func (r *Runtime) compileCode(ctx context.Context, code []byte) (wazero.Runtime,
 	return wr, compiled, false, err
 }
 
-// loadReport makes the report of a failed load.
-func loadReport(spec Spec, err error, problem string, problems []string, causes, fix []string) *diag.Report {
-	r := &diag.Report{
-		Title:   "WASM Filter Load Failed",
-		Source:  spec.Source,
-		Problem: fmt.Sprintf("filter %q: %s", spec.Name, problem),
-		Causes:  causes,
-		Fix:     fix,
-		Cause:   &LoadError{Filter: spec.Name, Path: spec.Path, Err: err, Problems: problems},
-	}
-	if len(problems) > 0 {
-		r.Details = []diag.Section{{Heading: "What is missing or wrong", Lines: problems}}
-	}
-	return r
+// loadErr is a failed load of spec's module, of kind, wrapping err.
+func loadErr(spec Spec, kind LoadKind, err error, detail string) *LoadError {
+	return &LoadError{Filter: spec.Name, Path: spec.Path, Err: err, Kind: kind, Source: spec.Source, Detail: detail}
 }
-
-var buildFix = "Build a Go filter with the SDK: GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o NAME.wasm ./filters/NAME (make filters builds the first-party ones)"
 
 // read reads the module file, checks its hash and its header. The hash
 // (some milliseconds for a Go module) is computed only when it is pinned
@@ -247,41 +234,30 @@ func read(spec Spec, hash bool) ([]byte, string, error) {
 	)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, "", loadReport(spec, fmt.Errorf("%w: %s", ErrNotFound, spec.Path),
-			fmt.Sprintf("the module %s does not exist", spec.Path), nil,
-			[]string{"The filter has not been built yet.", "The wasm path in the filter block is wrong (a relative path is relative to the config file)."},
-			[]string{buildFix, "Check the wasm path of the filter block."})
+		return nil, "", loadErr(spec, LoadMissing, fmt.Errorf("%w: %s", ErrNotFound, spec.Path), "")
 	case errors.As(err, &nr) && nr.Mode.IsDir():
-		return nil, "", loadReport(spec, fmt.Errorf("%w: %s is a directory", ErrNotFound, spec.Path),
-			fmt.Sprintf("%s is a directory, not a .wasm module", spec.Path), nil, nil, []string{"Point wasm at the built .wasm file."})
+		return nil, "", loadErr(spec, LoadDirectory, fmt.Errorf("%w: %s is a directory", ErrNotFound, spec.Path), "")
 	case errors.As(err, &nr):
-		return nil, "", loadReport(spec, fmt.Errorf("%w: %v", ErrNotFound, err), err.Error(), nil, nil, []string{"Point wasm at the built .wasm file."})
+		return nil, "", loadErr(spec, LoadNotFile, fmt.Errorf("%w: %v", ErrNotFound, err), err.Error())
 	case errors.As(err, &tl):
-		return nil, "", loadReport(spec, fmt.Errorf("%w: %d bytes", ErrModuleTooLarge, tl.Size),
-			fmt.Sprintf("%s is %s, over the %s limit for a module", spec.Path, mib(uint64(max(tl.Size, tl.Max+1))), mib(MaxModuleSize)), nil, nil, nil)
+		e := loadErr(spec, LoadTooLarge, fmt.Errorf("%w: %d bytes", ErrModuleTooLarge, tl.Size), "")
+		e.Size, e.Limit = uint64(max(tl.Size, tl.Max+1)), MaxModuleSize
+		return nil, "", e
 	case err != nil:
-		return nil, "", loadReport(spec, fmt.Errorf("%w: %v", ErrNotFound, err), fmt.Sprintf("cannot read the module: %v", err), nil, nil, nil)
+		return nil, "", loadErr(spec, LoadRead, fmt.Errorf("%w: %v", ErrNotFound, err), err.Error())
 	}
 	var sum string
 	if spec.SHA256 != "" || hash {
 		sum = sha256Hex(code)
 	}
 	if spec.SHA256 != "" && !strings.EqualFold(strings.TrimSpace(spec.SHA256), sum) {
-		hash := sum
-		return nil, "", &diag.Report{
-			Title:   "WASM Filter Load Failed",
-			Source:  spec.Source,
-			Problem: fmt.Sprintf("filter %q: the sha256 of %s does not match the pinned one", spec.Name, spec.Path),
-			Details: []diag.Section{{Heading: "sha256", Lines: []string{"pinned: " + strings.ToLower(spec.SHA256), "file:   " + hash}}},
-			Causes:  []string{"The module was rebuilt or replaced after its hash was pinned.", "The file was tampered with."},
-			Fix:     []string{fmt.Sprintf("If you rebuilt it yourself, pin the new hash: sha256 = %q", hash), "Otherwise restore the module that was pinned."},
-			Cause:   &LoadError{Filter: spec.Name, Path: spec.Path, Err: fmt.Errorf("%w: pinned %s, file %s", ErrSHA256, strings.ToLower(spec.SHA256), hash)},
-		}
+		pinned := strings.ToLower(spec.SHA256)
+		e := loadErr(spec, LoadSHA256, fmt.Errorf("%w: pinned %s, file %s", ErrSHA256, pinned, sum), "")
+		e.Pinned, e.Sum = pinned, sum
+		return nil, "", e
 	}
 	if what := notWASM(code); what != "" && !isGzip(code) {
-		return nil, "", loadReport(spec, fmt.Errorf("%w: %s", ErrNotWASM, what),
-			fmt.Sprintf("%s is not a WebAssembly module: %s", spec.Path, what), nil, nil,
-			[]string{buildFix, "Modules in other languages: anything that compiles to a WebAssembly core module and follows sdk/filter/ABI.md."})
+		return nil, "", loadErr(spec, LoadNotWASM, fmt.Errorf("%w: %s", ErrNotWASM, what), what)
 	}
 	return code, sum, nil
 }
@@ -348,12 +324,10 @@ func (r *Runtime) compile(ctx context.Context, spec Spec, hash bool) (*module, e
 	var bundle map[string]any
 	if isGzip(code) {
 		if code, bundle, err = readBundle(code); err != nil {
-			return nil, loadReport(spec, fmt.Errorf("%w: %v", ErrNotWASM, err),
-				fmt.Sprintf("%s is gzip, so it was read as an OPA bundle, and %v", spec.Path, err), nil, nil, []string{opaBuildFix})
+			return nil, loadErr(spec, LoadBundle, fmt.Errorf("%w: %v", ErrNotWASM, err), err.Error())
 		}
 		if what := notWASM(code); what != "" {
-			return nil, loadReport(spec, fmt.Errorf("%w: %s", ErrNotWASM, what),
-				fmt.Sprintf("the module in the bundle %s is not a WebAssembly module: %s", spec.Path, what), nil, nil, []string{opaBuildFix})
+			return nil, loadErr(spec, LoadBundleNotWASM, fmt.Errorf("%w: %s", ErrNotWASM, what), what)
 		}
 	}
 	looksOPA := isOPA(code)
@@ -365,24 +339,16 @@ func (r *Runtime) compile(ctx context.Context, spec Spec, hash bool) (*module, e
 			code, err = ownMemory(code)
 		}
 		if err != nil {
-			return nil, loadReport(spec, fmt.Errorf("%w: %v", ErrExports, err),
-				fmt.Sprintf("%s is not a Rego policy built for WebAssembly: %v", spec.Path, err), nil,
-				[]string{"abi = \"opa\" names a module that opa build did not make."}, []string{opaBuildFix})
+			return nil, loadErr(spec, LoadNotOPA, fmt.Errorf("%w: %v", ErrExports, err), err.Error())
 		}
 	}
 	capped, err := capTables(code)
 	if err != nil {
-		return nil, loadReport(spec, fmt.Errorf("%w: %v", ErrCompile, err),
-			fmt.Sprintf("%s is refused: %v", spec.Path, err), nil,
-			[]string{"A hand-written or hostile module declares a table larger than any filter needs."},
-			[]string{"Declare tables of at most " + fmt.Sprint(MaxTableElems) + " elements; modules built by the Go toolchain stay well under it."})
+		return nil, loadErr(spec, LoadTables, fmt.Errorf("%w: %v", ErrCompile, err), err.Error())
 	}
 	wr, compiled, interrupt, err := r.compileCode(ctx, capped)
 	if err != nil {
-		return nil, loadReport(spec, fmt.Errorf("%w: %v", ErrCompile, err),
-			fmt.Sprintf("%s is not a valid WebAssembly module: %v", spec.Path, err), nil,
-			[]string{"The file is truncated or corrupt.", "It uses a WebAssembly feature this runtime does not support."},
-			[]string{buildFix})
+		return nil, loadErr(spec, LoadCompile, fmt.Errorf("%w: %v", ErrCompile, err), err.Error())
 	}
 	m := &module{code: file, wr: wr, compiled: compiled, opa: opa, bundle: bundle, interrupt: interrupt}
 	m.info = &Info{Name: spec.Name, Path: spec.Path, Size: int64(len(file)), SHA256: sum}
@@ -516,7 +482,9 @@ func exportNames(syms []Symbol) string {
 	return strings.Join(names, ", ")
 }
 
-func mib(n uint64) string {
+// MiB is n bytes as people read a module's size or memory: "64 MiB",
+// "1.5 MiB".
+func MiB(n uint64) string {
 	if n%(1<<20) == 0 {
 		return fmt.Sprintf("%d MiB", n>>20)
 	}
@@ -526,7 +494,7 @@ func mib(n uint64) string {
 // Inspect reads and checks the module of spec without running it as a
 // filter: what `nexus filter inspect` prints. Only Name, Path and SHA256
 // of spec matter. Problems with the ABI are listed in Info.Problems; the
-// error (a *diag.Report) is for a module that cannot be read, does not
+// error (a *LoadError) is for a module that cannot be read, does not
 // match its sha256, or does not compile. When the module implements the
 // ABI, Inspect starts one instance (without config) to ask for its minor
 // version.
@@ -560,8 +528,8 @@ func (r *Runtime) Inspect(ctx context.Context, spec Spec) (*Info, error) {
 // sha256 (before compiling anything), compiles it (from the cache when it
 // can), checks the ABI and every export signature, and starts one instance
 // with the config, so a filter that cannot start or refuses its config
-// fails here, at load, not on the first call. Errors are *diag.Report
-// values whose Cause is a *LoadError.
+// fails here, at load, not on the first call. Errors are *LoadError
+// values (internal/explain reports on them).
 func (r *Runtime) Load(ctx context.Context, spec Spec) (*Filter, error) {
 	if !r.begin() {
 		return nil, ErrClosed
@@ -572,35 +540,28 @@ func (r *Runtime) Load(ctx context.Context, spec Spec) (*Filter, error) {
 	if err != nil {
 		return nil, err
 	}
-	if m.abiErr != nil && m.opa {
-		m.close(ctx)
-		return nil, loadReport(spec, fmt.Errorf("%w: %s", m.abiErr, strings.Join(m.info.Problems, "; ")),
-			fmt.Sprintf("%s does not implement OPA's WebAssembly ABI as Nexus calls it", spec.Path), m.info.Problems, nil, []string{opaBuildFix})
-	}
 	if m.abiErr != nil {
 		m.close(ctx)
-		problem := fmt.Sprintf("%s does not implement the Nexus filter ABI v1", spec.Path)
-		if len(m.info.Problems) == 1 {
-			problem = fmt.Sprintf("%s: %s", spec.Path, m.info.Problems[0])
-			return nil, loadReport(spec, fmt.Errorf("%w: %s", m.abiErr, m.info.Problems[0]), problem, nil, nil,
-				[]string{buildFix, "In another language, follow sdk/filter/ABI.md: the exports, their signatures and the host functions."})
+		kind, err := LoadABI, fmt.Errorf("%w: %s", m.abiErr, strings.Join(m.info.Problems, "; "))
+		if m.opa {
+			kind = LoadOPAABI
 		}
-		return nil, loadReport(spec, fmt.Errorf("%w: %s", m.abiErr, strings.Join(m.info.Problems, "; ")), problem, m.info.Problems, nil,
-			[]string{buildFix, "In another language, follow sdk/filter/ABI.md: the exports, their signatures and the host functions."})
+		e := loadErr(spec, kind, err, "")
+		e.Problems = m.info.Problems
+		return nil, e
 	}
 	limit := uint64(spec.MemoryMB) << 20
 	if need := uint64(m.info.MemoryMin) << 16; need > limit {
 		m.close(ctx)
-		return nil, loadReport(spec, fmt.Errorf("%w: the module needs %s at start, its limit is %s", ErrMemoryLimit, mib(need), mib(limit)),
-			fmt.Sprintf("the module needs %s of memory to start, over its limit of %s", mib(need), mib(limit)), nil, nil,
-			[]string{fmt.Sprintf("Raise the limit: limits { memory_mb = %d } in the filter block.", (need+(1<<20)-1)>>20)})
+		e := loadErr(spec, LoadMemory, fmt.Errorf("%w: the module needs %s at start, its limit is %s", ErrMemoryLimit, MiB(need), MiB(limit)), "")
+		e.Size, e.Limit = need, limit
+		return nil, e
 	}
 	if m.opa {
 		data, err := opaData(m.bundle, spec.DataFile, spec.Config)
 		if err != nil {
 			m.close(ctx)
-			return nil, loadReport(spec, fmt.Errorf("%w: %v", ErrConfigure, err), fmt.Sprintf("the policy's data document: %v", err), nil, nil,
-				[]string{"The data of a Rego filter is its config block, over data_file, over the bundle's data.json; each must be a JSON object."})
+			return nil, loadErr(spec, LoadOPAData, fmt.Errorf("%w: %v", ErrConfigure, err), err.Error())
 		}
 		spec.Config = data
 	}
@@ -610,7 +571,9 @@ func (r *Runtime) Load(ctx context.Context, spec Spec) (*Filter, error) {
 		m.close(ctx)
 		var oe *opaLoadError
 		if errors.As(err, &oe) {
-			return nil, loadReport(spec, fmt.Errorf("%w: %v", ErrExports, err), oe.problem, oe.lines, nil, oe.fix)
+			e := loadErr(spec, oe.kind, fmt.Errorf("%w: %v", ErrExports, err), oe.problem)
+			e.Problems, e.Names, e.Entrypoint = oe.lines, oe.names, oe.want
+			return nil, e
 		}
 		var ce *CallError
 		cause := err
@@ -618,10 +581,9 @@ func (r *Runtime) Load(ctx context.Context, spec Spec) (*Filter, error) {
 			cause = ce.Err
 		}
 		if errors.Is(err, ErrConfigure) {
-			return nil, loadReport(spec, err, fmt.Sprintf("the filter refused its config: %v", unwrapAll(cause)), nil, nil,
-				[]string{"Fix the config of the filter block; the filter's README lists its settings."})
+			return nil, loadErr(spec, LoadConfigure, err, unwrapAll(cause))
 		}
-		return nil, loadReport(spec, fmt.Errorf("%w: %v", ErrStart, err), fmt.Sprintf("the module failed to start: %v", cause), nil, nil, nil)
+		return nil, loadErr(spec, LoadStart, fmt.Errorf("%w: %v", ErrStart, err), cause.Error())
 	}
 	f.put(inst)
 	m.info.ABIMinor, m.info.ABI = f.minor, m.abi(f.minor)

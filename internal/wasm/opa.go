@@ -69,8 +69,6 @@ var opaImports = map[string]sig{
 	"opa_builtin4": {[]api.ValueType{i32, i32, i32, i32, i32, i32}, []api.ValueType{i32}},
 }
 
-const opaBuildFix = "Build the policy with OPA: opa build -t wasm -e PACKAGE/RULE policy.rego (the bundle.tar.gz it writes, or the policy.wasm inside, is what wasm points at)"
-
 // checkOPA fills info for an OPA module and lists what keeps it from
 // running as a filter.
 func checkOPA(cm wazero.CompiledModule, info *Info) error {
@@ -195,11 +193,14 @@ func (f *Filter) readyOPA(ctx, sctx context.Context, inst *instance) (*instance,
 }
 
 // opaLoadError is a policy that cannot run here: a builtin it needs or an
-// entrypoint it lacks. It is reported as is, not as a crash.
+// entrypoint it lacks. Load makes it a *LoadError of its kind, not a
+// crash.
 type opaLoadError struct {
+	kind    LoadKind
 	problem string
 	lines   []string
-	fix     []string
+	names   []string // the builtins
+	want    string   // the entrypoint named, as the policy's build names it
 }
 
 func (e *opaLoadError) Error() string {
@@ -249,12 +250,10 @@ func (f *Filter) learnOPA(ctx context.Context, inst *instance) error {
 		for i, name := range impure {
 			lines[i] = fmt.Sprintf("%s (%s)", name, opaImpure[name])
 		}
-		return &opaLoadError{problem: "the policy calls builtins that reach outside the sandbox, which filters may not", lines: lines,
-			fix: []string{"Fetch what the policy needs ahead of time and give it as data: the filter's config, or data_file.", "Remove the calls to " + strings.Join(impure, ", ") + " from the policy."}}
+		return &opaLoadError{kind: LoadOPAImpure, problem: "the policy calls builtins that reach outside the sandbox, which filters may not", lines: lines, names: impure}
 	}
 	if len(missing) > 0 {
-		return &opaLoadError{problem: "the policy calls builtins this Nexus does not provide to Rego policies", lines: missing,
-			fix: []string{"Rewrite the rules without " + strings.Join(missing, ", ") + ". Besides those OPA compiles into the module, Nexus provides: " + strings.Join(OPABuiltins(), ", ") + "."}}
+		return &opaLoadError{kind: LoadOPAMissing, problem: "the policy calls builtins this Nexus does not provide to Rego policies", lines: missing, names: missing}
 	}
 	var names []string
 	for n := range entrypoints {
@@ -267,23 +266,14 @@ func (f *Filter) learnOPA(ctx context.Context, inst *instance) error {
 	case want == "" && len(names) == 1:
 		p.entrypoint, p.entryName = entrypoints[names[0]], names[0]
 	case want == "":
-		return &opaLoadError{problem: fmt.Sprintf("the policy has %d entrypoints and the filter block names none", len(names)), lines: names,
-			fix: []string{fmt.Sprintf("Say which one decides: entrypoint = %q in the filter block.", firstOr(names, "nexus/decision"))}}
+		return &opaLoadError{kind: LoadOPAEntrypoints, problem: fmt.Sprintf("the policy has %d entrypoints and the filter block names none", len(names)), lines: names}
 	case !ok:
-		return &opaLoadError{problem: fmt.Sprintf("the policy has no entrypoint %q", f.spec.Entrypoint), lines: names,
-			fix: []string{"Name one of the policy's entrypoints (listed above) in entrypoint, or rebuild the policy with -e " + want + "."}}
+		return &opaLoadError{kind: LoadOPANoEntrypoint, problem: fmt.Sprintf("the policy has no entrypoint %q", f.spec.Entrypoint), lines: names, want: want}
 	default:
 		p.entrypoint, p.entryName = id, want
 	}
 	f.opa = p
 	return nil
-}
-
-func firstOr(s []string, def string) string {
-	if len(s) > 0 {
-		return s[0]
-	}
-	return def
 }
 
 // maxOPAString bounds a NUL-terminated string read from the guest.
@@ -293,14 +283,14 @@ const maxOPAString = MaxOutput
 func (inst *instance) opaString(addr uint32) ([]byte, error) {
 	size := inst.mem.Size()
 	if addr >= size {
-		return nil, fmt.Errorf("%w: a string at %#x, past the end of its memory (%s)", ErrOutputBounds, addr, mib(uint64(size)))
+		return nil, fmt.Errorf("%w: a string at %#x, past the end of its memory (%s)", ErrOutputBounds, addr, MiB(uint64(size)))
 	}
 	n := min(size-addr, maxOPAString+1)
 	b, _ := inst.mem.Read(addr, n)
 	end := bytes.IndexByte(b, 0)
 	if end < 0 {
 		if n > maxOPAString {
-			return nil, fmt.Errorf("%w: a string over the %s limit", ErrOutputTooLarge, mib(maxOPAString))
+			return nil, fmt.Errorf("%w: a string over the %s limit", ErrOutputTooLarge, MiB(maxOPAString))
 		}
 		return nil, fmt.Errorf("%w: a string at %#x runs to the end of its memory", ErrOutputBounds, addr)
 	}
@@ -340,7 +330,7 @@ func (inst *instance) opaParse(ctx context.Context, raw []byte) (uint32, error) 
 // JSON, a view of guest memory valid until the next call.
 func (inst *instance) runOPA(ctx context.Context, input []byte) ([]byte, error) {
 	if len(input) > maxInput {
-		return nil, fmt.Errorf("%w: the event is %s, over the %s limit", ErrInput, mib(uint64(len(input))), mib(maxInput))
+		return nil, fmt.Errorf("%w: the event is %s, over the %s limit", ErrInput, MiB(uint64(len(input))), MiB(maxInput))
 	}
 	o := inst.opa
 	o.now, o.abort = 0, ""
@@ -349,7 +339,7 @@ func (inst *instance) runOPA(ctx context.Context, input []byte) ([]byte, error) 
 		pages := (end - size + 0xffff) >> 16
 		if _, ok := inst.mem.Grow(uint32(pages)); !ok {
 			inst.alloc.refused = max(inst.alloc.refused, end)
-			return nil, fmt.Errorf("%w: the event (%s) does not fit in the filter's memory limit of %s (limits.memory_mb)", ErrMemoryLimit, mib(uint64(len(input))), mib(inst.alloc.limit))
+			return nil, fmt.Errorf("%w: the event (%s) does not fit in the filter's memory limit of %s (limits.memory_mb)", ErrMemoryLimit, MiB(uint64(len(input))), MiB(inst.alloc.limit))
 		}
 	}
 	if !inst.mem.Write(o.heap, input) {
@@ -525,7 +515,7 @@ func opaBuiltinFunc(arity int) api.GoModuleFunc {
 			panic(fmt.Errorf("opa builtin %s: result: %v", b.name, err))
 		}
 		if len(raw) > maxOPAString {
-			inst.logs.add(abi.LevelWarn, "log", fmt.Sprintf("%s: its result is %s, over the %s limit (the expression is undefined)", b.name, mib(uint64(len(raw))), mib(maxOPAString)))
+			inst.logs.add(abi.LevelWarn, "log", fmt.Sprintf("%s: its result is %s, over the %s limit (the expression is undefined)", b.name, MiB(uint64(len(raw))), MiB(maxOPAString)))
 			stack[0] = 0
 			return
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nexus-mcp/nexus/internal/diag"
+	"github.com/nexus-mcp/nexus/internal/explain"
 	"github.com/nexus-mcp/nexus/internal/wasm"
 	"github.com/nexus-mcp/nexus/sdk/event"
 	"github.com/nexus-mcp/nexus/sdk/filter/filtertest"
@@ -320,6 +321,6 @@ func TestRegoConcurrentCalls(t *testing.T) {
 
 func render(err error) string {
 	var b strings.Builder
-	diag.Render(&b, err)
+	diag.Render(&b, explain.Error(err))
 	return b.String()
 }

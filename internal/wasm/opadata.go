@@ -43,7 +43,7 @@ func readBundle(code []byte) (module []byte, data map[string]any, err error) {
 			break
 		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("the tar archive is broken or over %s unpacked: %v", mib(MaxModuleSize+MaxDataSize+1<<20), err)
+			return nil, nil, fmt.Errorf("the tar archive is broken or over %s unpacked: %v", MiB(MaxModuleSize+MaxDataSize+1<<20), err)
 		}
 		if h.Typeflag != tar.TypeReg {
 			continue
@@ -52,14 +52,14 @@ func readBundle(code []byte) (module []byte, data map[string]any, err error) {
 		switch {
 		case name == "/policy.wasm" || (module == nil && strings.HasSuffix(name, ".wasm")):
 			if h.Size > MaxModuleSize {
-				return nil, nil, fmt.Errorf("%s in the bundle is %s, over the %s limit for a module", name, mib(uint64(h.Size)), mib(MaxModuleSize))
+				return nil, nil, fmt.Errorf("%s in the bundle is %s, over the %s limit for a module", name, MiB(uint64(h.Size)), MiB(MaxModuleSize))
 			}
 			if module, err = io.ReadAll(io.LimitReader(tr, MaxModuleSize)); err != nil {
 				return nil, nil, fmt.Errorf("reading %s in the bundle: %v", name, err)
 			}
 		case path.Base(name) == "data.json":
 			if h.Size > MaxDataSize {
-				return nil, nil, fmt.Errorf("%s in the bundle is %s, over the %s limit for data", name, mib(uint64(h.Size)), mib(MaxDataSize))
+				return nil, nil, fmt.Errorf("%s in the bundle is %s, over the %s limit for data", name, MiB(uint64(h.Size)), MiB(MaxDataSize))
 			}
 			raw, err := io.ReadAll(io.LimitReader(tr, MaxDataSize))
 			if err != nil {
@@ -122,7 +122,7 @@ func opaData(bundle map[string]any, dataFile string, config json.RawMessage) ([]
 		var tl *bounded.TooLargeError
 		switch {
 		case errors.As(err, &tl):
-			return nil, fmt.Errorf("data_file %s is %s, over the %s limit", dataFile, mib(uint64(max(tl.Size, tl.Max+1))), mib(MaxDataSize))
+			return nil, fmt.Errorf("data_file %s is %s, over the %s limit", dataFile, MiB(uint64(max(tl.Size, tl.Max+1))), MiB(MaxDataSize))
 		case err != nil:
 			return nil, fmt.Errorf("data_file: %v", err)
 		}
@@ -144,7 +144,7 @@ func opaData(bundle map[string]any, dataFile string, config json.RawMessage) ([]
 		return nil, err
 	}
 	if len(out) > MaxDataSize {
-		return nil, fmt.Errorf("the data document is %s, over the %s limit", mib(uint64(len(out))), mib(MaxDataSize))
+		return nil, fmt.Errorf("the data document is %s, over the %s limit", MiB(uint64(len(out))), MiB(MaxDataSize))
 	}
 	return out, nil
 }

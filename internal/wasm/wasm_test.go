@@ -19,6 +19,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/diag"
+	"github.com/nexus-mcp/nexus/internal/explain"
 	abi "github.com/nexus-mcp/nexus/internal/filterabi"
 	"github.com/nexus-mcp/nexus/internal/policy"
 	"github.com/nexus-mcp/nexus/internal/wasm"
@@ -132,7 +133,7 @@ func TestLoadErrors(t *testing.T) {
 			if !errors.As(err, &le) || le.Filter == "" {
 				t.Fatalf("no LoadError naming the filter: %#v", err)
 			}
-			text := err.Error()
+			text := explain.Error(err).Error() // the report a person reads
 			if tc.golden {
 				golden(t, "load_"+tc.name, text+"\n")
 			}
@@ -314,7 +315,7 @@ func TestGoGuest(t *testing.T) {
 	})
 	t.Run("refused config", func(t *testing.T) {
 		_, err := rt.Load(context.Background(), wasm.Spec{Path: mod, Config: json.RawMessage(`{"mode":"refuse"}`)})
-		if !errors.Is(err, wasm.ErrConfigure) || !strings.Contains(err.Error(), `the filter refused its config: mode "refuse": this filter refuses its config`) {
+		if !errors.Is(err, wasm.ErrConfigure) || !strings.Contains(explain.Error(err).Error(), `the filter refused its config: mode "refuse": this filter refuses its config`) {
 			t.Fatal(err)
 		}
 		_, err = rt.Load(context.Background(), wasm.Spec{Path: mod, Config: json.RawMessage(`{"mood":"x"}`)})

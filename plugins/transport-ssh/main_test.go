@@ -20,6 +20,7 @@ import (
 	"golang.org/x/crypto/ssh/knownhosts"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/internal/explain"
 	hostplugin "github.com/nexus-mcp/nexus/internal/plugin"
 	"github.com/nexus-mcp/nexus/internal/testserver"
 	"github.com/nexus-mcp/nexus/sdk/plugin/plugintest"
@@ -274,6 +275,7 @@ func TestRefusals(t *testing.T) {
 	}
 	// Neither a key nor an agent: the schema says so, with the source.
 	_, err := p.Transport(plugintest.Server("remote", "ssh", srv.config(map[string]any{"known_hosts": good})))
+	err = explain.Error(err) // the report the host shows, with the config's source
 	var ce *hostplugin.ConfigError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "nexus.hcl (project config), line 10") {
 		t.Errorf("no auth: %v", err)

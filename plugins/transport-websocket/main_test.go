@@ -16,6 +16,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/internal/explain"
 	hostplugin "github.com/nexus-mcp/nexus/internal/plugin"
 	"github.com/nexus-mcp/nexus/internal/testserver"
 	"github.com/nexus-mcp/nexus/sdk/plugin/plugintest"
@@ -168,6 +169,7 @@ func TestPingKeepalive(t *testing.T) {
 func TestBadConfig(t *testing.T) {
 	_, p, _ := plugintest.Open(t, ".", "ws")
 	_, err := p.Transport(plugintest.Server("remote", "ws", map[string]any{"url": "http://example.com", "ping_interval": "soon"}))
+	err = explain.Error(err) // the report the host shows, with the config's source
 	var ce *hostplugin.ConfigError
 	if !errors.As(err, &ce) {
 		t.Fatalf("got %v", err)

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nexus-mcp/nexus/internal/explain"
 	"github.com/nexus-mcp/nexus/internal/testenv"
 	"github.com/nexus-mcp/nexus/internal/wasm"
 	"github.com/nexus-mcp/nexus/sdk/event"
@@ -292,7 +293,7 @@ func RunSuites(t *testing.T, rt *wasm.Runtime, name, wasmPath, casesPath string)
 			}
 			f, err := r.Load(context.Background(), wasm.Spec{Name: name, Path: wasmPath, Config: s.Config, Pool: 1})
 			if err != nil {
-				t.Fatal(err)
+				t.Fatal(explain.Error(err)) // the report the host shows
 			}
 			RunCases(t, f, s.Cases)
 		})

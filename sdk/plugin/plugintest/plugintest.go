@@ -14,6 +14,7 @@ import (
 
 	hostconfig "github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/diag"
+	"github.com/nexus-mcp/nexus/internal/explain"
 	"github.com/nexus-mcp/nexus/internal/plugin"
 	"github.com/nexus-mcp/nexus/internal/testenv"
 	"github.com/nexus-mcp/nexus/sdk/event"
@@ -97,7 +98,7 @@ func Open(t testing.TB, dir, name string) (*plugin.Manager, *plugin.Plugin, *hos
 	defer cancel()
 	p, err := m.Open(ctx, pc)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatal(explain.Error(err))
 	}
 	return m, p, pc
 }
@@ -140,7 +141,7 @@ func Filter(t testing.TB, dir, kind string, config map[string]any) (Handler, err
 	defer cancel()
 	l, err := m.Filter(ctx, cfg, &hostconfig.Filter{Name: "test", Kind: kind, Plugin: "plugin", Config: config})
 	if err != nil {
-		return nil, err
+		return nil, explain.Error(err) // the report the host shows, the *ConfigError its Cause
 	}
 	return l, nil
 }
