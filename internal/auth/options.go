@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/nexus-mcp/nexus/internal/option"
@@ -106,8 +107,14 @@ var OptionTable = option.Table[Options]{
 	option.Text("idp_client_secret", "/oauth/idp_client_secret", true, func(o *Options) *string { return &o.IdPClientSecret }, `"idp-s3cret"`),
 }
 
+// ErrUnknownGrant is an oauth grant Apply does not know. The config
+// loader checks the grant as it decodes it, so only options built in code
+// meet it.
+var ErrUnknownGrant = errors.New("unknown oauth grant")
+
 // Apply puts the options into cfg. The grant was checked when the config
-// was decoded; an unknown one (options built in code) is an error here.
+// was decoded; an unknown one (options built in code) is an error here
+// (ErrUnknownGrant).
 func (o *Options) Apply(cfg *Config) error {
 	cfg.ClientID = o.ClientID
 	cfg.ClientSecret = o.ClientSecret
@@ -142,7 +149,7 @@ func (o *Options) Apply(cfg *Config) error {
 		cfg.Assertion = o.Assertion
 		cfg.AssertionFile = o.AssertionFile
 	default:
-		return fmt.Errorf("unknown oauth grant %q", o.Grant)
+		return fmt.Errorf("%w %q", ErrUnknownGrant, o.Grant)
 	}
 	return nil
 }

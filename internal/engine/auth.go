@@ -174,9 +174,7 @@ func authConfig(srv *config.Server, o AuthOptions) (auth.Config, error) {
 		return cfg, nil
 	}
 	if err := oa.Apply(&cfg); err != nil {
-		return cfg, &diag.Report{Title: "OAuth Configuration Error", Server: srv.Name, Source: srv.Source, URL: srv.URL,
-			Problem: err.Error(),
-			Fix:     []string{`Use "authorization_code", "client_credentials", "enterprise" or "jwt_bearer".`}}
+		return cfg, &auth.Error{Kind: auth.ErrConfig, Server: srv.Name, URL: srv.URL, Op: "read the oauth block", Err: err, Diag: cfg.Diag}
 	}
 	return cfg, nil
 }

@@ -48,6 +48,9 @@ func oauth(e *auth.Error) *diag.Report {
 			r.Problem += ": " + e.Err.Error()
 		}
 		r.Fix = []string{"Check this server's \"oauth\" settings" + inFile}
+		if errors.Is(e.Err, auth.ErrUnknownGrant) {
+			r.Fix = []string{`Use "authorization_code", "client_credentials", "enterprise" or "jwt_bearer" as this server's grant` + inFile}
+		}
 		if errors.Is(e.Err, auth.ErrUserInfo) {
 			r.Fix = []string{"Remove the user name and password from this server's url" + inFile + ": with an oauth block the token authenticates",
 				"Or, for a server that takes basic authentication, remove the oauth block and keep them in the url (never printed)"}

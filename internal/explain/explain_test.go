@@ -135,6 +135,25 @@ func TestOAuthReport(t *testing.T) {
 	}
 }
 
+// Options built in code with a grant the OAuth client does not know: the
+// report names the grants there are (the config loader never lets one
+// through).
+func TestOAuthUnknownGrant(t *testing.T) {
+	var o auth.Options
+	o.Grant = "password"
+	err := o.Apply(&auth.Config{})
+	if !errors.Is(err, auth.ErrUnknownGrant) {
+		t.Fatalf("Apply: %v", err)
+	}
+	src := diag.Source{File: "nexus.hcl", Line: 7}
+	var r *diag.Report
+	if !errors.As(explain.Error(&auth.Error{Kind: auth.ErrConfig, Server: "gh", Op: "read the oauth block", Err: err, Diag: diag.Context{Source: src}}), &r) ||
+		r.Title != "OAuth Configuration Error" || r.Source != src ||
+		!strings.Contains(r.Problem, `unknown oauth grant "password"`) || len(r.Fix) != 1 || !strings.Contains(r.Fix[0], `"jwt_bearer"`) {
+		t.Fatalf("report: %+v", r)
+	}
+}
+
 // A refused call's audit record gets the refusal's report; an allowed one
 // and an error without a report (a cancelled call) get none.
 func TestRecord(t *testing.T) {
