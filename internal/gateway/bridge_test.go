@@ -147,6 +147,46 @@ func (a *asker) serverWith(o mcp.ServerOptions) *mcp.Server {
 		}
 		return text(strings.Join(uris, ",")), nil
 	})
+	// both asks two questions at once, from two goroutines; straggle
+	// asks its second only once the test releases it.
+	pair := func(ctx context.Context, req *mcp.CallToolRequest, first, second string, hold bool) (*mcp.CallToolResult, error) {
+		a.calls.Add(1)
+		var x, y string
+		var ex, ey error
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if hold {
+				select {
+				case <-a.release:
+				case <-ctx.Done():
+					ey = ctx.Err()
+					return
+				}
+			}
+			y, ey = a.elicit(ctx, req.Session, second)
+		}()
+		x, ex = a.elicit(ctx, req.Session, first)
+		<-done
+		if err := errors.Join(ex, ey); err != nil {
+			return nil, err
+		}
+		return text(x + " " + y), nil
+	}
+	s.AddTool(mcp.Tool{Name: "both"}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if strings.Contains(string(req.Arguments), `"one"`) {
+			a.calls.Add(1)
+			v, err := a.elicit(ctx, req.Session, "a")
+			if err != nil {
+				return nil, err
+			}
+			return text(v), nil
+		}
+		return pair(ctx, req, "a", "b", false)
+	})
+	s.AddTool(mcp.Tool{Name: "straggle"}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return pair(ctx, req, "first", "second", true)
+	})
 	// later asks after its call has ended: nobody is there to answer.
 	s.AddTool(mcp.Tool{Name: "later"}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		go func() {
@@ -513,6 +553,118 @@ func TestBridgeUpstreamIdleAndCap(t *testing.T) {
 			t.Fatalf("the other server's call stayed refused: %v", rerr)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Two questions a server asks at once, from two goroutines, come to the
+// agent in one round, every time: the round is handed out as soon as
+// every request the connection read has reached the bridge, not before.
+func TestBridgeGathersConcurrent(t *testing.T) {
+	a := newAsker()
+	e := bridgeEnv(t, a, nil, nil)
+	m := e.modern(t, "claude")
+	m.caps = elicitCaps()
+	ctx := ctxT(t)
+	for i := range 30 {
+		r := m.inputRequired(t, ctx, map[string]any{"name": "both", "arguments": map[string]any{}})
+		if len(r.InputRequests) != 2 {
+			t.Fatalf("call %d: the round has %d questions, want both: %+v", i, len(r.InputRequests), r.InputRequests)
+		}
+		raw, err := m.call(ctx, mcp.MethodToolsCall, map[string]any{"name": "both", "arguments": map[string]any{},
+			"inputResponses": map[string]json.RawMessage{"a": accept("x"), "b": accept("y")}, "requestState": r.RequestState})
+		if err != nil || !strings.Contains(string(raw), "accept:x accept:y") {
+			t.Fatalf("call %d: %v %s", i, err, raw)
+		}
+	}
+}
+
+// A request whose rounds had one question each is handed out without
+// the gather window; when its server then asks two at once, nothing is
+// lost (a question that missed the round comes in the next), and its
+// next call gathers both into one round again.
+func TestBridgeSoloThenConcurrent(t *testing.T) {
+	a := newAsker()
+	e := bridgeEnv(t, a, nil, nil)
+	m := e.modern(t, "claude")
+	m.caps = elicitCaps()
+	ctx := ctxT(t)
+	one := map[string]any{"one": true}
+	for i := range 12 {
+		r := m.inputRequired(t, ctx, map[string]any{"name": "both", "arguments": one})
+		raw, err := m.call(ctx, mcp.MethodToolsCall, map[string]any{"name": "both", "arguments": one,
+			"inputResponses": map[string]json.RawMessage{"a": accept("x")}, "requestState": r.RequestState})
+		if err != nil || !strings.Contains(string(raw), "accept:x") {
+			t.Fatalf("solo call %d: %v %s", i, err, raw)
+		}
+	}
+	both := func() int {
+		p := map[string]any{"name": "both", "arguments": map[string]any{}}
+		r := m.inputRequired(t, ctx, p)
+		rounds := 1
+		for {
+			answers := map[string]json.RawMessage{}
+			for k := range r.InputRequests {
+				answers[k] = accept(k)
+			}
+			raw, err := m.call(ctx, mcp.MethodToolsCall, map[string]any{"name": "both", "arguments": map[string]any{},
+				"inputResponses": answers, "requestState": r.RequestState})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(fields(t, raw)["resultType"]) != `"input_required"` {
+				if !strings.Contains(string(raw), "accept:a accept:b") {
+					t.Fatalf("after %d rounds: %s", rounds, raw)
+				}
+				return rounds
+			}
+			if rounds++; rounds > 2 {
+				t.Fatalf("two questions took %d rounds", rounds)
+			}
+			r = mcp.InputRequiredResult{}
+			json.Unmarshal(raw, &r)
+		}
+	}
+	both()
+	if n := both(); n != 1 {
+		t.Errorf("after asking two at once, the next call's questions came in %d rounds, want one", n)
+	}
+	if n := a.calls.Load(); n != 14 {
+		t.Errorf("the tool ran %d times, want 14 (once a call)", n)
+	}
+}
+
+// A question the server asks after its round went to the agent (the call
+// is parked, waiting for the retry) is not refused: it waits, and the
+// retry gets it as the next round.
+func TestBridgeLateQuestion(t *testing.T) {
+	a := newAsker()
+	e := bridgeEnv(t, a, nil, nil)
+	m := e.modern(t, "claude")
+	m.caps = elicitCaps()
+	ctx := ctxT(t)
+	r := m.inputRequired(t, ctx, map[string]any{"name": "straggle", "arguments": map[string]any{}})
+	if _, ok := r.InputRequests["first"]; !ok || len(r.InputRequests) != 1 {
+		t.Fatalf("round 1: %+v", r.InputRequests)
+	}
+	a.release <- struct{}{}
+	for gateway.Held(e.g, "claude", "asker") == 0 {
+		if ctx.Err() != nil {
+			t.Fatal("the late question did not reach the parked call")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	r2 := m.inputRequired(t, ctx, map[string]any{"name": "straggle", "arguments": map[string]any{},
+		"inputResponses": map[string]json.RawMessage{"first": accept("x")}, "requestState": r.RequestState})
+	if _, ok := r2.InputRequests["second"]; !ok || len(r2.InputRequests) != 1 {
+		t.Fatalf("round 2: %+v", r2.InputRequests)
+	}
+	raw, err := m.call(ctx, mcp.MethodToolsCall, map[string]any{"name": "straggle", "arguments": map[string]any{},
+		"inputResponses": map[string]json.RawMessage{"second": accept("y")}, "requestState": r2.RequestState})
+	if err != nil || !strings.Contains(string(raw), "accept:x accept:y") {
+		t.Fatalf("the last attempt: %v %s", err, raw)
+	}
+	if n := a.calls.Load(); n != 1 {
+		t.Errorf("the tool ran %d times, want once", n)
 	}
 }
 
