@@ -66,7 +66,7 @@ const (
 	defaultUpstreamIdle    = 10 * time.Minute
 	defaultMaxUpstreams    = 4096
 	defaultMaxUpstreamsPer = 64
-	closeDrain             = 2 * time.Second // at Close, calls whose servers' requests were refused get this long to end
+	closeDrain             = 2 * time.Second  // at Close, calls whose servers' requests were refused get this long to end
 	runnerIdle             = 30 * time.Second // a runner with no call to run ends after this
 )
 
