@@ -373,22 +373,27 @@ func (c *bcall) wait(ctx context.Context) (any, error, *mcp.InputRequiredResult)
 	var deadline, quiet time.Time
 	solo := c.br.isSolo(c)
 	// gathering reports whether the round's questions are still being
-	// gathered: until none came for gatherQuiet (at most gatherMax); for
-	// a solo request only while the upstream connection read more
-	// requests than reached the bridge, looking again every gatherPoll.
+	// gathered, at most gatherMax: until none came for gatherQuiet (not
+	// for a solo request), and while the upstream connection read more
+	// requests than reached the bridge, looking again every gatherPoll
+	// (on a loaded machine one may take a while to pass the chain).
 	// Otherwise the round is due.
 	gathering := func() bool {
 		now := time.Now()
-		if !now.Before(quiet) || !now.Before(deadline) {
+		if !now.Before(deadline) {
 			return false
 		}
-		d := min(quiet.Sub(now), deadline.Sub(now))
-		if solo {
-			if !c.more() {
-				return false
-			}
-			d = min(d, gatherPoll)
+		var d time.Duration
+		if !solo && now.Before(quiet) {
+			d = quiet.Sub(now)
 		}
+		if c.more() && (d == 0 || d > gatherPoll) {
+			d = gatherPoll
+		}
+		if d == 0 {
+			return false
+		}
+		d = min(d, deadline.Sub(now))
 		if timer == nil {
 			timer = time.NewTimer(d)
 		} else {

@@ -59,3 +59,9 @@ func Held(g *Gateway, agent, server string) int {
 	}
 	return n
 }
+
+// Solo reports whether the bridge hands out server's rounds of the tool
+// name without the gather window (isSolo).
+func Solo(g *Gateway, server, name string) bool {
+	return g.br.isSolo(&bcall{server: server, bind: binding{method: mcp.MethodToolsCall, target: name}})
+}
