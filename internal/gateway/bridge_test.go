@@ -708,8 +708,9 @@ func TestBridgeLateQuestion(t *testing.T) {
 // upstream asks for an elicitation: input_required, then the retry with
 // the answer completes the call) against the agent's own two round trips
 // (two plain calls through the gateway), interleaved in chunks; both in
-// process CPU (client, gateway and upstream in process; the round also
-// waits gatherQuiet for more questions, which costs no CPU). added-us is
+// process CPU (client, gateway and upstream in process: an upper bound;
+// BenchmarkBridgeRoundGateway counts the gateway alone). After its first
+// soloAfter rounds the request is solo: no gather window. added-us is
 // what the round adds; budget-ratio holds it to the 100 µs;
 // x-two-calls is the round's CPU over the two round trips', measured in
 // the same run.
