@@ -242,6 +242,17 @@ func (p *Peer) Start() {
 // Conn is the connection the peer runs on.
 func (p *Peer) Conn() Conn { return p.conn }
 
+// Incoming is how many of the other side's requests the peer has read and
+// accepted and not yet answered (served or queued). A handler waiting for
+// requests the other side sends together (the gateway's era bridge,
+// gathering the questions of one round) compares it with those that
+// reached it: more were read than arrived, so more are on their way.
+func (p *Peer) Incoming() int {
+	p.hmu.Lock()
+	defer p.hmu.Unlock()
+	return p.active + len(p.queue)
+}
+
 // Done is closed when the connection has ended; Err then says why.
 func (p *Peer) Done() <-chan struct{} { return p.done }
 

@@ -397,6 +397,7 @@ func (p *Peer) serve(in *inbound) {
 	ctx.Context = p.valueCtx
 	ctx.id = in.id
 	ctx.handler = p.handler
+	ctx.peer = p
 	p.mu.Lock()
 	if p.Err() != nil {
 		ctx.cancel() // the session ended: fail registered requests did

@@ -20,6 +20,7 @@ type reqCtx struct {
 	context.Context                 // the session's values only (Peer.valueCtx)
 	id              json.RawMessage // the request's id, for RelatedRequest
 	handler         Handler         // the Peer's, for HandlerOf
+	peer            *Peer           // for PeerOf
 
 	mu     sync.Mutex
 	done   chan struct{}
@@ -53,12 +54,17 @@ type relatedKey struct{}
 // handlerKey is the context key HandlerOf answers for.
 type handlerKey struct{}
 
+// peerKey is the context key PeerOf answers for.
+type peerKey struct{}
+
 func (c *reqCtx) Value(key any) any {
 	switch key.(type) {
 	case relatedKey:
 		return &c.id // a pointer: boxing the slice would allocate
 	case handlerKey:
 		return c.handler
+	case peerKey:
+		return c.peer
 	}
 	return c.Context.Value(key)
 }
@@ -70,6 +76,13 @@ func (c *reqCtx) Value(key any) any {
 func HandlerOf(ctx context.Context) Handler {
 	h, _ := ctx.Value(handlerKey{}).(Handler)
 	return h
+}
+
+// PeerOf returns the Peer that read the request whose context ctx is (or
+// derives from), or nil.
+func PeerOf(ctx context.Context) *Peer {
+	p, _ := ctx.Value(peerKey{}).(*Peer)
+	return p
 }
 
 // RelatedRequest returns the id of the incoming request whose handler ctx

@@ -31,10 +31,25 @@ import (
 // event: decided once, audited once (its record carries the call id).
 //
 // Which call a server request belongs to: the agent's newest bridged
-// call to that server still in flight (over stdio the protocol does not
-// say; only one agent's calls share the connection). Outside any call,
-// roots/list is answered with the agent's configured roots and sampling
-// and elicitation are refused, saying why.
+// call to that server still running, else its newest one parked (over
+// stdio the protocol does not say; only one agent's calls share the
+// connection). A question that comes while its call is parked waits for
+// the retry and is asked in the next round. Outside any call, roots/list
+// is answered with the agent's configured roots and sampling and
+// elicitation are refused, saying why.
+//
+// A round's questions are gathered: a server may ask several at once
+// (from goroutines of its own), and nothing says when the last has been
+// sent, so the round is handed out once none came for gatherQuiet. That
+// wait costs the gateway far more CPU than the round itself (the
+// agent's session hands its reading to a new goroutine, threads sleep
+// and wake), so a request whose calls asked one question each, soloAfter
+// in a row (isSolo: the same server, method and tool or uri), is handed
+// out as soon as every request the upstream connection has read has
+// reached the bridge (bcall.more: mcp.Peer.Incoming against the
+// questions inside bridge.ask). A question that comes after its round
+// was handed out is not lost: it goes to the next round, and its
+// request gathers for gatherQuiet again.
 
 // Defaults of the bridge's bounds.
 const (
@@ -42,13 +57,17 @@ const (
 	defaultMaxParked       = 1024
 	defaultMaxParkedPer    = 64
 	gatherQuiet            = 15 * time.Millisecond  // more questions of one round come within this of each other
+	gatherPoll             = 100 * time.Microsecond // while the connection read more, how often a solo round looks again
+	soloAfter              = 8                      // rounds of one question each, in a row, that make a request solo
+	maxSolo                = 4096                   // requests whose rounds the bridge keeps count of
 	gatherMax              = 150 * time.Millisecond // a round's questions are gathered this long at most
 	maxAsksPerCall         = 64                     // questions one call may have pending
 	maxSpent               = 1 << 16                // ended calls remembered, to tell a replay from a lost call
 	defaultUpstreamIdle    = 10 * time.Minute
 	defaultMaxUpstreams    = 4096
 	defaultMaxUpstreamsPer = 64
-	closeDrain             = 2 * time.Second // at Close, calls whose servers' requests were refused get this long to end
+	closeDrain             = 2 * time.Second  // at Close, calls whose servers' requests were refused get this long to end
+	runnerIdle             = 30 * time.Second // a runner with no call to run ends after this
 )
 
 // bridge holds the bridged calls in flight.
@@ -73,6 +92,14 @@ type bridge struct {
 	ups    map[string]*upstreamUse
 	upsBy  map[string]int         // ups by agent
 	tasks  map[string][]*followed // agent + "\x00" + server -> tasks followed, oldest first
+	asking map[string]int         // agent + "\x00" + server -> server requests inside ask
+	solo   map[string]int         // soloKey -> rounds of one question in a row (isSolo)
+
+	// Runners run the bridged calls (run): goroutines that wait for the
+	// next call once theirs has ended, keeping the stack it grew.
+	work     chan func()
+	quit     chan struct{} // closed by close: idle runners end
+	quitOnce sync.Once
 }
 
 // upstreamUse is an agent's connection to a server that modern calls use:
@@ -98,7 +125,8 @@ func newBridge(g *Gateway, key []byte, replica [8]byte) (*bridge, error) {
 	o := g.opts
 	return &bridge{g: g, seal: sl, ttl: o.InputTTL, maxAll: o.MaxParked, maxPer: o.MaxParkedPerAgent,
 		calls: map[[16]byte]*bcall{}, open: map[string][]*bcall{}, parked: map[string]int{}, spent: map[[16]byte]spent{},
-		ups: map[string]*upstreamUse{}, upsBy: map[string]int{}, tasks: map[string][]*followed{}}, nil
+		ups: map[string]*upstreamUse{}, upsBy: map[string]int{}, tasks: map[string][]*followed{}, asking: map[string]int{}, solo: map[string]int{},
+		work: make(chan func()), quit: make(chan struct{})}, nil
 }
 
 // bcall is one bridged call: the upstream call runs in its own
@@ -120,6 +148,7 @@ type bcall struct {
 
 	mu      sync.Mutex
 	round   uint32
+	handed  int // questions handed to the agent, all rounds
 	parked  bool
 	ended   bool
 	timer   *time.Timer
@@ -128,6 +157,7 @@ type bcall struct {
 	n       map[string]int // keys handed out per method
 	early   mcp.InputResponses
 	attempt context.Context // the current attempt's: progress and logs go on its stream
+	up      *mcp.Peer       // the upstream connection's, once the server asked (more)
 	meta    *mcp.RequestMeta
 	tok     json.RawMessage // the current attempt's progress token (nil: it asked for none)
 	// started closes when the call becomes a task (startAs; nil: it
@@ -199,11 +229,43 @@ func (br *bridge) startAs(ctx context.Context, s *session, server string, b bind
 	br.calls[c.id] = c
 	br.open[k] = append(br.open[k], c)
 	br.mu.Unlock()
-	go func() {
+	br.run(func() {
 		defer close(c.done)
 		c.res, c.err = fn(c.ctx, attemptCtx{c})
-	}()
+	})
 	return c.wait(ctx)
+}
+
+// run runs f, a bridged call, on an idle runner, or on a new one. The
+// call outlives the attempt that started it, so it cannot run on the
+// request's goroutine; and a fresh goroutine running the whole host
+// call grows its stack from the smallest, copying it each time
+// (runtime.newstack, several times a call). A runner keeps its stack
+// between calls, until the garbage collector shrinks an idle one.
+func (br *bridge) run(f func()) {
+	select {
+	case br.work <- f:
+	default:
+		go br.runner(f)
+	}
+}
+
+// runner runs f, then the calls run hands it, until none came for
+// runnerIdle or the bridge closes.
+func (br *bridge) runner(f func()) {
+	t := time.NewTimer(runnerIdle)
+	defer t.Stop()
+	for {
+		f()
+		t.Reset(runnerIdle)
+		select {
+		case f = <-br.work:
+		case <-t.C:
+			return
+		case <-br.quit:
+			return
+		}
+	}
 }
 
 // bcallKey is the context key of the bridged call an upstream call
@@ -301,45 +363,72 @@ func (a attemptCtx) Value(k any) any             { return a.cur().Value(k) }
 // cannot be asked are settled here (roots from the config, a refusal for
 // an undeclared capability), the rest parked and handed to the agent.
 func (c *bcall) wait(ctx context.Context) (any, error, *mcp.InputRequiredResult) {
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	var gather <-chan time.Time
-	var deadline time.Time
+	var deadline, quiet time.Time
+	solo := c.br.isSolo(c)
+	// gathering reports whether the round's questions are still being
+	// gathered, at most gatherMax: until none came for gatherQuiet (not
+	// for a solo request), and while the upstream connection read more
+	// requests than reached the bridge, looking again every gatherPoll
+	// (on a loaded machine one may take a while to pass the chain).
+	// Otherwise the round is due.
+	gathering := func() bool {
+		now := time.Now()
+		if !now.Before(deadline) {
+			return false
+		}
+		var d time.Duration
+		if !solo && now.Before(quiet) {
+			d = quiet.Sub(now)
+		}
+		if c.more() && (d == 0 || d > gatherPoll) {
+			d = gatherPoll
+		}
+		if d == 0 {
+			return false
+		}
+		d = min(d, deadline.Sub(now))
+		if timer == nil {
+			timer = time.NewTimer(d)
+		} else {
+			timer.Reset(d)
+		}
+		gather = timer.C
+		return true
+	}
+	// asked starts or extends the gathering of a round's questions.
+	asked := func() bool {
+		now := time.Now()
+		if deadline.IsZero() {
+			deadline = now.Add(gatherMax)
+		}
+		quiet = now.Add(gatherQuiet)
+		return gathering()
+	}
+	due := false
 	if c.waiting() > 0 {
 		// Questions the retry left unanswered: asked again (patterns/mrtr),
 		// with any the server adds meanwhile.
-		deadline = time.Now().Add(gatherMax)
-		gather = time.After(gatherQuiet)
+		due = !asked()
 	}
 	for {
-		select {
-		case <-c.done:
-			c.br.end(c)
-			return c.res, c.err, nil
-		default:
-		}
-		select {
-		case <-c.done:
-			c.br.end(c)
-			return c.res, c.err, nil
-		case <-c.kick:
-			c.mu.Lock()
-			inbox := c.inbox
-			c.inbox = nil
-			c.mu.Unlock()
-			for _, a := range inbox {
-				if err := c.take(a); err != nil {
-					c.cancel()
-					c.br.end(c)
+		if due {
+			due = false
+			select {
+			case <-c.kick: // one more came meanwhile: taken first
+				if err := c.takeInbox(); err != nil {
 					return nil, err, nil
 				}
-			}
-			if c.waiting() == 0 {
+				due = !asked()
 				continue
+			default:
 			}
-			if gather == nil {
-				deadline = time.Now().Add(gatherMax)
-			}
-			gather = time.After(min(gatherQuiet, max(time.Until(deadline), 0)))
-		case <-gather:
 			select {
 			case <-c.done:
 				c.br.end(c)
@@ -353,6 +442,27 @@ func (c *bcall) wait(ctx context.Context) (any, error, *mcp.InputRequiredResult)
 				return nil, err, nil
 			}
 			return nil, nil, r
+		}
+		select {
+		case <-c.done:
+			c.br.end(c)
+			return c.res, c.err, nil
+		default:
+		}
+		select {
+		case <-c.done:
+			c.br.end(c)
+			return c.res, c.err, nil
+		case <-c.kick:
+			if err := c.takeInbox(); err != nil {
+				return nil, err, nil
+			}
+			if c.waiting() > 0 {
+				due = !asked()
+			}
+		case <-gather:
+			gather = nil
+			due = !gathering()
 		case <-c.started:
 			// A task now: it goes on without the request, and what its
 			// server asks goes to the task. The bridge forgets it once
@@ -374,6 +484,89 @@ func (c *bcall) wait(ctx context.Context) (any, error, *mcp.InputRequiredResult)
 	}
 }
 
+// takeInbox takes the questions the server asked since: settled, or
+// added to those for the agent. An error ends the call.
+func (c *bcall) takeInbox() error {
+	c.mu.Lock()
+	inbox := c.inbox
+	c.inbox = nil
+	c.mu.Unlock()
+	for _, a := range inbox {
+		if err := c.take(a); err != nil {
+			c.cancel()
+			c.br.end(c)
+			return err
+		}
+	}
+	return nil
+}
+
+// soloKey names what a call asks for, for the bridge's count of its
+// rounds: its server, method and target (a tool's name, a uri).
+func (c *bcall) soloKey() string {
+	return c.server + "\x00" + c.bind.method + "\x00" + c.bind.target
+}
+
+// isSolo reports whether c's request is solo: its last soloAfter calls
+// asked the agent one question each, in one round. Its round is
+// then handed out as soon as nothing more is in sight (bcall.more), not
+// after gatherQuiet: a server that asks one question at a time does not
+// keep the agent's request (and the gateway's threads) waiting for
+// more. A request not yet known gathers as long as any.
+func (br *bridge) isSolo(c *bcall) bool {
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	return br.solo[c.soloKey()] >= soloAfter
+}
+
+// learn counts an ended call that handed the agent n questions: one
+// more call of one question, or (several, at once or one after another:
+// a question that missed its round looks like the second) no longer
+// solo.
+func (br *bridge) learn(c *bcall, n int) {
+	k := c.soloKey()
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	v, ok := br.solo[k]
+	switch {
+	case n > 1:
+		if ok {
+			br.solo[k] = 0
+		}
+	case v >= soloAfter:
+	case ok || len(br.solo) < maxSolo:
+		br.solo[k] = v + 1
+	}
+}
+
+// late forgets that c's request is solo: a question came after its
+// round was handed out (it goes to the next round), so its server may
+// ask several at once; its rounds are gathered for gatherQuiet again.
+func (br *bridge) late(c *bcall) {
+	k := c.soloKey()
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	if _, ok := br.solo[k]; ok {
+		br.solo[k] = 0
+	}
+}
+
+// more reports whether more of the server's requests may be on their way
+// to the call: its upstream connection read more that are unanswered
+// than are inside ask (the others are still being decoded, or pass the
+// chain). Not known yet (no question came over it): more.
+func (c *bcall) more() bool {
+	c.mu.Lock()
+	up := c.up
+	c.mu.Unlock()
+	if up == nil {
+		return true
+	}
+	c.br.mu.Lock()
+	n := c.br.asking[openKey(c.agent, c.server)]
+	c.br.mu.Unlock()
+	return up.Incoming() > n
+}
 func (c *bcall) waiting() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -455,6 +648,7 @@ func (br *bridge) park(c *bcall) (*mcp.InputRequiredResult, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.round++
+	c.handed += len(c.pending)
 	c.parked = true
 	exp := time.Now().Add(br.ttl)
 	c.timer = time.AfterFunc(br.ttl, func() { br.expire(c) })
@@ -528,6 +722,12 @@ func (br *bridge) markEnded(c *bcall) []*ask {
 // finish is the rest of ending a call: its questions are outside any
 // call now, and it leaves the bridge's books.
 func (br *bridge) finish(c *bcall, pending []*ask, why string) {
+	c.mu.Lock()
+	n := c.handed
+	c.mu.Unlock()
+	if n > 0 {
+		br.learn(c, n)
+	}
 	for _, a := range pending {
 		raw, err := br.outside(c.agent, c.server, a.method)
 		a.reply <- answer{raw: raw, err: err}
@@ -703,6 +903,7 @@ func (br *bridge) idleEnd(k string, u *upstreamUse) {
 // close ends every bridged call (the gateway closes), and the relay
 // first: no retry comes in from the other replicas meanwhile.
 func (br *bridge) close() {
+	br.quitOnce.Do(func() { close(br.quit) })
 	br.mu.Lock()
 	r := br.relay
 	br.forward = nil
@@ -760,24 +961,29 @@ func (br *bridge) close() {
 // ---- the server's side --------------------------------------------------------
 
 // callFor is the call a server's request on agent's connection belongs
-// to: the agent's newest bridged call to server that is running. A
-// parked call waits for its retry, its questions asked (those a server
-// asks at once are gathered into one round): a request while none runs
-// is outside any call.
+// to: the agent's newest bridged call to server that is running, else
+// its newest parked one (a question that came after its round was
+// handed out: it is asked in the next). A request while none is in
+// flight (or only calls that became tasks) is outside any call.
 func (br *bridge) callFor(agent, server string) *bcall {
 	br.mu.Lock()
 	list := slices.Clone(br.open[openKey(agent, server)])
 	br.mu.Unlock()
+	var parked *bcall
 	for i := len(list) - 1; i >= 0; i-- {
 		c := list[i]
 		c.mu.Lock()
-		waits := c.parked || c.detached
+		p, d := c.parked, c.detached
 		c.mu.Unlock()
-		if !waits {
+		switch {
+		case d:
+		case !p:
 			return c
+		case parked == nil:
+			parked = c
 		}
 	}
-	return nil
+	return parked
 }
 
 // running is agent's bridged calls to server, parked or not, but not
@@ -840,6 +1046,19 @@ func (br *bridge) taskFor(agent, server string, meta mcp.Meta) *followed {
 // connection: it goes to the call it belongs to (or the task) and waits
 // for the agent's answer.
 func (br *bridge) ask(ctx context.Context, agent, server, method string, params json.RawMessage, meta mcp.Meta) (json.RawMessage, error) {
+	// Counted while inside: a call gathering its round's questions
+	// compares this with what the connection read (bcall.more).
+	k := openKey(agent, server)
+	br.mu.Lock()
+	br.asking[k]++
+	br.mu.Unlock()
+	defer func() {
+		br.mu.Lock()
+		if br.asking[k]--; br.asking[k] <= 0 {
+			delete(br.asking, k)
+		}
+		br.mu.Unlock()
+	}()
 	c := br.callFor(agent, server)
 	if c == nil {
 		if f := br.taskFor(agent, server, meta); f != nil {
@@ -856,6 +1075,17 @@ func (br *bridge) ask(ctx context.Context, agent, server, method string, params 
 	if c.ended {
 		c.mu.Unlock()
 		return br.outside(agent, server, method)
+	}
+	if c.parked && method == mcp.MethodRootsList && (c.meta == nil || c.meta.Capabilities.Roots == nil) {
+		// Nothing to wait for: the gateway knows them (take).
+		c.mu.Unlock()
+		return br.g.rootsOf(agent), nil
+	}
+	if up := mcp.PeerOf(ctx); up != nil {
+		c.up = up
+	}
+	if c.parked {
+		br.late(c)
 	}
 	a.key = c.keyFor(method, meta)
 	c.inbox = append(c.inbox, a)

@@ -2,7 +2,10 @@
 
 package gateway
 
-import "time"
+import (
+	"errors"
+	"time"
+)
 
 // threadCPU falls back to wall time where the thread's CPU time is not
 // at hand.
@@ -10,3 +13,8 @@ func threadCPU() time.Duration { return time.Duration(time.Now().UnixNano()) }
 
 // ProcessCPU falls back to wall time.
 func ProcessCPU() time.Duration { return time.Duration(time.Now().UnixNano()) }
+
+// PidCPU needs Linux's process CPU clocks.
+func PidCPU(pid int) (time.Duration, error) {
+	return 0, errors.New("reading another process's CPU time needs Linux (its process CPU clocks); run this benchmark on Linux")
+}

@@ -171,7 +171,9 @@
 // declare sampling, elicitation and roots, and a modern call runs as a
 // bridged call: the upstream call outlives the attempt, and what the
 // server asks during it (the questions that come within gatherQuiet of
-// each other are one round) becomes an input_required result whose
+// each other are one round; a request whose last calls asked one
+// question each is handed out as soon as every request its connection
+// read has reached the bridge) becomes an input_required result whose
 // requestState is sealed (AES-256-GCM, Options.StateKey: gateway
 // state_key or NEXUS_STATE_KEY, shared by the replicas; else one per
 // process, warned) and names the agent, the request (method, name or
@@ -190,8 +192,10 @@
 // roots (agent `roots`, else the config's), as it does outside any call;
 // sampling and elicitation outside any call are refused, saying why.
 // Which call a server's request belongs to: the agent's newest running
-// bridged call to that server (over stdio the protocol does not say; only
-// that agent's calls share the connection). What the server sends during
+// bridged call to that server, else its newest parked one, whose next
+// round asks it (over stdio the protocol does not say; only that agent's
+// calls share the connection). Bridged calls run on runners, goroutines
+// that keep their grown stacks between calls. What the server sends during
 // a call follows its current attempt: progress with that attempt's
 // token, logs if that attempt asked (its _meta logLevel), on that
 // attempt's stream, or back over the bus to the replica that forwarded

@@ -48,3 +48,21 @@ func (g *Gateway) Deafen() {
 	g.br.mu.Unlock()
 	r.close()
 }
+
+// Held is how many questions of server wait in the inboxes of agent's
+// bridged calls (asked while parked, for the next round).
+func Held(g *Gateway, agent, server string) int {
+	n := 0
+	for _, c := range g.br.running(agent, server) {
+		c.mu.Lock()
+		n += len(c.inbox)
+		c.mu.Unlock()
+	}
+	return n
+}
+
+// Solo reports whether the bridge hands out server's rounds of the tool
+// name without the gather window (isSolo).
+func Solo(g *Gateway, server, name string) bool {
+	return g.br.isSolo(&bcall{server: server, bind: binding{method: mcp.MethodToolsCall, target: name}})
+}

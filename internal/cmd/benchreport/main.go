@@ -123,6 +123,8 @@ var rows = []row{
 			{"in blocks of 100: Nexus p50 µs", "BenchmarkModernClientRatio/in-blocks", "nexus-p50-µs", 0}, {"SDK v2 / Nexus", "BenchmarkModernClientRatio/in-blocks", "sdk-v2/nexus", 2}}, "≥ 2x"},
 	{"the era bridge: an MRTR round (a legacy upstream asks for elicitation mid-call; input_required, then the retry) against the agent's own two plain calls, process CPU, everything in process", ".", "./internal/gateway", "^BenchmarkBridgeRound$", "400x",
 		[]metric{{"round CPU µs", "", "cpu-us/round", 0}, {"two calls CPU µs", "", "cpu-us/two-calls", 0}, {"added µs", "", "added-us", 0}, {"round / two calls", "", "x-two-calls", 2}}, "≤ 100 µs added"},
+	{"the era bridge: an MRTR round against the agent's own two plain calls, the gateway's CPU alone (`nexus serve` in a process of its own, its process CPU clock; `nexus testserver --legacy-only` its stdio upstream); the floor: a plain call and one whose server asks roots/list, which the gateway answers itself, against two plain calls", ".", "./internal/gateway", "^BenchmarkBridgeRoundGateway$", "1500x",
+		[]metric{{"round CPU µs", "", "cpu-us/round", 0}, {"two calls CPU µs", "", "cpu-us/two-calls", 0}, {"added µs", "", "added-us", 0}, {"floor µs", "", "floor-us", 0}, {"round / two calls", "", "x-two-calls", 2}}, "≤ 100 µs added"},
 	{"sealing and opening a requestState (AES-256-GCM)", ".", "./internal/gateway", "^BenchmarkState$", "20000x",
 		[]metric{{"ns", "", "cpu-ns/seal+open", 0}, {"/ a sha256 of the same bytes", "", "x-sha256", 1}}, "≤ 5 µs"},
 	{"10,000 idle per-agent upstream sessions of the era bridge (in-process legacy upstream, its side counted too)", ".", "./internal/gateway", "^BenchmarkBridgeIdleSessions$", "1x",
