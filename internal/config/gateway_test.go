@@ -82,8 +82,8 @@ func TestGatewayBlock(t *testing.T) {
 			Agents: map[string]string{"alice@example.com": "claude", "*": "readonly"}},
 		Source: g.Source,
 	}
-	if len(g.requiredAt) != 1 || g.requiredAt[0].src.Line != 25 || len(g.agentsAt) != 2 || g.agentsAt["*"].src.Line != 48 {
-		t.Errorf("where required_servers and agents were written: %+v %+v", g.requiredAt, g.agentsAt)
+	if len(g.RequiredAt) != 1 || g.RequiredAt[0].Source.Line != 25 || len(g.OAuth.AgentsAt) != 2 || g.OAuth.AgentsAt["*"].Source.Line != 48 {
+		t.Errorf("where required_servers and agents were written: %+v %+v", g.RequiredAt, g.OAuth.AgentsAt)
 	}
 	g = withoutSites(g)
 	if !reflect.DeepEqual(g, want) {
@@ -126,7 +126,12 @@ func TestGatewayBlock(t *testing.T) {
 // withoutSites is g without the positions its checks point at.
 func withoutSites(g *Gateway) *Gateway {
 	x := *g
-	x.requiredAt, x.agentsAt = nil, nil
+	x.RequiredAt = nil
+	if g.OAuth != nil {
+		o := *g.OAuth
+		o.AgentsAt = nil
+		x.OAuth = &o
+	}
 	return &x
 }
 
