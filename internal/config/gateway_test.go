@@ -123,10 +123,14 @@ func TestGatewayBlock(t *testing.T) {
 	}
 }
 
-// withoutSites is g without the positions its checks point at.
-func withoutSites(g *Gateway) *Gateway {
+// withoutSites is g without the positions its checks point at (and,
+// with origin, without where it was written).
+func withoutSites(g *Gateway, origin ...bool) *Gateway {
 	x := *g
 	x.RequiredAt = nil
+	if len(origin) > 0 && origin[0] {
+		x.Source = diag.Source{}
+	}
 	if g.OAuth != nil {
 		o := *g.OAuth
 		o.AgentsAt = nil
