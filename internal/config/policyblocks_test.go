@@ -226,7 +226,7 @@ var policyCases = []policyCase{
 	// after the layers merge look for.
 	{name: "gateway", shape: gatewayBlock.Options.Shape(),
 		base: func(string, string, bool) map[string]string { return nil },
-		hcl: "server \"github\" {\n  stdio { command = \"gh\" }\n}\nagent \"claude\" { permission = \"yolo\" }\nagent \"readonly\" { permission = \"trusted\" }\n",
+		hcl:  "server \"github\" {\n  stdio { command = \"gh\" }\n}\nagent \"claude\" { permission = \"yolo\" }\nagent \"readonly\" { permission = \"trusted\" }\n",
 		json: func(n *node) any {
 			return map[string]any{"gateway": n.json(false), "mcpServers": map[string]any{"github": map[string]any{"command": "gh"}},
 				"agents": map[string]any{"claude": map[string]any{"permission": "yolo"}, "readonly": map[string]any{"permission": "trusted"}}}
