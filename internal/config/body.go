@@ -283,7 +283,11 @@ func (v jsonValue) Blocks() ([]option.Body, bool) {
 		if v.shape.Many {
 			want = "an object or an array of objects"
 		}
-		v.d.typeErr(v.v, v.name, want, v.ex)
+		ex := v.ex
+		if v.example != "" { // the nested block's own example
+			ex = v.example
+		}
+		v.d.typeErr(v.v, v.name, want, ex)
 		return nil, false
 	}
 	var out []option.Body

@@ -206,6 +206,8 @@ func TestGatewayJSONErrors(t *testing.T) {
 }`},
 		{"quotas", `{"gateway": {"limits": {"max_requests": 8, "max_requests_per_agent": 16, "max_inflight_bytes": 1024, "max_upstream_sessions_per_agent": -1}}}`},
 		{"bridge", `{"gateway": {"input_ttl": "soon", "limits": {"max_bridged_upstreams": 8, "max_bridged_upstreams_per_agent": 16}}}`},
+		// A nested block that is not an object: the fix is its own example.
+		{"nested_kinds", `{"gateway": {"tls": "c.pem", "limits": []}}`},
 		{"twice", "{\n  \"gateway\": {\"listen\": \"127.0.0.1:1\"},\n  \"gateway\": {\"listen\": \"127.0.0.1:2\"}\n}\n"},
 		{"prefix_and_tokens", `{
   "mcpServers": {"a": {"command": "x", "prefix": "a.b"}},
