@@ -3,6 +3,7 @@ package config
 import (
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -364,6 +365,16 @@ func TestGatewayStateKeyAndRoots(t *testing.T) {
 	}
 	if len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0].Message, "sensitive variable") || strings.Contains(cfg.Warnings[0].Message, key) {
 		t.Errorf("a key written in the file: %+v", cfg.Warnings)
+	}
+	// Compile never copies a key written in the file: it names it, and
+	// says where it belongs.
+	out, warns, err := Compile(cfg, FormatNexusJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), key) || !strings.Contains(string(out), "[a key written in ") ||
+		!slices.ContainsFunc(warns, func(w Warning) bool { return strings.Contains(w.Message, "state_key = var.") }) {
+		t.Errorf("compiled a key written in the file:\n%s\n%+v", out, warns)
 	}
 	js, err := loadOne(t, "nexus.json", `{"agents": {"a": {"permission": "yolo", "roots": ["/srv/repo"]}}, "gateway": {"state_key": "`+key+`"}}`, nil)
 	if err != nil {
