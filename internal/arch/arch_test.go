@@ -100,7 +100,7 @@ func consoleMay(to string) bool {
 
 // blockOwners keep the option table of a config block (issue 39): config
 // imports them to decode and write the block, so they never import config.
-var blockOwners = map[string]bool{"internal/lock": true, "internal/telemetry": true, "internal/sampling": true, "internal/audit": true, "internal/policy": true, "internal/plugin/block": true}
+var blockOwners = map[string]bool{"internal/lock": true, "internal/telemetry": true, "internal/sampling": true, "internal/audit": true, "internal/policy": true, "internal/plugin/block": true, "internal/gateway/block": true}
 
 func TestDependencyRules(t *testing.T) {
 	ps := packages(t)

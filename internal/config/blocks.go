@@ -7,6 +7,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/internal/audit"
 	"github.com/nexus-mcp/nexus/internal/diag"
+	gwblock "github.com/nexus-mcp/nexus/internal/gateway/block"
 	"github.com/nexus-mcp/nexus/internal/lock"
 	"github.com/nexus-mcp/nexus/internal/option"
 	"github.com/nexus-mcp/nexus/internal/plugin/block"
@@ -79,7 +80,7 @@ func (tb tableBlock[T]) json(j *jsonFile, v *jval) *T {
 func (tb tableBlock[T]) jsonEntry(d *dec, v *jval, field string, label *jval) *T {
 	j := d.j
 	before := len(j.errs)
-	body, ok := d.body(v, field, "", tb.Options.Shape(), tb.JSONExample, label != nil)
+	body, ok := d.body(v, field, "", tb.Options.Shape(), tb.JSONExample, tb.JSONExample, label != nil)
 	if !ok {
 		return nil
 	}
@@ -254,3 +255,6 @@ var pluginBlock = tableBlock[Plugin]{Block: block.Config, source: func(p *Plugin
 
 var auditBlock = tableBlock[Audit]{Block: audit.ConfigBlock, source: func(a *Audit) *diag.Source { return &a.Source },
 	refs: func(a *Audit) *map[string]Template { return &a.Refs }}
+
+var gatewayBlock = tableBlock[Gateway]{Block: gwblock.Config, source: func(g *Gateway) *diag.Source { return &g.Source },
+	refs: func(g *Gateway) *map[string]Template { return &g.Refs }}

@@ -230,10 +230,10 @@ type jsonBody struct {
 
 // body checks v, an object named field, against shape (byName: an entry
 // of an object of blocks by name, whose key is its label): unknown members
-// warn, a missing required one is an error with ex as the fix (its other
+// warn, a missing required one is an error with need as the fix (its other
 // members are still read, for their own errors). ok is false when v is
 // not an object.
-func (d *dec) body(v *jval, field, prefix string, shape *option.Shape, ex string, byName bool) (jsonBody, bool) {
+func (d *dec) body(v *jval, field, prefix string, shape *option.Shape, ex, need string, byName bool) (jsonBody, bool) {
 	if v.kind != '{' {
 		d.typeErr(v, field, "an object", ex)
 		return jsonBody{}, false
@@ -247,7 +247,7 @@ func (d *dec) body(v *jval, field, prefix string, shape *option.Shape, ex string
 	d.keys(v, field, keys)
 	for _, r := range shape.Rows {
 		if r.Required && v.get(r.JSON) == nil && !(r.Label && byName) {
-			d.errAt(v, fmt.Sprintf("%s needs %q", field, r.JSON), fixes(ex)...)
+			d.errAt(v, fmt.Sprintf("%s needs %q", field, r.JSON), fixes(need)...)
 		}
 	}
 	return jsonBody{d: d, v: v, shape: shape, prefix: prefix, ex: ex}, true
@@ -262,7 +262,11 @@ func (b jsonBody) Get(r option.Row) option.Value {
 	if m == nil {
 		return nil
 	}
-	return jsonValue{d: b.d, v: m, name: name, ex: b.ex, shape: r.Nested}
+	need := b.ex
+	if r.Nested != nil && r.Example != "" {
+		need = fmt.Sprintf("%q: %s", r.JSON, r.Example)
+	}
+	return jsonValue{d: b.d, v: m, name: name, ex: b.ex, shape: r.Nested, need: need, example: r.Example}
 }
 
 func (b jsonBody) Errors() int { return len(b.d.j.errs) }
@@ -279,13 +283,17 @@ func (v jsonValue) Blocks() ([]option.Body, bool) {
 		if v.shape.Many {
 			want = "an object or an array of objects"
 		}
-		v.d.typeErr(v.v, v.name, want, v.ex)
+		ex := v.ex
+		if v.example != "" { // the nested block's own example
+			ex = v.example
+		}
+		v.d.typeErr(v.v, v.name, want, ex)
 		return nil, false
 	}
 	var out []option.Body
 	ok := true
 	for _, it := range items {
-		b, good := v.d.body(it, v.name, v.name+".", v.shape, v.ex, false)
+		b, good := v.d.body(it, v.name, v.name+".", v.shape, v.ex, v.need, false)
 		if !good {
 			ok = false
 			continue
@@ -368,4 +376,110 @@ func (v jsonValue) item(i int) *jval {
 func (v jsonValue) FailItem(i int, problem, fix string) { v.d.errAt(v.item(i), problem, fixes(fix)...) }
 func (v jsonValue) WarnItem(i int, msg string) {
 	v.d.j.warnAt(v.item(i).off, v.d.subject(), "%s", msg)
+}
+
+// Sites of a value's elements and members (option.Value's ItemSites and
+// MemberSites), each with its snippet, for the checks made after the
+// layers merge.
+
+func (v hclValue) Warn(msg string) { v.h.warnRange(v.a.Expr.Range(), v.subj, "%s", msg) }
+
+func (v hclValue) ItemSites() []option.Site {
+	exprs, diags := hcl.ExprList(v.a.Expr)
+	if diags.HasErrors() {
+		exprs = nil
+	}
+	n := len(exprs)
+	if x, ok := v.h.plainQuiet(v.a); ok && x.CanIterateElements() && x.LengthInt() != n {
+		// A list from a variable or function: its elements have no place
+		// of their own.
+		exprs, n = nil, x.LengthInt()
+	}
+	out := make([]option.Site, n)
+	for i := range out {
+		rng := v.a.Expr.Range()
+		if exprs != nil {
+			rng = exprs[i].Range()
+		}
+		s := v.h.site(rng)
+		out[i] = option.Site{Source: s.src, Lines: s.lines}
+	}
+	return out
+}
+
+func (v hclValue) MemberSites() map[string]option.Site {
+	x, ok := v.h.plainQuiet(v.a)
+	if !ok || !x.CanIterateElements() || x.Type().IsListType() || x.Type().IsTupleType() || x.Type().IsSetType() {
+		return nil
+	}
+	whole := v.h.site(v.a.Expr.Range())
+	out := map[string]option.Site{}
+	for it := x.ElementIterator(); it.Next(); {
+		k, _ := it.Element()
+		if k.Type() == cty.String && k.IsKnown() && !k.IsNull() {
+			out[k.AsString()] = option.Site{Source: whole.src, Lines: whole.lines}
+		}
+	}
+	// Point at each value where the object is written out.
+	if pairs, diags := hcl.ExprMap(v.a.Expr); !diags.HasErrors() {
+		for _, p := range pairs {
+			if k, diags := p.Key.Value(nil); !diags.HasErrors() && k.Type() == cty.String && k.IsKnown() && !k.IsNull() {
+				if _, has := out[k.AsString()]; has {
+					s := v.h.site(p.Value.Range())
+					out[k.AsString()] = option.Site{Source: s.src, Lines: s.lines}
+				}
+			}
+		}
+	}
+	return out
+}
+
+func (v hclLabel) Warn(string)                         { v.notText() }
+func (v hclLabel) ItemSites() []option.Site            { v.notText(); return nil }
+func (v hclLabel) MemberSites() map[string]option.Site { v.notText(); return nil }
+
+func (v jsonValue) Warn(msg string) { v.d.j.warnAt(v.v.off, v.d.subject(), "%s", msg) }
+
+// width is how many bytes of the file a scalar takes: a string's text
+// and its quotes (as decoded: an escape makes the mark shorter).
+func width(v *jval) int {
+	if v.kind == '"' {
+		return len(v.str) + 2
+	}
+	return max(1, len(v.str))
+}
+
+func (v jsonValue) ItemSites() []option.Site {
+	if v.v.kind != '[' {
+		return nil
+	}
+	out := make([]option.Site, len(v.v.arr))
+	for i, e := range v.v.arr {
+		s := v.d.j.site(e.off, width(e))
+		out[i] = option.Site{Source: s.src, Lines: s.lines}
+	}
+	return out
+}
+
+func (v jsonValue) MemberSites() map[string]option.Site {
+	if v.v.kind != '{' {
+		return nil
+	}
+	out := map[string]option.Site{}
+	for _, m := range v.v.obj {
+		s := v.d.j.site(m.val.off, width(m.val))
+		out[m.key] = option.Site{Source: s.src, Lines: s.lines}
+	}
+	return out
+}
+
+// plainQuiet is a's value without its marks, or false; it reports
+// nothing, since the row that read the value has said what is wrong.
+func (h *hclFile) plainQuiet(a *hcl.Attribute) (cty.Value, bool) {
+	v, diags := a.Expr.Value(h.real)
+	if diags.HasErrors() || !v.IsWhollyKnown() || v.IsNull() {
+		return cty.NilVal, false
+	}
+	v, _ = v.UnmarkDeep()
+	return v, true
 }

@@ -332,25 +332,9 @@ func (c *compiler) nexusExtras(doc map[string]any) {
 		doc["agents"] = agentBlock.outAll(c, cfg.Agents)
 	}
 	if cfg.Gateway != nil {
-		gw := gatewayJSON(cfg.Gateway)
-		if g := cfg.Gateway; g.SessionStore != "" {
-			c.cur = "gateway"
-			gw["session_store"] = c.str(g.Refs, "/session_store", g.SessionStore)
-			c.cur = ""
-		}
-		if g := cfg.Gateway; g.StateKey != "" {
-			if _, ref := g.Refs["/state_key"]; ref || c.showSecrets {
-				c.cur = "gateway"
-				gw["state_key"] = c.str(g.Refs, "/state_key", g.StateKey)
-				c.cur = ""
-			} else {
-				// A key written into the file is a secret: never copied.
-				gw["state_key"] = "[a key written in " + g.Source.File + ": move it to a sensitive variable]"
-				c.warns = append(c.warns, Warning{Source: g.Source, Subject: "gateway",
-					Message: "a state_key written in the config file is left out; put it in a sensitive variable (state_key = var.NAME) so it compiles to a ${NAME} reference"})
-			}
-		}
-		doc["gateway"] = gw
+		c.cur = "gateway" // what a masked session_store is reported under
+		doc["gateway"] = gatewayBlock.out(c, cfg.Gateway)
+		c.cur = ""
 	}
 	if cfg.Sampling != nil {
 		doc["sampling"] = samplingBlock.out(c, cfg.Sampling)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/internal/auth"
 	"github.com/nexus-mcp/nexus/internal/diag"
+	gwblock "github.com/nexus-mcp/nexus/internal/gateway/block"
 	"github.com/nexus-mcp/nexus/internal/plugin/block"
 	"github.com/nexus-mcp/nexus/internal/policy"
 	httptransport "github.com/nexus-mcp/nexus/internal/transport/http"
@@ -106,159 +107,25 @@ const (
 	ModeShadow  = policy.ModeShadow
 )
 
-// Gateway configures `nexus serve`: the MCP server Nexus offers to agents
-// (Claude Code, Cursor, VS Code, any MCP client). Flags override it.
-type Gateway struct {
-	// Listen is the streamable HTTP listener's address ("127.0.0.1:8750");
-	// "" serves stdio only unless --listen is given.
-	Listen string
-	// Metrics is the address Prometheus metrics are served on
-	// (http://ADDR/metrics); "" serves none unless --metrics is given.
-	Metrics string
-	// PublicURL is the URL clients reach the MCP endpoint at, behind any
-	// proxy ("https://nexus.example.com/mcp"). It is the OAuth resource
-	// identifier (the audience JWTs must name); default: from Listen.
-	PublicURL string
-	// TLSCert and TLSKey are absolute paths of a PEM certificate chain and
-	// key; both or neither.
-	TLSCert, TLSKey string
-	// AllowedOrigins are the browser origins ("https://app.example.com")
-	// allowed besides no Origin at all and loopback origins.
-	AllowedOrigins []string
-	// AllowedHosts are the Host names ("nexus.example.com", or with a
-	// port) a request without Origin may name, besides IP addresses,
-	// localhost (on a loopback or wildcard listen address) and PublicURL's
-	// host: DNS rebinding protection.
-	AllowedHosts []string
-	// RequiredServers are the servers /readyz checks are reachable.
-	RequiredServers []string
-	// ListWait is how long a client's list request waits for servers
-	// still starting before it answers without them (list_changed follows
-	// when they are up); 0: the gateway's default, 1 s.
-	ListWait time.Duration
-	// CacheTTL is the ttlMs modern clients (MCP 2026-07-28) get for the
-	// gateway's lists (always cacheScope "private": they are per agent);
-	// 0: the gateway's default, 1 minute.
-	CacheTTL time.Duration
-	// InputTTL is how long a modern agent's call that a legacy server
-	// asked input of waits for the agent's retry before it is cancelled
-	// upstream (the era bridge); 0: the gateway's default, 5 minutes.
-	InputTTL time.Duration
-	// SessionStore is where replicas share sessions: "memory" (or "", one
-	// process) or redis://host:6379 (Redis 7 or Valkey). A password in it
-	// should come from a sensitive variable; see Refs.
-	SessionStore string
-	// StateKey seals the requestState a modern agent holds while a legacy
-	// server waits for its input (gateway state_key): 32 bytes as 64 hex
-	// digits or base64 (ParseStateKey), shared by the replicas, from a
-	// sensitive variable; "": NEXUS_STATE_KEY, else one per process.
-	StateKey string
-	// Refs are the references SessionStore's and StateKey's text came
-	// from, by JSON pointer ("/session_store", "/state_key"), so compile
-	// writes them, not the value.
-	Refs      map[string]Template
-	Limits    GatewayLimits
-	OAuth     *GatewayOAuth
-	Source    diag.Source
-	Overrides []diag.Source
+// The gateway block (internal/gateway/block owns it and its options).
+type (
+	Gateway       = gwblock.Gateway
+	GatewayLimits = gwblock.Limits
+	GatewayOAuth  = gwblock.OAuth
+)
 
-	// Where each of RequiredServers and each OAuth agent (by claim value)
-	// was written, so that the checks made after layers are merged can
-	// point at it.
-	requiredAt []*site
-	agentsAt   map[string]*site
-}
+// StateKeyEnv names the environment variable `nexus serve` reads the
+// requestState key from when the config sets no state_key.
+const StateKeyEnv = gwblock.StateKeyEnv
+
+// ParseStateKey reads a requestState key (gwblock.ParseStateKey).
+func ParseStateKey(s string) ([]byte, error) { return gwblock.ParseStateKey(s) }
 
 // site is where a value was written: its source and the snippet under
 // it, kept for reports made when the file's text is no longer at hand.
 type site struct {
 	src   diag.Source
 	lines []string
-}
-
-// GatewayLimits bound what clients of the gateway can make it hold; zero
-// values mean the gateway's defaults.
-type GatewayLimits struct {
-	MaxBodyBytes          int           // one HTTP request body
-	MaxSessions           int           // downstream sessions at once
-	MaxSessionsPerAgent   int           // downstream sessions of one agent at once
-	MaxRequests           int           // requests in progress, all sessions
-	MaxRequestsPerAgent   int           // requests in progress, all sessions of one agent
-	MaxRequestsPerSession int           // requests in progress in one session
-	MaxSSEEvents          int           // events buffered per SSE stream
-	SessionIdleTimeout    time.Duration // a session with no request and no open stream ends
-	ShutdownGrace         time.Duration // in-flight calls get this long after SIGINT/SIGTERM
-	BodyTimeout           time.Duration // an HTTP request body must arrive within this (default 20 s) ...
-	MinBodyRate           int           // ... plus a second for every this many bytes (default 32768)
-	DrainTimeout          time.Duration // stdio: at end of input, requests read get this long to be answered (default 30 s)
-	// Bytes of request and response bodies held for requests in
-	// progress, all agents and one agent.
-	MaxInflightBytes         int
-	MaxInflightBytesPerAgent int
-	// Sessions of one agent with upstream connections of their own
-	// (clients that declare sampling, elicitation or roots).
-	MaxUpstreamSessionsPerAgent int
-	// Upstream connections that modern agents' calls use (one per agent
-	// and server, ended once idle), all agents and one agent.
-	MaxBridgedUpstreams         int
-	MaxBridgedUpstreamsPerAgent int
-}
-
-// defaultMaxBodyBytes is the gateway's max_body_bytes when none is set
-// (the protocol's frame limit).
-const defaultMaxBodyBytes = 10 << 20
-
-// problems says what is inconsistent between the limits: a per-agent cap
-// over its global one, a bytes budget too small for one body. Each entry
-// is the limit at fault, the problem and the fix.
-func (l GatewayLimits) problems() [][3]string {
-	var out [][3]string
-	for _, c := range []struct {
-		agent, global string
-		a, g          int
-	}{
-		{"max_sessions_per_agent", "max_sessions", l.MaxSessionsPerAgent, l.MaxSessions},
-		{"max_requests_per_agent", "max_requests", l.MaxRequestsPerAgent, l.MaxRequests},
-		{"max_inflight_bytes_per_agent", "max_inflight_bytes", l.MaxInflightBytesPerAgent, l.MaxInflightBytes},
-		{"max_bridged_upstreams_per_agent", "max_bridged_upstreams", l.MaxBridgedUpstreamsPerAgent, l.MaxBridgedUpstreams},
-	} {
-		if c.a > 0 && c.g > 0 && c.a > c.g {
-			out = append(out, [3]string{c.agent,
-				fmt.Sprintf("%s (%d) is over %s (%d): one agent can never hold more than all agents together", c.agent, c.a, c.global, c.g),
-				fmt.Sprintf("Lower %s, or raise %s.", c.agent, c.global)})
-		}
-	}
-	body := l.MaxBodyBytes
-	if body <= 0 {
-		body = defaultMaxBodyBytes
-	}
-	for _, c := range []struct {
-		name string
-		n    int
-	}{{"max_inflight_bytes", l.MaxInflightBytes}, {"max_inflight_bytes_per_agent", l.MaxInflightBytesPerAgent}} {
-		if c.n > 0 && c.n < body {
-			out = append(out, [3]string{c.name,
-				fmt.Sprintf("%s (%d) is under max_body_bytes (%d): a request of the largest size allowed could never be served", c.name, c.n, body),
-				fmt.Sprintf("Raise %s to at least %d, or lower max_body_bytes.", c.name, body)})
-		}
-	}
-	return out
-}
-
-// GatewayOAuth makes the gateway an OAuth 2.1 resource server: it
-// publishes Protected Resource Metadata (RFC 9728) naming Issuer, and
-// accepts JWT access tokens the issuer signed for PublicURL, mapping a
-// claim to an agent.
-type GatewayOAuth struct {
-	Issuer   string   // the authorization server (https URL)
-	JWKSURL  string   // default: discovered from the issuer's metadata
-	Audience string   // default: the gateway's PublicURL
-	Scopes   []string // scopes_supported in the metadata; required of tokens if set
-	// AgentClaim is the claim whose value picks the agent (default "sub").
-	AgentClaim string
-	// Agents maps claim values to agent names; a value missing here is
-	// refused (403). An entry "*" maps every other value.
-	Agents map[string]string
 }
 
 // File is a config file that was loaded, and its layer.

@@ -34,7 +34,9 @@
 // written to nexus JSON through its table; so are internal/policy's
 // filter, rule and agent blocks, which are named and written any number
 // of times (a label row; in JSON an array or an object by name) and hold
-// blocks of their own (nested rows). Each format reads any table's block
+// blocks of their own (nested rows), internal/plugin/block's plugin block,
+// and internal/gateway/block's gateway block with its tls, limits and
+// oauth. Each format reads any table's block
 // through one option.Body (body.go); the loader knows only where the
 // block's origin and templates are kept. Server holds each transport's Options as decoded; what
 // selects a transport (the command, the url) and is spelled differently by
@@ -43,10 +45,11 @@
 // Layering (load.go): ~/.nexus/, every ancestor directory's .nexus/, then
 // ./.nexus/ and ./nexus.hcl; in one directory mcp.json, nexus.hcl.json,
 // nexus.hcl. Later wins per name, and the winner lists what it overrode;
-// a later gateway block replaces the whole block (gateway.go). Names that
+// a later gateway block replaces the whole block. Names that
 // refer across layers (a transport's plugin, required_servers, the agents
 // of the gateway's oauth, tokens shared by two agents) are checked after
-// merging.
+// merging (gateway.go), at the element or member that names them: a row
+// keeps where each was written (option.Value's ItemSites and MemberSites).
 // --config (Options.Files) or NEXUS_CONFIG replace discovery; with nothing
 // found, the built-in default (the repository's nexus.hcl) runs the test
 // server.

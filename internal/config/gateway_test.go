@@ -3,6 +3,7 @@ package config
 import (
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -82,8 +83,8 @@ func TestGatewayBlock(t *testing.T) {
 			Agents: map[string]string{"alice@example.com": "claude", "*": "readonly"}},
 		Source: g.Source,
 	}
-	if len(g.requiredAt) != 1 || g.requiredAt[0].src.Line != 25 || len(g.agentsAt) != 2 || g.agentsAt["*"].src.Line != 48 {
-		t.Errorf("where required_servers and agents were written: %+v %+v", g.requiredAt, g.agentsAt)
+	if len(g.RequiredAt) != 1 || g.RequiredAt[0].Source.Line != 25 || len(g.OAuth.AgentsAt) != 2 || g.OAuth.AgentsAt["*"].Source.Line != 48 {
+		t.Errorf("where required_servers and agents were written: %+v %+v", g.RequiredAt, g.OAuth.AgentsAt)
 	}
 	g = withoutSites(g)
 	if !reflect.DeepEqual(g, want) {
@@ -123,10 +124,19 @@ func TestGatewayBlock(t *testing.T) {
 	}
 }
 
-// withoutSites is g without the positions its checks point at.
-func withoutSites(g *Gateway) *Gateway {
+// withoutSites is g without the positions its checks point at (and,
+// with origin, without where it was written).
+func withoutSites(g *Gateway, origin ...bool) *Gateway {
 	x := *g
-	x.requiredAt, x.agentsAt = nil, nil
+	x.RequiredAt = nil
+	if len(origin) > 0 && origin[0] {
+		x.Source = diag.Source{}
+	}
+	if g.OAuth != nil {
+		o := *g.OAuth
+		o.AgentsAt = nil
+		x.OAuth = &o
+	}
 	return &x
 }
 
@@ -197,6 +207,8 @@ func TestGatewayJSONErrors(t *testing.T) {
 }`},
 		{"quotas", `{"gateway": {"limits": {"max_requests": 8, "max_requests_per_agent": 16, "max_inflight_bytes": 1024, "max_upstream_sessions_per_agent": -1}}}`},
 		{"bridge", `{"gateway": {"input_ttl": "soon", "limits": {"max_bridged_upstreams": 8, "max_bridged_upstreams_per_agent": 16}}}`},
+		// A nested block that is not an object: the fix is its own example.
+		{"nested_kinds", `{"gateway": {"tls": "c.pem", "limits": []}}`},
 		{"twice", "{\n  \"gateway\": {\"listen\": \"127.0.0.1:1\"},\n  \"gateway\": {\"listen\": \"127.0.0.1:2\"}\n}\n"},
 		{"prefix_and_tokens", `{
   "mcpServers": {"a": {"command": "x", "prefix": "a.b"}},
@@ -353,6 +365,16 @@ func TestGatewayStateKeyAndRoots(t *testing.T) {
 	}
 	if len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0].Message, "sensitive variable") || strings.Contains(cfg.Warnings[0].Message, key) {
 		t.Errorf("a key written in the file: %+v", cfg.Warnings)
+	}
+	// Compile never copies a key written in the file: it names it, and
+	// says where it belongs.
+	out, warns, err := Compile(cfg, FormatNexusJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), key) || !strings.Contains(string(out), "[a key written in ") ||
+		!slices.ContainsFunc(warns, func(w Warning) bool { return strings.Contains(w.Message, "state_key = var.") }) {
+		t.Errorf("compiled a key written in the file:\n%s\n%+v", out, warns)
 	}
 	js, err := loadOne(t, "nexus.json", `{"agents": {"a": {"permission": "yolo", "roots": ["/srv/repo"]}}, "gateway": {"state_key": "`+key+`"}}`, nil)
 	if err != nil {

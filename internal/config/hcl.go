@@ -199,7 +199,7 @@ func (ld *loader) parseHCLFile(f *file, filename string, isJSON bool) *fileConfi
 				h.out.agents = append(h.out.agents, a)
 			}
 		case "gateway":
-			h.gateway(b)
+			h.out.gateway = gatewayBlock.hcl(h, b)
 		case "sampling":
 			h.out.sampling = samplingBlock.hcl(h, b)
 		case "lock":

@@ -98,7 +98,7 @@ func (ld *loader) parseJSONFile(f *file) *fileConfig {
 				continue
 			}
 			j.gatewayAt = m
-			j.gateway(m.val)
+			j.out.gateway = gatewayBlock.json(j, m.val)
 		case "sampling":
 			j.out.sampling = samplingBlock.json(j, m.val)
 		case "lock":

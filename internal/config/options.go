@@ -88,13 +88,22 @@ type jsonValue struct {
 	v    *jval
 	name string
 	ex   string // the block's example (option.Block's JSONExample), or ""
-	// shape is a nested row's (body.go).
+	// shape is a nested row's (body.go), and need the fix of a block of
+	// it that lacks a required member: the row's example.
 	shape *option.Shape
+	need  string
+	// example is the row's Example, shown when the value is not even of
+	// the row's kind; "" for the generic one.
+	example string
 }
 
 func (v jsonValue) String(ptr string) (string, bool)    { return v.d.str(v.v, v.name, ptr) }
 func (v jsonValue) Strings(ptr string) ([]string, bool) { return v.d.strs(v.v, v.name, ptr) }
 func (v jsonValue) Map(ptr string) (map[string]string, bool) {
+	if v.v.kind != '{' && v.example != "" {
+		v.d.typeErr(v.v, v.name, "an object of strings", v.example)
+		return nil, false
+	}
 	return v.d.strMap(v.v, v.name, ptr)
 }
 func (v jsonValue) Int(lo int) (int, bool)          { return v.d.integer(v.v, v.name, lo) }

@@ -13,7 +13,8 @@ import (
 )
 
 // TestOptions for the named blocks: internal/policy's filter, rule and
-// agent, internal/plugin/block's plugin. Every row of each table, and every row of each block nested in
+// agent, internal/plugin/block's plugin, and internal/gateway/block's
+// gateway (named by no label, with its tls, limits and oauth). Every row of each table, and every row of each block nested in
 // one (a filter's match, limits and rule, an agent's rules), is read from
 // nexus.hcl and from JSON to the same model, sets something, and comes
 // back unchanged through nexus JSON. A row added to a table is checked by
@@ -149,11 +150,25 @@ type policyCase struct {
 	get  func(*Config) any
 }
 
+// label is what the test names its block: nothing for a block without
+// a label row (the gateway).
+func (pc policyCase) label() string {
+	if len(pc.shape.Labels()) == 0 {
+		return ""
+	}
+	return "t1"
+}
+
 // subBase is what a nested block testing sub sets beside it: a rule's
-// set is for action modify.
+// set is for action modify, a gateway's tls has both cert and key.
 func subBase(sub string) map[string]string {
-	if sub == "set" {
+	switch sub {
+	case "set":
 		return map[string]string{"action": `"modify"`}
+	case "cert":
+		return map[string]string{"key": `"certs/gateway-key.pem"`}
+	case "key":
+		return map[string]string{"cert": `"certs/gateway.pem"`}
 	}
 	return nil
 }
@@ -207,6 +222,16 @@ var policyCases = []policyCase{
 		base: func(_, sub string, _ bool) map[string]string { return subBase(sub) },
 		json: func(n *node) any { return map[string]any{"agents": map[string]any{n.label: n.json(false)}} },
 		get:  func(c *Config) any { return plainAgent(c.Agents[0]) }},
+	// The server and agents its examples name, which the checks made
+	// after the layers merge look for.
+	{name: "gateway", shape: gatewayBlock.Options.Shape(),
+		base: func(string, string, bool) map[string]string { return nil },
+		hcl:  "server \"github\" {\n  stdio { command = \"gh\" }\n}\nagent \"claude\" { permission = \"yolo\" }\nagent \"readonly\" { permission = \"trusted\" }\n",
+		json: func(n *node) any {
+			return map[string]any{"gateway": n.json(false), "mcpServers": map[string]any{"github": map[string]any{"command": "gh"}},
+				"agents": map[string]any{"claude": map[string]any{"permission": "yolo"}, "readonly": map[string]any{"permission": "trusted"}}}
+		},
+		get: func(c *Config) any { return *withoutSites(c.Gateway, true) }},
 }
 
 // check loads the block setting row (or, with nested, the nested block
@@ -225,10 +250,10 @@ func (pc policyCase) check(t *testing.T, row string, nested *option.Row, sub str
 			if with {
 				top[row] = rowExample(pc.shape, row)
 			}
-			return newNode(pc.shape, "t1", top)
+			return newNode(pc.shape, pc.label(), top)
 		}
 		if nested.Nested.Many || with { // a block at most once is left out without its row
-			n := newNode(pc.shape, "t1", top)
+			n := newNode(pc.shape, pc.label(), top)
 			nset := map[string]string{}
 			if with {
 				nset[sub] = rowExample(nested.Nested, sub)
@@ -243,7 +268,7 @@ func (pc policyCase) check(t *testing.T, row string, nested *option.Row, sub str
 			n.kids[row] = []*node{newNode(nested.Nested, label, nset)}
 			return n
 		}
-		return newNode(pc.shape, "t1", top)
+		return newNode(pc.shape, pc.label(), top)
 	}
 	dir := t.TempDir()
 	load := func(name, src string) any {

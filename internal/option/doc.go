@@ -20,6 +20,11 @@
 // reads either through Body, so a nested row is checked, reported and
 // written back as a top-level one is (block.go).
 //
+// A value's elements and members can be kept with where each was written
+// (Value.ItemSites, MemberSites: a Site is a position and its lines), for
+// checks made after the config's layers merge, such as the gateway's
+// required_servers naming a server no layer configures.
+//
 // Decoding goes through Value, which each config format implements over
 // its own helpers: an option reads its value once, and the messages and
 // positions of a wrong value are still the format's (file:line and caret in

@@ -82,6 +82,17 @@ type Value interface {
 	// at the element.
 	FailItem(i int, problem, fix string)
 	WarnItem(i int, message string)
+	// Warn notes something about the value that may not be meant, at
+	// the value.
+	Warn(message string)
+	// ItemSites are where each element of a list was written, in order,
+	// and MemberSites where each member's value of an object was, by key:
+	// kept for checks made after the layers merge (a required server that
+	// no layer configures), when the file's text is gone. An element that
+	// cannot be told apart from the others (a list from a variable or a
+	// function) is at the whole value.
+	ItemSites() []Site
+	MemberSites() map[string]Site
 	// Blocks are the blocks of a nested row (Option.Nested), each checked
 	// against its shape; more than one of a row that is not Many is
 	// reported, and ok is false.
@@ -114,6 +125,13 @@ type Writer interface {
 type Member struct {
 	Key, Value string
 	Source     diag.Source
+}
+
+// Site is where a value was written and the lines of the file around
+// it, marked, so that a report can show it once the file is closed.
+type Site struct {
+	Source diag.Source
+	Lines  []string
 }
 
 // Table is a component's options, in the order they are written.
