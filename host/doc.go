@@ -14,9 +14,10 @@
 // Resource, Template, Prompt), Status, CallOptions and the errors a
 // caller branches on (UnknownServerError, SchemaError, DeniedError, ...)
 // are host's own types. Each error Unwraps to the engine's, so errors.As
-// finds either and Describe explains both. The rest (Options, Config,
-// Gateway, ...) are still aliases of internal types, named here so an
-// embedder can write them (issue 39 takes them in turn). The engine: it
+// finds either and Describe explains both. Options are host's too,
+// converted once in New. The rest (Config, Gateway, ...) are still
+// aliases of internal types, named here so an embedder can write them
+// (issue 39 takes them in turn). The engine: it
 // connects servers concurrently on Start or on first use, keeps and
 // reconnects their sessions, names their tools for LLMs, and puts every
 // request, and every request a server sends back, through the chain (the

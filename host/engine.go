@@ -18,20 +18,12 @@ const DefaultTimeout = engine.DefaultTimeout
 // block it is trusted: a person at a terminal confirms each server once.
 const CLIAgent = engine.CLIAgent
 
-// Options configure a Host. The zero value is usable.
-type Options = engine.Options
-
 // The host's own vocabulary, named here (see names.go for the rest).
 type (
-	// AuthOptions configure the OAuth clients of HTTP servers.
-	AuthOptions = engine.AuthOptions
 	// OAuthStatus is what AuthStatus reports of a server's OAuth client.
 	OAuthStatus = auth.Status
 	// AuditRecord is one record of the audit log.
 	AuditRecord = audit.Record
-	// ToolDecision is a tool's definition deciding what an agent gets
-	// (Options.OnToolDecision).
-	ToolDecision = engine.ToolDecision
 	// Verdict is what the chain decided of a request (DryRun).
 	Verdict = engine.Verdict
 	// Definitions are the tool definitions a policy reviews.

@@ -24,7 +24,7 @@ func New(cfg *Config, o Options) *Host {
 	if o.Version == "" {
 		o.Version = Version
 	}
-	return wrap(engine.New(cfg, o))
+	return wrap(engine.New(cfg, o.engine()))
 }
 
 func wrap(e *engine.Host) *Host {

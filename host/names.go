@@ -8,15 +8,10 @@ import (
 
 	"github.com/nexus-mcp/nexus/internal/engine"
 	"github.com/nexus-mcp/nexus/internal/policy"
-	"github.com/nexus-mcp/nexus/internal/registry"
 )
 
 // The types below are implemented under internal/ and named here, so an
 // embedder can write them without importing what it cannot import.
-
-// Dialer opens a session to one server and runs the initialize handshake
-// (Options.Dial); its errors should already say which server.
-type Dialer = registry.Dialer
 
 // Confirmer asks a person before a trusted agent's first use of a server
 // (Options.Confirm); an error denies.
