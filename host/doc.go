@@ -5,12 +5,19 @@
 // through the chain, and NewGateway serves that host to MCP clients as
 // `nexus serve` does. Every failure is an error that says which server,
 // from which config file, what went wrong and how to fix it (a *Report, or
-// one of the typed errors here, which Describe turns into one). Types
-// implemented elsewhere are named here (Tool, Status, Confirmer,
-// HTTPOptions, ...), so an embedder imports host and host/mcp, the
-// protocol its signatures speak, and nothing else.
+// one of the typed errors here, which Describe turns into one). An
+// embedder imports host and host/mcp, the protocol its signatures speak,
+// and nothing else.
 //
-// The Host is internal/engine's, which the gateway serves too: it
+// Host wraps internal/engine's Host, which the gateway serves too, and
+// converts what it returns once, at its methods: the catalog (Tool,
+// Resource, Template, Prompt), Status, CallOptions and the errors a
+// caller branches on (UnknownServerError, SchemaError, DeniedError, ...)
+// are host's own types. Each error Unwraps to the engine's, so errors.As
+// finds either and Describe explains both. Options are host's too,
+// converted once in New. The rest (Config, Gateway, ...) are still
+// aliases of internal types, named here so an embedder can write them
+// (issue 39 takes them in turn). The engine: it
 // connects servers concurrently on Start or on first use, keeps and
 // reconnects their sessions, names their tools for LLMs, and puts every
 // request, and every request a server sends back, through the chain (the

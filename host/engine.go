@@ -18,41 +18,12 @@ const DefaultTimeout = engine.DefaultTimeout
 // block it is trusted: a person at a terminal confirms each server once.
 const CLIAgent = engine.CLIAgent
 
-// Host connects to the configured servers and runs every call through
-// the chain: permission check, filters, schema validation, the server,
-// output checks, sanitizers (internal/engine).
-type Host = engine.Host
-
-// Options configure a Host. The zero value is usable.
-type Options = engine.Options
-
-// New makes a host for cfg; it connects servers concurrently on Start or
-// on first use.
-func New(cfg *Config, o Options) *Host {
-	if o.Version == "" {
-		o.Version = Version
-	}
-	return engine.New(cfg, o)
-}
-
 // The host's own vocabulary, named here (see names.go for the rest).
 type (
-	// AuthOptions configure the OAuth clients of HTTP servers.
-	AuthOptions = engine.AuthOptions
-	// NotHTTPServerError is an OAuth command for a server that is not
-	// an HTTP server.
-	NotHTTPServerError = engine.NotHTTPServerError
 	// OAuthStatus is what AuthStatus reports of a server's OAuth client.
 	OAuthStatus = auth.Status
 	// AuditRecord is one record of the audit log.
 	AuditRecord = audit.Record
-	// AuditError is a decision point the audit log failed to record.
-	AuditError = engine.AuditError
-	// FilterLoadError is a filter (WASM or plugin) that failed to load.
-	FilterLoadError = engine.FilterLoadError
-	// ToolDecision is a tool's definition deciding what an agent gets
-	// (Options.OnToolDecision).
-	ToolDecision = engine.ToolDecision
 	// Verdict is what the chain decided of a request (DryRun).
 	Verdict = engine.Verdict
 	// Definitions are the tool definitions a policy reviews.

@@ -31,5 +31,5 @@ func NewGateway(h *Host, o GatewayOptions) *Gateway {
 	if o.Version == "" {
 		o.Version = Version
 	}
-	return gateway.New(h, o)
+	return gateway.New(h.e, o)
 }

@@ -8,19 +8,10 @@ import (
 
 	"github.com/nexus-mcp/nexus/internal/engine"
 	"github.com/nexus-mcp/nexus/internal/policy"
-	"github.com/nexus-mcp/nexus/internal/registry"
 )
 
 // The types below are implemented under internal/ and named here, so an
 // embedder can write them without importing what it cannot import.
-
-// Status is what Servers reports of one server: its config, whether it is
-// connected and why not, and what it offered.
-type Status = registry.Status
-
-// Dialer opens a session to one server and runs the initialize handshake
-// (Options.Dial); its errors should already say which server.
-type Dialer = registry.Dialer
 
 // Confirmer asks a person before a trusted agent's first use of a server
 // (Options.Confirm); an error denies.
@@ -46,45 +37,11 @@ type Approvals = policy.Approvals
 // Flag is what a policy said of a tool's definition (Review).
 type Flag = policy.Flag
 
-// DeniedError is a request the chain refused: Link says which link (the
-// permission check, a rule, a filter or plugin) and the error why.
-type DeniedError = policy.DeniedError
-
-// Tool is a tool an agent may use: its exposed name (what an LLM calls it),
-// its server and its definition as the server gave it.
-type Tool = engine.Tool
-
-// Resource is a resource with the server that offers it.
-type Resource = engine.Resource
-
-// Template is a resource template with its server.
-type Template = engine.Template
-
-// Prompt is a prompt with its server.
-type Prompt = engine.Prompt
-
-// CallOptions tune one call: where its progress goes, its timeout.
-type CallOptions = engine.CallOptions
-
 // SessionOptions say where a session's server-initiated requests and
 // notifications go (NewSession, SetNotify): whom it acts for, the roots,
 // sampling and elicitation handlers, and the log, list-change, resource
 // update and state-change callbacks.
 type SessionOptions = engine.SessionOptions
-
-// UnknownServerError names a server that is not configured.
-type UnknownServerError = registry.UnknownServerError
-
-// UnknownToolError names a tool no server offers, with the nearest names.
-type UnknownToolError = registry.UnknownToolError
-
-// ServerError is a server an operation could not reach; the operation
-// still returns what the other servers gave.
-type ServerError = registry.ServerError
-
-// SchemaError says which of a call's arguments, or of a result's
-// structured output, broke the tool's schema, and how.
-type SchemaError = registry.SchemaError
 
 // WithSession names, for the audit log, the downstream session a request
 // comes from (the gateway's).
@@ -134,6 +91,3 @@ type Opener = auth.Opener
 // Step is one check a request went through, in a Verdict: the link, what
 // it decided and why, where it is defined, how long it took.
 type Step = policy.Step
-
-// WithheldError is a tool the lockfile or a tools/list policy withheld.
-type WithheldError = policy.WithheldError

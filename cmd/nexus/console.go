@@ -13,6 +13,7 @@ import (
 	"github.com/nexus-mcp/nexus/internal/gateway"
 	"github.com/nexus-mcp/nexus/internal/gateway/store"
 	"github.com/nexus-mcp/nexus/internal/lock"
+	"github.com/nexus-mcp/nexus/internal/registry"
 )
 
 // consoleOptions is the console block with --console over its listen; nil
@@ -90,7 +91,7 @@ type consoleServers struct {
 	g *gateway.Gateway
 }
 
-func (c consoleServers) Servers() []host.Status { return c.g.Servers() }
+func (c consoleServers) Servers() []registry.Status { return c.g.Servers() }
 
 // consoleLock is the host's lockfile as the console reads and changes it.
 type consoleLock struct {

@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/internal/diag"
-	"github.com/nexus-mcp/nexus/internal/registry"
 )
 
 func (a *app) serversCmd() *cobra.Command {
@@ -90,7 +90,7 @@ func (a *app) serversCmd() *cobra.Command {
 	return cmd
 }
 
-func target(s registry.Status) string {
+func target(s host.Status) string {
 	c := s.Config
 	switch {
 	case len(c.Command) > 0:
@@ -103,7 +103,7 @@ func target(s registry.Status) string {
 	return ""
 }
 
-func caps(s registry.Status) []string {
+func caps(s host.Status) []string {
 	var out []string
 	if s.Caps.Tools != nil {
 		out = append(out, "tools")

@@ -21,7 +21,9 @@
 // session (WithSession), trace context (WithTraceContext), what it knows
 // of the client's side (WithServed), a listing's wait (WithListWait), and
 // for a modern agent's calls the Multi Round-Trip seam (WithAnswersInput,
-// WithAttempt, WithCallID). The facade, host, names the engine's types an
-// embedder meets; the errors callers tell apart live in internal/registry,
-// below internal/explain, which turns them into reports.
+// WithAttempt, WithCallID). The facade, host, wraps the Host in its own
+// type and converts what it returns to host's types; the errors callers
+// tell apart live in internal/registry and internal/policy, below
+// internal/explain, which turns them into reports, and host's errors
+// Unwrap to them.
 package engine

@@ -1,0 +1,84 @@
+package host
+
+import (
+	"context"
+	"os"
+	"reflect"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/nexus-mcp/nexus/internal/engine"
+)
+
+// TestOptionsCarried: New hands the engine every option, each field set
+// reaching the engine's field of the same name, and Options has a field
+// for each of the engine's, so an option added there and not here (or
+// here and not carried) fails.
+func TestOptionsCarried(t *testing.T) {
+	var o Options
+	fill(t, reflect.ValueOf(&o).Elem())
+	e := reflect.ValueOf(o.engine())
+	h := reflect.TypeOf(o)
+	for i := range e.NumField() {
+		name := e.Type().Field(i).Name
+		if _, ok := h.FieldByName(name); !ok {
+			t.Errorf("engine.Options.%s has no host.Options field", name)
+			continue
+		}
+		if e.Field(i).IsZero() {
+			t.Errorf("Options.%s is set but does not reach the engine", name)
+		}
+	}
+	if h.NumField() != e.NumField() {
+		t.Errorf("host.Options has %d fields, the engine's %d", h.NumField(), e.NumField())
+	}
+	// What the engine calls, the embedder's function gets.
+	var got ToolDecision
+	o.OnToolDecision = func(d ToolDecision) { got = d }
+	o.engine().OnToolDecision(engine.ToolDecision{Agent: "bot", Tool: "add", Withheld: true})
+	if got.Agent != "bot" || got.Tool != "add" || !got.Withheld {
+		t.Errorf("OnToolDecision got %+v", got)
+	}
+}
+
+type confirmer struct{}
+
+func (confirmer) Confirm(context.Context, ConfirmRequest) (Answer, error) { return AnswerNo, nil }
+
+type approvals struct{}
+
+func (approvals) Approved(string, string, string) bool { return false }
+func (approvals) Approve(string, string, string) error { return nil }
+
+// fill sets every field of v to a value that is not zero.
+func fill(t *testing.T, v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Struct:
+		for i := range v.NumField() {
+			fill(t, v.Field(i))
+		}
+	case reflect.String:
+		v.SetString("x")
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.Int64:
+		v.SetInt(1)
+	case reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+	case reflect.Slice:
+		v.Set(reflect.MakeSlice(v.Type(), 1, 1))
+	case reflect.Func:
+		v.Set(reflect.MakeFunc(v.Type(), func([]reflect.Value) []reflect.Value { return nil }))
+	case reflect.Interface:
+		for _, x := range []any{hclog.NewNullLogger(), confirmer{}, approvals{}, os.Stderr} {
+			if reflect.TypeOf(x).Implements(v.Type()) {
+				v.Set(reflect.ValueOf(x))
+				return
+			}
+		}
+		t.Fatalf("fill: no value for %s", v.Type())
+	default:
+		t.Fatalf("fill: no value for %s", v.Type())
+	}
+}
