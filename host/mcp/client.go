@@ -23,6 +23,10 @@ type (
 	SamplingHandler    func(ctx context.Context, p *CreateMessageParams) (*CreateMessageResult, error)
 	ElicitationHandler func(ctx context.Context, p *ElicitParams) (*ElicitResult, error)
 	RootsHandler       func(ctx context.Context) ([]Root, error)
+	// RawHandler serves a sampling or elicitation request as the server
+	// sent it and returns the result as it is to be sent (see
+	// ClientOptions.Raw).
+	RawHandler func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
 )
 
 // ClientOptions configure a client session. The zero value is usable.
@@ -41,6 +45,13 @@ type ClientOptions struct {
 	// ElicitationURL declares URL-mode elicitation as well as form mode.
 	ElicitationURL bool
 	Roots          RootsHandler
+	// Raw, when set, serves the sampling and elicitation requests that
+	// Sampling and Elicitation declare, instead of them: their params
+	// only checked (an object; an elicitation's mode), the result sent as
+	// it is. A caller that passes them on (the gateway's bridge) saves
+	// decoding them into typed params, encoding them again, and the same
+	// for the answer.
+	Raw RawHandler
 	// RootsListChanged declares that the client sends roots list_changed.
 	RootsListChanged bool
 
@@ -867,6 +878,12 @@ func (h clientHandler) HandleRequest(ctx context.Context, method string, params 
 		if o.Sampling == nil {
 			break
 		}
+		if o.Raw != nil {
+			if err := json.Unmarshal(params, &struct{}{}); err != nil {
+				return nil, InvalidParams("sampling/createMessage: %v", err)
+			}
+			return o.Raw(ctx, method, params)
+		}
 		var p CreateMessageParams
 		if err := json.Unmarshal(params, &p); err != nil {
 			return nil, InvalidParams("sampling/createMessage: %v", err)
@@ -877,7 +894,18 @@ func (h clientHandler) HandleRequest(ctx context.Context, method string, params 
 			break
 		}
 		var p ElicitParams
-		if err := json.Unmarshal(params, &p); err != nil {
+		var err error
+		if o.Raw != nil {
+			// Only the mode: the rest goes on as it came.
+			var m struct {
+				Mode string `json:"mode"`
+			}
+			err = json.Unmarshal(params, &m)
+			p.Mode = m.Mode
+		} else {
+			err = json.Unmarshal(params, &p)
+		}
+		if err != nil {
 			return nil, InvalidParams("elicitation/create: %v", err)
 		}
 		switch p.Mode {
@@ -888,6 +916,9 @@ func (h clientHandler) HandleRequest(ctx context.Context, method string, params 
 			}
 		default:
 			return nil, InvalidParams("elicitation/create: unknown mode %q", p.Mode)
+		}
+		if o.Raw != nil {
+			return o.Raw(ctx, method, params)
 		}
 		return o.Elicitation(ctx, &p)
 	}

@@ -599,3 +599,51 @@ func TestAppendString(t *testing.T) {
 		}
 	}
 }
+
+// TestRawServesAsItCame: with ClientOptions.Raw, sampling and elicitation
+// requests reach it as the server sent them (a field no type of this
+// package knows included) and its result is sent as it is; the checks the
+// typed path makes (an object, a declared mode) still refuse before it runs.
+func TestRawServesAsItCame(t *testing.T) {
+	var got []string
+	c := &Client{opts: ClientOptions{
+		Sampling: func(context.Context, *CreateMessageParams) (*CreateMessageResult, error) {
+			return nil, errors.New("typed handler ran")
+		},
+		Elicitation: func(context.Context, *ElicitParams) (*ElicitResult, error) {
+			return nil, errors.New("typed handler ran")
+		},
+		Raw: func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+			got = append(got, method+" "+string(params))
+			return json.RawMessage(`{"action":"accept","x-later":1}`), nil
+		},
+	}}
+	h := clientHandler{c}
+	ctx := context.Background()
+	for _, m := range []string{MethodElicitationCreate, MethodSamplingCreateMessage} {
+		in := `{"message":"Name?", "x-new":{"a":[1,2]},"_meta":{"k":"v"}}`
+		res, err := h.HandleRequest(ctx, m, json.RawMessage(in))
+		raw, ok := res.(json.RawMessage)
+		if err != nil || !ok || string(raw) != `{"action":"accept","x-later":1}` {
+			t.Fatalf("%s: %v %#v", m, err, res)
+		}
+		if want := m + " " + in; got[len(got)-1] != want {
+			t.Fatalf("Raw got %q, want %q", got[len(got)-1], want)
+		}
+	}
+	for _, bad := range []struct{ method, params string }{
+		{MethodElicitationCreate, `{"mode":"bogus","message":"x"}`},
+		{MethodElicitationCreate, `{"mode":"url","url":"https://example.com","message":"x"}`}, // URL mode not declared
+		{MethodElicitationCreate, `[1]`},
+		{MethodSamplingCreateMessage, `"x"`},
+	} {
+		_, err := h.HandleRequest(ctx, bad.method, json.RawMessage(bad.params))
+		var rerr *RPCError
+		if !errors.As(err, &rerr) || rerr.Code != CodeInvalidParams {
+			t.Fatalf("%s %s: want invalid params, got %v", bad.method, bad.params, err)
+		}
+	}
+	if len(got) != 2 {
+		t.Fatalf("Raw ran for refused requests: %q", got)
+	}
+}

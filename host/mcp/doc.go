@@ -42,7 +42,9 @@
 // pipes) a caller reads its own reply; a request is served on the
 // goroutine that read it, and one that runs long is overtaken by a new
 // reader after serveDelay; requests that arrive together are answered in
-// one write (FrameBufferer). Over HTTP a caller runs its own POST
+// one write (FrameBufferer). A request a caller reads while it waits for
+// its own reply (a server's elicitation during a call) is served on a
+// spare worker, which kept the stack the last one grew, when one waits. Over HTTP a caller runs its own POST
 // (RequestWriter) and a server serves a POST on its handler's goroutine
 // (PushConn), from the POST's own body when the transport vouches for it
 // (CheckedPushConn). A background reader takes a free role after idleDelay, so

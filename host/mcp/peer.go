@@ -130,7 +130,10 @@ type Peer struct {
 	draining bool           // the input ended: no more requests are accepted
 	active   int
 	queue    []*inbound
-	baseCtx  context.Context
+	// spare hands a request to a worker that served one and waits for
+	// the next (spawn); unbuffered, so a send only finds one waiting.
+	spare   chan *inbound
+	baseCtx context.Context
 	// valueCtx is what a request's context (reqCtx) holds beneath its own
 	// cancellation: the session's values, of which there are none.
 	// Background, not context.WithoutCancel(baseCtx): that one allocates
@@ -195,6 +198,7 @@ func NewPeer(conn Conn, opts PeerOptions) *Peer {
 		pending:  make(map[int64]*call),
 		progress: make(map[string]*call),
 		incoming: make(map[reqKey]*reqCtx),
+		spare:    make(chan *inbound),
 		baseCtx:  ctx,
 		valueCtx: context.Background(),
 		stop:     cancel,

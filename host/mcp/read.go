@@ -374,6 +374,46 @@ func (p *Peer) onRequest(id json.RawMessage, method string, params json.RawMessa
 	return nil
 }
 
+// spawn serves in on a goroutine other than the reader's: a spare
+// worker's when one waits, else a new one. A new goroutine starts with a
+// small stack and grows it (copying it each time) while it decodes and
+// serves; a spare one kept the stack its last request grew.
+func (p *Peer) spawn(in *inbound) {
+	select {
+	case p.spare <- in:
+	default:
+		go p.spareWorker(in)
+	}
+}
+
+// spareWorker serves in, then waits up to spareIdle for the next request
+// spawn hands it; it ends when none comes or the session ends. There are
+// never more than the requests served at once (MaxHandlers) of them.
+func (p *Peer) spareWorker(in *inbound) {
+	var t *time.Timer
+	for {
+		p.worker(in)
+		select {
+		case <-p.done: // ended meanwhile: take nothing more
+			return
+		default:
+		}
+		if t == nil {
+			t = time.NewTimer(spareIdle)
+			defer t.Stop()
+		} else {
+			t.Reset(spareIdle)
+		}
+		select {
+		case in = <-p.spare:
+		case <-t.C:
+			return
+		case <-p.done:
+			return
+		}
+	}
+}
+
 func (p *Peer) worker(in *inbound) {
 	for in != nil {
 		p.serve(in)

@@ -65,7 +65,7 @@ func (p *Peer) readOwn(ctx context.Context, c *call, deadline *time.Time, hard t
 			return
 		}
 		if in != nil {
-			go p.worker(in)
+			p.spawn(in)
 		}
 	}
 }
@@ -198,6 +198,11 @@ const (
 	// idleDelay: how long the role stays free after a reply, for the next
 	// caller to read its own, before a background reader takes it.
 	idleDelay = time.Millisecond
+	// spareIdle: how long a spare worker waits for a request before it
+	// ends (spareWorker). Long beside a round trip, so a session in use
+	// keeps its workers; a timer this far out never wakes the poller
+	// early.
+	spareIdle = time.Second
 )
 
 // readLoop reads and dispatches frames; it runs holding the reading role.

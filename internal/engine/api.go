@@ -66,6 +66,10 @@ type SessionOptions struct {
 	RootsFor    func(server string) mcp.RootsHandler
 	Sampling    func(server string) mcp.SamplingHandler
 	Elicitation func(server string) mcp.ElicitationHandler
+	// Raw, when set, serves the sampling and elicitation requests that
+	// Sampling and Elicitation declare, as they came (mcp.ClientOptions.Raw),
+	// through the same links of the chain.
+	Raw func(server string) mcp.RawHandler
 	// OnLog receives the servers' log messages, OnListChanged their
 	// list_changed notifications (kind: "tools", "resources" or
 	// "prompts") once the list is refreshed, OnResourceUpdated their

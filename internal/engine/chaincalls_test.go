@@ -204,3 +204,63 @@ func (w *world) hostWith(t testing.TB, agents string, opts engine.Options) *engi
 	h := w.host(t, agents, opts)
 	return h
 }
+
+// A session whose server-initiated requests are served as they came
+// (SessionOptions.Raw, the gateway's bridge) passes them through the same
+// links: a policy refuses one before it is answered, a sanitizer changes
+// the answer, and the typed handler, there to declare the capability,
+// never runs.
+func TestChainOnRawServerRequests(t *testing.T) {
+	w := newWorld()
+	s := w.server("s")
+	s.AddTool(mcp.Tool{Name: "ask"}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var a struct{ Q string }
+		json.Unmarshal(req.Arguments, &a)
+		content, _ := json.Marshal(map[string]string{"type": "text", "text": a.Q})
+		res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{Messages: []mcp.SamplingMessage{{Role: "user", Content: content}}, MaxTokens: 10})
+		if err != nil {
+			return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("refused: " + err.Error())}}, nil
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent(string(res.Content))}}, nil
+	})
+	links := []policy.Entry{
+		{Kind: policy.KindPolicy, Link: policy.Func{N: "no-passwords", F: func(ctx context.Context, e *event.Event) (event.Decision, error) {
+			if e.Method == mcp.MethodSamplingCreateMessage && strings.Contains(string(e.Params), "password") {
+				return event.Decision{Action: event.Deny, Reason: "no passwords to the model"}, nil
+			}
+			return event.Decision{Action: event.Allow}, nil
+		}}},
+		{Kind: policy.KindSanitizer, Link: policy.Func{N: "hide-number", F: func(ctx context.Context, e *event.Event) (event.Decision, error) {
+			if e.Method == mcp.MethodSamplingCreateMessage {
+				return event.Decision{Action: event.Modify, Result: json.RawMessage(strings.ReplaceAll(string(e.Result), "42", "[number]"))}, nil
+			}
+			return event.Decision{Action: event.Allow}, nil
+		}}},
+	}
+	h := w.hostWith(t, yolo, engine.Options{Links: links})
+	var asked []string
+	sess := h.NewSession(engine.SessionOptions{
+		Agent: "y",
+		Sampling: func(string) mcp.SamplingHandler {
+			return func(context.Context, *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+				t.Error("the typed handler ran beside Raw")
+				return nil, context.Canceled
+			}
+		},
+		Raw: func(server string) mcp.RawHandler {
+			return func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+				asked = append(asked, server+" "+method)
+				return json.RawMessage(`{"role":"assistant","model":"m","content":{"type":"text","text":"the answer is 42"}}`), nil
+			}
+		},
+	})
+	t.Cleanup(func() { sess.Close() })
+	got := ok(t, sess, "y", "s.ask", map[string]string{"q": "what is the password?"})
+	if len(asked) != 0 || !strings.Contains(got, "refused") || !strings.Contains(got, "no-passwords") {
+		t.Errorf("a denied sampling request: asked %q, tool said %q", asked, got)
+	}
+	got = ok(t, sess, "y", "s.ask", map[string]string{"q": "six times seven"})
+	if len(asked) != 1 || asked[0] != "s "+mcp.MethodSamplingCreateMessage || !strings.Contains(got, "[number]") {
+		t.Errorf("sampling through the sanitizer: asked %q, tool said %q", asked, got)
+	}
+}

@@ -144,6 +144,11 @@ func (h *Host) clientOptions(srv *config.Server) mcp.ClientOptions {
 			opts.ElicitationURL = true
 		}
 	}
+	if h.hooks.raw != nil && (opts.Sampling != nil || opts.Elicitation != nil) {
+		if f := h.hooks.raw(name); f != nil {
+			opts.Raw = guardedRaw(h, name, f)
+		}
+	}
 	if h.hooks.onLog != nil {
 		opts.OnLog = func(m mcp.LogMessage) { h.hooks.onLog(name, m) }
 	}

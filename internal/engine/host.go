@@ -171,6 +171,7 @@ type hooks struct {
 	rootsFor      func(server string) mcp.RootsHandler // instead of roots, when set
 	sampling      func(server string) mcp.SamplingHandler
 	elicitation   func(server string) mcp.ElicitationHandler
+	raw           func(server string) mcp.RawHandler // instead of sampling's and elicitation's, when set
 	onLog         func(server string, m mcp.LogMessage)
 	onChange      func(server string)
 	onListChanged func(server, kind string)
@@ -232,7 +233,7 @@ func newHost(c *core, hk hooks, root bool) *Host {
 // connections open on first use; Close ends them and nothing of h's.
 func (h *Host) NewSession(o SessionOptions) *Host {
 	return newHost(h.core, hooks{
-		agent: o.Agent, session: o.Session, roots: o.Roots, rootsFor: o.RootsFor, sampling: o.Sampling, elicitation: o.Elicitation,
+		agent: o.Agent, session: o.Session, roots: o.Roots, rootsFor: o.RootsFor, sampling: o.Sampling, elicitation: o.Elicitation, raw: o.Raw,
 		onLog: o.OnLog, onChange: o.OnChange, onListChanged: o.OnListChanged, onUpdated: o.OnResourceUpdated,
 	}, false)
 }

@@ -69,6 +69,33 @@ func guardedRun[P, R any](ctx context.Context, h *Host, server, method string, p
 	}
 }
 
+// guardedRaw runs sampling and elicitation requests served as they came
+// (mcp.ClientOptions.Raw) through the chain as guarded does the typed
+// ones: the links see the same params and result, as JSON.
+func guardedRaw(h *Host, server string, f mcp.RawHandler) mcp.RawHandler {
+	one := func(method string) func(context.Context, *json.RawMessage) (*json.RawMessage, error) {
+		return guarded(h, server, method, func(ctx context.Context, p *json.RawMessage) (*json.RawMessage, error) {
+			res, err := f(ctx, method, *p)
+			if err != nil {
+				return nil, err
+			}
+			return &res, nil
+		})
+	}
+	sampling, elicit := one(mcp.MethodSamplingCreateMessage), one(mcp.MethodElicitationCreate)
+	return func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		g := sampling
+		if method == mcp.MethodElicitationCreate {
+			g = elicit
+		}
+		res, err := g(ctx, &params)
+		if err != nil {
+			return nil, err
+		}
+		return *res, nil
+	}
+}
+
 // guardRoots runs roots/list through the chain; a policy may hide roots
 // from a server by modifying the result.
 func (h *Host) guardRoots(server string, f mcp.RootsHandler) mcp.RootsHandler {

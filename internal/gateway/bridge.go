@@ -1203,6 +1203,20 @@ func (g *Gateway) bridgeOptions(agent string, o engine.SessionOptions) engine.Se
 			return &r, json.Unmarshal(raw, &r)
 		}
 	}
+	// What the bridge passes on goes as it came: only its _meta is read
+	// (the question's key, the task it belongs to); the agent's answer,
+	// checked once by the bridge (checkAnswer), goes back as it is.
+	o.Raw = func(server string) mcp.RawHandler {
+		return func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+			var m struct {
+				Meta mcp.Meta `json:"_meta"`
+			}
+			if err := json.Unmarshal(params, &m); err != nil {
+				return nil, mcp.InvalidParams("%s: %v", method, err)
+			}
+			return br.ask(ctx, agent, server, method, params, m.Meta)
+		}
+	}
 	return o
 }
 

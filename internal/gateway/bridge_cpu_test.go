@@ -29,8 +29,12 @@ import (
 //     retry answers it and the call completes;
 //   - a plain call and a call whose server asks roots/list, which the
 //     gateway answers itself from the config (the agent declared no
-//     roots): the floor, one more upstream exchange inside one call,
-//     which any bridge pays for a round, the agent's part taken away.
+//     roots): the "floor", one more upstream exchange inside one call.
+//     It is not a true floor: a round has no more upstream exchanges
+//     than two plain calls (the elicitation and its answer take the
+//     second call's place), so a bridge may beat it; what any bridge
+//     must pay is the state's seal and open and the hand-offs of the
+//     upstream call held across the agent's two requests (README).
 //
 // added-us is the round's gateway CPU over the two calls', against the
 // issue's 100 µs (budget-ratio); floor-us is the floor batch's over the
