@@ -29,15 +29,15 @@ import (
 //     retry answers it and the call completes;
 //   - a plain call and a call whose server asks roots/list, which the
 //     gateway answers itself from the config (the agent declared no
-//     roots): the "floor", one more upstream exchange inside one call.
-//     It is not a true floor: a round has no more upstream exchanges
+//     roots): one more upstream exchange inside one call, for
+//     comparison. It is not a floor: a round has no more upstream exchanges
 //     than two plain calls (the elicitation and its answer take the
 //     second call's place), so a bridge may beat it; what any bridge
 //     must pay is the state's seal and open and the hand-offs of the
 //     upstream call held across the agent's two requests (README).
 //
 // added-us is the round's gateway CPU over the two calls', against the
-// issue's 100 µs (budget-ratio); floor-us is the floor batch's over the
+// issue's 100 µs (budget-ratio); exchange-us is the exchange batch's over the
 // two calls'; x-two-calls is the round against the two calls.
 func BenchmarkBridgeRoundGateway(b *testing.B) {
 	bin := testenv.Nexus(b)
@@ -104,7 +104,7 @@ func BenchmarkBridgeRoundGateway(b *testing.B) {
 			b.Fatalf("round 2: %s", raw)
 		}
 	}
-	floor := func() {
+	exchange := func() {
 		plain()
 		if raw := call("roots", nil); !strings.Contains(string(raw), `"complete"`) || strings.Contains(string(raw), "isError") {
 			b.Fatalf("roots: %s", raw)
@@ -114,9 +114,9 @@ func BenchmarkBridgeRoundGateway(b *testing.B) {
 	for range 10 { // past soloAfter: elicit's rounds are solo, as a server's that asks one question a call
 		round()
 	}
-	floor()
+	exchange()
 	const chunk = 20
-	var base, bridged, floored time.Duration
+	var base, bridged, exchanged time.Duration
 	b.ResetTimer()
 	for done := 0; done < b.N; done += chunk {
 		n := min(chunk, b.N-done)
@@ -130,19 +130,19 @@ func BenchmarkBridgeRoundGateway(b *testing.B) {
 		}
 		t2 := cpu()
 		for range n {
-			floor()
+			exchange()
 		}
 		t3 := cpu()
 		base += t1 - t0
 		bridged += t2 - t1
-		floored += t3 - t2
+		exchanged += t3 - t2
 	}
 	per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / float64(b.N) }
 	added := per(bridged - base)
 	b.ReportMetric(per(base), "cpu-us/two-calls")
 	b.ReportMetric(per(bridged), "cpu-us/round")
 	b.ReportMetric(added, "added-us")
-	b.ReportMetric(per(floored-base), "floor-us")
+	b.ReportMetric(per(exchanged-base), "exchange-us")
 	b.ReportMetric(added/100, "budget-ratio")
 	b.ReportMetric(float64(bridged)/float64(max(base, 1)), "x-two-calls")
 }
