@@ -377,27 +377,24 @@ func (a *app) checkPlugins(ctx context.Context, cfg *config.Config) ([]string, c
 			ok = append(ok, fmt.Sprintf("plugin %q: %s %s its schema", c.Plugin, count(c.Configs, "config"), verb))
 		}
 		for _, err := range c.Errs {
-			err = host.Describe(cfg, err, host.DescribeOptions{}) // the plugin's typed error as its report
-			var rep *diag.Report
-			var bad *plugin.ConfigError
-			switch {
-			case errors.As(err, &rep) && errors.As(err, &bad):
-				// A config the plugin's schema refuses: its report as is.
-			case rep != nil:
-				// The plugin did not start: its own report, and how to
-				// check the rest meanwhile.
-				r := *rep
-				r.Fix = append(slices.Clone(r.Fix), "Or check everything else with nexus config validate --skip-plugins")
-				rep = &r
-			default:
+			if bad, out := (*plugin.ConfigError)(nil), (*plugin.CheckError)(nil); !errors.As(err, &bad) && !errors.As(err, &out) {
 				var src diag.Source
 				if pc := cfg.Plugin(c.Plugin); pc != nil {
 					src = pc.Source
 				}
-				rep = &diag.Report{Title: "Plugin Config Not Checked", Source: src, Cause: err,
-					Problem: fmt.Sprintf("Plugin %q could not be started to check its configs: %v", c.Plugin, err),
-					Fix: []string{"Build the plugin (make plugins builds the first-party ones) and pin its sha256 in the plugin block",
-						"Or check everything else with nexus config validate --skip-plugins"}}
+				err = &plugin.CheckError{Plugin: c.Plugin, Source: src, Err: err}
+			}
+			err = host.Describe(cfg, err, host.DescribeOptions{}) // the plugin's typed error as its report
+			var rep *diag.Report
+			if !errors.As(err, &rep) {
+				rep = &diag.Report{Title: "Plugin Config Not Checked", Problem: err.Error(), Cause: err} // unreachable: explain tells every CheckError
+			}
+			if bad := (*plugin.ConfigError)(nil); !errors.As(err, &bad) {
+				// The plugin did not start: its report, and how to check
+				// the rest meanwhile.
+				r := *rep
+				r.Fix = append(slices.Clone(r.Fix), "Or check everything else with nexus config validate --skip-plugins")
+				rep = &r
 			}
 			errs = append(errs, rep)
 		}

@@ -186,7 +186,8 @@ agent "bot" {
 }
 
 // TestConfigRefused: a filter block the plugin's schema refuses fails at
-// load, with the schema's complaint and the block's file and line.
+// load, and its report (host.Describe) has the schema's complaint and the
+// block's file and line.
 func TestConfigRefused(t *testing.T) {
 	path, sum := launcher(t, "plugin.js")
 	h, logs := newHost(t, fmt.Sprintf(`
@@ -211,6 +212,7 @@ agent "bot" {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	_, err := h.CallTool(ctx, "bot", "ts.echo", map[string]string{"message": "x"}, nil)
+	err = host.Describe(h.Config(), err, host.DescribeOptions{Agent: "bot"}) // the report a person reads
 	for _, w := range []string{`does not match the schema of plugin "node"`, "/allow: got string, want array", "nexus.hcl, line 11"} {
 		if err == nil || !strings.Contains(err.Error(), w) {
 			t.Fatalf("a string where the schema wants an array: got %v, want an error with %q\nlogs:\n%s", err, w, logs)

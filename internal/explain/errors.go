@@ -1,6 +1,8 @@
 package explain
 
 import (
+	"errors"
+
 	"github.com/nexus-mcp/nexus/internal/auth"
 	"github.com/nexus-mcp/nexus/internal/diag"
 	"github.com/nexus-mcp/nexus/internal/plugin"
@@ -45,6 +47,13 @@ func typed(err error) *diag.Report {
 			out = pluginConfig(e)
 		case *plugin.UnknownError:
 			out = pluginUnknown(e)
+		case *plugin.CheckError:
+			// Its cause tells it when it can (a checksum, a launch, a
+			// report of its own).
+			var rep *diag.Report
+			if out = typed(e.Err); out == nil && !errors.As(e.Err, &rep) {
+				out = pluginNotChecked(e)
+			}
 		case *wasm.LoadError:
 			out = wasmLoad(e)
 		default:

@@ -94,6 +94,14 @@ func TestPluginReports(t *testing.T) {
 	if !errors.As(explain.Error(errors.Join(errors.New("first"), unknown)), &r) || r.Server != "remote" || !strings.Contains(r.Problem, `Server "remote" names plugin "pipe"`) {
 		t.Fatalf("unknown: %v", r)
 	}
+	notChecked := &plugin.CheckError{Plugin: "guard", Source: src, Err: errors.New("handshake: no version")}
+	if !errors.As(explain.Error(notChecked), &r) || r.Title != "Plugin Config Not Checked" || r.Source != src ||
+		r.Problem != `Plugin "guard" could not be started to check its configs: handshake: no version` {
+		t.Fatalf("not checked: %v", r)
+	}
+	if !errors.As(explain.Error(&plugin.CheckError{Plugin: "guard", Source: src, Err: load}), &r) || r.Title != "Plugin Launch Failed" {
+		t.Fatalf("not checked, told by its cause: %v", r)
+	}
 	denied := &policy.DeniedError{Link: "guard", Kind: policy.KindPolicy, Reason: "plugin down", Err: crash}
 	if err := explain.Error(denied); err != denied {
 		t.Errorf("a refusal became %v", err)

@@ -57,6 +57,13 @@ func pluginUnknown(e *plugin.UnknownError) *diag.Report {
 	return r
 }
 
+// pluginNotChecked is the report on a plugin that could not be started to
+// check its configs, for a cause with no report of its own.
+func pluginNotChecked(e *plugin.CheckError) *diag.Report {
+	return &diag.Report{Title: "Plugin Config Not Checked", Source: e.Source, Cause: e, Problem: e.Error(),
+		Fix: []string{"Build the plugin (make plugins builds the first-party ones) and pin its sha256 in the plugin block"}}
+}
+
 // pluginStderr is a plugin's stderr tail as evidence: its last ten lines.
 func pluginStderr(lines []string) diag.Section {
 	if len(lines) == 0 {

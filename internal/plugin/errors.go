@@ -117,6 +117,21 @@ func (e *ConfigError) Error() string {
 	return "plugin " + strconv.Quote(e.Plugin) + " " + e.Kind + " config of " + e.User + " is invalid: " + strings.Join(e.Problems, "; ")
 }
 
+// CheckError is a plugin Check could not start to check its configs:
+// the plugin, where its block is, and why (often a *LoadError, which
+// then tells it).
+type CheckError struct {
+	Plugin string
+	Source diag.Source
+	Err    error
+}
+
+func (e *CheckError) Error() string {
+	return "Plugin " + strconv.Quote(e.Plugin) + " could not be started to check its configs: " + e.Err.Error()
+}
+
+func (e *CheckError) Unwrap() error { return e.Err }
+
 // UnknownError is a server or filter that names a plugin no plugin block
 // defines.
 type UnknownError struct {

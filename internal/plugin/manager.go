@@ -254,7 +254,7 @@ func (m *Manager) Filter(ctx context.Context, cfg *config.Config, f *config.Filt
 type Checked struct {
 	Plugin  string
 	Configs int     // configs (filters' and servers') that match its schemas
-	Errs    []error // each failing config (a *ConfigError naming its source), or why the plugin could not start (a *LoadError)
+	Errs    []error // each failing config (a *ConfigError naming its source), or why the plugin could not start (a *CheckError)
 }
 
 // Check starts every plugin that cfg's filters and servers use, as any
@@ -283,7 +283,7 @@ func (m *Manager) Check(ctx context.Context, cfg *config.Config) []Checked {
 		c := Checked{Plugin: pc.Name}
 		p, err := m.Open(ctx, pc)
 		if err != nil {
-			c.Errs = append(c.Errs, err)
+			c.Errs = append(c.Errs, &CheckError{Plugin: pc.Name, Source: pc.Source, Err: err})
 			out = append(out, c)
 			continue
 		}
