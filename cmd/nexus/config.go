@@ -377,7 +377,10 @@ func (a *app) checkPlugins(ctx context.Context, cfg *config.Config) ([]string, c
 			ok = append(ok, fmt.Sprintf("plugin %q: %s %s its schema", c.Plugin, count(c.Configs, "config"), verb))
 		}
 		for _, err := range c.Errs {
-			if bad, out := (*plugin.ConfigError)(nil), (*plugin.CheckError)(nil); !errors.As(err, &bad) && !errors.As(err, &out) {
+			var bad *plugin.ConfigError
+			var notChecked *plugin.CheckError
+			refused := errors.As(err, &bad) // by the plugin's schema: its report as is
+			if !refused && !errors.As(err, &notChecked) {
 				var src diag.Source
 				if pc := cfg.Plugin(c.Plugin); pc != nil {
 					src = pc.Source
@@ -389,7 +392,7 @@ func (a *app) checkPlugins(ctx context.Context, cfg *config.Config) ([]string, c
 			if !errors.As(err, &rep) {
 				rep = &diag.Report{Title: "Plugin Config Not Checked", Problem: err.Error(), Cause: err} // unreachable: explain tells every CheckError
 			}
-			if bad := (*plugin.ConfigError)(nil); !errors.As(err, &bad) {
+			if !refused {
 				// The plugin did not start: its report, and how to check
 				// the rest meanwhile.
 				r := *rep
