@@ -2,6 +2,7 @@ package arch
 
 import (
 	"encoding/json"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -17,8 +18,8 @@ import (
 const mod = "github.com/nexus-mcp/nexus/"
 
 type pkg struct {
-	ImportPath string
-	Imports    []string
+	ImportPath                         string
+	Imports, TestImports, XTestImports []string
 
 	Dir, Name               string
 	GoFiles, IgnoredGoFiles []string
@@ -107,9 +108,25 @@ func TestDependencyRules(t *testing.T) {
 	if len(ps) < 10 {
 		t.Fatalf("go list found only %d packages", len(ps))
 	}
-	localImports(ps, func(from, to string) {
+	for _, e := range ruleErrors(ps) {
+		t.Error(e)
+	}
+}
+
+// ruleErrors is what TestDependencyRules says of ps: one line for each
+// import that is an arrow ARCHITECTURE.md forbids. A test's imports are
+// held to the same rules, but that it may use the test kits.
+func ruleErrors(ps []pkg) []string {
+	var errs []string
+	localImports(ps, func(from, to string, test bool) {
 		var bad string
 		switch {
+		case extension(from) && !publicPkg(to):
+			bad = "extensions (examples, filters, plugins) import only the public surface (host, host/mcp, sdk/*) in every file, tests included: an extension is code to copy into another module, where its tests must build too"
+		case test && !extension(from) && (testKits[to] || testClimbs[from+" "+to] != ""):
+			// A test kit is there for tests, and a test climb is stated
+			// with its reason; extensions are held to their own rules
+			// below (their kits are public).
 		case blockOwners[from] && to == "internal/config":
 			bad = from + " owns its config block's option table, which internal/config imports to decode it; it never imports config back"
 		case from == "host/mcp" && impl(to) && !streamHelpers[to]:
@@ -143,32 +160,78 @@ func TestDependencyRules(t *testing.T) {
 			bad = "the console shows the engine and the gateway, through their own packages (registry, audit, lock, gateway), and the ground floor's helpers; never host, a transport, plugins or WASM"
 		case !strings.HasPrefix(from, "internal/console") && !strings.HasPrefix(from, "cmd/") && strings.HasPrefix(to, "internal/console"):
 			bad = "only the command imports the console: it registers its own config block (config.RegisterBlock) and is handed the host and gateway through its interfaces"
-		case strings.HasPrefix(from, "examples/") && !publicPkg(to):
-			bad = "examples import only the public surface (host, host/mcp, sdk/*): an example is code to copy into another module"
-		case strings.HasPrefix(from, "filters/") && to != "sdk/filter" && to != "sdk/event" && to != "sdk/filter/redact":
+		case strings.HasPrefix(from, "filters/") && to != "sdk/filter" && to != "sdk/event" && to != "sdk/filter/redact" && !(test && to == "sdk/filter/filtertest"):
 			// redact is the one implementation of the secret detectors,
 			// shared by the redact-secrets filter and the host's audit log.
-			bad = "filters import only sdk/filter, sdk/filter/redact and sdk/event"
-		case strings.HasPrefix(from, "plugins/") && !strings.HasPrefix(to, "sdk/"):
-			bad = "plugins import only sdk packages"
+			bad = "filters import only sdk/filter, sdk/filter/redact and sdk/event (and their tests sdk/filter/filtertest)"
+		case strings.HasPrefix(from, "plugins/") && !strings.HasPrefix(to, "sdk/") && !(test && publicPkg(to)):
+			bad = "plugins import only sdk packages (and their tests the public surface: a client of host/mcp speaks to the server a transport plugin reaches)"
 		}
 		if bad != "" {
-			t.Errorf("%s imports %s: %s", from, to, bad)
+			errs = append(errs, fmt.Sprintf("%s %s %s: %s", from, imports(test), to, bad))
 		}
 	})
+	return errs
+}
+
+// testKits are the packages that exist for tests: the environment
+// (internal/testenv: the repository, tools, Redis, nginx), the servers
+// tests run against, the README runner, and the kits an author's tests
+// run a filter or plugin with. Any package's tests may import them,
+// whatever their floor; an extension's only the public ones (sdk/*).
+var testKits = map[string]bool{
+	"internal/testenv": true, "internal/testserver": true, "internal/rawfake": true, "internal/taskfake": true,
+	"internal/readmesh": true, "sdk/filter/filtertest": true, "sdk/plugin/plugintest": true,
+}
+
+// testClimbs are the tests that import a package their own may not, each
+// with why: the test checks what that package, which uses theirs, makes
+// of it. ARCHITECTURE.md lists them (TestRulesDocumented); an entry no
+// test needs any more fails TestTestClimbsUsed.
+var testClimbs = map[string]string{
+	"internal/auth internal/explain":                       "the reports on OAuth's errors are built by explain, which imports auth",
+	"internal/transport/httpserver internal/gateway/store": "replicas sharing sessions are tested against the gateway's real store",
+	"internal/console host":                                "the console's benchmark serves a real host and gateway",
+	"internal/console internal/transport/http":             "the console's end-to-end test speaks to `nexus serve` as an agent does, over streamable HTTP",
+	"internal/gateway internal/console":                    "a refusal's report is the same in the audit log, the client's result and the console's page",
+}
+
+// extension says whether path is a folder to build and copy (an example,
+// filter or plugin): it imports only what another module can.
+func extension(path string) bool {
+	top, _, _ := strings.Cut(path, "/")
+	return top == "examples" || top == "filters" || top == "plugins"
+}
+
+func imports(test bool) string {
+	if test {
+		return "(its tests) imports"
+	}
+	return "imports"
 }
 
 // localImports calls f for each import of one of the module's packages
-// by another, both relative to the repository's root.
-func localImports(ps []pkg, f func(from, to string)) {
+// by another, both relative to the repository's root: its own files'
+// imports (test false), then its tests' (test true; both the package's
+// _test.go files and the external test package's) that its own files do
+// not make already.
+func localImports(ps []pkg, f func(from, to string, test bool)) {
 	for _, p := range ps {
 		from, ok := local(p.ImportPath)
 		if !ok {
 			continue
 		}
+		seen := map[string]bool{from: true} // an external test imports its package
 		for _, imp := range p.Imports {
-			if to, ok := local(imp); ok {
-				f(from, to)
+			if to, ok := local(imp); ok && !seen[to] {
+				seen[to] = true
+				f(from, to, false)
+			}
+		}
+		for _, imp := range append(p.TestImports[:len(p.TestImports):len(p.TestImports)], p.XTestImports...) {
+			if to, ok := local(imp); ok && !seen[to] {
+				seen[to] = true
+				f(from, to, true)
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package arch
 
 import (
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -82,11 +83,18 @@ func architecture(t *testing.T) string {
 
 // TestFloors holds ARCHITECTURE.md to the tree, so that it cannot go stale
 // unnoticed: every package is on exactly one floor of its map, no import
-// climbs to a floor above its importer's, and every floor names a
-// package that exists.
+// climbs to a floor above its importer's (a test's imports included, but
+// that a test may use the test kits), and every floor names a package
+// that exists.
 func TestFloors(t *testing.T) {
-	fs := floorsOf(t, architecture(t))
-	ps := packages(t)
+	for _, e := range floorErrors(floorsOf(t, architecture(t)), packages(t)) {
+		t.Error(e)
+	}
+}
+
+// floorErrors is what TestFloors says of the packages ps on the floors fs.
+func floorErrors(fs []floor, ps []pkg) []string {
+	var errs []string
 	level := map[string]int{}
 	used := make([]bool, len(fs))
 	for _, p := range ps {
@@ -104,22 +112,28 @@ func TestFloors(t *testing.T) {
 		}
 		switch len(on) {
 		case 0:
-			t.Errorf("%s is on no floor of ARCHITECTURE.md's map: add it to the floor it belongs on", path)
+			errs = append(errs, fmt.Sprintf("%s is on no floor of ARCHITECTURE.md's map: add it to the floor it belongs on", path))
 		case 1:
 		default:
-			t.Errorf("%s is on several floors of ARCHITECTURE.md's map: %v", path, on)
+			errs = append(errs, fmt.Sprintf("%s is on several floors of ARCHITECTURE.md's map: %v", path, on))
 		}
 	}
 	for i, u := range used {
 		if !u {
-			t.Errorf("floor %q of ARCHITECTURE.md's map names no package of the tree", fs[i].name)
+			errs = append(errs, fmt.Sprintf("floor %q of ARCHITECTURE.md's map names no package of the tree", fs[i].name))
 		}
 	}
-	localImports(ps, func(from, to string) {
-		if lf, lt := level[from], level[to]; lt > lf {
-			t.Errorf("%s (floor %q) imports %s (floor %q, above it): imports only go down the floors of ARCHITECTURE.md", from, fs[lf].name, to, fs[lt].name)
+	localImports(ps, func(from, to string, test bool) {
+		lf, lt := level[from], level[to]
+		switch {
+		case lt <= lf:
+		case !test:
+			errs = append(errs, fmt.Sprintf("%s (floor %q) imports %s (floor %q, above it): imports only go down the floors of ARCHITECTURE.md", from, fs[lf].name, to, fs[lt].name))
+		case !testKits[to] && testClimbs[from+" "+to] == "":
+			errs = append(errs, fmt.Sprintf("%s (floor %q) has a test that imports %s (floor %q, above it): a test's imports go down the floors of ARCHITECTURE.md too, but for the test kits and the climbs ARCHITECTURE.md lists with their reasons (internal/arch testKits, testClimbs)", from, fs[lf].name, to, fs[lt].name))
 		}
 	})
+	return errs
 }
 
 // TestRulesDocumented: each arrow TestDependencyRules forbids is stated in
@@ -130,6 +144,28 @@ func TestRulesDocumented(t *testing.T) {
 	for _, rule := range ruleTexts(t) {
 		if !strings.Contains(doc, oneSpaced(rule)) {
 			t.Errorf("ARCHITECTURE.md does not state the rule %q (internal/arch/arch_test.go); add it to its rules", rule)
+		}
+	}
+}
+
+// TestTestClimbsUsed: each test climb ARCHITECTURE.md allows is one a
+// test makes, and is stated there with its reason, so that the list is the
+// tree's and shrinks when a test no longer needs its climb.
+func TestTestClimbsUsed(t *testing.T) {
+	made := map[string]bool{}
+	localImports(packages(t), func(from, to string, test bool) {
+		if test {
+			made[from+" "+to] = true
+		}
+	})
+	doc := oneSpaced(architecture(t))
+	for climb, why := range testClimbs {
+		from, to, _ := strings.Cut(climb, " ")
+		if !made[climb] {
+			t.Errorf("no test of %s imports %s any more: remove the climb from testClimbs (internal/arch) and ARCHITECTURE.md", from, to)
+		}
+		if line := from + "'s tests import " + to + ": " + why; !strings.Contains(doc, oneSpaced(line)) {
+			t.Errorf("ARCHITECTURE.md does not state the test climb %q; add it to its list of test climbs", line)
 		}
 	}
 }
