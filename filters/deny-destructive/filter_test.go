@@ -5,7 +5,6 @@ package main
 import (
 	"testing"
 
-	"github.com/nexus-mcp/nexus/internal/wasm"
 	"github.com/nexus-mcp/nexus/sdk/filter"
 	"github.com/nexus-mcp/nexus/sdk/filter/filtertest"
 )
@@ -26,6 +25,5 @@ func TestNative(t *testing.T) {
 }
 
 func TestWASM(t *testing.T) {
-	rt := filtertest.Runtime(t, wasm.Options{})
-	filtertest.RunSuites(t, rt, "deny-destructive", filtertest.Build(t, "."), "testdata/cases.json")
+	filtertest.RunWASM(t, "deny-destructive", filtertest.Build(t, "."), "testdata/cases.json")
 }

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nexus-mcp/nexus/internal/wasm"
 	"github.com/nexus-mcp/nexus/sdk/event"
 	"github.com/nexus-mcp/nexus/sdk/filter"
 	"github.com/nexus-mcp/nexus/sdk/filter/filtertest"
@@ -31,8 +30,7 @@ func TestNative(t *testing.T) {
 }
 
 func TestWASM(t *testing.T) {
-	rt := filtertest.Runtime(t, wasm.Options{})
-	filtertest.RunSuites(t, rt, "redact-secrets", filtertest.Build(t, "."), "testdata/cases.json")
+	filtertest.RunWASM(t, "redact-secrets", filtertest.Build(t, "."), "testdata/cases.json")
 }
 
 // benchResult is a 2 KB tool result: log lines with two secrets in them.
@@ -54,8 +52,7 @@ func benchResult() json.RawMessage {
 // BenchmarkRedactSecrets2KB is one sanitizer call on a 2 KB result, built
 // with the Go SDK, against the same code in native Go and out of process.
 func BenchmarkRedactSecrets2KB(b *testing.B) {
-	rt := filtertest.Runtime(b, wasm.Options{})
-	f, err := rt.Load(context.Background(), wasm.Spec{Path: filtertest.Build(b, ".")})
+	f, err := filtertest.Load(b, filtertest.Build(b, "."), filtertest.Spec{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -12,9 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nexus-mcp/nexus/internal/config"
-	"github.com/nexus-mcp/nexus/internal/diag"
-	"github.com/nexus-mcp/nexus/internal/wasm"
+	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/sdk/event"
 	"github.com/nexus-mcp/nexus/sdk/filter/filtertest"
 )
@@ -32,17 +30,13 @@ func bundle(t testing.TB) string {
 
 // TestCases runs testdata/cases.json through the compiled policy.
 func TestCases(t *testing.T) {
-	rt := filtertest.Runtime(t, wasm.Options{})
 	path := bundle(t)
 	for _, s := range filtertest.LoadCases(t, "testdata/cases.json") {
 		t.Run(s.Name, func(t *testing.T) {
-			f, err := rt.Load(context.Background(), wasm.Spec{Name: "rego-guard", Path: path, Entrypoint: entrypoint, Config: s.Config, Pool: 1})
+			f, err := filtertest.Load(t, path, filtertest.Spec{Name: "rego-guard", Entrypoint: entrypoint, Config: s.Config})
 			if err != nil {
-				var b strings.Builder
-				diag.Render(&b, err)
-				t.Fatal(b.String())
+				t.Fatal(err) // the report the host shows
 			}
-			defer f.Close(context.Background())
 			filtertest.RunCases(t, f, s.Cases)
 		})
 	}
@@ -73,41 +67,45 @@ func TestExampleConfig(t *testing.T) {
 	os.WriteFile(dst, b, 0o644)
 	cfgPath := filepath.Join(dir, "nexus.hcl")
 	os.WriteFile(cfgPath, example, 0o644)
-	cfg, err := config.LoadFile(cfgPath, "test")
+	cfg, err := host.LoadConfig(host.ConfigOptions{Files: []string{cfgPath}, Dir: dir, Home: t.TempDir(), LookupEnv: noEnv, NoDefault: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := wasm.SpecOf(cfg.Filters[0])
+	if len(cfg.Filters) != 1 {
+		t.Fatalf("config.example.hcl has %d filter blocks, want 1", len(cfg.Filters))
+	}
+	block := cfg.Filters[0]
+	if block.WASM != dst || block.Entrypoint != entrypoint {
+		t.Fatalf("the block's wasm = %q, entrypoint = %q; want %q, %q", block.WASM, block.Entrypoint, dst, entrypoint)
+	}
+	config, err := json.Marshal(block.Config)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if spec.Path != dst || spec.Entrypoint != entrypoint {
-		t.Fatalf("spec %+v", spec)
 	}
 	suite := filtertest.LoadCases(t, "testdata/cases.json")[0]
-	if !filtertest.EqualJSON(spec.Config, suite.Config) {
-		t.Fatalf("the example's config %s is not the cases' %s", spec.Config, suite.Config)
+	if !filtertest.EqualJSON(config, suite.Config) {
+		t.Fatalf("the example's config %s is not the cases' %s", config, suite.Config)
 	}
-	f, err := filtertest.Runtime(t, wasm.Options{}).Load(context.Background(), spec)
+	f, err := filtertest.Load(t, block.WASM, filtertest.Spec{Name: block.Name, Entrypoint: block.Entrypoint, Config: config})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close(context.Background())
 	filtertest.RunCases(t, f, suite.Cases)
 }
+
+// noEnv is an empty environment: the example's config needs none.
+func noEnv(string) (string, bool) { return "", false }
 
 var benchEvent = []byte(`{"abi":1,"phase":"request","method":"tools/call","agent":{"id":"claude","permission":"trusted"},"server":{"name":"github"},"tool":{"name":"list_issues"},"params":{"name":"list_issues","arguments":{"repo":"nexus-mcp/nexus","state":"open","limit":20}}}`)
 
 // BenchmarkRegoGuard is one call of the compiled policy, against the same
 // checks written in Go (in process, so it is the floor).
 func BenchmarkRegoGuard(b *testing.B) {
-	rt := filtertest.Runtime(b, wasm.Options{})
-	f, err := rt.Load(context.Background(), wasm.Spec{Path: bundle(b), Entrypoint: entrypoint,
+	f, err := filtertest.Load(b, bundle(b), filtertest.Spec{Entrypoint: entrypoint,
 		Config: json.RawMessage(`{"admins": ["release-bot"], "blocked_servers": ["legacy-ftp"], "max_limit": 100}`)})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer f.Close(context.Background())
 	var e event.Event
 	if err := json.Unmarshal(benchEvent, &e); err != nil {
 		b.Fatal(err)

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nexus-mcp/nexus/internal/wasm"
 	"github.com/nexus-mcp/nexus/sdk/event"
 	"github.com/nexus-mcp/nexus/sdk/filter"
 	"github.com/nexus-mcp/nexus/sdk/filter/filtertest"
@@ -30,8 +29,7 @@ func TestNative(t *testing.T) {
 }
 
 func TestWASM(t *testing.T) {
-	rt := filtertest.Runtime(t, wasm.Options{})
-	filtertest.RunSuites(t, rt, "spotlight", filtertest.Build(t, "."), "testdata/cases.json")
+	filtertest.RunWASM(t, "spotlight", filtertest.Build(t, "."), "testdata/cases.json")
 }
 
 // The marker is random per session: two runtimes (two sessions) mark the
@@ -41,9 +39,8 @@ func TestMarkerPerSession(t *testing.T) {
 	e := &event.Event{Phase: event.PhaseResponse, Method: "tools/call", Server: event.Server{Name: "web"}, Tool: &event.Tool{Name: "fetch"},
 		Result: []byte(`{"content":[{"type":"text","text":"hello"}]}`)}
 	var seen []string
-	for range 2 {
-		rt := filtertest.Runtime(t, wasm.Options{})
-		f, err := rt.Load(context.Background(), wasm.Spec{Path: mod})
+	for _, session := range []string{"0c1d5e8a4b7f92e3", "7e2a9c4d1f0b8356"} {
+		f, err := filtertest.Load(t, mod, filtertest.Spec{Session: session})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,7 +49,7 @@ func TestMarkerPerSession(t *testing.T) {
 		if err1 != nil || err2 != nil || string(d1.Result) != string(d2.Result) {
 			t.Fatalf("one session, two markers: %s %s %v %v", d1.Result, d2.Result, err1, err2)
 		}
-		if strings.Contains(string(d1.Result), rt.Session()) {
+		if strings.Contains(string(d1.Result), session) {
 			t.Fatal("the marker is the session id")
 		}
 		seen = append(seen, string(d1.Result))

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/nexus-mcp/nexus/internal/wasm"
 	"github.com/nexus-mcp/nexus/sdk/event"
 	"github.com/nexus-mcp/nexus/sdk/filter"
 	"github.com/nexus-mcp/nexus/sdk/filter/filtertest"
@@ -29,12 +28,10 @@ func TestNative(t *testing.T) {
 }
 
 func TestWASM(t *testing.T) {
-	rt := filtertest.Runtime(t, wasm.Options{})
-	filtertest.RunSuites(t, rt, "tool-allowlist", filtertest.Build(t, "."), "testdata/cases.json")
+	filtertest.RunWASM(t, "tool-allowlist", filtertest.Build(t, "."), "testdata/cases.json")
 }
 
 func TestBadConfig(t *testing.T) {
-	rt := filtertest.Runtime(t, wasm.Options{})
 	mod := filtertest.Build(t, ".")
 	for cfg, want := range map[string]string{
 		`{}`:                    "allow must list at least one",
@@ -42,7 +39,7 @@ func TestBadConfig(t *testing.T) {
 		`{"allow": ["a.["]}`:    "bad glob",
 		`{"alow": ["a.b"]}`:     `unknown field "alow"`,
 	} {
-		_, err := rt.Load(context.Background(), wasm.Spec{Path: mod, Config: json.RawMessage(cfg)})
+		_, err := filtertest.Load(t, mod, filtertest.Spec{Config: json.RawMessage(cfg)})
 		if err == nil || !contains(err.Error(), want) {
 			t.Errorf("config %s: %v, want %q", cfg, err, want)
 		}
@@ -69,8 +66,7 @@ const benchConfig = `{"allow": ["testserver.*", "github.get_*", "github.list_*",
 // BenchmarkToolAllowlist is one policy call of the filter built with the
 // Go SDK, against the same code in native Go and out of process.
 func BenchmarkToolAllowlist(b *testing.B) {
-	rt := filtertest.Runtime(b, wasm.Options{})
-	f, err := rt.Load(context.Background(), wasm.Spec{Path: filtertest.Build(b, "."), Config: json.RawMessage(benchConfig)})
+	f, err := filtertest.Load(b, filtertest.Build(b, "."), filtertest.Spec{Config: json.RawMessage(benchConfig)})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nexus-mcp/nexus/internal/wasm"
 	"github.com/nexus-mcp/nexus/sdk/event"
 	"github.com/nexus-mcp/nexus/sdk/filter"
 	"github.com/nexus-mcp/nexus/sdk/filter/filtertest"
@@ -115,8 +114,7 @@ func inWASM(t testing.TB, config string) decider {
 	if built == "" {
 		built = filtertest.Build(t, ".")
 	}
-	rt := filtertest.Runtime(t, wasm.Options{})
-	f, err := rt.Load(context.Background(), wasm.Spec{Name: "tool-poisoning", Path: built, Config: json.RawMessage(config)})
+	f, err := filtertest.Load(t, built, filtertest.Spec{Name: "tool-poisoning", Config: json.RawMessage(config)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +277,6 @@ func TestShadowingOwnServer(t *testing.T) {
 }
 
 func TestBadConfig(t *testing.T) {
-	rt := filtertest.Runtime(t, wasm.Options{})
 	if built == "" {
 		built = filtertest.Build(t, ".")
 	}
@@ -292,7 +289,7 @@ func TestBadConfig(t *testing.T) {
 		`{"ignore": ["a.["]}`:          "bad glob",
 		`{"max_descripton": 10}`:       `unknown field "max_descripton"`,
 	} {
-		_, err := rt.Load(context.Background(), wasm.Spec{Path: built, Config: json.RawMessage(cfg)})
+		_, err := filtertest.Load(t, built, filtertest.Spec{Config: json.RawMessage(cfg)})
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("config %s: %v, want %q", cfg, err, want)
 		}

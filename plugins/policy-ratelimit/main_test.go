@@ -10,10 +10,6 @@ import (
 	"testing"
 	"time"
 
-	hostconfig "github.com/nexus-mcp/nexus/internal/config"
-	hostplugin "github.com/nexus-mcp/nexus/internal/plugin"
-	hostpolicy "github.com/nexus-mcp/nexus/internal/policy"
-	"github.com/nexus-mcp/nexus/internal/testenv"
 	"github.com/nexus-mcp/nexus/sdk/event"
 	"github.com/nexus-mcp/nexus/sdk/plugin/plugintest"
 )
@@ -65,7 +61,7 @@ func eachStore(t *testing.T, cfg string, f func(t *testing.T, d decider, c *cloc
 	})
 	t.Run("redis", func(t *testing.T) {
 		c := &clock{t: time.Unix(1_700_000_000, 0)}
-		d := newLimiter(t, withStore(t, cfg, "store", testenv.RedisServer(t)), c)
+		d := newLimiter(t, withStore(t, cfg, "store", plugintest.RedisServer(t)), c)
 		if _, ok := d.(*storeLimiter); !ok {
 			t.Fatalf("a %T", d)
 		}
@@ -151,34 +147,28 @@ func TestSweepBoundsMemory(t *testing.T) {
 	}
 }
 
-// TestThroughHost runs the real binary as a policy link in a chain.
+// TestThroughHost runs the real binary as the host runs a policy filter.
 func TestThroughHost(t *testing.T) {
-	m := plugintest.Manager(t)
 	// The deadline starts after the build: a cold build on a busy
 	// machine can take longer than the calls are given.
-	pc := plugintest.Pinned(t, "ratelimit", plugintest.Build(t, "."))
+	p := plugintest.Start(t, ".", "ratelimit")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cfg := &hostconfig.Config{Plugins: []*hostconfig.Plugin{pc}}
-	link, err := m.Filter(ctx, cfg, &hostconfig.Filter{Name: "limits", Kind: "policy", Plugin: "ratelimit",
-		Config: map[string]any{"per_server": map[string]any{"rate": "2/h"}}})
+	link, err := p.Filter(ctx, "limits", "policy", map[string]any{"per_server": map[string]any{"rate": "2/h"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	chain := hostpolicy.NewChain(hostpolicy.Entry{Link: link, Kind: hostpolicy.KindPolicy})
 	for i := 0; i < 2; i++ {
-		if _, err := chain.Request(ctx, call("cli", "github", "search")); err != nil {
-			t.Fatalf("call %d: %v", i, err)
+		if d, err := link.Handle(ctx, call("cli", "github", "search")); err != nil || d.Action != event.Allow {
+			t.Fatalf("call %d: %+v %v", i, d, err)
 		}
 	}
-	_, err = chain.Request(ctx, call("cli", "github", "search"))
-	var de *hostpolicy.DeniedError
-	if !errors.As(err, &de) || !strings.Contains(err.Error(), `rate limit for server "github" is 2/h (burst 2); next call allowed in 30m0s`) {
-		t.Fatalf("third call: %v", err)
+	d, err := link.Handle(ctx, call("cli", "github", "search"))
+	if err != nil || d.Action != event.Deny || d.Reason != `rate limit for server "github" is 2/h (burst 2); next call allowed in 30m0s` {
+		t.Fatalf("third call: %+v %v", d, err)
 	}
 	// Another filter on the same plugin has its own buckets.
-	other, err := m.Filter(ctx, cfg, &hostconfig.Filter{Name: "other", Kind: "policy", Plugin: "ratelimit",
-		Config: map[string]any{"per_server": map[string]any{"rate": "5/h"}}})
+	other, err := p.Filter(ctx, "other", "policy", map[string]any{"per_server": map[string]any{"rate": "5/h"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,10 +176,9 @@ func TestThroughHost(t *testing.T) {
 		t.Fatalf("other filter: %v %v", d, err)
 	}
 	// A config the schema refuses, with its source.
-	_, err = m.Filter(ctx, cfg, &hostconfig.Filter{Name: "bad", Kind: "policy", Plugin: "ratelimit",
-		Config: map[string]any{"per_tool": map[string]any{"rate": "ten a minute"}}})
-	var ce *hostplugin.ConfigError
-	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "/per_tool/rate") {
+	_, err = p.Filter(ctx, "bad", "policy", map[string]any{"per_tool": map[string]any{"rate": "ten a minute"}})
+	var ce *plugintest.ConfigError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "/per_tool/rate") || !strings.Contains(err.Error(), "nexus.hcl") {
 		t.Fatalf("bad config: %v", err)
 	}
 }

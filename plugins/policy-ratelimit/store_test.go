@@ -17,15 +17,12 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/redis/go-redis/v9"
 
-	hostconfig "github.com/nexus-mcp/nexus/internal/config"
-	hostpolicy "github.com/nexus-mcp/nexus/internal/policy"
-	"github.com/nexus-mcp/nexus/internal/testenv"
 	"github.com/nexus-mcp/nexus/sdk/event"
 	"github.com/nexus-mcp/nexus/sdk/plugin/plugintest"
 )
 
 // redisProc is a redis-server this test started and may stop mid-test,
-// as testenv.RedisServer starts one (loopback, a free port, no
+// as plugintest.RedisServer starts one (loopback, a free port, no
 // persistence, a temp dir) but with a handle on its process.
 type redisProc struct {
 	addr string
@@ -177,7 +174,7 @@ func rdb(t testing.TB, url string) *redis.Client {
 // Two replicas (two limiters, each with its own connections: the URLs
 // differ in form, not in server) share one limit.
 func TestStoreAcrossReplicas(t *testing.T) {
-	url := testenv.RedisServer(t) // redis://127.0.0.1:PORT/0
+	url := plugintest.RedisServer(t) // redis://127.0.0.1:PORT/0
 	c := &clock{t: time.Unix(1_700_000_000, 0)}
 	cfg := `{"per_server": {"rate": "5/m"}}`
 	a := storeLimiterOf(t, withStore(t, cfg, "store", url), c, nil)
@@ -231,7 +228,7 @@ func TestStoreAcrossReplicas(t *testing.T) {
 // Each filter has buckets of its own: another config, or the same limits
 // under another namespace, counts apart.
 func TestStoreNamespaces(t *testing.T) {
-	url := testenv.RedisServer(t)
+	url := plugintest.RedisServer(t)
 	c := &clock{t: time.Unix(1_700_000_000, 0)}
 	one := storeLimiterOf(t, withStore(t, `{"per_agent": {"rate": "1/h"}}`, "store", url), c, nil)
 	other := storeLimiterOf(t, withStore(t, `{"per_agent": {"rate": "1/h", "burst": 1}, "per_tool": {"rate": "9/h"}}`, "store", url), c, nil)
@@ -260,7 +257,7 @@ func TestStoreNamespaces(t *testing.T) {
 // exactly 10 pass, at most 6 per tool, and the tool buckets keep exactly
 // the 2 tokens the agent's limit left them: a denied call took nothing.
 func TestStoreAllOrNone(t *testing.T) {
-	url := testenv.RedisServer(t)
+	url := plugintest.RedisServer(t)
 	c := &clock{t: time.Unix(1_700_000_000, 0)}
 	cfg := withStore(t, `{"per_agent": {"rate": "10/h"}, "per_tool": {"rate": "6/h"}}`, "store", url)
 	reps := []*storeLimiter{storeLimiterOf(t, cfg, c, nil), storeLimiterOf(t, cfg, c, nil)}
@@ -317,7 +314,7 @@ func TestStoreAllOrNone(t *testing.T) {
 // A bucket is a hash (tokens, updated in µs) that expires when it would be
 // full again, as an absent one is.
 func TestStoreKeysExpire(t *testing.T) {
-	url := testenv.RedisServer(t)
+	url := plugintest.RedisServer(t)
 	r := rdb(t, url)
 	ctx := context.Background()
 	c := &clock{t: time.Unix(1_700_000_000, 0)}
@@ -525,33 +522,30 @@ func TestRedact(t *testing.T) {
 	}
 }
 
-// TestThroughHostAcrossReplicas runs the real binary in two managers (two
-// replicas, two plugin processes) against one Redis.
+// TestThroughHostAcrossReplicas runs the real binary twice (two replicas,
+// two plugin processes) against one Redis.
 func TestThroughHostAcrossReplicas(t *testing.T) {
-	url := testenv.RedisServer(t)
-	bin := plugintest.Build(t, ".")
+	url := plugintest.RedisServer(t)
+	replicas := []*plugintest.Plugin{plugintest.Start(t, ".", "ratelimit"), plugintest.Start(t, ".", "ratelimit")}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	chains := make([]*hostpolicy.Chain, 2)
-	for i := range chains {
-		cfg := &hostconfig.Config{Plugins: []*hostconfig.Plugin{plugintest.Pinned(t, "ratelimit", bin)}}
-		link, err := plugintest.Manager(t).Filter(ctx, cfg, &hostconfig.Filter{Name: "limits", Kind: "policy", Plugin: "ratelimit",
-			Config: map[string]any{"store": url, "per_server": map[string]any{"rate": "3/h"}}})
+	links := make([]plugintest.Handler, len(replicas))
+	for i, p := range replicas {
+		link, err := p.Filter(ctx, "limits", "policy", map[string]any{"store": url, "per_server": map[string]any{"rate": "3/h"}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		chains[i] = hostpolicy.NewChain(hostpolicy.Entry{Link: link, Kind: hostpolicy.KindPolicy})
+		links[i] = link
 	}
 	for i, r := range []int{0, 1, 0} {
-		if _, err := chains[r].Request(ctx, call("cli", "github", "search")); err != nil {
-			t.Fatalf("call %d on replica %d: %v", i, r, err)
+		if d, err := links[r].Handle(ctx, call("cli", "github", "search")); err != nil || d.Action != event.Allow {
+			t.Fatalf("call %d on replica %d: %+v %v", i, r, d, err)
 		}
 	}
-	for r := range chains {
-		_, err := chains[r].Request(ctx, call("cli", "github", "search"))
-		var de *hostpolicy.DeniedError
-		if !errors.As(err, &de) || !strings.Contains(err.Error(), `rate limit for server "github" is 3/h (burst 3); next call allowed in `) {
-			t.Fatalf("fourth call on replica %d: %v", r, err)
+	for r := range links {
+		d, err := links[r].Handle(ctx, call("cli", "github", "search"))
+		if err != nil || d.Action != event.Deny || !strings.HasPrefix(d.Reason, `rate limit for server "github" is 3/h (burst 3); next call allowed in `) {
+			t.Fatalf("fourth call on replica %d: %+v %v", r, d, err)
 		}
 	}
 }
@@ -560,7 +554,7 @@ func TestThroughHostAcrossReplicas(t *testing.T) {
 // on loopback (a redis-server started for the run), interleaved in the
 // same loop; x-memory is the ratio.
 func BenchmarkDecide(b *testing.B) {
-	url := testenv.RedisServer(b)
+	url := plugintest.RedisServer(b)
 	cfg := `{"per_agent": {"rate": "1000000/s", "burst": 1000000000}, "per_tool": {"rate": "1000000/s", "burst": 1000000000}}`
 	memD, err := policy{now: time.Now}.NewPolicy(context.Background(), json.RawMessage(cfg))
 	if err != nil {

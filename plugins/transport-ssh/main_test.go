@@ -20,9 +20,7 @@ import (
 	"golang.org/x/crypto/ssh/knownhosts"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
-	"github.com/nexus-mcp/nexus/internal/explain"
-	hostplugin "github.com/nexus-mcp/nexus/internal/plugin"
-	"github.com/nexus-mcp/nexus/internal/testserver"
+	"github.com/nexus-mcp/nexus/sdk/plugin"
 	"github.com/nexus-mcp/nexus/sdk/plugin/plugintest"
 )
 
@@ -33,12 +31,14 @@ func TestMain(m *testing.M) {
 }
 
 // sshServer is an SSH server on loopback whose only command is
-// "nexus testserver" (the built-in test server, in process); any other
-// command prints "command not found" and exits 127.
+// "nexus testserver" (plugintest's echo server, in process, over the
+// session's stdin and stdout); any other command prints "command not
+// found" and exits 127.
 type sshServer struct {
 	addr    string
 	hostKey ssh.Signer
 	ln      net.Listener
+	mcp     *mcp.Server
 	wg      sync.WaitGroup
 }
 
@@ -69,7 +69,7 @@ func startSSH(t *testing.T, authorized ssh.PublicKey) *sshServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &sshServer{addr: ln.Addr().String(), hostKey: hostKey, ln: ln}
+	s := &sshServer{addr: ln.Addr().String(), hostKey: hostKey, ln: ln, mcp: plugintest.EchoServer()}
 	t.Cleanup(func() { ln.Close(); s.wg.Wait() })
 	s.wg.Add(1)
 	go func() {
@@ -118,7 +118,7 @@ func (s *sshServer) serve(nc net.Conn, cfg *ssh.ServerConfig) {
 				req.Reply(true, nil)
 				status := 0
 				if p.Command == "nexus testserver" {
-					testserver.ServeStdio(context.Background(), testserver.Options{}, ch, ch)
+					s.mcp.Serve(context.Background(), mcp.NewStreamConn(ch, ch, plugin.MaxFrameSize))
 				} else {
 					fmt.Fprintf(ch.Stderr(), "bash: %s: command not found\n", strings.Fields(p.Command)[0])
 					status = 127
@@ -165,15 +165,11 @@ func (s *sshServer) config(extra map[string]any) map[string]any {
 	return c
 }
 
-func dial(t *testing.T, p *hostplugin.Plugin, cfg map[string]any) (*mcp.Client, error) {
+func dial(t *testing.T, p *plugintest.Plugin, cfg map[string]any) (*mcp.Client, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
-	tr, err := p.Transport(plugintest.Server("remote", "ssh", cfg))
-	if err != nil {
-		return nil, err
-	}
-	conn, err := tr.Dial(ctx)
+	conn, err := p.Dial(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +186,7 @@ func echo(t *testing.T, c *mcp.Client) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	res, err := c.CallTool(ctx, "echo", map[string]any{"message": "over ssh"}, nil)
-	if err != nil || !strings.Contains(res.Content[0].Text, "over ssh") {
+	if err != nil || len(res.Content) == 0 || res.Content[0].Text != "echo: over ssh" {
 		t.Fatalf("echo: %+v %v", res, err)
 	}
 }
@@ -198,7 +194,7 @@ func echo(t *testing.T, c *mcp.Client) {
 func TestKeyAuth(t *testing.T) {
 	user, priv := newKey(t)
 	srv := startSSH(t, user.PublicKey())
-	_, p, _ := plugintest.Open(t, ".", "ssh")
+	p := plugintest.Start(t, ".", "ssh")
 	c, err := dial(t, p, srv.config(map[string]any{"identity_file": writeKey(t, priv), "known_hosts": srv.knownHosts(t, srv.hostKey.PublicKey())}))
 	if err != nil {
 		t.Fatal(err)
@@ -228,7 +224,7 @@ func TestAgentAuth(t *testing.T) {
 			go agent.ServeAgent(keyring, c)
 		}
 	}()
-	_, p, _ := plugintest.Open(t, ".", "ssh")
+	p := plugintest.Start(t, ".", "ssh")
 	c, err := dial(t, p, srv.config(map[string]any{"agent_socket": sock, "known_hosts": []any{srv.knownHosts(t, srv.hostKey.PublicKey())}}))
 	if err != nil {
 		t.Fatal(err)
@@ -239,7 +235,7 @@ func TestAgentAuth(t *testing.T) {
 func TestRefusals(t *testing.T) {
 	user, priv := newKey(t)
 	srv := startSSH(t, user.PublicKey())
-	_, p, _ := plugintest.Open(t, ".", "ssh")
+	p := plugintest.Start(t, ".", "ssh")
 	keyFile := writeKey(t, priv)
 	other, otherPriv := newKey(t)
 	good := srv.knownHosts(t, srv.hostKey.PublicKey())
@@ -274,9 +270,9 @@ func TestRefusals(t *testing.T) {
 		})
 	}
 	// Neither a key nor an agent: the schema says so, with the source.
-	_, err := p.Transport(plugintest.Server("remote", "ssh", srv.config(map[string]any{"known_hosts": good})))
-	err = explain.Error(err) // the report the host shows, with the config's source
-	var ce *hostplugin.ConfigError
+	// The report the host shows, with the config's source.
+	_, err := dial(t, p, srv.config(map[string]any{"known_hosts": good}))
+	var ce *plugintest.ConfigError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "nexus.hcl (project config), line 10") {
 		t.Errorf("no auth: %v", err)
 	}

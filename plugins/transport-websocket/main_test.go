@@ -16,9 +16,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
-	"github.com/nexus-mcp/nexus/internal/explain"
-	hostplugin "github.com/nexus-mcp/nexus/internal/plugin"
-	"github.com/nexus-mcp/nexus/internal/testserver"
+	"github.com/nexus-mcp/nexus/sdk/plugin"
 	"github.com/nexus-mcp/nexus/sdk/plugin/plugintest"
 )
 
@@ -34,15 +32,32 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
+// mcpHandler serves plugintest's echo server over WebSocket, one
+// JSON-RPC message per text frame (the plugin's own framing, conn, at the
+// server's end), to clients that offer the subprotocol "mcp".
+func mcpHandler() http.Handler {
+	srv := plugintest.EchoServer()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{"mcp"}})
+		if err != nil {
+			return // Accept has answered the request
+		}
+		if ws.Subprotocol() != "mcp" {
+			ws.Close(websocket.StatusProtocolError, `offer the subprotocol "mcp"`)
+			return
+		}
+		ws.SetReadLimit(plugin.MaxFrameSize)
+		c := newConn(ws, 0, 0)
+		defer c.Close()
+		srv.Serve(r.Context(), c)
+	})
+}
+
 // session dials the server through the real plugin binary.
-func session(t *testing.T, p *hostplugin.Plugin, cfg map[string]any) (*mcp.Client, error) {
+func session(t *testing.T, p *plugintest.Plugin, cfg map[string]any) (*mcp.Client, error) {
 	t.Helper()
 	ctx := ctxT(t)
-	tr, err := p.Transport(plugintest.Server("remote", "ws", cfg))
-	if err != nil {
-		return nil, err
-	}
-	conn, err := tr.Dial(ctx)
+	conn, err := p.Dial(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +72,7 @@ func session(t *testing.T, p *hostplugin.Plugin, cfg map[string]any) (*mcp.Clien
 func echo(t *testing.T, c *mcp.Client) {
 	t.Helper()
 	res, err := c.CallTool(ctxT(t), "echo", map[string]any{"message": "over websocket"}, nil)
-	if err != nil || len(res.Content) == 0 || !strings.Contains(res.Content[0].Text, "over websocket") {
+	if err != nil || len(res.Content) == 0 || res.Content[0].Text != "echo: over websocket" {
 		t.Fatalf("echo: %+v %v", res, err)
 	}
 }
@@ -65,32 +80,26 @@ func echo(t *testing.T, c *mcp.Client) {
 func TestEndToEnd(t *testing.T) {
 	// Built (or found built) before the clock starts: a cold build on a
 	// loaded machine can take most of a deadline that began earlier.
-	_, p, _ := plugintest.Open(t, ".", "ws")
-	ctx := ctxT(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sctx, stop := context.WithCancel(ctx)
-	defer stop()
-	go testserver.ServeWSListener(sctx, testserver.Options{}, ln)
+	p := plugintest.Start(t, ".", "ws")
+	srv := httptest.NewServer(mcpHandler())
+	defer srv.Close()
 
 	if info := p.Info(); info.Name != "transport-websocket" || len(info.Schemas["transport"]) == 0 {
 		t.Errorf("info %+v", info)
 	}
-	c, err := session(t, p, map[string]any{"url": "ws://" + ln.Addr().String() + "/mcp"})
+	c, err := session(t, p, map[string]any{"url": "ws" + strings.TrimPrefix(srv.URL, "http") + "/mcp"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	echo(t, c)
-	tools, err := c.ListTools(ctx)
-	if err != nil || len(tools) < 4 {
-		t.Fatalf("tools: %d %v", len(tools), err)
+	tools, err := c.ListTools(ctxT(t))
+	if err != nil || len(tools) != 1 || tools[0].Name != "echo" {
+		t.Fatalf("tools: %+v %v", tools, err)
 	}
 }
 
 func TestHeadersAndTLS(t *testing.T) {
-	ws := testserver.WSHandler(testserver.Options{})
+	ws := mcpHandler()
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer s3cret" {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
@@ -104,7 +113,7 @@ func TestHeadersAndTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	url := "wss" + strings.TrimPrefix(srv.URL, "https")
-	_, p, _ := plugintest.Open(t, ".", "ws")
+	p := plugintest.Start(t, ".", "ws")
 
 	c, err := session(t, p, map[string]any{"url": url, "headers": map[string]any{"Authorization": "Bearer s3cret"}, "tls": map[string]any{"ca_file": ca}})
 	if err != nil {
@@ -113,7 +122,7 @@ func TestHeadersAndTLS(t *testing.T) {
 	echo(t, c)
 
 	_, err = session(t, p, map[string]any{"url": url, "tls": map[string]any{"ca_file": ca}})
-	var oe *hostplugin.OpenError
+	var oe *plugintest.OpenError
 	if !errors.As(err, &oe) || !strings.Contains(err.Error(), "401 Unauthorized") {
 		t.Errorf("without the header: %v", err)
 	}
@@ -134,13 +143,9 @@ func TestPingKeepalive(t *testing.T) {
 		<-r.Context().Done()
 	}))
 	defer srv.Close()
-	_, p, _ := plugintest.Open(t, ".", "ws")
-	tr, err := p.Transport(plugintest.Server("remote", "ws", map[string]any{
-		"url": "ws" + strings.TrimPrefix(srv.URL, "http"), "ping_interval": "100ms", "ping_timeout": "200ms"}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := tr.Dial(ctxT(t))
+	p := plugintest.Start(t, ".", "ws")
+	conn, err := p.Dial(ctxT(t), map[string]any{
+		"url": "ws" + strings.TrimPrefix(srv.URL, "http"), "ping_interval": "100ms", "ping_timeout": "200ms"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,10 +172,10 @@ func TestPingKeepalive(t *testing.T) {
 }
 
 func TestBadConfig(t *testing.T) {
-	_, p, _ := plugintest.Open(t, ".", "ws")
-	_, err := p.Transport(plugintest.Server("remote", "ws", map[string]any{"url": "http://example.com", "ping_interval": "soon"}))
-	err = explain.Error(err) // the report the host shows, with the config's source
-	var ce *hostplugin.ConfigError
+	p := plugintest.Start(t, ".", "ws")
+	// The report the host shows, with the config's source.
+	_, err := p.Dial(ctxT(t), map[string]any{"url": "http://example.com", "ping_interval": "soon"})
+	var ce *plugintest.ConfigError
 	if !errors.As(err, &ce) {
 		t.Fatalf("got %v", err)
 	}

@@ -170,6 +170,45 @@ func Runtime(t testing.TB, opts wasm.Options) *wasm.Runtime {
 	return rt
 }
 
+// Spec is how Load loads a module: what a filter block of a config says
+// of it.
+type Spec struct {
+	Name       string          // the block's name; the module's file name when ""
+	Config     json.RawMessage // the block's config; none when nil
+	Entrypoint string          // a Rego bundle's entrypoint (BuildRego's)
+	Session    string          // the session id the filter sees; a random one when ""
+}
+
+// Filter is a module loaded in the runtime Nexus uses: Handle decides an
+// event as the host's chain has it decided.
+type Filter interface {
+	Handler
+	// Close frees the module's instances; Load closes it when the test
+	// ends in any case.
+	Close(ctx context.Context) error
+}
+
+// Load loads the module at path (from Build or BuildRego) as Nexus loads
+// a filter block, in a runtime of its own with the host's default limits
+// and the test compilation cache, with one instance (a test calls from
+// one goroutine); it is closed when the test ends. A config the filter
+// refuses fails here: the error is the report the host shows, whose
+// message has the filter's own words.
+func Load(t testing.TB, path string, s Spec) (Filter, error) {
+	t.Helper()
+	rt := Runtime(t, wasm.Options{Session: s.Session})
+	name := s.Name
+	if name == "" {
+		name = strings.TrimSuffix(filepath.Base(path), ".wasm")
+	}
+	f, err := rt.Load(context.Background(), wasm.Spec{Name: name, Path: path, Config: s.Config, Entrypoint: s.Entrypoint, Pool: 1})
+	if err != nil {
+		return nil, explain.Error(err)
+	}
+	t.Cleanup(func() { f.Close(context.Background()) })
+	return f, nil
+}
+
 // Suite is a set of cases run against one config of a filter.
 type Suite struct {
 	Name    string          `json:"name"`

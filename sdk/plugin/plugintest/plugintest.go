@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/nexus-mcp/nexus/host/mcp"
 	hostconfig "github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/diag"
 	"github.com/nexus-mcp/nexus/internal/explain"
@@ -59,8 +60,8 @@ func Build(t testing.TB, dir string) string {
 // the next process and the next run.
 func Cleanup() {}
 
-// Pinned is a plugin block for the binary at path with its real sha256.
-func Pinned(t testing.TB, name, path string) *hostconfig.Plugin {
+// pinned is a plugin block for the binary at path with its real sha256.
+func pinned(t testing.TB, name, path string) *hostconfig.Plugin {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -75,33 +76,23 @@ func Pinned(t testing.TB, name, path string) *hostconfig.Plugin {
 		Source: diag.Source{File: "nexus.hcl", Layer: "project", Line: 1}}
 }
 
-// Manager returns a Manager for the test, logging to t.Log, closed at the
-// end of the test.
-func Manager(t testing.TB) *plugin.Manager {
+// manager returns a Manager for the test, logging to t.Log, closed at the
+// end of the test (which stops its plugins).
+func manager(t testing.TB) *plugin.Manager {
 	t.Helper()
 	empty := ""
 	m := plugin.NewManager(plugin.Options{
 		Logger:       hclog.New(&hclog.LoggerOptions{Name: "nexus", Output: testWriter{t}, Level: hclog.Info}),
-		StartTimeout: 20 * time.Second,
+		StartTimeout: startTimeout,
 		Reattach:     &empty,
 	})
 	t.Cleanup(func() { m.Close() })
 	return m
 }
 
-// Open builds the plugin in dir and opens it as a plugin block named name.
-func Open(t testing.TB, dir, name string) (*plugin.Manager, *plugin.Plugin, *hostconfig.Plugin) {
-	t.Helper()
-	m := Manager(t)
-	pc := Pinned(t, name, Build(t, dir))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	p, err := m.Open(ctx, pc)
-	if err != nil {
-		t.Fatal(explain.Error(err))
-	}
-	return m, p, pc
-}
+// startTimeout bounds a plugin's start (its handshake); it is generous,
+// since a loaded machine starts processes slowly, and bounds a hang.
+const startTimeout = 30 * time.Second
 
 type testWriter struct{ t testing.TB }
 
@@ -111,37 +102,103 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Server is a server block that uses a transport plugin.
-func Server(name, pluginName string, cfg map[string]any) *hostconfig.Server {
-	return &hostconfig.Server{Name: name, Type: hostconfig.TypePlugin, Plugin: &hostconfig.PluginTransport{Name: pluginName, Config: cfg},
-		Source: diag.Source{File: "nexus.hcl", Layer: "project", Line: 10}, Enabled: true}
-}
-
 // Handler is a filter the host opened from a plugin: Handle runs one event
 // through the plugin binary as Nexus does, over its gRPC connection.
 type Handler interface {
 	Handle(ctx context.Context, e *event.Event) (event.Decision, error)
 }
 
-// ConfigError is what Filter returns when the plugin refuses its config
-// (its schema or its own check): errors.As finds it.
-type ConfigError = plugin.ConfigError
+// The errors a test tells apart with errors.As, beneath the report the
+// host shows (what Plugin's methods and Filter return).
+type (
+	// ConfigError: the plugin refused a block's config (its schema or
+	// its own check).
+	ConfigError = plugin.ConfigError
+	// OpenError: a transport plugin could not open a server's
+	// connection (the plugin's own words say why).
+	OpenError = plugin.OpenError
+)
 
-// Filter builds the plugin's main package in dir (once per test process),
-// pins it and opens it as the host opens a filter block: kind is "policy"
+// Info is what a plugin binary says of itself when it starts: its name,
+// version, kinds and config schemas.
+type Info = plugin.Info
+
+// Plugin is a plugin binary running as Nexus runs it: started by the
+// host's plugin manager through go-plugin's handshake, from a plugin block
+// (named as Start was told, at nexus.hcl line 1) pinned to the binary's
+// sha256. Every filter and connection opened on it shares the one
+// process; it stops when the test ends.
+type Plugin struct {
+	p *plugin.Plugin
+}
+
+// Start builds the plugin's main package in dir (Build) and starts it.
+// The build comes first, so a test's deadline can start after Start.
+func Start(t testing.TB, dir, name string) *Plugin {
+	t.Helper()
+	return StartBinary(t, Build(t, dir), name)
+}
+
+// StartBinary starts the plugin binary at path, built by other means (a
+// README's go build, say).
+func StartBinary(t testing.TB, path, name string) *Plugin {
+	t.Helper()
+	m := manager(t)
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	p, err := m.Open(ctx, pinned(t, name, path))
+	if err != nil {
+		t.Fatal(explain.Error(err)) // the report the host shows
+	}
+	return &Plugin{p: p}
+}
+
+// Info is what the plugin said of itself at start.
+func (p *Plugin) Info() Info { return p.p.Info() }
+
+// Filter opens a filter block named name on the plugin: kind is "policy"
 // or "sanitizer", config is the block's config. The config is checked
 // against the plugin's schema and the plugin configures an instance now,
-// so a bad config fails here, with a *ConfigError. The plugin stops when
-// the test ends.
-func Filter(t testing.TB, dir, kind string, config map[string]any) (Handler, error) {
-	t.Helper()
-	m := Manager(t)
-	cfg := &hostconfig.Config{Plugins: []*hostconfig.Plugin{Pinned(t, "plugin", Build(t, dir))}}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	l, err := m.Filter(ctx, cfg, &hostconfig.Filter{Name: "test", Kind: kind, Plugin: "plugin", Config: config})
+// so a bad config fails here, with the report the host shows (errors.As
+// finds the *ConfigError). Each filter has its own instance in the one
+// process.
+func (p *Plugin) Filter(ctx context.Context, name, kind string, config map[string]any) (Handler, error) {
+	l, err := p.p.Filter(ctx, &hostconfig.Filter{Name: name, Kind: kind, Plugin: p.p.Name(), Config: config,
+		Source: diag.Source{File: "nexus.hcl", Layer: "project", Line: 10}})
 	if err != nil {
-		return nil, explain.Error(err) // the report the host shows, the *ConfigError its Cause
+		return nil, explain.Error(err)
 	}
 	return l, nil
+}
+
+// Dial opens a connection through a transport plugin, as the host does
+// for a server block (named "remote", at nexus.hcl line 10) whose
+// transport is the plugin with config: mcp.Connect speaks MCP over what
+// it returns. A config the plugin's schema refuses, or a connection the
+// plugin could not open, is the report the host shows, with the block's
+// source; errors.As finds the *ConfigError or *OpenError beneath it.
+func (p *Plugin) Dial(ctx context.Context, config map[string]any) (mcp.Conn, error) {
+	tr, err := p.p.Transport(&hostconfig.Server{Name: "remote", Type: hostconfig.TypePlugin,
+		Plugin:  &hostconfig.PluginTransport{Name: p.p.Name(), Config: config},
+		Source:  diag.Source{File: "nexus.hcl", Layer: "project", Line: 10},
+		Enabled: true})
+	if err != nil {
+		return nil, explain.Error(err)
+	}
+	conn, err := tr.Dial(ctx)
+	if err != nil {
+		return nil, explain.Error(err)
+	}
+	return conn, nil
+}
+
+// Filter builds the plugin's main package in dir (once per test process),
+// starts it and opens it as the host opens a filter block named "test":
+// Start, then Plugin.Filter. The plugin stops when the test ends.
+func Filter(t testing.TB, dir, kind string, config map[string]any) (Handler, error) {
+	t.Helper()
+	p := Start(t, dir, "plugin")
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	return p.Filter(ctx, "test", kind, config)
 }
