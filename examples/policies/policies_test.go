@@ -5,15 +5,10 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/nexus-mcp/nexus/internal/config"
-	"github.com/nexus-mcp/nexus/internal/diag"
-	hostplugin "github.com/nexus-mcp/nexus/internal/plugin"
-	"github.com/nexus-mcp/nexus/internal/policy"
-	"github.com/nexus-mcp/nexus/internal/wasm"
+	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/sdk/filter/filtertest"
 	"github.com/nexus-mcp/nexus/sdk/plugin/plugintest"
 )
@@ -37,17 +32,15 @@ var policies = []struct {
 // TestFourWays runs each policy's cases.json through each of its four
 // implementations, loaded the way the host loads them.
 func TestFourWays(t *testing.T) {
-	rt := filtertest.Runtime(t, wasm.Options{})
-	pm := plugintest.Manager(t)
 	for _, p := range policies {
 		t.Run(p.dir, func(t *testing.T) {
 			suites := filtertest.LoadCases(t, filepath.Join(p.dir, "cases.json"))
 			for _, s := range suites {
-				ways := map[string]policy.Link{
+				ways := map[string]filtertest.Handler{
 					"cel":    celRule(t, p.dir),
-					"rego":   regoPolicy(t, rt, p.dir, p.entrypoint, s.Config),
-					"sdk":    sdkFilter(t, rt, p.dir, s.Config),
-					"plugin": pluginFilter(t, pm, p.dir, p.kind, s.Config),
+					"rego":   regoPolicy(t, p.dir, p.entrypoint, s.Config),
+					"sdk":    sdkFilter(t, p.dir, s.Config),
+					"plugin": pluginFilter(t, p.dir, p.kind, s.Config),
 				}
 				for way, link := range ways {
 					t.Run(way, func(t *testing.T) { filtertest.RunCases(t, link, s.Cases) })
@@ -57,18 +50,20 @@ func TestFourWays(t *testing.T) {
 	}
 }
 
-// celRule loads rule.hcl as the host loads a config and returns its rule:
-// the top-level one, or the one in its agent block.
-func celRule(t *testing.T, dir string) policy.Link {
+// celRule loads rule.hcl as the host loads a config and returns its rule,
+// compiled: the top-level one, or the one in its agent block.
+func celRule(t *testing.T, dir string) filtertest.Handler {
 	t.Helper()
-	cfg, err := config.LoadFile(filepath.Join(dir, "rule.hcl"), "test")
+	file, err := filepath.Abs(filepath.Join(dir, "rule.hcl"))
 	if err != nil {
-		var b strings.Builder
-		diag.Render(&b, err)
-		t.Fatal(b.String())
+		t.Fatal(err)
 	}
-	var rules []*config.Filter
-	rules = append(rules, cfg.Filters...)
+	cfg, err := host.LoadConfig(host.ConfigOptions{Files: []string{file}, Dir: t.TempDir(), Home: t.TempDir(),
+		LookupEnv: func(string) (string, bool) { return "", false }, NoDefault: true})
+	if err != nil {
+		t.Fatal(err) // the reports, one for each problem
+	}
+	rules := cfg.Filters[:len(cfg.Filters):len(cfg.Filters)]
 	for _, a := range cfg.Agents {
 		rules = append(rules, a.Rules...)
 	}
@@ -78,34 +73,31 @@ func celRule(t *testing.T, dir string) policy.Link {
 	return rules[0].Rule.Compiled
 }
 
-func regoPolicy(t *testing.T, rt *wasm.Runtime, dir, entrypoint string, cfg []byte) policy.Link {
+func regoPolicy(t *testing.T, dir, entrypoint string, cfg []byte) filtertest.Handler {
 	t.Helper()
 	src, err := os.ReadFile(filepath.Join(dir, "policy.rego"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := rt.Load(context.Background(), wasm.Spec{Name: dir + "-rego", Path: filtertest.BuildRego(t, string(src), entrypoint), Config: cfg})
+	f, err := filtertest.Load(t, filtertest.BuildRego(t, string(src), entrypoint), filtertest.Spec{Name: dir + "-rego", Entrypoint: entrypoint, Config: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { f.Close(context.Background()) })
 	return f
 }
 
-func sdkFilter(t *testing.T, rt *wasm.Runtime, dir string, cfg []byte) policy.Link {
+func sdkFilter(t *testing.T, dir string, cfg []byte) filtertest.Handler {
 	t.Helper()
-	f, err := rt.Load(context.Background(), wasm.Spec{Name: dir + "-sdk", Path: filtertest.Build(t, filepath.Join(dir, "sdk")), Config: cfg})
+	f, err := filtertest.Load(t, filtertest.Build(t, filepath.Join(dir, "sdk")), filtertest.Spec{Name: dir + "-sdk", Config: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { f.Close(context.Background()) })
 	return f
 }
 
-func pluginFilter(t *testing.T, pm *hostplugin.Manager, dir, kind string, cfg []byte) policy.Link {
+func pluginFilter(t *testing.T, dir, kind string, cfg []byte) filtertest.Handler {
 	t.Helper()
-	bin := plugintest.Build(t, filepath.Join(dir, "plugin"))
-	conf := &config.Config{Plugins: []*config.Plugin{plugintest.Pinned(t, dir, bin)}}
+	p := plugintest.Start(t, filepath.Join(dir, "plugin"), dir)
 	var c map[string]any
 	if err := json.Unmarshal(cfg, &c); err != nil {
 		t.Fatal(err)
@@ -114,7 +106,7 @@ func pluginFilter(t *testing.T, pm *hostplugin.Manager, dir, kind string, cfg []
 	// takes longer than a plugin's start is given.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	link, err := pm.Filter(ctx, conf, &config.Filter{Name: dir + "-plugin", Kind: kind, Plugin: dir, Config: c})
+	link, err := p.Filter(ctx, dir+"-plugin", kind, c)
 	if err != nil {
 		t.Fatal(err)
 	}

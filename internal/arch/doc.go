@@ -2,7 +2,9 @@
 // (ARCHITECTURE.md): the floors every package stands on, which imports go
 // only down (and that the document's map is the tree's), the dependency
 // rules between packages (each stated in the document in the words the
-// test fails with), the public surface (what another module may import:
+// test fails with; a package's tests are held to both, but that they may
+// use the test kits and the few climbs the document states with their
+// reasons, and an extension's tests import only the public surface), the public surface (what another module may import:
 // host, host/mcp and sdk/*; the implementation lives under internal/),
 // that public Examples import nothing internal, that the facade names
 // every type it speaks, and that each package's comment is in its doc.go.
