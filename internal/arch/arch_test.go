@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"go/ast"
+	"go/build/constraint"
 	"go/parser"
 	"go/token"
 	"io"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -50,12 +53,89 @@ func packagesIn(t *testing.T, dir string) []pkg {
 		} else if err != nil {
 			t.Fatal(err)
 		}
+		for _, f := range p.IgnoredGoFiles {
+			otherPlatform(t, &p, f)
+		}
 		ps = append(ps, p)
 	}
 	if err := cmd.Wait(); err != nil {
 		t.Fatal(err)
 	}
 	return ps
+}
+
+// buildable says whether some platform builds a file with the constraint
+// expr: some choice of its tags but "ignore" satisfies it.
+func buildable(expr constraint.Expr) bool {
+	var tags []string
+	var walk func(constraint.Expr)
+	walk = func(e constraint.Expr) {
+		switch e := e.(type) {
+		case *constraint.TagExpr:
+			if e.Tag != "ignore" && !slices.Contains(tags, e.Tag) {
+				tags = append(tags, e.Tag)
+			}
+		case *constraint.NotExpr:
+			walk(e.X)
+		case *constraint.AndExpr:
+			walk(e.X)
+			walk(e.Y)
+		case *constraint.OrExpr:
+			walk(e.X)
+			walk(e.Y)
+		}
+	}
+	walk(expr)
+	if len(tags) > 12 {
+		return true // too many to try; a real constraint names a few
+	}
+	for set := 0; set < 1<<len(tags); set++ {
+		if expr.Eval(func(tag string) bool {
+			i := slices.Index(tags, tag)
+			return i >= 0 && set&(1<<i) != 0
+		}) {
+			return true
+		}
+	}
+	return false
+}
+
+// otherPlatform adds the imports of file, a file of p that go list left
+// out for this platform (a _windows.go, a wasip1 filter's ABI), to p's: the
+// rules hold on every platform. A file built for no platform (//go:build
+// ignore: a generator, say) is not the package's.
+func otherPlatform(t *testing.T, p *pkg, file string) {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(p.Dir, file), nil, parser.ImportsOnly|parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range f.Comments {
+		if g.Pos() > f.Package {
+			break
+		}
+		for _, c := range g.List {
+			if expr, err := constraint.Parse(c.Text); err == nil && !buildable(expr) {
+				return
+			}
+		}
+	}
+	var to *[]string
+	switch {
+	case !strings.HasSuffix(file, "_test.go"):
+		to = &p.Imports
+	case strings.HasSuffix(f.Name.Name, "_test"):
+		to = &p.XTestImports
+	default:
+		to = &p.TestImports
+	}
+	for _, im := range f.Imports {
+		path, err := strconv.Unquote(im.Path.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		*to = append(*to, path)
+	}
 }
 
 // impl says whether a package is the host's: its facade or implementation.

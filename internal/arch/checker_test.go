@@ -1,6 +1,7 @@
 package arch
 
 import (
+	"go/build/constraint"
 	"slices"
 	"strings"
 	"testing"
@@ -78,5 +79,26 @@ func TestChecksSeeTests(t *testing.T) {
 		`internal/plugin (floor "chain") imports sdk/plugin/plugintest (floor "kits", above it)`,
 	}; !slices.Equal(got, want) {
 		t.Errorf("without tests, the floors found %q; want %q", got, want)
+	}
+}
+
+// A file no platform builds (a generator's //go:build ignore) is not the
+// package's; a file of another platform's is.
+func TestBuildable(t *testing.T) {
+	for line, want := range map[string]bool{
+		"//go:build ignore":            false,
+		"//go:build windows":           true,
+		"//go:build !wasip1":           true,
+		"//go:build wasip1 && !wasip1": false,
+		"//go:build linux || ignore":   true,
+		"//go:build ignore && linux":   false,
+	} {
+		expr, err := constraint.Parse(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := buildable(expr); got != want {
+			t.Errorf("%s: buildable = %v, want %v", line, got, want)
+		}
 	}
 }
