@@ -3,6 +3,7 @@ package host
 import (
 	"errors"
 
+	"github.com/nexus-mcp/nexus/internal/audit"
 	"github.com/nexus-mcp/nexus/internal/engine"
 	"github.com/nexus-mcp/nexus/internal/policy"
 	"github.com/nexus-mcp/nexus/internal/registry"
@@ -174,6 +175,10 @@ var namers = []func(error) error{
 	name(func(e *engine.FilterLoadError, from error) error {
 		return &FilterLoadError{Filter: e.Filter, Err: e.Err, from: from}
 	}, (*FilterLoadError)(nil)),
+	name(func(e *audit.Error, from error) error {
+		return &AuditBreakError{File: e.File, Line: e.Line, Seq: e.Seq, Problem: e.Problem,
+			Expected: e.Expected, Found: e.Found, Meaning: e.Meaning, from: from}
+	}, (*AuditBreakError)(nil)),
 }
 
 func name[E, H error](to func(E, error) error, _ H) func(error) error {

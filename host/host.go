@@ -291,10 +291,10 @@ func (h *Host) Review(ctx context.Context, agent string, defs map[string][]mcp.T
 }
 
 // SetLock replaces the lockfile the host checks tools against.
-func (h *Host) SetLock(l *Lock) { h.e.SetLock(l) }
+func (h *Host) SetLock(l *Lock) { h.e.SetLock(l.lock()) }
 
 // Lockfile is the lockfile the host checks tools against (nil: none).
-func (h *Host) Lockfile() *Lock { return h.e.Lockfile() }
+func (h *Host) Lockfile() *Lock { return wrapLock(h.e.Lockfile()) }
 
 // WatchLock reads the lockfile at path again every so often until ctx
 // ends, so that a `nexus lock` elsewhere applies without a restart.

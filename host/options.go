@@ -3,14 +3,12 @@ package host
 import (
 	"context"
 	"io"
-	"path/filepath"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/engine"
-	"github.com/nexus-mcp/nexus/internal/lock"
 	"github.com/nexus-mcp/nexus/internal/policy"
 	"github.com/nexus-mcp/nexus/internal/registry"
 	"github.com/nexus-mcp/nexus/internal/telemetry"
@@ -112,7 +110,7 @@ type ToolDecision struct {
 func (o Options) engine() engine.Options {
 	e := engine.Options{
 		Logger: o.Logger, Version: o.Version, Timeout: o.Timeout,
-		Confirm: o.Confirm, Lock: o.Lock, Approvals: o.Approvals, Links: o.Links,
+		Confirm: o.Confirm, Lock: o.Lock.lock(), Approvals: o.Approvals, Links: o.Links,
 		Roots: o.Roots, Sampling: o.Sampling, Elicitation: o.Elicitation, OnLog: o.OnLog, OnChange: o.OnChange,
 		Audit: o.Audit, Telemetry: o.Telemetry, Feed: o.Feed,
 		CloseGrace: o.CloseGrace, Transport: o.Transport,
@@ -126,29 +124,6 @@ func (o Options) engine() engine.Options {
 	}
 	return e
 }
-
-// Lock is a tool lockfile (nexus.lock.hcl): the tools of each server pinned as
-// they were reviewed. A host given one (Options.Lock) withholds every tool
-// that is not pinned as it is now.
-type Lock = lock.Lock
-
-// Drift is a tool the lockfile withholds as its server defines it now:
-// its pin, the changed fields and the chain's findings (Host.Drift).
-type Drift = lock.Drift
-
-// LockPath is where cfg's lockfile lives: nexus.lock.hcl beside its first
-// config file (the working directory for the built-in default).
-func LockPath(cfg *Config) string {
-	if len(cfg.Files) > 0 && cfg.Files[0].Path != "" {
-		return filepath.Join(filepath.Dir(cfg.Files[0].Path), lock.FileName)
-	}
-	return lock.FileName
-}
-
-// ReadLock reads cfg's lockfile (LockPath) for Options.Lock. None is
-// (nil, nil); one that cannot be used is an error that says where and
-// what is wrong, since running unpinned because of it would be silent.
-func ReadLock(cfg *Config) (*Lock, error) { return lock.Read(LockPath(cfg)) }
 
 // Telemetry traces requests with OpenTelemetry and counts them for
 // Prometheus (Options.Telemetry). Shutdown sends the spans still queued;

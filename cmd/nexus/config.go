@@ -32,7 +32,7 @@ func (a *app) loadConfig(allowUnset bool) (*config.Config, error) {
 		opts.Prompter = a.prompter()
 	}
 	cfg, err := config.Load(opts)
-	if err == nil && len(cfg.Untrusted) > 0 && a.askTrust(cfg.Untrusted) {
+	if err == nil && len(cfg.Untrusted) > 0 && a.askTrust(cfg) {
 		cfg, err = config.Load(opts) // what changed since it was shown stays untrusted
 	}
 	if err == nil && len(cfg.Untrusted) > 0 {

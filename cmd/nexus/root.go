@@ -17,7 +17,6 @@ import (
 	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/config"
-	"github.com/nexus-mcp/nexus/internal/lock"
 	"github.com/nexus-mcp/nexus/internal/plugin"
 	"github.com/nexus-mcp/nexus/internal/policy"
 	"github.com/nexus-mcp/nexus/internal/sampling"
@@ -278,7 +277,7 @@ func (a *app) openHost() (*host.Host, error) {
 	}
 	a.printWarnings(cfg.Warnings)
 	a.cfg = cfg
-	var pinned *lock.Lock
+	var pinned *host.Lock
 	if !a.noLock {
 		if pinned, err = a.readLock(cfg); err != nil {
 			return nil, err
