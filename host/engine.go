@@ -24,10 +24,6 @@ type (
 	OAuthStatus = auth.Status
 	// AuditRecord is one record of the audit log.
 	AuditRecord = audit.Record
-	// Verdict is what the chain decided of a request (DryRun).
-	Verdict = engine.Verdict
-	// Definitions are the tool definitions a policy reviews.
-	Definitions = engine.Definitions
 )
 
 // Fingerprints is each configured server's fingerprint: what approvals

@@ -266,28 +266,38 @@ func (h *Host) Explain(server string, err error) error { return hostErr(h.e.Expl
 // DryRun shows what the chain would decide of a call without making it;
 // result, when given, is run through the response side too.
 func (h *Host) DryRun(ctx context.Context, agent, name string, args any, result *mcp.CallToolResult) (*Verdict, error) {
-	v, err := h.e.DryRun(ctx, agent, name, args, result)
-	return v, hostErr(err)
+	return verdict(h.e.DryRun(ctx, agent, name, args, result))
 }
 
 // DryRunRequest is DryRun for any request: method, server, its target
 // (a tool, a URI, a prompt) and arguments.
 func (h *Host) DryRunRequest(ctx context.Context, agent, method, server, target string, args map[string]string, result json.RawMessage) (*Verdict, error) {
-	v, err := h.e.DryRunRequest(ctx, agent, method, server, target, args, result)
-	return v, hostErr(err)
+	return verdict(h.e.DryRunRequest(ctx, agent, method, server, target, args, result))
 }
 
 // Definitions are server's tool definitions as a policy reviews them.
 func (h *Host) Definitions(ctx context.Context, agent, server string) (Definitions, error) {
 	d, err := h.e.Definitions(ctx, agent, server)
-	return d, hostErr(err)
+	return Definitions(d), hostErr(err)
 }
 
 // Review runs the tools/list policies over defs (by server) as agent,
 // and returns what each flagged.
 func (h *Host) Review(ctx context.Context, agent string, defs map[string][]mcp.Tool) (map[string]map[string][]Flag, error) {
-	f, err := h.e.Review(ctx, agent, defs)
-	return f, hostErr(err)
+	in, err := h.e.Review(ctx, agent, defs)
+	if in == nil {
+		return nil, hostErr(err)
+	}
+	out := make(map[string]map[string][]Flag, len(in))
+	for server, tools := range in {
+		out[server] = make(map[string][]Flag, len(tools))
+		for tool, flags := range tools {
+			for _, f := range flags {
+				out[server][tool] = append(out[server][tool], Flag(f))
+			}
+		}
+	}
+	return out, hostErr(err)
 }
 
 // SetLock replaces the lockfile the host checks tools against.

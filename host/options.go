@@ -9,7 +9,6 @@ import (
 
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/engine"
-	"github.com/nexus-mcp/nexus/internal/policy"
 	"github.com/nexus-mcp/nexus/internal/registry"
 	"github.com/nexus-mcp/nexus/internal/telemetry"
 )
@@ -110,7 +109,7 @@ type ToolDecision struct {
 func (o Options) engine() engine.Options {
 	e := engine.Options{
 		Logger: o.Logger, Version: o.Version, Timeout: o.Timeout,
-		Confirm: o.Confirm, Lock: o.Lock.lock(), Approvals: o.Approvals, Links: o.Links,
+		Confirm: confirmer(o.Confirm), Lock: o.Lock.lock(), Approvals: o.Approvals, Links: entries(o.Links),
 		Roots: o.Roots, Sampling: o.Sampling, Elicitation: o.Elicitation, OnLog: o.OnLog, OnChange: o.OnChange,
 		Audit: o.Audit, Telemetry: o.Telemetry, Feed: o.Feed,
 		CloseGrace: o.CloseGrace, Transport: o.Transport,
@@ -139,16 +138,4 @@ func OpenTelemetry(cfg *Config, metrics bool) (*Telemetry, error) {
 		o.Tracing, o.Endpoint, o.Protocol, o.ServiceName, o.LinkSpans = true, b.Endpoint, b.Protocol, b.ServiceName, b.LinkSpans
 	}
 	return telemetry.New(context.Background(), o)
-}
-
-// OpenApprovals keeps a person's "always" answers in the file at path for
-// Options.Approvals, valid for cfg's servers as they are now (Fingerprints):
-// a server whose command, URL or transport changed is asked about again.
-// None yet at path is no error.
-func OpenApprovals(path string, cfg *Config) (Approvals, error) {
-	a, err := policy.OpenApprovals(path, Fingerprints(cfg))
-	if err != nil {
-		return nil, err
-	}
-	return a, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/nexus-mcp/nexus/internal/engine"
+	"github.com/nexus-mcp/nexus/internal/lock"
 )
 
 // TestOptionsCarried: New hands the engine every option, each field set
@@ -18,6 +19,7 @@ import (
 func TestOptionsCarried(t *testing.T) {
 	var o Options
 	fill(t, reflect.ValueOf(&o).Elem())
+	o.Lock = wrapLock(&lock.Lock{}) // opaque: an empty Lock{} is no lockfile
 	e := reflect.ValueOf(o.engine())
 	h := reflect.TypeOf(o)
 	for i := range e.NumField() {
@@ -42,9 +44,9 @@ func TestOptionsCarried(t *testing.T) {
 	}
 }
 
-type confirmer struct{}
+type askNo struct{}
 
-func (confirmer) Confirm(context.Context, ConfirmRequest) (Answer, error) { return AnswerNo, nil }
+func (askNo) Confirm(context.Context, ConfirmRequest) (Answer, error) { return AnswerNo, nil }
 
 type approvals struct{}
 
@@ -71,7 +73,7 @@ func fill(t *testing.T, v reflect.Value) {
 	case reflect.Func:
 		v.Set(reflect.MakeFunc(v.Type(), func([]reflect.Value) []reflect.Value { return nil }))
 	case reflect.Interface:
-		for _, x := range []any{hclog.NewNullLogger(), confirmer{}, approvals{}, os.Stderr} {
+		for _, x := range []any{hclog.NewNullLogger(), askNo{}, approvals{}, os.Stderr} {
 			if reflect.TypeOf(x).Implements(v.Type()) {
 				v.Set(reflect.ValueOf(x))
 				return

@@ -18,7 +18,6 @@ import (
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/plugin"
-	"github.com/nexus-mcp/nexus/internal/policy"
 	"github.com/nexus-mcp/nexus/internal/sampling"
 )
 
@@ -160,7 +159,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		us         *host.UnknownServerError
 		ut         *host.UnknownToolError
 		rerr       *mcp.RPCError
-		denied     *policy.DeniedError
+		denied     *host.DeniedError
 		filterLoad *host.FilterLoadError
 		pluginCfg  *plugin.ConfigError
 		schema     *host.SchemaError
