@@ -26,7 +26,10 @@ func (a *askOnce) Confirm(_ context.Context, r host.ConfirmRequest) (host.Answer
 type memApprovals map[string]bool
 
 func (m memApprovals) Approved(agent, server, tool string) bool { return m[agent+"/"+server] }
-func (m memApprovals) Approve(agent, server, tool string) error  { m[agent+"/"+server] = true; return nil }
+func (m memApprovals) Approve(agent, server, tool string) error {
+	m[agent+"/"+server] = true
+	return nil
+}
 
 // The chain's vocabulary is host's own: an embedder's Confirmer is asked
 // with a host.ConfirmRequest and its host.Answer decides; "always" goes

@@ -65,4 +65,3 @@ func TestScreenFlagged(t *testing.T) {
 		t.Fatalf("a new flagged definition: refused %v, kept %+v", refused, live.Tools)
 	}
 }
-
