@@ -132,3 +132,15 @@ var (
 	_ = AuditReport(audit.Report{})
 	_ = audit.VerifyOptions(VerifyAuditOptions{})
 )
+
+// AuditLog is a hash-chained audit log a program opened (Options.Audit):
+// every decision point is recorded in it. Without one, the host opens the
+// config's audit block's (Host.OpenAudit).
+type AuditLog struct{ w *audit.Writer }
+
+func (l *AuditLog) writer() *audit.Writer {
+	if l == nil {
+		return nil
+	}
+	return l.w
+}

@@ -6,6 +6,7 @@ import (
 	"github.com/nexus-mcp/nexus/internal/audit"
 	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/engine"
+	"github.com/nexus-mcp/nexus/internal/plugin"
 	"github.com/nexus-mcp/nexus/internal/policy"
 	"github.com/nexus-mcp/nexus/internal/registry"
 )
@@ -190,6 +191,9 @@ var namers = []func(error) error{
 	name(func(e *engine.FilterLoadError, from error) error {
 		return &FilterLoadError{Filter: e.Filter, Err: e.Err, from: from}
 	}, (*FilterLoadError)(nil)),
+	name(func(e *plugin.ConfigError, from error) error {
+		return &PluginConfigError{Plugin: e.Plugin, Kind: e.Kind, User: e.User, Pointer: e.Pointer, Problems: e.Problems, from: from}
+	}, (*PluginConfigError)(nil)),
 	name(func(e *audit.Error, from error) error {
 		return &AuditBreakError{File: e.File, Line: e.Line, Seq: e.Seq, Problem: e.Problem,
 			Expected: e.Expected, Found: e.Found, Meaning: e.Meaning, from: from}

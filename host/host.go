@@ -338,7 +338,7 @@ func (h *Host) AuthLogout(ctx context.Context, server string) error {
 // AuthStatus reports server's OAuth client.
 func (h *Host) AuthStatus(server string) (OAuthStatus, error) {
 	s, err := h.e.AuthStatus(server)
-	return s, hostErr(err)
+	return OAuthStatus(s), hostErr(err)
 }
 
 // OpenAudit opens the audit log the config's audit block names, unless

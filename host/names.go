@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/nexus-mcp/nexus/internal/audit"
-	"github.com/nexus-mcp/nexus/internal/auth"
 
 	"github.com/nexus-mcp/nexus/internal/engine"
 )
@@ -31,10 +30,6 @@ func WithTraceContext(ctx context.Context, meta map[string]string) context.Conte
 	return engine.WithTraceContext(ctx, meta)
 }
 
-// AuditLog is the hash-chained audit log (Options.Audit); OpenAudit opens
-// the one the config's audit block names.
-type AuditLog = audit.Writer
-
 // DecisionFeed hands decision records to watchers in this process as the
 // audit log gets them (Options.Feed); Decision is one, with its latency.
 type (
@@ -43,4 +38,4 @@ type (
 )
 
 // Opener shows a person an authorization URL (AuthOptions.Opener).
-type Opener = auth.Opener
+type Opener func(ctx context.Context, authURL string) error

@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/internal/auth"
 	"github.com/nexus-mcp/nexus/internal/engine"
 	"github.com/nexus-mcp/nexus/internal/registry"
 	"github.com/nexus-mcp/nexus/internal/telemetry"
@@ -111,9 +112,9 @@ func (o Options) engine() engine.Options {
 		Logger: o.Logger, Version: o.Version, Timeout: o.Timeout,
 		Confirm: confirmer(o.Confirm), Lock: o.Lock.lock(), Approvals: o.Approvals, Links: entries(o.Links),
 		Roots: o.Roots, Sampling: o.Sampling, Elicitation: o.Elicitation, OnLog: o.OnLog, OnChange: o.OnChange,
-		Audit: o.Audit, Telemetry: o.Telemetry, Feed: o.Feed,
+		Audit: o.Audit.writer(), Telemetry: o.Telemetry, Feed: o.Feed,
 		CloseGrace: o.CloseGrace, Transport: o.Transport,
-		Auth: engine.AuthOptions(o.Auth),
+		Auth: engine.AuthOptions{TokenDir: o.Auth.TokenDir, NoStore: o.Auth.NoStore, Opener: auth.Opener(o.Auth.Opener), Out: o.Auth.Out},
 	}
 	if o.Dial != nil {
 		e.Dial = registry.Dialer(o.Dial)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/nexus-mcp/nexus/internal/audit"
 	"github.com/nexus-mcp/nexus/internal/engine"
 	"github.com/nexus-mcp/nexus/internal/lock"
 )
@@ -20,6 +21,7 @@ func TestOptionsCarried(t *testing.T) {
 	var o Options
 	fill(t, reflect.ValueOf(&o).Elem())
 	o.Lock = wrapLock(&lock.Lock{}) // opaque: an empty Lock{} is no lockfile
+	o.Audit = &AuditLog{&audit.Writer{}}
 	e := reflect.ValueOf(o.engine())
 	h := reflect.TypeOf(o)
 	for i := range e.NumField() {

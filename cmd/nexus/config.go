@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,14 +11,12 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/diag"
-	"github.com/nexus-mcp/nexus/internal/plugin"
 	"github.com/nexus-mcp/nexus/internal/sanitize"
 )
 
@@ -364,35 +361,19 @@ launch) to check their configs against the plugin's own schema;
 // against the plugins' schemas: a line for each plugin whose configs all
 // match, a report for each that does not or could not be started.
 func (a *app) checkPlugins(ctx context.Context, cfg *config.Config) ([]string, config.Errors) {
-	m := plugin.NewManager(plugin.Options{Logger: hclog.NewNullLogger()})
-	defer m.Close()
 	var ok []string
 	var errs config.Errors
-	for _, c := range m.Check(ctx, cfg) {
-		if len(c.Errs) == 0 {
+	for _, c := range host.CheckPlugins(ctx, cfg) {
+		if len(c.Problems) == 0 {
 			verb := "match"
 			if c.Configs == 1 {
 				verb = "matches"
 			}
 			ok = append(ok, fmt.Sprintf("plugin %q: %s %s its schema", c.Plugin, count(c.Configs, "config"), verb))
 		}
-		for _, err := range c.Errs {
-			var bad *plugin.ConfigError
-			var notChecked *plugin.CheckError
-			refused := errors.As(err, &bad) // by the plugin's schema: its report as is
-			if !refused && !errors.As(err, &notChecked) {
-				var src diag.Source
-				if pc := cfg.Plugin(c.Plugin); pc != nil {
-					src = pc.Source
-				}
-				err = &plugin.CheckError{Plugin: c.Plugin, Source: src, Err: err}
-			}
-			err = host.Describe(cfg, err, host.DescribeOptions{}) // the plugin's typed error as its report
-			var rep *diag.Report
-			if !errors.As(err, &rep) {
-				rep = &diag.Report{Title: "Plugin Config Not Checked", Problem: err.Error(), Cause: err} // unreachable: explain tells every CheckError
-			}
-			if !refused {
+		for _, p := range c.Problems {
+			rep := p.Report
+			if !p.Refused {
 				// The plugin did not start: its report, and how to check
 				// the rest meanwhile.
 				r := *rep

@@ -17,8 +17,6 @@ import (
 	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/config"
-	"github.com/nexus-mcp/nexus/internal/plugin"
-	"github.com/nexus-mcp/nexus/internal/sampling"
 )
 
 // Exit codes.
@@ -59,7 +57,7 @@ type app struct {
 
 	noLock    bool // nexus lock: the lockfile is what it writes, not what it obeys
 	modelOnce sync.Once
-	sampler   *sampling.Model // the config's sampling model, nil without one
+	sampler   *host.SamplingModel // the config's sampling model, nil without one
 
 	levelMu  sync.Mutex
 	shown    hclog.Level // servers' log messages shown from here (the shell's /loglevel); NoLevel: --log-level
@@ -161,7 +159,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		rerr       *mcp.RPCError
 		denied     *host.DeniedError
 		filterLoad *host.FilterLoadError
-		pluginCfg  *plugin.ConfigError
+		pluginCfg  *host.PluginConfigError
 		schema     *host.SchemaError
 	)
 	switch {
