@@ -23,20 +23,20 @@ import (
 // loadConfig discovers and loads the configuration (or the --config
 // files). allowUnset keeps undefined variables as references, for the
 // verbs that never need their values.
-func (a *app) loadConfig(allowUnset bool) (*config.Config, error) {
-	opts := config.Options{Files: a.configPaths, AllowUnset: allowUnset}
+func (a *app) loadConfig(allowUnset bool) (*host.Config, error) {
+	opts := host.ConfigOptions{Files: a.configPaths, AllowUnset: allowUnset}
 	if !allowUnset {
 		opts.Prompter = a.prompter()
 	}
-	cfg, err := config.Load(opts)
+	cfg, err := host.LoadConfig(opts)
 	if err == nil && len(cfg.Untrusted) > 0 && a.askTrust(cfg) {
-		cfg, err = config.Load(opts) // what changed since it was shown stays untrusted
+		cfg, err = host.LoadConfig(opts) // what changed since it was shown stays untrusted
 	}
 	if err == nil && len(cfg.Untrusted) > 0 {
 		// An untrusted workspace config was left out; using the rest as if
 		// it were not there would surprise more than refusing does.
 		// --yes does not reach here: trust is given only by nexus trust.
-		return &config.Config{Files: cfg.Files, Warnings: cfg.Warnings, Untrusted: cfg.Untrusted}, config.UntrustedReport(cfg.Untrusted)
+		return &host.Config{Files: cfg.Files, Warnings: cfg.Warnings, Untrusted: cfg.Untrusted}, host.UntrustedReport(cfg)
 	}
 	return cfg, err
 }
@@ -475,7 +475,7 @@ type termPrompter struct {
 
 // prompter returns a terminal prompter when stdin is a terminal; without
 // one, inputs come from NEXUS_INPUT_<ID>.
-func (a *app) prompter() config.Prompter {
+func (a *app) prompter() host.Prompter {
 	f, ok := a.stdin.(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) {
 		return nil
@@ -483,7 +483,7 @@ func (a *app) prompter() config.Prompter {
 	return &termPrompter{in: f, out: a.stderr}
 }
 
-func (p *termPrompter) Prompt(in config.Input) (string, error) {
+func (p *termPrompter) Prompt(in host.ConfigInput) (string, error) {
 	label := in.Description
 	if label == "" {
 		label = in.ID

@@ -16,7 +16,6 @@ import (
 
 	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/mcp"
-	"github.com/nexus-mcp/nexus/internal/config"
 )
 
 // Exit codes.
@@ -75,7 +74,7 @@ type app struct {
 
 	// What the running command works on, so that an error can name the
 	// server and where it is configured (errors.go).
-	cfg    *config.Config
+	cfg    *host.Config
 	target string
 
 	onChange func(server string) // the shell's, to refresh its completions
