@@ -14,11 +14,72 @@ import (
 // New takes. LoadConfig and ParseConfig make one.
 type Config = config.Config
 
-// ConfigOptions say where LoadConfig finds configuration: Files replace
-// discovery, Dir and Home are where the project and global layers are
-// looked for, LookupEnv reads variables. The zero value discovers the
-// layers of the working directory, as the nexus command does.
-type ConfigOptions = config.Options
+// ConfigOptions say where LoadConfig finds configuration. The zero value
+// discovers the layers of the working directory, as the nexus command
+// does.
+type ConfigOptions struct {
+	// Files replace discovery (--config, repeatable); when empty,
+	// NEXUS_CONFIG (a path list) does. Later files win.
+	Files []string
+	// Dir is the working directory: where local and ancestor layers are
+	// found and what ${workspaceFolder} means. "" = os.Getwd().
+	Dir string
+	// Home holds the global layer (~/.nexus/) and is ${userHome}.
+	// "" = os.UserHomeDir().
+	Home string
+	// LookupEnv reads the environment (${VAR}, env(), NEXUS_CONFIG,
+	// NEXUS_INPUT_*, NEXUS_VAR_*, NEXUS_TRUST); nil = os.LookupEnv.
+	LookupEnv func(string) (string, bool)
+	// Prompter asks for VS Code inputs that the environment does not
+	// supply; nil = never ask.
+	Prompter Prompter
+	// AllowUnset turns undefined variables and unanswered inputs into
+	// warnings, keeping them as references: for showing a config, which
+	// never needs the values.
+	AllowUnset bool
+	// NoDefault leaves out the built-in default when discovery finds
+	// nothing.
+	NoDefault bool
+}
+
+// Prompter asks a person for a VS Code input (ConfigOptions.Prompter).
+type Prompter interface {
+	Prompt(in ConfigInput) (string, error)
+}
+
+// ConfigInput is a VS Code input a config declares: a value asked of a
+// person (a token, say) unless the environment supplies it.
+type ConfigInput struct {
+	ID          string
+	Type        string // "promptString" (the only kind Nexus can ask for)
+	Description string
+	Password    bool
+	Default     string
+}
+
+// EnvName is the environment variable that supplies the input when no
+// person can be asked: NEXUS_INPUT_<ID>.
+func (in ConfigInput) EnvName() string { return config.Input(in).EnvName() }
+
+type prompter struct{ p Prompter }
+
+func (p prompter) Prompt(in config.Input) (string, error) { return p.p.Prompt(ConfigInput(in)) }
+
+func (o ConfigOptions) config() config.Options {
+	c := config.Options{Files: o.Files, Dir: o.Dir, Home: o.Home, LookupEnv: o.LookupEnv, AllowUnset: o.AllowUnset, NoDefault: o.NoDefault}
+	if o.Prompter != nil {
+		c.Prompter = prompter{o.Prompter}
+	}
+	return c
+}
+
+// The transports a Server's Type names.
+const (
+	TypeStdio  = config.TypeStdio
+	TypeHTTP   = config.TypeHTTP // streamable HTTP
+	TypeSSE    = config.TypeSSE  // the legacy HTTP+SSE transport (protocol 2024-11-05)
+	TypePlugin = config.TypePlugin
+)
 
 // Server is one server of a Config, as a Dialer or a Transport receives it.
 type Server = config.Server
@@ -45,7 +106,7 @@ type Report = diag.Report
 // once `nexus trust` has trusted its exact content; the ones left out are
 // in Config.Untrusted (UntrustedReport explains them), and o.Files
 // names files to use as they are.
-func LoadConfig(o ConfigOptions) (*Config, error) { return config.Load(o) }
+func LoadConfig(o ConfigOptions) (*Config, error) { return config.Load(o.config()) }
 
 // ParseConfig decodes one configuration held in memory: HCL when name ends
 // in .hcl, otherwise any mcpServers JSON dialect. name is what errors call
@@ -67,3 +128,11 @@ func UntrustedReport(c *Config) *Report {
 	}
 	return config.UntrustedReport(c.Untrusted)
 }
+
+// The conversions above keep host's types in step with config's.
+var _ = ConfigInput(config.Input{})
+
+// Reports lists the reports in err: each of the reports a config's errors
+// hold (LoadConfig's), or the one Report in its chain; none when it has
+// no Report.
+func Reports(err error) []*Report { return config.Reports(err) }

@@ -15,9 +15,12 @@
 // caller branches on (UnknownServerError, SchemaError, DeniedError, ...)
 // are host's own types. Each error Unwraps to the engine's, so errors.As
 // finds either and Describe explains both. Options are host's too,
-// converted once in New. The rest (Config, Gateway, ...) are still
-// aliases of internal types, named here so an embedder can write them
-// (issue 39 takes them in turn). The engine: it
+// converted once in New, and so is the chain's vocabulary (Confirmer,
+// Link, Entry, Verdict, ...), the lockfile (Lock, Relock), the trust
+// store, audit verification, plugin and WASM filter inspection: what the
+// nexus command does with them, an embedder can do. The rest (Config,
+// Server, Gateway, ...) are still aliases of internal types, named here
+// so an embedder can write them (issue 39 takes them in turn). The engine: it
 // connects servers concurrently on Start or on first use, keeps and
 // reconnects their sessions, names their tools for LLMs, and puts every
 // request, and every request a server sends back, through the chain (the

@@ -1,6 +1,8 @@
 package host
 
 import (
+	"time"
+
 	"github.com/nexus-mcp/nexus/internal/audit"
 	"github.com/nexus-mcp/nexus/internal/auth"
 	"github.com/nexus-mcp/nexus/internal/engine"
@@ -20,14 +22,8 @@ const CLIAgent = engine.CLIAgent
 
 // The host's own vocabulary, named here (see names.go for the rest).
 type (
-	// OAuthStatus is what AuthStatus reports of a server's OAuth client.
-	OAuthStatus = auth.Status
 	// AuditRecord is one record of the audit log.
 	AuditRecord = audit.Record
-	// Verdict is what the chain decided of a request (DryRun).
-	Verdict = engine.Verdict
-	// Definitions are the tool definitions a policy reviews.
-	Definitions = engine.Definitions
 )
 
 // Fingerprints is each configured server's fingerprint: what approvals
@@ -37,3 +33,25 @@ func Fingerprints(cfg *Config) map[string]string { return engine.Fingerprints(cf
 // CleanupPlugins stops every plugin process still running: the last
 // line of defence on the way out of main.
 func CleanupPlugins() { engine.CleanupPlugins() }
+
+// OAuthStatus is what AuthStatus reports of a server's OAuth client: what
+// is stored for it.
+type OAuthStatus struct {
+	Server       string
+	ServerURL    string
+	LoggedIn     bool // a token is stored
+	Expired      bool
+	Expiry       time.Time // zero: unknown
+	CanRefresh   bool
+	Scopes       []string
+	Issuer       string
+	ClientID     string
+	ClientSource string // "config", "cimd", "dcr"
+	Grant        string
+	ObtainedAt   time.Time
+	File         string // "" when tokens are not stored
+	DPoP         bool   // the token is bound to a key of Nexus (RFC 9449)
+}
+
+// The conversions keep host's types in step with the engine's.
+var _ = OAuthStatus(auth.Status{})

@@ -3,7 +3,10 @@ package host
 import (
 	"errors"
 
+	"github.com/nexus-mcp/nexus/internal/audit"
+	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/engine"
+	"github.com/nexus-mcp/nexus/internal/plugin"
 	"github.com/nexus-mcp/nexus/internal/policy"
 	"github.com/nexus-mcp/nexus/internal/registry"
 )
@@ -67,6 +70,17 @@ func (e *ServerError) Unwrap() error {
 	return or(e.from, &registry.ServerError{Server: e.Server, Err: e.Err})
 }
 
+// DisabledError is a server that is configured but disabled.
+type DisabledError struct {
+	Server string
+	from   error
+}
+
+func (e *DisabledError) Error() string { return e.Unwrap().Error() }
+func (e *DisabledError) Unwrap() error {
+	return or(e.from, &registry.DisabledError{Server: &config.Server{Name: e.Server}})
+}
+
 // DeniedError is a request the chain refused: Link says which link (the
 // permission check, a rule, a filter or plugin) and Reason why, or Err
 // how the link failed when it fails closed.
@@ -84,7 +98,7 @@ type DeniedError struct {
 
 func (e *DeniedError) Error() string { return e.Unwrap().Error() }
 func (e *DeniedError) Unwrap() error {
-	return or(e.from, &policy.DeniedError{Link: e.Link, Kind: e.Kind, Reason: e.Reason, Method: e.Method,
+	return or(e.from, &policy.DeniedError{Link: e.Link, Kind: policy.Kind(e.Kind), Reason: e.Reason, Method: e.Method,
 		Server: e.Server, Tool: e.Tool, Err: e.Err, Flags: e.Flags})
 }
 
@@ -158,8 +172,11 @@ var namers = []func(error) error{
 	name(func(e *registry.ServerError, from error) error {
 		return &ServerError{Server: e.Server, Err: e.Err, from: from}
 	}, (*ServerError)(nil)),
+	name(func(e *registry.DisabledError, from error) error {
+		return &DisabledError{Server: e.Server.Name, from: from}
+	}, (*DisabledError)(nil)),
 	name(func(e *policy.DeniedError, from error) error {
-		return &DeniedError{Link: e.Link, Kind: e.Kind, Reason: e.Reason, Method: e.Method, Server: e.Server,
+		return &DeniedError{Link: e.Link, Kind: Kind(e.Kind), Reason: e.Reason, Method: e.Method, Server: e.Server,
 			Tool: e.Tool, Err: e.Err, Flags: e.Flags, from: from}
 	}, (*DeniedError)(nil)),
 	name(func(e *policy.WithheldError, from error) error {
@@ -174,6 +191,13 @@ var namers = []func(error) error{
 	name(func(e *engine.FilterLoadError, from error) error {
 		return &FilterLoadError{Filter: e.Filter, Err: e.Err, from: from}
 	}, (*FilterLoadError)(nil)),
+	name(func(e *plugin.ConfigError, from error) error {
+		return &PluginConfigError{Plugin: e.Plugin, Kind: e.Kind, User: e.User, Pointer: e.Pointer, Problems: e.Problems, from: from}
+	}, (*PluginConfigError)(nil)),
+	name(func(e *audit.Error, from error) error {
+		return &AuditBreakError{File: e.File, Line: e.Line, Seq: e.Seq, Problem: e.Problem,
+			Expected: e.Expected, Found: e.Found, Meaning: e.Meaning, from: from}
+	}, (*AuditBreakError)(nil)),
 }
 
 func name[E, H error](to func(E, error) error, _ H) func(error) error {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/internal/audit"
 	"github.com/nexus-mcp/nexus/internal/policy"
 	"github.com/nexus-mcp/nexus/internal/registry"
 )
@@ -56,6 +58,31 @@ func TestErrorsBothWays(t *testing.T) {
 	if schema.Tool != "echo" || schema.What != "arguments" || len(schema.Problems) == 0 {
 		t.Errorf("schema: %+v", schema)
 	}
+
+	// A dry run's refusal is host's too.
+	v, err := h.DryRun(ctx, "bot", "ts.add", map[string]any{"a": 1, "b": 2}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.As(v.Err, &denied) || !errors.As(v.Err, &pdenied) || denied.Link != "rules" || len(v.Steps) == 0 {
+		t.Errorf("dry run: %+v", v)
+	}
+}
+
+// A *DisabledError a program makes is explained as the engine's: with
+// where the server is configured and how to enable it.
+func TestErrorsDisabled(t *testing.T) {
+	cfg, err := host.ParseConfig([]byte(`{"mcpServers": {"ts": {"command": "nexus", "args": ["testserver"], "disabled": true}}}`), "example.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := host.New(cfg, host.Options{Dial: inProcess})
+	defer h.Close()
+	err = h.Explain("ts", &host.DisabledError{Server: "ts"})
+	var rep *host.Report
+	if !errors.As(err, &rep) || rep.Title != "MCP Server Disabled" || !strings.Contains(err.Error(), "example.json, line 1") {
+		t.Fatalf("disabled: %T %v", err, err)
+	}
 }
 
 // TestErrorsMadeByHand: an error an embedder makes itself Unwraps to the
@@ -77,6 +104,14 @@ func TestErrorsMadeByHand(t *testing.T) {
 		{&host.ServerError{Server: "ts", Err: cause}, func(err error) bool {
 			var e *registry.ServerError
 			return errors.As(err, &e) && e.Server == "ts" && errors.Is(err, cause)
+		}},
+		{&host.DisabledError{Server: "ts"}, func(err error) bool {
+			var e *registry.DisabledError
+			return errors.As(err, &e) && e.Server.Name == "ts" && err.Error() == `server "ts" is disabled in its config`
+		}},
+		{&host.AuditBreakError{File: "a.jsonl", Line: 3, Problem: "the chain breaks"}, func(err error) bool {
+			var e *audit.Error
+			return errors.As(err, &e) && e.Line == 3 && err.Error() == "a.jsonl:3: the chain breaks"
 		}},
 		{&host.DeniedError{Link: "rules", Kind: host.KindPolicy, Reason: "no", Method: "tools/call", Server: "ts", Tool: "add"}, func(err error) bool {
 			var e *policy.DeniedError

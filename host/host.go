@@ -266,35 +266,45 @@ func (h *Host) Explain(server string, err error) error { return hostErr(h.e.Expl
 // DryRun shows what the chain would decide of a call without making it;
 // result, when given, is run through the response side too.
 func (h *Host) DryRun(ctx context.Context, agent, name string, args any, result *mcp.CallToolResult) (*Verdict, error) {
-	v, err := h.e.DryRun(ctx, agent, name, args, result)
-	return v, hostErr(err)
+	return verdict(h.e.DryRun(ctx, agent, name, args, result))
 }
 
 // DryRunRequest is DryRun for any request: method, server, its target
 // (a tool, a URI, a prompt) and arguments.
 func (h *Host) DryRunRequest(ctx context.Context, agent, method, server, target string, args map[string]string, result json.RawMessage) (*Verdict, error) {
-	v, err := h.e.DryRunRequest(ctx, agent, method, server, target, args, result)
-	return v, hostErr(err)
+	return verdict(h.e.DryRunRequest(ctx, agent, method, server, target, args, result))
 }
 
 // Definitions are server's tool definitions as a policy reviews them.
 func (h *Host) Definitions(ctx context.Context, agent, server string) (Definitions, error) {
 	d, err := h.e.Definitions(ctx, agent, server)
-	return d, hostErr(err)
+	return Definitions(d), hostErr(err)
 }
 
 // Review runs the tools/list policies over defs (by server) as agent,
 // and returns what each flagged.
 func (h *Host) Review(ctx context.Context, agent string, defs map[string][]mcp.Tool) (map[string]map[string][]Flag, error) {
-	f, err := h.e.Review(ctx, agent, defs)
-	return f, hostErr(err)
+	in, err := h.e.Review(ctx, agent, defs)
+	if in == nil {
+		return nil, hostErr(err)
+	}
+	out := make(map[string]map[string][]Flag, len(in))
+	for server, tools := range in {
+		out[server] = make(map[string][]Flag, len(tools))
+		for tool, flags := range tools {
+			for _, f := range flags {
+				out[server][tool] = append(out[server][tool], Flag(f))
+			}
+		}
+	}
+	return out, hostErr(err)
 }
 
 // SetLock replaces the lockfile the host checks tools against.
-func (h *Host) SetLock(l *Lock) { h.e.SetLock(l) }
+func (h *Host) SetLock(l *Lock) { h.e.SetLock(l.lock()) }
 
 // Lockfile is the lockfile the host checks tools against (nil: none).
-func (h *Host) Lockfile() *Lock { return h.e.Lockfile() }
+func (h *Host) Lockfile() *Lock { return wrapLock(h.e.Lockfile()) }
 
 // WatchLock reads the lockfile at path again every so often until ctx
 // ends, so that a `nexus lock` elsewhere applies without a restart.
@@ -328,7 +338,7 @@ func (h *Host) AuthLogout(ctx context.Context, server string) error {
 // AuthStatus reports server's OAuth client.
 func (h *Host) AuthStatus(server string) (OAuthStatus, error) {
 	s, err := h.e.AuthStatus(server)
-	return s, hostErr(err)
+	return OAuthStatus(s), hostErr(err)
 }
 
 // OpenAudit opens the audit log the config's audit block names, unless

@@ -4,38 +4,12 @@ import (
 	"context"
 
 	"github.com/nexus-mcp/nexus/internal/audit"
-	"github.com/nexus-mcp/nexus/internal/auth"
 
 	"github.com/nexus-mcp/nexus/internal/engine"
-	"github.com/nexus-mcp/nexus/internal/policy"
 )
 
 // The types below are implemented under internal/ and named here, so an
 // embedder can write them without importing what it cannot import.
-
-// Confirmer asks a person before a trusted agent's first use of a server
-// (Options.Confirm); an error denies.
-type Confirmer = policy.Confirmer
-
-// ConfirmRequest is what a Confirmer asks about.
-type ConfirmRequest = policy.ConfirmRequest
-
-// Answer is a person's reply to a ConfirmRequest.
-type Answer = policy.Answer
-
-// The answers a Confirmer gives.
-const (
-	AnswerNo         = policy.No         // deny this call
-	AnswerYes        = policy.Yes        // allow this call
-	AnswerAlways     = policy.Always     // allow this and every later use of the server
-	AnswerAlwaysTool = policy.AlwaysTool // allow this and every later call of this tool
-)
-
-// Approvals remember a person's "always" answers (Options.Approvals).
-type Approvals = policy.Approvals
-
-// Flag is what a policy said of a tool's definition (Review).
-type Flag = policy.Flag
 
 // SessionOptions say where a session's server-initiated requests and
 // notifications go (NewSession, SetNotify): whom it acts for, the roots,
@@ -56,28 +30,6 @@ func WithTraceContext(ctx context.Context, meta map[string]string) context.Conte
 	return engine.WithTraceContext(ctx, meta)
 }
 
-// Link is one step of the chain an embedder adds (Options.Links): it sees
-// the events of its kind and decides (sdk/event's Decision), reading the
-// event's bytes without writing into them (they may share memory with the
-// message being passed on). Entry places it: its kind, which events it
-// sees, what a failure means, shadow mode.
-type (
-	Link  = policy.Link
-	Entry = policy.Entry
-	Match = policy.Match
-	Kind  = policy.Kind
-)
-
-// The kinds of link: a policy sees requests, a sanitizer responses.
-const (
-	KindPolicy    = policy.KindPolicy
-	KindSanitizer = policy.KindSanitizer
-)
-
-// AuditLog is the hash-chained audit log (Options.Audit); OpenAudit opens
-// the one the config's audit block names.
-type AuditLog = audit.Writer
-
 // DecisionFeed hands decision records to watchers in this process as the
 // audit log gets them (Options.Feed); Decision is one, with its latency.
 type (
@@ -86,8 +38,4 @@ type (
 )
 
 // Opener shows a person an authorization URL (AuthOptions.Opener).
-type Opener = auth.Opener
-
-// Step is one check a request went through, in a Verdict: the link, what
-// it decided and why, where it is defined, how long it took.
-type Step = policy.Step
+type Opener func(ctx context.Context, authURL string) error

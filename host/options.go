@@ -3,15 +3,13 @@ package host
 import (
 	"context"
 	"io"
-	"path/filepath"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/nexus-mcp/nexus/host/mcp"
+	"github.com/nexus-mcp/nexus/internal/auth"
 	"github.com/nexus-mcp/nexus/internal/engine"
-	"github.com/nexus-mcp/nexus/internal/lock"
-	"github.com/nexus-mcp/nexus/internal/policy"
 	"github.com/nexus-mcp/nexus/internal/registry"
 	"github.com/nexus-mcp/nexus/internal/telemetry"
 )
@@ -112,11 +110,11 @@ type ToolDecision struct {
 func (o Options) engine() engine.Options {
 	e := engine.Options{
 		Logger: o.Logger, Version: o.Version, Timeout: o.Timeout,
-		Confirm: o.Confirm, Lock: o.Lock, Approvals: o.Approvals, Links: o.Links,
+		Confirm: confirmer(o.Confirm), Lock: o.Lock.lock(), Approvals: o.Approvals, Links: entries(o.Links),
 		Roots: o.Roots, Sampling: o.Sampling, Elicitation: o.Elicitation, OnLog: o.OnLog, OnChange: o.OnChange,
-		Audit: o.Audit, Telemetry: o.Telemetry, Feed: o.Feed,
+		Audit: o.Audit.writer(), Telemetry: o.Telemetry, Feed: o.Feed,
 		CloseGrace: o.CloseGrace, Transport: o.Transport,
-		Auth: engine.AuthOptions(o.Auth),
+		Auth: engine.AuthOptions{TokenDir: o.Auth.TokenDir, NoStore: o.Auth.NoStore, Opener: auth.Opener(o.Auth.Opener), Out: o.Auth.Out},
 	}
 	if o.Dial != nil {
 		e.Dial = registry.Dialer(o.Dial)
@@ -126,29 +124,6 @@ func (o Options) engine() engine.Options {
 	}
 	return e
 }
-
-// Lock is a tool lockfile (nexus.lock.hcl): the tools of each server pinned as
-// they were reviewed. A host given one (Options.Lock) withholds every tool
-// that is not pinned as it is now.
-type Lock = lock.Lock
-
-// Drift is a tool the lockfile withholds as its server defines it now:
-// its pin, the changed fields and the chain's findings (Host.Drift).
-type Drift = lock.Drift
-
-// LockPath is where cfg's lockfile lives: nexus.lock.hcl beside its first
-// config file (the working directory for the built-in default).
-func LockPath(cfg *Config) string {
-	if len(cfg.Files) > 0 && cfg.Files[0].Path != "" {
-		return filepath.Join(filepath.Dir(cfg.Files[0].Path), lock.FileName)
-	}
-	return lock.FileName
-}
-
-// ReadLock reads cfg's lockfile (LockPath) for Options.Lock. None is
-// (nil, nil); one that cannot be used is an error that says where and
-// what is wrong, since running unpinned because of it would be silent.
-func ReadLock(cfg *Config) (*Lock, error) { return lock.Read(LockPath(cfg)) }
 
 // Telemetry traces requests with OpenTelemetry and counts them for
 // Prometheus (Options.Telemetry). Shutdown sends the spans still queued;
@@ -164,16 +139,4 @@ func OpenTelemetry(cfg *Config, metrics bool) (*Telemetry, error) {
 		o.Tracing, o.Endpoint, o.Protocol, o.ServiceName, o.LinkSpans = true, b.Endpoint, b.Protocol, b.ServiceName, b.LinkSpans
 	}
 	return telemetry.New(context.Background(), o)
-}
-
-// OpenApprovals keeps a person's "always" answers in the file at path for
-// Options.Approvals, valid for cfg's servers as they are now (Fingerprints):
-// a server whose command, URL or transport changed is asked about again.
-// None yet at path is no error.
-func OpenApprovals(path string, cfg *Config) (Approvals, error) {
-	a, err := policy.OpenApprovals(path, Fingerprints(cfg))
-	if err != nil {
-		return nil, err
-	}
-	return a, nil
 }

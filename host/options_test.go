@@ -8,7 +8,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/nexus-mcp/nexus/internal/audit"
 	"github.com/nexus-mcp/nexus/internal/engine"
+	"github.com/nexus-mcp/nexus/internal/lock"
 )
 
 // TestOptionsCarried: New hands the engine every option, each field set
@@ -18,6 +20,8 @@ import (
 func TestOptionsCarried(t *testing.T) {
 	var o Options
 	fill(t, reflect.ValueOf(&o).Elem())
+	o.Lock = wrapLock(&lock.Lock{}) // opaque: an empty Lock{} is no lockfile
+	o.Audit = &AuditLog{&audit.Writer{}}
 	e := reflect.ValueOf(o.engine())
 	h := reflect.TypeOf(o)
 	for i := range e.NumField() {
@@ -42,9 +46,33 @@ func TestOptionsCarried(t *testing.T) {
 	}
 }
 
-type confirmer struct{}
+type askNo struct{}
 
-func (confirmer) Confirm(context.Context, ConfirmRequest) (Answer, error) { return AnswerNo, nil }
+func (askNo) Confirm(context.Context, ConfirmRequest) (Answer, error) { return AnswerNo, nil }
+
+type promptNo struct{}
+
+func (promptNo) Prompt(ConfigInput) (string, error) { return "", nil }
+
+// TestConfigOptionsCarried: LoadConfig hands the loader every option, as
+// TestOptionsCarried checks New's.
+func TestConfigOptionsCarried(t *testing.T) {
+	var o ConfigOptions
+	fill(t, reflect.ValueOf(&o).Elem())
+	c := reflect.ValueOf(o.config())
+	h := reflect.TypeOf(o)
+	for i := range c.NumField() {
+		name := c.Type().Field(i).Name
+		if _, ok := h.FieldByName(name); !ok {
+			t.Errorf("config.Options.%s has no ConfigOptions field", name)
+		} else if c.Field(i).IsZero() {
+			t.Errorf("ConfigOptions.%s is set but does not reach the loader", name)
+		}
+	}
+	if h.NumField() != c.NumField() {
+		t.Errorf("ConfigOptions has %d fields, the loader's %d", h.NumField(), c.NumField())
+	}
+}
 
 type approvals struct{}
 
@@ -71,7 +99,7 @@ func fill(t *testing.T, v reflect.Value) {
 	case reflect.Func:
 		v.Set(reflect.MakeFunc(v.Type(), func([]reflect.Value) []reflect.Value { return nil }))
 	case reflect.Interface:
-		for _, x := range []any{hclog.NewNullLogger(), confirmer{}, approvals{}, os.Stderr} {
+		for _, x := range []any{hclog.NewNullLogger(), askNo{}, approvals{}, promptNo{}, os.Stderr} {
 			if reflect.TypeOf(x).Implements(v.Type()) {
 				v.Set(reflect.ValueOf(x))
 				return

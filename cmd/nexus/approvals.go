@@ -9,8 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nexus-mcp/nexus/host"
-	"github.com/nexus-mcp/nexus/internal/config"
-	"github.com/nexus-mcp/nexus/internal/policy"
 )
 
 // approvalsPath is where the command line remembers "always" answers:
@@ -28,7 +26,7 @@ func approvalsPath() string {
 
 // approvals opens the remembered approvals for cfg's servers; a file that
 // cannot be used is said once and approvals last this process only.
-func (a *app) approvals(cfg *config.Config) policy.Approvals {
+func (a *app) approvals(cfg *host.Config) host.Approvals {
 	path := approvalsPath()
 	if path == "" {
 		return nil
@@ -55,7 +53,7 @@ directory, URL or transport plugin is asked about again ("stale" below).`,
   nexus approvals revoke --all`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			list, err := policy.ReadApprovals(approvalsPath())
+			list, err := host.ReadApprovals(approvalsPath())
 			if err != nil {
 				return err
 			}
@@ -64,7 +62,7 @@ directory, URL or transport plugin is asked about again ("stale" below).`,
 				current = host.Fingerprints(cfg)
 			}
 			type row struct {
-				policy.Approval
+				host.Approval
 				Stale bool `json:"stale"`
 			}
 			rows := make([]row, len(list))
@@ -112,7 +110,7 @@ func (a *app) approvalsRevokeCmd() *cobra.Command {
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path := approvalsPath()
-			list, err := policy.ReadApprovals(path)
+			list, err := host.ReadApprovals(path)
 			if err != nil && !all {
 				return err
 			}
@@ -124,7 +122,7 @@ func (a *app) approvalsRevokeCmd() *cobra.Command {
 				if len(args) == 3 {
 					tool = args[2]
 				}
-				list = slices.DeleteFunc(list, func(x policy.Approval) bool {
+				list = slices.DeleteFunc(list, func(x host.Approval) bool {
 					// Revoking a server takes its tools' approvals too.
 					return x.Agent == args[0] && x.Server == args[1] && (tool == "" || x.Tool == tool)
 				})
@@ -132,7 +130,7 @@ func (a *app) approvalsRevokeCmd() *cobra.Command {
 			if len(list) == before && !all {
 				return usageErr("no approval of %s for agent %q is remembered (nexus approvals lists them)", serverTool(args), args[0])
 			}
-			if err := policy.WriteApprovals(path, list); err != nil {
+			if err := host.WriteApprovals(path, list); err != nil {
 				return err
 			}
 			fmt.Fprintf(a.stdout, "Revoked %d approval(s).\n", before-len(list))

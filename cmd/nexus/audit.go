@@ -4,12 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/nexus-mcp/nexus/internal/audit"
+	"github.com/nexus-mcp/nexus/host"
 )
 
 func (a *app) auditCmd() *cobra.Command {
@@ -58,8 +57,8 @@ is there, and what that means. Exit 0 when it holds, 1 naming the first break,
 			if err != nil {
 				return &exitError{exitConnection, err}
 			}
-			rep, err := audit.VerifyWith(o, args...)
-			var broken *audit.Error
+			rep, err := host.VerifyAudit(o, args...)
+			var broken *host.AuditBreakError
 			if a.output != "json" && (err == nil || errors.As(err, &broken)) {
 				for _, w := range rep.Warnings {
 					fmt.Fprintln(a.stderr, "warning: "+w)
@@ -69,9 +68,9 @@ is there, and what that means. Exit 0 when it holds, 1 naming the first break,
 			case errors.As(err, &broken):
 				if a.output == "json" {
 					a.printJSON(struct {
-						Intact bool         `json:"intact"`
-						Report audit.Report `json:"read"`
-						Break  *audit.Error `json:"break"`
+						Intact bool                  `json:"intact"`
+						Report host.AuditReport      `json:"read"`
+						Break  *host.AuditBreakError `json:"break"`
 					}{false, rep, broken})
 				} else {
 					fmt.Fprintf(a.stdout, "BROKEN: %s\n%s read. The records from that one on cannot be trusted; keep the files as evidence.\n", clean(broken.Error()), count(rep.Records, "record"))
@@ -82,8 +81,8 @@ is there, and what that means. Exit 0 when it holds, 1 naming the first break,
 			}
 			if a.output == "json" {
 				a.printJSON(struct {
-					Intact bool         `json:"intact"`
-					Report audit.Report `json:"read"`
+					Intact bool             `json:"intact"`
+					Report host.AuditReport `json:"read"`
 				}{true, rep})
 				return nil
 			}
@@ -107,38 +106,15 @@ is there, and what that means. Exit 0 when it holds, 1 naming the first break,
 
 // verifyOptions finds the keys and checkpoint file: the flags, the audit
 // block of the config in force, the environment, beside the last file.
-func (a *app) verifyOptions(last, checkpoints, public string) (audit.VerifyOptions, error) {
-	var o audit.VerifyOptions
-	cpPath := last + ".checkpoints"
+func (a *app) verifyOptions(last, checkpoints, public string) (host.VerifyAuditOptions, error) {
 	cfg, err := a.loadConfig(false)
 	if err != nil && a.configPaths != nil {
-		return o, fmt.Errorf("loading the config for the audit block's keys: %w", err)
-	}
-	var keys audit.Keys
-	if err == nil && cfg.Audit != nil {
-		b := *cfg.Audit
-		if public != "" {
-			b.PublicKey = public
-		}
-		cpPath = b.CheckpointPath
-		if cpPath == "" {
-			cpPath = b.Path + ".checkpoints"
-		}
-		keys, err = audit.ConfigKeys(&b) // as the host that wrote the log
-	} else {
-		keys, err = audit.KeySource{PublicKey: public}.Load()
+		return host.VerifyAuditOptions{}, fmt.Errorf("loading the config for the audit block's keys: %w", err)
 	}
 	if err != nil {
-		return o, err
+		cfg = nil
 	}
-	if checkpoints != "" {
-		cpPath = checkpoints
-	}
-	if _, err := os.Stat(cpPath); err != nil && checkpoints == "" && keys.Public == nil {
-		cpPath = "" // nothing to check them with, and none there
-	}
-	o.Key, o.Public, o.Checkpoints = keys.MAC, keys.Public, cpPath
-	return o, nil
+	return host.AuditVerifyOptions(cfg, last, checkpoints, public)
 }
 
 func (a *app) auditKeygenCmd() *cobra.Command {
@@ -155,7 +131,7 @@ verifies the log (public_key in their audit block, or --public-key).`,
   nexus audit keygen -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			key, signing, public, err := audit.NewKeys()
+			key, signing, public, err := host.NewAuditKeys()
 			if err != nil {
 				return err
 			}

@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nexus-mcp/nexus/host"
-	"github.com/nexus-mcp/nexus/internal/config"
 )
 
 // nexus auth login|logout|status SERVER: the OAuth tokens of HTTP servers.
@@ -118,7 +117,7 @@ func (a *app) authStatusCmd() *cobra.Command {
 				a.target = args[0]
 			} else {
 				for _, s := range a.cfg.Servers {
-					if s.Type == config.TypeHTTP || s.Type == config.TypeSSE {
+					if s.Type == host.TypeHTTP || s.Type == host.TypeSSE {
 						names = append(names, s.Name)
 					}
 				}

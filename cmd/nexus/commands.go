@@ -18,7 +18,6 @@ import (
 
 	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/mcp"
-	"github.com/nexus-mcp/nexus/internal/registry"
 	"github.com/nexus-mcp/nexus/internal/testserver"
 )
 
@@ -148,7 +147,7 @@ func checkServer(h *host.Host, server string) error {
 		return &host.UnknownServerError{Name: server, Known: h.Config().Names()}
 	}
 	if !s.Enabled {
-		return h.Explain(server, &registry.DisabledError{Server: s})
+		return h.Explain(server, &host.DisabledError{Server: server})
 	}
 	return nil
 }

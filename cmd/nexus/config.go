@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,34 +11,32 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/diag"
-	"github.com/nexus-mcp/nexus/internal/plugin"
 	"github.com/nexus-mcp/nexus/internal/sanitize"
 )
 
 // loadConfig discovers and loads the configuration (or the --config
 // files). allowUnset keeps undefined variables as references, for the
 // verbs that never need their values.
-func (a *app) loadConfig(allowUnset bool) (*config.Config, error) {
-	opts := config.Options{Files: a.configPaths, AllowUnset: allowUnset}
+func (a *app) loadConfig(allowUnset bool) (*host.Config, error) {
+	opts := host.ConfigOptions{Files: a.configPaths, AllowUnset: allowUnset}
 	if !allowUnset {
 		opts.Prompter = a.prompter()
 	}
-	cfg, err := config.Load(opts)
-	if err == nil && len(cfg.Untrusted) > 0 && a.askTrust(cfg.Untrusted) {
-		cfg, err = config.Load(opts) // what changed since it was shown stays untrusted
+	cfg, err := host.LoadConfig(opts)
+	if err == nil && len(cfg.Untrusted) > 0 && a.askTrust(cfg) {
+		cfg, err = host.LoadConfig(opts) // what changed since it was shown stays untrusted
 	}
 	if err == nil && len(cfg.Untrusted) > 0 {
 		// An untrusted workspace config was left out; using the rest as if
 		// it were not there would surprise more than refusing does.
 		// --yes does not reach here: trust is given only by nexus trust.
-		return &config.Config{Files: cfg.Files, Warnings: cfg.Warnings, Untrusted: cfg.Untrusted}, config.UntrustedReport(cfg.Untrusted)
+		return &host.Config{Files: cfg.Files, Warnings: cfg.Warnings, Untrusted: cfg.Untrusted}, host.UntrustedReport(cfg)
 	}
 	return cfg, err
 }
@@ -364,35 +361,19 @@ launch) to check their configs against the plugin's own schema;
 // against the plugins' schemas: a line for each plugin whose configs all
 // match, a report for each that does not or could not be started.
 func (a *app) checkPlugins(ctx context.Context, cfg *config.Config) ([]string, config.Errors) {
-	m := plugin.NewManager(plugin.Options{Logger: hclog.NewNullLogger()})
-	defer m.Close()
 	var ok []string
 	var errs config.Errors
-	for _, c := range m.Check(ctx, cfg) {
-		if len(c.Errs) == 0 {
+	for _, c := range host.CheckPlugins(ctx, cfg) {
+		if len(c.Problems) == 0 {
 			verb := "match"
 			if c.Configs == 1 {
 				verb = "matches"
 			}
 			ok = append(ok, fmt.Sprintf("plugin %q: %s %s its schema", c.Plugin, count(c.Configs, "config"), verb))
 		}
-		for _, err := range c.Errs {
-			var bad *plugin.ConfigError
-			var notChecked *plugin.CheckError
-			refused := errors.As(err, &bad) // by the plugin's schema: its report as is
-			if !refused && !errors.As(err, &notChecked) {
-				var src diag.Source
-				if pc := cfg.Plugin(c.Plugin); pc != nil {
-					src = pc.Source
-				}
-				err = &plugin.CheckError{Plugin: c.Plugin, Source: src, Err: err}
-			}
-			err = host.Describe(cfg, err, host.DescribeOptions{}) // the plugin's typed error as its report
-			var rep *diag.Report
-			if !errors.As(err, &rep) {
-				rep = &diag.Report{Title: "Plugin Config Not Checked", Problem: err.Error(), Cause: err} // unreachable: explain tells every CheckError
-			}
-			if !refused {
+		for _, p := range c.Problems {
+			rep := p.Report
+			if !p.Refused {
 				// The plugin did not start: its report, and how to check
 				// the rest meanwhile.
 				r := *rep
@@ -494,7 +475,7 @@ type termPrompter struct {
 
 // prompter returns a terminal prompter when stdin is a terminal; without
 // one, inputs come from NEXUS_INPUT_<ID>.
-func (a *app) prompter() config.Prompter {
+func (a *app) prompter() host.Prompter {
 	f, ok := a.stdin.(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) {
 		return nil
@@ -502,7 +483,7 @@ func (a *app) prompter() config.Prompter {
 	return &termPrompter{in: f, out: a.stderr}
 }
 
-func (p *termPrompter) Prompt(in config.Input) (string, error) {
+func (p *termPrompter) Prompt(in host.ConfigInput) (string, error) {
 	label := in.Description
 	if label == "" {
 		label = in.ID

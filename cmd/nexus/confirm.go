@@ -8,16 +8,16 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/nexus-mcp/nexus/internal/policy"
+	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/internal/sanitize"
 )
 
 // confirmer answers the host's confirmation questions: --yes approves
 // everything; on a terminal a person is asked; otherwise nobody can be
 // asked and the host denies, naming --yes.
-func (a *app) confirmer() policy.Confirmer {
+func (a *app) confirmer() host.Confirmer {
 	if a.yes {
-		return policy.AllowAll{}
+		return host.AllowAll{}
 	}
 	con := a.console()
 	if !con.canAsk() {
@@ -49,12 +49,12 @@ func (t *terminalConfirm) allow(server string) {
 	t.allowAll[server] = true
 }
 
-func (t *terminalConfirm) Confirm(ctx context.Context, r policy.ConfirmRequest) (policy.Answer, error) {
+func (t *terminalConfirm) Confirm(ctx context.Context, r host.ConfirmRequest) (host.Answer, error) {
 	t.mu.Lock()
 	all := t.allowAll[r.Server]
 	t.mu.Unlock()
 	if all {
-		return policy.Yes, nil // approved for this shell only, never remembered
+		return host.AnswerYes, nil // approved for this shell only, never remembered
 	}
 	c := t.con
 	c.begin()
@@ -75,23 +75,23 @@ func (t *terminalConfirm) Confirm(ctx context.Context, r policy.ConfirmRequest) 
 		line, err := c.read(ctx, question)
 		switch {
 		case errors.Is(err, io.EOF):
-			return policy.No, errors.New("the terminal closed before an answer")
+			return host.AnswerNo, errors.New("the terminal closed before an answer")
 		case errors.Is(err, errAborted):
-			return policy.No, nil
+			return host.AnswerNo, nil
 		case err != nil:
-			return policy.No, fmt.Errorf("no answer: %w", err)
+			return host.AnswerNo, fmt.Errorf("no answer: %w", err)
 		}
 		switch strings.ToLower(strings.TrimSpace(line)) {
 		case "y", "yes":
-			return policy.Yes, nil
+			return host.AnswerYes, nil
 		case "a", "always":
-			return policy.Always, nil
+			return host.AnswerAlways, nil
 		case "t", "tool":
 			if r.Tool != "" {
-				return policy.AlwaysTool, nil
+				return host.AnswerAlwaysTool, nil
 			}
 		case "n", "no", "":
-			return policy.No, nil
+			return host.AnswerNo, nil
 		}
 	}
 }

@@ -17,7 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/nexus-mcp/nexus/internal/config"
+	"github.com/nexus-mcp/nexus/host"
 )
 
 // clientFiles are the MCP config files a client reads, in the user's home
@@ -144,7 +144,7 @@ func (d *doctor) file(ctx context.Context, client, path string) {
 		return
 	}
 	d.say("%s: %s", client, shown)
-	cfg, err := config.Load(config.Options{Files: []string{path}, Dir: d.cwd, Home: d.home, NoDefault: true, AllowUnset: true})
+	cfg, err := host.LoadConfig(host.ConfigOptions{Files: []string{path}, Dir: d.cwd, Home: d.home, NoDefault: true, AllowUnset: true})
 	if err != nil {
 		d.problems++
 		d.say("    problem: the file does not load (the client may not read it either):")
@@ -154,7 +154,7 @@ func (d *doctor) file(ctx context.Context, client, path string) {
 		return
 	}
 	for _, s := range cfg.Servers {
-		if s.Type != config.TypeStdio || len(s.Command) == 0 || !isNexus(s.Command[0]) {
+		if s.Type != host.TypeStdio || len(s.Command) == 0 || !isNexus(s.Command[0]) {
 			continue
 		}
 		d.entries++
@@ -177,7 +177,7 @@ func shortenPath(p, home string) string {
 }
 
 // entry checks one entry that runs Nexus, then starts it.
-func (d *doctor) entry(ctx context.Context, s *config.Server) {
+func (d *doctor) entry(ctx context.Context, s *host.Server) {
 	bin, err := exec.LookPath(s.Command[0])
 	if err != nil {
 		d.problem("%s is not found on this PATH (%v); the client starts it with its own PATH, which is often shorter: give the full path (%s)", s.Command[0], err, "the output of: command -v nexus")
@@ -199,7 +199,7 @@ func (d *doctor) entry(ctx context.Context, s *config.Server) {
 
 // run starts the entry as the client would and asks initialize and
 // tools/list, within the timeout.
-func (d *doctor) run(ctx context.Context, s *config.Server, bin string) {
+func (d *doctor) run(ctx context.Context, s *host.Server, bin string) {
 	ctx, cancel := context.WithTimeout(ctx, d.timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, s.Command[1:]...)

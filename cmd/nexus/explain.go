@@ -15,7 +15,6 @@ import (
 	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/bounded"
-	"github.com/nexus-mcp/nexus/internal/policy"
 )
 
 // maxSampleResult bounds --result: a sample, read whole.
@@ -290,7 +289,7 @@ func explainJSON(agent string, v *host.Verdict) any {
 	}{Agent: agent, Server: v.Server, Tool: v.Tool, Allowed: v.Err == nil, Result: v.Result, Raw: v.Raw, Steps: []step{}}
 	if v.Err != nil {
 		out.Refusal = v.Err.Error()
-		var de *policy.DeniedError
+		var de *host.DeniedError
 		if errors.As(v.Err, &de) {
 			out.Link = de.Link
 		}

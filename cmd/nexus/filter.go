@@ -9,10 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
-	"github.com/nexus-mcp/nexus/internal/wasm"
+	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/sdk/event"
 )
 
@@ -28,12 +27,6 @@ func (a *app) filterCmd() *cobra.Command {
 	}
 	cmd.AddCommand(a.filterTestCmd(), a.filterInspectCmd())
 	return cmd
-}
-
-// filterRuntime is a WASM runtime for one command; what filters log is
-// printed by the command itself, not logged.
-func (a *app) filterRuntime(cmd *cobra.Command) (*wasm.Runtime, error) {
-	return wasm.NewRuntime(cmd.Context(), wasm.Options{Logger: hclog.NewNullLogger()})
 }
 
 func (a *app) filterTestCmd() *cobra.Command {
@@ -75,16 +68,12 @@ it fails (a trap, a timeout, an invalid decision), 3 when it does not load.`,
 				}
 				cfg = b
 			}
-			rt, err := a.filterRuntime(cmd)
-			if err != nil {
-				return err
-			}
-			defer rt.Close(cmd.Context())
-			f, err := rt.Load(cmd.Context(), wasm.Spec{Path: args[0], SHA256: sum, Config: cfg, MemoryMB: memoryMB, Timeout: callTimeout, Pool: 1,
+			f, err := host.OpenFilter(cmd.Context(), host.FilterSpec{Path: args[0], SHA256: sum, Config: cfg, MemoryMB: memoryMB, Timeout: callTimeout,
 				Entrypoint: entrypoint, DataFile: dataFile})
 			if err != nil {
 				return &exitError{exitConnection, err}
 			}
+			defer f.Close(cmd.Context())
 			res, err := f.Call(cmd.Context(), e)
 			if a.output == "json" {
 				a.printTestJSON(res, err)
@@ -144,7 +133,7 @@ func (a *app) readEvent(path string) (*event.Event, error) {
 	return e, nil
 }
 
-func (a *app) printTest(res wasm.Result, callErr error) {
+func (a *app) printTest(res host.FilterResult, callErr error) {
 	var b strings.Builder
 	if callErr == nil {
 		d := res.Decision
@@ -171,7 +160,7 @@ func (a *app) printTest(res wasm.Result, callErr error) {
 	if len(res.Log) > 0 {
 		b.WriteString("Log:\n")
 		for _, l := range res.Log {
-			tag := l.Level.String()
+			tag := l.Level
 			if l.Stream != "log" {
 				tag = l.Stream
 			}
@@ -184,10 +173,10 @@ func (a *app) printTest(res wasm.Result, callErr error) {
 	}
 }
 
-func (a *app) printTestJSON(res wasm.Result, callErr error) {
+func (a *app) printTestJSON(res host.FilterResult, callErr error) {
 	logs := make([]map[string]string, 0, len(res.Log))
 	for _, l := range res.Log {
-		logs = append(logs, map[string]string{"level": l.Level.String(), "stream": l.Stream, "text": l.Text})
+		logs = append(logs, map[string]string{"level": l.Level, "stream": l.Stream, "text": l.Text})
 	}
 	out := map[string]any{"duration_ms": float64(res.Duration.Microseconds()) / 1000, "log": logs}
 	if callErr != nil {
@@ -218,12 +207,7 @@ module that does not implement ABI v1, 3 for a file that is not one.`,
 			if err != nil {
 				return usageErr("%v", err)
 			}
-			rt, err := a.filterRuntime(cmd)
-			if err != nil {
-				return err
-			}
-			defer rt.Close(cmd.Context())
-			info, err := rt.Inspect(cmd.Context(), wasm.Spec{Path: path, SHA256: sum})
+			info, err := host.InspectFilter(cmd.Context(), path, sum)
 			if err != nil {
 				return &exitError{exitConnection, err}
 			}
@@ -234,7 +218,7 @@ module that does not implement ABI v1, 3 for a file that is not one.`,
 			}
 			if len(info.Problems) > 0 {
 				abi := "the Nexus filter ABI v1"
-				if strings.HasPrefix(info.ABI, wasm.ABIOPA) {
+				if info.OPA() {
 					abi = "OPA's WebAssembly ABI as Nexus calls it"
 				}
 				fmt.Fprintf(a.stderr, "Error: %s does not implement %s (%d problems above)\n", filepath.Base(path), abi, len(info.Problems))
@@ -247,7 +231,7 @@ module that does not implement ABI v1, 3 for a file that is not one.`,
 	return cmd
 }
 
-func (a *app) printInspectFilter(info *wasm.Info) {
+func (a *app) printInspectFilter(info *host.FilterInfo) {
 	var b strings.Builder
 	abi := info.ABI
 	if abi == "" {
@@ -267,7 +251,7 @@ func (a *app) printInspectFilter(info *wasm.Info) {
 		mem += fmt.Sprintf(", at most %d pages (%s)", info.MemoryMax, humanSize(int64(info.MemoryMax)<<16))
 	}
 	fmt.Fprintf(&b, "Memory: %s\n", mem)
-	section := func(title string, syms []wasm.Symbol) {
+	section := func(title string, syms []host.FilterSymbol) {
 		fmt.Fprintf(&b, "\n%s:\n", title)
 		if len(syms) == 0 {
 			b.WriteString("  none\n")

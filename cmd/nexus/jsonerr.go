@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"io"
 
-	"github.com/nexus-mcp/nexus/internal/config"
+	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/internal/diag"
 )
 
@@ -12,7 +12,7 @@ import (
 // --output json a failure is as machine-readable as a success.
 func printJSONErrors(w io.Writer, err error, code int) {
 	var out []diag.JSON
-	for _, r := range config.Reports(err) {
+	for _, r := range host.Reports(err) {
 		out = append(out, r.JSON())
 	}
 	if len(out) == 0 {

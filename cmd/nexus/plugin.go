@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/nexus-mcp/nexus/internal/plugin"
+	"github.com/nexus-mcp/nexus/host"
 )
 
 // pluginCmd is `nexus plugin`: tools for go-plugin binaries.
@@ -45,7 +45,7 @@ binaries you trust. --sha256 checks it first, as a plugin block would.`,
 			if err != nil {
 				return usageErr("%v", err)
 			}
-			info, err := plugin.Inspect(cmd.Context(), path, plugin.InspectOptions{StartTimeout: a.timeout, SHA256: sum})
+			info, err := host.InspectPlugin(cmd.Context(), path, host.InspectOptions{StartTimeout: a.timeout, SHA256: sum})
 			if err != nil {
 				return err
 			}
@@ -60,7 +60,7 @@ binaries you trust. --sha256 checks it first, as a plugin block would.`,
 	return cmd
 }
 
-func (a *app) printInspectJSON(info plugin.Info) error {
+func (a *app) printInspectJSON(info host.PluginInfo) error {
 	out := map[string]any{
 		"path":              info.Path,
 		"sha256":            info.SHA256,
@@ -80,7 +80,7 @@ func (a *app) printInspectJSON(info plugin.Info) error {
 	return nil
 }
 
-func (a *app) printInspect(info plugin.Info) {
+func (a *app) printInspect(info host.PluginInfo) {
 	var b strings.Builder
 	title := info.Name
 	if title == "" {

@@ -16,11 +16,6 @@ import (
 
 	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/mcp"
-	"github.com/nexus-mcp/nexus/internal/config"
-	"github.com/nexus-mcp/nexus/internal/lock"
-	"github.com/nexus-mcp/nexus/internal/plugin"
-	"github.com/nexus-mcp/nexus/internal/policy"
-	"github.com/nexus-mcp/nexus/internal/sampling"
 )
 
 // Exit codes.
@@ -61,7 +56,7 @@ type app struct {
 
 	noLock    bool // nexus lock: the lockfile is what it writes, not what it obeys
 	modelOnce sync.Once
-	sampler   *sampling.Model // the config's sampling model, nil without one
+	sampler   *host.SamplingModel // the config's sampling model, nil without one
 
 	levelMu  sync.Mutex
 	shown    hclog.Level // servers' log messages shown from here (the shell's /loglevel); NoLevel: --log-level
@@ -79,7 +74,7 @@ type app struct {
 
 	// What the running command works on, so that an error can name the
 	// server and where it is configured (errors.go).
-	cfg    *config.Config
+	cfg    *host.Config
 	target string
 
 	onChange func(server string) // the shell's, to refresh its completions
@@ -161,9 +156,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		us         *host.UnknownServerError
 		ut         *host.UnknownToolError
 		rerr       *mcp.RPCError
-		denied     *policy.DeniedError
+		denied     *host.DeniedError
 		filterLoad *host.FilterLoadError
-		pluginCfg  *plugin.ConfigError
+		pluginCfg  *host.PluginConfigError
 		schema     *host.SchemaError
 	)
 	switch {
@@ -278,7 +273,7 @@ func (a *app) openHost() (*host.Host, error) {
 	}
 	a.printWarnings(cfg.Warnings)
 	a.cfg = cfg
-	var pinned *lock.Lock
+	var pinned *host.Lock
 	if !a.noLock {
 		if pinned, err = a.readLock(cfg); err != nil {
 			return nil, err

@@ -8,8 +8,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/mcp"
-	"github.com/nexus-mcp/nexus/internal/sampling"
 )
 
 // Sampling at the terminal: Nexus has no model of its own, so a server's
@@ -36,12 +36,8 @@ func rejectSampling(why string) *mcp.RPCError {
 
 // model is the config's sampling model, made on first use; nil without a
 // sampling block.
-func (a *app) model() *sampling.Model {
-	a.modelOnce.Do(func() {
-		if a.cfg != nil && a.cfg.Sampling != nil {
-			a.sampler = sampling.New(a.cfg.Sampling, nil)
-		}
-	})
+func (a *app) model() *host.SamplingModel {
+	a.modelOnce.Do(func() { a.sampler = host.NewSamplingModel(a.cfg) })
 	return a.sampler
 }
 
@@ -195,8 +191,8 @@ func indent(s, prefix string) string {
 
 // sampleModel sends a request to the model, after a person confirmed it
 // where the sampling block asks for that.
-func (a *app) sampleModel(ctx context.Context, con *console, m *sampling.Model, server string, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
-	if a.cfg.Sampling.Confirm {
+func (a *app) sampleModel(ctx context.Context, con *console, m *host.SamplingModel, server string, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+	if m.Confirm() {
 		if !con.canAsk() {
 			return nil, rejectSampling(fmt.Sprintf("the sampling block has each request confirmed by a person and no terminal is attached; set confirm = false in it to let model %q answer unattended", m.Name()))
 		}

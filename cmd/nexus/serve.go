@@ -25,7 +25,6 @@ import (
 	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/gateway"
 	"github.com/nexus-mcp/nexus/internal/gateway/store"
-	"github.com/nexus-mcp/nexus/internal/policy"
 )
 
 func (a *app) serveCmd() *cobra.Command {
@@ -112,9 +111,9 @@ continued and passed upstream.`,
 				cfg.Agents = append(cfg.Agents, &config.Agent{Name: agent, Permission: "trusted"})
 			}
 
-			var confirm policy.Confirmer = gateway.Confirm{}
+			var confirm = host.ClientConfirmer()
 			if a.yes {
-				confirm = policy.AllowAll{}
+				confirm = host.AllowAll{}
 			}
 			log := a.logger()
 			pinned, err := a.readLock(cfg)

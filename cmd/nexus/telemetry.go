@@ -9,15 +9,13 @@ import (
 	"time"
 
 	"github.com/nexus-mcp/nexus/host"
-	"github.com/nexus-mcp/nexus/internal/config"
-	"github.com/nexus-mcp/nexus/internal/telemetry"
 )
 
 // telemetry sets up traces as the config's telemetry block and the
 // OTEL_* variables say (none without either: then nothing is traced) and,
 // with metrics, Prometheus metrics. Spans still queued are sent when the command ends, for at most
 // five seconds.
-func (a *app) telemetry(cfg *config.Config, metrics bool) (*telemetry.Telemetry, error) {
+func (a *app) telemetry(cfg *host.Config, metrics bool) (*host.Telemetry, error) {
 	t, err := host.OpenTelemetry(cfg, metrics)
 	if err != nil {
 		return nil, &exitError{exitUsage, err}
@@ -34,9 +32,12 @@ func (a *app) telemetry(cfg *config.Config, metrics bool) (*telemetry.Telemetry,
 	return t, nil
 }
 
+// metrics is what serveMetrics serves: the host's Telemetry's Metrics.
+type metrics interface{ Handler() http.Handler }
+
 // serveMetrics serves m at http://addr/metrics until ctx ends. It returns
 // once the listener is up, or with why it cannot be.
-func serveMetrics(ctx context.Context, addr string, m *telemetry.Metrics, logErr func(msg string, args ...any)) (net.Addr, error) {
+func serveMetrics(ctx context.Context, addr string, m metrics, logErr func(msg string, args ...any)) (net.Addr, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: cannot listen on %s: %w (another process on the port? pick another with --metrics)", addr, err)

@@ -9,34 +9,24 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/nexus-mcp/nexus/internal/config"
+	"github.com/nexus-mcp/nexus/host"
 )
 
 // trustPath is the trust store: $NEXUS_TRUST, else ~/.nexus/trust.json,
-// the one config.Load consults.
-func trustPath() string {
-	home, _ := os.UserHomeDir()
-	return config.TrustPath(nil, home)
-}
+// the one host.LoadConfig consults.
+func trustPath() string { return host.TrustPath() }
 
 // trustTargets are the workspace config files args name: files as they
 // are, directories by the config files discovery would find in them; with
 // no args, those discovery finds from the working directory.
 func trustTargets(args []string) ([]string, error) {
 	if len(args) == 0 {
-		files, err := config.Discover(config.Options{NoDefault: true})
+		out, err := host.WorkspaceConfigs()
 		if err != nil {
 			return nil, err
-		}
-		var out []string
-		for _, f := range files {
-			if config.NeedsTrust(f.Layer) {
-				out = append(out, f.Path)
-			}
 		}
 		if len(out) == 0 {
 			return nil, usageErr("no workspace config (.nexus/ or nexus.hcl) is in this directory or above it; give the PATH of one")
@@ -53,7 +43,7 @@ func trustTargets(args []string) ([]string, error) {
 			out = append(out, p)
 			continue
 		}
-		found := config.WorkspaceFiles(p)
+		found := host.WorkspaceFiles(p)
 		if len(found) == 0 {
 			return nil, usageErr("%s holds no workspace config (.nexus/mcp.json, .nexus/nexus.hcl, nexus.hcl, ...); give the file's path", p)
 		}
@@ -103,19 +93,19 @@ NEXUS_CONFIG are trusted as they are.`,
 				return err
 			}
 			var said strings.Builder // printed once the store has it
-			err = config.UpdateTrust(trustPath(), func(entries []config.Trusted) ([]config.Trusted, error) {
+			err = host.UpdateTrust(trustPath(), func(entries []host.Trusted) ([]host.Trusted, error) {
 				for _, p := range paths {
-					key, err := config.TrustKey(p)
+					key, err := host.TrustKey(p)
 					if err != nil {
 						return nil, usageErr("%s: %v", p, unwrapPath(err))
 					}
-					data, sum, err := config.HashConfig(key)
+					data, sum, err := host.HashConfig(key)
 					if err != nil {
 						return nil, usageErr("%s cannot be trusted: %v", p, err)
 					}
-					entries = grant(entries, key, sum)
+					entries = host.Grant(entries, key, sum)
 					fmt.Fprintf(&said, "Trusted %s (sha256 %s)\n", clean(key), sum[:12])
-					for _, l := range config.Inventory(key, data) {
+					for _, l := range host.ConfigInventory(key, data) {
 						fmt.Fprintln(&said, "  "+clean(l))
 					}
 				}
@@ -133,18 +123,18 @@ NEXUS_CONFIG are trusted as they are.`,
 }
 
 func (a *app) trustList() error {
-	entries, err := config.ReadTrust(trustPath())
+	entries, err := host.ReadTrust(trustPath())
 	if err != nil {
 		return err
 	}
 	type row struct {
-		config.Trusted
+		host.Trusted
 		State string `json:"state"` // trusted, changed or missing
 	}
 	rows := make([]row, len(entries))
 	for i, t := range entries {
 		rows[i] = row{t, "trusted"}
-		if _, sum, err := config.HashConfig(t.Path); err != nil {
+		if _, sum, err := host.HashConfig(t.Path); err != nil {
 			rows[i].State = "missing"
 		} else if sum != t.SHA256 {
 			rows[i].State = "changed"
@@ -192,8 +182,8 @@ exist any more.`,
 					return usageErr("--all takes no PATH")
 				}
 				// A store that cannot be read is still replaced.
-				entries, _ := config.ReadTrust(store)
-				if err := config.UpdateTrust(store, nil); err != nil {
+				entries, _ := host.ReadTrust(store)
+				if err := host.UpdateTrust(store, nil); err != nil {
 					return err
 				}
 				fmt.Fprintf(a.stdout, "Untrusted %d file(s).\n", len(entries))
@@ -211,14 +201,14 @@ exist any more.`,
 				return err
 			}
 			for _, p := range paths {
-				if k, err := config.TrustKey(p); err == nil {
+				if k, err := host.TrustKey(p); err == nil {
 					keys[k] = true
 				}
 			}
 			removed := 0
-			err = config.UpdateTrust(store, func(entries []config.Trusted) ([]config.Trusted, error) {
+			err = host.UpdateTrust(store, func(entries []host.Trusted) ([]host.Trusted, error) {
 				before := len(entries)
-				entries = slices.DeleteFunc(entries, func(t config.Trusted) bool { return keys[t.Path] })
+				entries = slices.DeleteFunc(entries, func(t host.Trusted) bool { return keys[t.Path] })
 				if removed = before - len(entries); removed == 0 {
 					return nil, usageErr("none of these is trusted (nexus trust --list lists what is)")
 				}
@@ -238,24 +228,17 @@ exist any more.`,
 // trustWritten trusts a config file Nexus just wrote for the person, as it
 // is now.
 func trustWritten(path string) error {
-	key, err := config.TrustKey(path)
+	key, err := host.TrustKey(path)
 	if err != nil {
 		return err
 	}
-	_, sum, err := config.HashConfig(key)
+	_, sum, err := host.HashConfig(key)
 	if err != nil {
 		return err
 	}
-	return config.UpdateTrust(trustPath(), func(entries []config.Trusted) ([]config.Trusted, error) {
-		return grant(entries, key, sum), nil
+	return host.UpdateTrust(trustPath(), func(entries []host.Trusted) ([]host.Trusted, error) {
+		return host.Grant(entries, key, sum), nil
 	})
-}
-
-// grant trusts the file key with content sum in list, replacing what was
-// trusted under that path before.
-func grant(list []config.Trusted, key, sum string) []config.Trusted {
-	list = slices.DeleteFunc(list, func(t config.Trusted) bool { return t.Path == key })
-	return append(list, config.Trusted{Path: key, SHA256: sum, Granted: time.Now().UTC().Truncate(time.Second)})
 }
 
 // askTrust offers, at a terminal, to trust the untrusted workspace configs
@@ -263,14 +246,14 @@ func grant(list []config.Trusted, key, sum string) []config.Trusted {
 // shown (its hash), so a file changed meanwhile stays untrusted. Without a
 // terminal nobody is asked, and --yes does not answer: trust is a person's
 // decision about a file, not about a call.
-func (a *app) askTrust(us []config.Untrusted) bool {
+func (a *app) askTrust(cfg *host.Config) bool {
 	con := a.console()
 	if !con.canAsk() {
 		return false
 	}
 	con.begin()
 	defer con.end()
-	rep := *config.UntrustedReport(us)
+	rep := *host.UntrustedReport(cfg)
 	rep.Fix = nil
 	con.say("%s\n", clean(rep.Error()))
 	ctx := a.ctx
@@ -281,17 +264,7 @@ func (a *app) askTrust(us []config.Untrusted) bool {
 	if err != nil || !strings.EqualFold(strings.TrimSpace(line), "y") && !strings.EqualFold(strings.TrimSpace(line), "yes") {
 		return false
 	}
-	err = config.UpdateTrust(trustPath(), func(entries []config.Trusted) ([]config.Trusted, error) {
-		for _, u := range us {
-			key, err := config.TrustKey(u.Path)
-			if err != nil {
-				return nil, err
-			}
-			entries = grant(entries, key, u.SHA256)
-		}
-		return entries, nil
-	})
-	if err != nil {
+	if err := host.TrustUntrusted(trustPath(), cfg); err != nil {
 		con.say("The trust could not be saved: %v\n", err)
 		return false
 	}
