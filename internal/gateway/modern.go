@@ -377,18 +377,19 @@ func (s *session) modernCall(ctx context.Context, params json.RawMessage, meta *
 	at := new(attempt)
 	if mcp.DeclaresTasks(meta.Capabilities) {
 		// A retry is opened as bridged opens it: one call, decided once.
+		in := mcp.InputOf(ctx)
 		ctx, st, err := s.retry(ctx, server, b, at)
 		if err != nil {
 			return s.modernAnswer(ctx, p, meta, at, nil, err)
 		}
 		if st != nil { // a bridged call's, its first attempt made without the extension
-			res, err, ask := s.g.br.resume(ctx, st, meta, mcp.InputOf(ctx), mcp.MethodToolsCall, params)
+			res, err, ask := s.g.br.resume(ctx, st, meta, in, mcp.MethodToolsCall, params)
 			if ask != nil {
 				return ask, nil
 			}
 			return s.modernAnswer(ctx, p, meta, at, res, err)
 		}
-		return s.modernTaskCall(ctx, server, p, meta, at, params)
+		return s.modernTaskCall(ctx, server, p, meta, at, params, early(in))
 	}
 	// The same call as a legacy client's (call): the same event to the
 	// chain, the same audit record, once however many rounds of input
@@ -527,14 +528,27 @@ func (a *attempt) callID() string { return hex.EncodeToString(a.id[:]) }
 // first attempt's id and params, and its answers pass the chain first.
 func (s *session) bridged(ctx context.Context, server string, b binding, meta *mcp.RequestMeta, method string, params json.RawMessage, at *attempt,
 	run func(ctx, nctx context.Context) (any, error)) (res any, err error, ask *mcp.InputRequiredResult) {
+	in := mcp.InputOf(ctx)
 	ctx, st, err := s.retry(ctx, server, b, at)
 	if err != nil {
 		return nil, err, nil
 	}
 	if st != nil {
-		return s.g.br.resume(ctx, st, meta, mcp.InputOf(ctx), method, params)
+		return s.g.br.resume(ctx, st, meta, in, method, params)
 	}
-	return s.g.br.start(ctx, s, server, b, meta, mcp.InputOf(ctx), at, params, run)
+	return s.g.br.start(ctx, s, server, b, meta, early(in), at, params, run)
+}
+
+// early is the answers a request brought without a requestState (nil:
+// none). The upstream never gets them (retry drops them); the bridge
+// may give one to a legacy server's question of the call whose key it
+// names (take), as the answer of that server request, which passes the
+// chain as any does: the question first, then the answer.
+func early(in *mcp.InputParams) mcp.InputResponses {
+	if in == nil || in.RequestState != "" {
+		return nil
+	}
+	return in.InputResponses
 }
 
 // retry opens the requestState a retry brings, held to this agent and
@@ -547,11 +561,23 @@ func (s *session) bridged(ctx context.Context, server string, b binding, meta *m
 func (s *session) retry(ctx context.Context, server string, b binding, at *attempt) (context.Context, *state, error) {
 	in := mcp.InputOf(ctx)
 	switch {
-	case in == nil || in.RequestState == "":
-		// Answers without a state (a client may send them on a first
-		// request: the conformance suite's ignore-extra-params does) go
-		// on as sent: there is no question to judge them beside.
+	case in == nil:
 		return ctx, nil, nil
+	case in.RequestState == "":
+		// Answers without a state (a client may send them on a first
+		// request: the conformance suite's ignore-extra-params does)
+		// answer no question the chain judged, so none reaches the
+		// upstream: a modern server might take them (one that asks
+		// "confirm?" needs no state to read the answer), and the agent
+		// would have answered what the chain never let it be asked, with
+		// what the chain never saw. The first attempt goes up without
+		// them; the bridge keeps them for a legacy server's questions
+		// (early), where they pass the chain as answers.
+		if len(in.InputResponses) > 0 {
+			s.g.log.Debug("inputResponses without a requestState are not sent upstream (no question the chain judged to match them against)",
+				"agent", s.agent, "server", server, "method", b.method, "keys", len(in.InputResponses))
+		}
+		return mcp.WithInput(ctx, nil), nil, nil
 	case !strings.HasPrefix(in.RequestState, statePrefix):
 		return ctx, nil, badState("is not one this gateway handed out")
 	}
