@@ -70,59 +70,75 @@ func toolResult(t *testing.T, raw json.RawMessage) mcp.CallToolResult {
 }
 
 // A modern upstream, answers without a requestState: they answer no
-// question the chain judged, so they never reach the upstream (which
-// would take them: the asker reads answers with or without a state).
-// The upstream asks as if none came, and its question passes the chain:
-// an answer the sanitizers would refuse, and an answer to a question the
-// policy refuses to ask, are both kept from it. With the tasks extension
-// declared (the call goes by modernTaskCall) too.
-func TestStatelessAnswersNotSentUpstream(t *testing.T) {
+// question the chain judged, so they never go up as they came (the
+// asker would take them: it reads answers with or without a state). The
+// first attempt goes without them; once the chain has judged the
+// questions the upstream brings back, answers to every one of them make
+// a retry at once, as the agent's would be: each passes the sanitizers
+// with its question, and keys never asked are ignored. An answer the
+// sanitizers refuse, and an answer to a question the policy refuses to
+// ask, never reach the upstream. With the tasks extension declared (the
+// call goes by modernTaskCall) too.
+func TestStatelessAnswersJudgedFirst(t *testing.T) {
 	d := newDecidedEnv(t)
 	ctx := ctxT(t)
 	for i, caps := range []mcp.ClientCapabilities{elicitCaps(), {Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}}, Extensions: tasksExt}} {
 		d.denyAsk.Store("")
 		m := d.modern(t, "claude")
 		m.caps = caps
-		call := map[string]any{"name": "report", "arguments": map[string]any{},
-			"inputResponses": map[string]json.RawMessage{"elicitation.create-0": accept("mallory")}}
-		raw, err := m.call(ctx, mcp.MethodToolsCall, call)
-		var r mcp.InputRequiredResult
-		json.Unmarshal(raw, &r)
-		if err != nil || r.ResultType != mcp.ResultInputRequired || len(r.InputRequests) != 1 || r.InputRequests["elicitation.create-0"].Method != mcp.MethodElicitationCreate {
-			t.Fatalf("%d: an answer with no state: want the question asked, got %v %s", i, err, raw)
+		call := func(answer json.RawMessage) mcp.CallToolResult {
+			t.Helper()
+			raw, err := m.call(ctx, mcp.MethodToolsCall, map[string]any{"name": "report", "arguments": map[string]any{},
+				"inputResponses": map[string]json.RawMessage{"elicitation.create-0": answer, "never-asked": accept("x")}})
+			if err != nil {
+				t.Fatalf("%d: %v", i, err)
+			}
+			return toolResult(t, raw)
+		}
+		if res := call(accept("a")); res.IsError || len(res.Content) != 1 || res.Content[0].Text != "reported accept:a" {
+			t.Errorf("%d: an answer with no state, the question allowed: %+v", i, res)
+		}
+		if res := call(accept("mallory")); !res.IsError || len(res.Content) != 1 || !strings.Contains(res.Content[0].Text, "mallory may not answer") {
+			t.Errorf("%d: an answer with no state the sanitizers refuse: %+v", i, res)
 		}
 		// The policy refuses the question: the agent's answer to it,
 		// sent before it was asked, must not reach the upstream either.
 		d.denyAsk.Store("Your name?")
-		call["inputResponses"] = map[string]json.RawMessage{"elicitation.create-0": accept("a")}
-		raw, err = m.call(ctx, mcp.MethodToolsCall, call)
-		if res := toolResult(t, raw); err != nil || !res.IsError || len(res.Content) != 1 || !strings.Contains(res.Content[0].Text, "not to be asked") {
-			t.Fatalf("%d: an answer to a question the policy refuses: %v %s", i, err, raw)
+		if res := call(accept("b")); !res.IsError || len(res.Content) != 1 || !strings.Contains(res.Content[0].Text, "not to be asked") {
+			t.Errorf("%d: an answer to a question the policy refuses: %+v", i, res)
 		}
 	}
-	if n := d.a.answers.Load(); n != 0 {
-		t.Errorf("the upstream took %d answers sent without a requestState", n)
+	if n := d.a.answers.Load(); n != 2 {
+		t.Errorf("the upstream took %d answers sent without a requestState, want the 2 the chain let through", n)
 	}
 	d.mu.Lock()
-	if len(d.answers) != 0 {
-		t.Errorf("the sanitizers judged answers to questions never asked: %q", d.answers)
-	}
+	answers := strings.Join(d.answers, "\n")
 	d.mu.Unlock()
+	want := strings.Repeat(`"Your name?" => {"action":"accept","content":{"v":"a"}}`+"\n"+`"Your name?" => {"action":"accept","content":{"v":"mallory"}}`+"\n", 2)
+	if answers+"\n" != want {
+		t.Errorf("the sanitizers saw the answers as:\n%s\nwant\n%s", answers, want)
+	}
 	calls := d.callRecords(t, ctx, "mod", "report")
-	if len(calls) != 4 {
-		t.Fatalf("%d calls of report audited, want 4", len(calls))
+	if len(calls) != 6 {
+		t.Fatalf("%d calls of report audited, want 6", len(calls))
 	}
 	for i, c := range calls {
-		if !hasFlag(c.call, "input_required") && i%2 == 0 {
+		if !hasFlag(c.call, "input_required") {
 			t.Errorf("call %d: %+v, want it flagged input_required", i, c.call)
 		}
-		// The question, judged under the call's id: allowed, then refused.
-		want := event.Allow
-		if i%2 == 1 {
-			want = event.Deny
+		// Under the call's id: its question judged, then its answer (a
+		// refused question has none).
+		var ok bool
+		switch i % 3 {
+		case 0:
+			ok = c.decided(event.Allow, "", false) == 1 && c.decided(event.Allow, "", true) == 1
+		case 1:
+			ok = c.decided(event.Allow, "", false) == 1 && c.decided(event.Deny, "no-mallory", true) == 1
+		case 2:
+			ok = c.decided(event.Deny, "count", false) == 1 && len(c.under) == 1
 		}
-		if n := c.decided(want, map[bool]string{true: "count"}[want == event.Deny], false); n != 1 {
-			t.Errorf("call %d: %d questions %s under its id, want 1: %+v", i, n, want, c.under)
+		if !ok {
+			t.Errorf("call %d: want its question and its answer judged under its id: %+v", i, c.under)
 		}
 	}
 }

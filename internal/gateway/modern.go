@@ -375,19 +375,19 @@ func (s *session) modernCall(ctx context.Context, params json.RawMessage, meta *
 	server := s.toolServer(ctx, p.Name)
 	b := bindingOf(mcp.MethodToolsCall, p.Name, p.Arguments)
 	at := new(attempt)
+	in := mcp.InputOf(ctx)
 	if mcp.DeclaresTasks(meta.Capabilities) {
 		// A retry is opened as bridged opens it: one call, decided once.
-		in := mcp.InputOf(ctx)
 		ctx, st, err := s.retry(ctx, server, b, at)
 		if err != nil {
-			return s.modernAnswer(ctx, p, meta, at, nil, err)
+			return s.modernAnswer(ctx, p, params, meta, at, nil, nil, err)
 		}
 		if st != nil { // a bridged call's, its first attempt made without the extension
 			res, err, ask := s.g.br.resume(ctx, st, meta, in, mcp.MethodToolsCall, params)
 			if ask != nil {
 				return ask, nil
 			}
-			return s.modernAnswer(ctx, p, meta, at, res, err)
+			return s.modernAnswer(ctx, p, params, meta, at, nil, res, err)
 		}
 		return s.modernTaskCall(ctx, server, p, meta, at, params, early(in))
 	}
@@ -399,14 +399,16 @@ func (s *session) modernCall(ctx context.Context, params json.RawMessage, meta *
 	if ask != nil {
 		return ask, nil
 	}
-	return s.modernAnswer(ctx, p, meta, at, res, err)
+	return s.modernAnswer(ctx, p, params, meta, at, early(in), res, err)
 }
 
 // modernAnswer is what a modern call's outcome answers the agent: an
 // upstream's input_required passed on (through the chain), or the result.
 // at is the call's attempt (nil: a call whose retries do not come back
-// through bridged).
-func (s *session) modernAnswer(ctx context.Context, p mcp.CallToolParams, meta *mcp.RequestMeta, at *attempt, res any, err error) (any, error) {
+// through bridged). early is the answers the request brought without a
+// requestState: if they answer every question, the call is retried with
+// them at once (earlyRetry).
+func (s *session) modernAnswer(ctx context.Context, p mcp.CallToolParams, params json.RawMessage, meta *mcp.RequestMeta, at *attempt, early mcp.InputResponses, res any, err error) (any, error) {
 	server, _ := s.serverOf(p.Name)
 	if r, ok, ierr := inputRequired(res, err); ok || ierr != nil {
 		if ierr != nil {
@@ -414,6 +416,9 @@ func (s *session) modernAnswer(ctx context.Context, p mcp.CallToolParams, meta *
 		}
 		res, err = s.passInput(ctx, server, bindingOf(mcp.MethodToolsCall, p.Name, p.Arguments), r, meta, at)
 		if err == nil {
+			if rctx := earlyRetry(ctx, early, res); rctx != nil {
+				return s.modernCall(rctx, params, meta)
+			}
 			return res, nil
 		}
 	}
@@ -435,6 +440,7 @@ func (s *session) modernRead(ctx context.Context, params json.RawMessage, meta *
 		return nil, notFound(err, uri)
 	}
 	at := new(attempt)
+	in := mcp.InputOf(ctx)
 	res, err, ask := s.bridged(ctx, server, bindingOf(mcp.MethodResourcesRead, uri, nil), meta, mcp.MethodResourcesRead, params, at,
 		func(cctx, _ context.Context) (any, error) { return s.read(traced(cctx, params), server, uri) })
 	if ask != nil {
@@ -445,6 +451,9 @@ func (s *session) modernRead(ctx context.Context, params json.RawMessage, meta *
 			return nil, ierr
 		}
 		out, err := s.passInput(ctx, server, bindingOf(mcp.MethodResourcesRead, uri, nil), r, meta, at)
+		if rctx := earlyRetry(ctx, early(in), out); err == nil && rctx != nil {
+			return s.modernRead(rctx, params, meta)
+		}
 		return out, s.refused(err)
 	}
 	if isRefusal(err) {
@@ -459,7 +468,7 @@ func (s *session) modernRead(ctx context.Context, params json.RawMessage, meta *
 	} else {
 		hint = s.readHint(nil)
 	}
-	if mcp.InputOf(ctx) != nil {
+	if in != nil {
 		hint.TTLMs = 0 // a retry's result depends on its input: not to be cached
 	}
 	return completed(res, hint, nil)
@@ -472,6 +481,7 @@ func (s *session) modernPrompt(ctx context.Context, params json.RawMessage, meta
 	}
 	h := s.host()
 	at := new(attempt)
+	in := mcp.InputOf(ctx)
 	res, err, ask := s.bridged(ctx, ref.server, bindingOf(mcp.MethodPromptsGet, ref.name, mcp.Member(params, "arguments")), meta, mcp.MethodPromptsGet, params, at,
 		func(cctx, _ context.Context) (any, error) {
 			defer s.untrack(ref.server, s.track(cctx, ref.server))
@@ -485,6 +495,9 @@ func (s *session) modernPrompt(ctx context.Context, params json.RawMessage, meta
 			return nil, ierr
 		}
 		out, err := s.passInput(ctx, ref.server, bindingOf(mcp.MethodPromptsGet, ref.name, mcp.Member(params, "arguments")), r, meta, at)
+		if rctx := earlyRetry(ctx, early(in), out); err == nil && rctx != nil {
+			return s.modernPrompt(rctx, params, meta)
+		}
 		return out, s.refused(err)
 	}
 	if isRefusal(err) {
@@ -540,15 +553,42 @@ func (s *session) bridged(ctx context.Context, server string, b binding, meta *m
 }
 
 // early is the answers a request brought without a requestState (nil:
-// none). The upstream never gets them (retry drops them); the bridge
-// may give one to a legacy server's question of the call whose key it
-// names (take), as the answer of that server request, which passes the
-// chain as any does: the question first, then the answer.
+// none). The upstream never gets them as they came (retry drops them):
+// the bridge may give one to a legacy server's question of the call
+// whose key it names (take), as the answer of that server request,
+// which passes the chain as any does, the question first; a modern
+// upstream's questions, once the chain has judged them, may be answered
+// by them in a retry the gateway makes at once (earlyRetry).
 func early(in *mcp.InputParams) mcp.InputResponses {
 	if in == nil || in.RequestState != "" {
 		return nil
 	}
 	return in.InputResponses
+}
+
+// earlyRetry is the context of the retry that a request's early answers
+// make of out, the input_required result passInput handed back (its
+// questions judged by the chain, its state sealed), when they answer
+// every question in it: the call goes on at once as the agent's retry
+// with them would (their answers pass the chain against the questions,
+// guardAnswers; the attempt is audited as a retry), and keys it did not
+// ask are ignored, as a server ignores what it does not recognize
+// (patterns/mrtr). nil: they do not, and the agent gets out. The retry
+// carries a state, so it makes no retry of its own.
+func earlyRetry(ctx context.Context, early mcp.InputResponses, out any) context.Context {
+	r, ok := out.(*mcp.InputRequiredResult)
+	if !ok || len(early) == 0 || r.RequestState == "" || len(r.InputRequests) == 0 {
+		return nil
+	}
+	in := &mcp.InputParams{RequestState: r.RequestState, InputResponses: make(mcp.InputResponses, len(r.InputRequests))}
+	for k := range r.InputRequests {
+		raw, ok := early[k]
+		if !ok {
+			return nil
+		}
+		in.InputResponses[k] = raw
+	}
+	return mcp.WithInput(ctx, in)
 }
 
 // retry opens the requestState a retry brings, held to this agent and
@@ -566,15 +606,15 @@ func (s *session) retry(ctx context.Context, server string, b binding, at *attem
 	case in.RequestState == "":
 		// Answers without a state (a client may send them on a first
 		// request: the conformance suite's ignore-extra-params does)
-		// answer no question the chain judged, so none reaches the
-		// upstream: a modern server might take them (one that asks
+		// answer no question the chain judged, so they do not go up as
+		// they came: a modern server might take them (one that asks
 		// "confirm?" needs no state to read the answer), and the agent
 		// would have answered what the chain never let it be asked, with
 		// what the chain never saw. The first attempt goes up without
-		// them; the bridge keeps them for a legacy server's questions
-		// (early), where they pass the chain as answers.
+		// them; they may answer the questions it brings back once the
+		// chain has judged those, as a retry's answers (early).
 		if len(in.InputResponses) > 0 {
-			s.g.log.Debug("inputResponses without a requestState are not sent upstream (no question the chain judged to match them against)",
+			s.g.log.Debug("inputResponses without a requestState are held back from the upstream; they answer only questions the chain judged first",
 				"agent", s.agent, "server", server, "method", b.method, "keys", len(in.InputResponses))
 		}
 		return mcp.WithInput(ctx, nil), nil, nil

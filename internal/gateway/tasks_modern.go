@@ -133,7 +133,7 @@ func (s *session) modernTaskCall(ctx context.Context, server string, p mcp.CallT
 		return seed, nil
 	default:
 	}
-	return s.modernAnswer(ctx, p, meta, at, res, err)
+	return s.modernAnswer(ctx, p, params, meta, at, early, res, err)
 }
 
 // newTask makes a task, not yet in the session's store.
