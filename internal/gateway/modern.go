@@ -592,7 +592,9 @@ func earlyRetry(ctx context.Context, early mcp.InputResponses, out any) context.
 }
 
 // retry opens the requestState a retry brings, held to this agent and
-// request b first; none (a first attempt) changes nothing. A bridged
+// request b first. A first attempt's ctx carries no input for the
+// upstream: answers it brought without a state are the caller's to use
+// (early), never sent as they came. A bridged
 // call's state is returned, for the bridge to resume its call. A modern
 // upstream's is applied: its answers pass the chain (guardAnswers), ctx
 // carries the input the upstream gets (its own requestState, as it gave
