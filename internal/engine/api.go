@@ -70,6 +70,11 @@ type SessionOptions struct {
 	// Sampling and Elicitation declare, as they came (mcp.ClientOptions.Raw),
 	// through the same links of the chain.
 	Raw func(server string) mcp.RawHandler
+	// CallOf, when set, names the call a server's request belongs to
+	// before the chain judges it, for the request's audit record: one
+	// the chain refuses never reaches its handler, which names it
+	// otherwise (SetCallID). "" names none.
+	CallOf func(server string) string
 	// OnLog receives the servers' log messages, OnListChanged their
 	// list_changed notifications (kind: "tools", "resources" or
 	// "prompts") once the list is refreshed, OnResourceUpdated their

@@ -176,6 +176,7 @@ type hooks struct {
 	onChange      func(server string)
 	onListChanged func(server, kind string)
 	onUpdated     func(server, uri string)
+	callOf        func(server string) string // the call a server's request belongs to, for its audit record
 }
 
 // New makes a host for cfg. Nothing connects until Start or first use.
@@ -234,7 +235,7 @@ func newHost(c *core, hk hooks, root bool) *Host {
 func (h *Host) NewSession(o SessionOptions) *Host {
 	return newHost(h.core, hooks{
 		agent: o.Agent, session: o.Session, roots: o.Roots, rootsFor: o.RootsFor, sampling: o.Sampling, elicitation: o.Elicitation, raw: o.Raw,
-		onLog: o.OnLog, onChange: o.OnChange, onListChanged: o.OnListChanged, onUpdated: o.OnResourceUpdated,
+		onLog: o.OnLog, onChange: o.OnChange, onListChanged: o.OnListChanged, onUpdated: o.OnResourceUpdated, callOf: o.CallOf,
 	}, false)
 }
 

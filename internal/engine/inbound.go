@@ -20,8 +20,13 @@ func guarded[P, R any](h *Host, server, method string, f func(context.Context, *
 	return func(ctx context.Context, p *P) (res *R, err error) {
 		if h.observing() {
 			rec := audit.Record{Agent: h.hooks.agent, Server: server, Method: method}
-			// The handler may learn which call the request belongs to.
+			// The handler may learn which call the request belongs to;
+			// hooks.callOf tells it before the chain, which may refuse
+			// the request before the handler runs.
 			ctx, slot := WithCallSlot(ctx)
+			if h.hooks.callOf != nil {
+				*slot = h.hooks.callOf(server)
+			}
 			err = h.audited(ctx, &rec, func(ctx context.Context) error {
 				res, err = guardedRun(ctx, h, server, method, p, f)
 				rec.Call = *slot

@@ -186,13 +186,15 @@ func (c *bcall) ID() string { return hex.EncodeToString(c.id[:]) }
 
 // start runs fn as a bridged call and waits for its first outcome: the
 // result, or the questions the server asked meanwhile (parked, answered
-// input_required). at is the logical call this attempt is one of: a
+// input_required). early is the answers the request brought without a
+// requestState (the gateway's early: take may use one, as a server
+// request's answer, through the chain). at is the logical call this attempt is one of: a
 // first attempt's gets the call's id; a retry's (a modern upstream's
 // call) keeps its own, and the host reads on fn's context that it was
 // decided (engine.Attempt).
-func (br *bridge) start(ctx context.Context, s *session, server string, b binding, meta *mcp.RequestMeta, in *mcp.InputParams, at *attempt,
+func (br *bridge) start(ctx context.Context, s *session, server string, b binding, meta *mcp.RequestMeta, early mcp.InputResponses, at *attempt,
 	params json.RawMessage, fn func(ctx, nctx context.Context) (any, error)) (any, error, *mcp.InputRequiredResult) {
-	return br.startAs(ctx, s, server, b, meta, in, at, params, nil, fn)
+	return br.startAs(ctx, s, server, b, meta, early, at, params, nil, fn)
 }
 
 // errStarted is what waiting for a call answers once it became a task
@@ -203,18 +205,15 @@ var errStarted = errors.New("the call became a task")
 // once started is closed, the wait answers errStarted, and the call
 // goes on detached (its server's requests go to the task, not to the
 // agent's retries) until fn returns.
-func (br *bridge) startAs(ctx context.Context, s *session, server string, b binding, meta *mcp.RequestMeta, in *mcp.InputParams, at *attempt,
+func (br *bridge) startAs(ctx context.Context, s *session, server string, b binding, meta *mcp.RequestMeta, early mcp.InputResponses, at *attempt,
 	params json.RawMessage, started <-chan struct{}, fn func(ctx, nctx context.Context) (any, error)) (any, error, *mcp.InputRequiredResult) {
 	c := &bcall{br: br, agent: s.agent, server: server, bind: b, kick: make(chan struct{}, 1), done: make(chan struct{}),
-		attempt: ctx, meta: meta, tok: progressToken(params), n: map[string]int{}, started: started}
+		attempt: ctx, meta: meta, tok: progressToken(params), n: map[string]int{}, started: started, early: early}
 	rand.Read(c.id[:])
 	if at.id == ([16]byte{}) {
 		at.id = c.id
 	}
 	c.call = at.callID()
-	if in != nil && in.RequestState == "" {
-		c.early = in.InputResponses
-	}
 	// The call outlives the attempt (it may wait for the retry), keeping
 	// its values: the session, the request's _meta, the trace.
 	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(ctx))
@@ -593,6 +592,12 @@ func (c *bcall) take(a *ask) error {
 		return err
 	}
 	if raw, ok := early[a.key]; ok {
+		// An answer the request brought before it was asked: the
+		// question passed the chain's request half before it reached
+		// the bridge (the host guards the connection's handlers), and
+		// this answer passes its response half on the way back, audited
+		// under the call, as a retry's answer does; a refused one never
+		// reaches the server.
 		if checkAnswer(a.method, raw) == nil {
 			a.reply <- answer{raw: raw}
 			return nil
@@ -1170,6 +1175,17 @@ func rootOf(p string) mcp.Root {
 // a legacy server asks goes to the agent's bridged call (bridge.ask).
 func (g *Gateway) bridgeOptions(agent string, o engine.SessionOptions) engine.SessionOptions {
 	br := g.br
+	// A request the chain refuses never reaches ask: its audit record
+	// names the call all the same.
+	o.CallOf = func(server string) string {
+		if c := br.callFor(agent, server); c != nil {
+			return c.call
+		}
+		if f := br.taskFor(agent, server, nil); f != nil {
+			return f.call
+		}
+		return ""
+	}
 	o.RootsFor = func(server string) mcp.RootsHandler {
 		return func(ctx context.Context) ([]mcp.Root, error) {
 			raw, err := br.ask(ctx, agent, server, mcp.MethodRootsList, json.RawMessage(`{}`), nil)

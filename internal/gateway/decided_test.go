@@ -21,14 +21,19 @@ import (
 
 // decidedEnv is a host in front of the asker serving only MCP 2026-07-28
 // (server "mod": it asks through input_required rounds, and runs its
-// tool again on each retry), with links that count and change what
-// they see, and an audit log.
+// tool again on each retry), and of another asker serving only
+// 2025-11-25 (server "leg", prefixed, agent "bridged"'s alone: it asks
+// mid-call), and of the test
+// server's conformance fixtures, tasks among them ("modern"), with links that
+// count and change what they see, and an audit log.
 type decidedEnv struct {
 	*env
 	a       *asker
+	leg     *asker
 	path    string
 	aw      *audit.Writer
 	decided atomic.Int64 // tools/call events the policies saw
+	denyAsk atomic.Value // string: the policy refuses an elicitation/create whose params contain it
 
 	mu      sync.Mutex
 	answers []string       // elicitation answers the sanitizers saw: params + " => " + result
@@ -44,7 +49,7 @@ func (d *decidedEnv) count(method string) int {
 
 func newDecidedEnv(t *testing.T) *decidedEnv {
 	t.Helper()
-	d := &decidedEnv{a: newAsker(), path: filepath.Join(t.TempDir(), "audit.jsonl"), seen: map[string]int{}}
+	d := &decidedEnv{a: newAsker(), leg: newAsker(), path: filepath.Join(t.TempDir(), "audit.jsonl"), seen: map[string]int{}}
 	aw, err := audit.Open(audit.Options{Path: d.path})
 	if err != nil {
 		t.Fatal(err)
@@ -63,6 +68,11 @@ func newDecidedEnv(t *testing.T) *decidedEnv {
 			case mcp.MethodToolsCall:
 				d.decided.Add(1)
 			case mcp.MethodPromptsGet, mcp.MethodResourcesRead:
+			case mcp.MethodElicitationCreate:
+				if deny, _ := d.denyAsk.Load().(string); deny != "" && strings.Contains(string(e.Params), deny) {
+					return event.Decision{Action: event.Deny, Reason: "not to be asked"}, nil
+				}
+				return allow, nil
 			default:
 				return allow, nil
 			}
@@ -87,16 +97,28 @@ func newDecidedEnv(t *testing.T) *decidedEnv {
 		}}},
 	}
 	d.env = newEnvOpts(t, func(c *config.Config) {
-		c.Servers = append(c.Servers, &config.Server{Name: "mod", Type: config.TypeStdio, Command: []string{"mod"}, Enabled: true, Prefix: ptr("")})
+		c.Servers = append(c.Servers, &config.Server{Name: "mod", Type: config.TypeStdio, Command: []string{"mod"}, Enabled: true, Prefix: ptr("")},
+			&config.Server{Name: "leg", Type: config.TypeStdio, Command: []string{"leg"}, Enabled: true})
+		withModernUpstream(c)
+		// leg's resource and prompt have mod's names: only agent
+		// "bridged" sees leg, and claude every other server.
+		c.Agents[0].Servers = []string{"probe", "testserver", "mod", "modern"}
+		c.Agents = append(c.Agents, &config.Agent{Name: "bridged", Permission: "yolo", Servers: []string{"leg"}})
 	}, func(o *engine.Options) {
 		o.Audit, o.Links = aw, links
 		prev := o.Transport
 		o.Transport = func(ctx context.Context, srv *config.Server) (mcp.Conn, error) {
-			if srv.Command[0] != "mod" {
+			var s *mcp.Server
+			switch srv.Command[0] {
+			case "mod":
+				s = d.a.serverWith(mcp.ServerOptions{ModernOnly: true})
+			case "leg":
+				s = d.leg.server()
+			default:
 				return prev(ctx, srv)
 			}
 			client, server := mcp.Pipe()
-			go d.a.serverWith(mcp.ServerOptions{ModernOnly: true}).Serve(sctx, server)
+			go s.Serve(sctx, server)
 			return client, nil
 		}
 	})

@@ -166,6 +166,37 @@
 // "answer"; a refused one refuses the call, and an answer to a question
 // never asked is invalid params): nothing reaches the upstream before.
 //
+// Every question an upstream asks and every answer to it passes the
+// chain (the sampling, elicitation and roots links) and the audit log,
+// whichever way it goes:
+//   - legacy upstream, modern agent (the bridge): the server's request
+//     passes the request half before it reaches the bridge (the host
+//     guards the shared connections' handlers), its answer the response
+//     half on its way back, one record under the call (the bridge names
+//     the call before the chain runs, engine SessionOptions.CallOf, so a
+//     refused question is under it too). The answer comes in a retry
+//     (resume) or early: inputResponses a request brought without a
+//     requestState, given to the question of its key (take), the same
+//     way back.
+//   - modern upstream, retry with requestState: the questions passed the
+//     request half before the agent saw them (passInput), and the
+//     answers pass the response half against the questions the state
+//     carries (guardAnswers).
+//   - modern upstream, inputResponses without a requestState: they answer
+//     no question the chain judged, so the first attempt goes up without
+//     them (retry; a debug line says so). If the upstream then asks, and
+//     they answer every question it asks once the chain has judged the
+//     questions, the gateway retries with them at once, as the agent's
+//     retry would go (earlyRetry: guardAnswers, audited as a retry; keys
+//     not asked are ignored); else the agent is asked.
+//   - tasks/update: a modern upstream task's questions pass passInput,
+//     their answers guardAnswer (taskAsk); a 2025-11-25 server's task
+//     asks by server requests, guarded as in the bridge (followed.ask).
+//   - legacy agent: a legacy or modern upstream's questions reach it as
+//     server-initiated requests over its session (a modern upstream's
+//     input_required fulfilled by the host's client), guarded the same
+//     way; the answers go upstream only past the response half.
+//
 // The era bridge (bridge.go, state.go): a legacy upstream (2025-11-25
 // and earlier) asks the client mid-call. The agent's shared connections
 // declare sampling, elicitation and roots, and a modern call runs as a

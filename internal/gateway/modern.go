@@ -375,20 +375,21 @@ func (s *session) modernCall(ctx context.Context, params json.RawMessage, meta *
 	server := s.toolServer(ctx, p.Name)
 	b := bindingOf(mcp.MethodToolsCall, p.Name, p.Arguments)
 	at := new(attempt)
+	in := mcp.InputOf(ctx)
 	if mcp.DeclaresTasks(meta.Capabilities) {
 		// A retry is opened as bridged opens it: one call, decided once.
 		ctx, st, err := s.retry(ctx, server, b, at)
 		if err != nil {
-			return s.modernAnswer(ctx, p, meta, at, nil, err)
+			return s.modernAnswer(ctx, p, params, meta, at, nil, nil, err)
 		}
 		if st != nil { // a bridged call's, its first attempt made without the extension
-			res, err, ask := s.g.br.resume(ctx, st, meta, mcp.InputOf(ctx), mcp.MethodToolsCall, params)
+			res, err, ask := s.g.br.resume(ctx, st, meta, in, mcp.MethodToolsCall, params)
 			if ask != nil {
 				return ask, nil
 			}
-			return s.modernAnswer(ctx, p, meta, at, res, err)
+			return s.modernAnswer(ctx, p, params, meta, at, nil, res, err)
 		}
-		return s.modernTaskCall(ctx, server, p, meta, at, params)
+		return s.modernTaskCall(ctx, server, p, meta, at, params, early(in))
 	}
 	// The same call as a legacy client's (call): the same event to the
 	// chain, the same audit record, once however many rounds of input
@@ -398,14 +399,16 @@ func (s *session) modernCall(ctx context.Context, params json.RawMessage, meta *
 	if ask != nil {
 		return ask, nil
 	}
-	return s.modernAnswer(ctx, p, meta, at, res, err)
+	return s.modernAnswer(ctx, p, params, meta, at, early(in), res, err)
 }
 
 // modernAnswer is what a modern call's outcome answers the agent: an
 // upstream's input_required passed on (through the chain), or the result.
 // at is the call's attempt (nil: a call whose retries do not come back
-// through bridged).
-func (s *session) modernAnswer(ctx context.Context, p mcp.CallToolParams, meta *mcp.RequestMeta, at *attempt, res any, err error) (any, error) {
+// through bridged). early is the answers the request brought without a
+// requestState: if they answer every question, the call is retried with
+// them at once (earlyRetry).
+func (s *session) modernAnswer(ctx context.Context, p mcp.CallToolParams, params json.RawMessage, meta *mcp.RequestMeta, at *attempt, early mcp.InputResponses, res any, err error) (any, error) {
 	server, _ := s.serverOf(p.Name)
 	if r, ok, ierr := inputRequired(res, err); ok || ierr != nil {
 		if ierr != nil {
@@ -413,6 +416,9 @@ func (s *session) modernAnswer(ctx context.Context, p mcp.CallToolParams, meta *
 		}
 		res, err = s.passInput(ctx, server, bindingOf(mcp.MethodToolsCall, p.Name, p.Arguments), r, meta, at)
 		if err == nil {
+			if rctx := earlyRetry(ctx, early, res); rctx != nil {
+				return s.modernCall(rctx, params, meta)
+			}
 			return res, nil
 		}
 	}
@@ -434,6 +440,7 @@ func (s *session) modernRead(ctx context.Context, params json.RawMessage, meta *
 		return nil, notFound(err, uri)
 	}
 	at := new(attempt)
+	in := mcp.InputOf(ctx)
 	res, err, ask := s.bridged(ctx, server, bindingOf(mcp.MethodResourcesRead, uri, nil), meta, mcp.MethodResourcesRead, params, at,
 		func(cctx, _ context.Context) (any, error) { return s.read(traced(cctx, params), server, uri) })
 	if ask != nil {
@@ -444,6 +451,9 @@ func (s *session) modernRead(ctx context.Context, params json.RawMessage, meta *
 			return nil, ierr
 		}
 		out, err := s.passInput(ctx, server, bindingOf(mcp.MethodResourcesRead, uri, nil), r, meta, at)
+		if rctx := earlyRetry(ctx, early(in), out); err == nil && rctx != nil {
+			return s.modernRead(rctx, params, meta)
+		}
 		return out, s.refused(err)
 	}
 	if isRefusal(err) {
@@ -458,7 +468,7 @@ func (s *session) modernRead(ctx context.Context, params json.RawMessage, meta *
 	} else {
 		hint = s.readHint(nil)
 	}
-	if mcp.InputOf(ctx) != nil {
+	if in != nil {
 		hint.TTLMs = 0 // a retry's result depends on its input: not to be cached
 	}
 	return completed(res, hint, nil)
@@ -471,6 +481,7 @@ func (s *session) modernPrompt(ctx context.Context, params json.RawMessage, meta
 	}
 	h := s.host()
 	at := new(attempt)
+	in := mcp.InputOf(ctx)
 	res, err, ask := s.bridged(ctx, ref.server, bindingOf(mcp.MethodPromptsGet, ref.name, mcp.Member(params, "arguments")), meta, mcp.MethodPromptsGet, params, at,
 		func(cctx, _ context.Context) (any, error) {
 			defer s.untrack(ref.server, s.track(cctx, ref.server))
@@ -484,6 +495,9 @@ func (s *session) modernPrompt(ctx context.Context, params json.RawMessage, meta
 			return nil, ierr
 		}
 		out, err := s.passInput(ctx, ref.server, bindingOf(mcp.MethodPromptsGet, ref.name, mcp.Member(params, "arguments")), r, meta, at)
+		if rctx := earlyRetry(ctx, early(in), out); err == nil && rctx != nil {
+			return s.modernPrompt(rctx, params, meta)
+		}
 		return out, s.refused(err)
 	}
 	if isRefusal(err) {
@@ -527,18 +541,60 @@ func (a *attempt) callID() string { return hex.EncodeToString(a.id[:]) }
 // first attempt's id and params, and its answers pass the chain first.
 func (s *session) bridged(ctx context.Context, server string, b binding, meta *mcp.RequestMeta, method string, params json.RawMessage, at *attempt,
 	run func(ctx, nctx context.Context) (any, error)) (res any, err error, ask *mcp.InputRequiredResult) {
+	in := mcp.InputOf(ctx)
 	ctx, st, err := s.retry(ctx, server, b, at)
 	if err != nil {
 		return nil, err, nil
 	}
 	if st != nil {
-		return s.g.br.resume(ctx, st, meta, mcp.InputOf(ctx), method, params)
+		return s.g.br.resume(ctx, st, meta, in, method, params)
 	}
-	return s.g.br.start(ctx, s, server, b, meta, mcp.InputOf(ctx), at, params, run)
+	return s.g.br.start(ctx, s, server, b, meta, early(in), at, params, run)
+}
+
+// early is the answers a request brought without a requestState (nil:
+// none). The upstream never gets them as they came (retry drops them):
+// the bridge may give one to a legacy server's question of the call
+// whose key it names (take), as the answer of that server request,
+// which passes the chain as any does, the question first; a modern
+// upstream's questions, once the chain has judged them, may be answered
+// by them in a retry the gateway makes at once (earlyRetry).
+func early(in *mcp.InputParams) mcp.InputResponses {
+	if in == nil || in.RequestState != "" {
+		return nil
+	}
+	return in.InputResponses
+}
+
+// earlyRetry is the context of the retry that a request's early answers
+// make of out, the input_required result passInput handed back (its
+// questions judged by the chain, its state sealed), when they answer
+// every question in it: the call goes on at once as the agent's retry
+// with them would (their answers pass the chain against the questions,
+// guardAnswers; the attempt is audited as a retry), and keys it did not
+// ask are ignored, as a server ignores what it does not recognize
+// (patterns/mrtr). nil: they do not, and the agent gets out. The retry
+// carries a state, so it makes no retry of its own.
+func earlyRetry(ctx context.Context, early mcp.InputResponses, out any) context.Context {
+	r, ok := out.(*mcp.InputRequiredResult)
+	if !ok || len(early) == 0 || r.RequestState == "" || len(r.InputRequests) == 0 {
+		return nil
+	}
+	in := &mcp.InputParams{RequestState: r.RequestState, InputResponses: make(mcp.InputResponses, len(r.InputRequests))}
+	for k := range r.InputRequests {
+		raw, ok := early[k]
+		if !ok {
+			return nil
+		}
+		in.InputResponses[k] = raw
+	}
+	return mcp.WithInput(ctx, in)
 }
 
 // retry opens the requestState a retry brings, held to this agent and
-// request b first; none (a first attempt) changes nothing. A bridged
+// request b first. A first attempt's ctx carries no input for the
+// upstream: answers it brought without a state are the caller's to use
+// (early), never sent as they came. A bridged
 // call's state is returned, for the bridge to resume its call. A modern
 // upstream's is applied: its answers pass the chain (guardAnswers), ctx
 // carries the input the upstream gets (its own requestState, as it gave
@@ -547,11 +603,23 @@ func (s *session) bridged(ctx context.Context, server string, b binding, meta *m
 func (s *session) retry(ctx context.Context, server string, b binding, at *attempt) (context.Context, *state, error) {
 	in := mcp.InputOf(ctx)
 	switch {
-	case in == nil || in.RequestState == "":
-		// Answers without a state (a client may send them on a first
-		// request: the conformance suite's ignore-extra-params does) go
-		// on as sent: there is no question to judge them beside.
+	case in == nil:
 		return ctx, nil, nil
+	case in.RequestState == "":
+		// Answers without a state (a client may send them on a first
+		// request: the conformance suite's ignore-extra-params does)
+		// answer no question the chain judged, so they do not go up as
+		// they came: a modern server might take them (one that asks
+		// "confirm?" needs no state to read the answer), and the agent
+		// would have answered what the chain never let it be asked, with
+		// what the chain never saw. The first attempt goes up without
+		// them; they may answer the questions it brings back once the
+		// chain has judged those, as a retry's answers (early).
+		if len(in.InputResponses) > 0 {
+			s.g.log.Debug("inputResponses without a requestState are held back from the upstream; they answer only questions the chain judged first",
+				"agent", s.agent, "server", server, "method", b.method, "keys", len(in.InputResponses))
+		}
+		return mcp.WithInput(ctx, nil), nil, nil
 	case !strings.HasPrefix(in.RequestState, statePrefix):
 		return ctx, nil, badState("is not one this gateway handed out")
 	}

@@ -55,8 +55,9 @@ func (in *taskInput) drop() { in.pending, in.waiting = nil, nil }
 //
 // server is the tool's (toolServer); at is the call's attempt (retry
 // opened it): an answer input_required is sealed with it, so the retry
-// is the same call.
-func (s *session) modernTaskCall(ctx context.Context, server string, p mcp.CallToolParams, meta *mcp.RequestMeta, at *attempt, params json.RawMessage) (any, error) {
+// is the same call. early is the answers the request brought without a
+// requestState (bridge.start).
+func (s *session) modernTaskCall(ctx context.Context, server string, p mcp.CallToolParams, meta *mcp.RequestMeta, at *attempt, params json.RawMessage, early mcp.InputResponses) (any, error) {
 	t, err := s.newTask(true)
 	if err != nil {
 		return nil, err
@@ -123,7 +124,7 @@ func (s *session) modernTaskCall(ctx context.Context, server string, p mcp.CallT
 		}
 		return res, err
 	}
-	res, err, ask := s.g.br.startAs(ctx, s, server, bindingOf(mcp.MethodToolsCall, p.Name, p.Arguments), meta, mcp.InputOf(ctx), at, params, started, run)
+	res, err, ask := s.g.br.startAs(ctx, s, server, bindingOf(mcp.MethodToolsCall, p.Name, p.Arguments), meta, early, at, params, started, run)
 	if ask != nil {
 		return ask, nil
 	}
@@ -132,7 +133,7 @@ func (s *session) modernTaskCall(ctx context.Context, server string, p mcp.CallT
 		return seed, nil
 	default:
 	}
-	return s.modernAnswer(ctx, p, meta, at, res, err)
+	return s.modernAnswer(ctx, p, params, meta, at, early, res, err)
 }
 
 // newTask makes a task, not yet in the session's store.
