@@ -37,12 +37,6 @@ type Approvals = policy.Approvals
 // Flag is what a policy said of a tool's definition (Review).
 type Flag = policy.Flag
 
-// SessionOptions say where a session's server-initiated requests and
-// notifications go (NewSession, SetNotify): whom it acts for, the roots,
-// sampling and elicitation handlers, and the log, list-change, resource
-// update and state-change callbacks.
-type SessionOptions = engine.SessionOptions
-
 // WithSession names, for the audit log, the downstream session a request
 // comes from (the gateway's).
 func WithSession(ctx context.Context, id string) context.Context {
@@ -77,13 +71,6 @@ const (
 // AuditLog is the hash-chained audit log (Options.Audit); OpenAudit opens
 // the one the config's audit block names.
 type AuditLog = audit.Writer
-
-// DecisionFeed hands decision records to watchers in this process as the
-// audit log gets them (Options.Feed); Decision is one, with its latency.
-type (
-	DecisionFeed = audit.Feed
-	Decision     = audit.Decision
-)
 
 // Opener shows a person an authorization URL (AuthOptions.Opener).
 type Opener = auth.Opener
