@@ -15,9 +15,12 @@
 // caller branches on (UnknownServerError, SchemaError, DeniedError, ...)
 // are host's own types. Each error Unwraps to the engine's, so errors.As
 // finds either and Describe explains both. Options are host's too,
-// converted once in New. The rest (Config, Gateway, ...) are still
-// aliases of internal types, named here so an embedder can write them
-// (issue 39 takes them in turn). The engine: it
+// converted once in New. Gateway is host's own, wrapping the internal
+// gateway: NewGateway sets up from the config's gateway and console
+// blocks what `nexus serve` serves (GatewayOptions over them, as its
+// flags), and Run serves it. The rest (Config, ...) are still aliases of
+// internal types, named here so an embedder can write them (issue 39
+// takes them in turn). The engine: it
 // connects servers concurrently on Start or on first use, keeps and
 // reconnects their sessions, names their tools for LLMs, and puts every
 // request, and every request a server sends back, through the chain (the

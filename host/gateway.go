@@ -37,12 +37,14 @@ type Gateway struct {
 	g      *gateway.Gateway
 	o      GatewayOptions // resolved against the config
 	log    hclog.Logger
-	http   *gateway.HTTPHandler // nil without a listen address
+	con    *webconsole.Console // nil: no console
+	conTLS bool                // the console serves HTTPS
+	rep    io.Closer           // this replica's status for the others' consoles, without a console
+
+	mu     sync.Mutex
+	http   *gateway.HTTPHandler // nil without a listen address, until Handler
 	st     store.Store          // the store replicas share; nil: none
-	con    *webconsole.Console  // nil: no console
-	conTLS bool                 // the console serves HTTPS
-	rep    io.Closer            // this replica's status for the others' consoles, without a console
-	once   sync.Once
+	closed bool
 }
 
 // GatewayOptions tune a Gateway. The zero value serves what the config's
@@ -161,10 +163,8 @@ func NewGateway(h *Host, o GatewayOptions) (*Gateway, error) {
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
-	gw := cfg.Gateway
-	if gw == nil {
-		gw = &config.Gateway{}
-	}
+	g := &Gateway{h: h, o: o, log: o.Logger}
+	gw := g.block()
 	if err := gateway.CheckTLS(o.TLSCert, o.TLSKey); err != nil {
 		return nil, err
 	}
@@ -176,13 +176,9 @@ func NewGateway(h *Host, o GatewayOptions) (*Gateway, error) {
 	if o.Metrics != "" && metrics == nil {
 		return nil, fmt.Errorf("metrics at %s: the host counts none; make its Options.Telemetry with OpenTelemetry(cfg, true)", o.Metrics)
 	}
-	if o.Listen == "" {
-		o.Agent = cmp.Or(o.Agent, CLIAgent)
-		if !h.Agent(o.Agent) {
-			return nil, fmt.Errorf("agent %q is not configured: add an agent %q block, or pass --agent with the name of one", o.Agent, o.Agent)
-		}
+	if a := g.stdioAgent(); o.Listen == "" && !h.Agent(a) {
+		return nil, fmt.Errorf("agent %q is not configured: add an agent %q block, or pass --agent with the name of one", a, a)
 	}
-	g := &Gateway{h: h, o: o, log: o.Logger}
 	g.g = gateway.New(h.e, gateway.Options{Logger: o.Logger.Named("gateway"), Metrics: metrics, Eager: !o.Lazy, StateKey: key,
 		Version: o.Version, PageSize: o.PageSize, Instructions: o.Instructions, Timeout: o.Timeout, MaxRequests: o.MaxRequests,
 		ListWait: gw.ListWait, CacheTTL: gw.CacheTTL, InputTTL: gw.InputTTL,
@@ -194,47 +190,71 @@ func NewGateway(h *Host, o GatewayOptions) (*Gateway, error) {
 	return g, nil
 }
 
-// open opens what the gateway serves over HTTP and its console.
+// open opens what the gateway serves over HTTP, with a listen address,
+// and its console.
 func (g *Gateway) open(gw *config.Gateway) error {
-	o := g.o
-	// Replicas share a store over HTTP only: a stdio session is its
-	// client's alone.
-	if o.Listen != "" && o.SessionStore != "" && o.SessionStore != "memory" {
-		st, err := openStore(o.SessionStore, g.log)
-		if err != nil {
+	if g.o.Listen != "" {
+		if err := g.openHTTP(gw); err != nil {
 			return err
 		}
-		g.st = st
-	}
-	if o.Listen != "" {
-		ho := gateway.HTTPOptions{Agent: o.Agent, AllowedOrigins: gw.AllowedOrigins, AllowedHosts: gw.AllowedHosts, Required: gw.RequiredServers, Limits: gw.Limits}
-		if u, err := url.Parse(gw.PublicURL); err == nil && u.Host != "" {
-			ho.AllowedHosts = append(ho.AllowedHosts, u.Host)
-		}
-		if err := gateway.OAuth(gw, gw.PublicURL, &ho); err != nil {
-			return err
-		}
-		if g.st != nil {
-			ho.Store, ho.StoreName = g.st, store.Name(o.SessionStore)
-		}
-		hh, err := g.g.HTTP(ho)
-		if err != nil {
-			return err
-		}
-		g.http = hh
 	}
 	return g.openConsole(gw)
 }
 
-// Handler is the streamable HTTP handler (/mcp, the legacy HTTP+SSE
-// endpoints /sse and /messages, /healthz and /readyz) for an embedder's
-// own server; nil when the gateway has no listen address (GatewayOptions
-// or the block's). Run serves it itself.
-func (g *Gateway) Handler() http.Handler {
-	if g.http == nil {
-		return nil
+// openHTTP makes the HTTP handler and opens the store replicas share.
+// Called with mu held, or before the gateway is returned.
+func (g *Gateway) openHTTP(gw *config.Gateway) error {
+	o := g.o
+	ho := gateway.HTTPOptions{Agent: o.Agent, AllowedOrigins: gw.AllowedOrigins, AllowedHosts: gw.AllowedHosts, Required: gw.RequiredServers, Limits: gw.Limits}
+	if u, err := url.Parse(gw.PublicURL); err == nil && u.Host != "" {
+		ho.AllowedHosts = append(ho.AllowedHosts, u.Host)
 	}
-	return g.http
+	if err := gateway.OAuth(gw, gw.PublicURL, &ho); err != nil {
+		return err
+	}
+	if o.SessionStore != "" && o.SessionStore != "memory" {
+		st, err := openStore(o.SessionStore, g.log)
+		if err != nil {
+			return err
+		}
+		g.st, ho.Store, ho.StoreName = st, st, store.Name(o.SessionStore)
+	}
+	hh, err := g.g.HTTP(ho)
+	if err != nil {
+		return err
+	}
+	g.http = hh
+	return nil
+}
+
+// Handler is the streamable HTTP handler (/mcp, the legacy HTTP+SSE
+// endpoints /sse and /messages, /healthz and /readyz), for an embedder's
+// own server: made by NewGateway with a listen address, else on first
+// call (its error is the config's: no agent has tokens, say). Run serves
+// it itself.
+func (g *Gateway) Handler() (http.Handler, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return nil, gateway.ErrClosed
+	}
+	if g.http == nil {
+		if err := g.openHTTP(g.block()); err != nil {
+			return nil, err
+		}
+	}
+	return g.http, nil
+}
+
+// stdioAgent is whom Run's stdio session acts as.
+func (g *Gateway) stdioAgent() string { return cmp.Or(g.o.Agent, CLIAgent) }
+
+// block is the config's gateway block, or an empty one.
+func (g *Gateway) block() *config.Gateway {
+	if gw := g.h.e.Config().Gateway; gw != nil {
+		return gw
+	}
+	return &config.Gateway{}
 }
 
 // Serve runs one session over conn as agent until the client ends it or
@@ -288,18 +308,22 @@ func (g *Gateway) Run(ctx context.Context) error {
 		}
 		defer func() { stop(); <-done }()
 	}
-	if g.http == nil {
-		g.Warm(g.o.Agent) // the client's first tools/list finds its servers up or starting
-		g.log.Info("serving MCP on stdin and stdout", "agent", g.o.Agent)
+	g.mu.Lock()
+	hh := g.http
+	g.mu.Unlock()
+	if g.o.Listen == "" {
+		agent := g.stdioAgent()
+		g.Warm(agent) // the client's first tools/list finds its servers up or starting
+		g.log.Info("serving MCP on stdin and stdout", "agent", agent)
 		// At the end of input, what was asked is answered first, as a
 		// Unix filter does.
-		err := g.g.ServeDrain(ctx, mcp.StdioConn(), g.o.Agent, cmp.Or(g.o.Drain, 30*time.Second))
+		err := g.g.ServeDrain(ctx, mcp.StdioConn(), agent, cmp.Or(g.o.Drain, 30*time.Second))
 		if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) && !errors.Is(err, mcp.ErrClosed) {
 			return err
 		}
 		return nil
 	}
-	return g.http.ListenAndServe(ctx, gateway.ListenOptions{
+	return hh.ListenAndServe(ctx, gateway.ListenOptions{
 		Addr: g.o.Listen, TLSCert: g.o.TLSCert, TLSKey: g.o.TLSKey, Grace: g.o.Grace,
 		Ready: func(addr net.Addr) {
 			if g.o.Agent != "" {
@@ -319,22 +343,25 @@ func (g *Gateway) ready(what, url string) {
 // Close ends every session, the console and the session store's
 // connection. The host is the caller's to close.
 func (g *Gateway) Close() error {
-	var err error
-	g.once.Do(func() {
-		if g.con != nil {
-			g.con.Close()
-		}
-		if g.rep != nil {
-			g.rep.Close()
-		}
-		if g.http != nil {
-			g.http.Close()
-		}
-		err = g.g.Close()
-		if g.st != nil {
-			g.st.Close()
-		}
-	})
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return nil
+	}
+	g.closed = true
+	if g.con != nil {
+		g.con.Close()
+	}
+	if g.rep != nil {
+		g.rep.Close()
+	}
+	if g.http != nil {
+		g.http.Close()
+	}
+	err := g.g.Close()
+	if g.st != nil {
+		g.st.Close()
+	}
 	return err
 }
 
