@@ -67,7 +67,6 @@ continued and passed upstream.`,
 			}
 			a.printWarnings(cfg.Warnings)
 			a.cfg = cfg
-			// The flags win over the config's gateway and console blocks.
 			log := a.logger()
 			o := host.GatewayOptions{Logger: log, Ready: func(what, url string) {
 				// The lines on stderr a script waits for.
@@ -80,6 +79,8 @@ continued and passed upstream.`,
 					fmt.Fprintf(a.stderr, "nexus: serving MCP at %s\n", url)
 				}
 			}}
+			// The flags given win over the config's gateway and console
+			// blocks.
 			flags := cmd.Flags()
 			for _, f := range []struct {
 				name string
