@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -207,7 +208,7 @@ func (g *Gateway) openHTTP(gw *config.Gateway) error {
 	o := g.o
 	ho := gateway.HTTPOptions{Agent: o.Agent, AllowedOrigins: gw.AllowedOrigins, AllowedHosts: gw.AllowedHosts, Required: gw.RequiredServers, Limits: gw.Limits}
 	if u, err := url.Parse(gw.PublicURL); err == nil && u.Host != "" {
-		ho.AllowedHosts = append(ho.AllowedHosts, u.Host)
+		ho.AllowedHosts = append(slices.Clip(ho.AllowedHosts), u.Host) // never into the config's array
 	}
 	if err := gateway.OAuth(gw, gw.PublicURL, &ho); err != nil {
 		return err
@@ -221,6 +222,10 @@ func (g *Gateway) openHTTP(gw *config.Gateway) error {
 	}
 	hh, err := g.g.HTTP(ho)
 	if err != nil {
+		if g.st != nil {
+			g.st.Close()
+			g.st = nil
+		}
 		return err
 	}
 	g.http = hh

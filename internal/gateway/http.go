@@ -58,7 +58,7 @@ type HTTPOptions struct {
 	AllowedOrigins []string
 	// AllowedHosts are the Host values a request without Origin may name
 	// besides IP addresses and localhost (see checkHost): "name" (any port) or
-	// "name:port". cmd/nexus adds the public URL's host.
+	// "name:port". host.NewGateway adds the public URL's host.
 	AllowedHosts []string
 	// Required servers must be reachable for /readyz to say ready.
 	Required []string
