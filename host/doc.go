@@ -18,8 +18,11 @@
 // converted once in New, and so is the chain's vocabulary (Confirmer,
 // Link, Entry, Verdict, ...), the lockfile (Lock, Relock), the trust
 // store, audit verification, plugin and WASM filter inspection: what the
-// nexus command does with them, an embedder can do. The rest (Config,
-// Server, Gateway, ...) are still aliases of internal types, named here
+// nexus command does with them, an embedder can do. Gateway is host's
+// own, wrapping the internal gateway: NewGateway sets up from the
+// config's gateway and console blocks what `nexus serve` serves
+// (GatewayOptions over them, as its flags), and Run serves it. The rest
+// (Config, Server, ...) are still aliases of internal types, named here
 // so an embedder can write them (issue 39 takes them in turn). The engine: it
 // connects servers concurrently on Start or on first use, keeps and
 // reconnects their sessions, names their tools for LLMs, and puts every

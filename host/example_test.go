@@ -128,7 +128,11 @@ func ExampleNewGateway() {
 	}
 	h := host.New(cfg, host.Options{Dial: inProcess})
 	defer h.Close()
-	g := host.NewGateway(h, host.GatewayOptions{})
+	g, err := host.NewGateway(h, host.GatewayOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer g.Close()
 
 	ctx := context.Background()
@@ -157,6 +161,73 @@ func ExampleNewGateway() {
 	// Output:
 	// mcp_ts_echo
 	// through the gateway
+}
+
+// A gateway serves what the config's gateway block says: here streamable
+// HTTP on a loopback port, where each request acts as the agent its
+// bearer token names. Run serves until ctx ends; Ready tells where. The
+// client is another host, which reaches the gateway as one more server
+// and calls its tool by the name the gateway exposes it under.
+func ExampleGateway_Run() {
+	cfg, err := host.ParseConfig([]byte(`
+server "ts" {
+  stdio {
+    command = "nexus"
+    args    = ["testserver"]
+  }
+}
+agent "bot" {
+  permission = "yolo"
+  allow      = ["ts.echo"]
+  tokens     = ["bot-token-0123456789abcdef"]
+}
+gateway {
+  listen = "127.0.0.1:0"
+}
+`), "nexus.hcl")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	h := host.New(cfg, host.Options{Dial: inProcess})
+	defer h.Close()
+	ready := make(chan string, 1)
+	g, err := host.NewGateway(h, host.GatewayOptions{Ready: func(what, url string) { ready <- url }})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer g.Close()
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- g.Run(ctx) }()
+	defer func() { stop(); <-served }()
+	var url string
+	select {
+	case url = <-ready:
+	case err := <-served:
+		fmt.Println(err) // the listener's error: the port is taken, say
+		return
+	}
+
+	client, err := host.ParseConfig(fmt.Appendf(nil, `{
+	  "mcpServers": {"gw": {"url": %q, "headers": {"Authorization": "Bearer bot-token-0123456789abcdef"}}},
+	  "agents": {"me": {"permission": "yolo"}}
+	}`, url), "client.json")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	c := host.New(client, host.Options{})
+	defer c.Close()
+	res, err := c.CallTool(ctx, "me", "gw.mcp_ts_echo", map[string]any{"message": "over HTTP"}, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(res.Content[0].Text)
+	// Output:
+	// over HTTP
 }
 
 // Configuration comes as nexus.hcl or any mcpServers JSON; a mistake is a

@@ -254,10 +254,10 @@ func (h *Host) RootsChanged(ctx context.Context) error { return hostErr(h.e.Root
 // NewSession makes a host that shares this one's servers' config, chain
 // and audit log but connects upstream on its own, so that what its
 // servers send reaches o's handlers alone.
-func (h *Host) NewSession(o SessionOptions) *Host { return wrap(h.e.NewSession(o)) }
+func (h *Host) NewSession(o SessionOptions) *Host { return wrap(h.e.NewSession(o.engine())) }
 
 // SetNotify replaces the session's handlers.
-func (h *Host) SetNotify(o SessionOptions) { h.e.SetNotify(o) }
+func (h *Host) SetNotify(o SessionOptions) { h.e.SetNotify(o.engine()) }
 
 // Explain turns an error from server into one a person can act on (the
 // server's config, the likely cause, the fix).

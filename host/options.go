@@ -54,9 +54,6 @@ type Options struct {
 	// Telemetry, when set, traces every request and counts them for
 	// Prometheus (OpenTelemetry makes one).
 	Telemetry *Telemetry
-	// Feed, when set, is handed each decision point's record as the audit
-	// log gets it, while it has subscribers.
-	Feed *DecisionFeed
 	// OnToolDecision is told each time a tool's definition decides what
 	// an agent gets: the lockfile or a tools/list policy withholds it (in
 	// a listing or a call) or a policy flags it.
@@ -112,7 +109,7 @@ func (o Options) engine() engine.Options {
 		Logger: o.Logger, Version: o.Version, Timeout: o.Timeout,
 		Confirm: confirmer(o.Confirm), Lock: o.Lock.lock(), Approvals: o.Approvals, Links: entries(o.Links),
 		Roots: o.Roots, Sampling: o.Sampling, Elicitation: o.Elicitation, OnLog: o.OnLog, OnChange: o.OnChange,
-		Audit: o.Audit.writer(), Telemetry: o.Telemetry, Feed: o.Feed,
+		Audit: o.Audit.writer(), Telemetry: o.Telemetry,
 		CloseGrace: o.CloseGrace, Transport: o.Transport,
 		Auth: engine.AuthOptions{TokenDir: o.Auth.TokenDir, NoStore: o.Auth.NoStore, Opener: auth.Opener(o.Auth.Opener), Out: o.Auth.Out},
 	}

@@ -3,28 +3,20 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/url"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
 	"github.com/nexus-mcp/nexus/host"
-	"github.com/nexus-mcp/nexus/host/mcp"
-	"github.com/nexus-mcp/nexus/internal/audit"
-	"github.com/nexus-mcp/nexus/internal/config"
-	"github.com/nexus-mcp/nexus/internal/gateway"
-	"github.com/nexus-mcp/nexus/internal/gateway/store"
 )
 
 func (a *app) serveCmd() *cobra.Command {
@@ -75,75 +67,67 @@ continued and passed upstream.`,
 			}
 			a.printWarnings(cfg.Warnings)
 			a.cfg = cfg
-			gw := cfg.Gateway
-			if gw == nil {
-				gw = &config.Gateway{}
+			log := a.logger()
+			o := host.GatewayOptions{Logger: log, Ready: func(what, url string) {
+				// The lines on stderr a script waits for.
+				switch what {
+				case "metrics":
+					fmt.Fprintf(a.stderr, "nexus: serving metrics at %s\n", url)
+				case "console":
+					fmt.Fprintf(a.stderr, "nexus: serving the console at %s\n", url)
+				default:
+					fmt.Fprintf(a.stderr, "nexus: serving MCP at %s\n", url)
+				}
+			}}
+			// The flags given win over the config's gateway and console
+			// blocks.
+			flags := cmd.Flags()
+			for _, f := range []struct {
+				name string
+				to   *string
+				v    string
+			}{{"listen", &o.Listen, listen}, {"tls-cert", &o.TLSCert, cert}, {"tls-key", &o.TLSKey, key}, {"metrics", &o.Metrics, metrics},
+				{"session-store", &o.SessionStore, sessionStore}, {"console", &o.Console, consoleAddr}} {
+				if flags.Changed(f.name) {
+					*f.to = f.v
+				}
 			}
-			if !cmd.Flags().Changed("listen") {
-				listen = gw.Listen
+			if flags.Changed("grace") {
+				o.Grace = grace
 			}
-			if !cmd.Flags().Changed("tls-cert") {
-				cert = gw.TLSCert
-			}
-			if !cmd.Flags().Changed("tls-key") {
-				key = gw.TLSKey
-			}
-			if !cmd.Flags().Changed("metrics") {
-				metrics = gw.Metrics
-			}
-			if !cmd.Flags().Changed("session-store") {
-				sessionStore = gw.SessionStore
-			}
-			if (cert == "") != (key == "") {
-				return usageErr("--tls-cert and --tls-key go together")
-			}
-			if !cmd.Flags().Changed("grace") && gw.Limits.ShutdownGrace > 0 {
-				grace = gw.Limits.ShutdownGrace
-			}
+			o = o.Resolve(cfg)
+			o.Grace = cmp.Or(o.Grace, grace)
 			agent := a.agent
-			agentGiven := cmd.Flags().Changed("agent") || cmd.Root().PersistentFlags().Changed("agent")
-			if listen == "" && agent != host.CLIAgent && cfg.Agent(agent) == nil {
+			if flags.Changed("agent") || cmd.Root().PersistentFlags().Changed("agent") || o.Listen == "" {
+				o.Agent = agent
+			}
+			if o.Listen == "" && host.LocalAgent(cfg, agent) {
 				// One user on one machine: the client started us, so the
-				// agent is whoever runs it, with the default the command
-				// line gets (trusted: each server's first use confirmed
-				// through the client).
+				// agent is whoever runs it.
 				fmt.Fprintf(a.stderr, "nexus: warning: agent %q is not configured; serving it as the one local user with the built-in default permission (trusted: the first use of each server is confirmed through the client). Add an agent %q block to set its permission.\n", agent, agent)
-				cfg.Agents = append(cfg.Agents, &config.Agent{Name: agent, Permission: "trusted"})
 			}
 
-			var confirm = host.ClientConfirmer()
+			confirm := host.ClientConfirmer()
 			if a.yes {
 				confirm = host.AllowAll{}
 			}
-			log := a.logger()
 			pinned, err := a.readLock(cfg)
 			if err != nil {
 				return err
 			}
-			tel, err := a.telemetry(cfg, metrics != "")
+			tel, err := a.telemetry(cfg, o.Metrics != "")
 			if err != nil {
 				return err
 			}
-			co := consoleOptions(cfg, consoleAddr)
-			// A replica sharing a session store reports its status there
-			// for the other replicas' consoles, with or without a console
-			// of its own.
-			sharing := listen != "" && sessionStore != "" && sessionStore != "memory"
-			var feed *audit.Feed // the console's decisions, as the audit log gets them
-			if co != nil || sharing {
-				feed = audit.NewFeed()
-			}
-			h := host.New(cfg, host.Options{Logger: log, Timeout: a.timeout, Confirm: confirm, Lock: pinned, Telemetry: tel, Feed: feed})
+			h := host.New(cfg, host.Options{Logger: log, Timeout: a.timeout, Confirm: confirm, Lock: pinned, Telemetry: tel})
 			defer h.Close()
 			if err := h.OpenAudit(); err != nil {
 				return &exitError{exitUsage, err}
 			}
-			stateKey, err := a.stateKey(gw)
+			g, err := host.NewGateway(h, o)
 			if err != nil {
-				return err
+				return &exitError{exitUsage, err}
 			}
-			g := host.NewGateway(h, host.GatewayOptions{Logger: log.Named("gateway"), Metrics: tel.Metrics(), Eager: true, ListWait: gw.ListWait, CacheTTL: gw.CacheTTL, StateKey: stateKey,
-				InputTTL: gw.InputTTL, MaxUpstreams: gw.Limits.MaxBridgedUpstreams, MaxUpstreamsPerAgent: gw.Limits.MaxBridgedUpstreamsPerAgent})
 			defer g.Close()
 
 			// SIGINT and SIGTERM stop the gateway cleanly (exit 0): it stops
@@ -162,81 +146,7 @@ continued and passed upstream.`,
 				case <-ctx.Done():
 				}
 			}()
-			if metrics != "" {
-				addr, err := serveMetrics(ctx, metrics, tel.Metrics(), log.Error)
-				if err != nil {
-					return &exitError{exitConnection, err}
-				}
-				fmt.Fprintf(a.stderr, "nexus: serving metrics at http://%s/metrics\n", addr)
-			}
-			// Every replica follows the lockfile: what one's console
-			// accepts (or nexus lock writes) is enforced by all, without a
-			// restart.
-			watched := make(chan struct{})
-			go func() { defer close(watched); h.WatchLock(ctx, host.LockPath(cfg), lockWatch) }()
-			defer func() { stop(); <-watched }()
-			// The store replicas share, opened before the console, which
-			// reports this replica's status there.
-			var shared store.Store
-			if sharing {
-				st, err := openStore(sessionStore, log)
-				if err != nil {
-					return &exitError{exitUsage, err}
-				}
-				defer st.Close()
-				shared = st
-			}
-			stopConsole, err := a.startConsole(ctx, co, feed, h, g, sessionStore, shared, log)
-			if err != nil {
-				return err
-			}
-			defer stopConsole()
-
-			if listen == "" {
-				if !h.Agent(agent) {
-					return usageErr("agent %q is not configured: add an agent %q block, or pass --agent with the name of one", agent, agent)
-				}
-				g.Warm(agent) // the client's first tools/list finds its servers up or starting
-				log.Info("serving MCP on stdin and stdout", "agent", agent)
-				// At the end of input, what was asked is answered first,
-				// as a Unix filter does.
-				drain := gw.Limits.DrainTimeout
-				if drain <= 0 {
-					drain = 30 * time.Second
-				}
-				err := g.ServeDrain(ctx, mcp.StdioConn(), agent, drain)
-				if err != nil && ctx.Err() == nil && !isEOF(err) {
-					return err
-				}
-				return nil
-			}
-			o := gateway.HTTPOptions{AllowedOrigins: gw.AllowedOrigins, AllowedHosts: gw.AllowedHosts, Required: gw.RequiredServers, Limits: gw.Limits}
-			if u, err := url.Parse(gw.PublicURL); err == nil && u.Host != "" {
-				o.AllowedHosts = append(o.AllowedHosts, u.Host)
-			}
-			if agentGiven {
-				o.Agent = agent
-			}
-			if err := gateway.OAuth(gw, gw.PublicURL, &o); err != nil {
-				return &exitError{exitUsage, err}
-			}
-			if shared != nil {
-				o.Store, o.StoreName = shared, store.Name(sessionStore)
-			}
-			hh, err := g.HTTP(o)
-			if err != nil {
-				return &exitError{exitUsage, err}
-			}
-			return hh.ListenAndServe(ctx, gateway.ListenOptions{
-				Addr: listen, TLSCert: cert, TLSKey: key, Grace: grace,
-				Ready: func(addr net.Addr) {
-					if agentGiven {
-						g.Warm(agent) // once listening: a failed listen starts nothing
-					}
-					// The one line on stderr a script waits for.
-					fmt.Fprintf(a.stderr, "nexus: serving MCP at %s\n", gateway.URLFor(addr, cert != ""))
-				},
-			})
+			return g.Run(ctx)
 		},
 	}
 	f := cmd.Flags()
@@ -305,39 +215,3 @@ func answerStdio(in io.Reader, out io.Writer, err error) {
 		}
 	}
 }
-
-// openStore opens the session store a URL names.
-func openStore(url string, log hclog.Logger) (store.Store, error) {
-	if strings.HasPrefix(url, "redis") || strings.HasPrefix(url, "unix://") {
-		return store.NewRedis(store.RedisOptions{URL: url, Logger: log.Named("store")})
-	}
-	return store.Open(url)
-}
-
-func isEOF(err error) bool {
-	return errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrClosed)
-}
-
-// stateKey is the key sealing the requestState modern agents hold while
-// a legacy server waits for their input: the gateway's state_key, else
-// NEXUS_STATE_KEY, else nil (the gateway makes one and warns). The key
-// is never printed.
-func (a *app) stateKey(gw *config.Gateway) ([]byte, error) {
-	text, from := gw.StateKey, "the gateway's state_key"
-	if text == "" {
-		text, from = os.Getenv(config.StateKeyEnv), config.StateKeyEnv
-	}
-	if text == "" {
-		return nil, nil
-	}
-	key, err := config.ParseStateKey(text)
-	if err != nil {
-		return nil, usageErr("%s: %v; make one with: openssl rand -hex 32", from, err)
-	}
-	return key, nil
-}
-
-// lockWatch is how often nexus serve looks at its lockfile for a change
-// another replica (or nexus lock) made: a stat, so cheap; soon enough
-// that an accepted tool works everywhere within a couple of seconds.
-const lockWatch = time.Second

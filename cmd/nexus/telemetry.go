@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"time"
 
 	"github.com/nexus-mcp/nexus/host"
@@ -30,31 +27,4 @@ func (a *app) telemetry(cfg *host.Config, metrics bool) (*host.Telemetry, error)
 		})
 	}
 	return t, nil
-}
-
-// metrics is what serveMetrics serves: the host's Telemetry's Metrics.
-type metrics interface{ Handler() http.Handler }
-
-// serveMetrics serves m at http://addr/metrics until ctx ends. It returns
-// once the listener is up, or with why it cannot be.
-func serveMetrics(ctx context.Context, addr string, m metrics, logErr func(msg string, args ...any)) (net.Addr, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("metrics: cannot listen on %s: %w (another process on the port? pick another with --metrics)", addr, err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", m.Handler())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, MaxHeaderBytes: 64 << 10}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			logErr("serving metrics failed", "addr", addr, "error", err)
-		}
-	}()
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		srv.Shutdown(sctx)
-	}()
-	return ln.Addr(), nil
 }

@@ -14,12 +14,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/mcp"
-	"github.com/nexus-mcp/nexus/internal/audit"
 	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/console"
 	"github.com/nexus-mcp/nexus/internal/diag"
+	"github.com/nexus-mcp/nexus/internal/engine"
+	"github.com/nexus-mcp/nexus/internal/gateway"
 	"github.com/nexus-mcp/nexus/internal/gateway/store"
 	"github.com/nexus-mcp/nexus/internal/testenv"
 )
@@ -138,10 +138,10 @@ agent "claude" {
 	defer cancel()
 	// One gateway, one upstream: the rounds differ only in whether a
 	// console with a live page watches.
-	feed := audit.NewFeed()
-	h := host.New(cfg, host.Options{Feed: feed})
+	h := engine.New(cfg, engine.Options{})
 	defer h.Close()
-	g := host.NewGateway(h, host.GatewayOptions{})
+	feed := h.Feed()
+	g := gateway.New(h, gateway.Options{})
 	defer g.Close()
 	down, up := mcp.Pipe()
 	go g.Serve(ctx, up, "claude")

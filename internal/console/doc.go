@@ -48,8 +48,8 @@
 // growing.
 //
 // The console depends on the engine (registry, audit) and the gateway,
-// never on host: cmd/nexus hands it the host and gateway through the
-// Servers and Sessions interfaces.
+// never on host: host's Gateway (the one importer) hands it the engine
+// and the gateway through the Servers and Sessions interfaces.
 //
 // Its browser tests drive a real Chromium with chromedp: a pure-Go CDP
 // client (no Node, no driver binary beside the browser), maintained, whose

@@ -95,7 +95,7 @@ func (h *Host) observing() bool {
 		return true
 	}
 	t := h.opts.Telemetry
-	return t.Tracing() || t.Metrics() != nil || h.opts.Feed.Active()
+	return t.Tracing() || t.Metrics() != nil || h.feed.Active()
 }
 
 // audited runs do as one decision point under a trace, then reports it:
@@ -142,7 +142,7 @@ func (h *Host) audited(ctx context.Context, rec *audit.Record, do func(ctx conte
 	ctx, sp := tel.Start(ctx, rec.Method, meta)
 	err = do(ctxval.With(ctx, recordKey{}, rec))
 	steps := tr.Since(before)
-	feed := h.opts.Feed
+	feed := h.feed
 	watched := feed.Active()
 	decide(rec, steps, err, w != nil || watched)
 	if w != nil || watched {

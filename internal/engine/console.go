@@ -4,7 +4,17 @@ import (
 	"time"
 
 	"github.com/nexus-mcp/nexus/internal/audit"
+	"github.com/nexus-mcp/nexus/internal/telemetry"
 )
+
+// Feed is the feed h hands its decisions to, as the audit log gets them,
+// while it has subscribers: what a console watches. A host and its
+// sessions share one.
+func (h *Host) Feed() *audit.Feed { return h.feed }
+
+// Telemetry is Options.Telemetry: the gateway counts its sessions in its
+// metrics.
+func (h *Host) Telemetry() *telemetry.Telemetry { return h.opts.Telemetry }
 
 // RecordAction writes a record of something a person did outside the
 // chain (the console's: a session ended, a lockfile change accepted; Agent
@@ -25,6 +35,6 @@ func (h *Host) RecordAction(rec audit.Record) error {
 			return &AuditError{err}
 		}
 	}
-	h.opts.Feed.Publish(audit.Decision{Record: rec})
+	h.feed.Publish(audit.Decision{Record: rec})
 	return nil
 }

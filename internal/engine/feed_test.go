@@ -9,7 +9,7 @@ import (
 	"github.com/nexus-mcp/nexus/internal/lock"
 )
 
-// The decision feed (Options.Feed: the console's live stream) gets the
+// The decision feed (Host.Feed: the console's live stream) gets the
 // records the audit log gets, with no audit log configured too, while it
 // has a subscriber: a call's, with its steps and latency, and a
 // listing's tool the lockfile withholds.
@@ -22,8 +22,8 @@ func TestFeedSeesDecisions(t *testing.T) {
 	}
 	l := &lock.Lock{}
 	l.Put(pinned)
-	feed := audit.NewFeed()
-	h := w.host(t, yolo, engine.Options{Lock: l, Feed: feed})
+	h := w.host(t, yolo, engine.Options{Lock: l})
+	feed := h.Feed()
 
 	ok(t, h, "y", "fs.read", hi) // nobody watches yet: nothing is made for the feed
 	sub := feed.Subscribe(16)

@@ -79,10 +79,6 @@ type Options struct {
 	// continuing the traceparent, tracestate and baggage the request
 	// carries and passing them upstream) and counts them for Prometheus.
 	Telemetry *telemetry.Telemetry
-	// Feed, when set, is handed each decision point's record as the audit
-	// log gets it (arguments redacted as the log holds them), while it has
-	// subscribers: the console's live stream.
-	Feed *audit.Feed
 	// OnToolDecision is told each time a tool's definition decides what
 	// an agent gets: the lockfile or a tools/list policy withholds it (in
 	// a listing or a call) or a policy flags it. Audit records them.
@@ -132,8 +128,12 @@ type Host struct {
 
 // core is what a host and its sessions share.
 type core struct {
-	cfg   *config.Config
-	opts  Options
+	cfg  *config.Config
+	opts Options
+	// feed is handed each decision point's record as the audit log gets
+	// it (arguments redacted as the log holds them), while it has
+	// subscribers: the console's live stream (Feed).
+	feed  *audit.Feed
 	log   hclog.Logger
 	perms *policy.Permissions
 	chain *policy.Chain
@@ -190,7 +190,9 @@ func New(cfg *config.Config, opts Options) *Host {
 	if opts.Version == "" {
 		opts.Version = DefaultVersion
 	}
-	c := &core{cfg: cfg, opts: opts, log: opts.Logger}
+	// Every host has a feed, so a console can watch one it did not
+	// make; a feed nobody watches costs an atomic load per decision.
+	c := &core{cfg: cfg, opts: opts, log: opts.Logger, feed: audit.NewFeed()}
 	c.pins.Store(opts.Lock)
 	c.oauth.opts = opts.Auth
 	c.sch.log = opts.Logger

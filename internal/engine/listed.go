@@ -56,7 +56,7 @@ func (h *Host) toolDecision(d ToolDecision) {
 		return
 	}
 	w, _ := h.auditLog()
-	feed := h.opts.Feed
+	feed := h.feed
 	if w == nil && !feed.Active() {
 		return
 	}

@@ -58,7 +58,7 @@ type HTTPOptions struct {
 	AllowedOrigins []string
 	// AllowedHosts are the Host values a request without Origin may name
 	// besides IP addresses and localhost (see checkHost): "name" (any port) or
-	// "name:port". cmd/nexus adds the public URL's host.
+	// "name:port". host.NewGateway adds the public URL's host.
 	AllowedHosts []string
 	// Required servers must be reachable for /readyz to say ready.
 	Required []string
@@ -411,13 +411,9 @@ func (hh *HTTPHandler) Serve(ctx context.Context, ln net.Listener, o ListenOptio
 		ErrorLog:          hh.g.log.StandardLogger(nil),
 	}
 	tlsOn := o.TLSCert != "" || o.TLSKey != ""
-	if tlsOn && (o.TLSCert == "" || o.TLSKey == "") {
+	if err := CheckTLS(o.TLSCert, o.TLSKey); err != nil {
 		ln.Close()
-		given, missing := "certificate "+o.TLSCert, "key"
-		if o.TLSCert == "" {
-			given, missing = "key "+o.TLSKey, "certificate"
-		}
-		return fmt.Errorf("TLS has a %s but no %s: HTTPS needs both; set the gateway's tls { cert, key } (or --tls-cert and --tls-key), or neither to serve plain HTTP", given, missing)
+		return err
 	}
 	if tlsOn {
 		cert, err := tls.LoadX509KeyPair(o.TLSCert, o.TLSKey)
@@ -470,6 +466,19 @@ func (hh *HTTPHandler) Serve(ctx context.Context, ln net.Listener, o ListenOptio
 	srv.Close()
 	<-errc
 	return nil
+}
+
+// CheckTLS says what is missing when a certificate is given without its
+// key or a key without its certificate; both or neither is no error.
+func CheckTLS(cert, key string) error {
+	if (cert == "") == (key == "") {
+		return nil
+	}
+	given, missing := "certificate "+cert, "key"
+	if cert == "" {
+		given, missing = "key "+key, "certificate"
+	}
+	return fmt.Errorf("TLS has a %s but no %s: HTTPS needs both; set the gateway's tls { cert, key } (or --tls-cert and --tls-key), or neither to serve plain HTTP", given, missing)
 }
 
 // IsLoopback reports whether addr is a loopback address.

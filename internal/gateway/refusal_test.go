@@ -21,7 +21,6 @@ import (
 	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/console"
 	"github.com/nexus-mcp/nexus/internal/diag"
-	"github.com/nexus-mcp/nexus/internal/engine"
 	"github.com/nexus-mcp/nexus/internal/explain"
 	"github.com/nexus-mcp/nexus/internal/registry"
 )
@@ -87,10 +86,9 @@ func TestRefusalSameInAuditAndConsole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	feed := audit.NewFeed()
-	sub := feed.Subscribe(8)
+	e := newEnvOpts(t, func(c *config.Config) { c.Filters = append(c.Filters, rule.Filters...) }, nil)
+	sub := e.h.Feed().Subscribe(8)
 	defer sub.Close()
-	e := newEnvOpts(t, func(c *config.Config) { c.Filters = append(c.Filters, rule.Filters...) }, func(o *engine.Options) { o.Feed = feed })
 	ctx := ctxT(t)
 
 	_, refused := e.h.CallTool(ctx, "claude", "testserver.add", map[string]any{"a": 1, "b": 2}, nil)
