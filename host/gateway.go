@@ -63,6 +63,10 @@ type GatewayOptions struct {
 	// Listen is the streamable HTTP listener's address (host:port; the
 	// block's listen); with none, Run serves stdio.
 	Listen string
+	// Stdio serves stdio even where the block has a listen address: a
+	// client starting `nexus serve --listen ""` from a project whose
+	// nexus.hcl serves HTTP. Listen is then ignored.
+	Stdio bool
 	// TLSCert and TLSKey serve HTTPS (the block's tls { cert, key }):
 	// both or neither.
 	TLSCert, TLSKey string
@@ -120,6 +124,9 @@ func (o GatewayOptions) Resolve(cfg *Config) GatewayOptions {
 	}
 	if b := webconsole.Block(c); b != nil {
 		o.Console = cmp.Or(o.Console, b.Listen)
+	}
+	if o.Stdio {
+		o.Listen = ""
 	}
 	return o
 }

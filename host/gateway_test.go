@@ -226,6 +226,9 @@ func TestGatewayOptionsOverBlock(t *testing.T) {
 	if o.Listen != "127.0.0.1:0" || o.Metrics != "127.0.0.1:2" || o.SessionStore != "memory" || o.Grace != 3*time.Second {
 		t.Errorf("resolved: %+v", o)
 	}
+	if o := (host.GatewayOptions{Stdio: true}).Resolve(cfg); o.Listen != "" || o.Metrics != "127.0.0.1:2" {
+		t.Errorf("resolved with Stdio: %+v (Stdio serves stdio over the block's listen)", o)
+	}
 	tel, err := host.OpenTelemetry(cfg, true)
 	if err != nil {
 		t.Fatal(err)

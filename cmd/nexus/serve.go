@@ -58,7 +58,7 @@ continued and passed upstream.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := a.loadConfig(false)
 			if err != nil {
-				if !cmd.Flags().Changed("listen") {
+				if !cmd.Flags().Changed("listen") || listen == "" {
 					// The client that started us shows only what it is
 					// told: answer its first requests with the error.
 					answerStdio(a.stdin, a.stdout, err)
@@ -92,6 +92,8 @@ continued and passed upstream.`,
 					*f.to = f.v
 				}
 			}
+			// --listen "" asks for stdio over the block's listen.
+			o.Stdio = flags.Changed("listen") && listen == ""
 			if flags.Changed("grace") {
 				o.Grace = grace
 			}
