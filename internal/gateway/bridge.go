@@ -1229,13 +1229,13 @@ func (g *Gateway) bridgeOptions(agent string, o engine.SessionOptions) engine.Se
 	// checked once by the bridge (checkAnswer), goes back as it is.
 	o.Raw = func(server string) mcp.RawHandler {
 		return func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-			var m struct {
-				Meta mcp.Meta `json:"_meta"`
+			var meta mcp.Meta
+			if raw := scan(params).meta; raw != nil {
+				if err := json.Unmarshal(raw, &meta); err != nil {
+					return nil, mcp.InvalidParams("%s: _meta: %v", method, err)
+				}
 			}
-			if err := json.Unmarshal(params, &m); err != nil {
-				return nil, mcp.InvalidParams("%s: %v", method, err)
-			}
-			return br.ask(ctx, agent, server, method, params, m.Meta)
+			return br.ask(ctx, agent, server, method, params, meta)
 		}
 	}
 	return o
