@@ -16,6 +16,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/engine"
+	"github.com/nexus-mcp/nexus/internal/wire"
 )
 
 // The era bridge, modern agent to legacy upstream (issue 38). A modern
@@ -639,15 +640,43 @@ func checkAnswer(method string, raw json.RawMessage) error {
 			err = errors.New("it has no role")
 		}
 	case mcp.MethodElicitationCreate:
-		var r mcp.ElicitResult
-		if err = json.Unmarshal(raw, &r); err == nil && r.Action == "" {
-			err = errors.New("it has no action")
-		}
+		err = checkElicitResult(raw)
 	case mcp.MethodRootsList:
 		var r mcp.ListRootsResult
 		if err = json.Unmarshal(raw, &r); err == nil && r.Roots == nil {
 			err = errors.New("it has no roots")
 		}
+	}
+	return err
+}
+
+// checkElicitResult is checkAnswer for an elicitation's result, in one
+// validating pass and no decoding (the answer goes on as it came): an
+// object with an action, a string not empty; content and _meta, if
+// there, objects.
+func checkElicitResult(raw json.RawMessage) error {
+	i := wire.SkipWS(raw, 0)
+	if i == len(raw) || raw[i] != '{' {
+		return errors.New("it is not an object")
+	}
+	action := ""
+	err := wire.Members(raw[i:], func(k, v []byte) error {
+		switch {
+		case wire.KeyIs(k, "action"):
+			s, err := wire.Unquote(v)
+			if err != nil {
+				return errors.New("its action is not a string")
+			}
+			action = s
+		case wire.KeyIs(k, "content"), wire.KeyIs(k, "_meta"):
+			if v[0] != '{' && string(v) != "null" {
+				return fmt.Errorf("its %s is not an object", k[1:len(k)-1])
+			}
+		}
+		return nil
+	})
+	if err == nil && action == "" {
+		err = errors.New("it has no action")
 	}
 	return err
 }

@@ -39,3 +39,25 @@ func TestInputOf(t *testing.T) {
 		}
 	}
 }
+
+// An elicitation's answer is checked in one pass, not decoded: what it
+// must be and say.
+func TestCheckElicitResult(t *testing.T) {
+	for _, c := range []struct{ raw, bad string }{
+		{`{"action":"accept","content":{"name":"Ada"}}`, ""},
+		{` {"action":"decline","_meta":null} `, ""},
+		{`{"action":"cancel","content":null,"x":[1]}`, ""},
+		{`{"content":{}}`, "it has no action"},
+		{`{"action":""}`, "it has no action"},
+		{`{"action":5}`, "its action is not a string"},
+		{`{"action":"accept","content":[1]}`, "its content is not an object"},
+		{`{"action":"accept","_meta":"m"}`, "its _meta is not an object"},
+		{`["accept"]`, "it is not an object"},
+		{`{"action":"accept"`, "unexpected end"},
+	} {
+		err := checkAnswer(mcp.MethodElicitationCreate, json.RawMessage(c.raw))
+		if c.bad == "" && err != nil || c.bad != "" && (err == nil || !strings.Contains(err.Error(), c.bad)) {
+			t.Errorf("%s: %v, want %q", c.raw, err, c.bad)
+		}
+	}
+}
