@@ -48,6 +48,15 @@ import (
 // against the two calls. sleeps/… count how often the gateway's threads
 // went to sleep (PidSleeps: each a wake-up to come) per op of each batch.
 //
+// Goroutine hand-offs in the gateway, counted along the code: a plain
+// call has three (the agent's request to a bridge runner, its outcome
+// back, the agent session's reading handed on by its idle timer while
+// the call waits upstream), two calls six; a round seven, as the floor
+// (the runner; the server's question, read by the runner, to a spare
+// worker; its kick to the waiting request; the reading handed on; the
+// retry's answers to the spare worker; the outcome to the retry; the
+// reading handed on).
+//
 // NEXUS_BENCH_CPUPROFILE=FILE writes a CPU profile of the gateway's
 // process over the timed loop to FILE (`go tool pprof FILE`).
 func BenchmarkBridgeRoundGateway(b *testing.B) {
