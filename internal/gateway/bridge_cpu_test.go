@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -43,7 +42,8 @@ import (
 //
 // added-us is the round's gateway CPU over the two calls', against the
 // issue's 100 µs (budget-ratio); floor-us is the floor batch's over the
-// two calls', x-floor the round's added CPU against it; exchange-us is
+// two calls', x-floor the round's added CPU against it (a floor under
+// 1 µs, within the noise of a difference of batches, counts as 1); exchange-us is
 // the exchange batch's over the two calls'; x-two-calls is the round
 // against the two calls. sleeps/… count how often the gateway's threads
 // went to sleep (PidSleeps: each a wake-up to come) per op of each batch.
@@ -162,7 +162,7 @@ func BenchmarkBridgeRoundGateway(b *testing.B) {
 	var slept [4]int64
 	signal := func() {
 		if prof != "" {
-			if err := syscall.Kill(conn.PID(), syscall.SIGUSR1); err != nil {
+			if err := gateway.SignalProfile(conn.PID()); err != nil {
 				b.Fatal(err)
 			}
 		}

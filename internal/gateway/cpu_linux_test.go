@@ -76,3 +76,7 @@ func PidSleeps(pid int) (int64, error) {
 	}
 	return n, nil
 }
+
+// SignalProfile asks the nexusbench build of `nexus serve` (pid) to start
+// or stop its CPU profile (bench.go).
+func SignalProfile(pid int) error { return syscall.Kill(pid, syscall.SIGUSR1) }
