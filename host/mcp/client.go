@@ -879,7 +879,7 @@ func (h clientHandler) HandleRequest(ctx context.Context, method string, params 
 			break
 		}
 		if o.Raw != nil {
-			if err := json.Unmarshal(params, &struct{}{}); err != nil {
+			if _, err := rawMember(params, ""); err != nil {
 				return nil, InvalidParams("sampling/createMessage: %v", err)
 			}
 			return o.Raw(ctx, method, params)
@@ -897,11 +897,10 @@ func (h clientHandler) HandleRequest(ctx context.Context, method string, params 
 		var err error
 		if o.Raw != nil {
 			// Only the mode: the rest goes on as it came.
-			var m struct {
-				Mode string `json:"mode"`
+			var raw json.RawMessage
+			if raw, err = rawMember(params, "mode"); err == nil && raw != nil && string(raw) != "null" {
+				p.Mode, err = wire.Unquote(raw)
 			}
-			err = json.Unmarshal(params, &m)
-			p.Mode = m.Mode
 		} else {
 			err = json.Unmarshal(params, &p)
 		}
@@ -923,6 +922,28 @@ func (h clientHandler) HandleRequest(ctx context.Context, method string, params 
 		return o.Elicitation(ctx, &p)
 	}
 	return nil, MethodNotFound(method)
+}
+
+// rawMember is member name of params (nil if absent; "" looks for
+// none), which the Peer validated: one pass over the object, no decoding,
+// where a handler passes the params on as they came. Params that are not
+// an object (or null) are an error.
+func rawMember(params json.RawMessage, name string) (json.RawMessage, error) {
+	i := wire.SkipWS(params, 0)
+	if i == len(params) || string(params[i:]) == "null" {
+		return nil, nil
+	}
+	if params[i] != '{' {
+		return nil, errors.New("params must be an object")
+	}
+	var v json.RawMessage
+	err := wire.ValidMembers(params[i:], func(k, val []byte) error {
+		if name != "" && wire.KeyIs(k, name) {
+			v = val
+		}
+		return nil
+	})
+	return v, err
 }
 
 func (h clientHandler) HandleNotification(ctx context.Context, method string, params json.RawMessage) {

@@ -40,8 +40,9 @@
 // the rest of the call. So one goroutine at a time holds the reading role,
 // and the role moves to where the work is. Over a DirectReader (stdio
 // pipes) a caller reads its own reply; a request is served on the
-// goroutine that read it, and one that runs long is overtaken by a new
-// reader after serveDelay; requests that arrive together are answered in
+// goroutine that read it, and one that runs long is overtaken by another
+// reader after serveDelay (one overtaken before, which waits with the
+// stack it grew, when there is one); requests that arrive together are answered in
 // one write (FrameBufferer). A request a caller reads while it waits for
 // its own reply (a server's elicitation during a call) is served on a
 // spare worker, which kept the stack the last one grew, when one waits. Over HTTP a caller runs its own POST

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+
+	"github.com/nexus-mcp/nexus/internal/wire"
 )
 
 // The stateless revision (2026-07-28) and what both sides of it share.
@@ -189,6 +191,43 @@ type InputRequiredResult struct {
 	InputRequests InputRequests `json:"inputRequests,omitempty"`
 	RequestState  string        `json:"requestState,omitempty"`
 	Meta          Meta          `json:"_meta,omitempty"`
+}
+
+// appendJSON encodes r straight into a frame buffer (Peer.respond), as
+// encoding/json would but for HTML escapes, which no codec writes: its
+// inputRequests in key order, each request's params as they came
+// (checked to be one JSON value).
+func (r *InputRequiredResult) appendJSON(b []byte) ([]byte, error) {
+	b = wire.AppendString(append(b, `{"resultType":`...), r.ResultType)
+	if len(r.InputRequests) > 0 {
+		var buf [4]string
+		keys := buf[:0]
+		for k := range r.InputRequests {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b = append(b, `,"inputRequests":{`...)
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			q := r.InputRequests[k]
+			b = wire.AppendString(append(wire.AppendString(b, k), `:{"method":`...), q.Method)
+			if len(q.Params) > 0 {
+				if !wire.ValidJSON(q.Params) {
+					return b, fmt.Errorf("inputRequests[%q]: its params are not one valid JSON value", k)
+				}
+				b = append(append(b, `,"params":`...), q.Params...)
+			}
+			b = append(b, '}')
+		}
+		b = append(b, '}')
+	}
+	if r.RequestState != "" {
+		b = wire.AppendString(append(b, `,"requestState":`...), r.RequestState)
+	}
+	b, err := appendMetaMember(b, r.Meta)
+	return append(b, '}'), err
 }
 
 // Check reports what makes r invalid on the wire: neither inputRequests

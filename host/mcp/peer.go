@@ -132,7 +132,11 @@ type Peer struct {
 	queue    []*inbound
 	// spare hands a request to a worker that served one and waits for
 	// the next (spawn); unbuffered, so a send only finds one waiting.
-	spare   chan *inbound
+	spare chan *inbound
+	// readers hands the reading role, taken for it, to a reader that was
+	// overtaken while it served a request and waits for it again
+	// (newReader); unbuffered, like spare.
+	readers chan struct{}
 	baseCtx context.Context
 	// valueCtx is what a request's context (reqCtx) holds beneath its own
 	// cancellation: the session's values, of which there are none.
@@ -199,6 +203,7 @@ func NewPeer(conn Conn, opts PeerOptions) *Peer {
 		progress: make(map[string]*call),
 		incoming: make(map[reqKey]*reqCtx),
 		spare:    make(chan *inbound),
+		readers:  make(chan struct{}),
 		baseCtx:  ctx,
 		valueCtx: context.Background(),
 		stop:     cancel,

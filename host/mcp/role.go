@@ -15,9 +15,12 @@ import (
 //     is woken on the critical path.
 //   - The role moves to where the work is: a caller takes a free role
 //     (acquire) and gives it up when its reply is in (release); while
-//     replies are still awaited, a new background reader takes it at once
+//     replies are still awaited, a background reader takes it at once
 //     (handOver); a free role goes to a background reader after idleDelay
-//     (takeIdle), so nothing the other side sends waits long.
+//     (takeIdle), so nothing the other side sends waits long. A
+//     background reader is one that lost or freed the role before and
+//     waits to read again (spareReader, keeping its stack), else a new
+//     goroutine (newReader).
 //   - A caller reading its own reply is interrupted (interrupt) when its
 //     context ends or the reaper times it out; it always frees the role
 //     before it returns.
@@ -117,7 +120,41 @@ func (p *Peer) acquire(c *call) bool {
 // idle timer hands it to a background reader after delay.
 func (p *Peer) release(delay time.Duration) {
 	if !p.releaseIfIdle(delay) && p.Err() == nil {
+		p.newReader()
+	}
+}
+
+// newReader gives the role, held for it, to a background reader: one
+// that was overtaken and waits (spareReader), which kept the stack the
+// requests it served grew, else a new goroutine. A goroutine that reads
+// and serves requests inline grows its stack from the smallest, copying
+// it each time (runtime.newstack), and a new one did so for every
+// request a slow handler got overtaken on (a bridged call's, say).
+func (p *Peer) newReader() {
+	select {
+	case p.readers <- struct{}{}:
+	default:
 		go p.readLoop()
+	}
+}
+
+// spareReader waits, up to spareIdle, for newReader to hand it the role;
+// it reports whether it got it (then it reads), false once the wait ends
+// or the session does. There are never more of them than requests served
+// at once.
+func (p *Peer) spareReader(t **time.Timer) bool {
+	if *t == nil {
+		*t = time.NewTimer(spareIdle)
+	} else {
+		(*t).Reset(spareIdle)
+	}
+	select {
+	case <-p.readers:
+		return true
+	case <-(*t).C:
+		return false
+	case <-p.done:
+		return false
 	}
 }
 
@@ -156,7 +193,7 @@ func (p *Peer) handOver() {
 	p.directCall = nil
 	p.mu.Unlock()
 	if p.Err() == nil {
-		go p.readLoop()
+		p.newReader()
 	}
 }
 
@@ -180,7 +217,7 @@ func (p *Peer) takeIdle() {
 	p.idleAt = time.Time{}
 	p.mu.Unlock()
 	if p.acquire(nil) {
-		p.readLoop()
+		p.newReader()
 	}
 }
 
@@ -217,7 +254,23 @@ const (
 // most serveDelay, since every new reader first writes what is held back.
 // Over a DirectReader the loop also frees the role once no reply is
 // awaited, so the next caller reads its own.
+//
+// A reader overtaken while it served, or that freed the role, waits to
+// take it again (spareReader), keeping its stack, until newReader hands
+// it over.
 func (p *Peer) readLoop() {
+	var t *time.Timer
+	for p.readRole() && p.spareReader(&t) {
+	}
+	if t != nil {
+		t.Stop()
+	}
+}
+
+// readRole is readLoop's reading, holding the role; it reports whether
+// it ended with the session alive, the role passed on (overtaken) or
+// freed for a caller: then the goroutine may wait to read again.
+func (p *Peer) readRole() bool {
 	// Responses held back by a goroutine that is still serving (or was
 	// overtaken) go out now: no response waits longer than serveDelay.
 	p.flushCorked()
@@ -249,13 +302,13 @@ func (p *Peer) readLoop() {
 				p.writeAll()
 			}
 			p.fail(err)
-			return
+			return false
 		}
 		in, err := p.handleFrame(frame, p.frameOwned(), &e)
 		if err != nil {
 			p.flushCorked()
 			p.fail(err)
-			return
+			return false
 		}
 		if in != nil && in.method == MethodInitialize {
 			// Nothing may overtake initialize: a client that sends its
@@ -279,7 +332,7 @@ func (p *Peer) readLoop() {
 			p.worker(in)
 			if !p.acquire(nil) {
 				p.flushCorked()
-				return
+				return true
 			}
 			continue
 		}
@@ -289,7 +342,7 @@ func (p *Peer) readLoop() {
 				held, heldN = false, 0
 			}
 			if p.releaseIfIdle(p.idleFor()) {
-				return
+				return true
 			}
 		}
 	}

@@ -67,3 +67,93 @@ func TestSpawnReusesSpareWorker(t *testing.T) {
 	case <-time.After(100 * time.Millisecond):
 	}
 }
+
+// A reader overtaken while it served a slow request (the idle timer gave
+// the role to another) waits to read again, and the next time the role
+// needs a reader it is that goroutine, with the stack it grew, not a new
+// one.
+func TestOvertakenReaderReadsAgain(t *testing.T) {
+	gate := make(chan struct{})
+	ran := make(chan string, 4)
+	h := handlerFunc(func(ctx context.Context, method string, params json.RawMessage) (any, error) {
+		ran <- goid()
+		if method == "slow" {
+			select {
+			case <-gate:
+			case <-ctx.Done():
+			}
+		}
+		return struct{}{}, nil
+	})
+	a, b := Pipe()
+	server := NewPeer(b, PeerOptions{Handler: h})
+	server.Start()
+	client := NewPeer(a, PeerOptions{})
+	client.Start()
+	defer client.Close()
+	defer server.Close()
+	call := func(method string) chan error {
+		done := make(chan error, 1)
+		go func() { done <- client.Call(context.Background(), method, nil, nil) }()
+		return done
+	}
+	wait := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 10 s", what)
+			}
+		}
+	}
+	next := func() string {
+		t.Helper()
+		select {
+		case g := <-ran:
+			return g
+		case <-time.After(10 * time.Second):
+			t.Fatal("a request was not served within 10 s")
+			return ""
+		}
+	}
+	answered := func(done chan error) {
+		t.Helper()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a request was not answered within 10 s")
+		}
+	}
+	d1 := call("slow")
+	g1 := next() // the reader serves it itself
+	wait("another reader takes the role from the one serving", func() bool {
+		server.mu.Lock()
+		defer server.mu.Unlock()
+		return server.reading
+	})
+	gate <- struct{}{}
+	answered(d1)
+	wait("the overtaken reader waits to read again", func() bool {
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		for _, g := range bytes.Split(buf, []byte("\n\n")) {
+			if bytes.HasPrefix(g, []byte("goroutine "+g1+" ")) && bytes.Contains(g, []byte("spareReader")) {
+				return true
+			}
+		}
+		return false
+	})
+	d2 := call("slow") // read and served by the reader that overtook g1
+	if g2 := next(); g2 == g1 {
+		t.Fatalf("the second request ran on %s, the waiting reader", g2)
+	}
+	d3 := call("fast") // the second is overtaken: the waiting reader reads this one
+	if g3 := next(); g3 != g1 {
+		t.Errorf("the request read once the second was overtaken ran on goroutine %s, not on the waiting reader %s", g3, g1)
+	}
+	answered(d3)
+	gate <- struct{}{}
+	answered(d2)
+}

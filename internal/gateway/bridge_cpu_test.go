@@ -22,33 +22,65 @@ import (
 // with `nexus testserver --legacy-only` as its stdio upstream; its CPU is
 // read from its process CPU clock (PidCPU: every thread's, to the
 // nanosecond) around each batch, so neither the agent nor the upstream is
-// counted, and the other builds on the machine are not either. Three
+// counted, and the other builds on the machine are not either. The
+// gateway is built with the nexusbench tag (bench.go: the floor below,
+// and the profile), the same code as a release but for that. Four
 // batches interleave in chunks:
 //   - two plain calls (echo): the agent's own two round trips, the base;
 //   - an MRTR round: elicit asks for an elicitation (input_required), the
 //     retry answers it and the call completes;
+//   - the floor: two plain calls, the second of which the gateway (only
+//     in this build) also seals a requestState for and opens, and whose
+//     upstream answer it hands across one goroutine more (bench.go): what
+//     any bridge pays beyond the agent's two round trips, since a round
+//     has no more upstream exchanges than they do (the elicitation and its
+//     answer take the second call's request and result's place);
 //   - a plain call and a call whose server asks roots/list, which the
 //     gateway answers itself from the config (the agent declared no
 //     roots): one more upstream exchange inside one call, for
-//     comparison. It is not a floor: a round has no more upstream exchanges
-//     than two plain calls (the elicitation and its answer take the
-//     second call's place), so a bridge may beat it; what any bridge
-//     must pay is the state's seal and open and the hand-offs of the
-//     upstream call held across the agent's two requests (README).
+//     comparison (not a floor: a round has none).
 //
 // added-us is the round's gateway CPU over the two calls', against the
-// issue's 100 µs (budget-ratio); exchange-us is the exchange batch's over the
-// two calls'; x-two-calls is the round against the two calls.
+// issue's 100 µs (budget-ratio); floor-us is the floor batch's over the
+// two calls', x-floor the round's added CPU against it (a floor under
+// 1 µs, within the noise of a difference of batches, counts as 1); exchange-us is
+// the exchange batch's over the two calls'; x-two-calls is the round
+// against the two calls. sleeps/… count how often the gateway's threads
+// went to sleep (PidSleeps: each a wake-up to come) per op of each batch.
+//
+// Goroutine hand-offs in the gateway, counted along the code: a plain
+// call has three (the agent's request to a bridge runner, its outcome
+// back, the agent session's reading handed on by its idle timer while
+// the call waits upstream), two calls six; a round seven, as the floor
+// (the runner; the server's question, read by the runner, to a spare
+// worker; its kick to the waiting request; the reading handed on; the
+// retry's answers to the spare worker; the outcome to the retry; the
+// reading handed on).
+//
+// NEXUS_BENCH_CPUPROFILE=FILE writes a CPU profile of the gateway's
+// process over the timed loop to FILE (`go tool pprof FILE`).
 func BenchmarkBridgeRoundGateway(b *testing.B) {
-	bin := testenv.Nexus(b)
+	bin, err := testenv.Build(testenv.Root(b), "./cmd/nexus", "nexus", []string{"-trimpath", "-tags", "nexusbench"}, []string{"CGO_ENABLED=0"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	up := testenv.Nexus(b) // the upstream: a release build
 	dir := b.TempDir()
 	cfg := filepath.Join(dir, "nexus.hcl")
-	hcl := "server \"legacy\" {\n  prefix = \"\"\n  stdio {\n    command = " + strconv.Quote(bin) + "\n    args    = [\"testserver\", \"--legacy-only\"]\n  }\n}\n" +
+	hcl := "server \"legacy\" {\n  prefix = \"\"\n  stdio {\n    command = " + strconv.Quote(up) + "\n    args    = [\"testserver\", \"--legacy-only\"]\n  }\n}\n" +
 		"agent \"claude\" { permission = \"yolo\" }\n"
 	if err := os.WriteFile(cfg, []byte(hcl), 0o600); err != nil {
 		b.Fatal(err)
 	}
+	prof := os.Getenv("NEXUS_BENCH_CPUPROFILE")
+	if prof != "" {
+		if prof, err = filepath.Abs(prof); err != nil {
+			b.Fatal(err)
+		}
+		os.Remove(prof + ".done")
+	}
 	conn, err := stdio.Start(context.Background(), stdio.Config{Server: "nexus serve", Command: []string{bin, "serve", "--config", cfg, "--agent", "claude"},
+		Options:     stdio.Options{Env: map[string]string{"NEXUS_BENCH_CPUPROFILE": prof}},
 		HostEnviron: func() []string { return []string{"PATH=/usr/bin:/bin", "HOME=" + dir} }})
 	if err != nil {
 		b.Fatal(err)
@@ -72,6 +104,13 @@ func BenchmarkBridgeRoundGateway(b *testing.B) {
 		}
 		return d
 	}
+	sleeps := func() int64 {
+		n, err := gateway.PidSleeps(conn.PID())
+		if err != nil {
+			b.Fatal(err)
+		}
+		return n
+	}
 	ctx := context.Background()
 	call := func(name string, fields map[string]any) json.RawMessage {
 		f := map[string]any{"name": name, "arguments": map[string]any{}}
@@ -84,12 +123,14 @@ func BenchmarkBridgeRoundGateway(b *testing.B) {
 		}
 		return raw
 	}
-	plain := func() {
-		if raw := call("echo", map[string]any{"arguments": map[string]any{"message": "hi"}}); !strings.Contains(string(raw), "hi") {
+	echo := func(msg string) {
+		if raw := call("echo", map[string]any{"arguments": map[string]any{"message": msg}}); !strings.Contains(string(raw), msg) {
 			b.Fatalf("echo: %s", raw)
 		}
 	}
+	plain := func() { echo("hi") }
 	two := func() { plain(); plain() }
+	floor := func() { plain(); echo("floor") } // bench.go's floorArgs
 	round := func() {
 		raw := call("elicit", nil)
 		var r mcp.InputRequiredResult
@@ -114,35 +155,63 @@ func BenchmarkBridgeRoundGateway(b *testing.B) {
 	for range 10 { // past soloAfter: elicit's rounds are solo, as a server's that asks one question a call
 		round()
 	}
+	floor()
 	exchange()
+	batches := []func(){two, round, floor, exchange}
+	var used [4]time.Duration
+	var slept [4]int64
+	signal := func() {
+		if prof != "" {
+			if err := gateway.SignalProfile(conn.PID()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	signal() // the profile starts
 	const chunk = 20
-	var base, bridged, exchanged time.Duration
 	b.ResetTimer()
-	for done := 0; done < b.N; done += chunk {
+	for done, k := 0, 0; done < b.N; done, k = done+chunk, k+1 {
 		n := min(chunk, b.N-done)
-		t0 := cpu()
-		for range n {
-			two()
+		for j := range batches {
+			// Each chunk starts with the next batch: what a batch leaves
+			// behind (idle workers, a reader's role, warm stacks) helps or
+			// costs each of the others alike.
+			i := (j + k) % len(batches)
+			f := batches[i]
+			c0, s0 := cpu(), sleeps()
+			for range n {
+				f()
+			}
+			used[i] += cpu() - c0
+			slept[i] += sleeps() - s0
 		}
-		t1 := cpu()
-		for range n {
-			round()
+	}
+	b.StopTimer()
+	if prof != "" {
+		signal() // and ends
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			if _, err := os.Stat(prof + ".done"); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("nexus serve (pid %d) wrote no CPU profile to %s within 30 s of being asked (SIGUSR1)", conn.PID(), prof)
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
-		t2 := cpu()
-		for range n {
-			exchange()
-		}
-		t3 := cpu()
-		base += t1 - t0
-		bridged += t2 - t1
-		exchanged += t3 - t2
 	}
 	per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / float64(b.N) }
-	added := per(bridged - base)
+	base, bridged, floored, exchanged := used[0], used[1], used[2], used[3]
+	added, fl := per(bridged-base), per(floored-base)
 	b.ReportMetric(per(base), "cpu-us/two-calls")
 	b.ReportMetric(per(bridged), "cpu-us/round")
 	b.ReportMetric(added, "added-us")
+	b.ReportMetric(fl, "floor-us")
+	b.ReportMetric(added/max(fl, 1), "x-floor")
 	b.ReportMetric(per(exchanged-base), "exchange-us")
 	b.ReportMetric(added/100, "budget-ratio")
 	b.ReportMetric(float64(bridged)/float64(max(base, 1)), "x-two-calls")
+	for i, name := range []string{"two-calls", "round", "floor"} {
+		b.ReportMetric(float64(slept[i])/float64(b.N), "sleeps/"+name)
+	}
 }

@@ -2,6 +2,10 @@ package gateway
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 	"unsafe"
@@ -41,3 +45,38 @@ func PidCPU(pid int) (time.Duration, error) {
 	}
 	return time.Duration(ts.Nano()), nil
 }
+
+// PidSleeps is how many times the threads of process pid have gone to
+// sleep waiting (their voluntary context switches, /proc/PID/task/*/status):
+// a thread parks in a futex or the poller when the Go scheduler finds no
+// goroutine to run, and each such sleep is a wake-up later. Threads that
+// ended are not counted (the Go runtime seldom ends one).
+func PidSleeps(pid int) (int64, error) {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, fmt.Errorf("the threads of process %d: %w", pid, err)
+	}
+	var n int64
+	for _, t := range tasks {
+		b, err := os.ReadFile(filepath.Join(dir, t.Name(), "status"))
+		if err != nil {
+			continue // the thread ended meanwhile
+		}
+		_, rest, ok := strings.Cut(string(b), "\nvoluntary_ctxt_switches:")
+		if !ok {
+			continue
+		}
+		line, _, _ := strings.Cut(rest, "\n")
+		v, err := strconv.ParseInt(strings.TrimSpace(line), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("the context switches of thread %s of process %d: %q: %w", t.Name(), pid, line, err)
+		}
+		n += v
+	}
+	return n, nil
+}
+
+// SignalProfile asks the nexusbench build of `nexus serve` (pid) to start
+// or stop its CPU profile (bench.go).
+func SignalProfile(pid int) error { return syscall.Kill(pid, syscall.SIGUSR1) }

@@ -158,15 +158,28 @@ func inputOf(method string, f fields) (*mcp.InputParams, error) {
 		return nil, mcp.InvalidParams("%s: inputResponses and requestState answer an input_required result, which only tools/call, resources/read and prompts/get get", method)
 	}
 	var in mcp.InputParams
-	if f.inputResponses != nil {
-		if err := json.Unmarshal(f.inputResponses, &in.InputResponses); err != nil {
+	if f.inputResponses != nil && string(f.inputResponses) != "null" {
+		// Split, not decoded: the Peer validated params, and each answer
+		// goes on as it came (checkAnswer reads it once).
+		if f.inputResponses[0] != '{' {
+			return nil, mcp.InvalidParams("%s: inputResponses must be an object of results by key", method)
+		}
+		in.InputResponses = mcp.InputResponses{}
+		err := wire.ValidMembers(f.inputResponses, func(k, v []byte) error {
+			key, err := wire.Unquote(k)
+			in.InputResponses[key] = bytes.Clone(v)
+			return err
+		})
+		if err != nil {
 			return nil, mcp.InvalidParams("%s: inputResponses must be an object of results by key: %v", method, err)
 		}
 	}
-	if f.requestState != nil {
-		if err := json.Unmarshal(f.requestState, &in.RequestState); err != nil {
+	if f.requestState != nil && string(f.requestState) != "null" {
+		s, err := wire.Unquote(f.requestState)
+		if err != nil {
 			return nil, mcp.InvalidParams("%s: requestState must be the string it was handed: %v", method, err)
 		}
+		in.RequestState = s
 	}
 	return &in, nil
 }
