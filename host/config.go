@@ -11,8 +11,18 @@ import (
 
 // Config is a loaded configuration, the standard mcpServers model with
 // Nexus's additions (agents, filters, plugins, the gateway block): what
-// New takes. LoadConfig and ParseConfig make one.
-type Config = config.Config
+// New takes. LoadConfig and ParseConfig make one. Its methods read what
+// a program shows or checks before running it; the model itself stays
+// Nexus's, so a new block never changes this API.
+type Config struct{ c *config.Config }
+
+// wrapConfig is the one place an internal config becomes a Config.
+func wrapConfig(c *config.Config, err error) (*Config, error) {
+	if c == nil {
+		return nil, err
+	}
+	return &Config{c: c}, err
+}
 
 // ConfigOptions say where LoadConfig finds configuration. The zero value
 // discovers the layers of the working directory, as the nexus command
@@ -106,7 +116,7 @@ type Report = diag.Report
 // once `nexus trust` has trusted its exact content; the ones left out are
 // in Config.Untrusted (UntrustedReport explains them), and o.Files
 // names files to use as they are.
-func LoadConfig(o ConfigOptions) (*Config, error) { return config.Load(o.config()) }
+func LoadConfig(o ConfigOptions) (*Config, error) { return wrapConfig(config.Load(o.config())) }
 
 // ParseConfig decodes one configuration held in memory: HCL when name ends
 // in .hcl, otherwise any mcpServers JSON dialect. name is what errors call
@@ -114,19 +124,19 @@ func LoadConfig(o ConfigOptions) (*Config, error) { return config.Load(o.config(
 func ParseConfig(data []byte, name string) (*Config, error) {
 	src := diag.Source{File: name}
 	if strings.HasSuffix(name, ".hcl") {
-		return config.ParseHCL(data, src)
+		return wrapConfig(config.ParseHCL(data, src))
 	}
-	return config.Parse(data, src)
+	return wrapConfig(config.Parse(data, src))
 }
 
 // UntrustedReport explains the workspace configs LoadConfig left out for
 // want of trust (c.Untrusted): each file, what it would run and read, and
 // the `nexus trust` that applies it; nil when there are none.
 func UntrustedReport(c *Config) *Report {
-	if c == nil || len(c.Untrusted) == 0 {
+	if len(c.in().Untrusted) == 0 {
 		return nil
 	}
-	return config.UntrustedReport(c.Untrusted)
+	return config.UntrustedReport(c.in().Untrusted)
 }
 
 // The conversions above keep host's types in step with config's.

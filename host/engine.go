@@ -28,7 +28,7 @@ type (
 
 // Fingerprints is each configured server's fingerprint: what approvals
 // remember, so that a changed command or URL is asked about again.
-func Fingerprints(cfg *Config) map[string]string { return engine.Fingerprints(cfg) }
+func Fingerprints(cfg *Config) map[string]string { return engine.Fingerprints(internalConfig(cfg)) }
 
 // CleanupPlugins stops every plugin process still running: the last
 // line of defence on the way out of main.

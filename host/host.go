@@ -24,7 +24,7 @@ func New(cfg *Config, o Options) *Host {
 	if o.Version == "" {
 		o.Version = Version
 	}
-	return wrap(engine.New(cfg, o.engine()))
+	return wrap(engine.New(internalConfig(cfg), o.engine()))
 }
 
 func wrap(e *engine.Host) *Host {
@@ -111,7 +111,7 @@ func convert[T, E any](in []E, err error, to func(E) T) ([]T, error) {
 }
 
 // Config is the configuration the host runs.
-func (h *Host) Config() *Config { return h.e.Config() }
+func (h *Host) Config() *Config { return &Config{c: h.e.Config()} }
 
 // Start connects every enabled server concurrently and returns once each
 // has connected or failed; Servers says how each went.

@@ -50,8 +50,8 @@ type Drift = lock.Drift
 // LockPath is where cfg's lockfile lives: nexus.lock.hcl beside its first
 // config file (the working directory for the built-in default).
 func LockPath(cfg *Config) string {
-	if len(cfg.Files) > 0 && cfg.Files[0].Path != "" {
-		return filepath.Join(filepath.Dir(cfg.Files[0].Path), lock.FileName)
+	if c := internalConfig(cfg); c != nil && len(c.Files) > 0 && c.Files[0].Path != "" {
+		return filepath.Join(filepath.Dir(c.Files[0].Path), lock.FileName)
 	}
 	return lock.FileName
 }
@@ -164,9 +164,9 @@ func lockChanges(in []lock.Change) []LockChange {
 // meanwhile to a server this run did not pin is kept. An unknown
 // o.Server is an *UnknownServerError.
 func (h *Host) Relock(ctx context.Context, o LockOptions) (*Relocked, error) {
-	cfg := h.Config()
+	cfg := h.e.Config()
 	if o.Path == "" {
-		o.Path = LockPath(cfg)
+		o.Path = LockPath(h.Config())
 	}
 	pinned := o.Pinned.lock()
 	if pinned == nil {

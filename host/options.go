@@ -132,7 +132,8 @@ type Telemetry = telemetry.Telemetry
 // nothing), and Prometheus metrics when metrics is true.
 func OpenTelemetry(cfg *Config, metrics bool) (*Telemetry, error) {
 	o := telemetry.Options{Metrics: metrics}
-	if b := cfg.Telemetry; b != nil {
+	if c := internalConfig(cfg); c != nil && c.Telemetry != nil {
+		b := c.Telemetry
 		o.Tracing, o.Endpoint, o.Protocol, o.ServiceName, o.LinkSpans = true, b.Endpoint, b.Protocol, b.ServiceName, b.LinkSpans
 	}
 	return telemetry.New(context.Background(), o)

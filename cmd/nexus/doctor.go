@@ -153,7 +153,7 @@ func (d *doctor) file(ctx context.Context, client, path string) {
 		}
 		return
 	}
-	for _, s := range cfg.Servers {
+	for _, s := range cfg.Servers() {
 		if s.Type != host.TypeStdio || len(s.Command) == 0 || !isNexus(s.Command[0]) {
 			continue
 		}
