@@ -1,12 +1,13 @@
 package host
 
 import (
+	"maps"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/diag"
-	httptransport "github.com/nexus-mcp/nexus/internal/transport/http"
-	"github.com/nexus-mcp/nexus/internal/transport/stdio"
 )
 
 // Config is a loaded configuration, the standard mcpServers model with
@@ -91,16 +92,39 @@ const (
 	TypePlugin = config.TypePlugin
 )
 
-// Server is one server of a Config, as a Dialer or a Transport receives it.
-type Server = config.Server
+// Server is one server of a Config, as a Dialer or a Transport receives
+// it and Status reports it: what a program shows or starts on its own.
+// The rest of a server's block (its HTTP headers, OAuth, TLS, ...) the
+// built-in transports read from the config itself.
+type Server struct {
+	Name    string
+	Type    string   // TypeStdio, TypeHTTP, TypeSSE or TypePlugin
+	Command []string // a stdio server's argv
+	// Env is what a stdio server's environment adds to the host's
+	// filtered one: its env file's values, then its env block's.
+	Env     map[string]string
+	Cwd     string // a stdio server's working directory; "" = the host's
+	URL     string // an HTTP or SSE server's endpoint
+	Plugin  string // the transport plugin a TypePlugin server runs on
+	Enabled bool
+	Timeout time.Duration // per request; 0 = the host default
+	Source  Source        // where it is configured
+}
 
-// StdioOptions and HTTPOptions are what a config sets for a server's
-// transport (Server.Stdio, Server.HTTP), beside the command or url that
-// chose it.
-type (
-	StdioOptions = stdio.Options
-	HTTPOptions  = httptransport.Options
-)
+// server is s as host shows it, made once per call that returns it (a
+// dial, Servers, Config.Server); nil stays nil.
+func server(s *config.Server) *Server {
+	if s == nil {
+		return nil
+	}
+	// Copies: what a Dialer does with them never reaches the config.
+	out := &Server{Name: s.Name, Type: s.Type, Command: slices.Clone(s.Command), Env: maps.Clone(s.Stdio.Environ()), Cwd: s.Stdio.Cwd,
+		URL: s.URL, Enabled: s.Enabled, Timeout: s.Timeout, Source: s.Source}
+	if s.Plugin != nil {
+		out.Plugin = s.Plugin.Name
+	}
+	return out
+}
 
 // Report is an error a person can act on: what went wrong, where (the
 // server, the config file and line), the likely causes and the fix.

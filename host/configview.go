@@ -52,10 +52,10 @@ func (c *Config) in() *config.Config {
 }
 
 // Server returns the server called name, or nil.
-func (c *Config) Server(name string) *Server { return c.in().Server(name) }
+func (c *Config) Server(name string) *Server { return server(c.in().Server(name)) }
 
 // Servers lists the configured servers, sorted by name.
-func (c *Config) Servers() []*Server { return c.in().Servers }
+func (c *Config) Servers() []*Server { return conv(c.in().Servers, server) }
 
 // Names lists the configured server names, sorted.
 func (c *Config) Names() []string { return c.in().Names() }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/engine"
-	"github.com/nexus-mcp/nexus/internal/registry"
 )
 
 // Host connects to the configured servers and runs every call through
@@ -126,7 +125,8 @@ func (h *Host) Servers() []Status {
 	in := h.e.Servers()
 	out := make([]Status, len(in))
 	for i, s := range in {
-		out[i] = Status(s)
+		out[i] = Status{Config: server(s.Config), Connected: s.Connected, Info: s.Info, Version: s.Version, Era: s.Era, Caps: s.Caps,
+			Tools: s.Tools, Owner: s.Owner, Shared: s.Shared, Failures: s.Failures}
 		out[i].Err, out[i].ToolsErr = hostErr(s.Err), hostErr(s.ToolsErr)
 	}
 	return out
@@ -351,7 +351,6 @@ func (h *Host) RecordAction(rec AuditRecord) error { return hostErr(h.e.RecordAc
 
 // The conversions above keep host's types in step with the engine's: a
 // field added there and not here fails to compile.
-var (
-	_ = Status(registry.Status{})
-	_ = (*engine.CallOptions)(&CallOptions{})
-)
+// Status is the exception, its Config being host's own Server:
+// TestStatusFields keeps it in step.
+var _ = (*engine.CallOptions)(&CallOptions{})

@@ -9,8 +9,8 @@ import (
 
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/auth"
+	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/engine"
-	"github.com/nexus-mcp/nexus/internal/registry"
 	"github.com/nexus-mcp/nexus/internal/telemetry"
 )
 
@@ -110,11 +110,14 @@ func (o Options) engine() engine.Options {
 		Confirm: confirmer(o.Confirm), Lock: o.Lock.lock(), Approvals: o.Approvals, Links: entries(o.Links),
 		Roots: o.Roots, Sampling: o.Sampling, Elicitation: o.Elicitation, OnLog: o.OnLog, OnChange: o.OnChange,
 		Audit: o.Audit.writer(), Telemetry: o.Telemetry,
-		CloseGrace: o.CloseGrace, Transport: o.Transport,
-		Auth: engine.AuthOptions{TokenDir: o.Auth.TokenDir, NoStore: o.Auth.NoStore, Opener: auth.Opener(o.Auth.Opener), Out: o.Auth.Out},
+		CloseGrace: o.CloseGrace,
+		Auth:       engine.AuthOptions{TokenDir: o.Auth.TokenDir, NoStore: o.Auth.NoStore, Opener: auth.Opener(o.Auth.Opener), Out: o.Auth.Out},
 	}
-	if o.Dial != nil {
-		e.Dial = registry.Dialer(o.Dial)
+	if d := o.Dial; d != nil {
+		e.Dial = func(ctx context.Context, s *config.Server) (*mcp.Client, error) { return d(ctx, server(s)) }
+	}
+	if t := o.Transport; t != nil {
+		e.Transport = func(ctx context.Context, s *config.Server) (mcp.Conn, error) { return t(ctx, server(s)) }
 	}
 	if f := o.OnToolDecision; f != nil {
 		e.OnToolDecision = func(d engine.ToolDecision) { f(ToolDecision(d)) }
