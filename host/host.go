@@ -315,14 +315,18 @@ func (h *Host) WatchLock(ctx context.Context, path string, every time.Duration) 
 // Drift is every tool the lockfile withholds as its server defines it now.
 func (h *Host) Drift(ctx context.Context) ([]Drift, error) {
 	d, err := h.e.Drift(ctx)
-	return d, hostErr(err)
+	var out []Drift
+	for _, x := range d {
+		out = append(out, drift(x))
+	}
+	return out, hostErr(err)
 }
 
 // AcceptTool pins server's tool as it is now in the lockfile at path, if
 // its definition still hashes to sha256 (what the person reviewed).
 func (h *Host) AcceptTool(ctx context.Context, path, server, tool, sha256 string) (Drift, error) {
 	d, err := h.e.AcceptTool(ctx, path, server, tool, sha256)
-	return d, hostErr(err)
+	return drift(d), hostErr(err)
 }
 
 // AuthLogin runs server's OAuth flow now (AuthOptions.Opener shows the URL).
@@ -352,5 +356,5 @@ func (h *Host) RecordAction(rec AuditRecord) error { return hostErr(h.e.RecordAc
 // The conversions above keep host's types in step with the engine's: a
 // field added there and not here fails to compile.
 // Status is the exception, its Config being host's own Server:
-// TestStatusFields keeps it in step.
+// TestConvertedFields keeps it in step.
 var _ = (*engine.CallOptions)(&CallOptions{})

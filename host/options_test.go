@@ -15,6 +15,7 @@ import (
 	"github.com/nexus-mcp/nexus/internal/diag"
 	"github.com/nexus-mcp/nexus/internal/engine"
 	"github.com/nexus-mcp/nexus/internal/lock"
+	"github.com/nexus-mcp/nexus/internal/telemetry"
 	"github.com/nexus-mcp/nexus/internal/transport/stdio"
 )
 
@@ -27,6 +28,7 @@ func TestOptionsCarried(t *testing.T) {
 	fill(t, reflect.ValueOf(&o).Elem())
 	o.Lock = wrapLock(&lock.Lock{}) // opaque: an empty Lock{} is no lockfile
 	o.Audit = &AuditLog{&audit.Writer{}}
+	o.Telemetry = &Telemetry{&telemetry.Telemetry{}}
 	e := reflect.ValueOf(o.engine())
 	h := reflect.TypeOf(o)
 	for i := range e.NumField() {
