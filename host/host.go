@@ -349,10 +349,6 @@ func (h *Host) AuthStatus(server string) (OAuthStatus, error) {
 // Options.Audit gave one.
 func (h *Host) OpenAudit() error { return hostErr(h.e.OpenAudit()) }
 
-// RecordAction adds a record to the audit log (a person's action in a
-// console, say).
-func (h *Host) RecordAction(rec AuditRecord) error { return hostErr(h.e.RecordAction(rec)) }
-
 // The conversions above keep host's types in step with the engine's: a
 // field added there and not here fails to compile.
 // Status is the exception, its Config being host's own Server:
