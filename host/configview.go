@@ -9,8 +9,9 @@ import (
 
 // What a Config tells a program before it runs it, and the `nexus config`
 // verbs (show, validate, compile, init --from) as functions. Each method
-// converts the internal model once; the slices it returns are the
-// caller's.
+// converts the internal model as it is called; the strings and slices it
+// returns may share the config's memory: read them, do not write into
+// them (a Server is a copy).
 
 // Source is where a setting came from: the config file, its layer and
 // line. It is a Report's Source too.
