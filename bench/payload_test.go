@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/nexus-mcp/nexus/host"
-	"github.com/nexus-mcp/nexus/internal/config"
-	"github.com/nexus-mcp/nexus/internal/diag"
 )
 
 // BenchmarkPayload: a tools/call echoing a message of 64 B, 2 KB, 64 KB
@@ -170,7 +168,7 @@ func newHostPayload(tb testing.TB, msg string) *hostPayload {
 func newHostPayloadTo(tb testing.TB, server, msg string) *hostPayload {
 	argv, _ := json.Marshal([]string{server})
 	doc := fmt.Sprintf(`{"mcpServers": {"echo": {"command": %s}}, "agents": {"bench": {"permission": "yolo", "servers": ["echo"]}}}`, argv)
-	cfg, err := config.Parse([]byte(doc), diag.Source{File: "bench.json"})
+	cfg, err := host.ParseConfig([]byte(doc), "bench.json")
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -37,8 +37,8 @@ func AuditVerifyOptions(cfg *Config, last, checkpoints, public string) (VerifyAu
 		keys audit.Keys
 		err  error
 	)
-	if cfg != nil && cfg.Audit != nil {
-		b := *cfg.Audit
+	if c := internalConfig(cfg); c != nil && c.Audit != nil {
+		b := *c.Audit
 		if public != "" {
 			b.PublicKey = public
 		}

@@ -1,18 +1,29 @@
 package host
 
 import (
+	"maps"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/diag"
-	httptransport "github.com/nexus-mcp/nexus/internal/transport/http"
-	"github.com/nexus-mcp/nexus/internal/transport/stdio"
 )
 
 // Config is a loaded configuration, the standard mcpServers model with
 // Nexus's additions (agents, filters, plugins, the gateway block): what
-// New takes. LoadConfig and ParseConfig make one.
-type Config = config.Config
+// New takes. LoadConfig and ParseConfig make one. Its methods read what
+// a program shows or checks before running it; the model itself stays
+// Nexus's, so a new block never changes this API.
+type Config struct{ c *config.Config }
+
+// wrapConfig is the one place an internal config becomes a Config.
+func wrapConfig(c *config.Config, err error) (*Config, error) {
+	if c == nil {
+		return nil, err
+	}
+	return &Config{c: c}, err
+}
 
 // ConfigOptions say where LoadConfig finds configuration. The zero value
 // discovers the layers of the working directory, as the nexus command
@@ -81,16 +92,39 @@ const (
 	TypePlugin = config.TypePlugin
 )
 
-// Server is one server of a Config, as a Dialer or a Transport receives it.
-type Server = config.Server
+// Server is one server of a Config, as a Dialer or a Transport receives
+// it and Status reports it: what a program shows or starts on its own.
+// The rest of a server's block (its HTTP headers, OAuth, TLS, ...) the
+// built-in transports read from the config itself.
+type Server struct {
+	Name    string
+	Type    string   // TypeStdio, TypeHTTP, TypeSSE or TypePlugin
+	Command []string // a stdio server's argv
+	// Env is what a stdio server's environment adds to the host's
+	// filtered one: its env file's values, then its env block's.
+	Env     map[string]string
+	Cwd     string // a stdio server's working directory; "" = the host's
+	URL     string // an HTTP or SSE server's endpoint
+	Plugin  string // the transport plugin a TypePlugin server runs on
+	Enabled bool
+	Timeout time.Duration // per request; 0 = the host default
+	Source  Source        // where it is configured
+}
 
-// StdioOptions and HTTPOptions are what a config sets for a server's
-// transport (Server.Stdio, Server.HTTP), beside the command or url that
-// chose it.
-type (
-	StdioOptions = stdio.Options
-	HTTPOptions  = httptransport.Options
-)
+// server is s as host shows it, made once per call that returns it (a
+// dial, Servers, Config.Server); nil stays nil.
+func server(s *config.Server) *Server {
+	if s == nil {
+		return nil
+	}
+	// Copies: what a Dialer does with them never reaches the config.
+	out := &Server{Name: s.Name, Type: s.Type, Command: slices.Clone(s.Command), Env: maps.Clone(s.Stdio.Environ()), Cwd: s.Stdio.Cwd,
+		URL: s.URL, Enabled: s.Enabled, Timeout: s.Timeout, Source: s.Source}
+	if s.Plugin != nil {
+		out.Plugin = s.Plugin.Name
+	}
+	return out
+}
 
 // Report is an error a person can act on: what went wrong, where (the
 // server, the config file and line), the likely causes and the fix.
@@ -106,7 +140,7 @@ type Report = diag.Report
 // once `nexus trust` has trusted its exact content; the ones left out are
 // in Config.Untrusted (UntrustedReport explains them), and o.Files
 // names files to use as they are.
-func LoadConfig(o ConfigOptions) (*Config, error) { return config.Load(o.config()) }
+func LoadConfig(o ConfigOptions) (*Config, error) { return wrapConfig(config.Load(o.config())) }
 
 // ParseConfig decodes one configuration held in memory: HCL when name ends
 // in .hcl, otherwise any mcpServers JSON dialect. name is what errors call
@@ -114,19 +148,19 @@ func LoadConfig(o ConfigOptions) (*Config, error) { return config.Load(o.config(
 func ParseConfig(data []byte, name string) (*Config, error) {
 	src := diag.Source{File: name}
 	if strings.HasSuffix(name, ".hcl") {
-		return config.ParseHCL(data, src)
+		return wrapConfig(config.ParseHCL(data, src))
 	}
-	return config.Parse(data, src)
+	return wrapConfig(config.Parse(data, src))
 }
 
 // UntrustedReport explains the workspace configs LoadConfig left out for
 // want of trust (c.Untrusted): each file, what it would run and read, and
 // the `nexus trust` that applies it; nil when there are none.
 func UntrustedReport(c *Config) *Report {
-	if c == nil || len(c.Untrusted) == 0 {
+	if len(c.in().Untrusted) == 0 {
 		return nil
 	}
-	return config.UntrustedReport(c.Untrusted)
+	return config.UntrustedReport(c.in().Untrusted)
 }
 
 // The conversions above keep host's types in step with config's.

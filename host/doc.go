@@ -21,9 +21,13 @@
 // nexus command does with them, an embedder can do. Gateway is host's
 // own, wrapping the internal gateway: NewGateway sets up from the
 // config's gateway and console blocks what `nexus serve` serves
-// (GatewayOptions over them, as its flags), and Run serves it. The rest
-// (Config, Server, ...) are still aliases of internal types, named here
-// so an embedder can write them (issue 39 takes them in turn). The engine: it
+// (GatewayOptions over them, as its flags), and Run serves it. Config is
+// opaque: its methods read what a program shows (servers, files,
+// warnings) and do what the `nexus config` verbs do (View, Compile,
+// ViaGateway); Server is plain fields, made once per dial for a Dialer
+// or Transport. Report (with its Source) is the one alias left: the one
+// structure every explanation is, which callers find with errors.As. The
+// engine: it
 // connects servers concurrently on Start or on first use, keeps and
 // reconnects their sessions, names their tools for LLMs, and puts every
 // request, and every request a server sends back, through the chain (the

@@ -3,7 +3,6 @@ package host
 import (
 	"time"
 
-	"github.com/nexus-mcp/nexus/internal/audit"
 	"github.com/nexus-mcp/nexus/internal/auth"
 	"github.com/nexus-mcp/nexus/internal/engine"
 )
@@ -20,15 +19,9 @@ const DefaultTimeout = engine.DefaultTimeout
 // block it is trusted: a person at a terminal confirms each server once.
 const CLIAgent = engine.CLIAgent
 
-// The host's own vocabulary, named here (see names.go for the rest).
-type (
-	// AuditRecord is one record of the audit log.
-	AuditRecord = audit.Record
-)
-
 // Fingerprints is each configured server's fingerprint: what approvals
 // remember, so that a changed command or URL is asked about again.
-func Fingerprints(cfg *Config) map[string]string { return engine.Fingerprints(cfg) }
+func Fingerprints(cfg *Config) map[string]string { return engine.Fingerprints(internalConfig(cfg)) }
 
 // CleanupPlugins stops every plugin process still running: the last
 // line of defence on the way out of main.

@@ -249,7 +249,7 @@ agent "bot" {
 		fmt.Println(err)
 		return
 	}
-	for _, s := range cfg.Servers {
+	for _, s := range cfg.Servers() {
 		fmt.Println(s.Name, s.Type, s.Command[0])
 	}
 

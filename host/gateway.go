@@ -156,8 +156,7 @@ func LocalAgent(cfg *Config, agent string) bool {
 // one per session whose client answers server requests), so a server's
 // notifications reach only the agent they concern.
 func NewGateway(h *Host, o GatewayOptions) (*Gateway, error) {
-	cfg := h.e.Config()
-	o = o.Resolve(cfg)
+	o = o.Resolve(h.Config())
 	if o.Version == "" {
 		o.Version = Version
 	}
@@ -431,4 +430,9 @@ func serveMetrics(ctx context.Context, addr string, h http.Handler, logErr func(
 
 // internalConfig is the config a Config holds: the one place host reads
 // the blocks the gateway serves.
-func internalConfig(cfg *Config) *config.Config { return cfg }
+func internalConfig(cfg *Config) *config.Config {
+	if cfg == nil {
+		return nil
+	}
+	return cfg.c
+}

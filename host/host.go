@@ -7,7 +7,6 @@ import (
 
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/engine"
-	"github.com/nexus-mcp/nexus/internal/registry"
 )
 
 // Host connects to the configured servers and runs every call through
@@ -24,7 +23,7 @@ func New(cfg *Config, o Options) *Host {
 	if o.Version == "" {
 		o.Version = Version
 	}
-	return wrap(engine.New(cfg, o.engine()))
+	return wrap(engine.New(internalConfig(cfg), o.engine()))
 }
 
 func wrap(e *engine.Host) *Host {
@@ -111,7 +110,7 @@ func convert[T, E any](in []E, err error, to func(E) T) ([]T, error) {
 }
 
 // Config is the configuration the host runs.
-func (h *Host) Config() *Config { return h.e.Config() }
+func (h *Host) Config() *Config { return &Config{c: h.e.Config()} }
 
 // Start connects every enabled server concurrently and returns once each
 // has connected or failed; Servers says how each went.
@@ -126,7 +125,8 @@ func (h *Host) Servers() []Status {
 	in := h.e.Servers()
 	out := make([]Status, len(in))
 	for i, s := range in {
-		out[i] = Status(s)
+		out[i] = Status{Config: server(s.Config), Connected: s.Connected, Info: s.Info, Version: s.Version, Era: s.Era, Caps: s.Caps,
+			Tools: s.Tools, Owner: s.Owner, Shared: s.Shared, Failures: s.Failures}
 		out[i].Err, out[i].ToolsErr = hostErr(s.Err), hostErr(s.ToolsErr)
 	}
 	return out
@@ -315,14 +315,18 @@ func (h *Host) WatchLock(ctx context.Context, path string, every time.Duration) 
 // Drift is every tool the lockfile withholds as its server defines it now.
 func (h *Host) Drift(ctx context.Context) ([]Drift, error) {
 	d, err := h.e.Drift(ctx)
-	return d, hostErr(err)
+	var out []Drift
+	for _, x := range d {
+		out = append(out, drift(x))
+	}
+	return out, hostErr(err)
 }
 
 // AcceptTool pins server's tool as it is now in the lockfile at path, if
 // its definition still hashes to sha256 (what the person reviewed).
 func (h *Host) AcceptTool(ctx context.Context, path, server, tool, sha256 string) (Drift, error) {
 	d, err := h.e.AcceptTool(ctx, path, server, tool, sha256)
-	return d, hostErr(err)
+	return drift(d), hostErr(err)
 }
 
 // AuthLogin runs server's OAuth flow now (AuthOptions.Opener shows the URL).
@@ -345,13 +349,8 @@ func (h *Host) AuthStatus(server string) (OAuthStatus, error) {
 // Options.Audit gave one.
 func (h *Host) OpenAudit() error { return hostErr(h.e.OpenAudit()) }
 
-// RecordAction adds a record to the audit log (a person's action in a
-// console, say).
-func (h *Host) RecordAction(rec AuditRecord) error { return hostErr(h.e.RecordAction(rec)) }
-
 // The conversions above keep host's types in step with the engine's: a
 // field added there and not here fails to compile.
-var (
-	_ = Status(registry.Status{})
-	_ = (*engine.CallOptions)(&CallOptions{})
-)
+// Status is the exception, its Config being host's own Server:
+// TestConvertedFields keeps it in step.
+var _ = (*engine.CallOptions)(&CallOptions{})

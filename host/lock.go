@@ -45,13 +45,52 @@ func (l *Lock) Servers() []string {
 
 // Drift is a tool the lockfile withholds as its server defines it now:
 // its pin, the changed fields and the chain's findings (Host.Drift).
-type Drift = lock.Drift
+type Drift struct {
+	Server string
+	Live   LockItem  // the definition now (Flags empty)
+	Pinned *LockItem // its pin; nil when the tool, or its whole server, is not pinned
+	// Fields are where the rest of the definition (all but the
+	// description) changed since the pin.
+	Fields []LockField
+	// Flags are the findings of the chain's tools/list policies against
+	// the definition now ("link: finding", as nexus lock --accept-flagged
+	// writes them).
+	Flags []string
+	Why   string // the reason the lockfile withholds it, as agents are told
+}
+
+// LockItem is one tool as the lockfile pins it, or as its server defines
+// it now.
+type LockItem struct {
+	Name        string
+	SHA256      string
+	Description string
+	// Rest is the canonical JSON of the definition without its
+	// description: its title, schemas and annotations.
+	Rest string
+	// Flags are the findings a person accepted with nexus lock
+	// --accept-flagged. Not part of the hash.
+	Flags []string
+}
+
+// drift is d as host shows it.
+func drift(d lock.Drift) Drift {
+	out := Drift{Server: d.Server, Live: LockItem(d.Live), Flags: d.Flags, Why: d.Why}
+	if d.Pinned != nil {
+		p := LockItem(*d.Pinned)
+		out.Pinned = &p
+	}
+	for _, f := range d.Fields {
+		out.Fields = append(out.Fields, LockField(f))
+	}
+	return out
+}
 
 // LockPath is where cfg's lockfile lives: nexus.lock.hcl beside its first
 // config file (the working directory for the built-in default).
 func LockPath(cfg *Config) string {
-	if len(cfg.Files) > 0 && cfg.Files[0].Path != "" {
-		return filepath.Join(filepath.Dir(cfg.Files[0].Path), lock.FileName)
+	if c := internalConfig(cfg); c != nil && len(c.Files) > 0 && c.Files[0].Path != "" {
+		return filepath.Join(filepath.Dir(c.Files[0].Path), lock.FileName)
 	}
 	return lock.FileName
 }
@@ -164,9 +203,9 @@ func lockChanges(in []lock.Change) []LockChange {
 // meanwhile to a server this run did not pin is kept. An unknown
 // o.Server is an *UnknownServerError.
 func (h *Host) Relock(ctx context.Context, o LockOptions) (*Relocked, error) {
-	cfg := h.Config()
+	cfg := h.e.Config()
 	if o.Path == "" {
-		o.Path = LockPath(cfg)
+		o.Path = LockPath(h.Config())
 	}
 	pinned := o.Pinned.lock()
 	if pinned == nil {

@@ -9,8 +9,8 @@ import (
 
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/auth"
+	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/engine"
-	"github.com/nexus-mcp/nexus/internal/registry"
 	"github.com/nexus-mcp/nexus/internal/telemetry"
 )
 
@@ -109,12 +109,15 @@ func (o Options) engine() engine.Options {
 		Logger: o.Logger, Version: o.Version, Timeout: o.Timeout,
 		Confirm: confirmer(o.Confirm), Lock: o.Lock.lock(), Approvals: o.Approvals, Links: entries(o.Links),
 		Roots: o.Roots, Sampling: o.Sampling, Elicitation: o.Elicitation, OnLog: o.OnLog, OnChange: o.OnChange,
-		Audit: o.Audit.writer(), Telemetry: o.Telemetry,
-		CloseGrace: o.CloseGrace, Transport: o.Transport,
-		Auth: engine.AuthOptions{TokenDir: o.Auth.TokenDir, NoStore: o.Auth.NoStore, Opener: auth.Opener(o.Auth.Opener), Out: o.Auth.Out},
+		Audit: o.Audit.writer(), Telemetry: o.Telemetry.in(),
+		CloseGrace: o.CloseGrace,
+		Auth:       engine.AuthOptions{TokenDir: o.Auth.TokenDir, NoStore: o.Auth.NoStore, Opener: auth.Opener(o.Auth.Opener), Out: o.Auth.Out},
 	}
-	if o.Dial != nil {
-		e.Dial = registry.Dialer(o.Dial)
+	if d := o.Dial; d != nil {
+		e.Dial = func(ctx context.Context, s *config.Server) (*mcp.Client, error) { return d(ctx, server(s)) }
+	}
+	if t := o.Transport; t != nil {
+		e.Transport = func(ctx context.Context, s *config.Server) (mcp.Conn, error) { return t(ctx, server(s)) }
 	}
 	if f := o.OnToolDecision; f != nil {
 		e.OnToolDecision = func(d engine.ToolDecision) { f(ToolDecision(d)) }
@@ -123,17 +126,39 @@ func (o Options) engine() engine.Options {
 }
 
 // Telemetry traces requests with OpenTelemetry and counts them for
-// Prometheus (Options.Telemetry). Shutdown sends the spans still queued;
-// Metrics().Handler() serves the metrics.
-type Telemetry = telemetry.Telemetry
+// Prometheus (Options.Telemetry); a Gateway serves the metrics
+// (GatewayOptions.Metrics). Shutdown sends the spans still queued. A nil
+// *Telemetry traces and counts nothing.
+type Telemetry struct{ t *telemetry.Telemetry }
+
+// Tracing reports whether spans are made: the config's telemetry block or
+// the OTEL_* variables name an exporter.
+func (t *Telemetry) Tracing() bool { return t.in().Tracing() }
+
+// Shutdown sends the spans still queued and stops the exporter.
+func (t *Telemetry) Shutdown(ctx context.Context) error { return t.in().Shutdown(ctx) }
+
+// in is the telemetry t holds; nil for a nil t, which the engine takes as
+// none.
+func (t *Telemetry) in() *telemetry.Telemetry {
+	if t == nil {
+		return nil
+	}
+	return t.t
+}
 
 // OpenTelemetry sets up tracing as cfg's telemetry block and the standard
 // OTEL_* environment variables say (none: no exporter, and tracing costs
 // nothing), and Prometheus metrics when metrics is true.
 func OpenTelemetry(cfg *Config, metrics bool) (*Telemetry, error) {
 	o := telemetry.Options{Metrics: metrics}
-	if b := cfg.Telemetry; b != nil {
+	if c := internalConfig(cfg); c != nil && c.Telemetry != nil {
+		b := c.Telemetry
 		o.Tracing, o.Endpoint, o.Protocol, o.ServiceName, o.LinkSpans = true, b.Endpoint, b.Protocol, b.ServiceName, b.LinkSpans
 	}
-	return telemetry.New(context.Background(), o)
+	t, err := telemetry.New(context.Background(), o)
+	if err != nil {
+		return nil, err
+	}
+	return &Telemetry{t}, nil
 }

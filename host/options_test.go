@@ -5,12 +5,18 @@ import (
 	"os"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/audit"
+	"github.com/nexus-mcp/nexus/internal/config"
+	"github.com/nexus-mcp/nexus/internal/diag"
 	"github.com/nexus-mcp/nexus/internal/engine"
 	"github.com/nexus-mcp/nexus/internal/lock"
+	"github.com/nexus-mcp/nexus/internal/telemetry"
+	"github.com/nexus-mcp/nexus/internal/transport/stdio"
 )
 
 // TestOptionsCarried: New hands the engine every option, each field set
@@ -22,6 +28,7 @@ func TestOptionsCarried(t *testing.T) {
 	fill(t, reflect.ValueOf(&o).Elem())
 	o.Lock = wrapLock(&lock.Lock{}) // opaque: an empty Lock{} is no lockfile
 	o.Audit = &AuditLog{&audit.Writer{}}
+	o.Telemetry = &Telemetry{&telemetry.Telemetry{}}
 	e := reflect.ValueOf(o.engine())
 	h := reflect.TypeOf(o)
 	for i := range e.NumField() {
@@ -108,5 +115,41 @@ func fill(t *testing.T, v reflect.Value) {
 		t.Fatalf("fill: no value for %s", v.Type())
 	default:
 		t.Fatalf("fill: no value for %s", v.Type())
+	}
+}
+
+// TestServerCarried: a Dialer and a Transport get the server the engine
+// dials as host's Server, every field set from the config's, and copies:
+// what they change never reaches the config.
+func TestServerCarried(t *testing.T) {
+	cs := &config.Server{Name: "gh", Type: config.TypePlugin, Command: []string{"gh-mcp", "-v"}, URL: "http://127.0.0.1:1/mcp",
+		Stdio:   stdio.Options{Env: map[string]string{"K": "v"}, FileEnv: map[string]string{"F": "f", "K": "file"}, Cwd: "/w"},
+		Plugin:  &config.PluginTransport{Name: "transport-ssh"},
+		Enabled: true, Timeout: time.Second, Source: diag.Source{File: "nexus.hcl", Line: 3}}
+	var dialed, opened *Server
+	o := Options{
+		Dial:      func(_ context.Context, s *Server) (*mcp.Client, error) { dialed = s; return nil, nil },
+		Transport: func(_ context.Context, s *Server) (mcp.Conn, error) { opened = s; return nil, nil },
+	}
+	e := o.engine()
+	e.Dial(t.Context(), cs)
+	e.Transport(t.Context(), cs)
+	for _, s := range []*Server{dialed, opened} {
+		if s == nil {
+			t.Fatal("the embedder's function was not called")
+		}
+		v := reflect.ValueOf(*s)
+		for i := range v.NumField() {
+			if v.Field(i).IsZero() {
+				t.Errorf("Server.%s is not set from the config", v.Type().Field(i).Name)
+			}
+		}
+		if s.Plugin != "transport-ssh" || s.Env["K"] != "v" || s.Env["F"] != "f" || s.Cwd != "/w" || s.Source.Line != 3 {
+			t.Errorf("server %+v", s)
+		}
+		s.Command[0], s.Env["K"] = "evil", "x"
+	}
+	if cs.Command[0] != "gh-mcp" || cs.Stdio.Env["K"] != "v" {
+		t.Errorf("a Dialer's change reached the config: %v %v", cs.Command, cs.Stdio.Env)
 	}
 }

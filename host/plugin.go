@@ -73,7 +73,8 @@ func CheckPlugins(ctx context.Context, cfg *Config) []PluginCheck {
 	m := plugin.NewManager(plugin.Options{Logger: hclog.NewNullLogger()})
 	defer m.Close()
 	var out []PluginCheck
-	for _, c := range m.Check(ctx, cfg) {
+	ic := internalConfig(cfg)
+	for _, c := range m.Check(ctx, ic) {
 		pc := PluginCheck{Plugin: c.Plugin, Configs: c.Configs}
 		for _, err := range c.Errs {
 			var bad *plugin.ConfigError
@@ -81,7 +82,7 @@ func CheckPlugins(ctx context.Context, cfg *Config) []PluginCheck {
 			refused := errors.As(err, &bad)
 			if !refused && !errors.As(err, &notChecked) {
 				var src diag.Source
-				if b := cfg.Plugin(c.Plugin); b != nil {
+				if b := ic.Plugin(c.Plugin); b != nil {
 					src = b.Source
 				}
 				err = &plugin.CheckError{Plugin: c.Plugin, Source: src, Err: err}

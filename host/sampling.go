@@ -21,10 +21,11 @@ type SamplingModel struct {
 // NewSamplingModel makes the model of cfg's sampling block; nil when cfg
 // has none.
 func NewSamplingModel(cfg *Config) *SamplingModel {
-	if cfg == nil || cfg.Sampling == nil {
+	c := internalConfig(cfg)
+	if c == nil || c.Sampling == nil {
 		return nil
 	}
-	return &SamplingModel{m: sampling.New(cfg.Sampling, nil), confirm: cfg.Sampling.Confirm}
+	return &SamplingModel{m: sampling.New(c.Sampling, nil), confirm: c.Sampling.Confirm}
 }
 
 // Name is the model's name, as a person is told it.

@@ -113,7 +113,7 @@ func WorkspaceFiles(dir string) []string { return config.WorkspaceFiles(dir) }
 // (UntrustedReport shows it): a file changed since stays untrusted.
 func TrustUntrusted(store string, c *Config) error {
 	return UpdateTrust(store, func(entries []Trusted) ([]Trusted, error) {
-		for _, u := range c.Untrusted {
+		for _, u := range c.in().Untrusted {
 			key, err := TrustKey(u.Path)
 			if err != nil {
 				return nil, err

@@ -22,8 +22,8 @@ func TestLoadConfigUntrusted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Server("evil") != nil || len(cfg.Untrusted) != 1 {
-		t.Fatalf("servers %v untrusted %v", cfg.Names(), cfg.Untrusted)
+	if cfg.Server("evil") != nil || len(cfg.Untrusted()) != 1 {
+		t.Fatalf("servers %v untrusted %v", cfg.Names(), cfg.Untrusted())
 	}
 	rep := host.UntrustedReport(cfg)
 	if rep == nil || !strings.Contains(rep.Error(), `command = "sh", args = ["-c", "touch x"]`) || !strings.Contains(rep.Error(), "nexus trust "+filepath.Join(dir, "nexus.hcl")) {
@@ -51,8 +51,8 @@ func TestTrustUntrusted(t *testing.T) {
 	}
 	o := host.ConfigOptions{Dir: dir, Home: home, LookupEnv: lookup}
 	cfg, err := host.LoadConfig(o)
-	if err != nil || len(cfg.Untrusted) != 1 {
-		t.Fatalf("untrusted: %v %v", cfg.Untrusted, err)
+	if err != nil || len(cfg.Untrusted()) != 1 {
+		t.Fatalf("untrusted: %v %v", cfg.Untrusted(), err)
 	}
 	if err := host.TrustUntrusted(store, cfg); err != nil {
 		t.Fatal(err)
@@ -69,8 +69,8 @@ func TestTrustUntrusted(t *testing.T) {
 	if err := os.WriteFile(file, []byte("# edited\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if cfg, err = host.LoadConfig(o); err != nil || len(cfg.Untrusted) != 1 || !cfg.Untrusted[0].Edited {
-		t.Fatalf("after an edit: %+v %v", cfg.Untrusted, err)
+	if cfg, err = host.LoadConfig(o); err != nil || len(cfg.Untrusted()) != 1 || !cfg.Untrusted()[0].Edited {
+		t.Fatalf("after an edit: %+v %v", cfg.Untrusted(), err)
 	}
 	// Untrust: the store empties.
 	if err := host.UpdateTrust(store, func(l []host.Trusted) ([]host.Trusted, error) { return nil, nil }); err != nil {

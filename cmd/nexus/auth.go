@@ -116,7 +116,7 @@ func (a *app) authStatusCmd() *cobra.Command {
 				names = args
 				a.target = args[0]
 			} else {
-				for _, s := range a.cfg.Servers {
+				for _, s := range a.cfg.Servers() {
 					if s.Type == host.TypeHTTP || s.Type == host.TypeSSE {
 						names = append(names, s.Name)
 					}

@@ -18,8 +18,6 @@ import (
 	"testing"
 
 	"github.com/nexus-mcp/nexus/host"
-	"github.com/nexus-mcp/nexus/internal/config"
-	"github.com/nexus-mcp/nexus/internal/diag"
 	"github.com/nexus-mcp/nexus/internal/policy"
 	"github.com/nexus-mcp/nexus/internal/testenv"
 	"github.com/nexus-mcp/nexus/sdk/plugin/plugintest"
@@ -287,7 +285,7 @@ func TestOut(t *testing.T) {
 func TestApprovals(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "approvals.json")
 	env := []string{"NEXUS_APPROVALS=" + file}
-	cfg, err := config.Parse([]byte(testConfig), diag.Source{File: "mcp.json"})
+	cfg, err := host.ParseConfig([]byte(testConfig), "mcp.json")
 	if err != nil {
 		t.Fatal(err)
 	}

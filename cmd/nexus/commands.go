@@ -602,7 +602,7 @@ func (a *app) pingCmd() *cobra.Command {
 			if len(args) == 1 {
 				names = args
 			} else {
-				for _, s := range h.Config().Servers {
+				for _, s := range h.Config().Servers() {
 					if s.Enabled {
 						names = append(names, s.Name)
 					}

@@ -197,7 +197,7 @@ func (a *app) registerCompletions(root *cobra.Command) {
 				return nil, cobra.ShellCompDirectiveNoFileComp
 			}
 			var out []cobra.Completion
-			for _, s := range cfg.Servers {
+			for _, s := range cfg.Servers() {
 				if s.Enabled && strings.HasPrefix(s.Name+suffix, toComplete) {
 					out = append(out, cobra.CompletionWithDesc(s.Name+suffix, s.Type+" server from "+s.Source.String()))
 				}

@@ -15,7 +15,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/nexus-mcp/nexus/host"
-	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/diag"
 	"github.com/nexus-mcp/nexus/internal/sanitize"
 )
@@ -29,20 +28,21 @@ func (a *app) loadConfig(allowUnset bool) (*host.Config, error) {
 		opts.Prompter = a.prompter()
 	}
 	cfg, err := host.LoadConfig(opts)
-	if err == nil && len(cfg.Untrusted) > 0 && a.askTrust(cfg) {
+	if err == nil && len(cfg.Untrusted()) > 0 && a.askTrust(cfg) {
 		cfg, err = host.LoadConfig(opts) // what changed since it was shown stays untrusted
 	}
-	if err == nil && len(cfg.Untrusted) > 0 {
+	if err == nil && len(cfg.Untrusted()) > 0 {
 		// An untrusted workspace config was left out; using the rest as if
 		// it were not there would surprise more than refusing does.
 		// --yes does not reach here: trust is given only by nexus trust.
-		return &host.Config{Files: cfg.Files, Warnings: cfg.Warnings, Untrusted: cfg.Untrusted}, host.UntrustedReport(cfg)
+		// The config goes back beside the error for its warnings alone.
+		return cfg, host.UntrustedReport(cfg)
 	}
 	return cfg, err
 }
 
 // printWarnings writes the config's warnings to stderr, one a line.
-func (a *app) printWarnings(ws []config.Warning) {
+func (a *app) printWarnings(ws []host.Warning) {
 	for _, w := range ws {
 		fmt.Fprintln(a.stderr, clean(w.String()))
 	}
@@ -54,7 +54,7 @@ func clean(s string) string { return sanitize.ForDisplay(s) }
 // renderAll prints every report in err (a config error lists them all, since
 // fixing one at a time is slow), then how many there were.
 func renderAll(w io.Writer, err error) {
-	reps := config.Reports(err)
+	reps := host.Reports(err)
 	if len(reps) <= 1 {
 		diag.Render(w, err)
 		return
@@ -106,15 +106,13 @@ sensitive variables read from NEXUS_INPUT_<ID>. An existing file is kept unless
   nexus config init --from .vscode/mcp.json --out - | less`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			data := config.DefaultHCL()
+			data := host.DefaultHCL()
 			if from != "" {
-				// Unset variables are fine: they stay references.
-				cfg, err := config.Load(config.Options{Files: []string{from}, AllowUnset: true, NoDefault: true})
-				if err != nil {
+				var warns []string
+				var err error
+				if data, warns, err = host.ConfigToHCL(from); err != nil {
 					return &exitError{exitUsage, err}
 				}
-				var warns []string
-				data, warns = config.ToHCL(cfg, filepath.Base(from))
 				for _, w := range warns {
 					fmt.Fprintln(a.stderr, "Warning: "+w)
 				}
@@ -155,7 +153,7 @@ func (a *app) configShowCmd() *cobra.Command {
 			if err != nil {
 				return &exitError{exitUsage, err}
 			}
-			v := config.NewView(cfg, showSecrets)
+			v := cfg.View(showSecrets)
 			if a.output == "json" {
 				return a.showJSON(v)
 			}
@@ -168,11 +166,11 @@ func (a *app) configShowCmd() *cobra.Command {
 	return cmd
 }
 
-func (a *app) showText(v *config.View) {
+func (a *app) showText(v *host.ConfigView) {
 	w := a.stdout
 	fmt.Fprintln(w, "Files, lowest layer first:")
 	for _, f := range v.Files {
-		fmt.Fprintln(w, "  "+clean(diag.Source{File: f.Path, Layer: f.Layer}.String()))
+		fmt.Fprintln(w, "  "+clean(host.Source{File: f.Path, Layer: f.Layer}.String()))
 	}
 	if len(v.Roots) > 0 {
 		fmt.Fprintln(w, "\nRoots:")
@@ -180,7 +178,7 @@ func (a *app) showText(v *config.View) {
 			fmt.Fprintln(w, "  "+clean(r))
 		}
 	}
-	for _, group := range [][]config.Entry{v.Servers, v.Plugins, v.Filters, v.Agents, v.Blocks} {
+	for _, group := range [][]host.ConfigEntry{v.Servers, v.Plugins, v.Filters, v.Agents, v.Blocks} {
 		for _, e := range group {
 			if e.Name == "" {
 				fmt.Fprintf(w, "\n%s\n", e.Kind)
@@ -248,16 +246,16 @@ type origin struct {
 	Column int    `json:"column,omitempty"`
 }
 
-func toOrigin(s diag.Source) origin { return origin{s.Layer, s.File, s.Line, s.Column} }
+func toOrigin(s host.Source) origin { return origin{s.Layer, s.File, s.Line, s.Column} }
 
-func (a *app) showJSON(v *config.View) error {
+func (a *app) showJSON(v *host.ConfigView) error {
 	type entry struct {
 		Name      string         `json:"name"`
 		Origin    origin         `json:"origin"`
 		Overrides []origin       `json:"overrides,omitempty"`
 		Settings  map[string]any `json:"settings"`
 	}
-	entries := func(es []config.Entry) []entry {
+	entries := func(es []host.ConfigEntry) []entry {
 		out := []entry{}
 		for _, e := range es {
 			x := entry{Name: e.Name, Origin: toOrigin(e.Source), Settings: e.Settings}
@@ -308,47 +306,37 @@ launch) to check their configs against the plugin's own schema;
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := a.loadConfig(allowUnset)
 			if cfg != nil {
-				a.printWarnings(cfg.Warnings)
+				a.printWarnings(cfg.Warnings())
 			}
 			if err != nil {
 				return &exitError{exitUsage, err}
 			}
 			var plugins []string
 			if !skipPlugins {
-				var errs config.Errors
+				var errs []*host.Report
 				plugins, errs = a.checkPlugins(cmd.Context(), cfg)
 				if len(errs) > 0 {
-					return &exitError{exitUsage, errs}
+					return &exitError{exitUsage, host.ConfigErrors(errs)}
 				}
 			}
-			for _, f := range cfg.Files {
-				fmt.Fprintln(a.stdout, "ok  "+clean(diag.Source{File: f.Path, Layer: f.Layer}.String()))
+			for _, f := range cfg.Files() {
+				fmt.Fprintln(a.stdout, "ok  "+clean(host.Source{File: f.Path, Layer: f.Layer}.String()))
 			}
 			for _, p := range plugins {
 				fmt.Fprintln(a.stdout, "ok  "+p)
 			}
+			s := cfg.Summary()
 			gateway := ""
-			if cfg.Gateway != nil {
+			if s.Gateway {
 				gateway = " and a gateway block"
 			}
-			filters, rules := 0, 0
-			for _, f := range cfg.Filters {
-				if f.Rule != nil {
-					rules++
-				} else {
-					filters++
-				}
-			}
-			for _, ag := range cfg.Agents {
-				rules += len(ag.Rules)
-			}
 			ruleCount := ""
-			if rules > 0 {
-				ruleCount = ", " + count(rules, "rule") + " (every expression compiled)"
+			if s.Rules > 0 {
+				ruleCount = ", " + count(s.Rules, "rule") + " (every expression compiled)"
 			}
 			fmt.Fprintf(a.stdout, "The configuration is valid: %s, %s, %s, %s%s, %s%s.\n",
-				count(len(cfg.Files), "file"), count(len(cfg.Servers), "server"), count(len(cfg.Plugins), "plugin"),
-				count(filters, "filter"), ruleCount, count(len(cfg.Agents), "agent"), gateway)
+				count(s.Files, "file"), count(s.Servers, "server"), count(s.Plugins, "plugin"),
+				count(s.Filters, "filter"), ruleCount, count(s.Agents, "agent"), gateway)
 			return nil
 		},
 	}
@@ -360,9 +348,9 @@ launch) to check their configs against the plugin's own schema;
 // checkPlugins starts the plugins cfg uses and checks their configs
 // against the plugins' schemas: a line for each plugin whose configs all
 // match, a report for each that does not or could not be started.
-func (a *app) checkPlugins(ctx context.Context, cfg *config.Config) ([]string, config.Errors) {
+func (a *app) checkPlugins(ctx context.Context, cfg *host.Config) ([]string, []*host.Report) {
 	var ok []string
-	var errs config.Errors
+	var errs []*host.Report
 	for _, c := range host.CheckPlugins(ctx, cfg) {
 		if len(c.Problems) == 0 {
 			verb := "match"
@@ -433,7 +421,7 @@ Claude Code, Cursor or VS Code configs behind Nexus in one command.`,
 					}
 					files = append(files, abs)
 				}
-				out, warns, err := config.ViaGateway(cfg, format, viaAgent, viaURL, files)
+				out, warns, err := cfg.ViaGateway(format, viaAgent, viaURL, files)
 				if err != nil {
 					return usageErr("%v", err)
 				}
@@ -444,22 +432,18 @@ Claude Code, Cursor or VS Code configs behind Nexus in one command.`,
 			if viaAgent != "" || viaURL != "" {
 				return usageErr("--url and --agent (of compile) go with --via-gateway")
 			}
-			compile := config.Compile
-			if showSecrets {
-				compile = config.CompileShowingSecrets
-			}
-			out, warns, err := compile(cfg, format)
+			out, warns, err := cfg.Compile(format, showSecrets)
 			if err != nil {
 				return usageErr("--format: %v", err)
 			}
-			a.printWarnings(cfg.Warnings)
+			a.printWarnings(cfg.Warnings())
 			a.printWarnings(warns)
 			_, err = a.stdout.Write(out)
 			return err
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&format, "format", config.FormatMCPServers, "output format: "+strings.Join(config.Formats, ", "))
+	f.StringVar(&format, "format", host.FormatMCPServers, "output format: "+strings.Join(host.CompileFormats(), ", "))
 	f.BoolVar(&showSecrets, "show-secrets", false, "write credentials written in config files as they are (masked by default)")
 	f.BoolVar(&via, "via-gateway", false, "write a client config whose only server is the Nexus gateway (with --agent or --url)")
 	f.StringVar(&viaURL, "url", "", "with --via-gateway: the gateway's MCP endpoint (http or https URL)")

@@ -153,7 +153,7 @@ func (d *doctor) file(ctx context.Context, client, path string) {
 		}
 		return
 	}
-	for _, s := range cfg.Servers {
+	for _, s := range cfg.Servers() {
 		if s.Type != host.TypeStdio || len(s.Command) == 0 || !isNexus(s.Command[0]) {
 			continue
 		}
@@ -204,11 +204,11 @@ func (d *doctor) run(ctx context.Context, s *host.Server, bin string) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, s.Command[1:]...)
 	cmd.Dir = d.cwd
-	if s.Stdio.Cwd != "" {
-		cmd.Dir = s.Stdio.Cwd
+	if s.Cwd != "" {
+		cmd.Dir = s.Cwd
 	}
 	cmd.Env = os.Environ()
-	for k, v := range s.Stdio.Environ() {
+	for k, v := range s.Env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"nexus-doctor","version":"1"}}}` + "\n" +

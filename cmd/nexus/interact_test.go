@@ -11,7 +11,6 @@ import (
 
 	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/mcp"
-	"github.com/nexus-mcp/nexus/internal/config"
 	"github.com/nexus-mcp/nexus/internal/suggest"
 )
 
@@ -328,7 +327,10 @@ func TestFileURI(t *testing.T) {
 }
 
 func TestShellCompleter(t *testing.T) {
-	cfg := &config.Config{Servers: []*config.Server{{Name: "github", Type: "stdio", Enabled: true}, {Name: "gitlab", Type: "stdio", Enabled: true}}}
+	cfg, err := host.ParseConfig([]byte(`{"mcpServers": {"github": {"command": "gh"}, "gitlab": {"command": "gl"}}}`), "mcp.json")
+	if err != nil {
+		t.Fatal(err)
+	}
 	h := host.New(cfg, host.Options{})
 	defer h.Close()
 	sh := &shell{a: &app{}, h: h, tools: map[string][]string{"github": {"create_issue", "close_issue"}},

@@ -271,7 +271,7 @@ func (a *app) openHost() (*host.Host, error) {
 	if err != nil {
 		return nil, &exitError{exitUsage, err}
 	}
-	a.printWarnings(cfg.Warnings)
+	a.printWarnings(cfg.Warnings())
 	a.cfg = cfg
 	var pinned *host.Lock
 	if !a.noLock {
@@ -296,7 +296,7 @@ func (a *app) openHost() (*host.Host, error) {
 		OnChange:    a.onChange,
 		Auth:        a.auth,
 	}
-	if len(cfg.Roots) == 0 {
+	if len(cfg.Roots()) == 0 {
 		// No roots in the config: the directory Nexus runs in (the shell's
 		// /cd changes it).
 		opts.Roots = cwdRoots

@@ -65,7 +65,7 @@ continued and passed upstream.`,
 				}
 				return &exitError{exitUsage, err}
 			}
-			a.printWarnings(cfg.Warnings)
+			a.printWarnings(cfg.Warnings())
 			a.cfg = cfg
 			log := a.logger()
 			o := host.GatewayOptions{Logger: log, Ready: func(what, url string) {

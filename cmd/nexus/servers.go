@@ -97,8 +97,8 @@ func target(s host.Status) string {
 		return strings.Join(diag.MaskCommand(c.Command), " ")
 	case c.URL != "":
 		return diag.MaskURLs(c.URL)
-	case c.Plugin != nil:
-		return "plugin " + c.Plugin.Name
+	case c.Plugin != "":
+		return "plugin " + c.Plugin
 	}
 	return ""
 }

@@ -526,7 +526,7 @@ func (sh *shell) cd(ctx context.Context, args []string) error {
 		return err
 	}
 	fmt.Fprintln(a.stdout, clean(wd))
-	if len(sh.h.Config().Roots) > 0 {
+	if len(sh.h.Config().Roots()) > 0 {
 		fmt.Fprintln(a.stdout, "(the config sets the roots, so they stay as they are)")
 		return nil
 	}
@@ -656,7 +656,7 @@ func (sh *shell) complete(line string, pos int) (head string, completions []stri
 
 func (sh *shell) serverNames(suffix string) []string {
 	var out []string
-	for _, s := range sh.h.Config().Servers {
+	for _, s := range sh.h.Config().Servers() {
 		out = append(out, s.Name+suffix)
 	}
 	return out

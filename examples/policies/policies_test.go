@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/sdk/filter/filtertest"
 	"github.com/nexus-mcp/nexus/sdk/plugin/plugintest"
 )
@@ -54,23 +53,7 @@ func TestFourWays(t *testing.T) {
 // compiled: the top-level one, or the one in its agent block.
 func celRule(t *testing.T, dir string) filtertest.Handler {
 	t.Helper()
-	file, err := filepath.Abs(filepath.Join(dir, "rule.hcl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := host.LoadConfig(host.ConfigOptions{Files: []string{file}, Dir: t.TempDir(), Home: t.TempDir(),
-		LookupEnv: func(string) (string, bool) { return "", false }, NoDefault: true})
-	if err != nil {
-		t.Fatal(err) // the reports, one for each problem
-	}
-	rules := cfg.Filters[:len(cfg.Filters):len(cfg.Filters)]
-	for _, a := range cfg.Agents {
-		rules = append(rules, a.Rules...)
-	}
-	if len(rules) != 1 || rules[0].Rule == nil || rules[0].Rule.Compiled == nil {
-		t.Fatalf("%s/rule.hcl should hold one rule, found %d", dir, len(rules))
-	}
-	return rules[0].Rule.Compiled
+	return filtertest.ConfigRule(t, filepath.Join(dir, "rule.hcl"))
 }
 
 func regoPolicy(t *testing.T, dir, entrypoint string, cfg []byte) filtertest.Handler {

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/sdk/event"
 	"github.com/nexus-mcp/nexus/sdk/filter/filtertest"
 )
@@ -67,34 +66,25 @@ func TestExampleConfig(t *testing.T) {
 	os.WriteFile(dst, b, 0o644)
 	cfgPath := filepath.Join(dir, "nexus.hcl")
 	os.WriteFile(cfgPath, example, 0o644)
-	cfg, err := host.LoadConfig(host.ConfigOptions{Files: []string{cfgPath}, Dir: dir, Home: t.TempDir(), LookupEnv: noEnv, NoDefault: true})
-	if err != nil {
-		t.Fatal(err)
+	blocks := filtertest.ConfigFilters(t, cfgPath)
+	if len(blocks) != 1 {
+		t.Fatalf("config.example.hcl has %d filter blocks, want 1", len(blocks))
 	}
-	if len(cfg.Filters) != 1 {
-		t.Fatalf("config.example.hcl has %d filter blocks, want 1", len(cfg.Filters))
+	block := blocks[0]
+	if block.Path != dst || block.Spec.Entrypoint != entrypoint {
+		t.Fatalf("the block's wasm = %q, entrypoint = %q; want %q, %q", block.Path, block.Spec.Entrypoint, dst, entrypoint)
 	}
-	block := cfg.Filters[0]
-	if block.WASM != dst || block.Entrypoint != entrypoint {
-		t.Fatalf("the block's wasm = %q, entrypoint = %q; want %q, %q", block.WASM, block.Entrypoint, dst, entrypoint)
-	}
-	config, err := json.Marshal(block.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
+	config := block.Spec.Config
 	suite := filtertest.LoadCases(t, "testdata/cases.json")[0]
 	if !filtertest.EqualJSON(config, suite.Config) {
 		t.Fatalf("the example's config %s is not the cases' %s", config, suite.Config)
 	}
-	f, err := filtertest.Load(t, block.WASM, filtertest.Spec{Name: block.Name, Entrypoint: block.Entrypoint, Config: config})
+	f, err := filtertest.Load(t, block.Path, block.Spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	filtertest.RunCases(t, f, suite.Cases)
 }
-
-// noEnv is an empty environment: the example's config needs none.
-func noEnv(string) (string, bool) { return "", false }
 
 var benchEvent = []byte(`{"abi":1,"phase":"request","method":"tools/call","agent":{"id":"claude","permission":"trusted"},"server":{"name":"github"},"tool":{"name":"list_issues"},"params":{"name":"list_issues","arguments":{"repo":"nexus-mcp/nexus","state":"open","limit":20}}}`)
 

@@ -5,5 +5,7 @@
 // own), runs the table of cases a filter keeps in testdata/cases.json
 // (RunWASM), builds Rego policies with the OPA compiler, and starts the
 // same filter built natively as a process, the out-of-process baseline of
-// benchmarks.
+// benchmarks. ConfigRule and ConfigFilters load the rule or filter blocks
+// of an example config as the host loads it, so a test runs what a user
+// pastes.
 package filtertest
