@@ -20,9 +20,9 @@ type Config struct{ c *config.Config }
 // wrapConfig is the one place an internal config becomes a Config.
 func wrapConfig(c *config.Config, err error) (*Config, error) {
 	if c == nil {
-		return nil, err
+		return nil, hostErr(err)
 	}
-	return &Config{c: c}, err
+	return &Config{c: c}, hostErr(err)
 }
 
 // ConfigOptions say where LoadConfig finds configuration. The zero value
@@ -119,18 +119,12 @@ func server(s *config.Server) *Server {
 	}
 	// Copies: what a Dialer does with them never reaches the config.
 	out := &Server{Name: s.Name, Type: s.Type, Command: slices.Clone(s.Command), Env: maps.Clone(s.Stdio.Environ()), Cwd: s.Stdio.Cwd,
-		URL: s.URL, Enabled: s.Enabled, Timeout: s.Timeout, Source: s.Source}
+		URL: s.URL, Enabled: s.Enabled, Timeout: s.Timeout, Source: Source(s.Source)}
 	if s.Plugin != nil {
 		out.Plugin = s.Plugin.Name
 	}
 	return out
 }
-
-// Report is an error a person can act on: what went wrong, where (the
-// server, the config file and line), the likely causes and the fix.
-// Configuration and connection errors are Reports, or hold them; Error
-// renders the whole text.
-type Report = diag.Report
 
 // LoadConfig discovers, reads and merges configuration as the nexus
 // command does: nexus.hcl and every mcpServers JSON dialect (Claude
@@ -160,7 +154,7 @@ func UntrustedReport(c *Config) *Report {
 	if len(c.in().Untrusted) == 0 {
 		return nil
 	}
-	return config.UntrustedReport(c.in().Untrusted)
+	return report(config.UntrustedReport(c.in().Untrusted), nil)
 }
 
 // The conversions above keep host's types in step with config's.
@@ -169,4 +163,4 @@ var _ = ConfigInput(config.Input{})
 // Reports lists the reports in err: each of the reports a config's errors
 // hold (LoadConfig's), or the one Report in its chain; none when it has
 // no Report.
-func Reports(err error) []*Report { return config.Reports(err) }
+func Reports(err error) []*Report { return reports(config.Reports(err)) }

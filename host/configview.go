@@ -13,10 +13,6 @@ import (
 // returns may share the config's memory: read them, do not write into
 // them (a Server is a copy).
 
-// Source is where a setting came from: the config file, its layer and
-// line. It is a Report's Source too.
-type Source = diag.Source
-
 // ConfigFile is one file a Config was read from.
 type ConfigFile struct {
 	Path  string // "" for the built-in default
@@ -31,7 +27,9 @@ type Warning struct {
 	Message string
 }
 
-func (w Warning) String() string { return config.Warning(w).String() }
+func (w Warning) String() string {
+	return config.Warning{Source: diag.Source(w.Source), Subject: w.Subject, Message: w.Message}.String()
+}
 
 // UntrustedFile is a workspace config LoadConfig found and left out for
 // want of `nexus trust` (Config.Untrusted).
@@ -133,7 +131,9 @@ type ConfigEntry struct {
 func (c *Config) View(showSecrets bool) *ConfigView {
 	v := config.NewView(c.in(), showSecrets)
 	entries := func(es []config.Entry) []ConfigEntry {
-		return conv(es, func(e config.Entry) ConfigEntry { return ConfigEntry(e) })
+		return conv(es, func(e config.Entry) ConfigEntry {
+			return ConfigEntry{Kind: e.Kind, Name: e.Name, Source: Source(e.Source), Overrides: conv(e.Overrides, source), Settings: e.Settings}
+		})
 	}
 	return &ConfigView{
 		Files:   conv(v.Files, func(f config.File) ConfigFile { return ConfigFile(f) }),
@@ -161,7 +161,7 @@ func (c *Config) Compile(format string, showSecrets bool) ([]byte, []Warning, er
 		compile = config.CompileShowingSecrets
 	}
 	out, ws, err := compile(c.in(), format)
-	return out, warnings(ws), err
+	return out, warnings(ws), hostErr(err)
 }
 
 // ViaGateway writes, in format, a client config whose only server is the
@@ -170,7 +170,7 @@ func (c *Config) Compile(format string, showSecrets bool) ([]byte, []Warning, er
 // endpoint (`nexus config compile --via-gateway`).
 func (c *Config) ViaGateway(format, agent, url string, configFiles []string) ([]byte, []Warning, error) {
 	out, ws, err := config.ViaGateway(c.in(), format, agent, url, configFiles)
-	return out, warnings(ws), err
+	return out, warnings(ws), hostErr(err)
 }
 
 // DefaultHCL is the starter nexus.hcl `nexus config init` writes: the
@@ -185,7 +185,7 @@ func ConfigToHCL(path string) ([]byte, []string, error) {
 	// Unset variables are fine: they stay references.
 	cfg, err := config.Load(config.Options{Files: []string{path}, AllowUnset: true, NoDefault: true})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, hostErr(err)
 	}
 	out, ws := config.ToHCL(cfg, filepath.Base(path))
 	return out, ws, nil
@@ -197,11 +197,13 @@ func ConfigErrors(reps []*Report) error {
 	if len(reps) == 0 {
 		return nil
 	}
-	return config.Errors(reps)
+	return config.Errors(conv(reps, (*Report).diag))
 }
 
 func warnings(ws []config.Warning) []Warning {
-	return conv(ws, func(w config.Warning) Warning { return Warning(w) })
+	return conv(ws, func(w config.Warning) Warning {
+		return Warning{Source: Source(w.Source), Subject: w.Subject, Message: w.Message}
+	})
 }
 
 // conv converts each element; nil stays nil, as the views print it.

@@ -44,5 +44,5 @@ type Hints struct {
 // report, for the command line, the gateway and the console alike; a
 // program prints what it returns.
 func Describe(cfg *Config, err error, o DescribeOptions) error {
-	return explain.Describe(internalConfig(cfg), err, explain.Options{Agent: o.Agent, Server: o.Server, Timeout: o.Timeout, Hints: explain.Hints(o.Hints)})
+	return hostErr(explain.Describe(internalConfig(cfg), err, explain.Options{Agent: o.Agent, Server: o.Server, Timeout: o.Timeout, Hints: explain.Hints(o.Hints)}))
 }

@@ -25,9 +25,11 @@
 // opaque: its methods read what a program shows (servers, files,
 // warnings) and do what the `nexus config` verbs do (View, Compile,
 // ViaGateway); Server is plain fields, made once per dial for a Dialer
-// or Transport. Report (with its Source) is the one alias left: the one
-// structure every explanation is, which callers find with errors.As. The
-// engine: it
+// or Transport. Report (with its Source) is host's own too, made once
+// around the error that held the internal report: its text is that
+// error's and it Unwraps to it, so errors.As finds either; Render prints
+// one as the nexus command does. host keeps no aliases of internal
+// types. The engine: it
 // connects servers concurrently on Start or on first use, keeps and
 // reconnects their sessions, names their tools for LLMs, and puts every
 // request, and every request a server sends back, through the chain (the

@@ -5,6 +5,7 @@ import (
 
 	"github.com/nexus-mcp/nexus/internal/audit"
 	"github.com/nexus-mcp/nexus/internal/config"
+	"github.com/nexus-mcp/nexus/internal/diag"
 	"github.com/nexus-mcp/nexus/internal/engine"
 	"github.com/nexus-mcp/nexus/internal/plugin"
 	"github.com/nexus-mcp/nexus/internal/policy"
@@ -160,6 +161,7 @@ func or(from, made error) error {
 // namers turn an engine error into host's, each when its type is in the
 // chain and host's is not yet.
 var namers = []func(error) error{
+	name(func(d *diag.Report, from error) error { return report(d, from) }, (*Report)(nil)),
 	name(func(e *registry.UnknownServerError, from error) error {
 		return &UnknownServerError{Name: e.Name, Known: e.Known, from: from}
 	}, (*UnknownServerError)(nil)),
@@ -221,7 +223,8 @@ func hostErr(err error) error {
 	if err == nil {
 		return nil
 	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
+	// A config's errors stay one value, so that Reports lists them all.
+	if j, ok := err.(interface{ Unwrap() []error }); ok && !errors.As(err, new(config.Errors)) {
 		errs := j.Unwrap()
 		named := make([]error, len(errs))
 		for i, e := range errs {

@@ -61,7 +61,7 @@ func Example() {
 	  "agents": {"bot": {"permission": "yolo", "allow": ["ts.echo", "ts.add"]}}
 	}`), "example.json")
 	if err != nil {
-		fmt.Println(err) // a diag.Report: file, line, problem, fix
+		fmt.Println(err) // a *host.Report: file, line, problem, fix
 		return
 	}
 	h := host.New(cfg, host.Options{Timeout: 10 * time.Second, Dial: inProcess})

@@ -185,7 +185,7 @@ func NewGateway(h *Host, o GatewayOptions) (*Gateway, error) {
 		MaxUpstreams: gw.Limits.MaxBridgedUpstreams, MaxUpstreamsPerAgent: gw.Limits.MaxBridgedUpstreamsPerAgent})
 	if err := g.open(gw); err != nil {
 		g.Close()
-		return nil, err
+		return nil, hostErr(err)
 	}
 	return g, nil
 }

@@ -31,7 +31,7 @@ func TrustPath() string {
 // ReadTrust reads the trust store at store; a missing one is empty.
 func ReadTrust(store string) ([]Trusted, error) {
 	list, err := config.ReadTrust(store)
-	return trusted(list), err
+	return trusted(list), hostErr(err)
 }
 
 // UpdateTrust changes the trust store at store under its file lock:
@@ -41,9 +41,9 @@ func ReadTrust(store string) ([]Trusted, error) {
 // empties it, even one that cannot be read.
 func UpdateTrust(store string, change func([]Trusted) ([]Trusted, error)) error {
 	if change == nil {
-		return config.UpdateTrust(store, nil)
+		return hostErr(config.UpdateTrust(store, nil))
 	}
-	return config.UpdateTrust(store, func(in []config.Trusted) ([]config.Trusted, error) {
+	return hostErr(config.UpdateTrust(store, func(in []config.Trusted) ([]config.Trusted, error) {
 		out, err := change(trusted(in))
 		if err != nil {
 			return nil, err
@@ -53,7 +53,7 @@ func UpdateTrust(store string, change func([]Trusted) ([]Trusted, error)) error 
 			list[i] = config.Trusted(t)
 		}
 		return list, nil
-	})
+	}))
 }
 
 func trusted(in []config.Trusted) []Trusted {

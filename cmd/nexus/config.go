@@ -15,7 +15,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/nexus-mcp/nexus/host"
-	"github.com/nexus-mcp/nexus/internal/diag"
 	"github.com/nexus-mcp/nexus/internal/sanitize"
 )
 
@@ -56,14 +55,14 @@ func clean(s string) string { return sanitize.ForDisplay(s) }
 func renderAll(w io.Writer, err error) {
 	reps := host.Reports(err)
 	if len(reps) <= 1 {
-		diag.Render(w, err)
+		host.Render(w, err)
 		return
 	}
 	for i, r := range reps {
 		if i > 0 {
 			io.WriteString(w, "\n")
 		}
-		diag.Render(w, r)
+		host.Render(w, r)
 	}
 	files := map[string]bool{}
 	for _, r := range reps {

@@ -11,8 +11,8 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/mcp"
-	"github.com/nexus-mcp/nexus/internal/diag"
 	"github.com/nexus-mcp/nexus/internal/sanitize"
 )
 
@@ -216,7 +216,7 @@ func wrapWords(s string, width int) []string {
 	return lines
 }
 
-func renderErr(w io.Writer, err error) { diag.Render(w, err) }
+func renderErr(w io.Writer, err error) { host.Render(w, err) }
 
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")

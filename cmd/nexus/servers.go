@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nexus-mcp/nexus/host"
-	"github.com/nexus-mcp/nexus/internal/diag"
 )
 
 func (a *app) serversCmd() *cobra.Command {
@@ -94,9 +93,9 @@ func target(s host.Status) string {
 	c := s.Config
 	switch {
 	case len(c.Command) > 0:
-		return strings.Join(diag.MaskCommand(c.Command), " ")
+		return strings.Join(host.MaskCommand(c.Command), " ")
 	case c.URL != "":
-		return diag.MaskURLs(c.URL)
+		return host.MaskURLs(c.URL)
 	case c.Plugin != "":
 		return "plugin " + c.Plugin
 	}

@@ -397,10 +397,9 @@ func TestPublicSurface(t *testing.T) {
 }
 
 // TestFacadeNamesItsTypes: what the host facade's exported functions,
-// methods and struct fields take and return is named in host itself (an
-// alias where the implementation lives under internal/), so an embedder
-// can write every type it meets. Alias declarations are where the names
-// come from and are not checked.
+// methods and struct fields take and return is host's own type, so an
+// embedder can write every type it meets, and no alias of an internal
+// type makes an internal struct part of host's API (issue #39).
 func TestFacadeNamesItsTypes(t *testing.T) {
 	var files []*ast.File
 	fset := token.NewFileSet()
@@ -436,7 +435,7 @@ func TestFacadeNamesItsTypes(t *testing.T) {
 			ast.Inspect(n, func(n ast.Node) bool {
 				if sel, ok := n.(*ast.SelectorExpr); ok {
 					if id, ok := sel.X.(*ast.Ident); ok && internal[id.Name] {
-						t.Errorf("%s: %s uses %s.%s; name it in host (type X = %s.%s) and use that", fset.Position(n.Pos()), where, id.Name, sel.Sel.Name, id.Name, sel.Sel.Name)
+						t.Errorf("%s: %s uses %s.%s; define host's own type for it and convert at the boundary", fset.Position(n.Pos()), where, id.Name, sel.Sel.Name)
 					}
 				}
 				return true
@@ -452,7 +451,11 @@ func TestFacadeNamesItsTypes(t *testing.T) {
 			case *ast.GenDecl:
 				for _, s := range d.Specs {
 					ts, ok := s.(*ast.TypeSpec)
-					if !ok || !ts.Name.IsExported() || ts.Assign != 0 {
+					if !ok || !ts.Name.IsExported() {
+						continue
+					}
+					if ts.Assign != 0 {
+						check(ts.Name.Name+" (an alias; define host's own type)", ts.Type)
 						continue
 					}
 					st, ok := ts.Type.(*ast.StructType)
