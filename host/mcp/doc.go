@@ -49,7 +49,9 @@
 // (RequestWriter) and a server serves a POST on its handler's goroutine
 // (PushConn), from the POST's own body when the transport vouches for it
 // (CheckedPushConn). A background reader takes a free role after idleDelay, so
-// nothing the other side sends waits long while no call is in flight.
+// nothing the other side sends waits long while no call is in flight, and
+// at once when a call that cannot read its own reply finds it free (a
+// handler asking the other side mid-request).
 //
 // Everything that arrives is bounded: frames by the transport, pages of list
 // results by maxPages and cursor-loop detection, concurrent incoming

@@ -96,6 +96,8 @@ type Peer struct {
 	// freed role free until their next call takes it, which otherwise
 	// races the timer.
 	idleWait atomic.Int64
+	// serveWait is serveDelay in nanoseconds; tests lengthen it too.
+	serveWait atomic.Int64
 	// directFrames counts frames read by callers themselves; tests check
 	// that the fast path is taken.
 	directFrames atomic.Int64
@@ -225,6 +227,7 @@ func NewPeer(conn Conn, opts PeerOptions) *Peer {
 	p.rel, _ = conn.(RelatedFramer)
 	p.wcond = sync.NewCond(&p.wmu)
 	p.idleWait.Store(int64(idleDelay))
+	p.serveWait.Store(int64(serveDelay))
 	p.idle = time.AfterFunc(time.Hour, p.takeIdle)
 	p.reaper = time.AfterFunc(time.Hour, p.reap)
 	p.reaper.Stop()

@@ -328,7 +328,7 @@ func (p *Peer) readRole() bool {
 			} else {
 				heldN = 0
 			}
-			p.release(serveDelay)
+			p.release(time.Duration(p.serveWait.Load()))
 			p.worker(in)
 			if !p.acquire(nil) {
 				p.flushCorked()

@@ -4,9 +4,12 @@ package gateway
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"syscall"
 	"time"
 )
@@ -55,7 +58,17 @@ func init() {
 		}
 	}()
 	if path := os.Getenv("NEXUS_BENCH_CPUPROFILE"); path != "" {
-		go profile(path)
+		go capture(path, func(f io.Writer) error {
+			// 2 kHz, not the default 100 Hz: a round is a few hundred µs
+			// of CPU, and differences of tens of µs between batches need
+			// the samples. (StartCPUProfile then warns that the rate is
+			// set already, and keeps it.)
+			runtime.SetCPUProfileRate(2000)
+			return pprof.StartCPUProfile(f)
+		}, pprof.StopCPUProfile)
+	}
+	if path := os.Getenv("NEXUS_BENCH_TRACE"); path != "" {
+		go capture(path, trace.Start, trace.Stop)
 	}
 }
 
@@ -75,10 +88,10 @@ func floor(br *bridge, c *bcall) {
 	c.hand = floorHand
 }
 
-// profile writes a CPU profile of the process to path between the first
-// SIGUSR1 and the second (the benchmark's timed loop), then writes
-// path+".done".
-func profile(path string) {
+// capture writes a CPU profile or an execution trace of the process to
+// path between the first SIGUSR1 and the second (the benchmark's timed
+// loop), then writes path+".done".
+func capture(path string, start func(io.Writer) error, stop func()) {
 	sig := make(chan os.Signal, 2)
 	signal.Notify(sig, syscall.SIGUSR1)
 	<-sig
@@ -86,12 +99,12 @@ func profile(path string) {
 	if err != nil {
 		return
 	}
-	if pprof.StartCPUProfile(f) != nil {
+	if start(f) != nil {
 		f.Close()
 		return
 	}
 	<-sig
-	pprof.StopCPUProfile()
+	stop()
 	f.Close()
 	os.WriteFile(path+".done", nil, 0o600)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -58,7 +59,12 @@ import (
 // reading handed on).
 //
 // NEXUS_BENCH_CPUPROFILE=FILE writes a CPU profile of the gateway's
-// process over the timed loop to FILE (`go tool pprof FILE`).
+// process over the timed loop to FILE (`go tool pprof FILE`; with
+// -diff_base, one batch's profile against another's);
+// NEXUS_BENCH_TRACE=FILE an execution trace instead (`go tool trace
+// FILE`, or -d=parsed for its events: which goroutine woke which, and
+// on which thread). NEXUS_BENCH_BATCHES=two,round runs only the named
+// batches (two, round, floor, exchange), to profile one alone.
 func BenchmarkBridgeRoundGateway(b *testing.B) {
 	bin, err := testenv.Build(testenv.Root(b), "./cmd/nexus", "nexus", []string{"-trimpath", "-tags", "nexusbench"}, []string{"CGO_ENABLED=0"})
 	if err != nil {
@@ -72,7 +78,10 @@ func BenchmarkBridgeRoundGateway(b *testing.B) {
 	if err := os.WriteFile(cfg, []byte(hcl), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	prof := os.Getenv("NEXUS_BENCH_CPUPROFILE")
+	prof, what := os.Getenv("NEXUS_BENCH_CPUPROFILE"), "NEXUS_BENCH_CPUPROFILE"
+	if t := os.Getenv("NEXUS_BENCH_TRACE"); t != "" {
+		prof, what = t, "NEXUS_BENCH_TRACE"
+	}
 	if prof != "" {
 		if prof, err = filepath.Abs(prof); err != nil {
 			b.Fatal(err)
@@ -80,7 +89,7 @@ func BenchmarkBridgeRoundGateway(b *testing.B) {
 		os.Remove(prof + ".done")
 	}
 	conn, err := stdio.Start(context.Background(), stdio.Config{Server: "nexus serve", Command: []string{bin, "serve", "--config", cfg, "--agent", "claude"},
-		Options:     stdio.Options{Env: map[string]string{"NEXUS_BENCH_CPUPROFILE": prof}},
+		Options:     stdio.Options{Env: map[string]string{what: prof}},
 		HostEnviron: func() []string { return []string{"PATH=/usr/bin:/bin", "HOME=" + dir} }})
 	if err != nil {
 		b.Fatal(err)
@@ -158,6 +167,13 @@ func BenchmarkBridgeRoundGateway(b *testing.B) {
 	floor()
 	exchange()
 	batches := []func(){two, round, floor, exchange}
+	run := [4]bool{true, true, true, true}
+	if only := os.Getenv("NEXUS_BENCH_BATCHES"); only != "" {
+		names := strings.Split(only, ",")
+		for i, name := range []string{"two", "round", "floor", "exchange"} {
+			run[i] = slices.Contains(names, name)
+		}
+	}
 	var used [4]time.Duration
 	var slept [4]int64
 	signal := func() {
@@ -177,6 +193,9 @@ func BenchmarkBridgeRoundGateway(b *testing.B) {
 			// behind (idle workers, a reader's role, warm stacks) helps or
 			// costs each of the others alike.
 			i := (j + k) % len(batches)
+			if !run[i] {
+				continue
+			}
 			f := batches[i]
 			c0, s0 := cpu(), sleeps()
 			for range n {
@@ -195,7 +214,7 @@ func BenchmarkBridgeRoundGateway(b *testing.B) {
 				break
 			}
 			if time.Now().After(deadline) {
-				b.Fatalf("nexus serve (pid %d) wrote no CPU profile to %s within 30 s of being asked (SIGUSR1)", conn.PID(), prof)
+				b.Fatalf("nexus serve (pid %d) wrote no %s file to %s within 30 s of being asked (SIGUSR1)", conn.PID(), what, prof)
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
@@ -206,12 +225,19 @@ func BenchmarkBridgeRoundGateway(b *testing.B) {
 	b.ReportMetric(per(base), "cpu-us/two-calls")
 	b.ReportMetric(per(bridged), "cpu-us/round")
 	b.ReportMetric(added, "added-us")
-	b.ReportMetric(fl, "floor-us")
-	b.ReportMetric(added/max(fl, 1), "x-floor")
-	b.ReportMetric(per(exchanged-base), "exchange-us")
 	b.ReportMetric(added/100, "budget-ratio")
 	b.ReportMetric(float64(bridged)/float64(max(base, 1)), "x-two-calls")
+	if run[2] {
+		b.ReportMetric(fl, "floor-us")
+		b.ReportMetric(added/max(fl, 1), "x-floor")
+	}
+	if run[3] {
+		b.ReportMetric(per(exchanged-base), "exchange-us")
+	}
 	for i, name := range []string{"two-calls", "round", "floor"} {
+		if !run[i] {
+			continue
+		}
 		b.ReportMetric(float64(slept[i])/float64(b.N), "sleeps/"+name)
 	}
 }

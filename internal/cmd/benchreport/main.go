@@ -118,6 +118,8 @@ var rows = []row{
 		[]metric{{"checks ns", "", "checks-ns", 0}, {"the POST µs", "", "post-µs", 1}, {"checks / POST", "", "checks/post", 3}}, "≤ 1 µs"},
 	{"a tools/list served from the client's TTL cache against one fetched from a modern server over an in-memory pipe", ".", "./host/mcp", "^BenchmarkListCache$", "3000x",
 		[]metric{{"cached p50 µs", "", "cached-p50-µs", 2}, {"fetched p50 µs", "", "fetched-p50-µs", 0}, {"cached / fetched", "", "cached/fetched", 4}}, "≤ 0.1x"},
+	{"a request whose handler asks the other side once before it answers (a tool that elicits or samples), against a plain request, two Peers over an in-memory pipe", ".", "./host/mcp", "^BenchmarkAskRoundTrip$", "5000x",
+		[]metric{{"asking µs", "", "ask-us", 0}, {"plain µs", "", "plain-us", 0}, {"asking / plain", "", "ask-x", 2}}, "≤ 3x (two exchanges against one)"},
 	{"the Nexus client against the SDK v2 client (`@modelcontextprotocol/client` 2.4.0, node timing its own calls) on a modern-only server in another process, interleaved", "bench", ".", "^BenchmarkModernClientRatio$", "2000x",
 		[]metric{{"call by call: Nexus p50 µs", "BenchmarkModernClientRatio/call-by-call", "nexus-p50-µs", 0}, {"SDK v2 / Nexus", "BenchmarkModernClientRatio/call-by-call", "sdk-v2/nexus", 2},
 			{"in blocks of 100: Nexus p50 µs", "BenchmarkModernClientRatio/in-blocks", "nexus-p50-µs", 0}, {"SDK v2 / Nexus", "BenchmarkModernClientRatio/in-blocks", "sdk-v2/nexus", 2}}, "≥ 2x"},
