@@ -180,7 +180,8 @@ func (p *Peer) dispatch(e *envelope) (*inbound, error) {
 			} else {
 				id, params = cloneTwo(e.id, e.params)
 			}
-			return p.onRequest(id, method, params), nil
+			call, related := p.relatedCall()
+			return p.onRequest(id, method, params, call, related), nil
 		}
 		p.onNotification(method, e.params)
 	case len(e.id) > 0:
@@ -285,10 +286,8 @@ func (p *Peer) onNotification(method string, params json.RawMessage) {
 	}
 	if p.handler != nil {
 		ctx := p.baseCtx
-		if p.rel != nil {
-			if id := p.rel.FrameRelated(); id != nil {
-				ctx = p.callContext(id)
-			}
+		if call, related := p.relatedCall(); related {
+			ctx = context.WithValue(p.baseCtx, callKey{}, &callRef{ctx: call})
 		}
 		// Handlers may keep params; the frame's bytes are reused.
 		p.handler.HandleNotification(ctx, method, clone(params))
@@ -298,29 +297,43 @@ func (p *Peer) onNotification(method string, params json.RawMessage) {
 // callKey is the context key CallOf answers for.
 type callKey struct{}
 
-// callRef is what a notification's context holds under callKey.
+// callRef is what a handler's context holds under callKey: the context
+// of the call the message came with (nil: that call has ended).
 type callRef struct{ ctx context.Context }
 
-// callContext is the handler context for a notification that came on the
-// response stream of this side's request id.
-func (p *Peer) callContext(id json.RawMessage) context.Context {
-	ref := &callRef{}
+// relatedCall reports whether the frame just read came with a call of
+// this side's, as the transport says (a frame on the response stream of
+// this side's request), and that call's context (nil: it has ended).
+// Only the reading goroutine calls it, before it dispatches the frame:
+// the call is still pending then, since its answer, on the same stream,
+// comes after.
+func (p *Peer) relatedCall() (call context.Context, related bool) {
+	if p.rel == nil {
+		return nil, false
+	}
+	id := p.rel.FrameRelated()
+	if id == nil {
+		return nil, false
+	}
 	if n, err := strconv.ParseInt(string(id), 10, 64); err == nil {
 		p.mu.Lock()
 		if c := p.pending[n]; c != nil {
-			ref.ctx = c.ctx
+			call = c.ctx
 		}
 		p.mu.Unlock()
 	}
-	return context.WithValue(p.baseCtx, callKey{}, ref)
+	return call, true
 }
 
-// CallOf tells a notification handler (ctx is its context) whether the
-// notification came on the response stream of a request this side sent
-// (related; see RelatedFramer), and if so that call's context, as its
-// caller passed it: nil once the call has ended (answered, cancelled,
-// timed out). A host uses it to give a notification only to whom the
-// call was made for.
+// CallOf tells a handler (ctx is its context, or derives from it)
+// whether the notification or request it serves came on the response
+// stream of a request this side sent (related; see RelatedFramer), and
+// if so that call's context, as its caller passed it: nil once the call
+// has ended (answered, cancelled, timed out). A host uses it to give a
+// notification only to whom the call was made for, and to tie a
+// server's request (sampling, elicitation, roots) to the call it was
+// made during. Over a transport that does not say (stdio), nothing is
+// related.
 func CallOf(ctx context.Context) (call context.Context, related bool) {
 	ref, _ := ctx.Value(callKey{}).(*callRef)
 	if ref == nil {
@@ -333,7 +346,8 @@ var metaVersionKey = []byte(MetaProtocolVersion)
 
 // onRequest accepts an incoming request. It returns it when it may start
 // now; otherwise it is queued, or refused when the queue is full.
-func (p *Peer) onRequest(id json.RawMessage, method string, params json.RawMessage) *inbound {
+// call and related are the call it came with (relatedCall).
+func (p *Peer) onRequest(id json.RawMessage, method string, params json.RawMessage, call context.Context, related bool) *inbound {
 	if method == MethodPing && !bytes.Contains(params, metaVersionKey) {
 		// A modern (2026-07-28) ping goes to the handler, which refuses
 		// it: the method is gone from that era.
@@ -356,6 +370,7 @@ func (p *Peer) onRequest(id json.RawMessage, method string, params json.RawMessa
 		return nil
 	}
 	in := &inbound{id: id, method: method, params: params}
+	in.ctx.call, in.ctx.related = callRef{ctx: call}, related
 	p.hmu.Lock()
 	defer p.hmu.Unlock()
 	switch {

@@ -21,6 +21,8 @@ type reqCtx struct {
 	id              json.RawMessage // the request's id, for RelatedRequest
 	handler         Handler         // the Peer's, for HandlerOf
 	peer            *Peer           // for PeerOf
+	call            callRef         // the call the request came with, for CallOf
+	related         bool            // call is set: the transport said
 
 	mu     sync.Mutex
 	done   chan struct{}
@@ -65,6 +67,10 @@ func (c *reqCtx) Value(key any) any {
 		return c.handler
 	case peerKey:
 		return c.peer
+	case callKey:
+		if c.related {
+			return &c.call // a pointer into c: nothing allocated
+		}
 	}
 	return c.Context.Value(key)
 }
