@@ -180,8 +180,7 @@ func (p *Peer) dispatch(e *envelope) (*inbound, error) {
 			} else {
 				id, params = cloneTwo(e.id, e.params)
 			}
-			call, related := p.relatedCall()
-			return p.onRequest(id, method, params, call, related), nil
+			return p.onRequest(id, method, params, p.relatedCall()), nil
 		}
 		p.onNotification(method, e.params)
 	case len(e.id) > 0:
@@ -286,8 +285,8 @@ func (p *Peer) onNotification(method string, params json.RawMessage) {
 	}
 	if p.handler != nil {
 		ctx := p.baseCtx
-		if call, related := p.relatedCall(); related {
-			ctx = context.WithValue(p.baseCtx, callKey{}, &callRef{ctx: call})
+		if ref := p.relatedCall(); ref != nil {
+			ctx = context.WithValue(p.baseCtx, callKey{}, ref)
 		}
 		// Handlers may keep params; the frame's bytes are reused.
 		p.handler.HandleNotification(ctx, method, clone(params))
@@ -301,28 +300,29 @@ type callKey struct{}
 // of the call the message came with (nil: that call has ended).
 type callRef struct{ ctx context.Context }
 
-// relatedCall reports whether the frame just read came with a call of
-// this side's, as the transport says (a frame on the response stream of
-// this side's request), and that call's context (nil: it has ended).
-// Only the reading goroutine calls it, before it dispatches the frame:
-// the call is still pending then, since its answer, on the same stream,
-// comes after.
-func (p *Peer) relatedCall() (call context.Context, related bool) {
+// relatedCall is the call the frame just read came with, when the
+// transport says (a frame on the response stream of this side's
+// request; its ctx nil once that call has ended), or nil. Only the
+// reading goroutine calls it, before it dispatches the frame: the call
+// is still pending then, since its answer, on the same stream, comes
+// after. Over a transport that never says (stdio) it costs nothing.
+func (p *Peer) relatedCall() *callRef {
 	if p.rel == nil {
-		return nil, false
+		return nil
 	}
 	id := p.rel.FrameRelated()
 	if id == nil {
-		return nil, false
+		return nil
 	}
+	ref := &callRef{}
 	if n, err := strconv.ParseInt(string(id), 10, 64); err == nil {
 		p.mu.Lock()
 		if c := p.pending[n]; c != nil {
-			call = c.ctx
+			ref.ctx = c.ctx
 		}
 		p.mu.Unlock()
 	}
-	return call, true
+	return ref
 }
 
 // CallOf tells a handler (ctx is its context, or derives from it)
@@ -346,8 +346,8 @@ var metaVersionKey = []byte(MetaProtocolVersion)
 
 // onRequest accepts an incoming request. It returns it when it may start
 // now; otherwise it is queued, or refused when the queue is full.
-// call and related are the call it came with (relatedCall).
-func (p *Peer) onRequest(id json.RawMessage, method string, params json.RawMessage, call context.Context, related bool) *inbound {
+// call is the call it came with (relatedCall), or nil.
+func (p *Peer) onRequest(id json.RawMessage, method string, params json.RawMessage, call *callRef) *inbound {
 	if method == MethodPing && !bytes.Contains(params, metaVersionKey) {
 		// A modern (2026-07-28) ping goes to the handler, which refuses
 		// it: the method is gone from that era.
@@ -370,7 +370,7 @@ func (p *Peer) onRequest(id json.RawMessage, method string, params json.RawMessa
 		return nil
 	}
 	in := &inbound{id: id, method: method, params: params}
-	in.ctx.call, in.ctx.related = callRef{ctx: call}, related
+	in.ctx.call = call
 	p.hmu.Lock()
 	defer p.hmu.Unlock()
 	switch {

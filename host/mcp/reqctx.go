@@ -21,8 +21,7 @@ type reqCtx struct {
 	id              json.RawMessage // the request's id, for RelatedRequest
 	handler         Handler         // the Peer's, for HandlerOf
 	peer            *Peer           // for PeerOf
-	call            callRef         // the call the request came with, for CallOf
-	related         bool            // call is set: the transport said
+	call            *callRef        // the call the request came with, for CallOf (nil: none said)
 
 	mu     sync.Mutex
 	done   chan struct{}
@@ -68,8 +67,8 @@ func (c *reqCtx) Value(key any) any {
 	case peerKey:
 		return c.peer
 	case callKey:
-		if c.related {
-			return &c.call // a pointer into c: nothing allocated
+		if c.call != nil {
+			return c.call
 		}
 	}
 	return c.Context.Value(key)

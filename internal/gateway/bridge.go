@@ -103,7 +103,7 @@ type bridge struct {
 	upsBy  map[string]int         // ups by agent
 	tasks  map[string][]*followed // agent + "\x00" + server -> tasks followed, oldest first
 	asking map[string]int         // agent + "\x00" + server -> server requests inside ask
-	legacy map[string]int         // agent + "\x00" + server -> legacy sessions' calls in flight on the shared connection (session.track)
+	legacy map[[2]string]int      // {agent, server} -> legacy sessions' calls in flight on the shared connection (session.track); no key to build per call
 	solo   map[string]int         // soloKey -> rounds of one question in a row (isSolo)
 
 	// Runners run the bridged calls (run): goroutines that wait for the
@@ -136,7 +136,7 @@ func newBridge(g *Gateway, key []byte, replica [8]byte) (*bridge, error) {
 	o := g.opts
 	return &bridge{g: g, seal: sl, ttl: o.InputTTL, maxAll: o.MaxParked, maxPer: o.MaxParkedPerAgent,
 		calls: map[[16]byte]*bcall{}, open: map[string][]*bcall{}, parked: map[string]int{}, spent: map[[16]byte]spent{},
-		ups: map[string]*upstreamUse{}, upsBy: map[string]int{}, tasks: map[string][]*followed{}, asking: map[string]int{}, legacy: map[string]int{}, solo: map[string]int{},
+		ups: map[string]*upstreamUse{}, upsBy: map[string]int{}, tasks: map[string][]*followed{}, asking: map[string]int{}, legacy: map[[2]string]int{}, solo: map[string]int{},
 		work: make(chan func()), quit: make(chan struct{})}, nil
 }
 
@@ -1068,10 +1068,9 @@ func (br *bridge) owner(ctx context.Context, agent, server string, meta mcp.Meta
 // the next); nil while none is in flight (or only calls that became
 // tasks). legacy is the legacy sessions' calls in flight there.
 func (br *bridge) callFor(agent, server string) (c *bcall, legacy int) {
-	k := openKey(agent, server)
 	br.mu.Lock()
-	list := slices.Clone(br.open[k])
-	legacy = br.legacy[k]
+	list := slices.Clone(br.open[openKey(agent, server)])
+	legacy = br.legacy[[2]string{agent, server}]
 	br.mu.Unlock()
 	var parked *bcall
 	for i := len(list) - 1; i >= 0; i-- {
@@ -1095,7 +1094,7 @@ func (br *bridge) callFor(agent, server string) (c *bcall, legacy int) {
 // does not say which call a server's request came with, a request then
 // cannot be told from that call's (owner).
 func (br *bridge) legacyCall(agent, server string, d int) {
-	k := openKey(agent, server)
+	k := [2]string{agent, server}
 	br.mu.Lock()
 	if br.legacy[k] += d; br.legacy[k] <= 0 {
 		delete(br.legacy, k)
