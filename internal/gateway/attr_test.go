@@ -284,3 +284,42 @@ func roundOf(t *testing.T, o outcome, key string) mcp.InputRequiredResult {
 	}
 	return r
 }
+
+// Over stdio, a modern call's own question while a legacy session's call
+// to the same server is in flight cannot be told from that call's: it
+// is refused too, saying why, and the modern agent gets no round of it
+// (the server then answers as it will: here, with the refusal). Once
+// only the legacy call is in flight, its question is outside any modern
+// call.
+func TestBridgeAmbiguousStdio(t *testing.T) {
+	g := newGater("modern", "legacy")
+	e, _, _ := gaterEnv(t, g, false)
+	ctx := ctxT(t)
+	m := e.modern(t, "claude")
+	m.caps = elicitCaps()
+	legacy := e.connect("claude", mcp.ClientOptions{})
+	modern := make(chan outcome, 1)
+	go func() {
+		raw, err := m.call(ctx, mcp.MethodToolsCall, map[string]any{"name": "gate", "arguments": map[string]any{"key": "modern"}})
+		modern <- outcome{raw, err}
+	}()
+	recv(t, g.started)
+	legacyDone := make(chan outcome, 1)
+	go func() {
+		res, err := legacy.CallTool(ctx, "gate", map[string]any{"key": "legacy"}, nil)
+		legacyDone <- outcome{mustJSON(res), err}
+	}()
+	recv(t, g.started)
+	close(g.gates["modern"])
+	o := recv(t, modern)
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(o.raw, &res); o.err != nil || err != nil || string(fields(t, o.raw)["resultType"]) != `"complete"` || len(res.Content) != 1 ||
+		!strings.Contains(res.Content[0].Text, "refused: ") || !strings.Contains(res.Content[0].Text, "does not say which call") {
+		t.Fatalf("the modern call's question: want it refused as ambiguous, got %s %v", o.raw, o.err)
+	}
+	close(g.gates["legacy"])
+	o = recv(t, legacyDone)
+	if err := json.Unmarshal(o.raw, &res); o.err != nil || err != nil || len(res.Content) != 1 || !strings.Contains(res.Content[0].Text, "no call of agent") {
+		t.Fatalf("the legacy call's question: want it refused as outside any call, got %s %v", o.raw, o.err)
+	}
+}

@@ -1251,7 +1251,7 @@ func (br *bridge) ambiguous(agent, server, method string) (json.RawMessage, erro
 	br.g.log.Warn("a server's request on a shared connection could not be tied to one call: refused", "agent", agent, "server", server, "method", method,
 		"fix", "give the legacy client the "+capability+" capability (it then gets connections of its own), or connect to the server over streamable HTTP")
 	return nil, &mcp.RPCError{Code: mcp.CodeInvalidRequest, Message: fmt.Sprintf(
-		"%s refused: server %q asked it on agent %q's shared connection while both an MCP 2026-07-28 client's call and a call of a session whose client declared no %s were in flight there, and this connection (stdio) does not say which call a server's request belongs to, so the gateway passes it to neither; "+
+		"%s refused: server %q asked it on agent %q's shared connection while both an MCP 2026-07-28 client's call and a call of a session whose client declared no %s were in flight there, and the connection does not say which call a server's request belongs to (stdio never does), so the gateway passes it to neither; "+
 			"give the legacy client the %s capability (its sessions then get connections of their own, within the gateway's max_upstream_sessions_per_agent), or reach the server over streamable HTTP, whose requests come on their call's stream", method, server, agent, capability, capability)}
 }
 
