@@ -1187,7 +1187,7 @@ func (br *bridge) ask(ctx context.Context, agent, server, method string, params 
 			}
 			return f.ask(ctx, method, params, meta)
 		}
-		engine.SetCall(ctx, legacyCall(ctx))
+		engine.SetCall(ctx, cameWith(ctx))
 		return br.outside(agent, server, method)
 	}
 	engine.SetCall(ctx, c.ctx) // the audit record of this request names the call and its session
@@ -1255,11 +1255,11 @@ func (br *bridge) ambiguous(agent, server, method string) (json.RawMessage, erro
 			"give the legacy client the %s capability (its sessions then get connections of their own, within the gateway's max_upstream_sessions_per_agent), or reach the server over streamable HTTP, whose requests come on their call's stream", method, server, agent, capability, capability)}
 }
 
-// legacyCall is the call a server's request came with (mcp.CallOf) when
-// it is no bridged call's (owner: a legacy session's, on the shared
-// connection), for its audit record: that session; nil if it did not
-// say.
-func legacyCall(ctx context.Context) context.Context {
+// cameWith is the call a server's request came with (mcp.CallOf), for
+// its audit record when it is no bridged call's (owner: a legacy
+// session's call, on the shared connection): that call's session; nil
+// if the transport did not say.
+func cameWith(ctx context.Context) context.Context {
 	call, _ := mcp.CallOf(ctx)
 	return call
 }
@@ -1334,7 +1334,7 @@ func (g *Gateway) bridgeOptions(agent string, o engine.SessionOptions) engine.Se
 		case f != nil:
 			return f.c.ctx
 		}
-		return legacyCall(ctx)
+		return cameWith(ctx)
 	}
 	o.RootsFor = func(server string) mcp.RootsHandler {
 		return func(ctx context.Context) ([]mcp.Root, error) {
