@@ -78,8 +78,8 @@ type CheckedPushConn interface {
 // (its log messages, progress). FrameRelated returns that request's id
 // for the frame ReadMessage or ReadMessageBefore last returned, or nil
 // for a frame that came otherwise (a JSON answer, the standalone stream,
-// stdio). The Peer calls it for notifications only and hands their
-// handler the request's caller's context (CallOf). Only the reading
+// stdio). The Peer calls it for notifications and requests and hands
+// their handler the request's caller's context (CallOf). Only the reading
 // goroutine calls it; the slice must stay unchanged.
 type RelatedFramer interface {
 	FrameRelated() json.RawMessage

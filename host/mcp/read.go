@@ -180,7 +180,7 @@ func (p *Peer) dispatch(e *envelope) (*inbound, error) {
 			} else {
 				id, params = cloneTwo(e.id, e.params)
 			}
-			return p.onRequest(id, method, params), nil
+			return p.onRequest(id, method, params, p.relatedCall()), nil
 		}
 		p.onNotification(method, e.params)
 	case len(e.id) > 0:
@@ -285,10 +285,8 @@ func (p *Peer) onNotification(method string, params json.RawMessage) {
 	}
 	if p.handler != nil {
 		ctx := p.baseCtx
-		if p.rel != nil {
-			if id := p.rel.FrameRelated(); id != nil {
-				ctx = p.callContext(id)
-			}
+		if ref := p.relatedCall(); ref != nil {
+			ctx = context.WithValue(p.baseCtx, callKey{}, ref)
 		}
 		// Handlers may keep params; the frame's bytes are reused.
 		p.handler.HandleNotification(ctx, method, clone(params))
@@ -298,12 +296,24 @@ func (p *Peer) onNotification(method string, params json.RawMessage) {
 // callKey is the context key CallOf answers for.
 type callKey struct{}
 
-// callRef is what a notification's context holds under callKey.
+// callRef is what a handler's context holds under callKey: the context
+// of the call the message came with (nil: that call has ended).
 type callRef struct{ ctx context.Context }
 
-// callContext is the handler context for a notification that came on the
-// response stream of this side's request id.
-func (p *Peer) callContext(id json.RawMessage) context.Context {
+// relatedCall is the call the frame just read came with, when the
+// transport says (a frame on the response stream of this side's
+// request; its ctx nil once that call has ended), or nil. Only the
+// reading goroutine calls it, before it dispatches the frame: the call
+// is still pending then, since its answer, on the same stream, comes
+// after. Over a transport that never says (stdio) it costs nothing.
+func (p *Peer) relatedCall() *callRef {
+	if p.rel == nil {
+		return nil
+	}
+	id := p.rel.FrameRelated()
+	if id == nil {
+		return nil
+	}
 	ref := &callRef{}
 	if n, err := strconv.ParseInt(string(id), 10, 64); err == nil {
 		p.mu.Lock()
@@ -312,15 +322,18 @@ func (p *Peer) callContext(id json.RawMessage) context.Context {
 		}
 		p.mu.Unlock()
 	}
-	return context.WithValue(p.baseCtx, callKey{}, ref)
+	return ref
 }
 
-// CallOf tells a notification handler (ctx is its context) whether the
-// notification came on the response stream of a request this side sent
-// (related; see RelatedFramer), and if so that call's context, as its
-// caller passed it: nil once the call has ended (answered, cancelled,
-// timed out). A host uses it to give a notification only to whom the
-// call was made for.
+// CallOf tells a handler (ctx is its context, or derives from it)
+// whether the notification or request it serves came on the response
+// stream of a request this side sent (related; see RelatedFramer), and
+// if so that call's context, as its caller passed it: nil once the call
+// has ended (answered, cancelled, timed out). A host uses it to give a
+// notification only to whom the call was made for, and to tie a
+// server's request (sampling, elicitation, roots) to the call it was
+// made during. Over a transport that does not say (stdio), nothing is
+// related.
 func CallOf(ctx context.Context) (call context.Context, related bool) {
 	ref, _ := ctx.Value(callKey{}).(*callRef)
 	if ref == nil {
@@ -333,7 +346,8 @@ var metaVersionKey = []byte(MetaProtocolVersion)
 
 // onRequest accepts an incoming request. It returns it when it may start
 // now; otherwise it is queued, or refused when the queue is full.
-func (p *Peer) onRequest(id json.RawMessage, method string, params json.RawMessage) *inbound {
+// call is the call it came with (relatedCall), or nil.
+func (p *Peer) onRequest(id json.RawMessage, method string, params json.RawMessage, call *callRef) *inbound {
 	if method == MethodPing && !bytes.Contains(params, metaVersionKey) {
 		// A modern (2026-07-28) ping goes to the handler, which refuses
 		// it: the method is gone from that era.
@@ -356,6 +370,7 @@ func (p *Peer) onRequest(id json.RawMessage, method string, params json.RawMessa
 		return nil
 	}
 	in := &inbound{id: id, method: method, params: params}
+	in.ctx.call = call
 	p.hmu.Lock()
 	defer p.hmu.Unlock()
 	switch {

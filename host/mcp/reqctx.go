@@ -21,6 +21,7 @@ type reqCtx struct {
 	id              json.RawMessage // the request's id, for RelatedRequest
 	handler         Handler         // the Peer's, for HandlerOf
 	peer            *Peer           // for PeerOf
+	call            *callRef        // the call the request came with, for CallOf (nil: none said)
 
 	mu     sync.Mutex
 	done   chan struct{}
@@ -65,6 +66,10 @@ func (c *reqCtx) Value(key any) any {
 		return c.handler
 	case peerKey:
 		return c.peer
+	case callKey:
+		if c.call != nil {
+			return c.call
+		}
 	}
 	return c.Context.Value(key)
 }

@@ -46,11 +46,11 @@ func TestSpawnReusesSpareWorker(t *testing.T) {
 			return ""
 		}
 	}
-	server.spawn(server.onRequest(json.RawMessage(`1`), "first", nil))
+	server.spawn(server.onRequest(json.RawMessage(`1`), "first", nil, nil))
 	first := next()
 	// The worker waits for the next request (spareIdle): the hand-off
 	// below is taken as soon as it does.
-	in := server.onRequest(json.RawMessage(`2`), "second", nil)
+	in := server.onRequest(json.RawMessage(`2`), "second", nil, nil)
 	select {
 	case server.spare <- in:
 	case <-time.After(10 * time.Second):
@@ -62,7 +62,7 @@ func TestSpawnReusesSpareWorker(t *testing.T) {
 	server.Close()
 	// No worker waits past the session's end.
 	select {
-	case server.spare <- server.onRequest(json.RawMessage(`3`), "third", nil):
+	case server.spare <- server.onRequest(json.RawMessage(`3`), "third", nil, nil):
 		t.Error("a spare worker took a request after Close")
 	case <-time.After(100 * time.Millisecond):
 	}

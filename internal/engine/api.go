@@ -70,11 +70,13 @@ type SessionOptions struct {
 	// Sampling and Elicitation declare, as they came (mcp.ClientOptions.Raw),
 	// through the same links of the chain.
 	Raw func(server string) mcp.RawHandler
-	// CallOf, when set, names the call a server's request belongs to
-	// before the chain judges it, for the request's audit record: one
-	// the chain refuses never reaches its handler, which names it
-	// otherwise (SetCallID). "" names none.
-	CallOf func(server string) string
+	// CallOf, when set, is the context of the call a server's request
+	// belongs to (ctx is the request's handler context), before the
+	// chain judges it, for the request's audit record: the record names
+	// that call (WithCallID) and its downstream session (WithSession).
+	// One the chain refuses never reaches its handler, which names it
+	// otherwise (SetCall). nil names none.
+	CallOf func(ctx context.Context, server string) context.Context
 	// OnLog receives the servers' log messages, OnListChanged their
 	// list_changed notifications (kind: "tools", "resources" or
 	// "prompts") once the list is refreshed, OnResourceUpdated their
@@ -215,20 +217,36 @@ func CallIDFrom(ctx context.Context) string {
 
 type callSlotKey struct{}
 
-// WithCallSlot gives a request whose audit record is being made a place
-// for the call id a handler learns only as it runs (a server's request
+// callSlot is the call a server's request belongs to, as its audit
+// record names it: the call's id and its downstream session.
+type callSlot struct{ call, session string }
+
+// withCallSlot gives a request whose audit record is being made a place
+// for the call a handler learns only as it runs (a server's request
 // during a call: the gateway's bridge knows which call it belongs to);
-// SetCallID fills it.
-func WithCallSlot(ctx context.Context) (context.Context, *string) {
-	slot := new(string)
+// SetCall fills it.
+func withCallSlot(ctx context.Context) (context.Context, *callSlot) {
+	slot := new(callSlot)
 	return ctxval.With(ctx, callSlotKey{}, slot), slot
 }
 
-// SetCallID names the call ctx's request belongs to, in the slot
-// WithCallSlot made (nothing without one).
-func SetCallID(ctx context.Context, id string) {
-	if slot, ok := ctx.Value(callSlotKey{}).(*string); ok {
-		*slot = id
+// set names call, a call's context: its id (WithCallID) and session
+// (WithSession); nil names none.
+func (s *callSlot) set(call context.Context) {
+	*s = callSlot{}
+	if call != nil {
+		s.call = CallIDFrom(call)
+		s.session, _ = SessionFrom(call)
+	}
+}
+
+// SetCall names the call ctx's request (a server's, being served)
+// belongs to by that call's context, call (nil: none), for the
+// request's audit record: the call's id and session. Nothing happens
+// without a record being made (SessionOptions.CallOf).
+func SetCall(ctx, call context.Context) {
+	if slot, ok := ctx.Value(callSlotKey{}).(*callSlot); ok {
+		slot.set(call)
 	}
 }
 

@@ -176,7 +176,7 @@ type hooks struct {
 	onChange      func(server string)
 	onListChanged func(server, kind string)
 	onUpdated     func(server, uri string)
-	callOf        func(server string) string // the call a server's request belongs to, for its audit record
+	callOf        func(ctx context.Context, server string) context.Context // the call a server's request belongs to, for its audit record
 }
 
 // New makes a host for cfg. Nothing connects until Start or first use.

@@ -22,14 +22,19 @@ func guarded[P, R any](h *Host, server, method string, f func(context.Context, *
 			rec := audit.Record{Agent: h.hooks.agent, Server: server, Method: method}
 			// The handler may learn which call the request belongs to;
 			// hooks.callOf tells it before the chain, which may refuse
-			// the request before the handler runs.
-			ctx, slot := WithCallSlot(ctx)
+			// the request before the handler runs. On an agent's shared
+			// connection the session is that call's (the connection is
+			// no one session's).
+			ctx, slot := withCallSlot(ctx)
 			if h.hooks.callOf != nil {
-				*slot = h.hooks.callOf(server)
+				slot.set(h.hooks.callOf(ctx, server))
 			}
 			err = h.audited(ctx, &rec, func(ctx context.Context) error {
 				res, err = guardedRun(ctx, h, server, method, p, f)
-				rec.Call = *slot
+				rec.Call = slot.call
+				if slot.session != "" {
+					rec.Session = slot.session
+				}
 				return err
 			})
 			return res, err

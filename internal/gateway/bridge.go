@@ -31,13 +31,22 @@ import (
 // call goes on, perhaps to another round. The call is the chain's one
 // event: decided once, audited once (its record carries the call id).
 //
-// Which call a server request belongs to: the agent's newest bridged
-// call to that server still running, else its newest one parked (over
-// stdio the protocol does not say; only one agent's calls share the
-// connection). A question that comes while its call is parked waits for
-// the retry and is asked in the next round. Outside any call, roots/list
-// is answered with the agent's configured roots and sampling and
-// elicitation are refused, saying why.
+// Which call a server request belongs to (owner): the connection is
+// the agent's, shared by its modern calls and by the calls of its legacy
+// sessions whose clients answer no server requests. Over streamable
+// HTTP a request comes on the response stream of the call it belongs to
+// (mcp.CallOf): that bridged call's (bcallOf on the upstream call's
+// context), or, if that call is no bridged call's (a legacy session's),
+// outside any modern call. Where the transport does not say (stdio, the
+// standalone stream): the agent's newest bridged call to that server
+// still running, else its newest one parked; but while a legacy
+// session's call is in flight there too (session.track counts them), a
+// sampling or elicitation request could be either's, and is refused,
+// saying why and what to change, and logged (a roots/list gets the
+// agent's configured roots). A question that comes while its call is
+// parked waits for the retry and is asked in the next round. Outside any
+// call, roots/list is answered with the agent's configured roots and
+// sampling and elicitation are refused, saying why.
 //
 // A round's questions are gathered: a server may ask several at once
 // (from goroutines of its own), and nothing says when the last has been
@@ -94,6 +103,7 @@ type bridge struct {
 	upsBy  map[string]int         // ups by agent
 	tasks  map[string][]*followed // agent + "\x00" + server -> tasks followed, oldest first
 	asking map[string]int         // agent + "\x00" + server -> server requests inside ask
+	legacy map[[2]string]int      // {agent, server} -> legacy sessions' calls in flight on the shared connection (session.track); no key to build per call
 	solo   map[string]int         // soloKey -> rounds of one question in a row (isSolo)
 
 	// Runners run the bridged calls (run): goroutines that wait for the
@@ -126,7 +136,7 @@ func newBridge(g *Gateway, key []byte, replica [8]byte) (*bridge, error) {
 	o := g.opts
 	return &bridge{g: g, seal: sl, ttl: o.InputTTL, maxAll: o.MaxParked, maxPer: o.MaxParkedPerAgent,
 		calls: map[[16]byte]*bcall{}, open: map[string][]*bcall{}, parked: map[string]int{}, spent: map[[16]byte]spent{},
-		ups: map[string]*upstreamUse{}, upsBy: map[string]int{}, tasks: map[string][]*followed{}, asking: map[string]int{}, solo: map[string]int{},
+		ups: map[string]*upstreamUse{}, upsBy: map[string]int{}, tasks: map[string][]*followed{}, asking: map[string]int{}, legacy: map[[2]string]int{}, solo: map[string]int{},
 		work: make(chan func()), quit: make(chan struct{})}, nil
 }
 
@@ -1015,14 +1025,52 @@ func (br *bridge) close() {
 
 // ---- the server's side --------------------------------------------------------
 
-// callFor is the call a server's request on agent's connection belongs
-// to: the agent's newest bridged call to server that is running, else
-// its newest parked one (a question that came after its round was
-// handed out: it is asked in the next). A request while none is in
-// flight (or only calls that became tasks) is outside any call.
-func (br *bridge) callFor(agent, server string) *bcall {
+// owner is whom a server's request on agent's shared connection to
+// server belongs to (ctx is the request's handler context, meta its
+// _meta): a bridged call c, a followed task f, or neither (outside any
+// modern call: a legacy session's call, or none).
+//
+// When the transport says which call of the connection the request came
+// with (mcp.CallOf: over streamable HTTP, a request on a call's response
+// stream), that call decides: the bridged call whose upstream call it is
+// (bcallOf, its task once it became one), else no bridged call's.
+// Otherwise (stdio, or the standalone stream) it goes by who waits on
+// the server (callFor); but if a legacy session's call is in flight
+// there too, the request may be that call's: ambiguous, it is nobody's.
+func (br *bridge) owner(ctx context.Context, agent, server string, meta mcp.Meta) (c *bcall, f *followed, ambiguous bool) {
+	if call, related := mcp.CallOf(ctx); related {
+		c = bcallOf(call)
+		if c == nil || c.br != br || c.agent != agent || c.server != server {
+			return nil, nil, false
+		}
+		c.mu.Lock()
+		d := c.detached
+		c.mu.Unlock()
+		if d {
+			return nil, br.taskFor(agent, server, c, meta), false
+		}
+		return c, nil, false
+	}
+	c, legacy := br.callFor(agent, server)
+	if c == nil {
+		f = br.taskFor(agent, server, nil, meta)
+	}
+	if legacy > 0 && (c != nil || f != nil) {
+		return nil, nil, true
+	}
+	return c, f, false
+}
+
+// callFor is the bridged call a server's request on agent's connection
+// belongs to when the transport does not say: the agent's newest
+// bridged call to server that is running, else its newest parked one
+// (a question that came after its round was handed out: it is asked in
+// the next); nil while none is in flight (or only calls that became
+// tasks). legacy is the legacy sessions' calls in flight there.
+func (br *bridge) callFor(agent, server string) (c *bcall, legacy int) {
 	br.mu.Lock()
 	list := slices.Clone(br.open[openKey(agent, server)])
+	legacy = br.legacy[[2]string{agent, server}]
 	br.mu.Unlock()
 	var parked *bcall
 	for i := len(list) - 1; i >= 0; i-- {
@@ -1033,12 +1081,25 @@ func (br *bridge) callFor(agent, server string) *bcall {
 		switch {
 		case d:
 		case !p:
-			return c
+			return c, legacy
 		case parked == nil:
 			parked = c
 		}
 	}
-	return parked
+	return parked, legacy
+}
+
+// legacyCall counts (d 1) or uncounts (d -1) a legacy session's call in
+// flight on agent's shared connection to server: over a transport that
+// does not say which call a server's request came with, a request then
+// cannot be told from that call's (owner).
+func (br *bridge) legacyCall(agent, server string, d int) {
+	k := [2]string{agent, server}
+	br.mu.Lock()
+	if br.legacy[k] += d; br.legacy[k] <= 0 {
+		delete(br.legacy, k)
+	}
+	br.mu.Unlock()
 }
 
 // running is agent's bridged calls to server, parked or not, but not
@@ -1078,8 +1139,9 @@ func (br *bridge) unfollow(agent, server string, f *followed) {
 
 // taskFor is the followed task a server's request belongs to: the one
 // its _meta names (io.modelcontextprotocol/related-task), else the
-// agent's newest task of that server.
-func (br *bridge) taskFor(agent, server string, meta mcp.Meta) *followed {
+// agent's newest task of that server; of call's tasks only, if call is
+// set (the request came with that call's upstream call).
+func (br *bridge) taskFor(agent, server string, call *bcall, meta mcp.Meta) *followed {
 	var rel struct {
 		TaskID string `json:"taskId"`
 	}
@@ -1090,7 +1152,7 @@ func (br *bridge) taskFor(agent, server string, meta mcp.Meta) *followed {
 	defer br.mu.Unlock()
 	list := br.tasks[openKey(agent, server)]
 	for i := len(list) - 1; i >= 0; i-- {
-		if rel.TaskID == "" || list[i].upstream == rel.TaskID {
+		if (rel.TaskID == "" || list[i].upstream == rel.TaskID) && (call == nil || list[i].c == call) {
 			return list[i]
 		}
 	}
@@ -1114,17 +1176,21 @@ func (br *bridge) ask(ctx context.Context, agent, server, method string, params 
 		}
 		br.mu.Unlock()
 	}()
-	c := br.callFor(agent, server)
+	c, f, ambiguous := br.owner(ctx, agent, server, meta)
+	if ambiguous {
+		return br.ambiguous(agent, server, method)
+	}
 	if c == nil {
-		if f := br.taskFor(agent, server, meta); f != nil {
+		if f != nil {
 			if method == mcp.MethodRootsList && f.meta.Capabilities.Roots == nil {
 				return br.g.rootsOf(agent), nil // the gateway knows them
 			}
 			return f.ask(ctx, method, params, meta)
 		}
+		engine.SetCall(ctx, cameWith(ctx))
 		return br.outside(agent, server, method)
 	}
-	engine.SetCallID(ctx, c.call) // the audit record of this request names the call
+	engine.SetCall(ctx, c.ctx) // the audit record of this request names the call and its session
 	a := &ask{method: method, params: params, reply: make(chan answer, 1)}
 	c.mu.Lock()
 	if c.ended {
@@ -1160,13 +1226,42 @@ func (br *bridge) ask(ctx context.Context, agent, server, method string, params 
 }
 
 // outside answers a server's request no call can take: roots/list with
-// the agent's configured roots, anything else refused, saying why.
+// the agent's configured roots, anything else refused, saying why. A
+// legacy session's call (on the shared connection: its client declared
+// no sampling, elicitation or roots) takes none.
 func (br *bridge) outside(agent, server, method string) (json.RawMessage, error) {
 	if method == mcp.MethodRootsList {
 		return br.g.rootsOf(agent), nil
 	}
 	return nil, &mcp.RPCError{Code: mcp.CodeInvalidRequest, Message: fmt.Sprintf(
 		"%s refused: no call of agent %q to server %q is waiting that could answer it (the gateway passes it on only during a call of an MCP 2026-07-28 client that declared it, or on a session whose client declared it)", method, agent, server)}
+}
+
+// ambiguous answers a server's request that owner could not tie to one
+// call: roots/list as outside any call (the agent's configured roots:
+// what either call would get unless the modern one declared roots, and
+// nothing reaches a person), sampling and elicitation refused, saying
+// why and what to change, and logged.
+func (br *bridge) ambiguous(agent, server, method string) (json.RawMessage, error) {
+	if method == mcp.MethodRootsList {
+		br.g.log.Debug("a server's roots/list on a shared connection could not be tied to one call; answered with the agent's configured roots", "agent", agent, "server", server)
+		return br.g.rootsOf(agent), nil
+	}
+	capability := strings.SplitN(method, "/", 2)[0]
+	br.g.log.Warn("a server's request on a shared connection could not be tied to one call: refused", "agent", agent, "server", server, "method", method,
+		"fix", "give the legacy client the "+capability+" capability (it then gets connections of its own), or connect to the server over streamable HTTP")
+	return nil, &mcp.RPCError{Code: mcp.CodeInvalidRequest, Message: fmt.Sprintf(
+		"%s refused: server %q asked it on agent %q's shared connection while both an MCP 2026-07-28 client's call and a call of a session whose client declared no %s were in flight there, and the connection does not say which call a server's request belongs to (stdio never does), so the gateway passes it to neither; "+
+			"give the legacy client the %s capability (its sessions then get connections of their own, within the gateway's max_upstream_sessions_per_agent), or reach the server over streamable HTTP, whose requests come on their call's stream", method, server, agent, capability, capability)}
+}
+
+// cameWith is the call a server's request came with (mcp.CallOf), for
+// its audit record when it is no bridged call's (owner: a legacy
+// session's call, on the shared connection): that call's session; nil
+// if the transport did not say.
+func cameWith(ctx context.Context) context.Context {
+	call, _ := mcp.CallOf(ctx)
+	return call
 }
 
 // keyFor names a question: the server's own name for it
@@ -1226,15 +1321,20 @@ func rootOf(p string) mcp.Root {
 func (g *Gateway) bridgeOptions(agent string, o engine.SessionOptions) engine.SessionOptions {
 	br := g.br
 	// A request the chain refuses never reaches ask: its audit record
-	// names the call all the same.
-	o.CallOf = func(server string) string {
-		if c := br.callFor(agent, server); c != nil {
-			return c.call
+	// names the call (and its session) all the same. The shared
+	// connection is no one session's: without this its records would
+	// name none.
+	o.CallOf = func(ctx context.Context, server string) context.Context {
+		c, f, ambiguous := br.owner(ctx, agent, server, nil)
+		switch {
+		case ambiguous:
+			return nil
+		case c != nil:
+			return c.ctx
+		case f != nil:
+			return f.c.ctx
 		}
-		if f := br.taskFor(agent, server, nil); f != nil {
-			return f.call
-		}
-		return ""
+		return cameWith(ctx)
 	}
 	o.RootsFor = func(server string) mcp.RootsHandler {
 		return func(ctx context.Context) ([]mcp.Root, error) {

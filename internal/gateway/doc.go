@@ -23,8 +23,8 @@
 // connections (one per agent and server, made on first use, closed with
 // the gateway), never another agent's; a server's requests there go to
 // the era bridge (below): a modern request's call answers them, anything
-// else is refused, saying why (roots/list gets the agent's configured
-// roots).
+// else (a legacy session's call's among them) is refused, saying why
+// (roots/list gets the agent's configured roots).
 //
 // Starting: a list request (tools, resources, templates, prompts) waits
 // at most Options.ListWait (gateway `list_wait`, default 1 s) for servers
@@ -222,10 +222,19 @@
 // roots/list, which the gateway answers from the agent's configured
 // roots (agent `roots`, else the config's), as it does outside any call;
 // sampling and elicitation outside any call are refused, saying why.
-// Which call a server's request belongs to: the agent's newest running
-// bridged call to that server, else its newest parked one, whose next
-// round asks it (over stdio the protocol does not say; only that agent's
-// calls share the connection). Bridged calls run on runners, goroutines
+// Which call a server's request belongs to: over streamable HTTP, the
+// call on whose response stream it came (mcp.CallOf), which may be a
+// call of a legacy session sharing the connection (its client declared
+// no sampling, elicitation or roots): then it is outside any modern
+// call. Where the transport does not say (stdio), the agent's newest
+// running bridged call to that server, else its newest parked one, whose
+// next round asks it; but if a legacy session's call to that server is
+// in flight on the connection too, a sampling or elicitation request
+// cannot be tied to one call and is refused, saying why (give the
+// legacy client the capability, so it gets connections of its own, or
+// reach the server over streamable HTTP) and logged; roots/list gets the
+// agent's configured roots. The audit record of a server's request
+// names its call and that call's session. Bridged calls run on runners, goroutines
 // that keep their grown stacks between calls. What the server sends during
 // a call follows its current attempt: progress with that attempt's
 // token, logs if that attempt asked (its _meta logLevel), on that

@@ -361,19 +361,28 @@ func (s *session) newest(server string) (id json.RawMessage, level int, modern b
 }
 
 // track records a client request in flight to server; untrack, with
-// what track returned, forgets it.
+// what track returned, forgets it. On the agent's shared connection the
+// bridge counts it too (bridge.legacyCall): over stdio a server's
+// request during it cannot be told from a bridged call's.
 //
 // A bridged call (bridge.go) is not tracked: it outlives the request
 // that started it, and what the server sends during it follows its
 // current attempt (bcall.log, bcall.progress).
-func (s *session) track(ctx context.Context, server string) json.RawMessage {
-	id := mcp.RelatedRequest(ctx)
-	if id == nil || bcallOf(ctx) != nil {
-		return nil
+func (s *session) track(ctx context.Context, server string) tracked {
+	if bcallOf(ctx) != nil {
+		return tracked{}
 	}
-	meta, modern := mcp.RequestMetaOf(ctx)
+	id := mcp.RelatedRequest(ctx)
+	var meta *mcp.RequestMeta
+	modern := false
+	if id != nil {
+		meta, modern = mcp.RequestMetaOf(ctx)
+	}
 	s.mu.Lock()
-	s.calls[server] = append(s.calls[server], id)
+	shared := !s.own
+	if id != nil {
+		s.calls[server] = append(s.calls[server], id)
+	}
 	if modern {
 		if s.levels == nil {
 			s.levels = map[string]int{}
@@ -381,10 +390,23 @@ func (s *session) track(ctx context.Context, server string) json.RawMessage {
 		s.levels[string(id)] = meta.LogLevel.Severity()
 	}
 	s.mu.Unlock()
-	return id
+	if shared {
+		s.g.br.legacyCall(s.agent, server, 1)
+	}
+	return tracked{id: id, shared: shared}
 }
 
-func (s *session) untrack(server string, id json.RawMessage) {
+// tracked is what track did, for untrack to undo.
+type tracked struct {
+	id     json.RawMessage // the client's request (nil: none, as for a task's call)
+	shared bool            // counted on the agent's shared connection
+}
+
+func (s *session) untrack(server string, t tracked) {
+	if t.shared {
+		s.g.br.legacyCall(s.agent, server, -1)
+	}
+	id := t.id
 	if id == nil {
 		return
 	}
@@ -664,8 +686,12 @@ func (s *session) call(ctx, nctx context.Context, p mcp.CallToolParams, passOn b
 	if args == nil {
 		args = json.RawMessage("{}")
 	}
-	if server, ok := s.serverOf(p.Name); ok {
-		defer s.untrack(server, s.track(ctx, server))
+	if bcallOf(ctx) == nil { // a bridged call is not tracked (track)
+		// Bare names too (a server with prefix ""): the bridge must
+		// know every legacy call in flight on the shared connection.
+		if server := s.toolServer(ctx, p.Name); server != "" {
+			defer s.untrack(server, s.track(ctx, server))
+		}
 	}
 	if tc := traceContext(p.Meta); tc != nil {
 		ctx = engine.WithTraceContext(ctx, tc)

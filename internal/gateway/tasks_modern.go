@@ -72,6 +72,7 @@ func (s *session) modernTaskCall(ctx context.Context, server string, p mcp.CallT
 	started := make(chan struct{})
 	var seed *mcp.DetailedTask // the CreateTaskResult: the state it started in
 	var f *followed            // set once t follows the server's task; read by the call's goroutine after started
+	var bc *bcall              // the bridged call run runs as (set by run, read by Started on its goroutine)
 	hooks := &mcp.TaskHooks{
 		Started: func(up *mcp.DetailedTask) {
 			t.mu.Lock()
@@ -85,7 +86,7 @@ func (s *session) modernTaskCall(ctx context.Context, server string, p mcp.CallT
 			if s.storeTask(t) == nil {
 				// A 2025-11-25 server asks during its task by requests
 				// to the client: the bridge brings them to t.
-				f = &followed{t: t, upstream: up.TaskID, call: at.callID(), meta: meta, n: map[string]int{}}
+				f = &followed{t: t, upstream: up.TaskID, c: bc, meta: meta, n: map[string]int{}}
 				s.g.br.follow(s.agent, server, f)
 				close(started)
 			}
@@ -95,6 +96,7 @@ func (s *session) modernTaskCall(ctx context.Context, server string, p mcp.CallT
 		},
 	}
 	run := func(cctx, nctx context.Context) (any, error) {
+		bc = bcallOf(cctx)
 		// The bridge's call context keeps the request's values, not its
 		// end; once a task, the call ends with the task (tasks/cancel,
 		// the ttl, the session).
@@ -243,7 +245,7 @@ func (t *task) await(ctx context.Context, qs mcp.InputRequests) (mcp.InputRespon
 type followed struct {
 	t        *task
 	upstream string // the server's task id
-	call     string // the logical call's id, for the audit log
+	c        *bcall // the bridged call that became the task: its context names it (and its session) in the audit log
 	meta     *mcp.RequestMeta
 
 	mu sync.Mutex
@@ -255,7 +257,7 @@ type followed struct {
 // chain as a server's request does (the host guards the connection's
 // handlers), and its answer will on its way back: nothing more here.
 func (f *followed) ask(ctx context.Context, method string, params json.RawMessage, meta mcp.Meta) (json.RawMessage, error) {
-	engine.SetCallID(ctx, f.call)
+	engine.SetCall(ctx, f.c.ctx)
 	q := mcp.InputRequest{Method: method, Params: params}
 	if err := declared(f.meta.Capabilities, q); err != nil {
 		return nil, &mcp.RPCError{Code: mcp.CodeInvalidRequest, Message: "the client's request did not declare " + method}
