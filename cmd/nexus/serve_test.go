@@ -52,6 +52,13 @@ agent "claude" {
   deny       = ["testserver.fail"]
   tokens     = [var.claude_token]
 }
+
+# The upstream may take over a second to start on a loaded box (the
+# default list_wait): the first list waits for it, so a client's first
+# tools/list is never empty for that reason alone.
+gateway {
+  list_wait = "60s"
+}
 `, bin, mark)
 	if err := os.WriteFile(path, []byte(hcl), 0o600); err != nil {
 		t.Fatal(err)
