@@ -20,7 +20,8 @@ import (
 
 // gater is a legacy-only upstream whose tool "gate" waits until the test
 // opens its key's gate, then asks the client for an elicitation under
-// that key: two calls in flight at once ask when the test says.
+// that key (with "roots": true, for its roots): two calls in flight at
+// once ask when the test says.
 type gater struct {
 	started chan string              // the keys of the calls that reached the tool
 	gates   map[string]chan struct{} // by key; closed: the call asks
@@ -37,7 +38,10 @@ func newGater(keys ...string) *gater {
 func (g *gater) server() *mcp.Server {
 	s := mcp.NewServer(mcp.Implementation{Name: "gater", Version: "1"}, mcp.ServerOptions{LegacyOnly: true})
 	s.AddTool(mcp.Tool{Name: "gate"}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		var args struct{ Key string }
+		var args struct {
+			Key   string
+			Roots bool
+		}
 		json.Unmarshal(req.Arguments, &args)
 		gate := g.gates[args.Key]
 		if gate == nil {
@@ -48,6 +52,17 @@ func (g *gater) server() *mcp.Server {
 		case <-gate:
 		case <-ctx.Done():
 			return nil, ctx.Err()
+		}
+		if args.Roots {
+			roots, err := req.Session.ListRoots(ctx)
+			if err != nil {
+				return nil, err
+			}
+			uris := make([]string, len(roots))
+			for i, r := range roots {
+				uris[i] = r.URI
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("roots: " + strings.Join(uris, " "))}}, nil
 		}
 		r, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "Your " + args.Key + "?",
 			RequestedSchema: json.RawMessage(`{"type":"object","properties":{"v":{"type":"string"}}}`), Meta: keyMeta(args.Key)})

@@ -82,7 +82,10 @@
 //
 // Server-initiated requests go to the client through the chain (host
 // guards them); on HTTP they travel on the stream of the client's request
-// that is in flight to that server (the newest, if several are).
+// they are asked for: the one whose upstream call they came with when the
+// upstream says (mcp.CallOf: streamable HTTP), else the client's newest
+// request in flight to that server (stdio does not say). One asked for a
+// call that has ended is refused.
 //
 // A client that goes away cancels its calls upstream: over HTTP by the
 // rules of httpserver (its POST closed before an answer it could resume),

@@ -287,8 +287,8 @@ func (s *session) initialize(params json.RawMessage) (any, error) {
 }
 
 // sessionOptions are the handlers of the session's own upstream
-// connections: what servers ask goes to this client, on the stream of its
-// request in flight to that server.
+// connections: what servers ask goes to this client, on the stream of
+// the request it is asked for (related).
 func (s *session) sessionOptions(c mcp.ClientCapabilities) engine.SessionOptions {
 	o := engine.SessionOptions{
 		Agent:             s.agent,
@@ -301,8 +301,12 @@ func (s *session) sessionOptions(c mcp.ClientCapabilities) engine.SessionOptions
 	if c.Sampling != nil {
 		o.Sampling = func(server string) mcp.SamplingHandler {
 			return func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+				ctx, err := s.related(ctx, server, mcp.MethodSamplingCreateMessage)
+				if err != nil {
+					return nil, err
+				}
 				var res mcp.CreateMessageResult
-				if err := s.peer.Call(s.related(ctx, server), mcp.MethodSamplingCreateMessage, p, &res); err != nil {
+				if err := s.peer.Call(ctx, mcp.MethodSamplingCreateMessage, p, &res); err != nil {
 					return nil, err
 				}
 				return &res, nil
@@ -315,8 +319,12 @@ func (s *session) sessionOptions(c mcp.ClientCapabilities) engine.SessionOptions
 				if p.Mode == "url" && (c.Elicitation == nil || c.Elicitation.URL == nil) {
 					return nil, mcp.InvalidParams("elicitation/create: the client did not declare URL mode")
 				}
+				ctx, err := s.related(ctx, server, mcp.MethodElicitationCreate)
+				if err != nil {
+					return nil, err
+				}
 				var res mcp.ElicitResult
-				if err := s.peer.Call(s.related(ctx, server), mcp.MethodElicitationCreate, p, &res); err != nil {
+				if err := s.peer.Call(ctx, mcp.MethodElicitationCreate, p, &res); err != nil {
 					return nil, err
 				}
 				return &res, nil
@@ -324,25 +332,59 @@ func (s *session) sessionOptions(c mcp.ClientCapabilities) engine.SessionOptions
 		}
 	}
 	if c.Roots != nil {
-		o.Roots = func(ctx context.Context) ([]mcp.Root, error) {
+		roots := func(ctx context.Context) ([]mcp.Root, error) {
 			var res mcp.ListRootsResult
 			if err := s.peer.Call(ctx, mcp.MethodRootsList, nil, &res); err != nil {
 				return nil, err
 			}
 			return res.Roots, nil
 		}
+		// Roots declares the capability and passes the client's
+		// roots/list_changed on (engine.Host.RootsChanged); RootsFor,
+		// which knows the server, serves the requests.
+		o.Roots = roots
+		o.RootsFor = func(server string) mcp.RootsHandler {
+			return func(ctx context.Context) ([]mcp.Root, error) {
+				ctx, err := s.related(ctx, server, mcp.MethodRootsList)
+				if err != nil {
+					return nil, err
+				}
+				return roots(ctx)
+			}
+		}
 	}
 	return o
 }
 
-// related marks ctx as belonging to the client's newest request in flight
-// to server, so that on HTTP what is sent travels on that request's stream.
-func (s *session) related(ctx context.Context, server string) context.Context {
-	id, _, _ := s.newest(server)
-	if id == nil {
-		return ctx
+// related is ctx, the handler context of a request server sent on the
+// session's own connection (method, e.g. elicitation/create), marked as
+// belonging to the client's request it is asked for, so that over HTTP
+// it travels on that request's stream (the streamable HTTP transport: a
+// server's request related to a client's request goes on that request's
+// stream):
+//   - when the upstream says which call it came with (mcp.CallOf: over
+//     streamable HTTP, a request on a call's response stream, or an
+//     input_required round of a modern server), the client's request
+//     that made that call; none if the call has none of its own (a
+//     task's runs past it), and an error if the call has ended: nobody
+//     waits for the answer, and another call's stream is no place for it;
+//   - otherwise (stdio never says), the client's newest request in flight
+//     to server, which with two of them in flight may be the wrong one.
+//
+// It always sets the request: ctx's own is the server's request's id
+// upstream, which names no request of this client's.
+func (s *session) related(ctx context.Context, server, method string) (context.Context, error) {
+	var id json.RawMessage
+	if call, ok := mcp.CallOf(ctx); ok {
+		if call == nil {
+			return nil, &mcp.RPCError{Code: mcp.CodeInvalidRequest, Message: fmt.Sprintf(
+				"%s refused: server %q asked it during a call that has ended (cancelled, or timed out), so no client request waits for it; the server asked too late, or the call's timeout is too short for it", method, server)}
+		}
+		id = mcp.RelatedRequest(call)
+	} else {
+		id, _, _ = s.newest(server)
 	}
-	return mcp.WithRelatedRequest(ctx, id)
+	return mcp.WithRelatedRequest(ctx, id), nil
 }
 
 // newest is the id of the client's newest request in flight to server,
