@@ -9,8 +9,7 @@
 // sdk/*; the implementation lives under internal/), that the extensions,
 // copied into a module of their own, build there, that public Examples
 // import nothing internal, that the facade names every type it speaks
-// and returns its own errors,
-// and that each package's comment is in its doc.go. An arrow that must
-// never exist fails the tests instead of waiting for a review to notice
-// it.
+// and returns its own errors, and that each package's comment is in its
+// doc.go. An arrow that must never exist fails the tests instead of
+// waiting for a review to notice it.
 package arch
