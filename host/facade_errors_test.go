@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -138,6 +139,31 @@ func TestFacadeErrors(t *testing.T) {
 			_, err := h.Relock(ctx, host.LockOptions{Agent: "bot", Server: "gh", Check: true})
 			return err
 		}, as(new(*host.UnknownServerError))},
+		{"Host.Connect", func(t *testing.T) error {
+			down := func(ctx context.Context, srv *host.Server) (*mcp.Client, error) {
+				return nil, errors.New("connection refused")
+			}
+			h := host.New(config(t, ""), host.Options{Dial: down})
+			defer h.Close()
+			return h.Connect(ctx, "bot", "ts", true)
+		}, nil},
+		{"Host.CallTool unknown tool", func(t *testing.T) error {
+			_, err := newHost(t, "").CallTool(ctx, "bot", "ts.ehco", map[string]any{}, nil)
+			return err
+		}, as(new(*host.UnknownToolError))},
+		{"Host.AuthLogin", func(t *testing.T) error {
+			return newHost(t, "").AuthLogin(ctx, "ts")
+		}, as(new(*host.NotHTTPServerError))},
+		{"Host.AuthStatus", func(t *testing.T) error {
+			_, err := newHost(t, "").AuthStatus("gh")
+			return err
+		}, as(new(*host.UnknownServerError))},
+		{"Host.OpenAudit", func(t *testing.T) error {
+			return newHost(t, fmt.Sprintf("audit {\n  path = %q\n}\n", filepath.Join(garbage, "audit.jsonl"))).OpenAudit()
+		}, nil},
+		{"UpdateTrust", func(t *testing.T) error {
+			return host.UpdateTrust(garbage, func(in []host.Trusted) ([]host.Trusted, error) { return in, nil })
+		}, nil},
 		{"NewGateway", func(t *testing.T) error {
 			_, err := host.NewGateway(newHost(t, ""), host.GatewayOptions{Listen: "127.0.0.1:0", TLSCert: "cert.pem"})
 			return err
@@ -263,7 +289,7 @@ server "ts" {
 }
 agent "bot" {
   permission = "yolo"
-  allow      = ["ts.echo"]
+  allow      = ["ts.*"]
 }
 `+extra), "nexus.hcl")
 	if err != nil {
