@@ -51,7 +51,7 @@ func AuditVerifyOptions(cfg *Config, last, checkpoints, public string) (VerifyAu
 		keys, err = audit.KeySource{PublicKey: public}.Load()
 	}
 	if err != nil {
-		return o, err
+		return o, hostErr(err)
 	}
 	if checkpoints != "" {
 		cpPath = checkpoints
@@ -125,7 +125,10 @@ func VerifyAudit(o VerifyAuditOptions, files ...string) (AuditReport, error) {
 // key for the checkpoints (its base64 seed) and the public key that
 // checks them (base64): what an audit block's key, signing_key and a
 // verifier's public_key take.
-func NewAuditKeys() (key, signing, public string, err error) { return audit.NewKeys() }
+func NewAuditKeys() (key, signing, public string, err error) {
+	key, signing, public, err = audit.NewKeys()
+	return key, signing, public, hostErr(err)
+}
 
 // The conversions above keep host's types in step with audit's.
 var (

@@ -80,7 +80,7 @@ type engineConfirmer struct{ c policy.Confirmer }
 
 func (e engineConfirmer) Confirm(ctx context.Context, r ConfirmRequest) (Answer, error) {
 	a, err := e.c.Confirm(ctx, policy.ConfirmRequest(r))
-	return Answer(a), err
+	return Answer(a), hostErr(err)
 }
 
 // Approvals remember a person's "always" answers beyond one process
@@ -110,7 +110,7 @@ type Approval struct {
 func OpenApprovals(path string, cfg *Config) (Approvals, error) {
 	a, err := policy.OpenApprovals(path, Fingerprints(cfg))
 	if err != nil {
-		return nil, err
+		return nil, hostErr(err)
 	}
 	return a, nil
 }
@@ -122,7 +122,7 @@ func ReadApprovals(path string) ([]Approval, error) {
 	for i, a := range list {
 		out[i] = Approval(a)
 	}
-	return out, err
+	return out, hostErr(err)
 }
 
 // WriteApprovals replaces the approvals file at path with list, whole,
@@ -132,7 +132,7 @@ func WriteApprovals(path string, list []Approval) error {
 	for i, a := range list {
 		in[i] = policy.Approval(a)
 	}
-	return policy.WriteApprovals(path, in)
+	return hostErr(policy.WriteApprovals(path, in))
 }
 
 // Kind says which phase a link acts on.

@@ -197,7 +197,7 @@ func ConfigErrors(reps []*Report) error {
 	if len(reps) == 0 {
 		return nil
 	}
-	return config.Errors(conv(reps, (*Report).diag))
+	return hostErr(config.Errors(conv(reps, (*Report).diag)))
 }
 
 func warnings(ws []config.Warning) []Warning {

@@ -14,7 +14,9 @@
 // Resource, Template, Prompt), Status, CallOptions and the errors a
 // caller branches on (UnknownServerError, SchemaError, DeniedError, ...)
 // are host's own types. Each error Unwraps to the engine's, so errors.As
-// finds either and Describe explains both. Options are host's too,
+// finds either and Describe explains both. Every exported function and
+// method returns its errors so converted (internal/arch's
+// TestFacadeConvertsErrors checks the source). Options are host's too,
 // converted once in New, and so is the chain's vocabulary (Confirmer,
 // Link, Entry, Verdict, ...), the lockfile (Lock, Relock), the trust
 // store, audit verification, plugin and WASM filter inspection: what the

@@ -10,6 +10,8 @@ import (
 	"github.com/nexus-mcp/nexus/internal/plugin"
 	"github.com/nexus-mcp/nexus/internal/policy"
 	"github.com/nexus-mcp/nexus/internal/registry"
+	"github.com/nexus-mcp/nexus/internal/sampling"
+	"github.com/nexus-mcp/nexus/internal/wasm"
 )
 
 // The errors a caller branches on are host's own. Each is made once, at
@@ -139,7 +141,8 @@ type AuditError struct {
 func (e *AuditError) Error() string { return e.Unwrap().Error() }
 func (e *AuditError) Unwrap() error { return or(e.from, &engine.AuditError{Err: e.Err}) }
 
-// FilterLoadError is a filter (WASM or plugin) that failed to load.
+// FilterLoadError is a filter (WASM or plugin) that failed to load: in
+// the chain, or a module OpenFilter or InspectFilter could not load.
 type FilterLoadError struct {
 	Filter string
 	Err    error
@@ -149,6 +152,73 @@ type FilterLoadError struct {
 func (e *FilterLoadError) Error() string { return e.Unwrap().Error() }
 func (e *FilterLoadError) Unwrap() error {
 	return or(e.from, &engine.FilterLoadError{Filter: e.Filter, Err: e.Err})
+}
+
+// FilterCallError is a WASM filter's call that failed (WASMFilter.Call):
+// a trap, a timeout, its memory limit, a decision that is not one. In the
+// chain it is a DeniedError's or WithheldError's Err, unless the filter's
+// on_error lets the event through.
+type FilterCallError struct {
+	Filter string
+	Phase  string // "request" or "response"
+	Method string
+	Server string
+	Tool   string
+	Err    error // why
+	from   error
+}
+
+func (e *FilterCallError) Error() string { return e.Unwrap().Error() }
+func (e *FilterCallError) Unwrap() error {
+	return or(e.from, &wasm.CallError{Filter: e.Filter, Phase: e.Phase, Method: e.Method, Server: e.Server, Tool: e.Tool, Err: e.Err})
+}
+
+// PluginLoadError is a plugin binary that could not be started
+// (InspectPlugin, or a plugin block's binary at launch): Kind says why,
+// Stderr is what it wrote, and for a checksum mismatch Sum is what to pin
+// if the binary is trusted.
+type PluginLoadError struct {
+	Plugin string
+	Path   string
+	// Kind is "not found", "not executable", "checksum missing",
+	// "checksum mismatch", "not a plugin", "protocol version", "start
+	// timeout", "exited at start", "bad plugin", "reattach" or "other".
+	Kind   string
+	Stderr []string // its last lines, if it ran
+	Source Source   // the plugin block
+	Pinned string   // its sha256, as configured
+	Sum    string   // the file's, when known
+	Err    error
+	from   error
+}
+
+func (e *PluginLoadError) Error() string { return e.Unwrap().Error() }
+func (e *PluginLoadError) Unwrap() error {
+	if e.from != nil {
+		return e.from
+	}
+	kind := plugin.LoadOther
+	for k := plugin.LoadOther; k <= plugin.LoadReattach; k++ {
+		if k.String() == e.Kind {
+			kind = k
+		}
+	}
+	return &plugin.LoadError{Plugin: e.Plugin, Path: e.Path, Kind: kind, Stderr: e.Stderr, Err: e.Err,
+		Source: diag.Source(e.Source), Pinned: e.Pinned, Sum: e.Sum}
+}
+
+// SamplingError is a sampling request the config's model did not answer
+// (SamplingModel.Create): refused here (a limit, a server the block does
+// not list) or failed at the endpoint.
+type SamplingError struct {
+	Server string
+	Reason string
+	from   error
+}
+
+func (e *SamplingError) Error() string { return e.Unwrap().Error() }
+func (e *SamplingError) Unwrap() error {
+	return or(e.from, &sampling.Error{Server: e.Server, Msg: e.Reason})
 }
 
 func or(from, made error) error {
@@ -193,6 +263,19 @@ var namers = []func(error) error{
 	name(func(e *engine.FilterLoadError, from error) error {
 		return &FilterLoadError{Filter: e.Filter, Err: e.Err, from: from}
 	}, (*FilterLoadError)(nil)),
+	name(func(e *wasm.LoadError, from error) error {
+		return &FilterLoadError{Filter: e.Filter, Err: e.Err, from: from}
+	}, (*FilterLoadError)(nil)),
+	name(func(e *wasm.CallError, from error) error {
+		return &FilterCallError{Filter: e.Filter, Phase: e.Phase, Method: e.Method, Server: e.Server, Tool: e.Tool, Err: e.Err, from: from}
+	}, (*FilterCallError)(nil)),
+	name(func(e *plugin.LoadError, from error) error {
+		return &PluginLoadError{Plugin: e.Plugin, Path: e.Path, Kind: e.Kind.String(), Stderr: e.Stderr, Source: Source(e.Source),
+			Pinned: e.Pinned, Sum: e.Sum, Err: e.Err, from: from}
+	}, (*PluginLoadError)(nil)),
+	name(func(e *sampling.Error, from error) error {
+		return &SamplingError{Server: e.Server, Reason: e.Msg, from: from}
+	}, (*SamplingError)(nil)),
 	name(func(e *plugin.ConfigError, from error) error {
 		return &PluginConfigError{Plugin: e.Plugin, Kind: e.Kind, User: e.User, Pointer: e.Pointer, Problems: e.Problems, from: from}
 	}, (*PluginConfigError)(nil)),

@@ -10,8 +10,11 @@ import (
 	"github.com/nexus-mcp/nexus/host"
 	"github.com/nexus-mcp/nexus/host/mcp"
 	"github.com/nexus-mcp/nexus/internal/audit"
+	"github.com/nexus-mcp/nexus/internal/plugin"
 	"github.com/nexus-mcp/nexus/internal/policy"
 	"github.com/nexus-mcp/nexus/internal/registry"
+	"github.com/nexus-mcp/nexus/internal/sampling"
+	"github.com/nexus-mcp/nexus/internal/wasm"
 )
 
 // TestErrorsBothWays: what a Host returns is host's own error type, and
@@ -112,6 +115,18 @@ func TestErrorsMadeByHand(t *testing.T) {
 		{&host.AuditBreakError{File: "a.jsonl", Line: 3, Problem: "the chain breaks"}, func(err error) bool {
 			var e *audit.Error
 			return errors.As(err, &e) && e.Line == 3 && err.Error() == "a.jsonl:3: the chain breaks"
+		}},
+		{&host.PluginLoadError{Plugin: "ws", Path: "/bin/ws", Kind: "checksum mismatch", Pinned: "ab", Sum: "cd"}, func(err error) bool {
+			var e *plugin.LoadError
+			return errors.As(err, &e) && e.Kind == plugin.LoadChecksumMismatch && e.Sum == "cd"
+		}},
+		{&host.FilterCallError{Filter: "pii", Method: "tools/call", Server: "ts", Tool: "echo", Err: cause}, func(err error) bool {
+			var e *wasm.CallError
+			return errors.As(err, &e) && e.Filter == "pii" && errors.Is(err, cause)
+		}},
+		{&host.SamplingError{Server: "ts", Reason: "over the limit"}, func(err error) bool {
+			var e *sampling.Error
+			return errors.As(err, &e) && err.Error() == `sampling for server "ts": over the limit`
 		}},
 		{&host.DeniedError{Link: "rules", Kind: host.KindPolicy, Reason: "no", Method: "tools/call", Server: "ts", Tool: "add"}, func(err error) bool {
 			var e *policy.DeniedError

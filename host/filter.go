@@ -63,13 +63,13 @@ type FilterLog struct {
 func OpenFilter(ctx context.Context, spec FilterSpec) (*WASMFilter, error) {
 	rt, err := wasm.NewRuntime(ctx, wasm.Options{Logger: hclog.NewNullLogger()})
 	if err != nil {
-		return nil, err
+		return nil, hostErr(err)
 	}
 	f, err := rt.Load(ctx, wasm.Spec{Path: spec.Path, SHA256: spec.SHA256, Config: spec.Config, MemoryMB: spec.MemoryMB,
 		Timeout: spec.Timeout, Pool: 1, Entrypoint: spec.Entrypoint, DataFile: spec.DataFile})
 	if err != nil {
 		rt.Close(ctx)
-		return nil, err
+		return nil, hostErr(err)
 	}
 	return &WASMFilter{rt: rt, f: f}, nil
 }
@@ -78,19 +78,20 @@ func OpenFilter(ctx context.Context, spec FilterSpec) (*WASMFilter, error) {
 func (w *WASMFilter) Name() string { return w.f.Name() }
 
 // Call decides one event. The error is the filter's failure (a trap, a
-// timeout, an invalid decision); the result has its log either way.
+// timeout, an invalid decision), a *FilterCallError; the result has its
+// log either way.
 func (w *WASMFilter) Call(ctx context.Context, e *event.Event) (FilterResult, error) {
 	res, err := w.f.Call(ctx, e)
 	out := FilterResult{Decision: res.Decision, Duration: res.Duration}
 	for _, l := range res.Log {
 		out.Log = append(out.Log, FilterLog{Level: l.Level.String(), Stream: l.Stream, Text: l.Text})
 	}
-	return out, err
+	return out, hostErr(err)
 }
 
 // Close unloads the filter and its runtime.
 func (w *WASMFilter) Close(ctx context.Context) error {
-	return errors.Join(w.f.Close(ctx), w.rt.Close(ctx))
+	return hostErr(errors.Join(w.f.Close(ctx), w.rt.Close(ctx)))
 }
 
 // FilterInfo is what InspectFilter read of a module.
@@ -134,12 +135,12 @@ func (s FilterSymbol) String() string { return wasm.Symbol(s).String() }
 func InspectFilter(ctx context.Context, path, sha256 string) (*FilterInfo, error) {
 	rt, err := wasm.NewRuntime(ctx, wasm.Options{Logger: hclog.NewNullLogger()})
 	if err != nil {
-		return nil, err
+		return nil, hostErr(err)
 	}
 	defer rt.Close(ctx)
 	info, err := rt.Inspect(ctx, wasm.Spec{Path: path, SHA256: sha256})
 	if err != nil {
-		return nil, err
+		return nil, hostErr(err)
 	}
 	out := &FilterInfo{Name: info.Name, Path: info.Path, Size: info.Size, SHA256: info.SHA256, ABI: info.ABI, ABIMinor: info.ABIMinor,
 		MemoryMin: info.MemoryMin, MemoryMax: info.MemoryMax, Problems: info.Problems}

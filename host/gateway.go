@@ -166,11 +166,11 @@ func NewGateway(h *Host, o GatewayOptions) (*Gateway, error) {
 	g := &Gateway{h: h, o: o, log: o.Logger}
 	gw := g.block()
 	if err := gateway.CheckTLS(o.TLSCert, o.TLSKey); err != nil {
-		return nil, err
+		return nil, hostErr(err)
 	}
 	key, err := stateKey(gw)
 	if err != nil {
-		return nil, err
+		return nil, hostErr(err)
 	}
 	metrics := h.e.Telemetry().Metrics()
 	if o.Metrics != "" && metrics == nil {
@@ -235,16 +235,16 @@ func (g *Gateway) openHTTP(gw *config.Gateway) error {
 // endpoints /sse and /messages, /healthz and /readyz), for an embedder's
 // own server: made by NewGateway with a listen address, else on first
 // call (its error is the config's: no agent has tokens, say). Run serves
-// it itself.
+// it itself. Once the gateway is closed it is ErrGatewayClosed.
 func (g *Gateway) Handler() (http.Handler, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {
-		return nil, gateway.ErrClosed
+		return nil, ErrGatewayClosed
 	}
 	if g.http == nil {
 		if err := g.openHTTP(g.block()); err != nil {
-			return nil, err
+			return nil, hostErr(err)
 		}
 	}
 	return g.http, nil
@@ -262,16 +262,21 @@ func (g *Gateway) block() *config.Gateway {
 }
 
 // Serve runs one session over conn as agent until the client ends it or
-// ctx ends (mcp.StdioConn() for a client that started this process).
+// ctx ends (mcp.StdioConn() for a client that started this process);
+// ErrGatewayClosed once the gateway is closed.
 func (g *Gateway) Serve(ctx context.Context, conn mcp.Conn, agent string) error {
-	return g.g.Serve(ctx, conn, agent)
+	return hostErr(g.g.Serve(ctx, conn, agent))
 }
+
+// ErrGatewayClosed is what a Gateway's Handler and Serve return once it is
+// closed (errors.Is).
+var ErrGatewayClosed = gateway.ErrClosed
 
 // ServeDrain is Serve for a conn whose input ends when the client is
 // done (stdio): the requests read by then are answered, within drain,
 // before it returns.
 func (g *Gateway) ServeDrain(ctx context.Context, conn mcp.Conn, agent string, drain time.Duration) error {
-	return g.g.ServeDrain(ctx, conn, agent, drain)
+	return hostErr(g.g.ServeDrain(ctx, conn, agent, drain))
 }
 
 // Warm starts agent's servers now, so its first list finds them up or
@@ -291,7 +296,9 @@ func (g *Gateway) Sessions() int { return g.g.Sessions() }
 // is enforced here too; and, with a shared session store and no console,
 // this replica's status for the others' consoles. A listener that
 // cannot listen is the error; ctx's end and the input's are not.
-func (g *Gateway) Run(ctx context.Context) error {
+func (g *Gateway) Run(ctx context.Context) error { return hostErr(g.run(ctx)) }
+
+func (g *Gateway) run(ctx context.Context) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	if g.o.Metrics != "" {
@@ -366,7 +373,7 @@ func (g *Gateway) Close() error {
 	if g.st != nil {
 		g.st.Close()
 	}
-	return err
+	return hostErr(err)
 }
 
 // openStore opens the session store a URL names.

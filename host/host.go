@@ -118,7 +118,7 @@ func (h *Host) Start(ctx context.Context) { h.e.Start(ctx) }
 
 // Close ends every session and stops every server and plugin process the
 // host started.
-func (h *Host) Close() error { return h.e.Close() }
+func (h *Host) Close() error { return hostErr(h.e.Close()) }
 
 // Servers reports every server, sorted by name.
 func (h *Host) Servers() []Status {

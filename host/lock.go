@@ -103,7 +103,7 @@ func ReadLock(cfg *Config) (*Lock, error) { return ReadLockFile(LockPath(cfg)) }
 // ReadLockFile reads the lockfile at path, as ReadLock does.
 func ReadLockFile(path string) (*Lock, error) {
 	l, err := lock.Read(path)
-	return wrapLock(l), err
+	return wrapLock(l), hostErr(err)
 }
 
 // LockOptions say what Relock pins, and where.
@@ -230,7 +230,7 @@ func (h *Host) Relock(ctx context.Context, o LockOptions) (*Relocked, error) {
 		}
 		d, err := h.Definitions(ctx, o.Agent, name)
 		if err != nil {
-			return nil, err
+			return nil, hostErr(err)
 		}
 		defs[name], tools[name] = d, d.Tools
 	}
@@ -246,7 +246,7 @@ func (h *Host) Relock(ctx context.Context, o LockOptions) (*Relocked, error) {
 		}
 		live, err := lock.Pin(name, d.Info, d.Tools, d.Prompts, d.Templates)
 		if err != nil {
-			return nil, fmt.Errorf("server %q: %w", name, err)
+			return nil, hostErr(fmt.Errorf("server %q: %w", name, err))
 		}
 		refused = append(refused, screen(live, pinned.Server(name), flagged[name], o.AcceptFlagged)...)
 		changes = append(changes, lock.Diff(pinned.Server(name), live)...)
@@ -270,7 +270,7 @@ func (h *Host) Relock(ctx context.Context, o LockOptions) (*Relocked, error) {
 		})
 	}
 	if err != nil {
-		return nil, err
+		return nil, hostErr(err)
 	}
 	return r, nil
 }

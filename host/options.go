@@ -136,7 +136,7 @@ type Telemetry struct{ t *telemetry.Telemetry }
 func (t *Telemetry) Tracing() bool { return t.in().Tracing() }
 
 // Shutdown sends the spans still queued and stops the exporter.
-func (t *Telemetry) Shutdown(ctx context.Context) error { return t.in().Shutdown(ctx) }
+func (t *Telemetry) Shutdown(ctx context.Context) error { return hostErr(t.in().Shutdown(ctx)) }
 
 // in is the telemetry t holds; nil for a nil t, which the engine takes as
 // none.
@@ -158,7 +158,7 @@ func OpenTelemetry(cfg *Config, metrics bool) (*Telemetry, error) {
 	}
 	t, err := telemetry.New(context.Background(), o)
 	if err != nil {
-		return nil, err
+		return nil, hostErr(err)
 	}
 	return &Telemetry{t}, nil
 }

@@ -39,7 +39,8 @@ func (m *SamplingModel) Allowed(server string) bool { return m.m.Allowed(server)
 func (m *SamplingModel) Confirm() bool { return m.confirm }
 
 // Create answers one request of server's; a limit or a failure at the
-// endpoint is an error that names the server.
+// endpoint is a *SamplingError, which names the server.
 func (m *SamplingModel) Create(ctx context.Context, server string, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
-	return m.m.Create(ctx, server, p)
+	res, err := m.m.Create(ctx, server, p)
+	return res, hostErr(err)
 }

@@ -73,13 +73,17 @@ func Grant(list []Trusted, key, sum string) []Trusted {
 
 // TrustKey is the path a config file is trusted under: absolute, with
 // symlinks resolved, so that one file has one key however it is reached.
-func TrustKey(path string) (string, error) { return config.TrustKey(path) }
+func TrustKey(path string) (string, error) {
+	key, err := config.TrustKey(path)
+	return key, hostErr(err)
+}
 
 // HashConfig reads a config file as LoadConfig would (bounded, a regular
 // file) and returns its bytes and their sha256 in hex: what trusting it
 // trusts.
 func HashConfig(path string) (data []byte, sha256 string, err error) {
-	return config.HashConfig(path)
+	data, sha256, err = config.HashConfig(path)
+	return data, sha256, hostErr(err)
 }
 
 // ConfigInventory lists what the config file at path, holding data, would
@@ -92,7 +96,7 @@ func ConfigInventory(path string, data []byte) []string { return config.Inventor
 func WorkspaceConfigs() ([]string, error) {
 	files, err := config.Discover(config.Options{NoDefault: true})
 	if err != nil {
-		return nil, err
+		return nil, hostErr(err)
 	}
 	var out []string
 	for _, f := range files {

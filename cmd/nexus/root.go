@@ -150,34 +150,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
-	code := exitConnection
-	var (
-		ee         *exitError
-		us         *host.UnknownServerError
-		ut         *host.UnknownToolError
-		rerr       *mcp.RPCError
-		denied     *host.DeniedError
-		filterLoad *host.FilterLoadError
-		pluginCfg  *host.PluginConfigError
-		schema     *host.SchemaError
-	)
-	switch {
-	case errors.As(err, &ee):
-		code = ee.code
+	code, ee := exitCode(err)
+	if ee != nil {
 		err = ee.err
-	case isUsage(err), errors.As(err, &us), errors.As(err, &ut):
-		code = exitUsage
-	case errors.As(err, &denied):
-		code = exitDenied
-	case errors.As(err, &pluginCfg):
-		code = exitUsage // a plugin config that fails the plugin's schema, as config validate says
-	case errors.As(err, &filterLoad):
-		code = exitUsage // a filter block that does not load is a config problem
-	case errors.As(err, &schema) && schema.What == "arguments":
-		code = exitUsage
-	case errors.As(err, &rerr):
-		// The server answered, and said no: not a connection problem.
-		code = exitServerError
 	}
 	if code == exitToolError && ee != nil {
 		return code // the result is already printed
@@ -191,6 +166,42 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "Run 'nexus --help' for usage.")
 	}
 	return code
+}
+
+// exitCode is the exit code err means, told by host's error types alone
+// (and host/mcp's answer): a command's own *exitError says it, else usage
+// (cobra's errors, an unknown server or tool, a plugin or filter config
+// that does not load, arguments that break the schema), denied, a
+// server's JSON-RPC error, and any other failure to reach a server.
+// ee is the command's own, if it set the code.
+func exitCode(err error) (code int, ee *exitError) {
+	var (
+		us         *host.UnknownServerError
+		ut         *host.UnknownToolError
+		rerr       *mcp.RPCError
+		denied     *host.DeniedError
+		filterLoad *host.FilterLoadError
+		pluginCfg  *host.PluginConfigError
+		schema     *host.SchemaError
+	)
+	switch {
+	case errors.As(err, &ee):
+		return ee.code, ee
+	case isUsage(err), errors.As(err, &us), errors.As(err, &ut):
+		return exitUsage, nil
+	case errors.As(err, &denied):
+		return exitDenied, nil
+	case errors.As(err, &pluginCfg):
+		return exitUsage, nil // a plugin config that fails the plugin's schema, as config validate says
+	case errors.As(err, &filterLoad):
+		return exitUsage, nil // a filter block that does not load is a config problem
+	case errors.As(err, &schema) && schema.What == "arguments":
+		return exitUsage, nil
+	case errors.As(err, &rerr):
+		// The server answered, and said no: not a connection problem.
+		return exitServerError, nil
+	}
+	return exitConnection, nil
 }
 
 // isUsage recognizes cobra's own argument and flag errors.

@@ -8,8 +8,8 @@
 // public surface (what another module may import: host, host/mcp and
 // sdk/*; the implementation lives under internal/), that the extensions,
 // copied into a module of their own, build there, that public Examples
-// import nothing internal, that the facade names every type it speaks,
-// and that each package's comment is in its doc.go. An arrow that must
-// never exist fails the tests instead of waiting for a review to notice
-// it.
+// import nothing internal, that the facade names every type it speaks
+// and returns its own errors, and that each package's comment is in its
+// doc.go. An arrow that must never exist fails the tests instead of
+// waiting for a review to notice it.
 package arch
