@@ -396,11 +396,10 @@ func TestPublicSurface(t *testing.T) {
 	}
 }
 
-// TestFacadeNamesItsTypes: what the host facade's exported functions,
-// methods and struct fields take and return is host's own type, so an
-// embedder can write every type it meets, and no alias of an internal
-// type makes an internal struct part of host's API (issue #39).
-func TestFacadeNamesItsTypes(t *testing.T) {
+// hostFiles parses the host facade's files (this platform's, without
+// tests), for the checks of its API.
+func hostFiles(t *testing.T) (*token.FileSet, []*ast.File) {
+	t.Helper()
 	var files []*ast.File
 	fset := token.NewFileSet()
 	for _, p := range packages(t) {
@@ -418,6 +417,15 @@ func TestFacadeNamesItsTypes(t *testing.T) {
 	if len(files) == 0 {
 		t.Fatal("go list found no files of host")
 	}
+	return fset, files
+}
+
+// TestFacadeNamesItsTypes: what the host facade's exported functions,
+// methods and struct fields take and return is host's own type, so an
+// embedder can write every type it meets, and no alias of an internal
+// type makes an internal struct part of host's API (issue #39).
+func TestFacadeNamesItsTypes(t *testing.T) {
+	fset, files := hostFiles(t)
 	for _, f := range files {
 		internal := map[string]bool{} // local names of imported internal packages
 		for _, im := range f.Imports {

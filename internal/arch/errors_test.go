@@ -5,7 +5,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,23 +21,7 @@ import (
 // embedder as a type it cannot name (issue 39's facade; host's
 // TestFacadeErrors calls each function to prove the conversion).
 func TestFacadeConvertsErrors(t *testing.T) {
-	var files []*ast.File
-	fset := token.NewFileSet()
-	for _, p := range packages(t) {
-		if p.ImportPath != mod+"host" {
-			continue
-		}
-		for _, name := range p.GoFiles { // this platform's, without tests
-			f, err := parser.ParseFile(fset, filepath.Join(p.Dir, name), nil, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			files = append(files, f)
-		}
-	}
-	if len(files) == 0 {
-		t.Fatal("go list found no files of host")
-	}
+	fset, files := hostFiles(t)
 	for _, e := range unconverted(fset, files) {
 		t.Error(e)
 	}

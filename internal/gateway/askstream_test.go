@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -92,18 +91,7 @@ func TestLegacyAskOnItsCallsStream(t *testing.T) {
 		t.Run(c.method, func(t *testing.T) {
 			g := newGater("older", "newer")
 			e, _, _ := gaterEnv(t, g, true)
-			hh, err := e.g.HTTP(gateway.HTTPOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			srv := httptest.NewServer(hh)
-			// Registered after the upstream's cleanup, so it runs before it.
-			t.Cleanup(func() {
-				hh.Close()
-				srv.CloseClientConnections()
-				srv.Close()
-			})
-			he := &httpEnv{env: e, hh: hh, url: srv.URL}
+			he := serveEnv(t, e, gateway.HTTPOptions{})
 			ctx := ctxT(t)
 			tn := he.tenant("claude-token", `{"elicitation":{"form":{}},"roots":{}}`)
 

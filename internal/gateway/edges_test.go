@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -26,17 +25,7 @@ func TestHTTPDisconnectCancelsUpstream(t *testing.T) {
 	// Calls time out after 10 minutes, not 30 s: only the disconnection
 	// can end this one before wait gives up.
 	env := newEnvOpts(t, nil, func(o *engine.Options) { o.Timeout = 10 * time.Minute })
-	hh, err := env.g.HTTP(gateway.HTTPOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(hh)
-	t.Cleanup(func() {
-		hh.Close()
-		srv.CloseClientConnections()
-		srv.Close()
-	})
-	e := &httpEnv{env: env, hh: hh, url: srv.URL}
+	e := serveEnv(t, env, gateway.HTTPOptions{})
 	sid := e.open("claude-token")
 	auth := map[string]string{"Authorization": "Bearer claude-token", "Mcp-Session-Id": sid}
 	e.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, auth)

@@ -39,7 +39,14 @@ type httpEnv struct {
 
 func newHTTPEnv(t *testing.T, o gateway.HTTPOptions) *httpEnv {
 	t.Helper()
-	e := newEnv(t, nil)
+	return serveEnv(t, newEnv(t, nil), o)
+}
+
+// serveEnv serves e's gateway over HTTP on loopback until the test ends.
+// Its cleanup is registered after whatever e's setup registered (an
+// upstream's), so it runs before them.
+func serveEnv(t testing.TB, e *env, o gateway.HTTPOptions) *httpEnv {
+	t.Helper()
 	hh, err := e.g.HTTP(o)
 	if err != nil {
 		t.Fatal(err)

@@ -45,18 +45,7 @@ func newHTTPUpstreamEnv(t *testing.T) *httpEnv {
 		upSrv.CloseClientConnections()
 		upSrv.Close()
 	})
-	hh, err := e.g.HTTP(gateway.HTTPOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(hh)
-	// Registered after the upstream's cleanup, so it runs before it.
-	t.Cleanup(func() {
-		hh.Close()
-		srv.CloseClientConnections()
-		srv.Close()
-	})
-	return &httpEnv{env: e, hh: hh, url: srv.URL}
+	return serveEnv(t, e, gateway.HTTPOptions{})
 }
 
 // A log message an HTTP server sends on a request's response stream is

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -26,17 +25,7 @@ func newTenantEnv(t testing.TB, l config.GatewayLimits) *httpEnv {
 			&config.Agent{Name: "alice", Permission: "yolo", Servers: []string{"testserver", "probe"}, Tokens: []string{"alice-token"}},
 			&config.Agent{Name: "bob", Permission: "yolo", Servers: []string{"testserver", "probe"}, Tokens: []string{"bob-token"}})
 	})
-	hh, err := e.g.HTTP(gateway.HTTPOptions{Limits: l})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(hh)
-	t.Cleanup(func() {
-		hh.Close()
-		srv.CloseClientConnections()
-		srv.Close()
-	})
-	return &httpEnv{env: e, hh: hh, url: srv.URL}
+	return serveEnv(t, e, gateway.HTTPOptions{Limits: l})
 }
 
 // tenant is one downstream session of an agent.
