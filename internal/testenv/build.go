@@ -36,11 +36,11 @@ var (
 // so an edit between runs rebuilds it.
 //
 // The file is shared: a test that changes a binary copies it first.
+// Outside a checkout (the test kits, plugintest and filtertest, in a
+// plugin author's module, where this source is in the read-only module
+// cache) the builds go to the user's cache directory instead (buildDir).
 func Build(dir, pkg, name string, args, env []string) (string, error) {
 	root := RootDir()
-	if root == "" {
-		return "", fmt.Errorf("testenv: cannot locate the source")
-	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return "", err
@@ -57,7 +57,11 @@ func Build(dir, pkg, name string, args, env []string) (string, error) {
 	if p, ok := shared[key]; ok {
 		return p, nil
 	}
-	outDir := filepath.Join(root, "bin", "testbuild", key)
+	base, err := buildDir(root)
+	if err != nil {
+		return "", err
+	}
+	outDir := filepath.Join(base, key)
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return "", err
 	}
@@ -77,4 +81,25 @@ func Build(dir, pkg, name string, args, env []string) (string, error) {
 	}
 	shared[key] = out
 	return out, nil
+}
+
+// buildDir is where Build links: bin/testbuild in the checkout at root,
+// else, when that cannot be made (root is the module cache, read-only,
+// or no directory at all), nexus/testbuild in the user's cache directory.
+func buildDir(root string) (string, error) {
+	if filepath.IsAbs(root) {
+		d := filepath.Join(root, "bin", "testbuild")
+		if err := os.MkdirAll(d, 0o755); err == nil {
+			return d, nil
+		}
+	}
+	c, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("testenv: no directory for test builds: %s is not writable (the nexus module cache?) and the user has no cache directory (%v); set XDG_CACHE_HOME or HOME", filepath.Join(root, "bin", "testbuild"), err)
+	}
+	d := filepath.Join(c, "nexus", "testbuild")
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return "", fmt.Errorf("testenv: no directory for test builds: %w", err)
+	}
+	return d, nil
 }

@@ -40,9 +40,10 @@ var (
 // Build runs go build on the main package in dir (a path relative to the
 // test's working directory, usually "."), with BuildFlags and BuildEnv,
 // and returns the binary's path. One link serves every test process of
-// the checkout (the binary lives in the repository's bin/testbuild, and
-// later builds find it up to date); a test that changes the binary
-// copies it first.
+// the checkout (the binary lives in the nexus checkout's bin/testbuild,
+// or, where nexus is a dependency in the read-only module cache, in the
+// user's cache directory under nexus/testbuild; later builds find it up
+// to date); a test that changes the binary copies it first.
 func Build(t testing.TB, dir string) string {
 	t.Helper()
 	abs, err := filepath.Abs(dir)
