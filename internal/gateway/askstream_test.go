@@ -65,7 +65,7 @@ func (tn *tenant) stream(t *testing.T, ctx context.Context, body string) <-chan 
 func TestLegacyAskOnItsCallsStream(t *testing.T) {
 	for _, c := range []struct {
 		method string
-		roots  bool                                          // the tool asks for roots, not an elicitation
+		ask    string                                        // the tool's arguments beside its key: what it asks
 		answer func(key string) string                       // the client's result
 		want   func(key string) string                       // the tool's text with that answer
 		check  func(key string, params json.RawMessage) bool // the question is the key's call's
@@ -80,8 +80,22 @@ func TestLegacyAskOnItsCallsStream(t *testing.T) {
 			},
 		},
 		{
+			method: mcp.MethodSamplingCreateMessage,
+			ask:    `"sample":true`,
+			answer: func(key string) string {
+				return `{"role":"assistant","content":{"type":"text","text":"` + key + `"},"model":"m"}`
+			},
+			want: func(key string) string { return "sampled: " + key },
+			check: func(key string, params json.RawMessage) bool {
+				var p mcp.CreateMessageParams
+				var c mcp.Content
+				return json.Unmarshal(params, &p) == nil && len(p.Messages) == 1 &&
+					json.Unmarshal(p.Messages[0].Content, &c) == nil && c.Text == "Your "+key+"?"
+			},
+		},
+		{
 			method: mcp.MethodRootsList,
-			roots:  true,
+			ask:    `"roots":true`,
 			answer: func(key string) string { return `{"roots":[{"uri":"file:///` + key + `"}]}` },
 			want:   func(key string) string { return "roots: file:///" + key },
 			// A roots/list names no call: only the key's gate is open.
@@ -93,12 +107,12 @@ func TestLegacyAskOnItsCallsStream(t *testing.T) {
 			e, _, _ := gaterEnv(t, g, true)
 			he := serveEnv(t, e, gateway.HTTPOptions{})
 			ctx := ctxT(t)
-			tn := he.tenant("claude-token", `{"elicitation":{"form":{}},"roots":{}}`)
+			tn := he.tenant("claude-token", `{"elicitation":{"form":{}},"roots":{},"sampling":{}}`)
 
 			streams := map[string]<-chan json.RawMessage{}
 			ids := map[string]int{"older": 11, "newer": 12}
 			for _, key := range []string{"older", "newer"} {
-				streams[key] = tn.stream(t, ctx, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"gate","arguments":{"key":%q,"roots":%v}}}`, ids[key], key, c.roots))
+				streams[key] = tn.stream(t, ctx, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"gate","arguments":{"key":%q%s}}}`, ids[key], key, comma(c.ask)))
 				if k := recv(t, g.started); k != key {
 					t.Fatalf("%s reached the tool, want %s", k, key)
 				}
@@ -155,4 +169,12 @@ func TestLegacyAskOnItsCallsStream(t *testing.T) {
 			}
 		})
 	}
+}
+
+// comma is s after a comma, or nothing.
+func comma(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "," + s
 }

@@ -20,7 +20,8 @@ import (
 
 // gater is a legacy-only upstream whose tool "gate" waits until the test
 // opens its key's gate, then asks the client for an elicitation under
-// that key (with "roots": true, for its roots): two calls in flight at
+// that key (with "roots": true, for its roots; with "sample": true, a
+// sampling of "Your KEY?"): two calls in flight at
 // once ask when the test says.
 type gater struct {
 	started chan string              // the keys of the calls that reached the tool
@@ -39,8 +40,9 @@ func (g *gater) server() *mcp.Server {
 	s := mcp.NewServer(mcp.Implementation{Name: "gater", Version: "1"}, mcp.ServerOptions{LegacyOnly: true})
 	s.AddTool(mcp.Tool{Name: "gate"}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var args struct {
-			Key   string
-			Roots bool
+			Key    string
+			Roots  bool
+			Sample bool
 		}
 		json.Unmarshal(req.Arguments, &args)
 		gate := g.gates[args.Key]
@@ -63,6 +65,17 @@ func (g *gater) server() *mcp.Server {
 				uris[i] = r.URI
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("roots: " + strings.Join(uris, " "))}}, nil
+		}
+		if args.Sample {
+			content, _ := json.Marshal(mcp.TextContent("Your " + args.Key + "?"))
+			r, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 10,
+				Messages: []mcp.SamplingMessage{{Role: "user", Content: content}}})
+			if err != nil {
+				return nil, err
+			}
+			var c mcp.Content
+			json.Unmarshal(r.Content, &c)
+			return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("sampled: " + c.Text)}}, nil
 		}
 		r, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "Your " + args.Key + "?",
 			RequestedSchema: json.RawMessage(`{"type":"object","properties":{"v":{"type":"string"}}}`), Meta: keyMeta(args.Key)})
