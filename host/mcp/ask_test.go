@@ -24,19 +24,18 @@ func (questioner) HandleNotification(context.Context, string, json.RawMessage) {
 // askPair is two Peers over a Pipe (no DirectReader: each reply is read
 // by whoever holds the reading role), each serving questioner.
 func askPair(t testing.TB, hold bool) (srv, cli *Peer) {
-	a, b := Pipe()
-	srv = NewPeer(b, PeerOptions{Handler: questioner{&srv}})
-	cli = NewPeer(a, PeerOptions{Handler: questioner{&cli}})
+	t.Helper()
+	// The handlers find their Peer through these: set before any request.
+	var s, c *Peer
+	s, c = peerPair(t, PeerOptions{Handler: questioner{&s}}, PeerOptions{Handler: questioner{&c}})
 	if hold {
 		// No timer hands a free role to a background reader within the
-		// test: what reads the handler's reply must come from the call.
-		srv.serveWait.Store(int64(time.Hour))
-		srv.idleWait.Store(int64(time.Hour))
+		// test (none is armed before the first request): what reads the
+		// handler's reply must come from the call.
+		s.serveWait.Store(int64(time.Hour))
+		s.idleWait.Store(int64(time.Hour))
 	}
-	srv.Start()
-	cli.Start()
-	t.Cleanup(func() { cli.Close(); srv.Close() })
-	return srv, cli
+	return s, c
 }
 
 // A handler served on the goroutine that read its request, asking the

@@ -89,6 +89,19 @@ func connectPair(t *testing.T, s *Server, opts ClientOptions) *Client {
 	return c
 }
 
+// peerPair is two started Peers over a Pipe, server with so and client
+// with co, both closed when the test ends (Close again is harmless).
+func peerPair(t testing.TB, so, co PeerOptions) (server, client *Peer) {
+	t.Helper()
+	a, b := Pipe()
+	server = NewPeer(b, so)
+	server.Start()
+	client = NewPeer(a, co)
+	client.Start()
+	t.Cleanup(func() { client.Close(); server.Close() })
+	return server, client
+}
+
 func TestClientEndToEnd(t *testing.T) {
 	var logs []LogMessage
 	var mu sync.Mutex
@@ -518,13 +531,7 @@ func TestBusyWhenQueueFull(t *testing.T) {
 		<-block
 		return struct{}{}, nil
 	})
-	a, b := Pipe()
-	server := NewPeer(b, PeerOptions{Handler: h, MaxHandlers: 1, MaxQueue: 1})
-	server.Start()
-	client := NewPeer(a, PeerOptions{})
-	client.Start()
-	defer client.Close()
-	defer server.Close()
+	_, client := peerPair(t, PeerOptions{Handler: h, MaxHandlers: 1, MaxQueue: 1}, PeerOptions{})
 	errc := make(chan error, 3)
 	for range 3 {
 		go func() { _, err := client.CallRaw(context.Background(), "work", nil); errc <- err }()

@@ -30,13 +30,7 @@ func TestSpawnReusesSpareWorker(t *testing.T) {
 		ran <- goid()
 		return struct{}{}, nil
 	})
-	a, b := Pipe()
-	server := NewPeer(b, PeerOptions{Handler: h})
-	server.Start()
-	client := NewPeer(a, PeerOptions{})
-	client.Start()
-	defer client.Close()
-	defer server.Close()
+	server, _ := peerPair(t, PeerOptions{Handler: h}, PeerOptions{})
 	next := func() string {
 		select {
 		case g := <-ran:
@@ -85,13 +79,7 @@ func TestOvertakenReaderReadsAgain(t *testing.T) {
 		}
 		return struct{}{}, nil
 	})
-	a, b := Pipe()
-	server := NewPeer(b, PeerOptions{Handler: h})
-	server.Start()
-	client := NewPeer(a, PeerOptions{})
-	client.Start()
-	defer client.Close()
-	defer server.Close()
+	server, client := peerPair(t, PeerOptions{Handler: h}, PeerOptions{})
 	call := func(method string) chan error {
 		done := make(chan error, 1)
 		go func() { done <- client.Call(context.Background(), method, nil, nil) }()
